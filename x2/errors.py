@@ -1,0 +1,29 @@
+"""The one exception root. The library raises these; `x2.cli` turns them into one-line errors."""
+
+from __future__ import annotations
+
+
+class X2Error(Exception):
+    """An error caused by the user's input or environment, shown as one line with exit code 2."""
+
+    exit_code = 2
+
+
+class SpecError(X2Error):
+    """A robot, scene or task spec is invalid.
+
+    Rendered as ``file:line: field: found X; allowed: Y``.
+    """
+
+    def __init__(self, file: str | None, line: int | None, field: str, found: str, allowed: str):
+        self.file, self.line, self.field, self.found, self.allowed = file, line, field, found, allowed
+        where = f"{file}:{line}" if file and line else (file or "<spec>")
+        super().__init__(f"{where}: {field}: found {found}; allowed: {allowed}")
+
+
+class NotFoundError(X2Error):
+    """A named thing (robot, task, dataset, episode) does not exist; the message lists what does."""
+
+
+class DatasetError(X2Error):
+    """A dataset or episode file breaks the on-disk contract."""

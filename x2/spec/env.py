@@ -1,0 +1,178 @@
+"""Compiled, validated environment description: what `x2.spec` hands to the simulator and the loop.
+
+Everything here is plain frozen data (no YAML, no pydantic, no simulator), so the simulator,
+the DAG runtime and the dataset store can share it without importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+Vec3 = tuple[float, float, float]
+Quat = tuple[float, float, float, float]  # w, x, y, z (MuJoCo order)
+
+
+@dataclass(frozen=True)
+class ArmModel:
+    """One arm of a robot, with names as they appear in the compiled world model."""
+
+    name: str  # "left" | "right"
+    joints: tuple[str, ...]  # arm joint names in the compiled model, base to tip
+    actuators: tuple[str, ...]  # position actuators, same order as joints
+    home: tuple[float, ...]  # home joint angles (rad)
+    gripper_actuator: str  # position actuator driving the fingers (ctrl in finger metres)
+    gripper_joints: tuple[str, ...]  # finger joints (recorded in qpos)
+    tcp_site: str  # tool centre point between the fingertips
+    wrist_camera: str | None = None
+
+
+@dataclass(frozen=True)
+class GripperModel:
+    """Gripper variant. Action value g in [0, 1] (0 = closed, 1 = open) maps linearly to
+    actuator ctrl = closed + g * (open - closed)."""
+
+    kind: str  # "G" parallel jaw | "H" wide-stroke
+    mjcf: Path
+    open_ctrl: float
+    closed_ctrl: float
+
+
+@dataclass(frozen=True)
+class RobotModel:
+    name: str
+    mjcf: Path  # body description: torso + arms, flange sites "<arm>_flange"
+    gripper: GripperModel
+    arms: tuple[ArmModel, ...]
+    cameras: tuple[str, ...]  # all camera names in the compiled model that belong to the robot
+    base_pos: Vec3 = (0.0, 0.0, 0.0)
+
+    @property
+    def action_names(self) -> tuple[str, ...]:
+        names: list[str] = []
+        for arm in self.arms:
+            names += [*arm.joints, f"{arm.name}_gripper"]
+        return tuple(names)
+
+    @property
+    def action_dim(self) -> int:
+        return sum(len(a.joints) + 1 for a in self.arms)
+
+    def arm(self, name: str) -> ArmModel:
+        for a in self.arms:
+            if a.name == name:
+                return a
+        from x2.errors import NotFoundError
+
+        raise NotFoundError(f"robot {self.name!r} has no arm {name!r}; arms: {[a.name for a in self.arms]}")
+
+
+@dataclass(frozen=True)
+class AssetModel:
+    """An object asset: an MJCF file whose worldbody holds one top-level body named ``object``."""
+
+    name: str
+    mjcf: Path
+    tags: tuple[str, ...]
+    footprint_radius: float  # radius of the disc the object covers on a support surface (m)
+    height: float  # resting height of the object's origin above the support surface (m)
+    free: bool  # True: gets a free joint (movable); False: welded where placed
+    parts: dict[str, str] = field(default_factory=dict)  # part name -> site name inside the asset
+    joints: tuple[str, ...] = ()  # articulated joints inside the asset (unprefixed)
+
+
+@dataclass(frozen=True)
+class Region:
+    """A rectangle on a support surface where objects may be placed."""
+
+    name: str
+    center: tuple[float, float]  # world x, y
+    half_size: tuple[float, float]
+    z: float  # world height of the support surface
+    yaw_range: tuple[float, float] = (-3.14159, 3.14159)
+
+
+@dataclass(frozen=True)
+class ObjectInstance:
+    """One object in the scene. Its bodies, joints and sites are prefixed ``<name>/`` in the model."""
+
+    name: str
+    candidates: tuple[AssetModel, ...]  # asset pool; one is drawn per reset from the scene stream
+    tags: tuple[str, ...]  # instance tags + asset tags
+    region: Region | None = None  # sampled placement, or
+    pose: tuple[float, float, float, float] | None = None  # fixed x, y, z, yaw
+
+    @property
+    def max_footprint(self) -> float:
+        return max(a.footprint_radius for a in self.candidates)
+
+
+@dataclass(frozen=True)
+class BoothModel:
+    """The green booth: chroma-green walls and floor, a table, fixed lights, a head camera."""
+
+    table_center: tuple[float, float] = (0.6, 0.0)
+    table_half_size: tuple[float, float] = (0.4, 0.6)
+    table_height: float = 0.75
+    wall_rgba: tuple[float, float, float, float] = (0.0, 0.69, 0.25, 1.0)  # chroma key green
+    floor_rgba: tuple[float, float, float, float] = (0.0, 0.62, 0.22, 1.0)
+    table_rgba: tuple[float, float, float, float] = (0.85, 0.85, 0.82, 1.0)
+    booth_half_size: tuple[float, float, float] = (1.6, 1.6, 1.4)  # half extents of the booth room
+    light_intensity: float = 0.6
+    timestep: float = 1.0 / 480.0
+
+
+@dataclass(frozen=True)
+class PredicateCall:
+    """A named predicate from `x2.tasks.predicates` with resolved arguments."""
+
+    name: str
+    args: dict[str, object]
+
+    def describe(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.args.items())
+        return f"{self.name}({inner})"
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    id: str
+    success: tuple[PredicateCall, ...]  # all must hold
+    failure: tuple[PredicateCall, ...] = ()  # any triggers a failure
+    timeout_s: float | None = None
+    score: float = 1.0
+    description: str = ""
+    skill: dict[str, object] | None = None  # binding for synthesis (later issue)
+
+
+@dataclass(frozen=True)
+class TaskModel:
+    name: str
+    instruction: str
+    horizon_s: float
+    nodes: tuple[NodeSpec, ...]
+    edges: tuple[tuple[str, str], ...]
+
+    @property
+    def node_ids(self) -> tuple[str, ...]:
+        return tuple(n.id for n in self.nodes)
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """Robot + scene + task, compiled and cross-checked."""
+
+    robot: RobotModel
+    booth: BoothModel
+    objects: tuple[ObjectInstance, ...]
+    task: TaskModel | None
+    fps: int = 30
+    substeps: int = 16
+    scene_name: str = "green_booth"
+    variant: str = "default"
+    split: str = "train"
+    sources: tuple[str, ...] = ()  # spec files that produced this spec, for provenance
+
+    @property
+    def control_dt(self) -> float:
+        return 1.0 / self.fps
