@@ -1,0 +1,146 @@
+"""`x2 robots ...` and `x2 tasks ...`: look at the built-in and user specs."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.columns import Columns
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from x2 import spec
+from x2.cli._common import console, translate_errors, typer_group
+from x2.labeling import topological_order
+
+robots_app = typer_group(
+    "robots", "List and inspect robots.",
+    "  x2 robots ls\n\n  x2 robots show artixon-g",
+)
+tasks_app = typer_group(
+    "tasks", "List and inspect tasks and their subtask DAGs.",
+    "  x2 tasks ls\n\n  x2 tasks show fruit_in_microwave --graph\n\n  x2 tasks show pick_place --robot artixon-h",
+)
+
+ROLE_STYLE = {"source": "bold green", "inner": "bold yellow", "sink": "bold magenta"}
+
+
+@robots_app.command("ls")
+@translate_errors
+def robots_ls() -> None:
+    """List robots. Example: [cyan]x2 robots ls[/cyan]"""
+    table = Table(title="robots", title_justify="left")
+    for col in ("name", "gripper", "arms", "action dim", "cameras", "fps", "description"):
+        table.add_column(col)
+    for name in spec.names("robots"):
+        info = spec.load_robot(name)
+        m = info.model
+        table.add_row(m.name, m.gripper.kind, ", ".join(a.name for a in m.arms), str(m.action_dim),
+                      ", ".join(m.cameras), str(info.fps), info.description)
+    console.print(table)
+
+
+@robots_app.command("show")
+@translate_errors
+def robots_show(name: Annotated[str, typer.Argument(help="robot name or path to a robot YAML")]) -> None:
+    """Show a robot's arms, home pose and action layout. Example: [cyan]x2 robots show artixon-h[/cyan]"""
+    info = spec.load_robot(name)
+    m = info.model
+    console.print(f"[bold]{m.name}[/bold]  {info.description}")
+    console.print(f"file {info.file}\nMJCF {m.mjcf}\ngripper {m.gripper.kind} ({m.gripper.mjcf.name}), ctrl "
+                  f"closed {m.gripper.closed_ctrl} .. open {m.gripper.open_ctrl} m; control {info.fps} Hz x "
+                  f"{info.substeps} substeps; reach {info.reach} m; reference task {info.reference_task}")
+    table = Table(title="action vector", title_justify="left")
+    for col in ("index", "name", "home"):
+        table.add_column(col)
+    i = 0
+    for arm in m.arms:
+        for joint, home in zip(arm.joints, arm.home, strict=True):
+            table.add_row(str(i), joint, f"{home:+.3f} rad")
+            i += 1
+        table.add_row(str(i), f"{arm.name}_gripper", "1.0 (0 = closed, 1 = open)")
+        i += 1
+    console.print(table)
+
+
+@tasks_app.command("ls")
+@translate_errors
+def tasks_ls() -> None:
+    """List tasks. Example: [cyan]x2 tasks ls[/cyan]"""
+    table = Table(title="tasks", title_justify="left")
+    for col in ("name", "robot", "scene", "subtasks", "instruction"):
+        table.add_column(col)
+    for name in spec.names("tasks"):
+        env = spec.load_env(name)
+        assert env.task is not None
+        table.add_row(env.task.name, env.robot.name, env.scene_name, str(len(env.task.nodes)), env.task.instruction)
+    console.print(table)
+
+
+@tasks_app.command("show")
+@translate_errors
+def tasks_show(
+    name: Annotated[str, typer.Argument(help="task name or path to a task YAML")],
+    graph: Annotated[bool, typer.Option("--graph", help="draw the DAG")] = False,
+    robot: Annotated[str | None, typer.Option("--robot", help="compile for this robot instead")] = None,
+    variant: Annotated[str, typer.Option("--variant", help="scene variant")] = "default",
+) -> None:
+    """Show a compiled task: subtasks, predicates, order. Example: [cyan]x2 tasks show fruit_in_microwave --graph[/cyan]"""
+    env = spec.load_env(name, robot=robot, variant=variant)
+    task = env.task
+    assert task is not None
+    console.print(f"[bold]{task.name}[/bold]: {task.instruction}")
+    console.print(f"robot {env.robot.name}, scene {env.scene_name} (variant {env.variant}, split {env.split}), "
+                  f"horizon {task.horizon_s:g} s at {env.fps} Hz")
+    objects = Table(title="objects", title_justify="left")
+    for col in ("name", "assets", "tags", "placement"):
+        objects.add_column(col)
+    for obj in env.objects:
+        where = f"region {obj.region.name}" if obj.region else f"pose {obj.pose}"
+        objects.add_row(obj.name, ", ".join(a.name for a in obj.candidates), ", ".join(obj.tags), where)
+    console.print(objects)
+    order = topological_order(task.node_ids, task.edges)
+    nodes = {n.id: n for n in task.nodes}
+    table = Table(title="subtasks (topological order)", title_justify="left")
+    for col in ("node", "success", "failure", "timeout", "score", "skill"):
+        table.add_column(col)
+    for nid in order:
+        n = nodes[nid]
+        skill = ", ".join(f"{k}={v}" for k, v in (n.skill or {}).items())
+        table.add_row(Text(nid, style=ROLE_STYLE[_role(nid, task.edges)]),
+                      "\n".join(c.describe() for c in n.success), "\n".join(c.describe() for c in n.failure),
+                      f"{n.timeout_s:g} s" if n.timeout_s else "-", f"{n.score:g}", skill)
+    console.print(table)
+    if graph:
+        console.print(_draw(task.node_ids, task.edges, {n.id: n for n in task.nodes}))
+
+
+def _role(node: str, edges: tuple[tuple[str, str], ...]) -> str:
+    if not any(b == node for _, b in edges):
+        return "source"
+    return "sink" if not any(a == node for a, _ in edges) else "inner"
+
+
+def _draw(nodes: tuple[str, ...], edges: tuple[tuple[str, str], ...], specs: dict) -> Panel:  # type: ignore[type-arg]
+    """Layers by longest path from a source; each node a panel listing what it waits for."""
+    depth: dict[str, int] = {}
+    for nid in topological_order(nodes, edges):
+        depth[nid] = max((depth[a] + 1 for a, b in edges if b == nid), default=0)
+    rows = []
+    for layer in range(max(depth.values()) + 1):
+        cells = []
+        for nid in (n for n in nodes if depth[n] == layer):
+            preds = [a for a, b in edges if b == nid]
+            body = Text(specs[nid].description or nid)
+            if preds:
+                body.append("\nafter " + " + ".join(preds), style="dim")
+            cells.append(Panel(body, title=nid, border_style=ROLE_STYLE[_role(nid, edges)], width=36))
+        rows.append(Columns(cells))
+        if layer < max(depth.values()):
+            rows.append(Text("        │\n        ▼", style="dim"))
+    legend = Text.assemble(("■ source  ", ROLE_STYLE["source"]), ("■ inner  ", ROLE_STYLE["inner"]),
+                           ("■ sink", ROLE_STYLE["sink"]))
+    from rich.console import Group
+
+    return Panel(Group(*rows, legend), title="task DAG", title_align="left")

@@ -1,0 +1,125 @@
+"""Scene YAML (+ variant overlay) and asset YAMLs -> booth, regions and object instances."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from functools import cache
+from pathlib import Path
+
+from x2.errors import NotFoundError
+from x2.spec import catalog
+from x2.spec.env import AssetModel, BoothModel, ObjectInstance, Region
+from x2.spec.models import AssetFile, SceneFile, parse
+from x2.spec.robot import RobotInfo, _file_next_to
+from x2.spec.source import Fragment, merge
+
+
+@dataclass(frozen=True)
+class SceneInfo:
+    name: str
+    booth: BoothModel
+    regions: dict[str, Region]
+    objects: tuple[ObjectInstance, ...]
+    split: str
+    variant: str
+    variants: tuple[str, ...]
+    file: Path
+
+
+@cache
+def load_asset(name: str) -> AssetModel:
+    path, frag = catalog.load("objects", name)
+    spec: AssetFile = parse(AssetFile, frag)
+    return AssetModel(name=spec.name, mjcf=_file_next_to(frag, ("mjcf",), spec.mjcf), tags=tuple(spec.tags),
+                      footprint_radius=spec.footprint_radius, height=spec.height, free=spec.free,
+                      parts=dict(spec.parts), joints=tuple(spec.joints))
+
+
+def _variant_overlay(frag: Fragment, variant: str) -> Fragment:
+    blocks = frag.data.get("variants") or {}
+    if variant == "default":
+        return frag
+    if variant not in blocks:
+        raise frag.error(("variants",), f"no variant {variant!r}",
+                         "one of " + ", ".join(["default", *blocks]))
+    prefix = ("variants", variant)
+    origins = {k[2:]: v for k, v in frag.origins.items() if k[:2] == prefix}
+    overlay = Fragment(blocks[variant], origins, frag.origin(prefix).file)
+    if not isinstance(overlay.data, dict):
+        raise frag.error(prefix, repr(overlay.data), "a mapping of scene fields to override")
+    return merge(frag, overlay)
+
+
+def _asset(frag: Fragment, key: tuple[str | int, ...], name: str) -> AssetModel:
+    try:
+        return load_asset(name)
+    except NotFoundError:
+        raise frag.error(key, repr(name), "one of " + ", ".join(catalog.names("objects"))) from None
+
+
+def _check_region(frag: Fragment, key: tuple[str, ...], region: Region, footprint: float,
+                  booth: BoothModel, robot: RobotInfo) -> None:
+    """A region must keep the whole object on the table and inside some arm's reach."""
+    (cx, cy), (hx, hy) = booth.table_center, booth.table_half_size
+    corners = [(region.center[0] + sx * region.half_size[0], region.center[1] + sy * region.half_size[1])
+               for sx in (-1, 1) for sy in (-1, 1)]
+    for x, y in corners:
+        if abs(x - cx) > hx - footprint or abs(y - cy) > hy - footprint:
+            raise frag.error(key, f"corner ({x:.2f}, {y:.2f}) off the table for an object of radius {footprint}",
+                             f"regions within x {cx - hx + footprint:.2f}..{cx + hx - footprint:.2f}, "
+                             f"y {cy - hy + footprint:.2f}..{cy + hy - footprint:.2f}")
+    if not robot.shoulders:
+        return
+    base = robot.model.base_pos
+    for x, y in corners:
+        dist = min(math.dist((x, y, region.z), (base[0] + s[0], base[1] + s[1], base[2] + s[2]))
+                   for s in robot.shoulders.values())
+        if dist > robot.reach:
+            raise frag.error(key, f"corner ({x:.2f}, {y:.2f}) {dist:.2f} m from the nearest shoulder "
+                             f"(unreachable by {robot.model.name})", f"points within {robot.reach} m of a shoulder")
+
+
+def compile_scene(frag: Fragment, file: Path, robot: RobotInfo, variant: str = "default") -> SceneInfo:
+    parse(SceneFile, frag)  # validate the base (variant blocks included) before overlaying
+    frag = _variant_overlay(frag, variant)
+    spec: SceneFile = parse(SceneFile, frag)
+    booth_over = {f.name: v for f in fields(BoothModel) if (v := getattr(spec.booth, f.name, None)) is not None}
+    booth = BoothModel(**booth_over)
+    regions = {name: Region(name, r.center, r.half_size, booth.table_height, r.yaw)
+               for name, r in spec.regions.items()}
+    objects = []
+    for name, obj in spec.objects.items():
+        key = ("objects", name)
+        if "/" in name or name.startswith("@"):
+            raise frag.error(key, repr(name), "object names without '/' or a leading '@'")
+        if (obj.asset is None) == (obj.pool is None):
+            raise frag.error(key, "both asset and pool" if obj.asset else "neither asset nor pool",
+                             "exactly one of asset: NAME or pool: [NAMES]")
+        if obj.pool is not None and not obj.pool:
+            raise frag.error((*key, "pool"), "an empty list", "at least one asset name")
+        names = [obj.asset] if obj.asset is not None else list(obj.pool or [])
+        field = "asset" if obj.asset is not None else "pool"
+        candidates = tuple(_asset(frag, (*key, field) if obj.asset else (*key, "pool", i), n)
+                           for i, n in enumerate(names))
+        if len({a.free for a in candidates}) > 1:
+            raise frag.error((*key, "pool"), "a mix of free and welded assets", "assets that are all free or all welded")
+        if (obj.region is None) == (obj.pose is None):
+            raise frag.error(key, "both region and pose" if obj.region else "neither region nor pose",
+                             "exactly one of region: NAME or pose: [x, y, z, yaw]")
+        region = None
+        if obj.region is not None:
+            if obj.region not in regions:
+                raise frag.error((*key, "region"), repr(obj.region), "one of " + (", ".join(regions) or "no regions"))
+            region = regions[obj.region]
+            _check_region(frag, ("regions", obj.region), region, max(a.footprint_radius for a in candidates),
+                          booth, robot)
+        tags = tuple(dict.fromkeys([*obj.tags, *(t for a in candidates for t in a.tags)]))
+        objects.append(ObjectInstance(name, candidates, tags, region, obj.pose))
+    return SceneInfo(spec.name, booth, regions, tuple(objects), spec.split, variant,
+                     ("default", *spec.variants), file)
+
+
+def load_scene(name: str, robot: RobotInfo, variant: str = "default") -> SceneInfo:
+    path, frag = catalog.load("scenes", name)
+    return compile_scene(frag, path, robot, variant)

@@ -1,0 +1,163 @@
+"""Task YAML -> TaskModel, and the whole EnvSpec (task + scene + robot), cross-checked.
+
+Every name in a task is resolved here, before any simulator starts: objects by instance name or
+`@tag`, joints and parts as `object/name`, predicates in `x2.tasks.predicates.PREDICATES`.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from x2.errors import NotFoundError
+from x2.labeling import find_cycle
+from x2.spec import catalog
+from x2.spec.env import EnvSpec, NodeSpec, ObjectInstance, PredicateCall, TaskModel
+from x2.spec.models import TaskFile, parse
+from x2.spec.robot import RobotInfo, load_robot
+from x2.spec.scene import SceneInfo, load_scene
+from x2.spec.source import Fragment, Path_
+from x2.tasks.predicates import PREDICATES
+
+_KIND_HELP = {
+    "object": "an object name or @tag",
+    "joint": "OBJECT/JOINT or a robot joint name",
+    "part": "OBJECT/PART",
+    "arm": "left, right or both",
+    "float": "a number",
+}
+
+
+class _Resolver:
+    def __init__(self, frag: Fragment, scene: SceneInfo, robot: RobotInfo):
+        self.frag, self.scene, self.robot = frag, scene, robot
+        self.objects = {o.name: o for o in scene.objects}
+
+    def object(self, key: Path_, ref: object) -> ObjectInstance:
+        if not isinstance(ref, str):
+            raise self.frag.error(key, repr(ref), _KIND_HELP["object"])
+        if ref.startswith("@"):
+            tag = ref[1:]
+            hits = [o for o in self.scene.objects if tag in o.tags]
+            if len(hits) != 1:
+                tags = sorted({t for o in self.scene.objects for t in o.tags})
+                found = f"{ref} matching {'nothing' if not hits else ', '.join(o.name for o in hits)}"
+                raise self.frag.error(key, found, "a tag naming exactly one object; tags: " + ", ".join(tags))
+            return hits[0]
+        if ref not in self.objects:
+            raise self.frag.error(key, repr(ref), "one of " + ", ".join(self.objects) + " or an @tag")
+        return self.objects[ref]
+
+    def arg(self, key: Path_, kind: str, value: object) -> object:
+        if kind == "float":
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise self.frag.error(key, repr(value), _KIND_HELP[kind])
+            return float(value)
+        if kind == "object":
+            return self.object(key, value).name
+        if kind == "arm":
+            arms = [a.name for a in self.robot.model.arms]
+            allowed = [*arms, "both"] if len(arms) > 1 else arms
+            if value not in allowed:
+                raise self.frag.error(key, repr(value), f"one of {', '.join(allowed)} for {self.robot.model.name}")
+            return value
+        if not isinstance(value, str):
+            raise self.frag.error(key, repr(value), _KIND_HELP[kind])
+        if kind == "joint" and "/" not in value:
+            joints = [j for a in self.robot.model.arms for j in (*a.joints, *a.gripper_joints)]
+            if value not in joints:
+                raise self.frag.error(key, repr(value), _KIND_HELP[kind])
+            return value
+        obj_ref, _, name = value.partition("/")
+        obj = self.object(key, obj_ref)
+        for asset in obj.candidates:
+            names = asset.joints if kind == "joint" else tuple(asset.parts)
+            if name not in names:
+                raise self.frag.error(key, f"{value!r} ({asset.name} has no {kind} {name!r})",
+                                      f"{kind}s of {asset.name}: " + (", ".join(names) or "none"))
+        if kind == "part":
+            return f"{obj.name}/{obj.candidates[0].parts[name]}"
+        return f"{obj.name}/{name}"
+
+    def calls(self, key: Path_, block: dict[str, dict[str, object]]) -> tuple[PredicateCall, ...]:
+        out = []
+        for name, args in block.items():
+            here = (*key, name)
+            if name not in PREDICATES:
+                raise self.frag.error(here, f"unknown predicate {name!r}", "one of " + ", ".join(sorted(PREDICATES)))
+            pdef = PREDICATES[name]
+            if not isinstance(args, dict):
+                raise self.frag.error(here, repr(args), "a mapping of arguments: " + ", ".join(pdef.params))
+            for arg in args:
+                if arg not in pdef.params:
+                    raise self.frag.error((*here, arg), f"unknown argument {arg!r} of {name}",
+                                          ", ".join(pdef.params))
+            missing = [p for p in pdef.params if p not in args and p not in pdef.defaults]
+            if missing:
+                raise self.frag.error(here, f"no {missing[0]!r}", f"{name}({', '.join(pdef.params)}) with "
+                                      f"{missing[0]} as {_KIND_HELP[pdef.params[missing[0]]]}")
+            resolved = {a: self.arg((*here, a), pdef.params[a], v) for a, v in args.items()}
+            out.append(PredicateCall(name, resolved))
+        return tuple(out)
+
+
+def compile_task(frag: Fragment, scene: SceneInfo, robot: RobotInfo) -> TaskModel:
+    spec: TaskFile = parse(TaskFile, frag)
+    node_ids = list(spec.nodes)
+    for i, (a, b) in enumerate(spec.edges):
+        for end, name in ((0, a), (1, b)):
+            if name not in spec.nodes:
+                raise frag.error(("edges", i, end), f"edge to missing node {name!r}", "one of " + ", ".join(node_ids))
+    cycle = find_cycle(node_ids, [tuple(e) for e in spec.edges])
+    if cycle:
+        raise frag.error(("edges",), "a cycle " + " -> ".join([*cycle, cycle[0]]), "edges that form a DAG")
+    fields = {f for _, f, _, _ in string.Formatter().parse(spec.instruction) if f}
+    unknown = sorted(fields - {o.name for o in scene.objects})
+    if unknown:
+        raise frag.error(("instruction",), f"placeholder {{{unknown[0]}}}",
+                         "placeholders naming scene objects: " + ", ".join(o.name for o in scene.objects))
+    resolver = _Resolver(frag, scene, robot)
+    nodes = tuple(
+        NodeSpec(id=nid, success=resolver.calls(("nodes", nid, "success"), node.success),
+                 failure=resolver.calls(("nodes", nid, "failure"), node.failure), timeout_s=node.timeout_s,
+                 score=node.score, description=node.description, skill=node.skill)
+        for nid, node in spec.nodes.items()
+    )
+    return TaskModel(spec.name, spec.instruction, spec.horizon_s, nodes, tuple(tuple(e) for e in spec.edges))
+
+
+def load_env(task: str | None, robot: str | None = None, variant: str = "default",
+             scene: str | None = None) -> EnvSpec:
+    """Compile a task (with its scene and robot) or, without a task, a bare scene for a robot."""
+    task_frag: Fragment | None = None
+    task_path: Path | None = None
+    if task is not None:
+        task_path, task_frag = catalog.load("tasks", task)
+    named_in_task = task_frag.data if task_frag is not None else {}
+    robot = robot or named_in_task.get("robot")
+    scene = scene or named_in_task.get("scene") or "green_booth"
+    if robot is None:
+        raise NotFoundError("no robot given and the task names none; robots: " + ", ".join(catalog.names("robots")))
+    with _reported_at(task_frag, ("robot",), named_in_task.get("robot") == robot):
+        robot_info = load_robot(str(robot))
+    with _reported_at(task_frag, ("scene",), named_in_task.get("scene") == scene):
+        scene_info = load_scene(str(scene), robot_info, variant)
+    task_model = compile_task(task_frag, scene_info, robot_info) if task_frag is not None else None
+    sources = tuple(str(p) for p in (task_path, scene_info.file, robot_info.file) if p is not None)
+    return EnvSpec(robot=robot_info.model, booth=scene_info.booth, objects=scene_info.objects, task=task_model,
+                   fps=robot_info.fps, substeps=robot_info.substeps, scene_name=scene_info.name,
+                   variant=variant, split=scene_info.split, sources=sources)
+
+
+@contextmanager
+def _reported_at(frag: Fragment | None, key: Path_, written_in_task: bool) -> Iterator[None]:
+    """A bad robot or scene name written in the task file is reported at its line there."""
+    try:
+        yield
+    except NotFoundError as exc:
+        if frag is None or not written_in_task:
+            raise
+        found, _, allowed = str(exc).partition("; ")
+        raise frag.error(key, found, allowed or "an existing spec") from None
