@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from x2.cli.app import app, _mount
+from x2.cli.app import _mount, app
 
 _mount()
 runner = CliRunner()

@@ -66,6 +66,7 @@ def check_layout(objects: Sequence[ObjectInstance], chosen: Mapping[str, AssetMo
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             pa, pb = placements[a], placements[b]
-            if math.hypot(pa.x - pb.x, pa.y - pb.y) < chosen[a].footprint_radius + chosen[b].footprint_radius + clearance:
+            reach = chosen[a].footprint_radius + chosen[b].footprint_radius + clearance
+            if math.hypot(pa.x - pb.x, pa.y - pb.y) < reach:
                 bad.append((a, b))
     return bad

@@ -103,7 +103,8 @@ def compile_scene(frag: Fragment, file: Path, robot: RobotInfo, variant: str = "
         candidates = tuple(_asset(frag, (*key, field) if obj.asset else (*key, "pool", i), n)
                            for i, n in enumerate(names))
         if len({a.free for a in candidates}) > 1:
-            raise frag.error((*key, "pool"), "a mix of free and welded assets", "assets that are all free or all welded")
+            raise frag.error((*key, "pool"), "a mix of free and welded assets",
+                             "assets that are all free or all welded")
         if (obj.region is None) == (obj.pose is None):
             raise frag.error(key, "both region and pose" if obj.region else "neither region nor pose",
                              "exactly one of region: NAME or pose: [x, y, z, yaw]")

@@ -1,0 +1,323 @@
+"""MuJoCo implementation of `x2.sim.Backend` (and of the predicates' `WorldView`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import mujoco
+import numpy as np
+
+from x2.errors import NotFoundError, X2Error
+from x2.seeding import streams
+from x2.sim.backend import CameraInfo, Contact, ResetInfo, RobotState
+from x2.sim.layout import Placement, solve_layout
+from x2.sim.mujoco.world import build_world
+from x2.spec.env import AssetModel, EnvSpec
+
+# Full physics state: time, qpos, qvel, act, warm-start, ctrl, applied forces, mocap, eq_active.
+STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
+
+
+class _Compiled:
+    """One compiled world for one choice of assets, with the index tables the hot path uses."""
+
+    def __init__(self, env: EnvSpec, chosen: Mapping[str, AssetModel]):
+        spec = build_world(env, chosen)
+        try:
+            self.model = spec.compile()
+        except ValueError as exc:
+            raise X2Error(f"robot {env.robot.name!r} / scene {env.scene_name!r}: MuJoCo could not compile the "
+                          f"world: {str(exc).splitlines()[0]}") from None
+        self.xml = spec.to_xml()
+        self.data = mujoco.MjData(self.model)
+        m = self.model
+        self.chosen = dict(chosen)
+
+        def jid(name: str) -> int:
+            i = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
+            if i < 0:
+                raise NotFoundError(f"robot {env.robot.name!r}: joint {name!r} is not in its MJCF")
+            return i
+
+        def aid(name: str) -> int:
+            i = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, name)
+            if i < 0:
+                raise NotFoundError(f"robot {env.robot.name!r}: actuator {name!r} is not in its MJCF")
+            return i
+
+        self.arm_qadr = {a.name: np.array([m.jnt_qposadr[jid(j)] for j in a.joints]) for a in env.robot.arms}
+        self.arm_home = {a.name: np.array(a.home) for a in env.robot.arms}
+        joints = [j for a in env.robot.arms for j in (*a.joints, *a.gripper_joints)]
+        self.robot_joints = tuple(joints)
+        self.robot_qadr = np.array([m.jnt_qposadr[jid(j)] for j in joints])
+        self.robot_dadr = np.array([m.jnt_dofadr[jid(j)] for j in joints])
+        ctrl_ids, lo, hi = [], [], []
+        for arm in env.robot.arms:
+            for name in (*arm.actuators, arm.gripper_actuator):
+                ctrl_ids.append(aid(name))
+        self.ctrl_ids = np.array(ctrl_ids)
+        lo = m.actuator_ctrlrange[self.ctrl_ids, 0].copy()
+        hi = m.actuator_ctrlrange[self.ctrl_ids, 1].copy()
+        limited = m.actuator_ctrllimited[self.ctrl_ids].astype(bool)
+        self.ctrl_lo = np.where(limited, lo, -np.inf)
+        self.ctrl_hi = np.where(limited, hi, np.inf)
+        g = env.robot.gripper
+        self.gripper_slots = np.cumsum([len(a.joints) + 1 for a in env.robot.arms]) - 1
+        self.gripper_scale = (g.closed_ctrl, g.open_ctrl - g.closed_ctrl)
+        self.tcp_ids = np.array([self._id(mujoco.mjtObj.mjOBJ_SITE, a.tcp_site) for a in env.robot.arms])
+        self.fingers = {a.name: tuple(m.body(int(m.jnt_bodyid[jid(j)])).name for j in a.gripper_joints)
+                        for a in env.robot.arms}
+        self.object_names = tuple(o.name for o in env.objects)
+        self.object_body = {o.name: self._id(mujoco.mjtObj.mjOBJ_BODY, f"{o.name}/object") for o in env.objects}
+        self.object_ids = np.array([self.object_body[n] for n in self.object_names], dtype=int)
+        self.free_qadr = {}
+        for o in env.objects:
+            if chosen[o.name].free:
+                self.free_qadr[o.name] = m.jnt_qposadr[jid(f"{o.name}/free")]
+        # body -> object/finger group, so `touching` is one vectorised lookup over the contacts
+        self.root_of_body = np.array([self._group_root(b) for b in range(m.nbody)])
+
+    def _id(self, kind: mujoco.mjtObj, name: str) -> int:
+        i = mujoco.mj_name2id(self.model, kind, name)
+        if i < 0:
+            raise NotFoundError(f"no {kind.name.removeprefix('mjOBJ_').lower()} named {name!r} in the world model")
+        return i
+
+    def _group_root(self, body: int) -> int:
+        """The object's top body, or the body itself for robot parts."""
+        m = self.model
+        b = body
+        while b != 0:
+            if m.body(b).name.endswith("/object"):
+                return b
+            b = int(m.body_parentid[b])
+        return body
+
+
+class MujocoBackend:
+    """A MuJoCo world for one EnvSpec; models are compiled once per asset choice and cached."""
+
+    def __init__(self, env: EnvSpec):
+        self.env = env
+        self._cache: dict[tuple[str, ...], _Compiled] = {}
+        self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
+        self.table_height = env.booth.table_height
+        default = {o.name: o.candidates[0] for o in env.objects}
+        self._use(default)
+        self._layout: dict[str, Placement] = {}
+
+    # ----- world selection -------------------------------------------------------------------
+    def _use(self, chosen: Mapping[str, AssetModel]) -> None:
+        key = tuple(chosen[o.name].name for o in self.env.objects)
+        if key not in self._cache:
+            self._cache[key] = _Compiled(self.env, chosen)
+        c = self._cache[key]
+        if getattr(self, "_c", None) is not c:
+            self._close_renderers()
+        self._c = c
+        self.model, self.data = c.model, c.data
+
+    @property
+    def time(self) -> float:
+        return float(self.data.time)
+
+    @property
+    def state_size(self) -> int:
+        return int(mujoco.mj_stateSize(self.model, STATE_SPEC))
+
+    @property
+    def robot_joint_names(self) -> tuple[str, ...]:
+        return self._c.robot_joints
+
+    @property
+    def object_names(self) -> tuple[str, ...]:
+        return self._c.object_names
+
+    # ----- lifecycle -------------------------------------------------------------------------
+    def reset(self, seed: int, variant: str | None = None) -> ResetInfo:
+        if variant is not None and variant != self.env.variant:
+            raise X2Error(f"this backend was built for variant {self.env.variant!r}; build one for {variant!r}")
+        rng = streams(seed)["scene"]
+        chosen = {o.name: o.candidates[int(rng.integers(len(o.candidates)))] for o in self.env.objects}
+        self._use(chosen)
+        layout = solve_layout(self.env.objects, chosen, rng)
+        m, d = self.model, self.data
+        mujoco.mj_resetData(m, d)
+        self.apply_layout(layout)
+        for arm in self.env.robot.arms:
+            d.qpos[self._c.arm_qadr[arm.name]] = arm.home
+        for arm in self.env.robot.arms:
+            for j in arm.gripper_joints:
+                d.qpos[m.jnt_qposadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j)]] = \
+                    self.env.robot.gripper.open_ctrl
+        d.ctrl[self._c.ctrl_ids] = self.home_action_ctrl()
+        mujoco.mj_forward(m, d)
+        names = {o.name: chosen[o.name].name for o in self.env.objects}
+        instruction = self.env.task.instruction.format(**names) if self.env.task else ""
+        return ResetInfo(seed, self.env.variant, names, layout, instruction)
+
+    def home_action(self) -> np.ndarray:
+        """The action that holds every arm at home with open grippers."""
+        return np.concatenate([[*a.home, 1.0] for a in self.env.robot.arms]).astype(np.float64)
+
+    def home_action_ctrl(self) -> np.ndarray:
+        return self._action_to_ctrl(self.home_action())
+
+    def apply_layout(self, layout: dict[str, Placement]) -> None:
+        """Put objects where the layout says: free ones through qpos, welded ones through body_pos."""
+        m, d = self.model, self.data
+        for name, p in layout.items():
+            quat = np.array([np.cos(p.yaw / 2), 0.0, 0.0, np.sin(p.yaw / 2)])
+            if name in self._c.free_qadr:
+                a = self._c.free_qadr[name]
+                d.qpos[a:a + 3] = (p.x, p.y, p.z)
+                d.qpos[a + 3:a + 7] = quat
+            else:
+                b = self._c.object_body[name]
+                m.body_pos[b] = (p.x, p.y, p.z)
+                m.body_quat[b] = quat
+        self._layout = dict(layout)
+
+    @property
+    def layout(self) -> dict[str, Placement]:
+        return dict(self._layout)
+
+    def close(self) -> None:
+        self._close_renderers()
+
+    def _close_renderers(self) -> None:
+        for r in self._renderers.values():
+            r.close()
+        self._renderers.clear()
+
+    # ----- stepping and state ----------------------------------------------------------------
+    def _action_to_ctrl(self, action: np.ndarray) -> np.ndarray:
+        ctrl = np.asarray(action, dtype=np.float64).copy()
+        g = np.clip(ctrl[self._c.gripper_slots], 0.0, 1.0)
+        ctrl[self._c.gripper_slots] = self._c.gripper_scale[0] + g * self._c.gripper_scale[1]
+        return np.clip(ctrl, self._c.ctrl_lo, self._c.ctrl_hi)
+
+    def step(self, action: np.ndarray) -> None:
+        if len(action) != len(self._c.ctrl_ids):
+            raise X2Error(f"action has {len(action)} values; {self.env.robot.name} takes {len(self._c.ctrl_ids)}: "
+                          + ", ".join(self.env.robot.action_names))
+        m, d = self.model, self.data
+        d.ctrl[self._c.ctrl_ids] = self._action_to_ctrl(action)
+        mujoco.mj_step(m, d, nstep=self.env.substeps)
+        # mj_step leaves kinematics at the pre-integration state; refresh so observations,
+        # predicates and an offline replay of the stored state all see the same world.
+        mujoco.mj_forward(m, d)
+        if not np.isfinite(d.qacc).all() or d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number:
+            raise X2Error(f"simulation unstable at t={d.time:.3f} s (non-finite accelerations)")
+
+    def get_state(self) -> np.ndarray:
+        out = np.empty(self.state_size)
+        mujoco.mj_getState(self.model, self.data, out, STATE_SPEC)
+        return out
+
+    def set_state(self, state: np.ndarray) -> None:
+        mujoco.mj_setState(self.model, self.data, np.asarray(state, dtype=np.float64), STATE_SPEC)
+        mujoco.mj_forward(self.model, self.data)
+
+    # ----- reading the world -----------------------------------------------------------------
+    def robot_state(self) -> RobotState:
+        d = self.data
+        ee = np.empty((len(self._c.tcp_ids), 7))
+        ee[:, :3] = d.site_xpos[self._c.tcp_ids]
+        for i, sid in enumerate(self._c.tcp_ids):
+            mujoco.mju_mat2Quat(ee[i, 3:], d.site_xmat[sid])
+        return RobotState(d.qpos[self._c.robot_qadr].copy(), d.qvel[self._c.robot_dadr].copy(), ee)
+
+    def object_poses(self) -> np.ndarray:
+        ids = self._c.object_ids
+        return np.concatenate([self.data.xpos[ids], self.data.xquat[ids]], axis=1) if len(ids) else np.zeros((0, 7))
+
+    def joint_values(self, names: tuple[str, ...]) -> np.ndarray:
+        return np.array([self.joint_value(n) for n in names])
+
+    def set_joint_values(self, values: dict[str, float]) -> None:
+        for name, value in values.items():
+            self.data.qpos[self.model.jnt_qposadr[self._c._id(mujoco.mjtObj.mjOBJ_JOINT, name)]] = value
+        mujoco.mj_forward(self.model, self.data)
+
+    def set_object_pose(self, obj: str, pos: np.ndarray, quat: np.ndarray | None = None) -> None:
+        if obj not in self._c.free_qadr:
+            raise NotFoundError(f"no movable object {obj!r}; movable: {', '.join(self._c.free_qadr)}")
+        a = self._c.free_qadr[obj]
+        self.data.qpos[a:a + 3] = pos
+        if quat is not None:
+            self.data.qpos[a + 3:a + 7] = quat
+        dof = self.model.jnt_dofadr[self._c._id(mujoco.mjtObj.mjOBJ_JOINT, f"{obj}/free")]
+        self.data.qvel[dof:dof + 6] = 0.0
+        mujoco.mj_forward(self.model, self.data)
+
+    def contacts(self) -> list[Contact]:
+        m, d = self.model, self.data
+        out = []
+        for c in d.contact[: d.ncon] if d.ncon else []:
+            g1, g2 = int(c.geom1), int(c.geom2)
+            out.append(Contact(m.geom(g1).name, m.geom(g2).name, m.body(int(m.geom_bodyid[g1])).name,
+                               m.body(int(m.geom_bodyid[g2])).name, float(c.dist)))
+        return out
+
+    def geom_distance(self, geom1: str, geom2: str, cutoff: float = 1.0) -> float:
+        g1 = self._c._id(mujoco.mjtObj.mjOBJ_GEOM, geom1)
+        g2 = self._c._id(mujoco.mjtObj.mjOBJ_GEOM, geom2)
+        return float(mujoco.mj_geomDistance(self.model, self.data, g1, g2, cutoff, None))
+
+    # ----- WorldView (what predicates read) --------------------------------------------------
+    def object_pos(self, obj: str) -> np.ndarray:
+        return self.data.xpos[self._c.object_body[obj]]
+
+    def object_rest_height(self, obj: str) -> float:
+        return self._c.chosen[obj].height
+
+    def site_box(self, site: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        sid = self._c._id(mujoco.mjtObj.mjOBJ_SITE, site)
+        return self.data.site_xpos[sid], self.data.site_xmat[sid].reshape(3, 3), self.model.site_size[sid]
+
+    def joint_value(self, joint: str) -> float:
+        return float(self.data.qpos[self.model.jnt_qposadr[self._c._id(mujoco.mjtObj.mjOBJ_JOINT, joint)]])
+
+    def touching(self, body_a: str, body_b: str) -> bool:
+        d = self.data
+        if d.ncon == 0:
+            return False
+        ra, rb = self._root(body_a), self._root(body_b)
+        roots = self._c.root_of_body[self.model.geom_bodyid[np.stack([d.contact.geom1, d.contact.geom2])]]
+        return bool(np.any((roots[0] == ra) & (roots[1] == rb) | (roots[0] == rb) & (roots[1] == ra)))
+
+    def _root(self, name: str) -> int:
+        if name in self._c.object_body:
+            return self._c.object_body[name]
+        return int(self._c.root_of_body[self._c._id(mujoco.mjtObj.mjOBJ_BODY, name)])
+
+    def finger_bodies(self, arm: str) -> tuple[str, str]:
+        a, b = self._c.fingers[arm]
+        return a, b
+
+    def arm_joint_error(self, arm: str) -> float:
+        return float(np.max(np.abs(self.data.qpos[self._c.arm_qadr[arm]] - self._c.arm_home[arm])))
+
+    # ----- rendering -------------------------------------------------------------------------
+    def render(self, camera: str, width: int = 640, height: int = 480) -> np.ndarray:
+        key = (width, height)
+        if key not in self._renderers:
+            self._renderers[key] = mujoco.Renderer(self.model, height=height, width=width)
+        r = self._renderers[key]
+        self._c._id(mujoco.mjtObj.mjOBJ_CAMERA, camera)
+        r.update_scene(self.data, camera=camera)
+        return r.render()
+
+    def camera_info(self, camera: str, width: int = 640, height: int = 480) -> CameraInfo:
+        cid = self._c._id(mujoco.mjtObj.mjOBJ_CAMERA, camera)
+        fovy = float(self.model.cam_fovy[cid])
+        f = 0.5 * height / np.tan(np.deg2rad(fovy) / 2)
+        k = np.array([[f, 0, width / 2], [0, f, height / 2], [0, 0, 1]])
+        ext = np.eye(4)
+        ext[:3, :3] = self.data.cam_xmat[cid].reshape(3, 3)
+        ext[:3, 3] = self.data.cam_xpos[cid]
+        return CameraInfo(camera, width, height, fovy, k, ext)
+
+    def model_xml(self) -> str:
+        return self._c.xml

@@ -1,0 +1,133 @@
+"""The green booth: physics options, chroma-green room, table, fixed lights and the front camera.
+
+The room is centred on the table, floor at z = 0, with no ceiling (the lights hang where it would be).
+Walls and floor use a matte material so the chroma green stays uniform for keying. Lighting is fixed:
+nothing here is randomised, so scenery variants change only what they are asked to.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mujoco
+
+from x2.spec.env import BoothModel
+
+TABLE_TOP_THICKNESS = 0.04  # m, a laminated tabletop
+TABLE_LEG_HALF = 0.025  # m, square steel legs
+TABLE_LEG_INSET = 0.06  # m from the table edge
+WALL_HALF_THICKNESS = 0.02  # m
+
+# The front camera stands behind and above the robot's head, looking over it at the table like
+# ManiParena's front view; position and pitch chosen by eye from /tmp/x2_front.png.
+FRONT_CAMERA_POS = (-0.25, 0.0, 2.1)
+FRONT_CAMERA_PITCH = math.radians(55.0)  # down from horizontal
+FRONT_CAMERA_FOVY = 50.0
+
+# Off: a chroma-key booth is lit flat to keep shadows off the green, and on a CPU renderer shadows cost
+# 2.5-3x per frame (llvmpipe, 3 cameras at 480x640: ~260-340 ms with a key-light shadow, ~100 ms without).
+KEY_LIGHT_SHADOWS = False
+
+_BOX = mujoco.mjtGeom.mjGEOM_BOX
+
+
+def _matte(spec: mujoco.MjSpec, name: str, rgba: tuple[float, float, float, float]) -> str:
+    spec.add_material(name=name, rgba=list(rgba), specular=0.0, shininess=0.0, reflectance=0.0)
+    return name
+
+
+def set_options(spec: mujoco.MjSpec, booth: BoothModel) -> None:
+    spec.option.timestep = booth.timestep
+    # implicitfast integrates the position servos' damping implicitly: stiff arm gains stay stable at 480 Hz.
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    # Elliptic friction cones + impratio hold grasped fruit without the slow creep of pyramidal cones
+    # (checked by the grasp-and-lift test in tests/test_mujoco_models.py).
+    spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+    spec.option.impratio = 10.0
+    # A dim headlight only fills the shadows; the booth's own lights do the lighting.
+    spec.visual.headlight.ambient = [0.15, 0.15, 0.15]
+    spec.visual.headlight.diffuse = [0.15, 0.15, 0.15]
+    spec.visual.headlight.specular = [0.0, 0.0, 0.0]
+    # Offscreen buffer large enough for 720p renders.
+    spec.visual.global_.offwidth = 1280
+    spec.visual.global_.offheight = 960
+    # Map distances are fractions of the model extent (~7.5 m, set by the booth). If shadows are switched
+    # on (KEY_LIGHT_SHADOWS), the shadow map only needs to cover the table (0.3 x extent ~ 2.3 m), which
+    # keeps a 2048 map sharp.
+    spec.visual.quality.shadowsize = 2048
+    spec.visual.map.shadowclip = 0.3
+    # The default near plane (1 % of the extent) would cut the fingers, 5-8 cm away, out of the wrist camera.
+    spec.visual.map.znear = 0.002
+    spec.visual.map.zfar = 10.0
+
+
+def add_room(spec: mujoco.MjSpec, booth: BoothModel) -> None:
+    cx, cy = booth.table_center
+    hx, hy, hz = booth.booth_half_size
+    wall = _matte(spec, "booth_wall", booth.wall_rgba)
+    floor = _matte(spec, "booth_floor", booth.floor_rgba)
+    world = spec.worldbody
+    world.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[hx, hy, 0.05], pos=[cx, cy, 0.0],
+                   material=floor)
+    t = WALL_HALF_THICKNESS
+    walls = {
+        "wall_front": ([cx + hx + t, cy, hz], [t, hy, hz]),
+        "wall_back": ([cx - hx - t, cy, hz], [t, hy, hz]),
+        "wall_left": ([cx, cy + hy + t, hz], [hx + 2 * t, t, hz]),
+        "wall_right": ([cx, cy - hy - t, hz], [hx + 2 * t, t, hz]),
+    }
+    for name, (pos, size) in walls.items():
+        # Nothing can reach the walls; leaving them out of collision keeps the broadphase small.
+        world.add_geom(name=name, type=_BOX, pos=pos, size=size, material=wall, contype=0, conaffinity=0)
+
+
+def add_table(spec: mujoco.MjSpec, booth: BoothModel) -> None:
+    cx, cy = booth.table_center
+    hx, hy = booth.table_half_size
+    top_z = booth.table_height
+    rgba = list(booth.table_rgba)
+    world = spec.worldbody
+    world.add_geom(name="table_top", type=_BOX, size=[hx, hy, TABLE_TOP_THICKNESS / 2],
+                   pos=[cx, cy, top_z - TABLE_TOP_THICKNESS / 2], rgba=rgba)
+    leg_h = (top_z - TABLE_TOP_THICKNESS) / 2
+    for i, (sx, sy) in enumerate([(1, 1), (1, -1), (-1, 1), (-1, -1)]):
+        x = cx + sx * (hx - TABLE_LEG_INSET)
+        y = cy + sy * (hy - TABLE_LEG_INSET)
+        world.add_geom(name=f"table_leg{i}", type=_BOX, size=[TABLE_LEG_HALF, TABLE_LEG_HALF, leg_h],
+                       pos=[x, y, leg_h], rgba=[0.55, 0.55, 0.57, 1.0])
+    world.add_site(name="table_surface", pos=[cx, cy, top_z], size=[hx, hy, 0.001],
+                   type=_BOX, group=4, rgba=[1, 1, 1, 0.1])
+
+
+def add_lights(spec: mujoco.MjSpec, booth: BoothModel) -> None:
+    cx, cy = booth.table_center
+    height = 2 * booth.booth_half_size[2]
+    k = booth.light_intensity
+    world = spec.worldbody
+    directional = mujoco.mjtLightType.mjLIGHT_DIRECTIONAL
+    # Key light from above and slightly beyond the table (the only one that may cast shadows); two
+    # weaker fills from the robot's left and right keep the green walls evenly lit.
+    world.add_light(name="key", type=directional, pos=[cx + 0.4, cy, height], dir=[-0.3, 0.0, -1.0],
+                    diffuse=[k, k, k], specular=[0.1, 0.1, 0.1], ambient=[0.25, 0.25, 0.25],
+                    castshadow=KEY_LIGHT_SHADOWS)
+    for name, sy in (("fill_left", 1.0), ("fill_right", -1.0)):
+        world.add_light(name=name, type=directional, pos=[cx - 0.8, cy + sy * 1.0, height - 0.4],
+                        dir=[0.6, -sy * 0.6, -0.8], diffuse=[0.45 * k] * 3, specular=[0.0] * 3,
+                        castshadow=False)
+
+
+def add_front_camera(spec: mujoco.MjSpec) -> None:
+    c, s = math.cos(FRONT_CAMERA_PITCH), math.sin(FRONT_CAMERA_PITCH)
+    # Looking along +x pitched down: image right = -y, image up = (sin, 0, cos).
+    cam = spec.worldbody.add_camera(name="front", pos=list(FRONT_CAMERA_POS), fovy=FRONT_CAMERA_FOVY)
+    cam.alt.type = mujoco.mjtOrientation.mjORIENTATION_XYAXES
+    cam.alt.xyaxes = [0.0, -1.0, 0.0, s, 0.0, c]
+
+
+def add_booth(spec: mujoco.MjSpec, booth: BoothModel) -> None:
+    """Everything in the booth except the robot and the objects."""
+    set_options(spec, booth)
+    add_room(spec, booth)
+    add_table(spec, booth)
+    add_lights(spec, booth)
+    add_front_camera(spec)

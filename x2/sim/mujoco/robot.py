@@ -1,0 +1,52 @@
+"""Load a robot description and mount its gripper on every arm.
+
+The robot's MJCF becomes the root of the world spec, so its names stay exactly as authored
+(``left_j1``, ``head``, ...) without an attach prefix; MuJoCo cannot save a model whose parts were
+attached with an empty prefix. Grippers are attached at ``<arm>_flange`` with the prefix
+``<arm>_``, which turns ``finger_a`` / ``gripper`` / ``tcp`` / ``wrist`` into ``left_finger_a`` /
+``left_gripper`` / ``left_tcp`` / ``left_wrist``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mujoco
+
+from x2.errors import NotFoundError, SpecError
+from x2.spec.env import RobotModel
+
+
+def load_mjcf(path: Path, what: str) -> mujoco.MjSpec:
+    """Parse one MJCF file, turning a missing or broken file into a one-line x2 error."""
+    if not path.is_file():
+        raise NotFoundError(f"{what} MJCF not found: {path}")
+    try:
+        return mujoco.MjSpec.from_file(str(path))
+    except ValueError as err:  # MuJoCo's parser reports XML and schema errors as ValueError
+        first_line = str(err).strip().splitlines()[0]
+        raise SpecError(str(path), None, "mjcf", first_line, f"a valid {what} MJCF") from None
+
+
+def flange_site(arm: str) -> str:
+    return f"{arm}_flange"
+
+
+def gripper_prefix(arm: str) -> str:
+    return f"{arm}_"
+
+
+def load_robot(robot: RobotModel) -> mujoco.MjSpec:
+    """The robot body with one gripper per arm, its base moved to ``robot.base_pos``."""
+    spec = load_mjcf(robot.mjcf, f"robot {robot.name!r}")
+    for body in spec.worldbody.bodies:
+        body.pos = [p + o for p, o in zip(body.pos, robot.base_pos, strict=True)]
+    sites = [s.name for s in spec.sites]
+    for arm in robot.arms:
+        site = flange_site(arm.name)
+        if site not in sites:
+            raise NotFoundError(f"robot {robot.name!r} ({robot.mjcf}) has no site {site!r}; sites: {sites}")
+        # Each arm needs its own copy: attaching hands the child spec over to the parent.
+        gripper = load_mjcf(robot.gripper.mjcf, f"gripper {robot.gripper.kind!r}")
+        spec.attach(gripper, site=site, prefix=gripper_prefix(arm.name))
+    return spec
