@@ -6,8 +6,10 @@ import typer
 
 
 def mount(app: typer.Typer) -> None:
-    from x2.cli import specs
+    from x2.cli import collect, datasets, label, specs
 
     app.add_typer(specs.robots_app)
     app.add_typer(specs.tasks_app)
-    # datasets mounted once x2.cli.datasets lands
+    app.add_typer(collect.app)
+    app.add_typer(datasets.app)
+    app.command("label")(label.label)

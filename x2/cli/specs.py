@@ -86,7 +86,10 @@ def tasks_show(
     robot: Annotated[str | None, typer.Option("--robot", help="compile for this robot instead")] = None,
     variant: Annotated[str, typer.Option("--variant", help="scene variant")] = "default",
 ) -> None:
-    """Show a compiled task: subtasks, predicates, order. Example: [cyan]x2 tasks show fruit_in_microwave --graph[/cyan]"""
+    """Show a compiled task: subtasks, predicates, order.
+
+    Example: [cyan]x2 tasks show fruit_in_microwave --graph[/cyan]
+    """
     env = spec.load_env(name, robot=robot, variant=variant)
     task = env.task
     assert task is not None

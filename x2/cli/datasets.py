@@ -1,0 +1,190 @@
+"""`x2 datasets`: list, inspect, show and validate native datasets. Parsing and rich output only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from x2.cli._common import console, translate_errors, typer_group
+from x2.datasets import (
+    Dataset,
+    list_datasets,
+    plot_timeline,
+    remember_dataset,
+    repair,
+    resolve_dataset,
+    summarize,
+    validate,
+)
+from x2.datasets.validate import Report
+from x2.errors import X2Error
+
+app = typer_group(
+    "datasets",
+    help="List, inspect, show and validate native x2 datasets (folders under ./data).",
+    examples="  x2 datasets ls\n\n  x2 datasets info fruit_in_microwave\n\n"
+             "  x2 datasets show 3 --plot ep3.png\n\n  x2 datasets validate --repair",
+)
+
+DatasetArg = Annotated[str | None, typer.Argument(
+    help="Dataset path or name under ./data (default: the last one used).", show_default=False)]
+_SEVERITY_STYLE = {"error": "bold red", "repairable": "yellow", "info": "dim"}
+
+
+def _open(dataset: str | None) -> Dataset:
+    """Resolve, open and remember a dataset; say which one when it was not named (first output line)."""
+    path = resolve_dataset(dataset)
+    console.print(f"dataset: {path}" + ("" if dataset else " (last used)"))
+    ds = Dataset.open(path)
+    remember_dataset(path)
+    return ds
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(seconds, 60)
+    hours, minutes = divmod(int(minutes), 60)
+    return f"{hours}:{minutes:02d}:{secs:04.1f}"
+
+
+def _rate(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:.0%}"
+
+
+@app.command("ls", epilog="Example: x2 datasets ls")
+@translate_errors
+def ls_command() -> None:
+    """Table of the datasets under ./data."""
+    paths = list_datasets()
+    if not paths:
+        console.print("no datasets under data/ yet (record one with x2 collect teleop or x2 synth)")
+        return
+    table = Table(title="datasets under data/")
+    for column in ("name", "episodes", "frames", "success", "robot", "task"):
+        table.add_column(column, justify="right" if column in ("episodes", "frames", "success") else "left")
+    for path in paths:
+        try:
+            s = summarize(Dataset.open(path))
+        except X2Error as exc:
+            table.add_row(path.name, "-", "-", "-", f"[red]unreadable: {exc}[/red]", "")
+            continue
+        table.add_row(s.name, str(s.episodes), str(s.frames), _rate(s.success_rate), s.robot, s.task)
+    console.print(table)
+
+
+@app.command("info", epilog="Example: x2 datasets info fruit_in_microwave")
+@translate_errors
+def info_command(dataset: DatasetArg = None) -> None:
+    """Episodes, frames, duration, success rate, sources, subtask durations and failure reasons."""
+    ds = _open(dataset)
+    s = summarize(ds)
+    console.print(f"[bold]{s.name}[/bold]: {s.task} on {s.robot}")
+    table = Table(show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    table.add_row("episodes", str(s.episodes))
+    table.add_row("frames", f"{s.frames} at {s.fps:g} fps")
+    table.add_row("duration", _duration(s.duration_s))
+    table.add_row("success rate", _rate(s.success_rate))
+    table.add_row("sources", ", ".join(f"{k}: {v}" for k, v in s.sources.items()) or "-")
+    console.print(table)
+    if s.subtask_mean_s:
+        sub = Table(title="subtasks (from segments)")
+        sub.add_column("subtask")
+        sub.add_column("segments", justify="right")
+        sub.add_column("mean duration (s)", justify="right")
+        for node, mean in s.subtask_mean_s.items():
+            sub.add_row(node, str(s.subtask_count[node]), f"{mean:.2f}")
+        console.print(sub)
+    if s.failure_reasons:
+        fail = Table(title="failure reasons")
+        fail.add_column("node: reason")
+        fail.add_column("episodes", justify="right")
+        for reason, count in s.failure_reasons.items():
+            fail.add_row(reason, str(count))
+        console.print(fail)
+
+
+@app.command("show", epilog="Example: x2 datasets show 3 --dataset fruit_in_microwave --plot ep3.png")
+@translate_errors
+def show_command(
+    episode: Annotated[int, typer.Argument(help="Episode index (see x2 datasets info).", show_default=False)],
+    dataset: Annotated[str | None, typer.Option(
+        "--dataset", "-d", help="Dataset path or name (default: last used).", show_default=False)] = None,
+    plot: Annotated[Path | None, typer.Option(
+        "--plot", help="Write a PNG timeline (segments, joints, events).", show_default=False)] = None,
+) -> None:
+    """Attributes, outcome, events and segments of one episode."""
+    ds = _open(dataset)
+    with ds.load(episode) as ep:
+        fps = float(ep.attrs.get("fps") or ds.manifest.fps)
+        attrs = Table(title=f"episode {ep.index} ({ep.frames} frames, {ep.frames / fps:.1f} s)",
+                      show_header=False)
+        attrs.add_column("attr", style="bold")
+        attrs.add_column("value")
+        for key, value in sorted(ep.attrs.items()):
+            attrs.add_row(key, _short(value))
+        attrs.add_row("cameras", ", ".join(ep.cameras) or "none (state only)")
+        console.print(attrs)
+        failure = ep.failure
+        outcome = "[green]success[/green]" if ep.success else "[red]failure[/red]"
+        if failure is not None:
+            outcome += f": {failure[0]} failed at frame {failure[1]} ({failure[2]})"
+        console.print(f"outcome: {outcome}")
+        events = Table(title="completion events")
+        for column in ("node", "frame", "time (s)"):
+            events.add_column(column, justify="left" if column == "node" else "right")
+        for node, frame in ep.events:
+            events.add_row(node, str(frame), f"{frame / fps:.2f}")
+        console.print(events)
+        segments = Table(title="segments")
+        for column in ("subtask", "start", "end", "seconds"):
+            segments.add_column(column, justify="left" if column == "subtask" else "right")
+        for seg in ep.segments:
+            segments.add_row(seg.node, str(seg.start), str(seg.end), f"{(seg.end - seg.start) / fps:.2f}")
+        console.print(segments)
+        if plot is not None:
+            console.print(f"wrote {plot_timeline(ep, plot)}")
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 100 else f"{text[:97]}... ({len(text)} chars)"
+
+
+@app.command("validate", epilog="Example: x2 datasets validate data/fruit_in_microwave --repair")
+@translate_errors
+def validate_command(
+    dataset: DatasetArg = None,
+    do_repair: Annotated[bool, typer.Option(
+        "--repair", help="Rebuild the index, quarantine unreadable files, salvage interrupted episodes.",
+    )] = False,
+) -> None:
+    """Check a dataset against its on-disk contract; exit 1 when it is invalid (and not repaired)."""
+    path = resolve_dataset(dataset)
+    console.print(f"dataset: {path}" + ("" if dataset else " (last used)"))
+    report = validate(path)
+    _print_report(report)
+    if do_repair and not report.valid:
+        result = repair(path)
+        for action in result.actions:
+            console.print(f"repaired: {action}")
+        report = validate(path)
+        _print_report(report, after_repair=True)
+    if Path(path).is_dir():
+        remember_dataset(path)
+    if not report.valid:
+        raise typer.Exit(1)
+
+
+def _print_report(report: Report, after_repair: bool = False) -> None:
+    shown = [p for p in report.problems if not after_repair or p.severity != "info"]
+    for problem in shown:
+        style = _SEVERITY_STYLE[problem.severity]
+        console.print(f"[{style}]{problem.severity}[/{style}] {problem.where}: {problem.message}",
+                      soft_wrap=True)
+    state = "[green]valid[/green]" if report.valid else "[red]invalid[/red]"
+    hint = "" if report.valid or after_repair else " (try --repair)"
+    console.print(f"{state}: {report.episodes} episodes checked{hint}")

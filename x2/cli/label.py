@@ -1,0 +1,44 @@
+"""`x2 label EPISODE`: recompute labels offline from stored states and compare with the stored ones."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from x2.cli._common import console, translate_errors
+from x2.datasets import Dataset, workspace
+from x2.rollout.relabel import relabel
+
+
+@translate_errors
+def label(
+    episode: Annotated[int, typer.Argument(help="episode index in the dataset")],
+    dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="dataset (default: the last one used)")] = None,
+) -> None:
+    """Recompute an episode's subtask labels from its stored states and report any difference.
+
+    Example: [cyan]x2 label 0 --dataset data/fruit_in_microwave[/cyan]
+    """
+    path = workspace.resolve_dataset(dataset)
+    console.print(f"dataset [bold]{path}[/bold]")
+    ds = Dataset.open(path)
+    with ds.load(episode) as ep:
+        report = relabel(ep)
+    table = Table(title=f"episode {episode}: {report.frames} frames recomputed", title_justify="left")
+    table.add_column("node")
+    table.add_column("first completion frame")
+    for node, frame in report.events:
+        table.add_row(node, str(frame))
+    console.print(table)
+    if report.failure:
+        console.print(f"failure: {report.failure[0]} at frame {report.failure[1]}: {report.failure[2]}")
+    for note in report.notes:
+        console.print(f"[yellow]note:[/yellow] {note}")
+    if report.identical:
+        console.print("[green]labels identical to the stored ones[/green]")
+        return
+    for diff in report.differences:
+        console.print(f"[red]differs:[/red] {diff}")
+    raise typer.Exit(1)

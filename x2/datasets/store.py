@@ -1,0 +1,315 @@
+"""Dataset: a folder of self-contained episode files plus a manifest and a commit log.
+
+Contract (DESIGN section 5): ``manifest.json`` (written once, atomically), ``episodes.jsonl`` (one line
+per committed episode), ``episodes/episode_NNNNNN.h5`` (finished), ``.inprogress/`` (being written).
+One writer process at a time holds ``.lock``; readers never need it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from x2.datasets.episode import Episode, episode_filename, parse_episode_filename
+from x2.datasets.index import (
+    INDEX_NAME,
+    EpisodeRecord,
+    append_record,
+    atomic_write_bytes,
+    drop_torn_tail,
+    format_indices,
+    fsync_dir,
+    read_index,
+)
+from x2.datasets.writer import EpisodeWriter
+from x2.errors import DatasetError, NotFoundError
+
+SCHEMA = "x2/1"
+MANIFEST_NAME = "manifest.json"
+EPISODES_DIR, INPROGRESS_DIR = "episodes", ".inprogress"
+QUARANTINE_DIR, SALVAGED_DIR = ".quarantine", ".salvaged"
+LOCK_NAME = ".lock"
+# Facts that must agree when a run appends to an existing dataset: mixing them would corrupt training.
+_MUST_MATCH = ("robot", "task", "fps", "joint_names", "action_names")
+_ANY_INDEX = re.compile(r"^episode_(\d+)")  # also matches quarantined/salvaged copies with suffixes
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Dataset-level facts. ``extra`` is the caller's free-form JSON object."""
+
+    robot: str
+    task: str
+    fps: float
+    joint_names: tuple[str, ...] = ()
+    action_names: tuple[str, ...] = ()
+    cameras: Any = field(default_factory=list)  # names, or {name: {width, height, intrinsics, ...}}
+    dag: dict[str, Any] = field(default_factory=dict)  # nodes, edges, scores
+    versions: dict[str, Any] = field(default_factory=dict)
+    created: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+    schema: str = SCHEMA
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str) -> Manifest:
+        allowed = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(allowed))
+        if unknown:
+            raise DatasetError(f"{where}: {unknown[0]}: found an unknown key; allowed: {allowed} "
+                               "(put free-form facts under 'extra')")
+        for key in ("robot", "task", "fps"):
+            if key not in data:
+                raise DatasetError(f"{where}: {key}: found missing; allowed: required keys robot, task, fps")
+        checks: dict[str, tuple[type | tuple[type, ...], str]] = {
+            "robot": (str, "a string"), "task": (str, "a string"), "fps": ((int, float), "a positive number"),
+            "joint_names": ((list, tuple), "a list of strings"),
+            "action_names": ((list, tuple), "a list of strings"),
+            "cameras": ((list, tuple, dict), "a list or an object"), "dag": (dict, "an object"),
+            "versions": (dict, "an object"), "created": (str, "a string"), "extra": (dict, "an object"),
+            "schema": (str, f"{SCHEMA!r}"),
+        }
+        for key, value in data.items():
+            kind, text = checks[key]
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise DatasetError(f"{where}: {key}: found {value!r:.60}; allowed: {text}")
+        if data.get("schema", SCHEMA) != SCHEMA:
+            raise DatasetError(f"{where}: schema: found {data['schema']!r}; allowed: {SCHEMA!r}")
+        if data["fps"] <= 0:
+            raise DatasetError(f"{where}: fps: found {data['fps']!r}; allowed: a positive number")
+        values = dict(data)
+        for key in ("joint_names", "action_names"):
+            values[key] = tuple(str(n) for n in values.get(key, ()))
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for key in ("joint_names", "action_names"):
+            data[key] = list(data[key])
+        return data
+
+
+class Dataset:
+    """An opened dataset folder. ``create``/``open`` make one; no I/O happens in ``__init__``."""
+
+    def __init__(self, root: Path, manifest: Manifest) -> None:
+        self.root, self.manifest = Path(root), manifest
+        self._lock_fd: int | None = None
+        self._next: int | None = None
+        self._writer: EpisodeWriter | None = None
+
+    # ---- create / open --------------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: str | Path, manifest: Mapping[str, Any] | Manifest,
+               exist_ok: bool = True) -> Dataset:
+        """Make a new empty dataset at ``path``, or (``exist_ok``) open one whose core facts agree."""
+        root = Path(path)
+        wanted = manifest if isinstance(manifest, Manifest) else \
+            Manifest.from_dict(manifest, f"{root / MANIFEST_NAME}")
+        if (root / MANIFEST_NAME).exists():
+            if not exist_ok:
+                raise DatasetError(f"{root}: dataset: found an existing dataset; allowed: a new folder")
+            ds = cls.open(root)
+            ds._check_compatible(wanted)
+            return ds
+        if root.exists() and (not root.is_dir() or any(root.iterdir())):
+            raise DatasetError(f"{root}: dataset: found a non-empty folder without {MANIFEST_NAME}; "
+                               "allowed: a new or empty folder")
+        if not wanted.created:
+            wanted = replace(wanted, created=_now())
+        # Build the skeleton beside the target and rename it into place: a kill mid-create leaves either
+        # no dataset or a complete empty one, never a folder that blocks the next attempt.
+        root.parent.mkdir(parents=True, exist_ok=True)
+        tmp = root.parent / f".{root.name}.creating-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        for sub in (EPISODES_DIR, INPROGRESS_DIR):
+            (tmp / sub).mkdir(parents=True)
+        atomic_write_bytes(tmp / INDEX_NAME, b"")
+        text = json.dumps(wanted.to_dict(), indent=2, sort_keys=True) + "\n"
+        atomic_write_bytes(tmp / MANIFEST_NAME, text.encode("utf-8"))
+        try:
+            os.rename(tmp, root)  # replaces an empty folder, fails on a non-empty one
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise DatasetError(f"{root}: dataset: found a folder created meanwhile; "
+                               "allowed: a new folder") from None
+        fsync_dir(root.parent)
+        return cls(root, wanted)
+
+    @classmethod
+    def open(cls, path: str | Path) -> Dataset:
+        root = Path(path)
+        if not root.is_dir():
+            raise NotFoundError(f"{root}: dataset: found no such folder; allowed: an x2 dataset folder")
+        where = str(root / MANIFEST_NAME)
+        try:
+            data = json.loads((root / MANIFEST_NAME).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise DatasetError(f"{where}: manifest: found missing; allowed: an x2 dataset folder "
+                               "(made by x2 collect, synth or augment)") from None
+        except (OSError, ValueError) as exc:
+            raise DatasetError(f"{where}: manifest: found unreadable JSON ({exc}); "
+                               "allowed: a JSON object") from None
+        if not isinstance(data, dict):
+            raise DatasetError(f"{where}: manifest: found {type(data).__name__}; allowed: a JSON object")
+        return cls(root, Manifest.from_dict(data, where))
+
+    def _check_compatible(self, wanted: Manifest) -> None:
+        for key in _MUST_MATCH:
+            have, new = getattr(self.manifest, key), getattr(wanted, key)
+            if have != new:
+                raise DatasetError(f"{self.root / MANIFEST_NAME}: {key}: found {new!r} for a dataset "
+                                   f"recorded with {have!r}; allowed: {have!r} (or write to a new dataset)")
+
+    # ---- reading --------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def index_path(self) -> Path:
+        return self.root / INDEX_NAME
+
+    def episodes(self) -> list[EpisodeRecord]:
+        """Committed episodes from the log (a torn last line is skipped)."""
+        return read_index(self.index_path)
+
+    def episode_path(self, index: int) -> Path:
+        return self.root / EPISODES_DIR / episode_filename(index)
+
+    def load(self, index: int) -> Episode:
+        """Open a finished episode. The path comes from the index number, never from log text."""
+        path = self.episode_path(index)
+        if not path.is_file():
+            names = (parse_episode_filename(p.name) for p in self._files(EPISODES_DIR))
+            have = [i for i in names if i is not None]
+            raise NotFoundError(f"{self.root}: episode: found no episode {index}; "
+                                f"allowed: {format_indices(have)}")
+        return Episode(path)
+
+    def _files(self, sub: str) -> list[Path]:
+        folder = self.root / sub
+        return sorted(p for p in folder.iterdir() if p.suffix == ".h5") if folder.is_dir() else []
+
+    # ---- writing --------------------------------------------------------------------------------
+    def begin_episode(self, attrs: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]] | None = None,
+                      *, object_names: Sequence[str] = (),
+                      camera_attrs: Mapping[str, Mapping[str, Any]] | None = None,
+                      flush_every: int = 30) -> EpisodeWriter:
+        """Allocate the next index and open ``.inprogress/episode_NNNNNN.h5`` for writing."""
+        if self._writer is not None:
+            raise DatasetError(f"{self._writer.path}: writer: found one still open; "
+                               "allowed: one episode at a time "
+                               "(finish or abort it first)")
+        self.lock()
+        if self._next is None:
+            self._next = self.next_index()
+        index = self._next
+        name = episode_filename(index)
+        writer = EpisodeWriter(
+            index=index, inprogress=self.root / INPROGRESS_DIR / name, final=self.root / EPISODES_DIR / name,
+            index_path=self.index_path, attrs=attrs, manifest=self.manifest.to_dict(), shapes=shapes,
+            object_names=object_names, camera_attrs=camera_attrs or {}, flush_every=flush_every,
+            on_close=self._writer_closed,
+        )
+        (self.root / INPROGRESS_DIR).mkdir(exist_ok=True)
+        self._next = index + 1  # taken even if start fails: indices are never reused
+        self._writer = writer
+        try:
+            return writer.start()
+        except BaseException:
+            writer.abort()
+            raise
+
+    def _writer_closed(self) -> None:
+        self._writer = None
+
+    def next_index(self) -> int:
+        """1 + the largest index seen anywhere (log, finished, in progress, quarantined, salvaged)."""
+        seen = [r.index for r in self.episodes()]
+        for sub in (EPISODES_DIR, INPROGRESS_DIR, QUARANTINE_DIR, SALVAGED_DIR):
+            folder = self.root / sub
+            names = [p.name for p in folder.iterdir()] if folder.is_dir() else []
+            seen += [int(m.group(1)) for m in map(_ANY_INDEX.match, names) if m]
+        return max(seen, default=-1) + 1
+
+    # ---- the writer lock ------------------------------------------------------------------------
+    def lock(self, heal: bool = True) -> None:
+        """Become the dataset's only writer (non-blocking), then heal the log a crash may have left."""
+        if self._lock_fd is not None:
+            return
+        fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise DatasetError(f"{self.root / LOCK_NAME}: lock: found held by pid {lock_holder(self.root)}; "
+                               "allowed: one writer process per dataset") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock_fd = fd
+        try:
+            if heal:
+                self._heal()
+        except BaseException:
+            self.close()
+            raise
+
+    def _heal(self) -> None:
+        # A kill between "file renamed into episodes/" and "log line appended", or during the append,
+        # leaves a finished file unlisted or a torn last line: restore the log from the files' own attrs.
+        drop_torn_tail(self.index_path)
+        listed = {r.index for r in self.episodes()}
+        for path in self._files(EPISODES_DIR):
+            index = parse_episode_filename(path.name)
+            if index is None or index in listed:
+                continue
+            try:
+                with Episode(path) as ep:
+                    if not list(ep.problems()):
+                        append_record(self.index_path, ep.record(self.root))
+            except DatasetError:
+                continue  # unreadable: left for validate --repair to quarantine
+
+    def close(self) -> None:
+        """Abort an open writer and release the lock. Safe to call twice."""
+        if self._writer is not None:
+            self._writer.abort()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor releases the flock
+            self._lock_fd = self._next = None
+
+    def __enter__(self) -> Dataset:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def lock_holder(root: Path) -> int | None:
+    """pid of the process writing ``root`` right now, or None."""
+    path = Path(root) / LOCK_NAME
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            return int(text) if text.isdigit() else -1
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

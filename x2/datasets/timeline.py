@@ -1,0 +1,82 @@
+"""PNG timeline of one episode: subtask segments as coloured bars over joint-position curves
+(the layout of the X2Real report's figure 6), with completion events and the failure marked.
+
+Uses matplotlib's object API with the Agg canvas, never pyplot, so no global backend state is touched
+and it runs headless inside a CLI or a worker.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from x2.datasets.episode import Episode
+
+
+def plot_timeline(episode: Episode, out: str | Path, title: str | None = None) -> Path:
+    """Write the timeline PNG atomically (temp file + rename) and return its path."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    out = Path(out)
+    t = np.asarray(episode["timestamps"], dtype=float)
+    t = t - t[0]
+    # Bars span [t[start], t[end]); the last one ends one tick after the last stamp.
+    step = float(np.median(np.diff(t))) if t.size > 1 else 1.0
+    edges = np.append(t, t[-1] + step)
+
+    fig = Figure(figsize=(11, 6), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax_seg, ax_q = fig.subplots(2, 1, sharex=True, height_ratios=[1, 3])
+    nodes = episode.subtask_names
+    palette = [f"C{i}" for i in range(10)]
+    colours = {name: palette[i % 10] for i, name in enumerate(nodes)}
+    colours.update({"unfinished": "0.75", "done": "0.55"})
+    for seg in episode.segments:
+        start, end = edges[seg.start], edges[seg.end]
+        ax_seg.broken_barh([(start, end - start)], (0, 1), facecolors=colours.get(seg.node, "0.4"),
+                           edgecolor="white")
+        if end - start > 0.06 * edges[-1]:
+            ax_seg.text((start + end) / 2, 0.5, seg.node, ha="center", va="center", fontsize=8, clip_on=True)
+    ax_seg.set_yticks([])
+    ax_seg.set_ylim(0, 1)
+    fig.suptitle(title or f"episode {episode.index}: {episode.attrs.get('task', '')} "
+                          f"({'success' if episode.success else 'failure'})", fontsize=10)
+
+    name = "observations/qpos" if "observations/qpos" in episode else "action"
+    values = np.asarray(episode[name], dtype=float).reshape(len(t), -1)
+    labels = episode.dataset_attrs(name).get("names") or [f"{name.split('/')[-1]}[{i}]"
+                                                         for i in range(values.shape[1])]
+    for column, label in zip(values.T, labels, strict=False):
+        ax_q.plot(t, column, linewidth=0.9, label=str(label))
+    if values.shape[1] <= 16:
+        ax_q.legend(fontsize=6, ncol=1, loc="upper left", bbox_to_anchor=(1.005, 1.0))
+    ax_q.set_xlabel("sim time (s)")
+    ax_q.set_ylabel("joint position" if name.endswith("qpos") else "action")
+
+    # A completion or failure at frame f is marked where frame f ends, i.e. on its segment's boundary.
+    for node, frame in episode.events:
+        when = edges[min(frame + 1, len(t))]
+        for ax in (ax_seg, ax_q):
+            ax.axvline(when, color="green", linestyle="--", linewidth=0.8)
+        ax_seg.annotate(f"{node} done", (when, 1.0), fontsize=7, color="green", rotation=30,
+                        xytext=(2, 2), textcoords="offset points", annotation_clip=False)
+    failure = episode.failure
+    if failure is not None:
+        node, frame, reason = failure
+        when = edges[min(frame + 1, len(t))]
+        for ax in (ax_seg, ax_q):
+            ax.axvline(when, color="red", linewidth=1.4)
+        ax_seg.annotate(f"failed: {node} ({reason})", (when, 1.0), fontsize=7, color="red", rotation=30,
+                        xytext=(2, 2), textcoords="offset points", annotation_clip=False)
+
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    try:
+        fig.savefig(tmp, format="png", dpi=110)
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return out

@@ -1,0 +1,202 @@
+"""Check a dataset against its on-disk contract, and repair what a crash can leave behind.
+
+``validate`` only reads and returns a report. ``repair`` takes the writer lock, moves unreadable
+finished files to ``.quarantine/`` (never deletes user data), rebuilds ``episodes.jsonl`` from the
+episode files' own attrs, and empties ``.inprogress/``: a file with at least one frame goes to
+``.salvaged/`` (kept, but not an episode), an empty one is removed. Running it twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import h5py
+
+from x2.datasets.episode import Episode, episode_filename, parse_episode_filename
+from x2.datasets.index import INDEX_NAME, EpisodeRecord, fsync_dir, scan_index, write_index
+from x2.datasets.store import (
+    EPISODES_DIR,
+    INPROGRESS_DIR,
+    MANIFEST_NAME,
+    QUARANTINE_DIR,
+    SALVAGED_DIR,
+    Dataset,
+    lock_holder,
+)
+from x2.errors import DatasetError
+
+Severity = Literal["error", "repairable", "info"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    severity: Severity  # "repairable": --repair fixes it without losing a finished episode
+    where: str
+    message: str
+
+
+@dataclass
+class Report:
+    root: Path
+    problems: list[Problem] = field(default_factory=list)
+    episodes: int = 0  # finished episodes that are listed and check out
+
+    @property
+    def valid(self) -> bool:
+        return not any(p.severity != "info" for p in self.problems)
+
+    def add(self, severity: Severity, where: Path | str, message: str) -> None:
+        self.problems.append(Problem(severity, str(where), message))
+
+
+@dataclass
+class RepairResult:
+    root: Path
+    actions: list[str] = field(default_factory=list)  # what was changed, one line each
+
+
+def validate(path: str | Path) -> Report:
+    """Every problem of the dataset at ``path``; raises NotFoundError only when there is no folder."""
+    root = Path(path)
+    report = Report(root)
+    try:
+        Dataset.open(root)  # NotFoundError (no folder) propagates: there is nothing to report on
+    except DatasetError as exc:
+        report.add("error", root / MANIFEST_NAME, str(exc))
+    scan = scan_index(root / INDEX_NAME)
+    if scan.torn_tail:
+        report.add("repairable", root / INDEX_NAME, f"{scan.torn_tail} (a crash during an append)")
+    for _, message in scan.bad_lines:
+        report.add("error", root / INDEX_NAME, message)
+    counts = Counter(r.index for r in scan.records)
+    for index, n in sorted(counts.items()):
+        if n > 1:
+            report.add("error", root / INDEX_NAME, f"episode {index} is listed {n} times")
+    for record in {r.index: r for r in scan.records}.values():
+        _check_listed(root, record, report)
+    finished = _h5(root / EPISODES_DIR)
+    for path in finished:
+        index = parse_episode_filename(path.name)
+        if index is None:
+            report.add("info", path, "not an episode file name (ignored)")
+        elif index not in counts:
+            problems, _ = _examine(path, root)
+            severity: Severity = "error" if problems else "repairable"
+            report.add(severity, path, problems[0] if problems else f"finished but missing from {INDEX_NAME}")
+    holder = lock_holder(root)
+    for path in _h5(root / INPROGRESS_DIR):
+        if holder is not None:
+            report.add("info", path, f"being written by pid {holder}")
+        else:
+            report.add("repairable", path, "left by an interrupted writer (repair salvages or removes it)")
+    for sub in (QUARANTINE_DIR, SALVAGED_DIR):
+        kept = _h5(root / sub)
+        if kept:
+            report.add("info", root / sub, f"{len(kept)} file(s) kept aside (not episodes)")
+    return report
+
+
+def _check_listed(root: Path, record: EpisodeRecord, report: Report) -> None:
+    where = root / INDEX_NAME
+    expected = f"{EPISODES_DIR}/{episode_filename(record.index)}"
+    if record.file != expected:
+        report.add("error", where, f"episode {record.index}: file: found {record.file!r}; "
+                                   f"allowed: {expected!r}")
+        return
+    path = root / expected
+    if not path.is_file():
+        report.add("error", path, f"listed in {INDEX_NAME} but missing (episode {record.index})")
+        return
+    problems, actual = _examine(path, root)
+    if actual is None:
+        report.add("error", path, problems[0])
+        return
+    for name in ("index", "frames", "success", "bytes", "seed", "source", "segments", "failure"):
+        have, listed = getattr(actual, name), getattr(record, name)
+        if have != listed:
+            report.add("error", path, f"{name}: found {have!r:.60} in the file, {listed!r:.60} in "
+                                      f"{INDEX_NAME}; allowed: equal (repair rebuilds the index)")
+            return
+    report.episodes += 1
+
+
+def _examine(path: Path, root: Path) -> tuple[list[str], EpisodeRecord | None]:
+    """(problems, the record the file stands for); the record is None when there are problems."""
+    try:
+        with Episode(path) as ep:
+            problems = list(ep.problems())
+            index = parse_episode_filename(path.name)
+            if index is not None and ep.index != index:
+                problems.append(f"{path}: episode_index: found {ep.index}; allowed: {index} (its file name)")
+            return (problems, None) if problems else ([], ep.record(root))
+    except DatasetError as exc:
+        return [str(exc)], None
+
+
+def _h5(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.name.endswith(".h5")) if folder.is_dir() else []
+
+
+def repair(path: str | Path) -> RepairResult:
+    """Make the dataset valid again. Needs a readable manifest and no live writer."""
+    ds = Dataset.open(path)
+    result = RepairResult(ds.root)
+    ds.lock(heal=False)
+    try:
+        records: list[EpisodeRecord] = []
+        for file in _h5(ds.root / EPISODES_DIR):
+            if parse_episode_filename(file.name) is None:
+                continue
+            problems, record = _examine(file, ds.root)
+            if record is None:
+                moved = _move_aside(file, ds.root / QUARANTINE_DIR)
+                result.actions.append(
+                    f"quarantined {file.name} -> {moved.relative_to(ds.root)}: {problems[0]}")
+                continue
+            records.append(record)
+        records.sort(key=lambda r: r.index)
+        current = ds.index_path.read_bytes() if ds.index_path.exists() else None
+        rebuilt = "".join(r.to_json() + "\n" for r in records).encode("utf-8")
+        if current != rebuilt:
+            write_index(ds.index_path, records)
+            result.actions.append(f"rebuilt episodes.jsonl from {len(records)} episode file(s)")
+        for file in _h5(ds.root / INPROGRESS_DIR):
+            frames = _salvageable_frames(file)
+            if frames > 0:
+                moved = _move_aside(file, ds.root / SALVAGED_DIR)
+                result.actions.append(
+                    f"salvaged {file.name} ({frames} frames) -> {moved.relative_to(ds.root)}")
+            else:
+                file.unlink()
+                result.actions.append(f"removed {file.name} from {INPROGRESS_DIR}/ (no complete frame)")
+        if (ds.root / INPROGRESS_DIR).is_dir():
+            fsync_dir(ds.root / INPROGRESS_DIR)
+    finally:
+        ds.close()
+    return result
+
+
+def _salvageable_frames(path: Path) -> int:
+    # A writer killed mid-episode leaves the file marked "open for SWMR write"; only an SWMR reader opens it.
+    try:
+        with h5py.File(path, "r", libver="latest", swmr=True) as f:
+            ts = f.get("timestamps")
+            return int(ts.shape[0]) if isinstance(ts, h5py.Dataset) else 0
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def _move_aside(path: Path, folder: Path) -> Path:
+    folder.mkdir(exist_ok=True)
+    target, n = folder / path.name, 0
+    while target.exists():
+        n += 1
+        target = folder / f"{path.stem}.{n}{path.suffix}"
+    os.replace(path, target)
+    fsync_dir(folder)
+    fsync_dir(path.parent)
+    return target

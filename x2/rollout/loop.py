@@ -1,0 +1,124 @@
+"""The one loop: teacher -> record -> step -> label, tick by tick, for every source of data.
+
+Per tick t: hooks may edit the world, the teacher sees the state s_t and gives a_t, the DAG is
+updated on s_t, (s_t, a_t, labels) are recorded, then the simulator advances one control tick.
+So the stored state of frame t is exactly the state its labels were computed on, and `x2 label`
+can recompute them from the file alone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from x2.rollout.clock import Clock, FreeClock
+from x2.rollout.monitor import TaskMonitor
+from x2.rollout.teacher import Observation, Teacher
+from x2.sim.backend import ResetInfo
+from x2.sim.mujoco.backend import MujocoBackend
+
+TickHook = Callable[[int, MujocoBackend], None]
+STAGES = ("teacher", "label", "record", "step")
+
+
+class Recorder(Protocol):
+    """What the loop needs from an episode writer (`x2.datasets.EpisodeWriter` is one)."""
+
+    def append(self, **tick: Any) -> None: ...
+
+
+@dataclass
+class EpisodeResult:
+    seed: int
+    reset: ResetInfo
+    ticks: int
+    success: bool
+    failure: tuple[str, int, str] | None
+    events: list[tuple[str, int]]
+    missed_slots: int
+    end_reason: str  # success | failure | teacher | horizon
+    labels: dict[str, np.ndarray] = field(default_factory=dict)
+    dag: dict[str, object] = field(default_factory=dict)
+    lateness_ms: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    stage_ms: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class RolloutOptions:
+    stop_on_success: bool = True
+    stop_on_failure: bool = True
+    max_ticks: int | None = None  # default: the task horizon
+    hooks: Sequence[TickHook] = ()
+
+
+class Rollout:
+    def __init__(self, backend: MujocoBackend, clock: Clock | None = None):
+        self.backend = backend
+        self.env = backend.env
+        self.clock = clock or FreeClock()
+        task = self.env.task
+        self.monitor = TaskMonitor(task, backend, self.env.fps) if task is not None else None
+
+    def run(self, teacher: Teacher, seed: int, recorder: Recorder | None = None,
+            options: RolloutOptions | None = None) -> EpisodeResult:
+        opts = options or RolloutOptions()
+        backend, monitor, clock = self.backend, self.monitor, self.clock
+        info = backend.reset(seed)
+        teacher.reset(info, backend.home_action())
+        if monitor is not None:
+            monitor.reset()
+        horizon = opts.max_ticks or (round(self.env.task.horizon_s * self.env.fps) if self.env.task else 300)
+        lateness: list[float] = []
+        stages: dict[str, list[float]] = {s: [] for s in STAGES}
+        end_reason = "horizon"
+        perf = time.perf_counter
+        clock.start()
+        t = 0
+        while t < horizon:
+            late = clock.lateness_ms()
+            for hook in opts.hooks:
+                hook(t, backend)
+            t0 = perf()
+            robot = backend.robot_state()
+            objects = backend.object_poses()
+            action = teacher.act(Observation(t, backend.time, robot, objects, info.instruction))
+            t1 = perf()
+            if action is None:
+                end_reason = "teacher"
+                break
+            if monitor is not None:
+                monitor.step(t)
+            t2 = perf()
+            lateness.append(late)
+            if recorder is not None:
+                recorder.append(timestamp=backend.time, action=action, qpos=robot.qpos, qvel=robot.qvel,
+                                ee_pose=robot.ee_pose, object_poses=objects, state=backend.get_state(),
+                                lateness_ms=late)
+            t3 = perf()
+            finished = monitor is not None and (
+                (opts.stop_on_success and monitor.runtime.success)
+                or (opts.stop_on_failure and monitor.runtime.failure is not None))
+            if not finished:
+                backend.step(action)
+            t4 = perf()
+            for name, dt in zip(STAGES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+                stages[name].append(dt * 1e3)
+            t += 1
+            if finished:
+                end_reason = "success" if monitor.runtime.success else "failure"
+                break
+            clock.wait()
+        rt = monitor.runtime if monitor is not None else None
+        return EpisodeResult(
+            seed=seed, reset=info, ticks=len(lateness), success=bool(rt and rt.success),
+            failure=rt.failure if rt else None, events=list(rt.events) if rt else [],
+            missed_slots=clock.missed, end_reason=end_reason,
+            labels=monitor.labels() if monitor is not None and lateness else {},
+            dag=monitor.dag_record() if monitor is not None else {},
+            lateness_ms=np.asarray(lateness, np.float32),
+            stage_ms={s: np.asarray(v[: len(lateness)], np.float32) for s, v in stages.items()},
+        )

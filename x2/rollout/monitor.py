@@ -1,0 +1,65 @@
+"""The task's DAG runtime wired to the predicates: evaluates only active nodes, each tick.
+
+Used online by the loop and offline by `x2 label`, so both produce labels from the same code.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+
+from x2.labeling import DagRuntime, Event
+from x2.spec.env import PredicateCall, TaskModel
+from x2.tasks.predicates import WorldView, evaluate
+
+
+class TaskMonitor:
+    def __init__(self, task: TaskModel, world: WorldView, fps: int):
+        self.task, self.world, self.fps = task, world, fps
+        self._nodes = {n.id: n for n in task.nodes}
+        timeouts = {n.id: max(1, math.ceil(n.timeout_s * fps)) if n.timeout_s else None for n in task.nodes}
+        self.runtime = DagRuntime(task.node_ids, task.edges, {n.id: n.score for n in task.nodes}, timeouts)
+
+    def reset(self) -> None:
+        self.runtime.reset()
+
+    def _holds(self, calls: tuple[PredicateCall, ...]) -> bool:
+        return all(evaluate(self.world, c.name, c.args) for c in calls)
+
+    def _success(self, node: str) -> bool:
+        return self._holds(self._nodes[node].success)
+
+    def _failure(self, node: str) -> str | None:
+        for call in self._nodes[node].failure:
+            if evaluate(self.world, call.name, call.args):
+                return call.describe()
+        return None
+
+    def step(self, t: int) -> list[Event]:
+        return self.runtime.step(t, self._success, self._failure)
+
+    @property
+    def done(self) -> bool:
+        return self.runtime.success or self.runtime.failure is not None
+
+    def dag_record(self) -> dict[str, object]:
+        """What the store keeps under /dag and in /labels."""
+        rt = self.runtime
+        nodes = list(self.task.node_ids)
+        completion = np.array([-1 if rt.completion_frames[n] is None else rt.completion_frames[n] for n in nodes],
+                              dtype=np.int32)
+        return {
+            "nodes": nodes,
+            "edges": [list(e) for e in self.task.edges],
+            "scores": {n.id: n.score for n in self.task.nodes},
+            "completion_frame": completion,
+            "events": [[n, int(f)] for n, f in rt.events],
+            "failure": None if rt.failure is None else [rt.failure[0], int(rt.failure[1]), rt.failure[2]],
+            "predicates": json.dumps({n.id: {"success": [c.describe() for c in n.success],
+                                             "failure": [c.describe() for c in n.failure]} for n in self.task.nodes}),
+        }
+
+    def labels(self) -> dict[str, np.ndarray]:
+        return self.runtime.label_arrays()

@@ -1,0 +1,92 @@
+"""Episodes into a dataset: what the manifest and each episode file say about where they came from."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+
+import x2
+from x2.datasets import Dataset, EpisodeRecord
+from x2.rollout.loop import EpisodeResult, Rollout, RolloutOptions
+from x2.rollout.teacher import Teacher
+from x2.sim.mujoco.backend import MujocoBackend
+from x2.spec.env import EnvSpec
+
+
+def versions() -> dict[str, str]:
+    return {"x2": x2.__version__, "mujoco": mujoco.__version__, "numpy": np.__version__}
+
+
+def dataset_manifest(env: EnvSpec, backend: MujocoBackend, cameras: tuple[str, ...] = ()) -> dict[str, Any]:
+    task = env.task
+    dag = None
+    if task is not None:
+        dag = {
+            "nodes": list(task.node_ids),
+            "edges": [list(e) for e in task.edges],
+            "scores": {n.id: n.score for n in task.nodes},
+            "predicates": {n.id: {"success": [c.describe() for c in n.success],
+                                  "failure": [c.describe() for c in n.failure],
+                                  "timeout_s": n.timeout_s} for n in task.nodes},
+        }
+    return {
+        "robot": env.robot.name,
+        "task": task.name if task else "",
+        "fps": env.fps,
+        "joint_names": list(backend.robot_joint_names),
+        "action_names": list(env.robot.action_names),
+        "cameras": list(cameras),
+        "dag": dag or {},
+        "versions": versions(),
+        "extra": {
+            "action_definition": "per arm: joint position targets (rad), then gripper opening in [0, 1], 1 = open",
+            "object_names": list(backend.object_names),
+            "substeps": env.substeps,
+            "sim_dt": env.booth.timestep,
+            "scene": env.scene_name,
+            "variant": env.variant,
+            "spec_sources": list(env.sources),
+        },
+    }
+
+
+def open_dataset(path: Path, env: EnvSpec, backend: MujocoBackend) -> Dataset:
+    """Create the dataset, or reopen it (the store refuses one made for another robot or task)."""
+    return Dataset.create(path, dataset_manifest(env, backend), exist_ok=True)
+
+
+def record_episode(ds: Dataset, rollout: Rollout, teacher: Teacher, seed: int, source: str,
+                   options: RolloutOptions | None = None, keep: Callable[[EpisodeResult], bool] | None = None,
+                   ) -> tuple[EpisodeResult, EpisodeRecord | None]:
+    """Run one episode into the dataset. It is committed unless `keep` says no (then discarded)."""
+    env = rollout.env
+    attrs = {"task": env.task.name if env.task else "", "robot": env.robot.name, "seed": seed, "source": source,
+             "fps": env.fps, "sim_dt": env.booth.timestep, "scene_variant": env.variant, "split": env.split,
+             "versions": json.dumps(versions())}
+    with ds.begin_episode(attrs, object_names=rollout.backend.object_names) as writer:
+        result = rollout.run(teacher, seed, writer, options)
+        if result.ticks == 0 or (keep is not None and not keep(result)):
+            writer.abort()
+            return result, None
+        backend = rollout.backend
+        extra = {
+            "instruction": result.reset.instruction,
+            "model_xml": backend.model_xml(),
+            "layout": json.dumps({k: v.as_list() for k, v in result.reset.layout.items()}),
+            "assets": json.dumps(result.reset.assets),
+            "env_args": json.dumps({"env_name": env.task.name if env.task else env.scene_name,
+                                    "type": "x2-mujoco", "env_kwargs": {"robot": env.robot.name,
+                                                                        "variant": env.variant, "seed": seed}}),
+            "end_reason": result.end_reason,
+            "missed_slots": result.missed_slots,
+            "object_names": json.dumps(list(backend.object_names)),
+        }
+        record = writer.finish(labels=result.labels, dag=result.dag, success=result.success, extra_attrs=extra,
+                               timing=result.stage_ms)
+    return result, record
+

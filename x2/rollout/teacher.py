@@ -1,0 +1,77 @@
+"""Teachers produce the action each tick. Teleop, synthesis and scripted runs differ only here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from x2.sim.backend import ResetInfo, RobotState
+
+
+@dataclass(frozen=True)
+class Observation:
+    tick: int
+    time: float
+    robot: RobotState
+    object_poses: np.ndarray
+    instruction: str
+
+
+class Teacher(Protocol):
+    """`act` returns the action for this tick, or None when the teacher ends the episode."""
+
+    def reset(self, info: ResetInfo, home_action: np.ndarray) -> None: ...
+    def act(self, obs: Observation) -> np.ndarray | None: ...
+
+
+@dataclass(frozen=True)
+class Waypoint:
+    action: tuple[float, ...]  # full action vector: per arm its joints then its gripper in [0, 1]
+    duration_s: float  # time to move here from the previous waypoint (linear in joint space)
+
+
+class JointWaypointTeacher:
+    """Drives the robot through joint-space waypoints at the control rate, then holds and ends."""
+
+    def __init__(self, waypoints: Sequence[Waypoint], fps: int, hold_s: float = 0.5):
+        if not waypoints:
+            raise ValueError("a waypoint teacher needs at least one waypoint")
+        self.waypoints, self.fps, self.hold_s = list(waypoints), fps, hold_s
+        self._track: np.ndarray | None = None
+
+    def reset(self, info: ResetInfo, home_action: np.ndarray) -> None:
+        points = [np.asarray(home_action, dtype=np.float64)]
+        segments = []
+        for wp in self.waypoints:
+            start, end = points[-1], np.asarray(wp.action, dtype=np.float64)
+            n = max(1, round(wp.duration_s * self.fps))
+            segments.append(start + (end - start) * (np.arange(1, n + 1)[:, None] / n))
+            points.append(end)
+        hold = np.repeat(points[-1][None], max(1, round(self.hold_s * self.fps)), axis=0)
+        self._track = np.concatenate([*segments, hold])
+
+    def act(self, obs: Observation) -> np.ndarray | None:
+        if self._track is None:
+            raise RuntimeError("reset() the teacher before act()")
+        return self._track[obs.tick] if obs.tick < len(self._track) else None
+
+
+def reach_and_return(home_action: np.ndarray, arm_dofs: Sequence[int], fps: int) -> JointWaypointTeacher:
+    """A short scripted motion for demos and smoke runs: each arm reaches out, closes and opens its
+    gripper, and comes home. It exercises the loop; it is not meant to solve a task."""
+    home = np.asarray(home_action, dtype=np.float64)
+    reach = home.copy()
+    close = home.copy()
+    start = 0
+    for dofs in arm_dofs:
+        reach[start + 1] += 0.35  # shoulder pitch forward
+        reach[start + 2] -= 0.35  # elbow opens
+        close[start + 1], close[start + 2] = reach[start + 1], reach[start + 2]
+        close[start + dofs] = 0.0
+        start += dofs + 1
+    plan = [Waypoint(tuple(reach), 1.5), Waypoint(tuple(close), 0.7), Waypoint(tuple(reach), 0.7),
+            Waypoint(tuple(home), 1.5)]
+    return JointWaypointTeacher(plan, fps)
