@@ -56,8 +56,11 @@ def dataset_manifest(env: EnvSpec, backend: MujocoBackend, cameras: tuple[str, .
 
 
 def open_dataset(path: Path, env: EnvSpec, backend: MujocoBackend) -> Dataset:
-    """Create the dataset, or reopen it (the store refuses one made for another robot or task)."""
-    return Dataset.create(path, dataset_manifest(env, backend), exist_ok=True)
+    """Create the dataset, or reopen it (the store refuses one made for another robot or task), and
+    become its writer: the lock heals a log that a crash left behind, so counts are right from here."""
+    ds = Dataset.create(path, dataset_manifest(env, backend), exist_ok=True)
+    ds.lock()
+    return ds
 
 
 def record_episode(ds: Dataset, rollout: Rollout, teacher: Teacher, seed: int, source: str,
