@@ -129,7 +129,8 @@ def show_command(
         attrs.add_row("cameras", ", ".join(ep.cameras) or "none (state only)")
         console.print(attrs)
         failure = ep.failure
-        outcome = "[green]success[/green]" if ep.success else "[red]failure[/red]"
+        colour = {"success": "green", "failure": "red", "unfinished": "yellow"}[ep.outcome]
+        outcome = f"[{colour}]{ep.outcome}[/{colour}]"
         if failure is not None:
             outcome += f": {failure[0]} failed at frame {failure[1]} ({failure[2]})"
         console.print(f"outcome: {outcome}")

@@ -367,6 +367,11 @@ class Episode:
         raw = _json_attr(group.attrs, "failure", None) if isinstance(group, h5py.Group) else None
         return None if not raw else (str(raw[0]), int(raw[1]), str(raw[2]))
 
+    @property
+    def outcome(self) -> str:
+        """success, failure (a node failed or timed out) or unfinished (ended before every sink was done)."""
+        return "success" if self.success else ("failure" if self.failure is not None else "unfinished")
+
     def json_attr(self, name: str, default: Any = None) -> Any:
         """A root attr stored as JSON text (versions, env_args, layout, ...), parsed."""
         return _json_attr(self._file.attrs, name, default)

@@ -43,7 +43,7 @@ def plot_timeline(episode: Episode, out: str | Path, title: str | None = None) -
     ax_seg.set_yticks([])
     ax_seg.set_ylim(0, 1)
     fig.suptitle(title or f"episode {episode.index}: {episode.attrs.get('task', '')} "
-                          f"({'success' if episode.success else 'failure'})", fontsize=10)
+                          f"({episode.outcome})", fontsize=10)
 
     name = "observations/qpos" if "observations/qpos" in episode else "action"
     values = np.asarray(episode[name], dtype=float).reshape(len(t), -1)

@@ -11,30 +11,35 @@ import math
 import numpy as np
 
 from x2.labeling import DagRuntime, Event
-from x2.spec.env import PredicateCall, TaskModel
-from x2.tasks.predicates import WorldView, evaluate
+from x2.spec.env import TaskModel
+from x2.tasks.predicates import PREDICATES, WorldView
 
 
 class TaskMonitor:
     def __init__(self, task: TaskModel, world: WorldView, fps: int):
         self.task, self.world, self.fps = task, world, fps
-        self._nodes = {n.id: n for n in task.nodes}
+        # Bound once: the per-tick path is a dict hit and plain calls, no registry lookups.
+        self._success_calls = {n.id: [(PREDICATES[c.name].fn, c.args) for c in n.success] for n in task.nodes}
+        self._failure_calls = {n.id: [(PREDICATES[c.name].fn, c.args, c.describe()) for c in n.failure]
+                               for n in task.nodes}
         timeouts = {n.id: max(1, math.ceil(n.timeout_s * fps)) if n.timeout_s else None for n in task.nodes}
         self.runtime = DagRuntime(task.node_ids, task.edges, {n.id: n.score for n in task.nodes}, timeouts)
 
     def reset(self) -> None:
         self.runtime.reset()
 
-    def _holds(self, calls: tuple[PredicateCall, ...]) -> bool:
-        return all(evaluate(self.world, c.name, c.args) for c in calls)
-
     def _success(self, node: str) -> bool:
-        return self._holds(self._nodes[node].success)
+        world = self.world
+        for fn, args in self._success_calls[node]:
+            if not fn(world, **args):
+                return False
+        return True
 
     def _failure(self, node: str) -> str | None:
-        for call in self._nodes[node].failure:
-            if evaluate(self.world, call.name, call.args):
-                return call.describe()
+        world = self.world
+        for fn, args, reason in self._failure_calls[node]:
+            if fn(world, **args):
+                return reason
         return None
 
     def step(self, t: int) -> list[Event]:
