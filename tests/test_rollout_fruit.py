@@ -136,3 +136,10 @@ def test_state_stream_is_deterministic(env, tmp_path: Path) -> None:
         with ds.load(record.index) as ep:
             states.append(ep["states"].tobytes())
     assert states[0] == states[1]
+
+
+def test_reset_switches_variant(env) -> None:
+    backend = MujocoBackend(env)
+    drawn = {backend.reset(seed, variant="eval_fruit").assets["fruit"] for seed in range(12)}
+    assert drawn <= {"lemon", "banana"} and backend.env.split == "eval"
+    assert backend.reset(0, variant="default").variant == "default" and backend.env.split == "train"

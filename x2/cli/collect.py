@@ -48,30 +48,33 @@ def waypoints(
     path = workspace.resolve_output(dataset, default_name=env.task.name if env.task else env.scene_name)
     ds = open_dataset(path, env, backend)
     workspace.remember_dataset(path)
-    done = len(ds.episodes())
-    console.print(f"dataset [bold]{path}[/bold] ({done} episodes so far)")
-    # Seeds continue the master seed's sequence, so appending runs never repeat a seed.
-    seeds = child_seeds(seed, done + episodes)[done:]
-    first: int | None = None
-    clock = RealTimeClock(env.fps) if realtime else None
-    rollout = Rollout(backend, clock)
-    arm_dofs = [len(a.joints) for a in env.robot.arms]
-    table = Table(title="episodes", title_justify="left")
-    for col in ("episode", "seed", "frames", "end", "events", "success", "late slots"):
-        table.add_column(col)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as bar:
-        job = bar.add_task("recording", total=episodes)
-        for s in seeds:
-            teacher = reach_and_return(backend.home_action(), arm_dofs, env.fps)
-            result, record = record_episode(ds, rollout, teacher, s, source="scripted")
-            bar.advance(job)
-            if record is not None and first is None:
-                first = record.index
-            events = ", ".join(f"{n}@{f}" for n, f in result.events) or "-"
-            table.add_row(str(record.index) if record else "-", str(s), str(result.ticks), result.end_reason,
-                          events, "yes" if result.success else "no", str(result.missed_slots))
-    backend.close()
+    try:
+        done = len(ds.episodes())
+        console.print(f"dataset [bold]{path}[/bold] ({done} episodes so far)")
+        # Seeds continue the master seed's sequence, so appending runs never repeat a seed.
+        seeds = child_seeds(seed, done + episodes)[done:]
+        first: int | None = None
+        clock = RealTimeClock(env.fps) if realtime else None
+        rollout = Rollout(backend, clock)
+        arm_dofs = [len(a.joints) for a in env.robot.arms]
+        table = Table(title="episodes", title_justify="left")
+        for col in ("episode", "seed", "frames", "end", "events", "success", "late slots"):
+            table.add_column(col)
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console, transient=True) as bar:
+            job = bar.add_task("recording", total=episodes)
+            for s in seeds:
+                teacher = reach_and_return(backend.home_action(), arm_dofs, env.fps)
+                result, record = record_episode(ds, rollout, teacher, s, source="scripted")
+                bar.advance(job)
+                if record is not None and first is None:
+                    first = record.index
+                events = ", ".join(f"{n}@{f}" for n, f in result.events) or "-"
+                table.add_row(str(record.index) if record else "-", str(s), str(result.ticks), result.end_reason,
+                              events, "yes" if result.success else "no", str(result.missed_slots))
+    finally:
+        ds.close()
+        backend.close()
     console.print(table)
     if first is not None:
         console.print(f"next: [cyan]x2 datasets info[/cyan], [cyan]x2 datasets show {first} --plot timeline.png"

@@ -30,10 +30,7 @@ class TaskMonitor:
 
     def _success(self, node: str) -> bool:
         world = self.world
-        for fn, args in self._success_calls[node]:
-            if not fn(world, **args):
-                return False
-        return True
+        return all(fn(world, **args) for fn, args in self._success_calls[node])
 
     def _failure(self, node: str) -> str | None:
         world = self.world

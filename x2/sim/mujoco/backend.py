@@ -142,7 +142,7 @@ class MujocoBackend:
     # ----- lifecycle -------------------------------------------------------------------------
     def reset(self, seed: int, variant: str | None = None) -> ResetInfo:
         if variant is not None and variant != self.env.variant:
-            raise X2Error(f"this backend was built for variant {self.env.variant!r}; build one for {variant!r}")
+            self._switch_variant(variant)
         rng = streams(seed)["scene"]
         chosen = {o.name: o.candidates[int(rng.integers(len(o.candidates)))] for o in self.env.objects}
         self._use(chosen)
@@ -161,6 +161,18 @@ class MujocoBackend:
         names = {o.name: chosen[o.name].name for o in self.env.objects}
         instruction = self.env.task.instruction.format(**names) if self.env.task else ""
         return ResetInfo(seed, self.env.variant, names, layout, instruction)
+
+    def _switch_variant(self, variant: str) -> None:
+        """Recompile the same task/scene/robot files with another scene variant (assets, lighting, split)."""
+        from x2.spec import load_env
+
+        files = self.env.sources
+        task, scene, robot = (files[0], files[1], files[2]) if self.env.task is not None else (None, *files[:2])
+        self.env = load_env(task, robot=robot, scene=scene, variant=variant)
+        self.table_height = self.env.booth.table_height
+        self._cache.clear()
+        self._c = None  # type: ignore[assignment]
+        self._use({o.name: o.candidates[0] for o in self.env.objects})
 
     def home_action(self) -> np.ndarray:
         """The action that holds every arm at home with open grippers."""
