@@ -11,7 +11,7 @@ from x2.errors import NotFoundError, X2Error
 from x2.seeding import streams
 from x2.sim.backend import CameraInfo, Contact, ResetInfo, RobotState
 from x2.sim.layout import Placement, solve_layout
-from x2.sim.mujoco.world import build_world
+from x2.sim.mujoco.world import ASSET_ROOT_BODY, build_world, free_joint, object_body
 from x2.spec.env import AssetModel, EnvSpec
 
 # Full physics state: time, qpos, qvel, act, warm-start, ctrl, applied forces, mocap, eq_active.
@@ -65,20 +65,20 @@ class _Compiled:
         g = env.robot.gripper
         self.gripper_slots = np.cumsum([len(a.joints) + 1 for a in env.robot.arms]) - 1
         self.gripper_scale = (g.closed_ctrl, g.open_ctrl - g.closed_ctrl)
-        self.tcp_ids = np.array([self._id(mujoco.mjtObj.mjOBJ_SITE, a.tcp_site) for a in env.robot.arms])
+        self.tcp_ids = np.array([self.lookup(mujoco.mjtObj.mjOBJ_SITE, a.tcp_site) for a in env.robot.arms])
         self.fingers = {a.name: tuple(m.body(int(m.jnt_bodyid[jid(j)])).name for j in a.gripper_joints)
                         for a in env.robot.arms}
         self.object_names = tuple(o.name for o in env.objects)
-        self.object_body = {o.name: self._id(mujoco.mjtObj.mjOBJ_BODY, f"{o.name}/object") for o in env.objects}
+        self.object_body = {o.name: self.lookup(mujoco.mjtObj.mjOBJ_BODY, object_body(o.name)) for o in env.objects}
         self.object_ids = np.array([self.object_body[n] for n in self.object_names], dtype=int)
         self.free_qadr = {}
         for o in env.objects:
             if chosen[o.name].free:
-                self.free_qadr[o.name] = m.jnt_qposadr[jid(f"{o.name}/free")]
+                self.free_qadr[o.name] = m.jnt_qposadr[jid(free_joint(o.name))]
         # body -> object/finger group, so `touching` is one vectorised lookup over the contacts
         self.root_of_body = np.array([self._group_root(b) for b in range(m.nbody)])
 
-    def _id(self, kind: mujoco.mjtObj, name: str) -> int:
+    def lookup(self, kind: mujoco.mjtObj, name: str) -> int:
         # Predicates look names up every tick; a dict hit is ~20x cheaper than mj_name2id.
         key = (kind, name)
         if key in self._ids:
@@ -94,7 +94,7 @@ class _Compiled:
         m = self.model
         b = body
         while b != 0:
-            if m.body(b).name.endswith("/object"):
+            if m.body(b).name.endswith("/" + ASSET_ROOT_BODY):
                 return b
             b = int(m.body_parentid[b])
         return body
@@ -255,7 +255,7 @@ class MujocoBackend:
 
     def set_joint_values(self, values: dict[str, float]) -> None:
         for name, value in values.items():
-            self.data.qpos[self.model.jnt_qposadr[self._c._id(mujoco.mjtObj.mjOBJ_JOINT, name)]] = value
+            self.data.qpos[self.model.jnt_qposadr[self._c.lookup(mujoco.mjtObj.mjOBJ_JOINT, name)]] = value
         mujoco.mj_forward(self.model, self.data)
 
     def set_object_pose(self, obj: str, pos: np.ndarray, quat: np.ndarray | None = None) -> None:
@@ -265,7 +265,7 @@ class MujocoBackend:
         self.data.qpos[a:a + 3] = pos
         if quat is not None:
             self.data.qpos[a + 3:a + 7] = quat
-        dof = self.model.jnt_dofadr[self._c._id(mujoco.mjtObj.mjOBJ_JOINT, f"{obj}/free")]
+        dof = self.model.jnt_dofadr[self._c.lookup(mujoco.mjtObj.mjOBJ_JOINT, free_joint(obj))]
         self.data.qvel[dof:dof + 6] = 0.0
         mujoco.mj_forward(self.model, self.data)
 
@@ -279,8 +279,8 @@ class MujocoBackend:
         return out
 
     def geom_distance(self, geom1: str, geom2: str, cutoff: float = 1.0) -> float:
-        g1 = self._c._id(mujoco.mjtObj.mjOBJ_GEOM, geom1)
-        g2 = self._c._id(mujoco.mjtObj.mjOBJ_GEOM, geom2)
+        g1 = self._c.lookup(mujoco.mjtObj.mjOBJ_GEOM, geom1)
+        g2 = self._c.lookup(mujoco.mjtObj.mjOBJ_GEOM, geom2)
         return float(mujoco.mj_geomDistance(self.model, self.data, g1, g2, cutoff, None))
 
     # ----- WorldView (what predicates read) --------------------------------------------------
@@ -291,11 +291,11 @@ class MujocoBackend:
         return self._c.chosen[obj].height
 
     def site_box(self, site: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        sid = self._c._id(mujoco.mjtObj.mjOBJ_SITE, site)
+        sid = self._c.lookup(mujoco.mjtObj.mjOBJ_SITE, site)
         return self.data.site_xpos[sid], self.data.site_xmat[sid].reshape(3, 3), self.model.site_size[sid]
 
     def joint_value(self, joint: str) -> float:
-        return float(self.data.qpos[self.model.jnt_qposadr[self._c._id(mujoco.mjtObj.mjOBJ_JOINT, joint)]])
+        return float(self.data.qpos[self.model.jnt_qposadr[self._c.lookup(mujoco.mjtObj.mjOBJ_JOINT, joint)]])
 
     def touching(self, body_a: str, body_b: str) -> bool:
         d = self.data
@@ -308,7 +308,7 @@ class MujocoBackend:
     def _root(self, name: str) -> int:
         if name in self._c.object_body:
             return self._c.object_body[name]
-        return int(self._c.root_of_body[self._c._id(mujoco.mjtObj.mjOBJ_BODY, name)])
+        return int(self._c.root_of_body[self._c.lookup(mujoco.mjtObj.mjOBJ_BODY, name)])
 
     def finger_bodies(self, arm: str) -> tuple[str, str]:
         a, b = self._c.fingers[arm]
@@ -323,12 +323,12 @@ class MujocoBackend:
         if key not in self._renderers:
             self._renderers[key] = mujoco.Renderer(self.model, height=height, width=width)
         r = self._renderers[key]
-        self._c._id(mujoco.mjtObj.mjOBJ_CAMERA, camera)
+        self._c.lookup(mujoco.mjtObj.mjOBJ_CAMERA, camera)
         r.update_scene(self.data, camera=camera)
         return r.render()
 
     def camera_info(self, camera: str, width: int = 640, height: int = 480) -> CameraInfo:
-        cid = self._c._id(mujoco.mjtObj.mjOBJ_CAMERA, camera)
+        cid = self._c.lookup(mujoco.mjtObj.mjOBJ_CAMERA, camera)
         fovy = float(self.model.cam_fovy[cid])
         f = 0.5 * height / np.tan(np.deg2rad(fovy) / 2)
         k = np.array([[f, 0, width / 2], [0, f, height / 2], [0, 0, 1]])
