@@ -172,10 +172,6 @@ def test_wrong_action_length_names_the_actions(backend: MujocoBackend, length: i
     assert backend.get_state().tobytes() == before  # nothing was stepped
 
 
-@pytest.mark.xfail(strict=True, reason="BUG x2/sim/mujoco/backend.py MujocoBackend.step: a NaN action value passes "
-                   "the length check and np.clip in _action_to_ctrl; MuJoCo then only issues mjWARN_BADCTRL and "
-                   "ignores every control, so within 10 ticks both arms fall to q=0 and both grippers close, with "
-                   "no error (step only checks qacc / mjWARN_BADQACC). Expected: X2Error naming the bad action.")
 def test_non_finite_action_is_rejected(backend: MujocoBackend, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)  # MuJoCo appends its warning to ./MUJOCO_LOG.TXT
     backend.reset(0)
@@ -249,6 +245,9 @@ def test_dropped_fruit_falls_and_rests_on_the_table(backend: MujocoBackend, frui
     p = info.layout["fruit"]
     start = np.array([p.x, p.y, table + rest + 0.3])
     backend.set_object_pose("fruit", start)
+    for _ in range(5):  # let it pick up speed, then put it back: set_object_pose must also stop it
+        backend.step(backend.home_action())
+    backend.set_object_pose("fruit", start)
     np.testing.assert_allclose(backend.object_pos("fruit"), start, atol=1e-12)
     zs = []
     for _ in range(round(1.5 * backend.env.fps)):
@@ -270,8 +269,10 @@ def test_dropped_fruit_falls_and_rests_on_the_table(backend: MujocoBackend, frui
 # ----------------------------------------------------------------------------- predicates (WorldView)
 
 
-def test_predicates_on_the_world(backend: MujocoBackend, fruit_seeds) -> None:
-    backend.reset(fruit_seeds["apple"])
+@pytest.mark.parametrize("fruit", FRUITS)  # each fruit is its own compiled world with its own ids
+def test_predicates_on_the_world(backend: MujocoBackend, fruit_seeds, fruit: str) -> None:
+    backend.reset(fruit_seeds["orange" if fruit == "apple" else "apple"])  # name lookups must not leak across
+    backend.reset(fruit_seeds[fruit])
     door = {"joint": "microwave/door_hinge", "value": 1.2}
     assert backend.joint_value("microwave/door_hinge") == 0.0
     assert not evaluate(backend, "joint_above", door)
@@ -322,6 +323,17 @@ def test_arm_and_gripper_predicates(backend: MujocoBackend, fruit_seeds) -> None
 # ----------------------------------------------------------------------------- rendering
 
 
+def _project(info, point: np.ndarray) -> tuple[float, float]:
+    """Pixel (u, v) of a world point through `CameraInfo` (OpenGL camera axes: -z forward, +y up)."""
+    rot, pos = info.extrinsics[:3, :3], info.extrinsics[:3, 3]
+    cam = rot.T @ (point - pos)
+    assert cam[2] < 0, "point behind the camera"
+    k = info.intrinsics
+    u, v = k[0, 2] + k[0, 0] * cam[0] / -cam[2], k[1, 2] - k[1, 1] * cam[1] / -cam[2]
+    assert 0 <= u < info.width and 0 <= v < info.height, (u, v)
+    return u, v
+
+
 def _chroma_green(img: np.ndarray) -> np.ndarray:
     px = img.astype(int)
     return (px[..., 1] > px[..., 0] + 40) & (px[..., 1] > px[..., 2] + 40)
@@ -347,12 +359,7 @@ def test_head_camera_render_and_intrinsics(backend: MujocoBackend, fruit_seeds) 
     np.testing.assert_allclose(info.extrinsics[3], [0, 0, 0, 1])
 
     # Project the orange's centre with these intrinsics/extrinsics: the pixel there is orange.
-    centre = backend.object_pos("fruit") + np.array([0.0, 0.0, 0.042])
-    cam = rot.T @ (centre - info.extrinsics[:3, 3])
-    assert cam[2] < 0  # in front of the camera (OpenGL: -z forward)
-    u = info.intrinsics[0, 2] + f * cam[0] / -cam[2]
-    v = info.intrinsics[1, 2] - f * cam[1] / -cam[2]
-    assert 0 <= u < 128 and 0 <= v < 96
+    u, v = _project(info, backend.object_pos("fruit") + np.array([0.0, 0.0, 0.042]))
     r, g, b = (int(c) for c in img[int(v), int(u)])
     assert r > 200 and g < r - 50 and b < 80, (u, v, (r, g, b))
 
@@ -363,6 +370,9 @@ def test_render_follows_asset_changes(backend: MujocoBackend, fruit_seeds) -> No
     backend.reset(fruit_seeds["lemon"])  # another compiled world: renderers must follow it
     lemon = backend.render("head", 128, 96)
     assert lemon.shape == orange.shape and not np.array_equal(lemon, orange)
+    u, v = _project(backend.camera_info("head", 128, 96), backend.object_pos("fruit") + np.array([0, 0, 0.027]))
+    r, g, b = (int(c) for c in lemon[int(v), int(u)])
+    assert r > 200 and g > 0.8 * r and b < 100, (u, v, (r, g, b))  # yellow, not the previous world's orange
     backend.reset(fruit_seeds["orange"])
     assert np.array_equal(backend.render("head", 128, 96), orange)  # rendering is deterministic
     assert set(backend.env.robot.cameras) == {"head", "left_wrist", "right_wrist"}

@@ -219,6 +219,10 @@ class MujocoBackend:
         if len(action) != len(self._c.ctrl_ids):
             raise X2Error(f"action has {len(action)} values; {self.env.robot.name} takes {len(self._c.ctrl_ids)}: "
                           + ", ".join(self.env.robot.action_names))
+        if not np.isfinite(action).all():
+            # MuJoCo would only warn (mjWARN_BADCTRL) and drop every control: the arms would collapse.
+            bad = [n for n, v in zip(self.env.robot.action_names, action, strict=True) if not np.isfinite(v)]
+            raise X2Error(f"action has non-finite values at {', '.join(bad)}; allowed: finite numbers")
         m, d = self.model, self.data
         d.ctrl[self._c.ctrl_ids] = self._action_to_ctrl(action)
         mujoco.mj_step(m, d, nstep=self.env.substeps)
@@ -234,6 +238,8 @@ class MujocoBackend:
         return out
 
     def set_state(self, state: np.ndarray) -> None:
+        if np.shape(state) != (self.state_size,):
+            raise X2Error(f"state has shape {np.shape(state)}; allowed: ({self.state_size},) for this world")
         mujoco.mj_setState(self.model, self.data, np.asarray(state, dtype=np.float64), STATE_SPEC)
         mujoco.mj_forward(self.model, self.data)
 
