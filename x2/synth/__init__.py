@@ -1,1 +1,0 @@
-"""Synthesis: skills, the motion layer and the executor that turn a task DAG into demonstrations."""
