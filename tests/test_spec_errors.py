@@ -162,3 +162,21 @@ def test_builtin_specs_compile_and_show(tmp_path: Path, monkeypatch: pytest.Monk
     for node in ("open_door", "pick_fruit", "place_fruit", "close_door", "retract"):
         assert node in result.output
     assert "after open_door + pick_fruit" in result.output.replace("\n│ │ ", " ")
+
+
+SKILL_TASK = GOOD_TASK.replace('    success: {object_lifted: {obj: "@fruit"}}',
+                               '    success: {object_lifted: {obj: "@fruit"}}\n    skill: {name: pick, arm: right, target: "@fruit"}')
+
+
+@pytest.mark.parametrize("text, pattern", [
+    (SKILL_TASK.replace('target: "@fruit"', 'target: "@veg"'), r"t.yaml:10: nodes.pick.skill.target: found @veg matching nothing"),
+    (SKILL_TASK.replace("arm: right", "arm: middle"), r"t.yaml:10: nodes.pick.skill.arm: found 'middle'; allowed: one of left, right, auto, both"),
+    (SKILL_TASK.replace('target: "@fruit"', "target: microwave/knob"), r"t.yaml:10: nodes.pick.skill.target: found 'microwave/knob' \(microwave has no part 'knob'\)"),
+])
+def test_bad_skill_binding(text: str, pattern: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write(tmp_path, "t.yaml", text)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["tasks", "show", "t.yaml"])
+    out = result.output.strip()
+    assert result.exit_code == 2 and len(out.splitlines()) == 1, out
+    assert re.search(pattern, out), out

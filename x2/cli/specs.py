@@ -110,7 +110,10 @@ def tasks_show(
         table.add_column(col)
     for nid in order:
         n = nodes[nid]
-        skill = ", ".join(f"{k}={v}" for k, v in (n.skill or {}).items())
+        skill = "-"
+        if n.skill is not None:
+            skill = " ".join([n.skill.name, f"arm={n.skill.arm}", *([f"target={n.skill.target}"] if n.skill.target
+                              else []), *(f"{k}={v}" for k, v in n.skill.params.items())])
         table.add_row(Text(nid, style=ROLE_STYLE[_role(nid, task.edges)]),
                       "\n".join(c.describe() for c in n.success), "\n".join(c.describe() for c in n.failure),
                       f"{n.timeout_s:g} s" if n.timeout_s else "-", f"{n.score:g}", skill)

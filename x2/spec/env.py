@@ -142,7 +142,20 @@ class NodeSpec:
     timeout_s: float | None = None
     score: float = 1.0
     description: str = ""
-    skill: dict[str, object] | None = None  # binding for synthesis (later issue)
+    skill: SkillBinding | None = None  # how synthesis achieves this node
+
+
+@dataclass(frozen=True)
+class SkillBinding:
+    """A node's skill as written in the task, with its target resolved. The skill name and parameters
+    are checked against the synthesis registry (which the spec layer cannot import) at `origin`."""
+
+    name: str
+    arm: str  # left | right | both | auto
+    target: str | None  # object instance name, or a part's site name ("microwave/handle")
+    target_object: str | None  # the object the target belongs to
+    params: dict[str, object]
+    origin: tuple[str, int]  # file, line of the skill block, for errors found later
 
 
 @dataclass(frozen=True)

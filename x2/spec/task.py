@@ -14,7 +14,7 @@ from pathlib import Path
 from x2.errors import NotFoundError
 from x2.labeling import find_cycle
 from x2.spec import catalog
-from x2.spec.env import EnvSpec, NodeSpec, ObjectInstance, PredicateCall, TaskModel
+from x2.spec.env import EnvSpec, NodeSpec, ObjectInstance, PredicateCall, SkillBinding, TaskModel
 from x2.spec.models import TaskFile, parse
 from x2.spec.robot import RobotInfo, load_robot
 from x2.spec.scene import SceneInfo, load_scene
@@ -103,6 +103,33 @@ class _Resolver:
         return tuple(out)
 
 
+def _skill(resolver: _Resolver, key: Path_, block: dict[str, object] | None) -> SkillBinding | None:
+    if block is None:
+        return None
+    frag = resolver.frag
+    name = block.get("name")
+    if not isinstance(name, str):
+        raise frag.error((*key, "name"), repr(name), "a skill name, e.g. pick, place, open, close, retract")
+    arms = [a.name for a in resolver.robot.model.arms]
+    arm = block.get("arm", "auto")
+    allowed_arms = [*arms, "auto", *(["both"] if len(arms) > 1 else [])]
+    if arm not in allowed_arms:
+        raise frag.error((*key, "arm"), repr(arm), f"one of {', '.join(allowed_arms)} for {resolver.robot.model.name}")
+    target = block.get("target")
+    target_name = target_object = None
+    if target is not None:
+        if not isinstance(target, str):
+            raise frag.error((*key, "target"), repr(target), "an object name, @tag or OBJECT/PART")
+        if "/" in target:
+            target_name = str(resolver.arg((*key, "target"), "part", target))
+            target_object = target_name.split("/", 1)[0]
+        else:
+            target_name = target_object = resolver.object((*key, "target"), target).name
+    params = {k: v for k, v in block.items() if k not in ("name", "arm", "target")}
+    origin = frag.origin(key)
+    return SkillBinding(name, str(arm), target_name, target_object, params, (origin.file, origin.line))
+
+
 def compile_task(frag: Fragment, scene: SceneInfo, robot: RobotInfo) -> TaskModel:
     spec: TaskFile = parse(TaskFile, frag)
     node_ids = list(spec.nodes)
@@ -122,7 +149,8 @@ def compile_task(frag: Fragment, scene: SceneInfo, robot: RobotInfo) -> TaskMode
     nodes = tuple(
         NodeSpec(id=nid, success=resolver.calls(("nodes", nid, "success"), node.success),
                  failure=resolver.calls(("nodes", nid, "failure"), node.failure), timeout_s=node.timeout_s,
-                 score=node.score, description=node.description, skill=node.skill)
+                 score=node.score, description=node.description,
+                 skill=_skill(resolver, ("nodes", nid, "skill"), node.skill))
         for nid, node in spec.nodes.items()
     )
     return TaskModel(spec.name, spec.instruction, spec.horizon_s, nodes, tuple(tuple(e) for e in spec.edges))
