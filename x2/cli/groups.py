@@ -6,10 +6,11 @@ import typer
 
 
 def mount(app: typer.Typer) -> None:
-    from x2.cli import collect, datasets, label, specs
+    from x2.cli import collect, datasets, label, specs, synth
 
     app.add_typer(specs.robots_app)
     app.add_typer(specs.tasks_app)
     app.add_typer(collect.app)
     app.add_typer(datasets.app)
     app.command("label")(label.label)
+    app.command("synth")(synth.synth)

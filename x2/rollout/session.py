@@ -63,33 +63,42 @@ def open_dataset(path: Path, env: EnvSpec, backend: MujocoBackend) -> Dataset:
     return ds
 
 
+def episode_attrs(env: EnvSpec, seed: int, source: str) -> dict[str, Any]:
+    """Attributes known before an episode starts."""
+    return {"task": env.task.name if env.task else "", "robot": env.robot.name, "seed": seed, "source": source,
+            "fps": env.fps, "sim_dt": env.booth.timestep, "scene_variant": env.variant, "split": env.split,
+            "versions": json.dumps(versions())}
+
+
+def episode_extra(env: EnvSpec, result: EpisodeResult, model_xml: str, object_names: tuple[str, ...],
+                  more: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Attributes known once it ended: what was drawn, where things stood, how it ended."""
+    return {
+        "instruction": result.reset.instruction,
+        "model_xml": model_xml,
+        "layout": json.dumps({k: v.as_list() for k, v in result.reset.layout.items()}),
+        "assets": json.dumps(result.reset.assets),
+        "env_args": json.dumps({"env_name": env.task.name if env.task else env.scene_name, "type": "x2-mujoco",
+                                "env_kwargs": {"robot": env.robot.name, "variant": env.variant,
+                                               "seed": result.seed}}),
+        "end_reason": result.end_reason,
+        "missed_slots": result.missed_slots,
+        "object_names": json.dumps(list(object_names)),
+        **(more or {}),
+    }
+
+
 def record_episode(ds: Dataset, rollout: Rollout, teacher: Teacher, seed: int, source: str,
                    options: RolloutOptions | None = None, keep: Callable[[EpisodeResult], bool] | None = None,
                    ) -> tuple[EpisodeResult, EpisodeRecord | None]:
     """Run one episode into the dataset. It is committed unless `keep` says no (then discarded)."""
-    env = rollout.env
-    attrs = {"task": env.task.name if env.task else "", "robot": env.robot.name, "seed": seed, "source": source,
-             "fps": env.fps, "sim_dt": env.booth.timestep, "scene_variant": env.variant, "split": env.split,
-             "versions": json.dumps(versions())}
-    with ds.begin_episode(attrs, object_names=rollout.backend.object_names) as writer:
+    env, backend = rollout.env, rollout.backend
+    with ds.begin_episode(episode_attrs(env, seed, source), object_names=backend.object_names) as writer:
         result = rollout.run(teacher, seed, writer, options)
         if result.ticks == 0 or (keep is not None and not keep(result)):
             writer.abort()
             return result, None
-        backend = rollout.backend
-        extra = {
-            "instruction": result.reset.instruction,
-            "model_xml": backend.model_xml(),
-            "layout": json.dumps({k: v.as_list() for k, v in result.reset.layout.items()}),
-            "assets": json.dumps(result.reset.assets),
-            "env_args": json.dumps({"env_name": env.task.name if env.task else env.scene_name,
-                                    "type": "x2-mujoco", "env_kwargs": {"robot": env.robot.name,
-                                                                        "variant": env.variant, "seed": seed}}),
-            "end_reason": result.end_reason,
-            "missed_slots": result.missed_slots,
-            "object_names": json.dumps(list(backend.object_names)),
-        }
+        extra = episode_extra(env, result, backend.model_xml(), backend.object_names)
         record = writer.finish(labels=result.labels, dag=result.dag, success=result.success, extra_attrs=extra,
                                timing=result.stage_ms)
     return result, record
-

@@ -1,0 +1,82 @@
+"""RRTConnect: finds a way into the open microwave, every edge is free, seeded, within budget."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from x2.sim.mujoco.backend import MujocoBackend
+from x2.spec import load_env
+from x2.synth.motion.collision import CollisionWorld
+from x2.synth.motion.errors import PlanningError
+from x2.synth.motion.ik import ArmIK
+from x2.synth.motion.planner import RRTConnect
+
+APPROACH_X = np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])  # tool +z along world +x
+
+
+@pytest.fixture(scope="module")
+def cavity_problem() -> tuple[CollisionWorld, np.ndarray, np.ndarray]:
+    b = MujocoBackend(load_env("fruit_in_microwave"))
+    b.reset(1)
+    b.set_joint_values({"microwave/door_hinge": 1.9})
+    world = CollisionWorld(b)
+    cavity, _, _ = b.site_box("microwave/cavity")
+    goal = ArmIK(world, "left").solve(cavity + np.array([-0.04, 0.0, -0.03]), APPROACH_X,
+                                      rng=np.random.default_rng(1))
+    return world, np.array(b.env.robot.arm("left").home), goal
+
+
+def _edges_free(world: CollisionWorld, arm: str, waypoints: np.ndarray, resolution: float) -> bool:
+    for a, b in zip(waypoints[:-1], waypoints[1:], strict=True):
+        n = max(1, int(np.ceil(np.max(np.abs(b - a)) / resolution)))
+        if any(world.in_collision({arm: a + (b - a) * (i / n)}) for i in range(n + 1)):
+            return False
+    return True
+
+
+def test_reaches_into_open_microwave_around_obstacles(cavity_problem):
+    world, start, goal = cavity_problem
+    plan = RRTConnect().plan(world, "left", start, goal, np.random.default_rng(0))
+    assert plan.tree_nodes > 0  # the straight edge is blocked: this is a real detour
+    np.testing.assert_array_equal(plan.waypoints[0], start)
+    np.testing.assert_array_equal(plan.waypoints[-1], goal)
+    assert _edges_free(world, "left", plan.waypoints, resolution=0.005)  # 4x finer than the planner
+    lo, hi = world.joint_range["left"].T
+    assert np.all(plan.waypoints >= lo) and np.all(plan.waypoints <= hi)
+    assert 0 < plan.checks <= RRTConnect().max_checks
+
+
+def test_same_seed_same_plan(cavity_problem):
+    world, start, goal = cavity_problem
+    a = RRTConnect().plan(world, "left", start, goal, np.random.default_rng(3))
+    b = RRTConnect().plan(world, "left", start, goal, np.random.default_rng(3))
+    assert a.waypoints.tobytes() == b.waypoints.tobytes() and a.checks == b.checks
+    others = [RRTConnect().plan(world, "left", start, goal, np.random.default_rng(s)).waypoints for s in (4, 5)]
+    assert all(_edges_free(world, "left", w, 0.02) for w in others)
+
+
+def test_budget_is_honoured(cavity_problem):
+    world, start, goal = cavity_problem
+    before = world.checks
+    with pytest.raises(PlanningError, match="no plan within 40 collision checks"):
+        RRTConnect(max_checks=40).plan(world, "left", start, goal, np.random.default_rng(0))
+    assert world.checks - before <= 40 + 2  # + the start/goal validation
+
+
+def test_direct_edge_when_free(cavity_problem):
+    world, start, _ = cavity_problem
+    near = start + np.array([0.1, 0.05, -0.05, 0.1, 0.0, 0.2])
+    plan = RRTConnect().plan(world, "left", start, near, np.random.default_rng(0))
+    assert plan.tree_nodes == 0 and len(plan.waypoints) == 2
+
+
+def test_start_in_collision_is_reported(cavity_problem):
+    world, start, goal = cavity_problem
+    crossed = np.array([-1.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    world.set_arm("right", np.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.0]))
+    try:
+        with pytest.raises(PlanningError, match="start configuration is in collision"):
+            RRTConnect().plan(world, "left", crossed, goal, np.random.default_rng(0))
+    finally:
+        world.set_arm("right", start)

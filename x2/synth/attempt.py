@@ -1,0 +1,107 @@
+"""One synthesis attempt: a pure function of (task, robot, variant, seed), run in a worker.
+
+The attempt records into memory; the process that owns the dataset commits accepted attempts in
+attempt order, so the dataset is the same bytes whatever the number of workers.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from x2.errors import X2Error
+from x2.rollout import Rollout, RolloutOptions
+from x2.rollout.loop import EpisodeResult
+from x2.rollout.memory import MemoryRecorder
+from x2.seeding import streams
+from x2.sim.mujoco.backend import MujocoBackend
+from x2.spec import load_env
+from x2.synth.binding import check_bindings, task_program
+from x2.synth.context import SynthContext, SynthStats
+from x2.synth.executor import SkillExecutor
+from x2.synth.segments import SkillFailure
+
+
+@dataclass
+class AttemptOutcome:
+    index: int
+    seed: int
+    accepted: bool
+    reason: str  # "accepted" or a rejection category for the histogram
+    detail: str
+    ticks: int
+    result: EpisodeResult | None = None
+    arrays: dict[str, np.ndarray] | None = None  # recorded ticks, when the episode is to be stored
+    model_xml: str = ""
+    object_names: tuple[str, ...] = ()
+    stats: SynthStats = field(default_factory=SynthStats)
+    timing: dict[str, float] = field(default_factory=dict)  # seconds: total, teacher (planning), step
+
+
+class SynthSession:
+    """A worker's long-lived simulator for one task; `attempt` may be called any number of times."""
+
+    def __init__(self, task: str, robot: str | None = None, variant: str = "default"):
+        self.env = load_env(task, robot=robot, variant=variant)
+        check_bindings(self.env)
+        self.backend = MujocoBackend(self.env)
+        self.rollout = Rollout(self.backend)
+        offsets = np.cumsum([0] + [len(a.joints) + 1 for a in self.env.robot.arms])
+        self.arm_slices = {a.name: slice(int(o), int(o) + len(a.joints)) for a, o in zip(self.env.robot.arms, offsets,
+                                                                                       strict=False)}
+        self.gripper_index = {a.name: int(o) + len(a.joints) for a, o in zip(self.env.robot.arms, offsets,
+                                                                             strict=False)}
+
+    def attempt(self, index: int, seed: int, keep_rejected: bool = False) -> AttemptOutcome:
+        rngs = streams(seed)
+        executor = SkillExecutor(self.arm_slices, self.gripper_index)
+        assert self.rollout.monitor is not None  # check_bindings requires a task
+        ctx = SynthContext(self.backend, self.rollout.monitor, executor, rngs)
+        executor.program = lambda: task_program(ctx)
+        recorder = MemoryRecorder()
+        t0 = time.perf_counter()
+        try:
+            result = self.rollout.run(executor, seed, recorder, RolloutOptions())
+        except SkillFailure as failure:  # raised outside the executor, e.g. while resetting
+            return AttemptOutcome(index, seed, False, failure.reason, failure.detail, len(recorder), stats=ctx.stats)
+        except X2Error as exc:
+            reason = "simulator unstable" if "unstable" in str(exc) else "error"
+            return AttemptOutcome(index, seed, False, reason, str(exc), len(recorder), stats=ctx.stats)
+        total = time.perf_counter() - t0
+        reason, detail = _verdict(result, executor)
+        accepted = reason == "accepted"
+        keep = accepted or keep_rejected
+        return AttemptOutcome(
+            index, seed, accepted, reason, detail, result.ticks, result=result,
+            arrays=recorder.arrays() if keep else None,
+            model_xml=self.backend.model_xml() if keep else "", object_names=self.backend.object_names,
+            stats=ctx.stats,
+            timing={"total": total, "teacher": float(result.stage_ms["teacher"].sum()) / 1e3,
+                    "step": float(result.stage_ms["step"].sum()) / 1e3},
+        )
+
+
+def _verdict(result: EpisodeResult, executor: SkillExecutor) -> tuple[str, str]:
+    if result.success:
+        return "accepted", ""
+    if executor.failure is not None:
+        return executor.failure.reason, executor.failure.detail
+    if result.failure is not None:
+        node, frame, why = result.failure
+        kind = "stage timeout" if why.startswith("timeout") else "failure predicate"
+        return kind, f"{node} at frame {frame}: {why}"
+    if result.end_reason == "horizon":
+        return "horizon", f"task not done after {result.ticks} ticks"
+    pending = [n for n, f in result.dag.get("events", [])]
+    return "predicate false", f"program ended; completed: {pending}"
+
+
+def outcome_summary(outcome: AttemptOutcome) -> dict[str, Any]:
+    """What synth_report.json keeps per attempt."""
+    return {"index": outcome.index, "seed": outcome.seed, "accepted": outcome.accepted, "reason": outcome.reason,
+            "detail": outcome.detail, "ticks": outcome.ticks,
+            "timing_s": {k: round(v, 4) for k, v in outcome.timing.items()},
+            "plans": outcome.stats.plans, "collision_checks": outcome.stats.collision_checks}

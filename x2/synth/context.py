@@ -1,0 +1,99 @@
+"""What a skill may use: the live world (read only), its random streams and the motion layer.
+
+One context serves one attempt. Motions start from the targets the executor is commanding, are
+planned on a `CollisionWorld` synced to the live simulator, and come back as segments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from x2.rollout.monitor import TaskMonitor
+from x2.sim.mujoco.backend import MujocoBackend
+from x2.synth.executor import SkillExecutor
+from x2.synth.motion.collision import CollisionWorld
+from x2.synth.motion.errors import IKError, PlanningError
+from x2.synth.motion.ik import ArmIK
+from x2.synth.motion.timing import Limits, plan_motion
+from x2.synth.segments import ArmTrack, Segment, SkillFailure
+
+
+@dataclass
+class SynthStats:
+    """Where an attempt's planning effort went (summed into synth_report.json)."""
+
+    ik_calls: int = 0
+    plans: int = 0
+    collision_checks: int = 0
+    replans: int = 0
+    segments: dict[str, int] = field(default_factory=dict)
+
+
+class SynthContext:
+    def __init__(self, backend: MujocoBackend, monitor: TaskMonitor, executor: SkillExecutor,
+                 rngs: dict[str, np.random.Generator], limits: Limits | None = None):
+        self.backend, self.monitor, self.executor = backend, monitor, executor
+        self.env = backend.env
+        self.rng = rngs
+        self.limits = limits or Limits()
+        self.stats = SynthStats()
+        self._world: CollisionWorld | None = None
+        self._ik: dict[str, ArmIK] = {}
+
+    # ----- the world as it is now --------------------------------------------------------------
+    def world(self) -> CollisionWorld:
+        """The collision world, synced to the live simulator (held objects stay attached)."""
+        if self._world is None or self._world.model.ngeom != self.backend.model.ngeom:
+            self._world = CollisionWorld(self.backend)
+            self._ik.clear()
+        else:
+            self._world.sync(self.backend)
+        for arm in self._world.arms:
+            self._world.set_arm(arm, self.executor.arm_target(arm))
+        return self._world
+
+    def ik(self, arm: str) -> ArmIK:
+        world = self.world()
+        if arm not in self._ik:
+            self._ik[arm] = ArmIK(world, arm)
+        return self._ik[arm]
+
+    def node_done(self, node: str) -> bool:
+        return self.monitor.runtime.completion_frames.get(node) is not None
+
+    def arm_for(self, target_pos: np.ndarray) -> str:
+        """`arm: auto`: the arm whose tcp is nearest the target (ties: the first arm)."""
+        arms = [a.name for a in self.env.robot.arms]
+        tcp = self.backend.robot_state().ee_pose[:, :3]
+        return arms[int(np.argmin(np.linalg.norm(tcp - np.asarray(target_pos)[None], axis=1)))]
+
+    # ----- motions -----------------------------------------------------------------------------
+    def solve_ik(self, arm: str, pos: np.ndarray, rot: np.ndarray | None = None, *, axis_down: bool = False,
+                 q_ref: np.ndarray | None = None) -> np.ndarray:
+        self.stats.ik_calls += 1
+        try:
+            return self.ik(arm).solve(pos, rot, rng=self.rng["grasp"], q_ref=q_ref if q_ref is not None
+                                      else self.executor.arm_target(arm), axis_down=axis_down)
+        except IKError as exc:
+            raise SkillFailure("ik infeasible", str(exc)) from None
+
+    def move_to(self, arm: str, q_goal: np.ndarray, limits: Limits | None = None) -> Iterator[Segment]:
+        """A collision-free, timed, post-checked joint motion from the commanded targets to `q_goal`."""
+        world = self.world()
+        q_start = self.executor.arm_target(arm)
+        try:
+            motion = plan_motion(world, arm, q_start, np.asarray(q_goal, dtype=np.float64), self.rng["planner"],
+                                 limits or self.limits, dt=self.env.control_dt)
+        except PlanningError as exc:
+            raise SkillFailure("no plan", str(exc)) from None
+        self.stats.plans += 1
+        self.stats.replans += motion.attempts - 1
+        self.stats.collision_checks += motion.checks
+        yield ArmTrack(arm, motion.trajectory.q[1:])
+
+    def move_pose(self, arm: str, pos: np.ndarray, rot: np.ndarray | None = None, *, axis_down: bool = False,
+                  limits: Limits | None = None) -> Iterator[Segment]:
+        yield from self.move_to(arm, self.solve_ik(arm, pos, rot, axis_down=axis_down), limits)

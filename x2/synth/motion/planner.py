@@ -1,0 +1,176 @@
+"""Collision-free joint-space planning for one arm: RRT-Connect with shortcutting.
+
+The other arm stays at whatever configuration the `CollisionWorld` holds. The budget is counted in
+collision checks, not wall time, so a plan depends only on (world, start, goal, rng state) and an
+attempt replays bit for bit on any machine. Edges are checked at `resolution` (max joint step).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from x2.synth.motion.collision import CollisionWorld
+from x2.synth.motion.errors import PlanningError
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A collision-free piecewise-linear joint path; waypoints[0] is the start, waypoints[-1] the goal."""
+
+    arm: str
+    waypoints: np.ndarray  # (n, dof), rad
+    checks: int  # collision checks spent, including shortcutting
+    tree_nodes: int  # 0 when the direct edge was free
+    margin: float  # clearance (m) the path was checked with
+
+    @property
+    def length(self) -> float:
+        return float(np.linalg.norm(np.diff(self.waypoints, axis=0), axis=1).sum())
+
+
+class Planner(Protocol):
+    def plan(self, world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np.ndarray,
+             rng: np.random.Generator) -> Plan: ...
+
+
+class _OutOfChecks(Exception):
+    pass
+
+
+class _Checker:
+    """Collision checks for one arm with a budget; raises _OutOfChecks when it is spent."""
+
+    def __init__(self, world: CollisionWorld, arm: str, budget: int, resolution: float):
+        self.world, self.arm, self.budget, self.resolution = world, arm, budget, resolution
+        self.used = 0
+
+    def free(self, q: np.ndarray) -> bool:
+        if self.used >= self.budget:
+            raise _OutOfChecks
+        self.used += 1
+        return not self.world.in_collision({self.arm: q})
+
+    def edge_free(self, a: np.ndarray, b: np.ndarray) -> bool:
+        """Configurations strictly after `a` up to and including `b`, at most `resolution` apart."""
+        n = max(1, int(np.ceil(np.max(np.abs(b - a)) / self.resolution)))
+        return all(self.free(a + (b - a) * (i / n)) for i in range(1, n + 1))
+
+
+class _Tree:
+    def __init__(self, root: np.ndarray):
+        self.nodes = np.zeros((256, len(root)))
+        self.nodes[0] = root
+        self.parent = [-1]
+
+    def __len__(self) -> int:
+        return len(self.parent)
+
+    def nearest(self, q: np.ndarray) -> int:
+        return int(np.argmin(np.sum((self.nodes[:len(self)] - q) ** 2, axis=1)))
+
+    def add(self, q: np.ndarray, parent: int) -> int:
+        if len(self) == len(self.nodes):
+            self.nodes = np.concatenate([self.nodes, np.zeros_like(self.nodes)])
+        self.nodes[len(self)] = q
+        self.parent.append(parent)
+        return len(self) - 1
+
+    def path_to_root(self, i: int) -> list[np.ndarray]:
+        out = []
+        while i >= 0:
+            out.append(self.nodes[i].copy())
+            i = self.parent[i]
+        return out
+
+
+@dataclass(frozen=True)
+class RRTConnect:
+    """Bidirectional RRT; tries the straight edge first, then grows trees, then shortcuts."""
+
+    max_checks: int = 20_000
+    resolution: float = 0.02  # rad, largest joint step between checked configurations on an edge
+    extend: float = 0.3  # rad (L2), largest tree step toward a sample
+    shortcut_rounds: int = 60
+
+    def plan(self, world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np.ndarray,
+             rng: np.random.Generator) -> Plan:
+        start, goal = np.asarray(q_start, dtype=np.float64), np.asarray(q_goal, dtype=np.float64)
+        lo, hi = world.joint_range[arm][:, 0], world.joint_range[arm][:, 1]
+        for name, q in (("start", start), ("goal", goal)):
+            if np.any(q < lo - 1e-9) or np.any(q > hi + 1e-9):
+                raise PlanningError(f"arm {arm!r}: {name} {np.round(q, 3).tolist()} is outside the joint limits")
+            pairs = world.colliding_pairs({arm: q})
+            if pairs:
+                raise PlanningError(f"arm {arm!r}: {name} configuration is in collision "
+                                    f"(margin {world.margin * 1e3:.0f} mm): {pairs[:3]}")
+        checker = _Checker(world, arm, self.max_checks, self.resolution)
+        try:
+            if checker.edge_free(start, goal):
+                return Plan(arm, np.stack([start, goal]), checker.used, 0, world.margin)
+            path, nodes = self._grow(checker, start, goal, lo, hi, rng)
+        except _OutOfChecks:
+            raise PlanningError(f"arm {arm!r}: no plan within {self.max_checks} collision checks") from None
+        with contextlib.suppress(_OutOfChecks):  # out of checks: the unshortened path is still collision-free
+            path = self._shortcut(checker, path, rng)
+        return Plan(arm, np.stack(path), checker.used, nodes, world.margin)
+
+    def _grow(self, checker: _Checker, start: np.ndarray, goal: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+              rng: np.random.Generator) -> tuple[list[np.ndarray], int]:
+        ta, tb = _Tree(start), _Tree(goal)
+        a_is_start = True
+        while True:  # ends by finding a path or by _OutOfChecks
+            sample = rng.uniform(lo, hi)
+            new = self._step(checker, ta, sample)
+            if new is not None:
+                reached = self._connect(checker, tb, ta.nodes[new])
+                if reached is not None:
+                    half_a, half_b = ta.path_to_root(new), tb.path_to_root(reached)
+                    path = half_a[::-1] + half_b[1:] if a_is_start else half_b[::-1] + half_a[1:]
+                    return path, len(ta) + len(tb)
+            ta, tb, a_is_start = tb, ta, not a_is_start
+
+    def _step(self, checker: _Checker, tree: _Tree, target: np.ndarray) -> int | None:
+        near = tree.nearest(target)
+        q_near = tree.nodes[near].copy()
+        delta = target - q_near
+        dist = float(np.linalg.norm(delta))
+        q_new = target if dist <= self.extend else q_near + delta * (self.extend / dist)
+        if dist < 1e-9 or not checker.edge_free(q_near, q_new):
+            return None
+        return tree.add(q_new, near)
+
+    def _connect(self, checker: _Checker, tree: _Tree, target: np.ndarray) -> int | None:
+        while True:
+            i = self._step(checker, tree, target)
+            if i is None:
+                return None
+            if np.allclose(tree.nodes[i], target, atol=1e-12):
+                return i
+
+    def _shortcut(self, checker: _Checker, path: list[np.ndarray], rng: np.random.Generator) -> list[np.ndarray]:
+        # Random shortcuts between points anywhere on the path, then drop waypoints whose
+        # neighbours see each other; both only ever replace checked edges by checked edges.
+        for _ in range(self.shortcut_rounds):
+            if len(path) < 3:
+                break
+            seg = np.linalg.norm(np.diff(np.stack(path), axis=0), axis=1)
+            cum = np.concatenate([[0.0], np.cumsum(seg)])
+            t1, t2 = np.sort(rng.uniform(0.0, cum[-1], size=2))
+            i, j = int(np.searchsorted(cum, t1, side="right")) - 1, int(np.searchsorted(cum, t2, side="right")) - 1
+            if i == j:
+                continue
+            a = path[i] + (path[i + 1] - path[i]) * ((t1 - cum[i]) / max(seg[i], 1e-12))
+            b = path[j] + (path[j + 1] - path[j]) * ((t2 - cum[j]) / max(seg[j], 1e-12))
+            if checker.edge_free(a, b):
+                path = [*path[:i + 1], a, b, *path[j + 1:]]
+        k = 1
+        while k < len(path) - 1:
+            if checker.edge_free(path[k - 1], path[k + 1]):
+                del path[k]
+            else:
+                k += 1
+        return path

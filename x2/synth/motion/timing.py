@@ -1,0 +1,147 @@
+"""Time parametrisation of joint paths, the post-check of timed trajectories, and `plan_motion`.
+
+Each straight segment of a path is timed rest-to-rest with a jerk-limited ruckig profile on the path
+parameter s in [0, 1] (per-joint limits divided by the joint's share of the segment), so the
+commanded motion stays exactly on the checked segments except between samples. The post-check then
+checks the configurations between the 30 Hz samples (what a linearly interpolating servo actually
+sweeps); on a violation `plan_motion` replans with more clearance, a bounded number of times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import ruckig
+
+from x2.synth.motion.collision import CollisionWorld
+from x2.synth.motion.errors import PlanningError
+from x2.synth.motion.planner import Plan, Planner, RRTConnect
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-joint limits for synthesised motions. Placeholder values for a 3 kg-payload cobot moving
+    at demonstration speed (well inside the servo tracking tested in tests/test_mujoco_models.py),
+    not a datasheet."""
+
+    velocity: np.ndarray = field(default_factory=lambda: np.full(6, 1.0))  # rad/s
+    acceleration: np.ndarray = field(default_factory=lambda: np.full(6, 2.5))  # rad/s^2
+    jerk: np.ndarray = field(default_factory=lambda: np.full(6, 20.0))  # rad/s^3
+
+    def scaled(self, factor: float) -> Limits:
+        """Slower limits (factor < 1), e.g. for careful moves near contact."""
+        return Limits(self.velocity * factor, self.acceleration * factor ** 2, self.jerk * factor ** 3)
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """Joint positions sampled at the control rate: q[k] at time k * dt; q[0] start, q[-1] goal."""
+
+    arm: str
+    dt: float
+    q: np.ndarray  # (n, dof)
+    qd: np.ndarray  # (n, dof) velocities of the continuous profile at the samples
+    qdd: np.ndarray  # (n, dof)
+
+    @property
+    def duration(self) -> float:
+        return (len(self.q) - 1) * self.dt
+
+
+def _segment(a: np.ndarray, b: np.ndarray, limits: Limits) -> ruckig.Trajectory | None:
+    d = np.abs(b - a)
+    if np.max(d) < 1e-9:
+        return None
+    moving = d > 1e-12
+    otg, inp, out = ruckig.Ruckig(1), ruckig.InputParameter(1), ruckig.Trajectory(1)
+    inp.current_position, inp.target_position = [0.0], [1.0]
+    inp.max_velocity = [float(np.min(limits.velocity[moving] / d[moving]))]
+    inp.max_acceleration = [float(np.min(limits.acceleration[moving] / d[moving]))]
+    inp.max_jerk = [float(np.min(limits.jerk[moving] / d[moving]))]
+    result = otg.calculate(inp, out)
+    if result not in (ruckig.Result.Working, ruckig.Result.Finished):
+        raise PlanningError(f"ruckig could not time a segment: {result}")
+    return out
+
+
+def time_parametrize(arm: str, waypoints: np.ndarray, limits: Limits, dt: float) -> Trajectory:
+    """Sample the rest-to-rest timing of a piecewise-linear path every `dt` seconds."""
+    wps = np.asarray(waypoints, dtype=np.float64)
+    segments = []
+    for a, b in zip(wps[:-1], wps[1:], strict=True):
+        prof = _segment(a, b, limits)
+        if prof is not None:
+            segments.append((a, b, prof))
+    if not segments:
+        z = np.zeros((1, wps.shape[1]))
+        return Trajectory(arm, dt, wps[:1].copy(), z, z.copy())
+    ends = np.cumsum([p.duration for *_, p in segments])
+    n = int(np.ceil(ends[-1] / dt - 1e-9)) + 1
+    q, qd, qdd = (np.zeros((n, wps.shape[1])) for _ in range(3))
+    for k in range(n):
+        t = min(k * dt, ends[-1])
+        i = min(int(np.searchsorted(ends, t, side="left")), len(segments) - 1)
+        a, b, prof = segments[i]
+        s, sd, sdd = prof.at_time(t - (ends[i - 1] if i else 0.0))
+        q[k], qd[k], qdd[k] = a + (b - a) * s[0], (b - a) * sd[0], (b - a) * sdd[0]
+    q[-1] = wps[-1]  # exactly the goal, not a float's worth short of it
+    return Trajectory(arm, dt, q, qd, qdd)
+
+
+def postcheck(traj: Trajectory, world: CollisionWorld, substeps: int = 4) -> int | None:
+    """Index of the first sample whose interval to the next one passes through a collision (checked at
+    `substeps` points per control interval, with the world's current margin), or None if all is free."""
+    if world.in_collision({traj.arm: traj.q[0]}):
+        return 0
+    for k in range(len(traj.q) - 1):
+        a, b = traj.q[k], traj.q[k + 1]
+        for s in range(1, substeps + 1):
+            if world.in_collision({traj.arm: a + (b - a) * (s / substeps)}):
+                return k
+    return None
+
+
+@dataclass(frozen=True)
+class MotionPlan:
+    plan: Plan
+    trajectory: Trajectory
+    attempts: int  # 1 unless the post-check made us replan
+    checks: int  # planner and post-check together
+
+
+def plan_motion(world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np.ndarray,
+                rng: np.random.Generator, limits: Limits | None = None, *, planner: Planner | None = None,
+                dt: float = 1.0 / 30.0, clearance: float = 0.005, retries: int = 3,
+                clearance_step: float = 0.01, substeps: int = 4) -> MotionPlan:
+    """Plan (with `clearance` added to the world's margin), time and post-check (at the world's own
+    margin) a motion; on a post-check violation replan with `clearance_step` more, up to `retries`
+    times. Never returns a trajectory the post-check rejects."""
+    limits = limits or Limits()
+    planner = planner or RRTConnect()
+    base = world.margin
+    checks = 0
+    try:
+        for attempt in range(1, retries + 2):
+            world.margin = base + clearance + (attempt - 1) * clearance_step
+            try:
+                plan = planner.plan(world, arm, q_start, q_goal, rng)
+            except PlanningError:
+                if attempt == 1:
+                    # the clearance itself may be what blocks (a start near the table): plan at the bare margin
+                    world.margin = base
+                    plan = planner.plan(world, arm, q_start, q_goal, rng)
+                else:
+                    raise
+            checks += plan.checks
+            traj = time_parametrize(arm, plan.waypoints, limits, dt)
+            world.margin = base
+            before = world.checks
+            bad = postcheck(traj, world, substeps)
+            checks += world.checks - before
+            if bad is None:
+                return MotionPlan(plan, traj, attempt, checks)
+    finally:
+        world.margin = base
+    raise PlanningError(f"arm {arm!r}: every timed trajectory failed the post-check after {retries + 1} plans "
+                        f"(last violation at t={bad * dt:.2f} s)")

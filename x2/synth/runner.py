@@ -1,0 +1,196 @@
+"""`x2 synth`: numbered attempts on a pool of long-lived workers, committed in attempt order.
+
+Attempt i's seed is the i-th child of `SeedSequence(master_seed)`; each attempt is a pure function
+of its seed; the parent commits accepted attempts strictly in index order and stops at the n-th.
+So the same master seed gives the same dataset bytes with 1 worker or 8.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from x2.datasets import Dataset
+from x2.datasets.index import atomic_write_bytes
+from x2.rollout.memory import replay_into
+from x2.rollout.session import episode_attrs, episode_extra, open_dataset, versions
+from x2.synth.attempt import AttemptOutcome, SynthSession, outcome_summary
+
+REPORT_NAME = "synth_report.json"
+
+
+@dataclass(frozen=True)
+class SynthConfig:
+    task: str
+    robot: str | None = None
+    variant: str = "default"
+    n: int = 10
+    workers: int = 2
+    seed: int = 0
+    max_attempts: int | None = None  # default: 3 n + 10
+    keep_failed: bool = False
+    hopeless_after: int = 30  # attempts before judging the acceptance rate
+    hopeless_rate: float = 0.05
+
+    @property
+    def attempt_cap(self) -> int:
+        return self.max_attempts or 3 * self.n + 10
+
+
+@dataclass
+class SynthProgress:
+    accepted: int = 0
+    attempted: int = 0
+    stored_failed: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    started: float = field(default_factory=time.perf_counter)
+    stop_reason: str = ""
+
+    @property
+    def per_minute(self) -> float:
+        elapsed = time.perf_counter() - self.started
+        return 60.0 * self.accepted / elapsed if elapsed > 0 else 0.0
+
+
+# ----- worker side --------------------------------------------------------------------------------
+_SESSION: SynthSession | None = None
+
+
+def _init_worker(task: str, robot: str | None, variant: str) -> None:
+    global _SESSION
+    _SESSION = SynthSession(task, robot, variant)
+
+
+def _run_attempt(index: int, seed: int, keep_rejected: bool) -> AttemptOutcome:
+    assert _SESSION is not None, "worker not initialised"
+    return _SESSION.attempt(index, seed, keep_rejected)
+
+
+def attempt_seed(master_seed: int, index: int) -> int:
+    """The seed of attempt `index`: SeedSequence(master).spawn(index + 1)[index], computed directly."""
+    child = np.random.SeedSequence(master_seed, spawn_key=(index,))
+    return int(child.generate_state(1, np.uint32)[0])
+
+
+# ----- parent side --------------------------------------------------------------------------------
+class SynthRun:
+    def __init__(self, config: SynthConfig, dataset: Path):
+        self.config, self.path = config, dataset
+        # Compile and check every binding here, in the parent: a bad task fails before a worker starts.
+        self.session = SynthSession(config.task, config.robot, config.variant)
+        self.env = self.session.env
+        self.progress = SynthProgress()
+        self.attempts: list[dict[str, Any]] = []
+        self.committed: list[int] = []
+
+    def run(self, on_update: Callable[[SynthProgress], None] | None = None) -> SynthProgress:
+        cfg = self.config
+        ds = open_dataset(self.path, self.env, self.session.backend)
+        try:
+            if cfg.workers <= 1:
+                self._run_inline(ds, on_update)
+            else:
+                self._run_pool(ds, on_update)
+        finally:
+            self._write_report(ds)
+            ds.close()
+        return self.progress
+
+    def _run_inline(self, ds: Dataset, on_update: Callable[[SynthProgress], None] | None) -> None:
+        for index in range(self.config.attempt_cap):
+            outcome = self.session.attempt(index, attempt_seed(self.config.seed, index), self.config.keep_failed)
+            if not self._take(ds, outcome, on_update):
+                return
+        self.progress.stop_reason = self.progress.stop_reason or f"reached --max-attempts {self.config.attempt_cap}"
+
+    def _run_pool(self, ds: Dataset, on_update: Callable[[SynthProgress], None] | None) -> None:
+        cfg = self.config
+        ctx = mp.get_context("spawn")  # a clean interpreter per worker: no inherited simulator state
+        with ProcessPoolExecutor(cfg.workers, mp_context=ctx, initializer=_init_worker,
+                                 initargs=(cfg.task, cfg.robot, cfg.variant)) as pool:
+            pending: dict[int, Future[AttemptOutcome]] = {}
+            done: dict[int, AttemptOutcome] = {}
+            next_submit, next_commit = 0, 0
+            try:
+                while True:
+                    while len(pending) + len(done) < 2 * cfg.workers and next_submit < cfg.attempt_cap:
+                        seed = attempt_seed(cfg.seed, next_submit)
+                        pending[next_submit] = pool.submit(_run_attempt, next_submit, seed, cfg.keep_failed)
+                        next_submit += 1
+                    if not pending and next_commit not in done:
+                        self.progress.stop_reason = f"reached --max-attempts {cfg.attempt_cap}"
+                        return
+                    finished, _ = wait(pending.values(), return_when=FIRST_COMPLETED)
+                    for index in [i for i, f in pending.items() if f in finished]:
+                        done[index] = pending.pop(index).result()
+                    while next_commit in done:
+                        if not self._take(ds, done.pop(next_commit), on_update):
+                            return
+                        next_commit += 1
+            finally:
+                for future in pending.values():
+                    future.cancel()
+
+    def _take(self, ds: Dataset, outcome: AttemptOutcome, on_update: Callable[[SynthProgress], None] | None) -> bool:
+        """Commit one attempt (in order); False when the run should stop."""
+        cfg, p = self.config, self.progress
+        p.attempted += 1
+        p.reasons[outcome.reason] += 1
+        self.attempts.append(outcome_summary(outcome))
+        if outcome.accepted or (cfg.keep_failed and outcome.arrays is not None):
+            self._commit(ds, outcome)
+            if outcome.accepted:
+                p.accepted += 1
+            else:
+                p.stored_failed += 1
+        if on_update is not None:
+            on_update(p)
+        if p.accepted >= cfg.n:
+            p.stop_reason = f"{cfg.n} demos accepted"
+            return False
+        if p.attempted >= cfg.hopeless_after and p.accepted / p.attempted < cfg.hopeless_rate:
+            top = ", ".join(f"{r} ({c})" for r, c in p.reasons.most_common(3))
+            p.stop_reason = (f"stopped early: {p.accepted} of {p.attempted} attempts accepted; most common "
+                             f"rejections: {top}")
+            return False
+        return True
+
+    def _commit(self, ds: Dataset, outcome: AttemptOutcome) -> None:
+        result, arrays = outcome.result, outcome.arrays
+        assert result is not None and arrays is not None
+        attrs = episode_attrs(self.env, outcome.seed, "synth")
+        more = {"attempt": outcome.index, "master_seed": self.config.seed}
+        if not outcome.accepted:
+            more.update({"rejected": True, "rejection_reason": outcome.reason, "rejection_detail": outcome.detail})
+        with ds.begin_episode(attrs, object_names=outcome.object_names) as writer:
+            replay_into(writer, arrays)
+            record = writer.finish(labels=result.labels, dag=result.dag, success=outcome.accepted,
+                                   extra_attrs=episode_extra(self.env, result, outcome.model_xml, outcome.object_names,
+                                                             more), timing=result.stage_ms)
+        self.committed.append(record.index)
+
+    def _write_report(self, ds: Dataset) -> None:
+        cfg, p = self.config, self.progress
+        elapsed = time.perf_counter() - p.started
+        timing = {k: round(sum(a["timing_s"].get(k, 0.0) for a in self.attempts), 3)
+                  for k in ("total", "teacher", "step")}
+        report = {
+            "task": cfg.task, "robot": self.env.robot.name, "variant": cfg.variant, "master_seed": cfg.seed,
+            "requested": cfg.n, "accepted": p.accepted, "attempted": p.attempted,
+            "acceptance_rate": round(p.accepted / p.attempted, 4) if p.attempted else None,
+            "accepted_per_minute": round(p.per_minute, 2), "wall_s": round(elapsed, 2), "workers": cfg.workers,
+            "stop_reason": p.stop_reason, "rejections": dict(p.reasons.most_common()),
+            "attempt_time_s": timing, "episodes": self.committed, "attempts": self.attempts,
+            "versions": versions(), "finished": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        atomic_write_bytes(ds.root / REPORT_NAME, (json.dumps(report, indent=1) + "\n").encode())

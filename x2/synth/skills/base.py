@@ -1,0 +1,22 @@
+"""The skill registry's types: a skill is a generator function plus the parameters it accepts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from x2.spec.env import SkillBinding
+from x2.synth.context import SynthContext
+from x2.synth.segments import Segment
+
+SkillFn = Callable[[SynthContext, SkillBinding, str], Iterator[Segment]]  # ctx, binding, resolved arm
+
+
+@dataclass(frozen=True)
+class SkillDef:
+    name: str
+    run: SkillFn
+    params: dict[str, type]  # optional parameters and their types (float accepts int)
+    needs_target: bool = True
+    both_arms: bool = False  # may be bound to arm: both
+    doc: str = ""
