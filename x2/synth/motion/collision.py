@@ -225,6 +225,11 @@ class CollisionWorld:
         """Move an arm in the world's state: checks that do not mention this arm see it here."""
         self._state[self.arm_qadr[self._arm(arm)]] = q
 
+    def set_joint(self, joint: str, value: float) -> None:
+        """Set an object's joint (a door hinge, a drawer slide) in the state checks start from, so a
+        pose along an articulated motion is checked with the part where it will be then."""
+        self._state[self.model.jnt_qposadr[self._id(mujoco.mjtObj.mjOBJ_JOINT, joint)]] = value
+
     def arm_q(self, arm: str) -> np.ndarray:
         return self._state[self.arm_qadr[self._arm(arm)]].copy()
 
@@ -269,6 +274,13 @@ class CollisionWorld:
         d, m = self.data, self.model
         return [(m.geom(int(d.contact.geom1[i])).name, m.geom(int(d.contact.geom2[i])).name)
                 for i in self._bad_contacts()]
+
+    def colliding_geoms(self, q_by_arm: Mapping[str, np.ndarray]) -> np.ndarray:
+        """(n, 2) geom ids of the pairs in contact, as `colliding_pairs` without building names: for
+        skills that expect some contacts (a gripper on a handle) and filter them out on every check."""
+        self._update(q_by_arm)
+        i = self._bad_contacts()
+        return np.stack([self.data.contact.geom1[i], self.data.contact.geom2[i]], axis=1)
 
     def tcp_pose(self, arm: str) -> tuple[np.ndarray, np.ndarray]:
         """Tcp position and rotation matrix at the arm's state configuration."""

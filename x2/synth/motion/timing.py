@@ -127,8 +127,10 @@ def plan_motion(world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np
             try:
                 plan = planner.plan(world, arm, q_start, q_goal, rng)
             except PlanningError:
-                if attempt == 1:
-                    # the clearance itself may be what blocks (a start near the table): plan at the bare margin
+                if world.margin > base:
+                    # the clearance itself may be what blocks (a start near the table, an elbow another
+                    # skill left near the torso): plan at the bare margin; on a retry this is a new path
+                    # (the rng has moved on), which the post-check judges again
                     world.margin = base
                     plan = planner.plan(world, arm, q_start, q_goal, rng)
                 else:

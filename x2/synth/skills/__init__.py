@@ -2,12 +2,35 @@
 
 from __future__ import annotations
 
+from x2.synth.skills.articulated import close, open  # noqa: A004 - the skill's name
 from x2.synth.skills.base import SkillDef, SkillFn
+from x2.synth.skills.contact import press, twist
+from x2.synth.skills.grasping import pick, place
+from x2.synth.skills.pushing import pull, push
 from x2.synth.skills.retract import retract
 
 SKILLS: dict[str, SkillDef] = {
+    "open": SkillDef("open", open, {"target": float, "joint": str, "park": bool},
+                     doc="open a hinged door or a drawer to a joint target: pull a grasp frame along the joint, "
+                         "push a door's inner face for the rest; closed-loop on the joint"),
+    "close": SkillDef("close", close, {"target": float, "joint": str, "park": bool},
+                      doc="close a hinged door or a drawer to a joint target by pushing its outer face, "
+                          "closed-loop on the joint"),
+    "pick": SkillDef("pick", pick, {"approach": float, "lift": float},
+                     doc="grasp an object (top grasps from its grasp sites and shape), lift it straight up"),
+    "place": SkillDef("place", place, {"approach": float},
+                      doc="put the held object on a surface (object or site; `approach`: the height it comes down "
+                          "from) or into a box site through its open side, let go, back out"),
     "retract": SkillDef("retract", retract, {"open_gripper": bool}, needs_target=False, both_arms=True,
                         doc="move the arm(s) home along a collision-free path"),
+    "press": SkillDef("press", press, {"depth": float, "approach": float},
+                      doc="press a button (part site on a slide joint) in with a closed fist, hold, retreat"),
+    "push": SkillDef("push", push, {"direction": list, "to": str, "distance": float},
+                     doc="push an object across the table with a closed fist from behind"),
+    "pull": SkillDef("pull", pull, {"direction": list, "to": str, "distance": float},
+                     doc="grasp an object (or its handle) low and drag it across the table, then let go"),
+    "twist": SkillDef("twist", twist, {"angle": float, "approach": float},
+                      doc="grasp a knob and turn it about its hinge by `angle` rad, closed-loop on the joint"),
 }
 
 __all__ = ["SKILLS", "SkillDef", "SkillFn"]

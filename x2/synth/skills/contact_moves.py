@@ -1,0 +1,247 @@
+"""Moves for skills that touch their target on purpose (press, push, pull, twist), and the geometry
+they are planned from.
+
+The motion layer's straight moves refuse every contact. These allow exactly one kind: the arm's
+gripper (fingers, pads, palm) against the skill's target object, which is the point of the
+skill. Everything else (the table, other objects, the other arm, the arm's own links) still counts.
+The allowed contacts are filtered from the collision world's contact list after each check instead of
+being registered with `CollisionWorld.allow`, so the shared world's allowances (other skills') are
+never changed or cleared here.
+
+Geometry (how far the fingertips reach past the tcp, the faces of an object) is read from the
+compiled model, so the skills follow whichever gripper and asset the episode drew.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import mujoco
+import numpy as np
+
+from x2.sim.mujoco.world import object_body
+from x2.synth.context import SynthContext
+from x2.synth.motion.cartesian import cartesian_path, time_polyline
+from x2.synth.motion.collision import CollisionWorld
+from x2.synth.motion.errors import IKError, PlanningError
+from x2.synth.motion.ik import ArmIK, IKOptions
+from x2.synth.segments import ArmTrack, SkillFailure
+
+# Fractions of the context's joint limits for straight and screw moves. In contact: the tcp moves at
+# ~3-5 cm/s near the table (the arm is folded there, so joints turn fast per mm), slow enough that a
+# 30 Hz guard overshoots its condition by ~1.5 mm at most. Near the target (approach, retreat): faster,
+# still well under free-space speed.
+CONTACT_SPEED = 0.5
+NEAR_SPEED = 0.8
+# Gripper strokes: the G and H grippers close fully within 0.5 s (gripper test in
+# tests/test_mujoco_models.py), i.e. 15 ticks at 30 Hz.
+GRIPPER_TICKS = 15
+SCREW_STEP = 0.04  # rad of tcp rotation between IK waypoints of a screw move (~1 mm at a 25 mm radius)
+MAX_JOINT_STEP = 0.15  # rad, as cartesian_path: a larger jump between waypoints is an IK branch switch
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float64)
+    n = float(np.linalg.norm(v))
+    if n < 1e-9:
+        raise SkillFailure("target unreachable", "a direction of zero length")
+    return v / n
+
+
+def rotation(axis: np.ndarray, angle: float) -> np.ndarray:
+    """Rotation matrix of `angle` rad about the unit `axis` (Rodrigues)."""
+    x, y, z = unit(axis)
+    k = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+    return np.eye(3) + np.sin(angle) * k + (1.0 - np.cos(angle)) * (k @ k)
+
+
+def tool_frame(approach: np.ndarray, x_hint: np.ndarray) -> np.ndarray:
+    """Tool rotation (columns x, y, z) with +z along `approach` and x as close to `x_hint` as possible."""
+    z = unit(approach)
+    x = np.asarray(x_hint, dtype=np.float64) - np.dot(x_hint, z) * z
+    if np.linalg.norm(x) < 1e-6:  # hint along the approach: any perpendicular will do
+        x = np.cross(z, [1.0, 0.0, 0.0] if abs(z[0]) < 0.9 else [0.0, 1.0, 0.0])
+    x = unit(x)
+    return np.column_stack([x, np.cross(z, x), z])
+
+
+# ----- geometry from the model ------------------------------------------------------------------------
+def subtree_geoms(model: mujoco.MjModel, root: int) -> np.ndarray:
+    """Collidable geoms of `root` and every body below it."""
+    inside = np.zeros(model.nbody, dtype=bool)
+    for b in range(model.nbody):  # bodies are numbered parents first
+        inside[b] = b == root or (b != 0 and inside[model.body_parentid[b]])
+    collidable = (model.geom_contype != 0) | (model.geom_conaffinity != 0)
+    return np.flatnonzero(inside[model.geom_bodyid] & collidable)
+
+
+def gripper_geoms(model: mujoco.MjModel, tcp_site: int) -> np.ndarray:
+    """The gripper's geoms: the subtree of the body that carries the tcp site."""
+    return subtree_geoms(model, int(model.site_bodyid[tcp_site]))
+
+
+def object_geoms(model: mujoco.MjModel, obj: str) -> np.ndarray:
+    body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, object_body(obj))
+    if body < 0:
+        raise SkillFailure("target unreachable", f"no object {obj!r} in the world")
+    return subtree_geoms(model, body)
+
+
+def extent(model: mujoco.MjModel, data: mujoco.MjData, geoms: np.ndarray, origin: np.ndarray,
+           direction: np.ndarray) -> float:
+    """How far the geoms reach from `origin` along the world `direction` (their bounding boxes' support)."""
+    u = unit(direction)
+    best = -np.inf
+    for g in geoms:
+        rot = data.geom_xmat[g].reshape(3, 3)
+        centre = data.geom_xpos[g] + rot @ model.geom_aabb[g, :3] - origin
+        best = max(best, float(centre @ u + np.abs(rot.T @ u) @ model.geom_aabb[g, 3:]))
+    return best
+
+
+def gripper_reach(ctx: SynthContext, arm: str, local_dir: np.ndarray, band: float | None = None) -> float:
+    """How far the gripper (at its current opening) reaches past the tcp along a tool-frame direction;
+    along +z this is the fingertips' distance below the tcp. With `band`, only parts reaching within
+    `band` m of the fingertips count (what can touch an object that high when the tips are at its foot)."""
+    world = ctx.world()
+    tcp, rot = world.tcp_pose(arm)  # also leaves the world's kinematics at its state
+    m, d = world.model, world.data
+    geoms = gripper_geoms(m, world.tcp_site[arm])
+    if band is not None:
+        down = [extent(m, d, np.array([g]), tcp, rot[:, 2]) for g in geoms]
+        geoms = geoms[np.array(down) >= max(down) - band]
+    return extent(m, d, geoms, tcp, rot @ np.asarray(local_dir, dtype=np.float64))
+
+
+def object_reach(ctx: SynthContext, obj: str, origin: np.ndarray, direction: np.ndarray) -> float:
+    """How far the object reaches from `origin` along a world direction, as it is now in the simulator."""
+    m, d = ctx.backend.model, ctx.backend.data
+    return extent(m, d, object_geoms(m, obj), np.asarray(origin, dtype=np.float64), direction)
+
+
+def joint_of_site(ctx: SynthContext, site: str, kind: mujoco.mjtJoint) -> int:
+    """The joint of `kind` that moves `site`: on its body or the nearest ancestor that has one."""
+    m = ctx.backend.model
+    sid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, site)
+    if sid < 0:
+        raise SkillFailure("target unreachable", f"no site {site!r} in the world")
+    body = int(m.site_bodyid[sid])
+    while body != 0:
+        for j in range(m.body_jntadr[body], m.body_jntadr[body] + m.body_jntnum[body]):
+            if m.jnt_type[j] == kind:
+                return j
+        body = int(m.body_parentid[body])
+    raise SkillFailure("target unreachable", f"site {site!r} is not on a {kind.name.removeprefix('mjJNT_').lower()} "
+                                             "joint")
+
+
+# ----- moves --------------------------------------------------------------------------------------------
+def _contact_check(world: CollisionWorld, arm: str, touching: str | None) -> Callable[[np.ndarray], bool]:
+    """q -> True if the arm at q collides with anything but (gripper, `touching`) contacts."""
+    if touching is None:
+        return lambda q: world.in_collision({arm: q})
+    ok_a, ok_b = gripper_geoms(world.model, world.tcp_site[arm]), object_geoms(world.model, touching)
+
+    def collides(q: np.ndarray) -> bool:
+        if not world.in_collision({arm: q}):
+            return False
+        d = world.data
+        g1, g2 = d.contact.geom1[:d.ncon], d.contact.geom2[:d.ncon]
+        expected = (np.isin(g1, ok_a) & np.isin(g2, ok_b)) | (np.isin(g1, ok_b) & np.isin(g2, ok_a))
+        return bool(np.any(~expected))
+
+    return collides
+
+
+def contact_force(ctx: SynthContext, arm: str, obj: str) -> float:
+    """Total normal force (N) between the arm's gripper and the object in the live simulator."""
+    m, d = ctx.backend.model, ctx.backend.data
+    if d.ncon == 0:
+        return 0.0
+    tcp = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, ctx.env.robot.arm(arm).tcp_site)
+    ok_a, ok_b = gripper_geoms(m, tcp), object_geoms(m, obj)
+    g1, g2 = d.contact.geom1[:d.ncon], d.contact.geom2[:d.ncon]
+    pairs = np.flatnonzero((np.isin(g1, ok_a) & np.isin(g2, ok_b)) | (np.isin(g1, ok_b) & np.isin(g2, ok_a)))
+    wrench = np.zeros(6)
+    total = 0.0
+    for i in pairs:
+        mujoco.mj_contactForce(m, d, int(i), wrench)
+        total += abs(float(wrench[0]))
+    return total
+
+
+def _timed(ctx: SynthContext, arm: str, waypoints: np.ndarray, speed: float, kind: str) -> ArmTrack:
+    try:
+        traj = time_polyline(arm, waypoints, ctx.limits.scaled(speed), ctx.env.control_dt)
+    except PlanningError as exc:
+        raise SkillFailure("no plan", str(exc)) from None
+    if len(traj.q) < 2:
+        raise SkillFailure("no plan", f"arm {arm!r}: a {kind} move of zero length")
+    return ArmTrack(arm, traj.q[1:], kind)
+
+
+def straight(ctx: SynthContext, arm: str, displacement: np.ndarray, *, touching: str | None = None,
+             speed: float = CONTACT_SPEED, at_least: float | None = None) -> ArmTrack:
+    """The tcp moves by `displacement` (world, m) in a straight line keeping its orientation, from the
+    commanded targets; the gripper may touch the object `touching` (and nothing else). A guarded move's
+    track may be cut to `at_least` m where the arm cannot reach its full length (slack past the goal
+    near the edge of the workspace)."""
+    world = ctx.world()
+    q0 = ctx.executor.arm_target(arm)
+    disp = np.asarray(displacement, dtype=np.float64)
+    full = float(np.linalg.norm(disp))
+    # the full length, then shorter by thirds of the slack down to `at_least`
+    lengths = [full] if at_least is None or at_least >= full else list(np.linspace(full, at_least, 4))
+    path, error = None, ""
+    for length in lengths:
+        try:
+            path = cartesian_path(world, ctx.ik(arm), q0, disp * (length / full), check_collisions=touching is None)
+            break
+        except PlanningError as exc:
+            if "collides" in str(exc):
+                raise SkillFailure("trajectory collision", str(exc)) from None
+            error = str(exc)
+    if path is None:
+        raise SkillFailure("ik infeasible", error)
+    if touching is not None:
+        collides = _contact_check(world, arm, touching)
+        for q, tcp in zip(path.waypoints[1:], path.tcp[1:], strict=True):
+            if collides(q):
+                done = np.linalg.norm(tcp - path.tcp[0]) * 1e3
+                raise SkillFailure("trajectory collision", f"arm {arm!r}: straight move touching {touching} "
+                                   f"collides at {done:.0f} mm: {world.colliding_pairs({arm: q})[:3]}")
+    return _timed(ctx, arm, path.waypoints, speed, "cartesian")
+
+
+def screw_waypoints(ctx: SynthContext, arm: str, q_start: np.ndarray, axis: np.ndarray, anchor: np.ndarray,
+                    angle: float, touching: str | None) -> np.ndarray:
+    """Joint waypoints turning the tcp by `angle` about the line (anchor, axis), seeded step by step like
+    `cartesian_path` so the arm never switches IK branch. Raises SkillFailure where it cannot."""
+    world = ctx.world()
+    seeded = ArmIK(world, arm, IKOptions(restarts=0, collision_free=False, pos_tol=1e-3, rot_tol=np.deg2rad(1.0)))
+    collides = _contact_check(world, arm, touching)
+    p0, r0 = seeded.fk(q_start)
+    n = max(1, int(np.ceil(abs(angle) / SCREW_STEP)))
+    qs = [np.asarray(q_start, dtype=np.float64)]
+    for i in range(1, n + 1):
+        turn = rotation(axis, angle * i / n)
+        try:
+            q = seeded.solve(anchor + turn @ (p0 - anchor), turn @ r0, rng=np.random.default_rng(0), q_ref=qs[-1])
+        except IKError as exc:
+            raise SkillFailure("ik infeasible", f"arm {arm!r}: screw move stops after "
+                               f"{np.rad2deg(abs(angle) * (i - 1) / n):.0f} deg: {exc}") from None
+        if np.max(np.abs(q - qs[-1])) > MAX_JOINT_STEP:
+            raise SkillFailure("ik infeasible", f"arm {arm!r}: screw move is discontinuous at "
+                               f"{np.rad2deg(abs(angle) * i / n):.0f} deg")
+        if collides(q):
+            raise SkillFailure("trajectory collision", f"arm {arm!r}: screw move collides at "
+                               f"{np.rad2deg(abs(angle) * i / n):.0f} deg: {world.colliding_pairs({arm: q})[:3]}")
+        qs.append(q)
+    return np.stack(qs)
+
+
+def screw(ctx: SynthContext, arm: str, axis: np.ndarray, anchor: np.ndarray, angle: float, *,
+          touching: str | None = None, speed: float = CONTACT_SPEED) -> ArmTrack:
+    """Turn the tcp by `angle` about the line through `anchor` along `axis` (world), from the commanded targets."""
+    waypoints = screw_waypoints(ctx, arm, ctx.executor.arm_target(arm), axis, anchor, angle, touching)
+    return _timed(ctx, arm, waypoints, speed, "screw")

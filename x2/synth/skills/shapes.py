@@ -1,0 +1,211 @@
+"""Geometry for grasping and placing, read off the compiled model: shapes with a support function, the
+gripper's jaw, a reach screen for the arm, and a few rotation helpers.
+
+Grippers follow the contract of x2/robots/artixon/gripper_*.xml: tcp +z is the approach axis, the
+fingers close along tcp y, the tcp sits between the fingertips.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from x2.spec.env import ArmModel
+
+UP = np.array([0.0, 0.0, 1.0])
+_PRIMITIVES = (mujoco.mjtGeom.mjGEOM_SPHERE, mujoco.mjtGeom.mjGEOM_ELLIPSOID, mujoco.mjtGeom.mjGEOM_BOX,
+               mujoco.mjtGeom.mjGEOM_CAPSULE, mujoco.mjtGeom.mjGEOM_CYLINDER)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Geoms expressed in one frame, with their support function (exact for primitives, the bounding box
+    for anything else)."""
+
+    types: np.ndarray  # (n,) mjtGeom
+    sizes: np.ndarray  # (n, 3)
+    pos: np.ndarray  # (n, 3) centres in the frame
+    rot: np.ndarray  # (n, 3, 3) geom axes in the frame
+
+    def support(self, d: np.ndarray) -> float:
+        """max p.d over every point p of the shape (d in the shape's frame)."""
+        best = -np.inf
+        for t, s, c, r in zip(self.types, self.sizes, self.pos, self.rot, strict=True):
+            dl = r.T @ d
+            if t == mujoco.mjtGeom.mjGEOM_SPHERE:
+                ext = s[0] * float(np.linalg.norm(d))
+            elif t == mujoco.mjtGeom.mjGEOM_ELLIPSOID:
+                ext = float(np.linalg.norm(s * dl))
+            elif t == mujoco.mjtGeom.mjGEOM_CAPSULE:
+                ext = s[1] * abs(dl[2]) + s[0] * float(np.linalg.norm(d))
+            elif t == mujoco.mjtGeom.mjGEOM_CYLINDER:
+                ext = s[1] * abs(dl[2]) + s[0] * float(np.hypot(dl[0], dl[1]))
+            else:  # a box (sizes are half extents)
+                ext = float(np.abs(dl) @ s)
+            best = max(best, float(c @ d) + ext)
+        return best
+
+    def width(self, axis: np.ndarray) -> float:
+        return self.support(axis) + self.support(-axis)
+
+    def moved(self, pos: np.ndarray, rot: np.ndarray) -> Shape:
+        """The shape in the parent frame of a frame at (pos, rot)."""
+        return Shape(self.types, self.sizes, self.pos @ rot.T + pos, np.einsum("ij,njk->nik", rot, self.rot))
+
+    def turned(self, rot: np.ndarray) -> Shape:
+        """The shape rotated about its frame's origin."""
+        return self.moved(np.zeros(3), rot)
+
+
+def concat(*shapes: Shape) -> Shape:
+    parts = zip(*((s.types, s.sizes, s.pos, s.rot) for s in shapes), strict=True)
+    return Shape(*(np.concatenate(p) for p in parts))
+
+
+def shape_of(model: mujoco.MjModel, data: mujoco.MjData, geoms: np.ndarray, frame_pos: np.ndarray,
+             frame_rot: np.ndarray) -> Shape:
+    """The geoms, at their current world poses, expressed in the frame (frame_pos, frame_rot)."""
+    types = model.geom_type[geoms].copy()
+    sizes = model.geom_size[geoms].copy()
+    pos = (data.geom_xpos[geoms] - frame_pos) @ frame_rot
+    rot = np.einsum("ji,njk->nik", frame_rot, data.geom_xmat[geoms].reshape(-1, 3, 3))
+    other = ~np.isin(types, _PRIMITIVES)
+    if other.any():  # meshes etc.: their local bounding box (geom_aabb = centre, half size)
+        aabb = model.geom_aabb[geoms[other]]
+        pos[other] += np.einsum("nij,nj->ni", rot[other], aabb[:, :3])
+        sizes[other] = aabb[:, 3:]
+        types[other] = mujoco.mjtGeom.mjGEOM_BOX
+    return Shape(types, sizes, pos, rot)
+
+
+def subtree_geoms(model: mujoco.MjModel, root: int) -> np.ndarray:
+    """Geoms that take part in contacts, of body `root` and everything below it."""
+    inside = np.zeros(model.nbody, dtype=bool)
+    for b in range(model.nbody):
+        a = b
+        while a > 0 and a != root:
+            a = int(model.body_parentid[a])
+        inside[b] = a == root
+    geoms = np.flatnonzero(inside[model.geom_bodyid])
+    return geoms[(model.geom_contype[geoms] | model.geom_conaffinity[geoms]) != 0]
+
+
+def object_geoms(model: mujoco.MjModel, obj: str) -> np.ndarray:
+    """Collision geoms of an object instance (its `<obj>/object` body and everything below it)."""
+    return subtree_geoms(model, model.body(f"{obj}/object").id)
+
+
+def object_shape(model: mujoco.MjModel, data: mujoco.MjData, obj: str, world: bool = False) -> Shape:
+    """The object's collision geoms in its body frame (origin at the asset origin), or in the world."""
+    if world:
+        return shape_of(model, data, object_geoms(model, obj), np.zeros(3), np.eye(3))
+    body = model.body(f"{obj}/object").id
+    return shape_of(model, data, object_geoms(model, obj), data.xpos[body], data.xmat[body].reshape(3, 3))
+
+
+# ----- the gripper ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GripperGeometry:
+    """What grasping needs to know about a gripper, measured on the compiled model (tcp frame)."""
+
+    gap_open: float  # m, smallest gap between the fingers' inner faces (pads or hook tips), fully open
+    gap_closed: float  # m, the same at the closed end of the stroke
+    gap_now: float  # m, the same at the current opening
+    stroke: float  # m per finger, closed -> open
+    fingers: Shape  # both fingers at the current opening, tcp frame
+    palm: Shape  # the rest of the gripper (palm, mount), tcp frame
+
+    def fingertips_below(self, rot: np.ndarray) -> float:
+        """How far below the tcp the fingertips reach with the tcp at rotation `rot` (m, world z)."""
+        return self.fingers.turned(rot).support(-UP)
+
+    def palm_below(self, rot: np.ndarray) -> float:
+        """How far below the tcp the palm's lowest point is (negative: above it) with the tcp at `rot`."""
+        return self.palm.turned(rot).support(-UP)
+
+    def command_for_gap(self, gap: float) -> float:
+        """The gripper action (0 closed .. 1 open) that leaves a jaw gap of `gap` metres."""
+        return float(np.clip((gap - self.gap_closed) / (2 * self.stroke), 0.0, 1.0))
+
+
+def gripper_geometry(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmModel, finger_bodies: tuple[str, str],
+                     closed: float, opened: float) -> GripperGeometry:
+    """The jaw of `arm`'s gripper from its geoms at the current opening; `closed` / `opened` are the finger
+    joint's stroke ends (the robot yaml's closed/open ctrl, one finger's travel in metres)."""
+    tcp = model.site(arm.tcp_site).id
+    pos, rot = data.site_xpos[tcp], data.site_xmat[tcp].reshape(3, 3)
+    fingers = [shape_of(model, data, subtree_geoms(model, model.body(b).id), pos, rot) for b in finger_bodies]
+    y = np.array([0.0, 1.0, 0.0])
+    # one finger sits on +y, the other on -y; their inner faces bound the jaw
+    low, high = sorted(fingers, key=lambda f: f.support(y))
+    gap = -high.support(-y) - low.support(y)
+    opening = float(data.qpos[model.jnt_qposadr[model.joint(arm.gripper_joints[0]).id]])
+    gripper_body = int(model.body_parentid[model.body(finger_bodies[0]).id])
+    own = np.flatnonzero(model.geom_bodyid == gripper_body)
+    own = own[(model.geom_contype[own] | model.geom_conaffinity[own]) != 0]
+    return GripperGeometry(gap_open=gap + 2 * (opened - opening), gap_closed=gap - 2 * (opening - closed),
+                           gap_now=gap, stroke=opened - closed, fingers=concat(*fingers),
+                           palm=shape_of(model, data, own, pos, rot))
+
+
+def gripper_shape(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmModel, finger_bodies: tuple[str, str]) -> Shape:
+    """Every collision geom of the gripper (palm and fingers as they are now), tcp frame."""
+    tcp = model.site(arm.tcp_site).id
+    root = int(model.body_parentid[model.body(finger_bodies[0]).id])
+    return shape_of(model, data, subtree_geoms(model, root), data.site_xpos[tcp], data.site_xmat[tcp].reshape(3, 3))
+
+
+# ----- the arm --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ArmReach:
+    """A cheap reachability screen before IK: the wrist-pitch joint (j5) must lie within the distance it
+    has from the shoulder-pitch joint (j2) with the elbow straight (artixon: 0.30 + 0.10 + 0.18 m)."""
+
+    shoulder: np.ndarray  # world position of the shoulder pitch joint
+    radius: float  # m, shoulder pitch -> wrist pitch with the arm straight
+    wrist_offset: float  # m, wrist pitch joint -> tcp along the tool axis
+
+    def slack(self, tcp_pos: np.ndarray, tcp_rot: np.ndarray) -> float:
+        """`radius` minus the shoulder-wrist distance this tcp pose needs (< 0: out of reach)."""
+        wrist = tcp_pos - tcp_rot[:, 2] * self.wrist_offset
+        return self.radius - float(np.linalg.norm(wrist - self.shoulder))
+
+
+def arm_reach(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmModel) -> ArmReach:
+    j2, j5 = (model.joint(arm.joints[i]).id for i in (1, 4))
+    b2, b5 = int(model.jnt_bodyid[j2]), int(model.jnt_bodyid[j5])
+    radius, b = 0.0, b5
+    while b != b2:  # with the arm straight, the body offsets down the chain add up
+        radius += float(np.linalg.norm(model.body_pos[b]))
+        b = int(model.body_parentid[b])
+    tcp = model.site(arm.tcp_site).id
+    z = data.site_xmat[tcp].reshape(3, 3)[:, 2]
+    return ArmReach(data.xanchor[j2].copy(), radius, float((data.site_xpos[tcp] - data.xanchor[j5]) @ z))
+
+
+# ----- rotations ------------------------------------------------------------------------------------
+def rot_about(axis: np.ndarray, angle: float) -> np.ndarray:
+    """Rotation matrix of `angle` rad about `axis` (Rodrigues)."""
+    a = np.asarray(axis, dtype=np.float64) / np.linalg.norm(axis)
+    k = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+    return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * (k @ k)
+
+
+def rot_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The smallest rotation taking unit vector a to unit vector b."""
+    axis = np.cross(a, b)
+    s, c = float(np.linalg.norm(axis)), float(np.clip(a @ b, -1.0, 1.0))
+    if s > 1e-9:
+        return rot_about(axis, float(np.arctan2(s, c)))
+    if c > 0:
+        return np.eye(3)
+    other = np.cross(a, [1.0, 0.0, 0.0] if abs(a[0]) < 0.9 else [0.0, 1.0, 0.0])
+    return rot_about(other, np.pi)
+
+
+def horizontal(v: np.ndarray, up: np.ndarray = UP) -> np.ndarray:
+    """The unit vector along v's component perpendicular to `up`."""
+    h = v - (v @ up) * up
+    return h / max(float(np.linalg.norm(h)), 1e-9)
