@@ -101,6 +101,9 @@ class SynthRun:
                 self._run_inline(ds, on_update)
             else:
                 self._run_pool(ds, on_update)
+        except KeyboardInterrupt:
+            self.progress.stop_reason = "interrupted (every committed episode is kept)"
+            raise
         finally:
             self._write_report(ds)
             ds.close()
