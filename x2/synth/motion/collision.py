@@ -14,6 +14,7 @@ this is why the checker compiles its own masks. One bit per link group: world W,
 7 groups per arm (links 1-6, gripper incl. fingers), 16 bits of the 32 available.
 
 A check is `mj_kinematics` + `mj_collision` on the copy, ~10-20 us (see tests/test_motion_collision.py).
+A held object costs a second `mj_kinematics` (~2 us) after its free joint is set from the tcp site.
 """
 
 from __future__ import annotations
@@ -37,6 +38,31 @@ def _bit(arm_index: int, group: int) -> int:
     return 1 << (2 + 7 * arm_index + group - 1)
 
 
+class _Carried:
+    """A held object's pose fixed in the tcp site's frame; `place` sets its free joint from the site."""
+
+    def __init__(self, arm: str, site: int, qadr: int, d: mujoco.MjData):
+        self.arm, self.qadr = arm, qadr
+        # MjData's arrays never move: views taken once spare the bindings' lookups and slicing on every
+        # check, which cost more than the second mj_kinematics itself (~2 us)
+        self.site_xpos, self.site_xmat = d.site_xpos[site], d.site_xmat[site]
+        self.rot = self.site_xmat.reshape(3, 3)
+        self.pos, self.quat = d.qpos[qadr:qadr + 3], d.qpos[qadr + 3:qadr + 7]
+        self.rel_pos = self.rot.T @ (self.pos - self.site_xpos)
+        site_quat, self.rel_quat = np.empty(4), np.empty(4)
+        mujoco.mju_mat2Quat(site_quat, self.site_xmat)
+        mujoco.mju_negQuat(site_quat, site_quat)
+        mujoco.mju_mulQuat(self.rel_quat, site_quat, self.quat)
+        self._site_quat, self._offset = np.empty(4), np.empty(3)
+
+    def place(self) -> None:
+        """After mj_kinematics: put the object where the site carries it (the caller re-runs kinematics)."""
+        np.matmul(self.rot, self.rel_pos, out=self._offset)
+        np.add(self.site_xpos, self._offset, out=self.pos)
+        mujoco.mju_mat2Quat(self._site_quat, self.site_xmat)
+        mujoco.mju_mulQuat(self.quat, self._site_quat, self.rel_quat)
+
+
 class CollisionWorld:
     """Collision checks for joint configurations of the robot's arms, on a private model copy."""
 
@@ -48,12 +74,16 @@ class CollisionWorld:
         m = self.model
         self.arms = tuple(a.name for a in self.env.robot.arms)
         self.arm_qadr: dict[str, np.ndarray] = {}
+        self._arm_slice: dict[str, slice | np.ndarray] = {}  # a slice when contiguous: faster to assign
         self.joint_range: dict[str, np.ndarray] = {}
         self.tcp_site: dict[str, int] = {}
         group_of_body: dict[int, tuple[int, int]] = {}  # body -> (arm index, group)
         for ai, arm in enumerate(self.env.robot.arms):
             jids = [self._id(mujoco.mjtObj.mjOBJ_JOINT, j) for j in arm.joints]
             self.arm_qadr[arm.name] = m.jnt_qposadr[jids].copy()
+            qa = self.arm_qadr[arm.name]
+            contiguous = bool(np.all(np.diff(qa) == 1))
+            self._arm_slice[arm.name] = slice(int(qa[0]), int(qa[-1]) + 1) if contiguous else qa
             self.joint_range[arm.name] = m.jnt_range[jids].copy()
             self.tcp_site[arm.name] = self._id(mujoco.mjtObj.mjOBJ_SITE, arm.tcp_site)
             for k, j in enumerate(jids):
@@ -83,7 +113,7 @@ class CollisionWorld:
         self._apply_masks(self._home_group)
         self._robot_geoms = np.flatnonzero(self.robot_body[m.geom_bodyid] & self._collidable)
         self._allowed = np.zeros((m.ngeom, m.ngeom), dtype=bool)
-        self._attached: dict[str, tuple[str, int, np.ndarray, np.ndarray]] = {}  # obj -> arm, qadr, pos, quat
+        self._attached: dict[str, _Carried] = {}
         self.margin = margin
         self.sync(backend)
 
@@ -185,20 +215,14 @@ class CollisionWorld:
         """Let a free object move rigidly with `arm`'s tcp from now on (it is held); it joins the
         gripper's group, so it is ignored against that gripper but checked against everything else."""
         m, d = self.model, self.data
-        qadr = int(m.jnt_qposadr[self._id(mujoco.mjtObj.mjOBJ_JOINT, f"{obj}/free")])
+        joint = self._id(mujoco.mjtObj.mjOBJ_JOINT, f"{obj}/free")
         site = self.tcp_site[self._arm(arm)]
         d.qpos[:] = self._state
         mujoco.mj_kinematics(m, d)
-        rot = d.site_xmat[site].reshape(3, 3)
-        rel_pos = rot.T @ (d.qpos[qadr:qadr + 3] - d.site_xpos[site])
-        site_quat, rel_quat = np.empty(4), np.empty(4)
-        mujoco.mju_mat2Quat(site_quat, d.site_xmat[site])
-        mujoco.mju_negQuat(site_quat, site_quat)
-        mujoco.mju_mulQuat(rel_quat, site_quat, d.qpos[qadr + 3:qadr + 7])
-        self._attached[obj] = (arm, qadr, rel_pos, rel_quat)
+        self._attached[obj] = _Carried(arm, site, int(m.jnt_qposadr[joint]), d)
         groups = self._home_group.copy()
-        for held, (held_arm, *_) in self._attached.items():
-            groups[self._object_geoms(held)] = _bit(self.arms.index(held_arm), GRIPPER_GROUP)
+        for held, carried in self._attached.items():
+            groups[self._object_geoms(held)] = _bit(self.arms.index(carried.arm), GRIPPER_GROUP)
         self._apply_masks(groups)
         self.margin = self._margin
 
@@ -207,11 +231,11 @@ class CollisionWorld:
         if obj in self._attached:
             self._update({})
             self.checks -= 1  # bookkeeping, not a check
-            qadr = self._attached.pop(obj)[1]
-            self._state[qadr:qadr + 7] = self.data.qpos[qadr:qadr + 7]
+            carried = self._attached.pop(obj)
+            self._state[carried.qadr:carried.qadr + 7] = self.data.qpos[carried.qadr:carried.qadr + 7]
         groups = self._home_group.copy()
-        for held, (held_arm, *_) in self._attached.items():
-            groups[self._object_geoms(held)] = _bit(self.arms.index(held_arm), GRIPPER_GROUP)
+        for held, carried in self._attached.items():
+            groups[self._object_geoms(held)] = _bit(self.arms.index(carried.arm), GRIPPER_GROUP)
         self._apply_masks(groups)
         self.margin = self._margin
 
@@ -243,15 +267,11 @@ class CollisionWorld:
         # Checks never change the state: each one starts from it, so results do not depend on history.
         d.qpos[:] = self._state
         for arm, q in q_by_arm.items():
-            d.qpos[self.arm_qadr[arm]] = q
+            d.qpos[self._arm_slice[arm]] = q
         mujoco.mj_kinematics(m, d)
         if self._attached:
-            for arm, qadr, rel_pos, rel_quat in self._attached.values():
-                site = self.tcp_site[arm]
-                d.qpos[qadr:qadr + 3] = d.site_xpos[site] + d.site_xmat[site].reshape(3, 3) @ rel_pos
-                site_quat = np.empty(4)
-                mujoco.mju_mat2Quat(site_quat, d.site_xmat[site])
-                mujoco.mju_mulQuat(d.qpos[qadr + 3:qadr + 7], site_quat, rel_quat)
+            for carried in self._attached.values():
+                carried.place()
             mujoco.mj_kinematics(m, d)
         mujoco.mj_collision(m, d)
         self.checks += 1
@@ -260,13 +280,17 @@ class CollisionWorld:
         d = self.data
         if d.ncon == 0:
             return np.zeros(0, dtype=int)
-        g1, g2 = d.contact.geom1, d.contact.geom2
-        return np.flatnonzero(~self._allowed[g1, g2])
+        contact = d.contact
+        return np.flatnonzero(~self._allowed[contact.geom1, contact.geom2])
 
     def in_collision(self, q_by_arm: Mapping[str, np.ndarray]) -> bool:
         """True if the arms at these configurations (others unchanged) touch anything that counts."""
         self._update(q_by_arm)
-        return len(self._bad_contacts()) > 0
+        d = self.data
+        if d.ncon == 0:  # the common case in free space, without touching numpy
+            return False
+        contact = d.contact
+        return not self._allowed[contact.geom1, contact.geom2].all()
 
     def colliding_pairs(self, q_by_arm: Mapping[str, np.ndarray]) -> list[tuple[str, str]]:
         """Names of the geom pairs in contact (for error messages and tests)."""
