@@ -116,7 +116,9 @@ class RRTConnect:
     max_checks: int = 20_000
     resolution: float = 0.02  # rad, largest joint step between checked configurations on an edge
     extend: float = 0.3  # rad (L2), largest tree step toward a sample
-    shortcut_rounds: int = 60
+    # 30, not 60: on fruit_in_microwave the paths came out ~as short (3.88 vs 3.89 rad a plan) for a
+    # third fewer collision checks; the waypoint pruning after the rounds does most of the work
+    shortcut_rounds: int = 30
 
     def plan(self, world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np.ndarray,
              rng: np.random.Generator) -> Plan:
