@@ -40,9 +40,8 @@ from x2.synth.skills.articulation import (
     joint_values,
     read_mechanism,
     refresh,
-    rotation,
-    subtree,
 )
+from x2.synth.skills.shapes import rot_about, subtree_mask
 
 STEP = {True: 0.1, False: 0.03}  # joint motion (rad | m) between IK waypoints of a sweep
 MARGIN = {True: 0.15, False: 0.03}  # default goal beyond the node's predicate threshold (rad | m)
@@ -127,7 +126,7 @@ def _grasp_candidates(plan: Planner, goal: float, sign: float) -> Iterator[_Gras
         # the jaws are symmetric: of the two grasps, try first the one the wrist is already nearer to
         flips = [0.0, np.pi] if rot[:, 0] @ tool_x >= 0 else [np.pi, 0.0]
         for flip in flips:
-            r = rot @ rotation(np.array([0.0, 0.0, 1.0]), flip)
+            r = rot @ rot_about(np.array([0.0, 0.0, 1.0]), flip)
             q = plan.solve_cold(pos, r)
             # wide open unless a finger would then hit the part (behind a drawer's bar, the front is near)
             opening = next((a for a in APERTURES if q is not None and plan.free(q, "handle", opening=a)), None)
@@ -329,7 +328,7 @@ def _clear_path(ctx: SynthContext, arm: str, mech: Mechanism, goal: float) -> It
         if other == arm:
             continue
         first = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, ctx.env.robot.arm(other).joints[0])
-        mine = subtree(m, int(m.jnt_bodyid[first]))[m.geom_bodyid]  # the other arm's geoms
+        mine = subtree_mask(m, int(m.jnt_bodyid[first]))[m.geom_bodyid]  # the other arm's geoms
         q, margin = ctx.executor.arm_target(other), world.margin
         world.margin = margin + CHECK_MARGIN
         try:

@@ -24,6 +24,7 @@ from x2.synth.motion.cartesian import time_polyline
 from x2.synth.motion.errors import PlanningError
 from x2.synth.motion.seeded import SeededIK
 from x2.synth.segments import ArmTrack, SkillFailure
+from x2.synth.skills.shapes import rot_about, subtree_mask
 
 LINE_STEP = 0.03  # m between IK waypoints of straight approach and retreat moves
 COLD_ITERS = 60  # IK iterations from a far seed (home, the commanded targets) before giving a pose up
@@ -52,7 +53,7 @@ class Mechanism:
         delta = value - self.value
         if not self.hinge:
             return pos + self.axis * delta, rot
-        turn = rotation(self.axis, delta)
+        turn = rot_about(self.axis, delta)
         return self.anchor + turn @ (pos - self.anchor), turn @ rot
 
 
@@ -64,21 +65,6 @@ class Hand:
     finger_x: float  # m: the fingers' half thickness along tool x, the standoff of a sideways push
     tips: float  # m the fingertips (the H gripper's hooks) reach past the tcp along tool z
     geoms: np.ndarray  # gripper geoms (palm, fingers, pads)
-
-
-def rotation(axis: np.ndarray, angle: float) -> np.ndarray:
-    """Rotation matrix of `angle` rad about the unit `axis` (Rodrigues)."""
-    x, y, z = axis
-    k = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
-    return np.eye(3) + np.sin(angle) * k + (1.0 - np.cos(angle)) * (k @ k)
-
-
-def subtree(m: mujoco.MjModel, root: int) -> np.ndarray:
-    """Mask over bodies: `root` and everything below it."""
-    inside = np.zeros(m.nbody, dtype=bool)
-    for b in range(m.nbody):  # parents come before children
-        inside[b] = b == root or (b != 0 and inside[m.body_parentid[b]])
-    return inside
 
 
 def joint_of(ctx: SynthContext, binding: SkillBinding) -> int:
@@ -103,7 +89,7 @@ def joint_of(ctx: SynthContext, binding: SkillBinding) -> int:
             body = int(m.body_parentid[body])
     root = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, f"{binding.target_object}/object")
     if root >= 0:
-        inside = subtree(m, root)
+        inside = subtree_mask(m, root)
         found = [j for j in range(m.njnt) if inside[m.jnt_bodyid[j]] and m.jnt_type[j] in movable]
         if len(found) == 1:
             return found[0]
@@ -116,7 +102,7 @@ def read_mechanism(ctx: SynthContext, binding: SkillBinding) -> Mechanism:
     m, d = ctx.backend.model, ctx.backend.data
     j = joint_of(ctx, binding)
     body = int(m.jnt_bodyid[j])
-    inside = subtree(m, body)
+    inside = subtree_mask(m, body)
     collidable = (m.geom_contype != 0) | (m.geom_conaffinity != 0)
     part = np.flatnonzero(inside[m.geom_bodyid] & collidable)
     boxes = [g for g in part if int(m.geom_type[g]) == int(mujoco.mjtGeom.mjGEOM_BOX)]
@@ -167,7 +153,7 @@ class Planner:
         tcp, rot = w.tcp_pose(self.arm)  # also runs the world's kinematics
         site_body = int(m.site_bodyid[w.tcp_site[self.arm]])
         collidable = (m.geom_contype != 0) | (m.geom_conaffinity != 0)
-        geoms = np.flatnonzero(subtree(m, site_body)[m.geom_bodyid] & collidable)
+        geoms = np.flatnonzero(subtree_mask(m, site_body)[m.geom_bodyid] & collidable)
 
         def reach(g: int, u: np.ndarray) -> float:  # support of the geom's bounding box along world u
             grot = d.geom_xmat[g].reshape(3, 3)

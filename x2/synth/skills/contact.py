@@ -23,12 +23,12 @@ from x2.synth.skills.contact_moves import (
     contact_force,
     gripper_reach,
     joint_of_site,
-    rotation,
     screw,
     screw_waypoints,
     straight,
     tool_frame,
 )
+from x2.synth.skills.shapes import rot_about
 from x2.tasks.predicates import button_pressed, joint_above, joint_below
 
 UP = np.array([0.0, 0.0, 1.0])
@@ -111,7 +111,7 @@ def _twist_grasp(ctx: SynthContext, arm: str, site: str, obj: str, axis: np.ndar
     a, b = (v - (v @ axis) * axis for v in (rot0[:, 0], now[:, 0]))
     centre = float(np.arctan2(axis @ np.cross(a, b), a @ b)) - turn / 2
     for pre in centre + np.array([0.0, 1.0, -1.0, 2.0, -2.0]) * np.pi / 4:
-        spin = rotation(axis, pre)
+        spin = rot_about(axis, pre)
         pos, rot = anchor + spin @ (pos0 - anchor), spin @ rot0
         try:
             q = ctx.solve_ik(arm, pos, rot)

@@ -19,13 +19,13 @@ from collections.abc import Callable
 import mujoco
 import numpy as np
 
-from x2.sim.mujoco.world import object_body
 from x2.synth.context import SynthContext
 from x2.synth.motion.cartesian import cartesian_path, time_polyline
 from x2.synth.motion.collision import CollisionWorld
 from x2.synth.motion.errors import IKError, PlanningError
 from x2.synth.motion.ik import ArmIK, IKOptions
 from x2.synth.segments import ArmTrack, SkillFailure
+from x2.synth.skills.shapes import object_geoms, rot_about, subtree_geoms
 
 # Fractions of the context's joint limits for straight and screw moves. In contact: the tcp moves at
 # ~3-5 cm/s near the table (the arm is folded there, so joints turn fast per mm), slow enough that a
@@ -48,13 +48,6 @@ def unit(v: np.ndarray) -> np.ndarray:
     return v / n
 
 
-def rotation(axis: np.ndarray, angle: float) -> np.ndarray:
-    """Rotation matrix of `angle` rad about the unit `axis` (Rodrigues)."""
-    x, y, z = unit(axis)
-    k = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
-    return np.eye(3) + np.sin(angle) * k + (1.0 - np.cos(angle)) * (k @ k)
-
-
 def tool_frame(approach: np.ndarray, x_hint: np.ndarray) -> np.ndarray:
     """Tool rotation (columns x, y, z) with +z along `approach` and x as close to `x_hint` as possible."""
     z = unit(approach)
@@ -66,25 +59,9 @@ def tool_frame(approach: np.ndarray, x_hint: np.ndarray) -> np.ndarray:
 
 
 # ----- geometry from the model ------------------------------------------------------------------------
-def subtree_geoms(model: mujoco.MjModel, root: int) -> np.ndarray:
-    """Collidable geoms of `root` and every body below it."""
-    inside = np.zeros(model.nbody, dtype=bool)
-    for b in range(model.nbody):  # bodies are numbered parents first
-        inside[b] = b == root or (b != 0 and inside[model.body_parentid[b]])
-    collidable = (model.geom_contype != 0) | (model.geom_conaffinity != 0)
-    return np.flatnonzero(inside[model.geom_bodyid] & collidable)
-
-
 def gripper_geoms(model: mujoco.MjModel, tcp_site: int) -> np.ndarray:
     """The gripper's geoms: the subtree of the body that carries the tcp site."""
     return subtree_geoms(model, int(model.site_bodyid[tcp_site]))
-
-
-def object_geoms(model: mujoco.MjModel, obj: str) -> np.ndarray:
-    body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, object_body(obj))
-    if body < 0:
-        raise SkillFailure("target unreachable", f"no object {obj!r} in the world")
-    return subtree_geoms(model, body)
 
 
 def extent(model: mujoco.MjModel, data: mujoco.MjData, geoms: np.ndarray, origin: np.ndarray,
@@ -224,7 +201,7 @@ def screw_waypoints(ctx: SynthContext, arm: str, q_start: np.ndarray, axis: np.n
     n = max(1, int(np.ceil(abs(angle) / SCREW_STEP)))
     qs = [np.asarray(q_start, dtype=np.float64)]
     for i in range(1, n + 1):
-        turn = rotation(axis, angle * i / n)
+        turn = rot_about(axis, angle * i / n)
         try:
             q = seeded.solve(anchor + turn @ (p0 - anchor), turn @ r0, rng=np.random.default_rng(0), q_ref=qs[-1])
         except IKError as exc:

@@ -27,11 +27,11 @@ from x2.synth.skills.contact_moves import (
     NEAR_SPEED,
     gripper_reach,
     object_reach,
-    rotation,
     straight,
     tool_frame,
     unit,
 )
+from x2.synth.skills.shapes import rot_about
 
 DISTANCE = 0.10  # m, default displacement
 DOWN = np.array([0.0, 0.0, -1.0])
@@ -86,7 +86,7 @@ def _slide(ctx: SynthContext, arm: str, obj: str, start: np.ndarray, direction: 
         remaining = float((goal - now) @ direction)
         to_goal = goal - now
         off = float(np.arctan2(np.cross(direction, to_goal)[2], to_goal @ direction))
-        aim = rotation(np.array([0.0, 0.0, 1.0]), float(np.clip(off, -STEER_MAX, STEER_MAX))) @ direction
+        aim = rot_about(np.array([0.0, 0.0, 1.0]), float(np.clip(off, -STEER_MAX, STEER_MAX))) @ direction
         last = remaining <= leg
         length = lead + (remaining + SLACK if last else leg)
         track = straight(ctx, arm, aim * length, touching=obj, speed=CONTACT_SPEED,

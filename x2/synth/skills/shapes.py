@@ -86,15 +86,17 @@ def shape_of(model: mujoco.MjModel, data: mujoco.MjData, geoms: np.ndarray, fram
     return Shape(types, sizes, pos, rot)
 
 
+def subtree_mask(model: mujoco.MjModel, root: int) -> np.ndarray:
+    """Mask over bodies: `root` and everything below it."""
+    inside = np.zeros(model.nbody, dtype=bool)
+    for b in range(model.nbody):  # bodies are numbered parents first
+        inside[b] = b == root or (b != 0 and inside[model.body_parentid[b]])
+    return inside
+
+
 def subtree_geoms(model: mujoco.MjModel, root: int) -> np.ndarray:
     """Geoms that take part in contacts, of body `root` and everything below it."""
-    inside = np.zeros(model.nbody, dtype=bool)
-    for b in range(model.nbody):
-        a = b
-        while a > 0 and a != root:
-            a = int(model.body_parentid[a])
-        inside[b] = a == root
-    geoms = np.flatnonzero(inside[model.geom_bodyid])
+    geoms = np.flatnonzero(subtree_mask(model, root)[model.geom_bodyid])
     return geoms[(model.geom_contype[geoms] | model.geom_conaffinity[geoms]) != 0]
 
 
