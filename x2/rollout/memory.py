@@ -16,9 +16,9 @@ class MemoryRecorder:
     ticks: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _COLUMNS})
 
     def append(self, **tick: Any) -> None:
+        # The loop hands over fresh arrays every tick (copies from the simulator), so no copy here.
         for name in _COLUMNS:
-            value = tick.get(name)
-            self.ticks[name].append(np.array(value, copy=True) if isinstance(value, np.ndarray) else value)
+            self.ticks[name].append(tick.get(name))
 
     def __len__(self) -> int:
         return len(self.ticks["timestamp"])
