@@ -35,9 +35,10 @@ def _edges_free(world: CollisionWorld, arm: str, waypoints: np.ndarray, resoluti
     return True
 
 
-def test_reaches_into_open_microwave_around_obstacles(cavity_problem):
+@pytest.mark.parametrize("planner", [RRTConnect(detours=()), RRTConnect()], ids=["trees", "fixed detour"])
+def test_reaches_into_open_microwave_around_obstacles(cavity_problem, planner):
     world, start, goal = cavity_problem
-    plan = RRTConnect().plan(world, "left", start, goal, np.random.default_rng(0))
+    plan = planner.plan(world, "left", start, goal, np.random.default_rng(0))
     assert plan.tree_nodes > 0  # the straight edge is blocked: this is a real detour
     np.testing.assert_array_equal(plan.waypoints[0], start)
     np.testing.assert_array_equal(plan.waypoints[-1], goal)
