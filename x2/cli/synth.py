@@ -32,8 +32,10 @@ def synth(
                                                 "(default: data/<task>)")] = None,
     variant: Annotated[str, typer.Option("--variant", help="scene variant")] = "default",
 ) -> None:
-    """Synthesise demonstrations: each DAG node's skill runs through the motion planner and the same loop
-    as teleoperation; node predicates verify every stage; accepted attempts are stored in attempt order.
+    """Synthesise demonstrations with atomic skills and a motion planner.
+
+    Each DAG node's skill runs through the motion planner and the same loop as teleoperation; node
+    predicates verify every stage; accepted attempts are stored in attempt order.
 
     Example: [cyan]x2 synth --task fruit_in_microwave -n 300[/cyan]
     """
