@@ -4,27 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import cavity_reach_problem
 
-from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
 from x2.synth.motion.collision import CollisionWorld
 from x2.synth.motion.errors import PlanningError
-from x2.synth.motion.ik import ArmIK
 from x2.synth.motion.planner import RRTConnect
-
-APPROACH_X = np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])  # tool +z along world +x
 
 
 @pytest.fixture(scope="module")
 def cavity_problem() -> tuple[CollisionWorld, np.ndarray, np.ndarray]:
-    b = MujocoBackend(load_env("fruit_in_microwave"))
-    b.reset(1)
-    b.set_joint_values({"microwave/door_hinge": 1.9})
-    world = CollisionWorld(b)
-    cavity, _, _ = b.site_box("microwave/cavity")
-    goal = ArmIK(world, "left").solve(cavity + np.array([-0.04, 0.0, -0.03]), APPROACH_X,
-                                      rng=np.random.default_rng(1))
-    return world, np.array(b.env.robot.arm("left").home), goal
+    return cavity_reach_problem()[1:]
 
 
 def _edges_free(world: CollisionWorld, arm: str, waypoints: np.ndarray, resolution: float) -> bool:
