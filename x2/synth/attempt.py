@@ -95,8 +95,8 @@ def _verdict(result: EpisodeResult, executor: SkillExecutor) -> tuple[str, str]:
         return kind, f"{node} at frame {frame}: {why}"
     if result.end_reason == "horizon":
         return "horizon", f"task not done after {result.ticks} ticks"
-    pending = [n for n, f in result.dag.get("events", [])]
-    return "predicate false", f"program ended; completed: {pending}"
+    completed = [node for node, _ in result.dag.get("events", [])]
+    return "predicate false", f"program ended; completed: {completed}"
 
 
 def outcome_summary(outcome: AttemptOutcome) -> dict[str, Any]:

@@ -27,6 +27,7 @@ import numpy as np
 
 from x2.errors import NotFoundError
 from x2.sim.mujoco.backend import MujocoBackend
+from x2.sim.mujoco.world import free_joint, object_body
 
 GRIPPER_GROUP = 7  # group index of the gripper, its fingers and anything it holds
 SELF_MIN_HOPS = 3  # same-arm groups this many joints apart are checked against each other
@@ -181,7 +182,7 @@ class CollisionWorld:
         m = self.model
         if name in self.arms:
             raise NotFoundError(f"{name!r} is an arm, not an object")
-        root = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, f"{name}/object")
+        root = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, object_body(name))
         if root >= 0:
             inside = np.array([self._descends(int(b), root) for b in m.geom_bodyid])
             return np.flatnonzero(inside)
@@ -215,16 +216,12 @@ class CollisionWorld:
         """Let a free object move rigidly with `arm`'s tcp from now on (it is held); it joins the
         gripper's group, so it is ignored against that gripper but checked against everything else."""
         m, d = self.model, self.data
-        joint = self._id(mujoco.mjtObj.mjOBJ_JOINT, f"{obj}/free")
+        joint = self._id(mujoco.mjtObj.mjOBJ_JOINT, free_joint(obj))
         site = self.tcp_site[self._arm(arm)]
         d.qpos[:] = self._state
         mujoco.mj_kinematics(m, d)
         self._attached[obj] = _Carried(arm, site, int(m.jnt_qposadr[joint]), d)
-        groups = self._home_group.copy()
-        for held, carried in self._attached.items():
-            groups[self._object_geoms(held)] = _bit(self.arms.index(carried.arm), GRIPPER_GROUP)
-        self._apply_masks(groups)
-        self.margin = self._margin
+        self._regroup()
 
     def detach(self, obj: str) -> None:
         """The object stays where the arm's current configuration (`set_arm`) carries it."""
@@ -233,6 +230,10 @@ class CollisionWorld:
             self.checks -= 1  # bookkeeping, not a check
             carried = self._attached.pop(obj)
             self._state[carried.qadr:carried.qadr + 7] = self.data.qpos[carried.qadr:carried.qadr + 7]
+        self._regroup()
+
+    def _regroup(self) -> None:
+        """Held objects join their gripper's contact group; margins follow the new geom sets."""
         groups = self._home_group.copy()
         for held, carried in self._attached.items():
             groups[self._object_geoms(held)] = _bit(self.arms.index(carried.arm), GRIPPER_GROUP)

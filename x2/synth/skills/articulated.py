@@ -23,8 +23,9 @@ are tried in) comes from the attempt's "grasp" stream.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 import mujoco
 import numpy as np
@@ -145,18 +146,27 @@ def _grasp_candidates(plan: Planner, goal: float, sign: float) -> Iterator[_Gras
             yield _Grasp(pos, r, opening, q_pre, descent, arc, reach)
 
 
+_C = TypeVar("_C", "_Grasp", "_Push")
+
+
+def _furthest(candidates: Iterable[_C], goal: float, sign: float) -> _C | None:
+    """The candidate that carries the part furthest toward `goal`; stops at the first that gets there."""
+    best = None
+    for cand in candidates:
+        if best is None or sign * (cand.reach - best.reach) > 1e-9:
+            best = cand
+        if sign * (cand.reach - goal) >= 0:
+            break
+    return best
+
+
 def _pull(ctx: SynthContext, plan: Planner, goal: float, sign: float,
           allow_short: bool) -> Generator[Segment, None, str]:
     """Grasp the part and carry it toward `goal`, let go and back out. With `allow_short` the carry may
     end early where the arm cannot follow (a push takes over). Returns "carried", "lagging" (the part
     stayed behind for ROUNDS re-plans) or "lost" (it slipped out of the grasp)."""
     mech, arm = plan.mech, plan.arm
-    best: _Grasp | None = None
-    for cand in _grasp_candidates(plan, goal, sign):
-        if best is None or sign * (cand.reach - best.reach) > 1e-9:
-            best = cand
-        if sign * (cand.reach - goal) >= 0:
-            break
+    best = _furthest(_grasp_candidates(plan, goal, sign), goal, sign)
     if best is None or len(best.arc) < 2:
         raise SkillFailure("ik infeasible", f"arm {arm!r}: no grasp of {mech.joint}'s part the arm can carry "
                                             f"(grasp frames: {', '.join(mech.grasps) or 'none'})")
@@ -287,12 +297,7 @@ def _push(ctx: SynthContext, arm: str, mech: Mechanism, goal: float, sign: float
     kind = "screw" if mech.hinge else "cartesian"
     for _ in range(ROUNDS):
         plan = Planner(ctx, arm, mech)
-        best: _Push | None = None
-        for cand in _push_candidates(plan, goal, sign):
-            if best is None or sign * (cand.reach - best.reach) > 1e-9:
-                best = cand
-            if sign * (cand.reach - goal) >= 0:
-                break
+        best = _furthest(_push_candidates(plan, goal, sign), goal, sign)
         if best is None or sign * (best.reach - goal) < -TOLERANCE[mech.hinge]:
             got = f"only to {best.reach:.2f}" if best else "nowhere"
             raise SkillFailure("ik infeasible", f"arm {arm!r} can push {mech.joint} {got} (goal {goal:.2f})")
