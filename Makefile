@@ -9,7 +9,7 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: venv test lint demo bench clean
+.PHONY: venv system-deps test lint demo bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,7 +23,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check x2 tests bench
 	$(BIN)/lint-imports
 
-test: lint
+# Xvfb and xdotool: the keyboard tests type on a virtual X server (Debian packages).
+system-deps:
+	@command -v Xvfb >/dev/null && command -v xdotool >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq xvfb xdotool >/dev/null; }
+
+test: lint system-deps
 	$(BIN)/python -m pytest -q
 
 demo: $(STAMP)

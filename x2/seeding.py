@@ -19,3 +19,9 @@ def streams(seed: int) -> dict[str, np.random.Generator]:
 def child_seeds(master_seed: int, count: int) -> list[int]:
     """Per-attempt/episode seeds: attempt i gets the same seed whatever the number of workers."""
     return [int(s.generate_state(1, np.uint32)[0]) for s in np.random.SeedSequence(master_seed).spawn(count)]
+
+
+def nth_child_seed(master_seed: int, index: int) -> int:
+    """`child_seeds(master_seed, n)[index]` for any n > index, without drawing the ones before it."""
+    child = np.random.SeedSequence(master_seed, spawn_key=(index,))
+    return int(child.generate_state(1, np.uint32)[0])

@@ -312,10 +312,12 @@ class EpisodeWriter:
     def finish(self, labels: Mapping[str, Any], dag: Mapping[str, Any], success: bool,
                extra_attrs: Mapping[str, Any] | None = None,
                device: Mapping[str, Mapping[str, Any]] | None = None,
-               timing: Mapping[str, Any] | None = None) -> EpisodeRecord:
+               timing: Mapping[str, Any] | None = None,
+               device_attrs: Mapping[str, Mapping[str, Any]] | None = None) -> EpisodeRecord:
         """Write the rest, commit the file into ``episodes/`` and append its index line.
 
-        ``timing`` adds per-stage (T,) arrays in ms for callers that time stages outside ``append``.
+        ``timing`` adds per-stage (T,) arrays in ms for callers that time stages outside ``append``;
+        ``device`` raw device streams as /device/<name>/<key> arrays, ``device_attrs`` their group attrs.
         """
         if self._closed:
             raise DatasetError(f"{self.path}: finish: found a closed writer; allowed: finish once")
@@ -328,13 +330,15 @@ class EpisodeWriter:
         dag_attrs, completion = check_dag(dag, frames, self.path)
         extra = check_extra(extra_attrs or {}, self.path)
         device_arrays = check_device(device or {}, self.path)
+        group_attrs = {name: {k: attr_value(v, f"{self.path}: device/{name}") for k, v in attrs.items()}
+                       for name, attrs in (device_attrs or {}).items() if name in device_arrays}
         per_tick = dict(self._stages)
         if any(not math.isnan(v) for v in self._lateness):
             per_tick["lateness"] = self._lateness
         timing_arrays = check_timing(per_tick, timing or {}, frames, self.path)
         try:
             self._write_rest(success, extra, label_arrays, names, dag_attrs, completion, device_arrays,
-                             timing_arrays)
+                             timing_arrays, group_attrs)
             fsync_file(self.path)
             os.replace(self.path, self._final)
             fsync_dir(self._final.parent)
@@ -362,7 +366,8 @@ class EpisodeWriter:
     def _write_rest(self, success: bool, extra: Mapping[str, Any], label_arrays: Mapping[str, np.ndarray],
                     names: Sequence[str], dag_attrs: Mapping[str, Any], completion: np.ndarray,
                     device_arrays: Mapping[str, Mapping[str, np.ndarray]],
-                    timing_arrays: Mapping[str, np.ndarray]) -> None:
+                    timing_arrays: Mapping[str, np.ndarray],
+                    device_attrs: Mapping[str, Mapping[str, Any]]) -> None:
         """Last frames, then (SWMR allows no new objects) reopen to add labels, DAG, timing, device."""
         self._drain_images(keep=0)
         self._flush()
@@ -386,8 +391,11 @@ class EpisodeWriter:
             for stage, times in sorted(timing_arrays.items()):
                 group.create_dataset(f"{stage}_ms", data=times, track_times=False)
             for name, streams in device_arrays.items():
+                group = f.create_group(f"device/{name}")
                 for key, arr in streams.items():
-                    f.create_dataset(f"device/{name}/{key}", data=arr, track_times=False)
+                    group.create_dataset(key, data=arr, track_times=False)
+                for key, value in device_attrs.get(name, {}).items():
+                    group.attrs[key] = value
 
     def abort(self) -> None:
         """Discard the episode: close and remove the in-progress file. Safe to call twice."""

@@ -90,15 +90,19 @@ def episode_extra(env: EnvSpec, result: EpisodeResult, model_xml: str, object_na
 
 def record_episode(ds: Dataset, rollout: Rollout, teacher: Teacher, seed: int, source: str,
                    options: RolloutOptions | None = None, keep: Callable[[EpisodeResult], bool] | None = None,
+                   finish: Callable[[EpisodeResult], dict[str, Any]] | None = None,
                    ) -> tuple[EpisodeResult, EpisodeRecord | None]:
-    """Run one episode into the dataset. It is committed unless `keep` says no (then discarded)."""
+    """Run one episode into the dataset. It is committed unless `keep` says no (then discarded).
+
+    `finish` adds to what `EpisodeWriter.finish` gets: `extra_attrs` (merged), `device`, `device_attrs`."""
     env, backend = rollout.env, rollout.backend
     with ds.begin_episode(episode_attrs(env, seed, source), object_names=backend.object_names) as writer:
         result = rollout.run(teacher, seed, writer, options)
         if result.ticks == 0 or (keep is not None and not keep(result)):
             writer.abort()
             return result, None
-        extra = episode_extra(env, result, backend.model_xml(), backend.object_names)
+        more = dict(finish(result)) if finish is not None else {}
+        extra = episode_extra(env, result, backend.model_xml(), backend.object_names, more.pop("extra_attrs", None))
         record = writer.finish(labels=result.labels, dag=result.dag, success=result.success, extra_attrs=extra,
-                               timing=result.stage_ms)
+                               timing=result.stage_ms, **more)
     return result, record

@@ -2,66 +2,20 @@
 
 `ArmIK` (mink: a QP over the whole model per iteration, random restarts) finds a pose from anywhere,
 at 1-100 ms a solve. A screw or straight move only needs small corrections from the previous
-waypoint's solution: here an iteration is one forward-kinematics pass and a 6x6 solve on the arm's
-own joints (~25 us), so tracking a 15-waypoint arc costs about a millisecond. No restarts and no
-collision checks: a solve that does not converge returns None and the caller decides (another grasp,
-another seed, a failure). Deterministic: the result depends only on the target and the seed.
+waypoint's solution: `x2.sim.mujoco.kinematics.ArmDLS` does that at ~25 us an iteration, so tracking
+a 15-waypoint arc costs about a millisecond. This binds it to one arm of a `CollisionWorld`.
 """
 
 from __future__ import annotations
 
-import mujoco
-import numpy as np
-
+from x2.sim.mujoco.kinematics import ArmDLS
 from x2.synth.motion.collision import CollisionWorld
 
 
-class SeededIK:
+class SeededIK(ArmDLS):
     """Tcp pose -> joint angles for one arm of a `CollisionWorld`'s model, from a seed configuration."""
 
     def __init__(self, world: CollisionWorld, arm: str, damping: float = 0.02, rot_weight: float = 0.25):
-        m = world.model
-        self.arm, self.model = arm, m
-        self.data = mujoco.MjData(m)  # private: the world's own data holds collision checks' state
-        self.qadr = world.arm_qadr[arm]
-        self.dofs = np.array([m.jnt_dofadr[np.flatnonzero(m.jnt_qposadr == a)[0]] for a in self.qadr])
-        self.lo, self.hi = world.joint_range[arm][:, 0].copy(), world.joint_range[arm][:, 1].copy()
-        self.site = world.tcp_site[arm]
-        self.damping, self.rot_weight = damping, rot_weight  # rot_weight: metres per radian of error
-        self._jp, self._jr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
-        self.iterations = 0  # cumulative, for the planning-effort report
-
-    def fk(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Tcp position and rotation matrix at arm angles `q` (the arm chain depends on nothing else)."""
-        self.data.qpos[self.qadr] = q
-        mujoco.mj_kinematics(self.model, self.data)
-        return self.data.site_xpos[self.site].copy(), self.data.site_xmat[self.site].reshape(3, 3).copy()
-
-    def solve(self, pos: np.ndarray, rot: np.ndarray, seed: np.ndarray, *, iters: int = 40, pos_tol: float = 1e-3,
-              rot_tol: float = np.deg2rad(1.0), max_step: float = 0.25) -> np.ndarray | None:
-        """Joint angles within limits putting the tcp at `pos` with rotation `rot`, or None if the
-        iteration from `seed` does not converge in `iters` steps (each moves a joint by <= `max_step`)."""
-        m, d = self.model, self.data
-        q = np.clip(np.asarray(seed, dtype=np.float64), self.lo, self.hi)
-        target = np.asarray(rot, dtype=np.float64)
-        quat, vel = np.zeros(4), np.zeros(3)
-        reg = self.damping ** 2 * np.eye(6)
-        for _ in range(iters):
-            self.iterations += 1
-            d.qpos[self.qadr] = q
-            mujoco.mj_kinematics(m, d)
-            err_p = pos - d.site_xpos[self.site]
-            mujoco.mju_mat2Quat(quat, (target @ d.site_xmat[self.site].reshape(3, 3).T).ravel())
-            mujoco.mju_quat2Vel(vel, quat, 1.0)  # world-frame rotation vector from the tcp to the target
-            if np.linalg.norm(err_p) < pos_tol and np.linalg.norm(vel) < rot_tol:
-                return q
-            mujoco.mj_comPos(m, d)  # mj_jacSite reads the com-based quantities it computes
-            mujoco.mj_jacSite(m, d, self._jp, self._jr, self.site)
-            jac = np.vstack([self._jp[:, self.dofs], self.rot_weight * self._jr[:, self.dofs]])
-            err = np.concatenate([err_p, self.rot_weight * vel])
-            step = jac.T @ np.linalg.solve(jac @ jac.T + reg, err)
-            biggest = float(np.max(np.abs(step)))
-            if biggest > max_step:
-                step *= max_step / biggest
-            q = np.clip(q + step, self.lo, self.hi)
-        return None
+        super().__init__(world.model, world.arm_qadr[arm], world.joint_range[arm], world.tcp_site[arm],
+                         damping=damping, rot_weight=rot_weight)
+        self.arm = arm

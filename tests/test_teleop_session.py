@@ -1,0 +1,114 @@
+"""Teleop sessions end to end: `x2 collect teleop --device replay:FILE` through the real loop, clock,
+mapper, safety filter, writer and CLI; lifecycle keys; Ctrl-C and kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from teleop_streams import demo_stream, home_stream
+
+from x2.datasets import Dataset, repair, validate
+from x2.devices import read_stream
+from x2.rollout.relabel import relabel
+from x2.seeding import nth_child_seed
+
+ENV = {**os.environ, "MUJOCO_GL": "egl"}
+
+
+def _x2(args: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "x2", *args], cwd=cwd, env=ENV, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, **kw)
+
+
+@pytest.mark.timeout(180)
+def test_replay_completes_fruit_in_microwave_with_correct_labels(tmp_path: Path) -> None:
+    stream = demo_stream(tmp_path / "leader.h5")
+    run = _x2(["collect", "teleop", "--task", "fruit_in_microwave", "--device", f"replay:{stream}", "-n", "1",
+               "--dataset", "tele"], tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "episode 0: success" in run.stdout
+    ds = Dataset.open(tmp_path / "data" / "tele")
+    (rec,) = ds.episodes()
+    assert rec.success and rec.source == "teleop" and rec.seed == nth_child_seed(0, 0)
+    with ds.load(0) as ep:
+        assert ep.outcome == "success" and ep.attrs["teleop_end"] == "success"
+        order = [n for n, _ in ep.events]
+        assert order.index("open_door") < order.index("place_fruit") < order.index("close_door")
+        assert order.index("pick_fruit") < order.index("place_fruit") < order.index("retract")
+        assert ep["timing/lateness_ms"].shape == (ep.frames,)
+        # The raw leader stream is stored and is the file's stream: same samples, same values.
+        src, got = read_stream(stream), read_stream(ep.path)
+        assert got.kind == "master-arm" and len(got) >= 0.95 * len(src)
+        np.testing.assert_array_equal(got.values["joints"], src.values["joints"][got.seq])
+        tick_seq = ep["device/master-arm/tick_seq"]
+        assert tick_seq.shape == (ep.frames,) and np.all(np.diff(tick_seq[tick_seq >= 0]) >= 0)
+        report = relabel(ep)
+        assert report.identical, "x2 label must reproduce the labels recorded online"
+    assert validate(tmp_path / "data" / "tele").valid
+
+
+@pytest.mark.timeout(120)
+def test_lifecycle_keys_rerecord_discard_next_quit(tmp_path: Path) -> None:
+    events = [(1.0, "rerecord", -1), (2.0, "discard", -1), (3.0, "next", -1), (4.0, "quit", -1)]
+    stream = home_stream(tmp_path / "keys.h5", 6.0, events)
+    run = _x2(["collect", "teleop", "--task", "pick_place", "--device", f"replay:{stream}", "--dataset", "k"],
+              tmp_path)
+    assert run.returncode == 0, run.stderr
+    ds = Dataset.open(tmp_path / "data" / "k")
+    recs = ds.episodes()
+    assert len(recs) == 2  # the re-recorded and the discarded attempts were not kept
+    # A re-record keeps the scene (same seed); a discard moves on to the next one.
+    assert recs[0].seed == nth_child_seed(0, 1) and recs[1].seed == nth_child_seed(0, 2)
+    with ds.load(recs[0].index) as ep0, ds.load(recs[1].index) as ep1:
+        assert ep0.attrs["teleop_end"] == "next" and ep1.attrs["teleop_end"] == "quit"
+        assert 20 <= ep0.frames <= 40 and 20 <= ep1.frames <= 40  # ~1 s each at 30 Hz
+        assert not ep0.success
+    assert not list((tmp_path / "data" / "k" / ".inprogress").glob("*.h5"))
+
+
+def _wait_for_episodes(index: Path, count: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if index.exists() and len(index.read_text().splitlines()) >= count:
+            return
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.05)
+    raise AssertionError(f"no {count} episodes within {timeout} s")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_interrupt_or_kill_mid_episode_loses_only_that_episode(tmp_path: Path, sig: signal.Signals) -> None:
+    events = [(1.0 + i, "next", -1) for i in range(20)]
+    stream = home_stream(tmp_path / "long.h5", 30.0, events, wiggle=0.2)
+    root = tmp_path / "data" / "crash"
+    proc = subprocess.Popen([sys.executable, "-m", "x2", "collect", "teleop", "--task", "pick_place", "--device",
+                             f"replay:{stream}", "--dataset", "crash"], cwd=tmp_path, env=ENV,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for_episodes(root / "episodes.jsonl", 2, proc)
+    time.sleep(0.5)  # well inside the third episode
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    committed = [json.loads(line) for line in (root / "episodes.jsonl").read_text().splitlines() if line.strip()]
+    assert len(committed) >= 2
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130, err
+        assert "Traceback" not in err
+        assert not list((root / ".inprogress").glob("*.h5")), "Ctrl-C must not leave a half-written episode"
+    else:
+        repair(root)
+    report = validate(root)
+    assert report.valid, report.problems
+    ds = Dataset.open(root)
+    assert [r.index for r in ds.episodes()] == [c["index"] for c in committed]
+    for rec in ds.episodes():
+        with ds.load(rec.index) as ep:
+            assert ep.frames == rec.frames and ep.attrs["teleop_end"] == "next"

@@ -1,0 +1,44 @@
+"""Teleoperation devices: asynchronous readers with latest()/events()/drain()/health().
+
+Importing x2.devices imports no device SDK; each device module imports its SDK when it connects,
+and a missing SDK, runtime, display or port becomes one `DeviceError` sentence.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from x2.devices.base import EVENTS, KINDS, Device, DeviceBase, DeviceError, DeviceEvent, DeviceHealth, Sample
+from x2.devices.stream import Stream, StreamBuilder, read_stream, write_stream
+
+# name -> (module, class); each class takes the text after "name:" (or None) as its one argument.
+REGISTRY: dict[str, tuple[str, str]] = {
+    "keyboard": ("x2.devices.keyboard", "KeyboardDevice"),
+    "vr": ("x2.devices.vr", "VRDevice"),
+    "master-arm": ("x2.devices.master_arm", "MasterArmDevice"),
+    "replay": ("x2.devices.replay", "ReplayDevice"),
+}
+EXAMPLES = ("keyboard", "keyboard:terminal", "vr", "master-arm:/dev/ttyUSB0", "master-arm:feetech:/dev/ttyACM0",
+            "replay:FILE.h5")
+
+
+def make_device(spec: str) -> Device:
+    """`keyboard[:x11|terminal]`, `vr`, `master-arm[:[dynamixel|feetech:]PORT]` or `replay:FILE`."""
+    name, _, arg = spec.partition(":")
+    if name not in REGISTRY:
+        raise DeviceError(f"--device: found {spec!r}; allowed: {', '.join(EXAMPLES)}")
+    if name == "replay":
+        if not arg:
+            raise DeviceError("--device: found 'replay' without a file; allowed: replay:FILE.h5")
+        from x2.devices.replay import ReplayDevice
+
+        return ReplayDevice(Path(arg))
+    module, cls = REGISTRY[name]
+    return getattr(importlib.import_module(module), cls).from_arg(arg or None)
+
+
+__all__ = [
+    "EVENTS", "EXAMPLES", "KINDS", "REGISTRY", "Device", "DeviceBase", "DeviceError", "DeviceEvent", "DeviceHealth",
+    "Sample", "Stream", "StreamBuilder", "make_device", "read_stream", "write_stream",
+]

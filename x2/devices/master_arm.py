@@ -1,0 +1,351 @@
+"""`master-arm[:[dynamixel|feetech:]PORT]`: a GELLO-style leader arm (two arms, 6 joints + gripper each).
+
+The reader thread sync-reads the present position of all 14 servos in one bus transaction, as fast as
+the bus allows, and publishes `joints` (14,) mapped by the leader's calibration and `ticks` (14,) raw.
+A failed read is a drop; after ~1 s of failures the servos are pinged one by one so the health detail
+names the ones that stopped answering.
+
+The vendor SDK (dynamixel_sdk or scservo_sdk) is imported on connect, so x2 runs without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import importlib
+import os
+import select
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from x2.devices.base import DeviceBase, DeviceError
+from x2.devices.calibration import DEFAULT_IDS, MAX_SERVO_ID, SERVOS, Calibration, calibration_path, device_id_for_port
+
+Sdk = Literal["dynamixel", "feetech"]
+SDKS: tuple[Sdk, ...] = ("dynamixel", "feetech")
+DEFAULT_PORT = "/dev/ttyUSB0"
+
+# Dynamixel X series (XL330-M288 in GELLO, XM430) control table, ROBOTIS e-manual: Present Position,
+# address 132, 4 bytes, signed (multi-turn in extended position mode). Protocol 2.0 only.
+DXL_PROTOCOL = 2.0
+DXL_PRESENT_POSITION = 132
+DXL_PRESENT_POSITION_LEN = 4
+# GELLO's DynamixelDriver default (gello_software, gello/dynamixel/driver.py), also the X series' factory
+# baud rate; GELLO builds commonly raise it to 1 Mbps, pass baudrate then.
+DXL_DEFAULT_BAUDRATE = 57_600
+
+# Feetech STS3215 memory table (as in Feetech's docs and LeRobot's feetech tables): Present Position,
+# address 56, 2 bytes, sign-magnitude with the sign in bit 15. STS words are little-endian, which
+# scservo_sdk calls protocol_end 0 (the older SCS series is big-endian, 1).
+STS_PRESENT_POSITION = 56
+STS_PRESENT_POSITION_LEN = 2
+STS_SIGN_BIT = 15
+STS_PROTOCOL_END = 0
+STS_DEFAULT_BAUDRATE = 1_000_000  # STS3215 factory default
+
+DEFAULT_BAUDRATE: dict[str, int] = {"dynamixel": DXL_DEFAULT_BAUDRATE, "feetech": STS_DEFAULT_BAUDRATE}
+INSTALL_HINT: dict[str, str] = {"dynamixel": "pip install 'x2[master-arm]'", "feetech": "pip install feetech-servo-sdk"}
+
+FAILURE_REPORT_S = 1.0  # failing this long -> find out (by pinging) which servos stopped answering
+FAILURE_BACKOFF_S = 0.005  # after a failed read, so a dead bus costs no CPU when reads fail instantly
+
+
+@dataclass(frozen=True)
+class MasterArmConfig:
+    """ids: 14 servo ids in layout order (left arm 6 joints + gripper, then right); a calibration file
+    carries its own ids and takes precedence. calibration: a file, or None for <dir>/<device_id>.json
+    when it exists and the default mapping otherwise. device_id: None derives it from the port."""
+
+    port: str = DEFAULT_PORT
+    sdk: Sdk = "dynamixel"
+    baudrate: int | None = None  # None: the sdk's default (DEFAULT_BAUDRATE); always set after __post_init__
+    ids: tuple[int, ...] = DEFAULT_IDS
+    calibration: Path | None = None
+    device_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.sdk not in SDKS:
+            raise DeviceError(f"master-arm: sdk: found {self.sdk!r}; allowed: {', '.join(SDKS)}")
+        if self.baudrate is None:
+            object.__setattr__(self, "baudrate", DEFAULT_BAUDRATE[self.sdk])
+        ids = tuple(self.ids)
+        if len(ids) != SERVOS or len(set(ids)) != SERVOS or not all(
+                isinstance(i, int) and 0 <= i <= MAX_SERVO_ID for i in ids):
+            raise DeviceError(f"master-arm: ids: found {list(ids)}; allowed: {SERVOS} distinct ids 0-{MAX_SERVO_ID} "
+                              "(6 joints + gripper per arm, left first)")
+        object.__setattr__(self, "ids", ids)
+        if self.calibration is not None:
+            object.__setattr__(self, "calibration", Path(self.calibration))
+
+
+@dataclass
+class _Bus:
+    """The SDK objects of one open connection and how to decode a reading."""
+
+    sdk: Sdk
+    port: Any  # PortHandler
+    packet: Any  # PacketHandler
+    sync: Any  # GroupSyncRead
+    success: int  # the SDK's COMM_SUCCESS
+    address: int
+    length: int
+    ids: tuple[int, ...]
+    fd: int | None  # the port's file descriptor where select() works on it (not on Windows)
+
+    def sync_read(self) -> int:
+        """GroupSyncRead.txRxPacket, but sleeping (GIL released) until the first answer byte arrives: the SDK
+        polls a non-blocking port until its packet timeout, which would spin a core and contend for the GIL
+        with the control loop for the whole bus round trip (~35 ms for 14 servos at 57600 baud)."""
+        result = self.sync.txPacket()
+        if result != self.success:
+            return result
+        if self.fd is not None:
+            # The SDK's own deadline for this answer (packet_timeout ms from packet_start_time).
+            left_ms = self.port.packet_timeout - self.port.getTimeSinceStart()
+            select.select([self.fd], [], [], max(0.0, left_ms) / 1000.0)
+        return self.sync.rxPacket()
+
+    def decode(self, raw: int) -> int:
+        if self.sdk == "dynamixel":  # getData returns the 4 bytes unsigned: reinterpret as int32
+            return raw - (1 << 32) if raw & (1 << 31) else raw
+        magnitude = raw & ((1 << STS_SIGN_BIT) - 1)
+        return -magnitude if raw & (1 << STS_SIGN_BIT) else magnitude
+
+    def ping(self, servo_id: int) -> bool:
+        _, result, _ = self.packet.ping(self.port, servo_id)
+        return result == self.success
+
+    def describe(self, result: int) -> str:
+        try:
+            return str(self.packet.getTxRxResult(result)).removeprefix("[TxRxResult] ").rstrip("!. ")
+        except Exception:  # an SDK without the helper: the code is still actionable for support
+            return f"result {result}"
+
+
+class MasterArmDevice(DeviceBase):
+    name = "master-arm"
+    kind = "master-arm"
+
+    def __init__(self, config: MasterArmConfig | None = None) -> None:
+        super().__init__()
+        self.config = config or MasterArmConfig()
+        self.device_id: str = self.config.device_id or device_id_for_port(self.config.port)
+        self.calibration: Calibration | None = None  # the mapping in use, set by connect()
+        self._bus: _Bus | None = None
+        self._failing_since: float | None = None
+        self._last_report = 0.0
+        self._ok_detail = ""
+
+    @classmethod
+    def from_arg(cls, arg: str | None) -> MasterArmDevice:
+        """None, "PORT", "dynamixel:PORT", "feetech:PORT", or a bare "dynamixel" / "feetech"."""
+        if not arg:
+            return cls(MasterArmConfig())
+        sdk, sep, rest = arg.partition(":")
+        if sdk in SDKS:
+            return cls(MasterArmConfig(port=rest if sep and rest else DEFAULT_PORT, sdk=sdk))  # type: ignore[arg-type]
+        return cls(MasterArmConfig(port=arg))  # a plain port, which may itself contain ':' (COM ports do not)
+
+    # ---- connection -------------------------------------------------------------------------------
+    def _open(self) -> None:
+        cfg = self.config
+        sdk = _import_sdk(cfg.sdk)
+        if os.sep in cfg.port and not os.path.exists(cfg.port):
+            raise DeviceError(f"master-arm: serial port {cfg.port} not found; plug the leader arm in or pass "
+                              "--device master-arm:PORT")
+        self.calibration = self._load_calibration()
+        bus = self._connect_bus(sdk)
+        try:
+            self._check_servos(bus)
+        except BaseException:
+            _close_bus(bus)
+            raise
+        self._bus = bus
+        self._failing_since = None
+        self._ok_detail = f"port {cfg.port} ({cfg.sdk}, {cfg.baudrate} baud, device {self.device_id})"
+        self._set_detail(self._ok_detail)
+        self._run_reader(self._read_once, "x2-master-arm")
+
+    def _close(self) -> None:
+        if self._bus is not None:
+            _close_bus(self._bus)
+            self._bus = None
+
+    def _load_calibration(self) -> Calibration:
+        cfg = self.config
+        if cfg.calibration is not None:
+            return Calibration.load(cfg.calibration)
+        stored = calibration_path(self.device_id)
+        if stored.exists():
+            return Calibration.load(stored)
+        return Calibration.default(self.device_id, cfg.ids)
+
+    def _connect_bus(self, sdk: Any) -> _Bus:
+        cfg = self.config
+        is_dxl = cfg.sdk == "dynamixel"
+        port = sdk.PortHandler(cfg.port)
+        packet = sdk.PacketHandler(DXL_PROTOCOL if is_dxl else STS_PROTOCOL_END)
+        try:
+            if not port.openPort() or not port.setBaudRate(cfg.baudrate):
+                raise DeviceError(f"master-arm: baud rate {cfg.baudrate} is not supported by the {cfg.sdk} SDK; "
+                                  "pass a standard rate such as 57600 or 1000000")
+            _lock_port(port, cfg.port)
+        except OSError as exc:  # serial.SerialException is an OSError
+            _close_port(port)
+            raise _port_error(cfg.port, exc) from None
+        except BaseException:
+            _close_port(port)
+            raise
+        _try_low_latency(port)
+        address = DXL_PRESENT_POSITION if is_dxl else STS_PRESENT_POSITION
+        length = DXL_PRESENT_POSITION_LEN if is_dxl else STS_PRESENT_POSITION_LEN
+        ids = self.calibration.ids if self.calibration else cfg.ids
+        bus = _Bus(cfg.sdk, port, packet, sdk.GroupSyncRead(port, packet, address, length), sdk.COMM_SUCCESS,
+                   address, length, ids, _selectable_fd(port))
+        for i in ids:
+            bus.sync.addParam(i)
+        return bus
+
+    def _check_servos(self, bus: _Bus) -> None:
+        cfg = self.config
+        missing = [i for i in bus.ids if not bus.ping(i)]
+        if len(missing) == len(bus.ids):
+            raise DeviceError(f"master-arm: no servos answered on {cfg.port} at {cfg.baudrate} baud (pinged IDs "
+                              f"{_id_list(bus.ids)}); check the leader arm's power, the baud rate and the sdk "
+                              f"({cfg.sdk})")
+        if missing:
+            raise DeviceError(f"master-arm: servos {_id_list(missing)} did not answer on {cfg.port} at "
+                              f"{cfg.baudrate} baud (the other {len(bus.ids) - len(missing)} did); check their "
+                              "cables and IDs")
+
+    # ---- reading ----------------------------------------------------------------------------------
+    def _read_once(self) -> None:
+        bus = self._bus
+        assert bus is not None and self.calibration is not None
+        try:
+            result = bus.sync_read()
+        except OSError as exc:  # the adapter was unplugged: no read on this handle will succeed again
+            raise DeviceError(f"lost serial port {self.config.port} ({exc}); check the USB cable and reconnect "
+                              "the leader arm") from None
+        now = time.monotonic()
+        if result != bus.success:
+            self._on_failure(bus, result, now)
+            return
+        ticks = np.array([bus.decode(bus.sync.getData(i, bus.address, bus.length)) for i in bus.ids], dtype=np.float64)
+        self._publish({"joints": self.calibration.to_joints(ticks), "ticks": ticks}, t=now)
+        if self._failing_since is not None:
+            self._failing_since = None
+            self._set_detail(self._ok_detail)
+
+    def _on_failure(self, bus: _Bus, result: int, now: float) -> None:
+        if self._failing_since is None:
+            self._failing_since = now
+        failing_for = now - self._failing_since
+        if failing_for < FAILURE_REPORT_S or now - self._last_report < FAILURE_REPORT_S:
+            self._count_drop(f"read failed on {self.config.port}: {bus.describe(result)}"
+                             if failing_for < FAILURE_REPORT_S else "")
+            self._stop.wait(FAILURE_BACKOFF_S)
+            return
+        # Failing for a while: a sync read stops at the first silent servo, so ask each one.
+        self._last_report = now
+        silent = []
+        for i in bus.ids:
+            if self._stop.is_set():
+                return
+            if not bus.ping(i):
+                silent.append(i)
+        if silent:
+            detail = (f"servos {_id_list(silent)} stopped answering on {self.config.port} {failing_for:.1f} s ago; "
+                      "check their cables and power")
+        else:
+            detail = f"reads failing on {self.config.port} for {failing_for:.1f} s: {bus.describe(result)}"
+        self._count_drop(detail)
+
+
+# ---- SDK and port helpers -------------------------------------------------------------------------
+def _import_sdk(sdk: str) -> Any:
+    module = "dynamixel_sdk" if sdk == "dynamixel" else "scservo_sdk"
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # also pyserial missing, which both SDKs import at module level
+        raise DeviceError(f"master-arm: the {sdk} SDK is not installed ({exc.name or module} missing); "
+                          f"{INSTALL_HINT[sdk]}") from None
+
+
+def _port_error(port: str, exc: OSError) -> DeviceError:
+    code = exc.errno
+    text = str(exc)
+    if code in (errno.EACCES, errno.EPERM) or "Permission denied" in text:
+        return DeviceError(f"master-arm: permission denied on serial port {port}; add your user to the dialout "
+                           "group (sudo usermod -aG dialout $USER, then log in again)")
+    if code == errno.EBUSY or "busy" in text.lower() or "lock" in text.lower():
+        return DeviceError(f"master-arm: serial port {port} is busy; close the other program using it")
+    if code in (errno.ENOENT, errno.ENODEV, errno.ENXIO):
+        return DeviceError(f"master-arm: serial port {port} not found; plug the leader arm in or pass "
+                           "--device master-arm:PORT")
+    return DeviceError(f"master-arm: cannot open serial port {port} ({text}); check the cable and the port name")
+
+
+def _lock_port(port: Any, name: str) -> None:
+    """Take an exclusive advisory lock, as pyserial's exclusive=True does, so a second reader (another x2,
+    a calibration script) fails loudly instead of stealing half the status packets."""
+    try:
+        import fcntl
+    except ImportError:  # Windows opens serial ports exclusively anyway
+        return
+    fd = port.ser.fileno()
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        # Anything but "held by someone else" is a file system without flock: run unlocked.
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise DeviceError(f"master-arm: serial port {name} is busy; close the other program using it") from None
+
+
+def _selectable_fd(port: Any) -> int | None:
+    if os.name != "posix":
+        return None
+    try:
+        return int(port.ser.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _try_low_latency(port: Any) -> None:
+    # FTDI adapters (the U2D2 is one) hold received bytes up to their 16 ms latency timer, which caps a
+    # request/response bus near 30 Hz; Linux's ftdi_sio drops it to 1 ms for the low-latency flag.
+    # Not Linux, not a real UART (ptys) or not permitted: still correct, just slower.
+    with contextlib.suppress(AttributeError, ValueError, OSError, NotImplementedError):
+        port.ser.set_low_latency_mode(True)
+
+
+def _close_port(port: Any) -> None:
+    try:
+        if getattr(port, "ser", None) is not None:
+            port.closePort()
+    except OSError:
+        pass
+
+
+def _close_bus(bus: _Bus) -> None:
+    _close_port(bus.port)  # closing the fd releases the flock
+
+
+def _id_list(ids: list[int] | tuple[int, ...]) -> str:
+    """1, 2, 3, 5 -> '1-3, 5': short enough for one line of health detail."""
+    parts: list[str] = []
+    run: list[int] = []
+    for i in sorted(ids):
+        if run and i == run[-1] + 1:
+            run.append(i)
+            continue
+        if run:
+            parts.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)))
+        run = [i]
+    if run:
+        parts.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)))
+    return ", ".join(parts)

@@ -1,0 +1,172 @@
+"""The raw device stream: what an episode stores under /device/<name>/ and `replay:FILE` plays.
+
+Layout (one HDF5 group; a stream file has it at /device/<name>/, as an episode does):
+
+    t (N,) float64            seconds since the stream's start (first tick of the episode)
+    seq (N,) int64            the device's sample counter (gaps = samples the reader lost)
+    <field> (N, ...) float64  the sample values (see x2.devices.base)
+    event_t (E,) float64, event_code (E,) int16 (index into EVENTS), event_arm (E,) int16
+    tick_seq (T,) int64       episodes only: the sample each control tick used (-1 none yet)
+    attrs: kind, fields (JSON list), events (JSON list of EVENTS)
+
+Only numbers are read back; nothing in a stream is evaluated (DESIGN principle 8).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from x2.devices.base import EVENTS, KINDS, DeviceError, DeviceEvent, Sample
+
+
+@dataclass(frozen=True)
+class Stream:
+    kind: str
+    t: np.ndarray  # (N,) seconds from the stream's start
+    seq: np.ndarray  # (N,)
+    values: dict[str, np.ndarray]  # field -> (N, ...)
+    events: list[tuple[float, str, int]]  # (t, kind, arm), t from the stream's start
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    @property
+    def duration(self) -> float:
+        last = [float(self.t[-1])] if len(self.t) else []
+        last += [self.events[-1][0]] if self.events else []
+        return max(last, default=0.0)
+
+
+class StreamBuilder:
+    """Collects one episode's samples and events as the loop drains them; times relative to `t0`."""
+
+    def __init__(self, kind: str, t0: float):
+        self.kind, self.t0 = kind, t0
+        self._samples: list[Sample] = []
+        self._events: list[DeviceEvent] = []
+        self.tick_seq: list[int] = []
+
+    def add(self, samples: Iterable[Sample], events: Iterable[DeviceEvent] = ()) -> None:
+        self._samples.extend(samples)
+        self._events.extend(events)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Numeric arrays for `EpisodeWriter.finish(device={name: arrays})`."""
+        s = self._samples
+        out: dict[str, np.ndarray] = {
+            "t": np.array([x.t - self.t0 for x in s], np.float64),
+            "seq": np.array([x.seq for x in s], np.int64),
+            "event_t": np.array([e.t - self.t0 for e in self._events], np.float64),
+            "event_code": np.array([EVENTS.index(e.kind) for e in self._events], np.int16),
+            "event_arm": np.array([e.arm for e in self._events], np.int16),
+            "tick_seq": np.array(self.tick_seq, np.int64),
+        }
+        for key in sorted(s[0].values) if s else ():
+            out[key] = np.stack([np.asarray(x.values[key], np.float64) for x in s])
+        return out
+
+    def attrs(self) -> dict[str, str]:
+        fields = sorted(self._samples[0].values) if self._samples else []
+        return {"kind": self.kind, "fields": json.dumps(fields), "events": json.dumps(list(EVENTS))}
+
+
+def write_stream(path: Path, name: str, arrays: Mapping[str, np.ndarray], attrs: Mapping[str, str]) -> None:
+    """A standalone stream file (temporary name, then renamed into place)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with h5py.File(tmp, "w") as f:
+        group = f.create_group(f"device/{name}")
+        for key, arr in arrays.items():
+            group.create_dataset(key, data=arr, track_times=False)
+        for key, value in attrs.items():
+            group.attrs[key] = value
+    tmp.replace(path)
+
+
+def _fail(path: Path, field: str, found: str, allowed: str) -> DeviceError:
+    return DeviceError(f"{path}: {field}: found {found}; allowed: {allowed}")
+
+
+def read_stream(path: Path, name: str | None = None) -> Stream:
+    """Read a stream file or an episode's /device/<name>/ (the first one when `name` is None)."""
+    path = Path(path)
+    if not path.is_file():
+        raise _fail(path, "replay file", "no such file", "a stream .h5 or an episode file with /device/")
+    try:
+        f = h5py.File(path, "r")
+    except OSError:
+        raise _fail(path, "replay file", "not an HDF5 file", "a stream .h5 or an episode file") from None
+    with f:
+        names = sorted(f["device"]) if isinstance(f.get("device"), h5py.Group) else []
+        if not names:
+            raise _fail(path, "device", "no /device group", "a file recorded by x2 collect teleop")
+        name = name or names[0]
+        if name not in names:
+            raise _fail(path, "device", repr(name), ", ".join(names))
+        g = f["device"][name]
+        where = f"device/{name}"
+        kind = g.attrs.get("kind", "")
+        kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+        if kind not in KINDS:
+            raise _fail(path, f"{where}.kind", repr(kind), ", ".join(KINDS))
+        try:
+            fields = json.loads(g.attrs.get("fields", "[]"))
+            events = json.loads(g.attrs.get("events", "[]"))
+        except (TypeError, ValueError):
+            raise _fail(path, f"{where} attrs", "malformed JSON", "fields and events as JSON lists") from None
+        codes = _read(g, "event_code", path, where, np.int64, ndim=1)
+        if any(not (0 <= c < len(events)) or events[c] not in EVENTS for c in codes):
+            raise _fail(path, f"{where}/event_code", "an unknown event", ", ".join(EVENTS))
+        t = _read(g, "t", path, where, np.float64, ndim=1)
+        values = {k: _read(g, k, path, where, np.float64) for k in fields if isinstance(k, str)}
+        for key, arr in values.items():
+            if len(arr) != len(t):
+                raise _fail(path, f"{where}/{key}", f"{len(arr)} rows", f"{len(t)} (one per sample)")
+        if len(t) and (not np.all(np.isfinite(t)) or np.any(np.diff(t) < 0)):
+            raise _fail(path, f"{where}/t", "non-increasing or non-finite times", "increasing seconds")
+        ev_t = _read(g, "event_t", path, where, np.float64, ndim=1)
+        ev_arm = _read(g, "event_arm", path, where, np.int64, ndim=1)
+        if not (len(ev_t) == len(codes) == len(ev_arm)):
+            raise _fail(path, f"{where}/event_*", "different lengths", "one row per event")
+        return Stream(kind, t, _read(g, "seq", path, where, np.int64, ndim=1), values,
+                      [(float(a), events[int(c)], int(b)) for a, c, b in zip(ev_t, codes, ev_arm, strict=True)])
+
+
+def _read(g: h5py.Group, key: str, path: Path, where: str, dtype: type, ndim: int | None = None) -> np.ndarray:
+    ds = g.get(key)
+    if not isinstance(ds, h5py.Dataset) or ds.dtype.kind not in "biuf":
+        raise _fail(path, f"{where}/{key}", "missing or not numeric", "a numeric array")
+    arr = np.asarray(ds[()], dtype=dtype)
+    if ndim is not None and arr.ndim != ndim:
+        raise _fail(path, f"{where}/{key}", f"{arr.ndim} dimensions", str(ndim))
+    return arr
+
+
+def event_names(codes: Sequence[int]) -> list[str]:
+    return [EVENTS[c] for c in codes]
+
+
+def joint_stream(actions: np.ndarray, fps: float, rate_hz: float = 120.0,
+                 events: Sequence[tuple[float, str, int]] = ()) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """A master-arm stream whose leader follows joint targets (T, 14) given at `fps`, sampled at `rate_hz`
+    (linear in between): replaying a synthesised or recorded action stream as if a leader arm moved."""
+    actions = np.asarray(actions, dtype=np.float64)
+    t_src = np.arange(len(actions)) / fps
+    t = np.arange(0.0, t_src[-1] + 1e-9, 1.0 / rate_hz)
+    joints = np.stack([np.interp(t, t_src, actions[:, j]) for j in range(actions.shape[1])], axis=1)
+    # Raw ticks as the default leader calibration reads them: 2048 = 0 rad, 4096 a turn; grippers
+    # (every 7th slot: 6 joints then the gripper per arm) 2048..3072 = closed..open.
+    grip = (np.arange(joints.shape[1]) % 7) == 6
+    ticks = np.round(np.where(grip, 2048 + joints * 1024, 2048 + joints * 4096 / (2 * np.pi)))
+    ev = sorted(events)
+    arrays = {"t": t, "seq": np.arange(len(t), dtype=np.int64), "joints": joints, "ticks": ticks,
+              "event_t": np.array([e[0] for e in ev], np.float64),
+              "event_code": np.array([EVENTS.index(e[1]) for e in ev], np.int16),
+              "event_arm": np.array([e[2] for e in ev], np.int16)}
+    attrs = {"kind": "master-arm", "fields": json.dumps(["joints", "ticks"]), "events": json.dumps(list(EVENTS))}
+    return arrays, attrs

@@ -1,0 +1,75 @@
+"""Damped-least-squares IK on one arm's own joints, from a nearby seed.
+
+An iteration is one forward-kinematics pass and a 6x6 solve (~25 us), so following a continuous
+tcp path (a synthesised screw or straight move, a teleop operator's hand) costs little per step. No
+restarts and no collision checks: a solve that does not converge returns None and the caller
+decides. Deterministic: the result depends only on the target and the seed.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+from x2.spec.env import ArmModel
+
+
+class ArmDLS:
+    """Tcp pose -> joint angles for one arm chain of `model` (joints at `qadr`, tcp site `site`)."""
+
+    def __init__(self, model: mujoco.MjModel, qadr: np.ndarray, joint_range: np.ndarray, site: int,
+                 damping: float = 0.02, rot_weight: float = 0.25):
+        m = model
+        self.model = m
+        self.data = mujoco.MjData(m)  # private: callers' data hold simulation or collision-check state
+        self.qadr = np.asarray(qadr)
+        self.dofs = np.array([m.jnt_dofadr[np.flatnonzero(m.jnt_qposadr == a)[0]] for a in self.qadr])
+        self.lo, self.hi = np.array(joint_range[:, 0], float), np.array(joint_range[:, 1], float)
+        self.site = site
+        self.damping, self.rot_weight = damping, rot_weight  # rot_weight: metres per radian of error
+        self._jp, self._jr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
+        self.iterations = 0  # cumulative, for effort reports
+
+    @classmethod
+    def for_arm(cls, model: mujoco.MjModel, arm: ArmModel, **options: float) -> ArmDLS:
+        jids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in arm.joints]
+        site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, arm.tcp_site)
+        return cls(model, model.jnt_qposadr[jids].copy(), model.jnt_range[jids].copy(), site, **options)
+
+    def fk(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Tcp position and rotation matrix at arm angles `q` (the arm chain depends on nothing else)."""
+        self.data.qpos[self.qadr] = q
+        mujoco.mj_kinematics(self.model, self.data)
+        return self.data.site_xpos[self.site].copy(), self.data.site_xmat[self.site].reshape(3, 3).copy()
+
+    def solve(self, pos: np.ndarray, rot: np.ndarray, seed: np.ndarray, *, iters: int = 40, pos_tol: float = 1e-3,
+              rot_tol: float = np.deg2rad(1.0), max_step: float = 0.25, best_effort: bool = False,
+              ) -> np.ndarray | None:
+        """Joint angles within limits putting the tcp at `pos` with rotation `rot`, or None if the
+        iteration from `seed` does not converge in `iters` steps (each moves a joint by <= `max_step`).
+        With `best_effort` the last iterate is returned instead of None (teleop: follow as far as the
+        arm can, never jump)."""
+        m, d = self.model, self.data
+        q = np.clip(np.asarray(seed, dtype=np.float64), self.lo, self.hi)
+        target = np.asarray(rot, dtype=np.float64)
+        quat, vel = np.zeros(4), np.zeros(3)
+        reg = self.damping ** 2 * np.eye(6)
+        for _ in range(iters):
+            self.iterations += 1
+            d.qpos[self.qadr] = q
+            mujoco.mj_kinematics(m, d)
+            err_p = pos - d.site_xpos[self.site]
+            mujoco.mju_mat2Quat(quat, (target @ d.site_xmat[self.site].reshape(3, 3).T).ravel())
+            mujoco.mju_quat2Vel(vel, quat, 1.0)  # world-frame rotation vector from the tcp to the target
+            if np.linalg.norm(err_p) < pos_tol and np.linalg.norm(vel) < rot_tol:
+                return q
+            mujoco.mj_comPos(m, d)  # mj_jacSite reads the com-based quantities it computes
+            mujoco.mj_jacSite(m, d, self._jp, self._jr, self.site)
+            jac = np.vstack([self._jp[:, self.dofs], self.rot_weight * self._jr[:, self.dofs]])
+            err = np.concatenate([err_p, self.rot_weight * vel])
+            step = jac.T @ np.linalg.solve(jac @ jac.T + reg, err)
+            biggest = float(np.max(np.abs(step)))
+            if biggest > max_step:
+                step *= max_step / biggest
+            q = np.clip(q + step, self.lo, self.hi)
+        return q if best_effort else None

@@ -1,0 +1,68 @@
+"""The operator panel: a rich renderable built from `TeleopStatus` and the device's health.
+
+Built by rich's refresh thread (Live(get_renderable=...), <= 4 Hz), never in the control thread."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from x2.devices import DeviceHealth
+from x2.teleop.status import TeleopStatus
+
+LIFECYCLE_KEYS = ("→ next (save)", "← re-record", "⌫ discard", "Esc quit (save)")
+
+
+def _dag_line(st: TeleopStatus) -> Text:
+    line = Text()
+    for i, node in enumerate(st.nodes):
+        if i:
+            line.append(" → ", style="dim")
+        if node in st.done_nodes:
+            line.append(f"✓ {node}", style="green")
+        elif node in st.active_nodes:
+            line.append(f"▶ {node}", style="bold reverse yellow")
+        else:
+            line.append(node, style="dim")
+    return line
+
+
+def panel(st: TeleopStatus, health: Callable[[], DeviceHealth], keymap: Sequence[str] = ()) -> RenderableType:
+    h = health()
+    lat = np.fromiter(st.lateness_ms, float) if st.lateness_ms else np.zeros(1)
+    p50, p99, worst = np.percentile(lat, 50), np.percentile(lat, 99), lat.max()
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    target = f"/{st.episodes_target}" if st.episodes_target else ""
+    grid.add_row("episode", f"{st.episode}  (saved {st.committed}{target}, success {st.successes}, "
+                            f"dropped {st.discarded})  seed {st.seed}  {st.phase}")
+    grid.add_row("task", f"{st.task} on {st.robot}: [italic]{st.instruction}[/italic]")
+    grid.add_row("subtask", _dag_line(st))
+    if st.failure:
+        grid.add_row("failed", Text(st.failure, style="red"))
+    if st.success_since is not None:
+        grid.add_row("", Text("task complete: the episode ends in a moment (→ to end now)", style="green"))
+    grid.add_row("time", f"{st.tick / max(st.fps, 1):6.1f} s  ({st.tick} ticks)")
+    rate = st.achieved_hz()
+    rate_style = "green" if rate >= 0.99 * st.fps or rate == 0 else "red"
+    grid.add_row("loop", Text.assemble((f"{rate:5.1f} Hz", rate_style),
+                                       f" of {st.fps}  lateness p50 {p50:.1f} / p99 {p99:.1f} / max {worst:.1f} ms"
+                                       f"  overruns {st.overruns}"))
+    age = "-" if not np.isfinite(h.age_s) else f"{h.age_s * 1e3:.0f} ms"
+    dev_style = "green" if h.connected and np.isfinite(h.age_s) and h.age_s < 0.25 else "red"
+    grid.add_row("device", Text.assemble((f"{st.device}", dev_style),
+                                         f"  {h.rate_hz:.0f} Hz  age {age}  drops {h.drops}  {h.detail}"))
+    grid.add_row("control", f"{st.mapper}" + (f"  (safety clamped {st.clamped} ticks)" if st.clamped else ""))
+    grid.add_row("keys", "   ".join(LIFECYCLE_KEYS))
+    for line in keymap:
+        grid.add_row("", Text(line, style="dim"))
+    body: list[RenderableType] = [grid]
+    if st.messages:
+        body.append(Text("\n".join(st.messages), style="cyan"))
+    return Panel(Group(*body), title="x2 collect teleop", border_style="blue")

@@ -1,0 +1,239 @@
+"""Device samples -> robot actions, one mapper per device kind.
+
+- `JointMirror` (master arm): the follower copies the leader's joints, but only once the two agree
+  (a start gate per arm, so engaging never yanks the robot), then ramps up to full speed.
+- `EEVelocity` (keyboard): held keys are a tcp twist; the tcp target integrates it and damped
+  least-squares IK turns it into joint targets.
+- `VRClutch` (VR controllers): while the trigger is held, the controller's motion since the clutch
+  closed moves the tcp target from where it was (scaled); released, the target holds.
+
+Every mapper returns the full action (per arm: joints, then gripper opening in [0, 1]); the safety
+filter after it clamps per-tick steps and joint limits whatever the mapper did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import mujoco
+import numpy as np
+
+from x2.devices import DeviceEvent, Sample
+from x2.sim.backend import RobotState
+from x2.sim.mujoco.backend import MujocoBackend
+from x2.sim.mujoco.kinematics import ArmDLS
+
+STALE_S = 0.25  # a sample older than this is not followed: the robot holds (device hiccup, lost USB)
+
+
+class Mapper(Protocol):
+    status: str  # one line for the operator panel
+
+    def reset(self, backend: MujocoBackend, home_action: np.ndarray) -> None: ...
+    def command(self, sample: Sample | None, age_s: float, events: Sequence[DeviceEvent],
+                robot: RobotState) -> np.ndarray: ...
+
+
+def _arm_slices(backend: MujocoBackend) -> list[slice]:
+    out, start = [], 0
+    for arm in backend.env.robot.arms:
+        out.append(slice(start, start + len(arm.joints)))
+        start += len(arm.joints) + 1
+    return out
+
+
+@dataclass(frozen=True)
+class MirrorConfig:
+    gate_tol_rad: float = 0.15  # leader and follower must agree this well on every joint to engage
+    ramp_s: float = 1.0  # after engaging, the speed limit ramps from ramp_floor to 1 over this time
+    ramp_floor: float = 0.2
+    max_speed: float = 3.0  # rad/s per joint: the artixon arms' actuators follow ~3 rad/s cleanly
+
+
+class JointMirror:
+    def __init__(self, fps: int, config: MirrorConfig | None = None):
+        self.fps, self.config = fps, config or MirrorConfig()
+        self.status = "waiting for the leader arm"
+
+    def reset(self, backend: MujocoBackend, home_action: np.ndarray) -> None:
+        self.cmd = np.array(home_action, dtype=np.float64)
+        self.slices = _arm_slices(backend)
+        self.names = [a.name for a in backend.env.robot.arms]
+        self.engaged_at: list[int | None] = [None] * len(self.slices)
+        self.tick = 0
+        self.status = "waiting for the leader arm"
+
+    def command(self, sample: Sample | None, age_s: float, events: Sequence[DeviceEvent],
+                robot: RobotState) -> np.ndarray:
+        c = self.config
+        self.tick += 1
+        for ev in events:
+            if ev.kind == "engage":  # re-arm the gate: the operator wants to re-align
+                arms = range(len(self.slices)) if ev.arm < 0 else [ev.arm]
+                for a in arms:
+                    self.engaged_at[a] = None
+        if sample is None or age_s > STALE_S:
+            self.status = "holding: no leader sample" if sample is None else f"holding: leader silent {age_s:.2f} s"
+            return self.cmd.copy()
+        leader = np.asarray(sample.values["joints"], dtype=np.float64)
+        parts = []
+        for a, sl in enumerate(self.slices):
+            grip = sl.stop
+            if self.engaged_at[a] is None:
+                err = float(np.max(np.abs(leader[sl] - self.cmd[sl])))
+                if err <= c.gate_tol_rad:
+                    self.engaged_at[a] = self.tick
+                else:
+                    parts.append(f"{self.names[a]}: align leader (off by {err:.2f} rad)")
+                    continue
+            since = (self.tick - self.engaged_at[a]) / (c.ramp_s * self.fps)
+            ramp = min(1.0, c.ramp_floor + (1 - c.ramp_floor) * since)
+            step = c.max_speed / self.fps * ramp
+            self.cmd[sl] += np.clip(leader[sl] - self.cmd[sl], -step, step)
+            self.cmd[grip] = float(np.clip(leader[grip], 0.0, 1.0))
+            parts.append(f"{self.names[a]}: following" + ("" if ramp >= 1 else f" (ramping {ramp:.0%})"))
+        self.status = "; ".join(parts)
+        return self.cmd.copy()
+
+
+class _TcpTargets:
+    """Per-arm tcp targets followed by damped least-squares IK, shared by the Cartesian mappers."""
+
+    def __init__(self, backend: MujocoBackend, home_action: np.ndarray):
+        self.slices = _arm_slices(backend)
+        self.cmd = np.array(home_action, dtype=np.float64)
+        self.ik = [ArmDLS.for_arm(backend.model, arm) for arm in backend.env.robot.arms]
+        self.pos, self.rot = [], []
+        for a, sl in enumerate(self.slices):
+            p, r = self.ik[a].fk(self.cmd[sl])
+            self.pos.append(p)
+            self.rot.append(r)
+        self.limited = [False] * len(self.slices)
+
+    def follow(self, a: int) -> None:
+        """Joint targets toward arm a's tcp target; a target the arm cannot reach is pulled back to
+        what it reached, so holding a key at the edge of the workspace never winds up a backlog."""
+        sl, ik = self.slices[a], self.ik[a]
+        q = ik.solve(self.pos[a], self.rot[a], self.cmd[sl], iters=8, max_step=0.1, best_effort=True)
+        self.cmd[sl] = q
+        p, r = ik.fk(q)
+        self.limited[a] = bool(np.linalg.norm(p - self.pos[a]) > 0.01)
+        if self.limited[a]:
+            self.pos[a], self.rot[a] = p, r
+
+
+def _rotvec_matrix(w: np.ndarray) -> np.ndarray:
+    quat = np.zeros(4)
+    mujoco.mju_axisAngle2Quat(quat, w / (np.linalg.norm(w) or 1.0), float(np.linalg.norm(w)))
+    mat = np.zeros(9)
+    mujoco.mju_quat2Mat(mat, quat)
+    return mat.reshape(3, 3)
+
+
+@dataclass(frozen=True)
+class VelocityConfig:
+    linear_mps: float = 0.15  # full key = 15 cm/s: fine placing still takes a tap of ~0.1 s for 1.5 cm
+    angular_rps: float = 0.8
+
+
+class EEVelocity:
+    def __init__(self, fps: int, config: VelocityConfig | None = None):
+        self.fps, self.config = fps, config or VelocityConfig()
+        self.status = "keys move the active arm"
+        self.active = 1  # the keyboard starts on the right arm
+
+    def reset(self, backend: MujocoBackend, home_action: np.ndarray) -> None:
+        self.targets = _TcpTargets(backend, home_action)
+        self.names = [a.name for a in backend.env.robot.arms]
+
+    def command(self, sample: Sample | None, age_s: float, events: Sequence[DeviceEvent],
+                robot: RobotState) -> np.ndarray:
+        tg, c, dt = self.targets, self.config, 1.0 / self.fps
+        for ev in events:
+            if ev.kind == "arm" and 0 <= ev.arm < len(tg.slices):
+                self.active = ev.arm
+            elif ev.kind == "gripper":
+                a = self.active if ev.arm < 0 else ev.arm
+                grip = tg.slices[a].stop
+                tg.cmd[grip] = 0.0 if tg.cmd[grip] > 0.5 else 1.0
+        if sample is not None and age_s <= STALE_S:
+            twist = np.asarray(sample.values["twist"], dtype=np.float64)
+            for a in range(len(tg.slices)):
+                v, w = twist[a, :3] * c.linear_mps * dt, twist[a, 3:] * c.angular_rps * dt
+                if not (v.any() or w.any()):
+                    continue
+                tg.pos[a] = tg.pos[a] + v
+                tg.rot[a] = _rotvec_matrix(w) @ tg.rot[a]
+                tg.follow(a)
+        arm = self.names[self.active]
+        edge = " (at the edge of reach)" if tg.limited[self.active] else ""
+        self.status = f"active arm: {arm}{edge}"
+        return tg.cmd.copy()
+
+
+# SteamVR's tracking frame is y-up with -z forward; the booth's robot frame is z-up with x forward.
+VR_TO_ROBOT = np.array([[0.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+
+
+def _quat_matrix(q: np.ndarray) -> np.ndarray:
+    mat = np.zeros(9)
+    mujoco.mju_quat2Mat(mat, np.asarray(q, dtype=np.float64) / (np.linalg.norm(q) or 1.0))
+    return mat.reshape(3, 3)
+
+
+@dataclass(frozen=True)
+class ClutchConfig:
+    scale: float = 1.0  # tcp metres per controller metre
+    clutch_on: float = 0.5  # trigger value that closes the clutch
+
+
+class VRClutch:
+    def __init__(self, fps: int, config: ClutchConfig | None = None):
+        self.fps, self.config = fps, config or ClutchConfig()
+        self.status = "hold a trigger to move that arm"
+
+    def reset(self, backend: MujocoBackend, home_action: np.ndarray) -> None:
+        self.targets = _TcpTargets(backend, home_action)
+        self.names = [a.name for a in backend.env.robot.arms]
+        n = len(self.targets.slices)
+        self.anchor: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None] = [None] * n
+
+    def command(self, sample: Sample | None, age_s: float, events: Sequence[DeviceEvent],
+                robot: RobotState) -> np.ndarray:
+        tg, c = self.targets, self.config
+        if sample is None or age_s > STALE_S:
+            self.anchor = [None] * len(self.anchor)  # re-anchor when samples return: never jump
+            self.status = "holding: no controller sample"
+            return tg.cmd.copy()
+        v = sample.values
+        parts = []
+        for a in range(len(tg.slices)):
+            tg.cmd[tg.slices[a].stop] = float(np.clip(v["gripper"][a], 0.0, 1.0))
+            held = v["clutch"][a] >= c.clutch_on
+            if not held or v["valid"][a] < 0.5:
+                self.anchor[a] = None  # released or tracking lost: hold, and re-anchor on return
+                parts.append(f"{self.names[a]}: " + ("holding" if v["valid"][a] >= 0.5 else "tracking lost"))
+                continue
+            ctrl_pos = VR_TO_ROBOT @ v["pose"][a, :3]
+            ctrl_rot = VR_TO_ROBOT @ _quat_matrix(v["pose"][a, 3:]) @ VR_TO_ROBOT.T
+            if self.anchor[a] is None:
+                self.anchor[a] = (ctrl_pos, ctrl_rot, tg.pos[a].copy(), tg.rot[a].copy())
+            p0, r0, ee_p0, ee_r0 = self.anchor[a]
+            tg.pos[a] = ee_p0 + c.scale * (ctrl_pos - p0)
+            tg.rot[a] = (ctrl_rot @ r0.T) @ ee_r0
+            tg.follow(a)
+            parts.append(f"{self.names[a]}: clutched" + (" (at the edge of reach)" if tg.limited[a] else ""))
+        self.status = "; ".join(parts)
+        return tg.cmd.copy()
+
+
+def mapper_for(kind: str, fps: int) -> Mapper:
+    if kind == "master-arm":
+        return JointMirror(fps)
+    if kind == "keyboard":
+        return EEVelocity(fps)
+    if kind == "vr":
+        return VRClutch(fps)
+    raise ValueError(f"no teleop mapping for device kind {kind!r}")

@@ -1,0 +1,110 @@
+"""A teleop session: episodes one after another through the one loop, paced at the control rate.
+
+Each episode: reset the booth (episode i's seed derives from the master seed; a re-record keeps the
+seed, so the operator gets the same scene again), run the loop with a `DeviceTeacher` until the
+operator ends it, the task has succeeded for `success_hold_s`, a node fails or the time is up, then
+commit it (with its outcome) or drop it (re-record, discard). A kill loses only the episode in
+progress; Ctrl-C (KeyboardInterrupt) aborts it through the writer and propagates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from x2.datasets import Dataset
+from x2.devices import Device
+from x2.rollout import RealTimeClock, Rollout, RolloutOptions, record_episode
+from x2.rollout.clock import Clock
+from x2.rollout.loop import EpisodeResult
+from x2.seeding import nth_child_seed
+from x2.sim.mujoco.backend import MujocoBackend
+from x2.teleop.mapping import Mapper, mapper_for
+from x2.teleop.status import TeleopStatus
+from x2.teleop.teacher import DeviceTeacher
+
+
+@dataclass(frozen=True)
+class TeleopConfig:
+    episodes: int | None = None  # None: until the operator quits
+    seed: int = 0
+    max_seconds: float | None = None  # per episode; None: three times the task's horizon
+    success_hold_s: float | None = 1.0  # None: only the operator ends an episode
+    stop_on_failure: bool = True
+
+
+@dataclass(frozen=True)
+class EpisodeSummary:
+    index: int | None  # None when it was not committed
+    seed: int
+    frames: int
+    ending: str  # success | next | quit | rerecord | discard | failure | timeout
+    success: bool
+    events: tuple[tuple[str, int], ...]
+    missed_slots: int
+    lateness_p99_ms: float
+
+
+class TeleopSession:
+    def __init__(self, backend: MujocoBackend, dataset: Dataset, device: Device, status: TeleopStatus,
+                 config: TeleopConfig | None = None, *, keys: Sequence[Device] = (), clock: Clock | None = None,
+                 mapper: Mapper | None = None):
+        self.backend, self.dataset, self.device = backend, dataset, device
+        self.config, self.status = config or TeleopConfig(), status
+        env = backend.env
+        self.clock = clock or RealTimeClock(env.fps)
+        self.rollout = Rollout(backend, self.clock)
+        self.mapper = mapper or mapper_for(device.kind, env.fps)
+        self.teacher = DeviceTeacher(device, self.mapper, backend, status, keys=keys, monitor=self.rollout.monitor,
+                                     clock=self.clock, success_hold_s=self.config.success_hold_s)
+        horizon = env.task.horizon_s if env.task is not None else 60.0
+        self.max_ticks = round((self.config.max_seconds or 3 * horizon) * env.fps)
+        task = env.task
+        status.task, status.robot, status.fps = (task.name if task else env.scene_name), env.robot.name, env.fps
+        status.nodes = tuple(task.node_ids) if task else ()
+        status.episodes_target = self.config.episodes
+
+    def _keep(self, result: EpisodeResult) -> bool:
+        return self.teacher.ending not in ("rerecord", "discard")
+
+    def _finish(self, result: EpisodeResult) -> dict[str, object]:
+        return self.teacher.device_record(result.ticks)
+
+    def run(self, on_episode: Callable[[EpisodeSummary], None] | None = None) -> list[EpisodeSummary]:
+        cfg, st = self.config, self.status
+        done: list[EpisodeSummary] = []
+        slot = len(self.dataset.episodes())  # seeds continue the master seed's sequence across sessions
+        committed = 0
+        options = RolloutOptions(stop_on_success=False, stop_on_failure=cfg.stop_on_failure,
+                                 max_ticks=self.max_ticks)
+        while cfg.episodes is None or committed < cfg.episodes:
+            seed = nth_child_seed(cfg.seed, slot)
+            st.episode, st.seed, st.phase = self.dataset.next_index(), seed, "resetting"
+            teacher = self.teacher
+            result, record = record_episode(
+                self.dataset, self.rollout, teacher, seed, source="teleop", options=options,
+                keep=self._keep, finish=self._finish)
+            ending = teacher.ending or {"failure": "failure", "horizon": "timeout"}.get(result.end_reason, "next")
+            lat = result.lateness_ms
+            summary = EpisodeSummary(
+                index=record.index if record else None, seed=seed, frames=result.ticks, ending=ending,
+                success=result.success, events=tuple(result.events), missed_slots=result.missed_slots,
+                lateness_p99_ms=float(sorted(lat)[int(0.99 * (len(lat) - 1))]) if len(lat) else 0.0)
+            done.append(summary)
+            if record is not None:
+                committed += 1
+                st.committed += 1
+                st.successes += int(result.success)
+                st.say(f"episode {record.index} saved: {'success' if result.success else ending}, "
+                       f"{result.ticks} frames")
+            else:
+                st.discarded += int(result.ticks > 0)
+                st.say(f"episode dropped ({ending})" if result.ticks else "nothing recorded")
+            if on_episode is not None:
+                on_episode(summary)
+            if ending == "quit":
+                break
+            if ending != "rerecord":
+                slot += 1
+        st.phase = "done"
+        return done

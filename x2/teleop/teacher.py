@@ -1,0 +1,115 @@
+"""The teleop teacher: one device sample per tick -> mapper -> safety filter -> action.
+
+It also keeps the episode's raw device stream (every sample the device produced, every event, and
+which sample each tick used) and turns lifecycle events into the end of an episode: `next` keeps it,
+`rerecord` and `discard` drop it, `quit` keeps it and stops the session. With auto-end on, an
+episode ends `success_hold_s` after the task first succeeds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from x2.devices import Device, DeviceEvent, StreamBuilder
+from x2.rollout.clock import Clock
+from x2.rollout.monitor import TaskMonitor
+from x2.rollout.teacher import Observation
+from x2.sim.backend import ResetInfo
+from x2.sim.mujoco.backend import MujocoBackend
+from x2.teleop.mapping import Mapper
+from x2.teleop.safety import SafetyFilter
+from x2.teleop.status import TeleopStatus
+
+ENDINGS = ("next", "rerecord", "discard", "quit")
+
+
+class DeviceTeacher:
+    def __init__(self, device: Device, mapper: Mapper, backend: MujocoBackend, status: TeleopStatus, *,
+                 keys: Sequence[Device] = (), monitor: TaskMonitor | None = None, clock: Clock | None = None,
+                 success_hold_s: float | None = 1.0):
+        self.device, self.mapper, self.backend, self.status = device, mapper, backend, status
+        self.keys, self.monitor, self.clock = tuple(keys), monitor, clock
+        self.safety = SafetyFilter(backend, backend.env.fps)
+        fps = backend.env.fps
+        self.hold_ticks = None if success_hold_s is None else max(1, round(success_hold_s * fps))
+        self.ending: str | None = None
+        self.stream = StreamBuilder(device.kind, 0.0)
+
+    def reset(self, info: ResetInfo, home_action: np.ndarray) -> None:
+        self.mapper.reset(self.backend, home_action)
+        self.safety.reset(home_action)
+        self.ending = None
+        self.stream = StreamBuilder(self.device.kind, 0.0)
+        self._started = False
+        self.device.drain()  # samples from before the episode belong to no episode
+        st = self.status
+        st.instruction, st.tick, st.success_since, st.failure = info.instruction, 0, None, ""
+        st.done_nodes = st.active_nodes = frozenset()
+        st.lateness_ms.clear()
+        st.tick_times.clear()
+        st.phase = "recording"
+
+    def _pending_events(self) -> list[DeviceEvent]:
+        events = self.device.events()
+        for k in self.keys:
+            events.extend(k.events())
+        return events
+
+    def act(self, obs: Observation) -> np.ndarray | None:
+        now = time.monotonic()
+        if not self._started:  # time zero of the stream is the episode's first tick
+            self._started = True
+            self.stream.t0 = now
+        sample = self.device.latest()
+        events = self._pending_events()
+        self.stream.add(self.device.drain(), events)
+        self.stream.tick_seq.append(-1 if sample is None else sample.seq)
+        for ev in events:
+            if ev.kind in ENDINGS and self.ending is None:
+                self.ending = ev.kind
+        self._update_status(obs.tick)
+        if self.ending is not None:
+            return None
+        if self._auto_end(obs.tick):
+            self.ending = "success"
+            return None
+        age = now - sample.t if sample is not None else float("inf")
+        action = self.safety(self.mapper.command(sample, age, events, obs.robot))
+        self.status.mapper = self.mapper.status
+        self.status.clamped = self.safety.clamped
+        return action
+
+    def _auto_end(self, tick: int) -> bool:
+        rt = self.monitor.runtime if self.monitor is not None else None
+        if rt is None or self.hold_ticks is None or not rt.success:
+            return False
+        if self.status.success_since is None:
+            self.status.success_since = tick
+        return tick - self.status.success_since >= self.hold_ticks
+
+    def _update_status(self, tick: int) -> None:
+        st = self.status
+        st.tick = tick
+        st.tick_times.append(time.perf_counter())
+        if self.clock is not None:
+            st.lateness_ms.append(self.clock.lateness_ms())
+            st.overruns = self.clock.missed
+        rt = self.monitor.runtime if self.monitor is not None else None
+        if rt is not None:
+            st.done_nodes = frozenset(n for n, f in rt.completion_frames.items() if f is not None)
+            st.active_nodes = frozenset(rt.active_nodes)
+            st.failure = "" if rt.failure is None else f"{rt.failure[0]}: {rt.failure[2]}"
+
+    def device_record(self, frames: int) -> dict[str, object]:
+        """`finish` kwargs for `record_episode`: the raw stream under /device/<kind>/ (`tick_seq` has one
+        entry per recorded frame: the tick that ended the episode was not recorded)."""
+        name = self.device.kind
+        arrays = self.stream.arrays()
+        arrays["tick_seq"] = arrays["tick_seq"][:frames]
+        return {"device": {name: arrays}, "device_attrs": {name: self.stream.attrs()},
+                "extra_attrs": {"teleop_end": self.ending or "", "device": self.status.device,
+                                "safety_clamped_ticks": self.safety.clamped,
+                                "safety_rejected_ticks": self.safety.rejected}}
