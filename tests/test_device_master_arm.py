@@ -262,7 +262,7 @@ def test_missing_sdk(monkeypatch, bus):
     with pytest.raises(DeviceError, match=r"dynamixel SDK is not installed .*; pip install 'x2\[master-arm\]'"):
         MasterArmDevice.from_arg(bus.path).connect()
     monkeypatch.setitem(sys.modules, "scservo_sdk", None)
-    with pytest.raises(DeviceError, match=r"feetech SDK is not installed .*; pip install feetech-servo-sdk"):
+    with pytest.raises(DeviceError, match=r"feetech SDK is not installed .*; pip install 'x2\[master-arm\]'"):
         MasterArmDevice.from_arg(f"feetech:{bus.path}").connect()
 
 

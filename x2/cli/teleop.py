@@ -14,6 +14,7 @@ from rich.table import Table
 from x2.cli._common import console, fail, translate_errors
 from x2.datasets import workspace
 from x2.devices import EXAMPLES, Device, make_device
+from x2.devices.keyboard import KeyboardConfig, KeyboardDevice, keymap_lines
 from x2.errors import X2Error
 from x2.rollout import open_dataset
 from x2.sim.mujoco.backend import MujocoBackend
@@ -40,8 +41,6 @@ def _lifecycle_keys(device: Device, keys: str) -> list[Device]:
         return []
     if keys == "auto" and not (os.environ.get("DISPLAY") or sys.stdin.isatty()):
         return []  # nobody at a keyboard (CI, a replay in the background): the device ends episodes
-    from x2.devices.keyboard import KeyboardConfig, KeyboardDevice
-
     backend = "auto" if keys == "auto" else keys
     return [KeyboardDevice(KeyboardConfig(backend=backend, motion=False))]
 
@@ -124,9 +123,9 @@ def teleop(
 
 
 def _keymap(dev: Device) -> list[str]:
-    if dev.kind != "keyboard" or not hasattr(dev, "keymap_lines"):
+    if dev.kind != "keyboard" or not isinstance(dev, KeyboardDevice):
         return []
-    return list(dev.keymap_lines())
+    return keymap_lines(motion=True)
 
 
 def _summary_line(s) -> str:

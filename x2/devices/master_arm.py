@@ -48,7 +48,7 @@ STS_PROTOCOL_END = 0
 STS_DEFAULT_BAUDRATE = 1_000_000  # STS3215 factory default
 
 DEFAULT_BAUDRATE: dict[str, int] = {"dynamixel": DXL_DEFAULT_BAUDRATE, "feetech": STS_DEFAULT_BAUDRATE}
-INSTALL_HINT: dict[str, str] = {"dynamixel": "pip install 'x2[master-arm]'", "feetech": "pip install feetech-servo-sdk"}
+INSTALL_HINT = "pip install 'x2[master-arm]'"  # the extra carries both vendors' SDKs
 
 FAILURE_REPORT_S = 1.0  # failing this long -> find out (by pinging) which servos stopped answering
 FAILURE_BACKOFF_S = 0.005  # after a failed read, so a dead bus costs no CPU when reads fail instantly
@@ -273,7 +273,7 @@ def _import_sdk(sdk: str) -> Any:
         return importlib.import_module(module)
     except ImportError as exc:  # also pyserial missing, which both SDKs import at module level
         raise DeviceError(f"master-arm: the {sdk} SDK is not installed ({exc.name or module} missing); "
-                          f"{INSTALL_HINT[sdk]}") from None
+                          f"{INSTALL_HINT}") from None
 
 
 def _port_error(port: str, exc: OSError) -> DeviceError:

@@ -12,6 +12,7 @@ import numpy as np
 
 import x2
 from x2.datasets import Dataset, EpisodeRecord
+from x2.rollout.background import BackgroundRecorder
 from x2.rollout.loop import EpisodeResult, Rollout, RolloutOptions
 from x2.rollout.teacher import Teacher
 from x2.sim.mujoco.backend import MujocoBackend
@@ -91,13 +92,21 @@ def episode_extra(env: EnvSpec, result: EpisodeResult, model_xml: str, object_na
 def record_episode(ds: Dataset, rollout: Rollout, teacher: Teacher, seed: int, source: str,
                    options: RolloutOptions | None = None, keep: Callable[[EpisodeResult], bool] | None = None,
                    finish: Callable[[EpisodeResult], dict[str, Any]] | None = None,
-                   ) -> tuple[EpisodeResult, EpisodeRecord | None]:
+                   background: bool = False) -> tuple[EpisodeResult, EpisodeRecord | None]:
     """Run one episode into the dataset. It is committed unless `keep` says no (then discarded).
 
-    `finish` adds to what `EpisodeWriter.finish` gets: `extra_attrs` (merged), `device`, `device_attrs`."""
+    `finish` adds to what `EpisodeWriter.finish` gets: `extra_attrs` (merged), `device`, `device_attrs`.
+    `background` appends ticks on a writer thread (real-time loops: see `BackgroundRecorder`)."""
     env, backend = rollout.env, rollout.backend
     with ds.begin_episode(episode_attrs(env, seed, source), object_names=backend.object_names) as writer:
-        result = rollout.run(teacher, seed, writer, options)
+        if background:
+            recorder = BackgroundRecorder(writer)
+            try:
+                result = rollout.run(teacher, seed, recorder, options)
+            finally:
+                recorder.close()  # every tick written (or the writer's error raised) before finish/abort
+        else:
+            result = rollout.run(teacher, seed, writer, options)
         if result.ticks == 0 or (keep is not None and not keep(result)):
             writer.abort()
             return result, None

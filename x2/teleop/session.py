@@ -83,7 +83,7 @@ class TeleopSession:
             teacher = self.teacher
             result, record = record_episode(
                 self.dataset, self.rollout, teacher, seed, source="teleop", options=options,
-                keep=self._keep, finish=self._finish)
+                keep=self._keep, finish=self._finish, background=True)
             ending = teacher.ending or {"failure": "failure", "horizon": "timeout"}.get(result.end_reason, "next")
             lat = result.lateness_ms
             summary = EpisodeSummary(

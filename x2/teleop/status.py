@@ -33,6 +33,8 @@ class TeleopStatus:
     success_since: int | None = None  # tick the task first succeeded (auto-end counts from here)
     clamped: int = 0
     overruns: int = 0  # control slots missed this episode
+    first_tick_at: float = 0.0  # perf_counter of this episode's first tick
+    last_tick_at: float = 0.0
     tick_times: deque[float] = field(default_factory=lambda: deque(maxlen=300))  # perf_counter per tick
     lateness_ms: deque[float] = field(default_factory=lambda: deque(maxlen=900))  # last 30 s at 30 Hz
     messages: deque[str] = field(default_factory=lambda: deque(maxlen=4))

@@ -29,13 +29,14 @@ ENDINGS = ("next", "rerecord", "discard", "quit")
 class DeviceTeacher:
     def __init__(self, device: Device, mapper: Mapper, backend: MujocoBackend, status: TeleopStatus, *,
                  keys: Sequence[Device] = (), monitor: TaskMonitor | None = None, clock: Clock | None = None,
-                 success_hold_s: float | None = 1.0):
+                 success_hold_s: float | None = 1.0, record_stream: bool = True):
         self.device, self.mapper, self.backend, self.status = device, mapper, backend, status
         self.keys, self.monitor, self.clock = tuple(keys), monitor, clock
         self.safety = SafetyFilter(backend, backend.env.fps)
         fps = backend.env.fps
         self.hold_ticks = None if success_hold_s is None else max(1, round(success_hold_s * fps))
         self.ending: str | None = None
+        self.record_stream = record_stream  # off only to measure the recorder's cost (bench/bench_teleop.py)
         self.stream = StreamBuilder(device.kind, 0.0)
 
     def reset(self, info: ResetInfo, home_action: np.ndarray) -> None:
@@ -65,8 +66,10 @@ class DeviceTeacher:
             self.stream.t0 = now
         sample = self.device.latest()
         events = self._pending_events()
-        self.stream.add(self.device.drain(), events)
-        self.stream.tick_seq.append(-1 if sample is None else sample.seq)
+        samples = self.device.drain()
+        if self.record_stream:
+            self.stream.add(samples, events)
+            self.stream.tick_seq.append(-1 if sample is None else sample.seq)
         for ev in events:
             if ev.kind in ENDINGS and self.ending is None:
                 self.ending = ev.kind
@@ -93,7 +96,11 @@ class DeviceTeacher:
     def _update_status(self, tick: int) -> None:
         st = self.status
         st.tick = tick
-        st.tick_times.append(time.perf_counter())
+        now = time.perf_counter()
+        if tick == 0:
+            st.first_tick_at = now
+        st.last_tick_at = now
+        st.tick_times.append(now)
         if self.clock is not None:
             st.lateness_ms.append(self.clock.lateness_ms())
             st.overruns = self.clock.missed

@@ -1,0 +1,115 @@
+"""Teleop loop figures, measured in one run:
+
+1. The control loop at 30 Hz for N minutes (default 5) with a replay device (a leader-arm stream,
+   120 Hz) and recording on, through the real TeleopSession: achieved rate, lateness percentiles,
+   overruns (missed slots) and that every tick's lateness is stored.
+2. Recorder overhead: a teleop tick (teacher + DAG labels + record + physics step) with recording
+   (EpisodeWriter on its writer thread, as teleop records, + the raw device stream) / the same tick
+   without, in interleaved rounds of real-time episodes; medians of per-round means. Two views: the
+   control thread's tick work (what paces the loop; target <= 1.10, DESIGN section 10) and the
+   process CPU time per tick (all threads: what recording costs the machine in total).
+
+Usage: python bench/bench_teleop.py [--minutes 5] [--rounds 8] [--round-seconds 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from teleop_streams import home_stream  # noqa: E402
+
+from x2.devices.replay import ReplayDevice  # noqa: E402
+from x2.rollout import RealTimeClock, Rollout, RolloutOptions, open_dataset, record_episode  # noqa: E402
+from x2.sim.mujoco.backend import MujocoBackend  # noqa: E402
+from x2.spec import load_env  # noqa: E402
+from x2.teleop import JointMirror, TeleopConfig, TeleopSession, TeleopStatus  # noqa: E402
+from x2.teleop.teacher import DeviceTeacher  # noqa: E402
+
+TASK = "fruit_in_microwave"
+WORK_STAGES = ("teacher", "label", "record", "step")
+
+
+def long_loop(tmp: Path, minutes: float) -> dict[str, float]:
+    env = load_env(TASK)
+    backend = MujocoBackend(env)
+    stream = home_stream(tmp / "long.h5", minutes * 60 + 5, task=TASK, wiggle=0.3)
+    ds = open_dataset(tmp / "long", env, backend)
+    status = TeleopStatus(device="replay")
+    config = TeleopConfig(episodes=1, max_seconds=minutes * 60, success_hold_s=None, stop_on_failure=False)
+    with ReplayDevice(stream) as dev:
+        session = TeleopSession(backend, ds, dev, status, config)
+        (summary,) = session.run()
+        wall = status.last_tick_at - status.first_tick_at  # first to last tick: the loop's own span
+    with ds.load(summary.index) as ep:
+        lat = ep["timing/lateness_ms"]
+        frames = ep.frames
+        work = sum(ep[f"timing/{s}_ms"] for s in WORK_STAGES)
+    ds.close()
+    period_ms = 1e3 / env.fps
+    return {"frames": frames, "wall_s": wall, "rate_hz": (frames - 1) / wall, "p50": float(np.percentile(lat, 50)),
+            "p99": float(np.percentile(lat, 99)), "max": float(lat.max()), "late_ticks": int((lat > period_ms).sum()),
+            "missed": summary.missed_slots, "stored": len(lat) == frames, "work_ms": float(np.mean(work))}
+
+
+def overhead(tmp: Path, rounds: int, seconds: float) -> dict[bool, dict[str, list[float]]]:
+    env = load_env(TASK)
+    backend = MujocoBackend(env)
+    ds = open_dataset(tmp / "overhead", env, backend)
+    stream = home_stream(tmp / "round.h5", seconds + 2, task=TASK, wiggle=0.3)
+    options = RolloutOptions(stop_on_success=False, stop_on_failure=False, max_ticks=round(seconds * env.fps))
+    out: dict[bool, dict[str, list[float]]] = {True: {"tick": [], "cpu": []}, False: {"tick": [], "cpu": []}}
+    for r in range(rounds):
+        for recording in ((True, False) if r % 2 == 0 else (False, True)):
+            with ReplayDevice(stream) as dev:
+                rollout = Rollout(backend, RealTimeClock(env.fps))
+                teacher = DeviceTeacher(dev, JointMirror(env.fps), backend, TeleopStatus(), monitor=rollout.monitor,
+                                        success_hold_s=None, record_stream=recording)
+                cpu0 = time.process_time()
+                if recording:
+                    result, _ = record_episode(ds, rollout, teacher, 1, "teleop", options, background=True,
+                                               finish=lambda res, t=teacher: t.device_record(res.ticks))
+                else:
+                    result = rollout.run(teacher, 1, None, options)
+                cpu = (time.process_time() - cpu0) * 1e3 / result.ticks
+            out[recording]["tick"].append(float(np.mean(sum(result.stage_ms[s] for s in WORK_STAGES))))
+            out[recording]["cpu"].append(cpu)
+    ds.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=5.0)
+    ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--round-seconds", type=float, default=10.0)
+    args = ap.parse_args()
+    print(f"machine: {platform.node() or 'vm'} {platform.machine()} python {platform.python_version()}")
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        res = overhead(tmp, args.rounds, args.round_seconds)
+        print(f"recorder overhead, {args.rounds} interleaved rounds x {args.round_seconds:.0f} s at 30 Hz, medians:")
+        for view, label in (("tick", "control-thread tick work"), ("cpu", "process CPU per tick (all threads)")):
+            rec, bare = res[True][view], res[False][view]
+            ratio = statistics.median(rec) / statistics.median(bare)
+            print(f"  {label}: with recording {statistics.median(rec):.3f} ms, without "
+                  f"{statistics.median(bare):.3f} ms, ratio {ratio:.3f}; per round: "
+                  + ", ".join(f"{a / b:.3f}" for a, b in zip(rec, bare, strict=True)))
+        loop = long_loop(tmp, args.minutes)
+        print(f"control loop, {args.minutes:g} min at 30 Hz, replay device + recording ({TASK}):")
+        print(f"  {loop['frames']} frames, first to last tick {loop['wall_s']:.2f} s = {loop['rate_hz']:.3f} Hz "
+              f"achieved; lateness p50 {loop['p50']:.2f} / p99 {loop['p99']:.2f} / max {loop['max']:.2f} ms; "
+              f"ticks later than one period {loop['late_ticks']}; missed slots {loop['missed']}; "
+              f"every tick's lateness stored: {loop['stored']}; mean tick work {loop['work_ms']:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()

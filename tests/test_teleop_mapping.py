@@ -1,0 +1,117 @@
+"""Device samples -> actions: the start gate, ramp and clamp of the joint mirror, the keyboard's tcp
+velocity through IK, the VR clutch (anchor, hold, re-anchor after tracking loss) and the safety filter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from x2.devices import DeviceEvent, Sample
+from x2.sim.mujoco.backend import MujocoBackend
+from x2.sim.mujoco.kinematics import ArmDLS
+from x2.spec import load_env
+from x2.teleop import EEVelocity, JointMirror, SafetyFilter, VRClutch
+from x2.teleop.mapping import VR_TO_ROBOT, MirrorConfig
+
+FPS = 30
+
+
+@pytest.fixture(scope="module")
+def backend() -> MujocoBackend:
+    b = MujocoBackend(load_env("pick_place"))
+    b.reset(0)
+    return b
+
+
+def _sample(**values: np.ndarray) -> Sample:
+    return Sample(0, 0.0, {k: np.asarray(v, float) for k, v in values.items()})
+
+
+def test_mirror_gates_each_arm_until_leader_agrees_then_ramps(backend: MujocoBackend) -> None:
+    home = backend.home_action()
+    m = JointMirror(FPS)
+    m.reset(backend, home)
+    leader = home.copy()
+    leader[0] += 0.5  # left leader far off: the left arm must not move
+    leader[7] += 0.1  # right leader within the gate: follows
+    cmd = m.command(_sample(joints=leader), 0.0, [], backend.robot_state())
+    assert np.array_equal(cmd[:7], home[:7]) and "align leader" in m.status
+    step = MirrorConfig().max_speed / FPS * MirrorConfig().ramp_floor
+    assert cmd[7] - home[7] == pytest.approx(step, rel=0.05)  # ramping: a fifth of full speed at first
+    for _ in range(3 * FPS):
+        cmd = m.command(_sample(joints=leader), 0.0, [], backend.robot_state())
+    assert cmd[7] == pytest.approx(leader[7]) and cmd[0] == home[0]
+    leader[0] = home[0] + 0.05  # now within the gate: engages
+    cmd = m.command(_sample(joints=leader), 0.0, [], backend.robot_state())
+    assert home[0] < cmd[0] <= home[0] + 0.05
+    held = m.command(_sample(joints=leader + 0.1), 1.0, [], backend.robot_state())  # a stale sample: hold
+    assert np.array_equal(held, cmd) and "silent" in m.status
+    m.command(_sample(joints=leader), 0.0, [DeviceEvent("engage", 0.0, 1)], backend.robot_state())
+    assert "right: align" not in m.status  # re-armed, and the leader is already aligned: engages again
+
+
+def test_keyboard_twist_moves_the_tcp_at_the_set_speed(backend: MujocoBackend) -> None:
+    home = backend.home_action()
+    m = EEVelocity(FPS)
+    m.reset(backend, home)
+    ik = ArmDLS.for_arm(backend.model, backend.env.robot.arms[1])
+    p0, r0 = ik.fk(home[7:13])
+    twist = np.zeros((2, 6))
+    twist[1, 0] = 1.0  # right arm, +x at full key
+    for _ in range(FPS):
+        cmd = m.command(_sample(twist=twist), 0.0, [], backend.robot_state())
+    p1, r1 = ik.fk(cmd[7:13])
+    assert p1[0] - p0[0] == pytest.approx(m.config.linear_mps, abs=0.01)
+    assert np.abs(p1[1:] - p0[1:]).max() < 0.005 and np.abs(r1 - r0).max() < 0.02
+    assert np.array_equal(cmd[:7], home[:7])  # the other arm never moved
+    cmd = m.command(_sample(twist=np.zeros((2, 6))), 0.0, [DeviceEvent("gripper", 0.0, 1)], backend.robot_state())
+    assert cmd[13] == 0.0 and cmd[6] == 1.0
+    m.command(_sample(twist=np.zeros((2, 6))), 0.0, [DeviceEvent("arm", 0.0, 0)], backend.robot_state())
+    assert m.active == 0 and "left" in m.status
+
+
+def _vr(pos_vr: np.ndarray, clutch: float, valid: float = 1.0) -> Sample:
+    pose = np.zeros((2, 7))
+    pose[:, 3] = 1.0
+    pose[1, :3] = pos_vr
+    return _sample(pose=pose, valid=[1.0, valid], clutch=[0.0, clutch], gripper=[1.0, 0.5])
+
+
+def test_vr_clutch_anchors_holds_and_reanchors(backend: MujocoBackend) -> None:
+    home = backend.home_action()
+    m = VRClutch(FPS)
+    m.reset(backend, home)
+    ik = ArmDLS.for_arm(backend.model, backend.env.robot.arms[1])
+    p0, _ = ik.fk(home[7:13])
+    robot = backend.robot_state()
+    start = np.array([0.1, 1.2, -0.3])
+    m.command(_vr(start, 1.0), 0.0, [], robot)  # clutch closes here: anchor
+    forward = start + np.array([0.0, 0.0, -0.08])  # SteamVR -z is the operator's forward = robot +x
+    for _ in range(10):
+        cmd = m.command(_vr(forward, 1.0), 0.0, [], robot)
+    p1, _ = ik.fk(cmd[7:13])
+    np.testing.assert_allclose(p1 - p0, VR_TO_ROBOT @ (forward - start), atol=0.004)
+    assert cmd[13] == 0.5  # the gripper follows the controller's command
+    held = m.command(_vr(forward + 0.3, 0.0), 0.0, [], robot)  # released: moving the hand does nothing
+    np.testing.assert_array_equal(held[7:13], cmd[7:13])
+    m.command(_vr(forward, 1.0, valid=0.0), 0.0, [], robot)  # tracking lost while clutched: hold
+    jumped = m.command(_vr(forward + 0.5, 1.0), 0.0, [], robot)  # back, 0.5 m away: re-anchor, no jump
+    np.testing.assert_allclose(jumped[7:13], cmd[7:13], atol=1e-6)
+
+
+def test_safety_filter_clamps_steps_limits_and_rejects_nan(backend: MujocoBackend) -> None:
+    home = backend.home_action()
+    f = SafetyFilter(backend, FPS)
+    f.reset(home)
+    bad = home.copy()
+    bad[2] = np.nan
+    np.testing.assert_array_equal(f(bad), home)
+    assert f.rejected == 1
+    far = home.copy()
+    far[0] += 1.0
+    far[6] = 7.0
+    out = f(far)
+    assert out[0] - home[0] == pytest.approx(3.0 / FPS) and out[6] == 1.0 and f.clamped == 1
+    for _ in range(200):
+        out = f(np.full_like(home, 100.0))
+    assert np.all(out <= f.hi) and np.all(np.isfinite(out))

@@ -1,0 +1,89 @@
+"""`x2 collect teleop --robot artixon-g`, exactly as typed, at a terminal with no display: the task is
+asked for (Enter takes the robot's reference task), the keyboard falls back to the terminal backend,
+the panel runs, keys drive the arm, Escape saves the episode and quits."""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from x2.datasets import Dataset
+
+
+class Screen:
+    """Reads the terminal all the time (a full pty buffer would block the panel, and so the program)."""
+
+    def __init__(self, fd: int):
+        self.fd, self.seen, self._stop = fd, bytearray(), threading.Event()
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        while not self._stop.is_set():
+            ready, _, _ = select.select([self.fd], [], [], 0.1)
+            if ready:
+                try:
+                    self.seen.extend(os.read(self.fd, 65536))
+                except OSError:  # the child closed the terminal
+                    return
+
+    def wait_for(self, needle: bytes, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while needle not in self.seen:
+            assert time.monotonic() < deadline, f"no {needle!r} within {timeout} s:\n{self.tail()}"
+            time.sleep(0.05)
+
+    def tail(self) -> str:
+        return self.seen[-3000:].decode(errors="replace")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@pytest.mark.timeout(120)
+def test_collect_teleop_as_typed_at_a_terminal(tmp_path: Path) -> None:
+    master, slave = os.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
+    env.update(MUJOCO_GL="egl", COLUMNS="120", LINES="40", TERM="xterm-256color")
+    proc = subprocess.Popen([sys.executable, "-m", "x2", "collect", "teleop", "--robot", "artixon-g"], cwd=tmp_path,
+                            env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    os.close(slave)
+    screen = Screen(master)
+    try:
+        screen.wait_for(b"task", 60)  # the prompt, listing the tasks
+        os.write(master, b"\r")  # Enter: the robot's reference task
+        screen.wait_for(b"keys", 60)  # the live panel is up
+        time.sleep(0.5)
+        for _ in range(16):  # hold w for ~0.8 s (autorepeat sends ~20 a second): 12 cm, well inside reach
+            os.write(master, b"w")
+            time.sleep(0.05)
+        time.sleep(0.3)
+        os.write(master, b"\x1b")  # Escape: save and quit
+        proc.wait(timeout=60)
+        screen.wait_for(b"teleop episodes", 5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        screen.stop()
+        os.close(master)
+    assert proc.returncode == 0, screen.tail()
+    assert b"Traceback" not in screen.seen
+    ds = Dataset.open(tmp_path / "data" / "fruit_in_microwave")
+    (rec,) = ds.episodes()
+    with ds.load(rec.index) as ep:
+        assert ep.attrs["teleop_end"] == "quit" and ep.attrs["robot"] == "artixon-g"
+        ee = ep["observations/ee_pose"]
+        moved = ee[-1, 1, :3] - ee[0, 1, :3]  # the keyboard starts on the right arm; w = forward (+x)
+        assert 0.06 < moved[0] < 0.2 and np.abs(moved[1:]).max() < 0.01, moved
+        assert np.allclose(ee[-1, 0, :3], ee[0, 0, :3], atol=0.01)  # the left arm stayed home
+        twist = ep["device/keyboard/twist"]
+        assert twist[:, 1, 0].max() == 1.0
