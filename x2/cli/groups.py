@@ -6,12 +6,13 @@ import typer
 
 
 def mount(app: typer.Typer) -> None:
-    from x2.cli import collect, datasets, label, specs, synth, teleop
+    from x2.cli import collect, datasets, devices, label, specs, synth, teleop
 
     app.add_typer(specs.robots_app)
     app.add_typer(specs.tasks_app)
     collect.app.command("teleop")(teleop.teleop)
     app.add_typer(collect.app)
     app.add_typer(datasets.app)
+    app.add_typer(devices.app)
     app.command("label")(label.label)
     app.command("synth")(synth.synth)

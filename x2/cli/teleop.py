@@ -15,11 +15,14 @@ from x2.cli._common import console, fail, translate_errors
 from x2.datasets import workspace
 from x2.devices import EXAMPLES, Device, make_device
 from x2.devices.keyboard import KeyboardConfig, KeyboardDevice, keymap_lines
+from x2.devices.replay import ReplayDevice
 from x2.errors import X2Error
 from x2.rollout import open_dataset
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.spec import load_env, load_robot, names
 from x2.teleop import TeleopConfig, TeleopSession, TeleopStatus, panel
+
+DEFAULT_ROBOT = "artixon-g"
 
 
 def _choose_task(task: str | None, robot: str) -> str:
@@ -47,7 +50,8 @@ def _lifecycle_keys(device: Device, keys: str) -> list[Device]:
 
 @translate_errors
 def teleop(
-    robot: Annotated[str, typer.Option("--robot", "-r", help="robot to drive")] = "artixon-g",
+    robot: Annotated[str | None, typer.Option("--robot", "-r", help="robot to drive (default: artixon-g, or "
+                                              "the replayed episode's)")] = None,
     task: Annotated[str | None, typer.Option("--task", "-t", help="task (default: asked, or the robot's "
                                              "reference task)")] = None,
     device: Annotated[str, typer.Option("--device", "-D", help=f"input device: {', '.join(EXAMPLES)}")] = "keyboard",
@@ -55,8 +59,10 @@ def teleop(
                                                  "(default: until you quit)")] = None,
     dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="dataset name or folder "
                                                 "(default: data/<task>)")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="master seed; episode i's scene derives from it")] = 0,
-    variant: Annotated[str, typer.Option("--variant", help="scene variant")] = "default",
+    seed: Annotated[int | None, typer.Option("--seed", help="master seed; episode i's scene derives from it "
+                                             "(default 0; replaying an episode starts in its scene)")] = None,
+    variant: Annotated[str | None, typer.Option("--variant", help="scene variant (default: default, or the "
+                                                "replayed episode's)")] = None,
     max_seconds: Annotated[float | None, typer.Option("--max-seconds", min=1.0, help="episode time limit "
                                                       "(default: 3x the task horizon)")] = None,
     success_hold: Annotated[float, typer.Option("--success-hold", min=0.0, help="end an episode this many seconds "
@@ -79,12 +85,17 @@ def teleop(
       [cyan]x2 collect teleop --device vr --keys terminal[/cyan]
 
       [cyan]x2 collect teleop --device replay:data/fruit_in_microwave/episodes/episode_000003.h5 -n 1[/cyan]
+      (replays that episode's device stream, or its actions as a leader arm, in its own scene)
     """
     if keys not in ("auto", "x11", "terminal", "none"):
         raise fail(f"--keys: found {keys!r}; allowed: auto, x11, terminal, none")
-    task_name = _choose_task(task, robot)
-    env = load_env(task_name, robot=robot, variant=variant)
     dev = make_device(device)  # reads a replay file / checks the spec before anything is written
+    # Replaying a recorded episode: its task, robot, variant and scene unless told otherwise.
+    source = dev.stream.source if isinstance(dev, ReplayDevice) else {}
+    robot = robot or str(source.get("robot") or DEFAULT_ROBOT)
+    task_name = _choose_task(task or source.get("task") or None, robot)
+    env = load_env(task_name, robot=robot, variant=variant or str(source.get("scene_variant") or "default"))
+    first_seed = int(source["seed"]) if seed is None and "seed" in source else None
     backend = MujocoBackend(env)
     path = workspace.resolve_output(dataset, default_name=env.task.name if env.task else env.scene_name)
     status = TeleopStatus(device=device)
@@ -100,7 +111,7 @@ def teleop(
         workspace.remember_dataset(path)
         console.print(f"dataset [bold]{path}[/bold] ({len(ds.episodes())} episodes so far); "
                       f"task [bold]{env.task.name if env.task else '-'}[/bold], device [bold]{device}[/bold]")
-        config = TeleopConfig(episodes=episodes, seed=seed, max_seconds=max_seconds,
+        config = TeleopConfig(episodes=episodes, seed=seed or 0, first_seed=first_seed, max_seconds=max_seconds,
                               success_hold_s=success_hold or None)
         session = TeleopSession(backend, ds, dev, status, config, keys=key_devices)
         keymap = _keymap(dev)

@@ -9,6 +9,10 @@ Layout (one HDF5 group; a stream file has it at /device/<name>/, as an episode d
     tick_seq (T,) int64       episodes only: the sample each control tick used (-1 none yet)
     attrs: kind, fields (JSON list), events (JSON list of EVENTS)
 
+An episode recorded without a device (synthesis, scripted) replays too: its /action is played as a
+leader arm's joints at the episode's fps (`joint_stream`). A stream read from an episode carries the
+episode's task, robot, seed and variant (`Stream.source`), so teleop can replay it in the same scene.
+
 Only numbers are read back; nothing in a stream is evaluated (DESIGN principle 8).
 """
 
@@ -16,8 +20,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -32,6 +37,7 @@ class Stream:
     seq: np.ndarray  # (N,)
     values: dict[str, np.ndarray]  # field -> (N, ...)
     events: list[tuple[float, str, int]]  # (t, kind, arm), t from the stream's start
+    source: dict[str, Any] = field(default_factory=dict)  # the recorded episode's task, robot, seed, ...
 
     def __len__(self) -> int:
         return len(self.t)
@@ -93,53 +99,77 @@ def _fail(path: Path, field: str, found: str, allowed: str) -> DeviceError:
 
 
 def read_stream(path: Path, name: str | None = None) -> Stream:
-    """Read a stream file or an episode's /device/<name>/ (the first one when `name` is None)."""
+    """Read a stream file, an episode's /device/<name>/ (the first one when `name` is None), or, for an
+    episode recorded without a device (synthesis, scripted), its /action played as a leader arm's joints."""
     path = Path(path)
     if not path.is_file():
-        raise _fail(path, "replay file", "no such file", "a stream .h5 or an episode file with /device/")
+        raise _fail(path, "replay file", "no such file", "a stream .h5 or an episode file")
     try:
         f = h5py.File(path, "r")
     except OSError:
         raise _fail(path, "replay file", "not an HDF5 file", "a stream .h5 or an episode file") from None
     with f:
+        source = {k: _plain(f.attrs[k]) for k in SOURCE_ATTRS if k in f.attrs}
         names = sorted(f["device"]) if isinstance(f.get("device"), h5py.Group) else []
         if not names:
-            raise _fail(path, "device", "no /device group", "a file recorded by x2 collect teleop")
+            if name is None and isinstance(f.get("action"), h5py.Dataset) and "fps" in f.attrs:
+                return _from_actions(f, path, source)
+            raise _fail(path, "device", "no /device group and no /action",
+                        "a file recorded by x2 collect teleop, or any x2 episode")
         name = name or names[0]
         if name not in names:
             raise _fail(path, "device", repr(name), ", ".join(names))
         g = f["device"][name]
-        where = f"device/{name}"
-        kind = g.attrs.get("kind", "")
-        kind = kind.decode() if isinstance(kind, bytes) else str(kind)
-        if kind not in KINDS:
-            raise _fail(path, f"{where}.kind", repr(kind), ", ".join(KINDS))
-        try:
-            fields = json.loads(g.attrs.get("fields", "[]"))
-            events = json.loads(g.attrs.get("events", "[]"))
-        except (TypeError, ValueError):
-            raise _fail(path, f"{where} attrs", "malformed JSON", "fields and events as JSON lists") from None
-        codes = _read(g, "event_code", path, where, np.int64, ndim=1)
-        if any(not (0 <= c < len(events)) or events[c] not in EVENTS for c in codes):
-            raise _fail(path, f"{where}/event_code", "an unknown event", ", ".join(EVENTS))
-        t = _read(g, "t", path, where, np.float64, ndim=1)
-        values = {k: _read(g, k, path, where, np.float64) for k in fields if isinstance(k, str)}
-        for key, arr in values.items():
-            if len(arr) != len(t):
-                raise _fail(path, f"{where}/{key}", f"{len(arr)} rows", f"{len(t)} (one per sample)")
-        if len(t) and (not np.all(np.isfinite(t)) or np.any(np.diff(t) < 0)):
-            raise _fail(path, f"{where}/t", "non-increasing or non-finite times", "increasing seconds")
-        ev_t = _read(g, "event_t", path, where, np.float64, ndim=1)
-        ev_arm = _read(g, "event_arm", path, where, np.int64, ndim=1)
-        if not (len(ev_t) == len(codes) == len(ev_arm)):
-            raise _fail(path, f"{where}/event_*", "different lengths", "one row per event")
-        return Stream(kind, t, _read(g, "seq", path, where, np.int64, ndim=1), values,
-                      [(float(a), events[int(c)], int(b)) for a, c, b in zip(ev_t, codes, ev_arm, strict=True)])
+        return _parse(g, dict(g.attrs), path, f"device/{name}", source)
 
 
-def _read(g: h5py.Group, key: str, path: Path, where: str, dtype: type, ndim: int | None = None) -> np.ndarray:
+SOURCE_ATTRS = ("task", "robot", "seed", "scene_variant", "episode_index")  # where a recorded episode came from
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _from_actions(f: h5py.File, path: Path, source: dict[str, Any]) -> Stream:
+    actions = _read(f, "action", path, "", np.float64, ndim=2)
+    if actions.shape[1] % 7 or not len(actions):
+        raise _fail(path, "action", f"shape {actions.shape}", "(T, 7 per arm): 6 joints + gripper per arm")
+    arrays, attrs = joint_stream(actions, float(f.attrs["fps"]))
+    return _parse(arrays, attrs, path, "action", source)
+
+
+def _parse(g: Mapping[str, Any], attrs: Mapping[str, Any], path: Path, where: str, source: dict[str, Any]) -> Stream:
+    kind = _plain(attrs.get("kind", ""))
+    if kind not in KINDS:
+        raise _fail(path, f"{where}.kind", repr(kind), ", ".join(KINDS))
+    try:
+        fields = json.loads(attrs.get("fields", "[]"))
+        events = json.loads(attrs.get("events", "[]"))
+    except (TypeError, ValueError):
+        raise _fail(path, f"{where} attrs", "malformed JSON", "fields and events as JSON lists") from None
+    codes = _read(g, "event_code", path, where, np.int64, ndim=1)
+    if any(not (0 <= c < len(events)) or events[c] not in EVENTS for c in codes):
+        raise _fail(path, f"{where}/event_code", "an unknown event", ", ".join(EVENTS))
+    t = _read(g, "t", path, where, np.float64, ndim=1)
+    values = {k: _read(g, k, path, where, np.float64) for k in fields if isinstance(k, str)}
+    for key, arr in values.items():
+        if len(arr) != len(t):
+            raise _fail(path, f"{where}/{key}", f"{len(arr)} rows", f"{len(t)} (one per sample)")
+    if len(t) and (not np.all(np.isfinite(t)) or np.any(np.diff(t) < 0)):
+        raise _fail(path, f"{where}/t", "non-increasing or non-finite times", "increasing seconds")
+    ev_t = _read(g, "event_t", path, where, np.float64, ndim=1)
+    ev_arm = _read(g, "event_arm", path, where, np.int64, ndim=1)
+    if not (len(ev_t) == len(codes) == len(ev_arm)):
+        raise _fail(path, f"{where}/event_*", "different lengths", "one row per event")
+    return Stream(kind, t, _read(g, "seq", path, where, np.int64, ndim=1), values,
+                  [(float(a), events[int(c)], int(b)) for a, c, b in zip(ev_t, codes, ev_arm, strict=True)], source)
+
+
+def _read(g: Mapping[str, Any], key: str, path: Path, where: str, dtype: type, ndim: int | None = None) -> np.ndarray:
     ds = g.get(key)
-    if not isinstance(ds, h5py.Dataset) or ds.dtype.kind not in "biuf":
+    if not hasattr(ds, "dtype") or ds.dtype.kind not in "biuf":  # an h5py dataset or a numpy array
         raise _fail(path, f"{where}/{key}", "missing or not numeric", "a numeric array")
     arr = np.asarray(ds[()], dtype=dtype)
     if ndim is not None and arr.ndim != ndim:

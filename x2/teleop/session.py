@@ -28,6 +28,7 @@ from x2.teleop.teacher import DeviceTeacher
 class TeleopConfig:
     episodes: int | None = None  # None: until the operator quits
     seed: int = 0
+    first_seed: int | None = None  # the first episode's seed itself (replaying a recorded episode's scene)
     max_seconds: float | None = None  # per episode; None: three times the task's horizon
     success_hold_s: float | None = 1.0  # None: only the operator ends an episode
     stop_on_failure: bool = True
@@ -73,12 +74,12 @@ class TeleopSession:
     def run(self, on_episode: Callable[[EpisodeSummary], None] | None = None) -> list[EpisodeSummary]:
         cfg, st = self.config, self.status
         done: list[EpisodeSummary] = []
-        slot = len(self.dataset.episodes())  # seeds continue the master seed's sequence across sessions
+        slot = first = len(self.dataset.episodes())  # seeds continue the master seed's sequence across sessions
         committed = 0
         options = RolloutOptions(stop_on_success=False, stop_on_failure=cfg.stop_on_failure,
                                  max_ticks=self.max_ticks)
         while cfg.episodes is None or committed < cfg.episodes:
-            seed = nth_child_seed(cfg.seed, slot)
+            seed = cfg.first_seed if slot == first and cfg.first_seed is not None else nth_child_seed(cfg.seed, slot)
             st.episode, st.seed, st.phase = self.dataset.next_index(), seed, "resetting"
             teacher = self.teacher
             result, record = record_episode(
