@@ -1,8 +1,9 @@
 """Teleop loop figures, measured in one run:
 
 1. The control loop at 30 Hz for N minutes (default 5) with a replay device (a leader-arm stream,
-   120 Hz) and recording on, through the real TeleopSession: achieved rate, lateness percentiles,
-   overruns (missed slots) and that every tick's lateness is stored.
+   120 Hz) and recording on, through the real TeleopSession, with the operator panel rendered at 4 Hz
+   on its own thread as `x2 collect teleop` does (to an off-screen terminal): achieved rate,
+   lateness percentiles, overruns (missed slots) and that every tick's lateness is stored.
 2. Recorder overhead: a teleop tick (teacher + DAG labels + record + physics step) with recording
    (EpisodeWriter on its writer thread, as teleop records, + the raw device stream) / the same tick
    without, in interleaved rounds of real-time episodes; medians of per-round means. Two views: the
@@ -15,6 +16,7 @@ Usage: python bench/bench_teleop.py [--minutes 5] [--rounds 8] [--round-seconds 
 from __future__ import annotations
 
 import argparse
+import io
 import platform
 import statistics
 import sys
@@ -23,6 +25,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from rich.console import Console
+from rich.live import Live
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from teleop_streams import home_stream  # noqa: E402
@@ -31,7 +35,7 @@ from x2.devices.replay import ReplayDevice  # noqa: E402
 from x2.rollout import RealTimeClock, Rollout, RolloutOptions, open_dataset, record_episode  # noqa: E402
 from x2.sim.mujoco.backend import MujocoBackend  # noqa: E402
 from x2.spec import load_env  # noqa: E402
-from x2.teleop import JointMirror, TeleopConfig, TeleopSession, TeleopStatus  # noqa: E402
+from x2.teleop import JointMirror, TeleopConfig, TeleopSession, TeleopStatus, panel  # noqa: E402
 from x2.teleop.teacher import DeviceTeacher  # noqa: E402
 
 TASK = "fruit_in_microwave"
@@ -45,9 +49,11 @@ def long_loop(tmp: Path, minutes: float) -> dict[str, float]:
     ds = open_dataset(tmp / "long", env, backend)
     status = TeleopStatus(device="replay")
     config = TeleopConfig(episodes=1, max_seconds=minutes * 60, success_hold_s=None, stop_on_failure=False)
+    screen = Console(file=io.StringIO(), force_terminal=True, width=120)
     with ReplayDevice(stream) as dev:
         session = TeleopSession(backend, ds, dev, status, config)
-        (summary,) = session.run()
+        with Live(get_renderable=lambda: panel(status, dev.health), console=screen, refresh_per_second=4):
+            (summary,) = session.run()
         wall = status.last_tick_at - status.first_tick_at  # first to last tick: the loop's own span
     with ds.load(summary.index) as ep:
         lat = ep["timing/lateness_ms"]

@@ -68,6 +68,10 @@ def test_keyboard_twist_moves_the_tcp_at_the_set_speed(backend: MujocoBackend) -
     assert cmd[13] == 0.0 and cmd[6] == 1.0
     m.command(_sample(twist=np.zeros((2, 6))), 0.0, [DeviceEvent("arm", 0.0, 0)], backend.robot_state())
     assert m.active == 0 and "left" in m.status
+    paused = m.command(_sample(twist=twist), 0.0, [DeviceEvent("engage", 0.0, -1)], backend.robot_state())
+    assert np.array_equal(paused, cmd) and "paused" in m.status  # Enter locks the arms
+    moved = m.command(_sample(twist=twist), 0.0, [DeviceEvent("engage", 0.0, -1)], backend.robot_state())
+    assert not np.array_equal(moved, cmd)  # and unlocks them
 
 
 def _vr(pos_vr: np.ndarray, clutch: float, valid: float = 1.0) -> Sample:

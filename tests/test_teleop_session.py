@@ -112,3 +112,19 @@ def test_interrupt_or_kill_mid_episode_loses_only_that_episode(tmp_path: Path, s
     for rec in ds.episodes():
         with ds.load(rec.index) as ep:
             assert ep.frames == rec.frames and ep.attrs["teleop_end"] == "next"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--device", "joystick"], "--device: found 'joystick'; allowed: keyboard"),
+    (["--device", "replay:nope.h5"], "nope.h5: replay file: found no such file"),
+    (["--device", "vr"], "vr: no SteamVR runtime found"),
+    (["--device", "master-arm:/dev/ttyNOPE"], "master-arm: serial port /dev/ttyNOPE not found"),
+    (["--device", "keyboard:terminal"], "keyboard: stdin is not a terminal"),
+    (["--task", "nope", "--device", "keyboard:terminal"], "task"),
+    (["--keys", "mouse"], "--keys: found 'mouse'"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, args: list[str], message: str) -> None:
+    run = _x2(["collect", "teleop", *args], tmp_path, timeout=60)
+    assert run.returncode == 2, run.stderr
+    assert message in run.stderr and "Traceback" not in run.stderr
+    assert not (tmp_path / "data").exists()

@@ -136,7 +136,8 @@ def teleop(
 def _keymap(dev: Device) -> list[str]:
     if dev.kind != "keyboard" or not isinstance(dev, KeyboardDevice):
         return []
-    return keymap_lines(motion=True)
+    shown = ("Right", "Left", "Bksp", "Esc")  # the lifecycle keys have their own row in the panel
+    return [line for line in keymap_lines(motion=True) if not line.startswith(shown)]
 
 
 def _summary_line(s) -> str:

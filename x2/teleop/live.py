@@ -22,7 +22,7 @@ def _dag_line(st: TeleopStatus) -> Text:
     line = Text()
     for i, node in enumerate(st.nodes):
         if i:
-            line.append(" → ", style="dim")
+            line.append("  ·  ", style="dim")  # topological order: not every neighbour pair is an edge
         if node in st.done_nodes:
             line.append(f"✓ {node}", style="green")
         elif node in st.active_nodes:
@@ -30,6 +30,16 @@ def _dag_line(st: TeleopStatus) -> Text:
         else:
             line.append(node, style="dim")
     return line
+
+
+def _columns(lines: Sequence[str], n: int) -> Table:
+    table = Table.grid(padding=(0, 3))
+    rows = -(-len(lines) // n)
+    for _ in range(n):
+        table.add_column(style="dim")
+    for r in range(rows):
+        table.add_row(*[lines[c * rows + r] if c * rows + r < len(lines) else "" for c in range(n)])
+    return table
 
 
 def panel(st: TeleopStatus, health: Callable[[], DeviceHealth], keymap: Sequence[str] = ()) -> RenderableType:
@@ -60,8 +70,8 @@ def panel(st: TeleopStatus, health: Callable[[], DeviceHealth], keymap: Sequence
                                          f"  {h.rate_hz:.0f} Hz  age {age}  drops {h.drops}  {h.detail}"))
     grid.add_row("control", f"{st.mapper}" + (f"  (safety clamped {st.clamped} ticks)" if st.clamped else ""))
     grid.add_row("keys", "   ".join(LIFECYCLE_KEYS))
-    for line in keymap:
-        grid.add_row("", Text(line, style="dim"))
+    if keymap:
+        grid.add_row("", _columns(keymap, 3))
     body: list[RenderableType] = [grid]
     if st.messages:
         body.append(Text("\n".join(st.messages), style="cyan"))

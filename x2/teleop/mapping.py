@@ -143,6 +143,7 @@ class EEVelocity:
         self.fps, self.config = fps, config or VelocityConfig()
         self.status = "keys move the active arm"
         self.active = 1  # the keyboard starts on the right arm
+        self.paused = False  # Enter ("engage") locks the arms against stray keys, and unlocks them
 
     def reset(self, backend: MujocoBackend, home_action: np.ndarray) -> None:
         self.targets = _TcpTargets(backend, home_action)
@@ -154,11 +155,13 @@ class EEVelocity:
         for ev in events:
             if ev.kind == "arm" and 0 <= ev.arm < len(tg.slices):
                 self.active = ev.arm
+            elif ev.kind == "engage":
+                self.paused = not self.paused
             elif ev.kind == "gripper":
                 a = self.active if ev.arm < 0 else ev.arm
                 grip = tg.slices[a].stop
                 tg.cmd[grip] = 0.0 if tg.cmd[grip] > 0.5 else 1.0
-        if sample is not None and age_s <= STALE_S:
+        if sample is not None and age_s <= STALE_S and not self.paused:
             twist = np.asarray(sample.values["twist"], dtype=np.float64)
             for a in range(len(tg.slices)):
                 v, w = twist[a, :3] * c.linear_mps * dt, twist[a, 3:] * c.angular_rps * dt
@@ -169,7 +172,7 @@ class EEVelocity:
                 tg.follow(a)
         arm = self.names[self.active]
         edge = " (at the edge of reach)" if tg.limited[self.active] else ""
-        self.status = f"active arm: {arm}{edge}"
+        self.status = f"active arm: {arm}{edge}" + ("  [paused: Enter resumes]" if self.paused else "")
         return tg.cmd.copy()
 
 

@@ -46,6 +46,9 @@ class DeviceTeacher:
         self.stream = StreamBuilder(self.device.kind, 0.0)
         self._started = False
         self.device.drain()  # samples from before the episode belong to no episode
+        # Keys pressed while the last episode was being saved: a second "next" must not end this one
+        # at its first tick; a "quit" still counts.
+        self._carry = [e for e in self._pending_events() if e.kind == "quit"]
         st = self.status
         st.instruction, st.tick, st.success_since, st.failure = info.instruction, 0, None, ""
         st.done_nodes = st.active_nodes = frozenset()
@@ -65,7 +68,8 @@ class DeviceTeacher:
             self._started = True
             self.stream.t0 = now
         sample = self.device.latest()
-        events = self._pending_events()
+        events = self._carry + self._pending_events()
+        self._carry = []
         samples = self.device.drain()
         if self.record_stream:
             self.stream.add(samples, events)
