@@ -10,12 +10,13 @@
    control thread's tick work (what paces the loop; target <= 1.10, DESIGN section 10) and the
    process CPU time per tick (all threads: what recording costs the machine in total).
 
-Usage: python bench/bench_teleop.py [--minutes 5] [--rounds 8] [--round-seconds 10]
+Usage: python bench/bench_teleop.py [--minutes 5] [--rounds 6] [--round-seconds 30] [--no-overhead]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import platform
 import statistics
@@ -50,11 +51,22 @@ def long_loop(tmp: Path, minutes: float) -> dict[str, float]:
     status = TeleopStatus(device="replay")
     config = TeleopConfig(episodes=1, max_seconds=minutes * 60, success_hold_s=None, stop_on_failure=False)
     screen = Console(file=io.StringIO(), force_terminal=True, width=120)
+    pauses: list[float] = []
+    started: list[float] = []
+
+    def gc_timer(phase: str, info: dict) -> None:  # how long each collection holds every thread
+        if phase == "start":
+            started.append(time.perf_counter())
+        elif started:
+            pauses.append((time.perf_counter() - started.pop()) * 1e3)
+
+    gc.callbacks.append(gc_timer)
     with ReplayDevice(stream) as dev:
         session = TeleopSession(backend, ds, dev, status, config)
         with Live(get_renderable=lambda: panel(status, dev.health), console=screen, refresh_per_second=4):
             (summary,) = session.run()
         wall = status.last_tick_at - status.first_tick_at  # first to last tick: the loop's own span
+    gc.callbacks.remove(gc_timer)
     with ds.load(summary.index) as ep:
         lat = ep["timing/lateness_ms"]
         frames = ep.frames
@@ -63,7 +75,8 @@ def long_loop(tmp: Path, minutes: float) -> dict[str, float]:
     period_ms = 1e3 / env.fps
     return {"frames": frames, "wall_s": wall, "rate_hz": (frames - 1) / wall, "p50": float(np.percentile(lat, 50)),
             "p99": float(np.percentile(lat, 99)), "max": float(lat.max()), "late_ticks": int((lat > period_ms).sum()),
-            "missed": summary.missed_slots, "stored": len(lat) == frames, "work_ms": float(np.mean(work))}
+            "missed": summary.missed_slots, "stored": len(lat) == frames, "work_ms": float(np.mean(work)),
+            "gc_max_ms": max(pauses, default=0.0), "gc_count": len(pauses)}
 
 
 def overhead(tmp: Path, rounds: int, seconds: float) -> dict[bool, dict[str, list[float]]]:
@@ -95,15 +108,19 @@ def overhead(tmp: Path, rounds: int, seconds: float) -> dict[bool, dict[str, lis
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=5.0)
-    ap.add_argument("--rounds", type=int, default=8)
-    ap.add_argument("--round-seconds", type=float, default=10.0)
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--round-seconds", type=float, default=30.0)
+    ap.add_argument("--no-overhead", action="store_true", help="only the long loop")
     args = ap.parse_args()
     print(f"machine: {platform.node() or 'vm'} {platform.machine()} python {platform.python_version()}")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        res = overhead(tmp, args.rounds, args.round_seconds)
-        print(f"recorder overhead, {args.rounds} interleaved rounds x {args.round_seconds:.0f} s at 30 Hz, medians:")
-        for view, label in (("tick", "control-thread tick work"), ("cpu", "process CPU per tick (all threads)")):
+        res = {} if args.no_overhead else overhead(tmp, args.rounds, args.round_seconds)
+        views = (("tick", "control-thread tick work"), ("cpu", "process CPU per tick (all threads)"))
+        if res:
+            print(f"recorder overhead, {args.rounds} interleaved rounds x {args.round_seconds:.0f} s at 30 Hz, "
+                  "medians:")
+        for view, label in views if res else ():
             rec, bare = res[True][view], res[False][view]
             ratio = statistics.median(rec) / statistics.median(bare)
             print(f"  {label}: with recording {statistics.median(rec):.3f} ms, without "
@@ -114,7 +131,8 @@ def main() -> None:
         print(f"  {loop['frames']} frames, first to last tick {loop['wall_s']:.2f} s = {loop['rate_hz']:.3f} Hz "
               f"achieved; lateness p50 {loop['p50']:.2f} / p99 {loop['p99']:.2f} / max {loop['max']:.2f} ms; "
               f"ticks later than one period {loop['late_ticks']}; missed slots {loop['missed']}; "
-              f"every tick's lateness stored: {loop['stored']}; mean tick work {loop['work_ms']:.2f} ms")
+              f"every tick's lateness stored: {loop['stored']}; mean tick work {loop['work_ms']:.2f} ms; "
+              f"{loop['gc_count']} garbage collections, longest {loop['gc_max_ms']:.1f} ms")
 
 
 if __name__ == "__main__":

@@ -50,35 +50,45 @@ class Stream:
 
 
 class StreamBuilder:
-    """Collects one episode's samples and events as the loop drains them; times relative to `t0`."""
+    """Collects one episode's samples and events as the loop drains them; times relative to `t0`.
+
+    Samples are unpacked into flat lists of numbers and arrays as they arrive: a long episode keeps
+    tens of thousands of samples, and as objects the garbage collector would walk them all in every
+    full collection, a pause the real-time loop would feel."""
 
     def __init__(self, kind: str, t0: float):
         self.kind, self.t0 = kind, t0
-        self._samples: list[Sample] = []
-        self._events: list[DeviceEvent] = []
+        self._t: list[float] = []
+        self._seq: list[int] = []
+        self._values: dict[str, list[np.ndarray]] = {}
+        self._events: list[tuple[float, int, int]] = []
         self.tick_seq: list[int] = []
 
     def add(self, samples: Iterable[Sample], events: Iterable[DeviceEvent] = ()) -> None:
-        self._samples.extend(samples)
-        self._events.extend(events)
+        for x in samples:
+            self._t.append(x.t)
+            self._seq.append(x.seq)
+            for key, value in x.values.items():
+                self._values.setdefault(key, []).append(value)
+        self._events.extend((e.t, EVENTS.index(e.kind), e.arm) for e in events)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Numeric arrays for `EpisodeWriter.finish(device={name: arrays})`."""
-        s = self._samples
+        ev = self._events
         out: dict[str, np.ndarray] = {
-            "t": np.array([x.t - self.t0 for x in s], np.float64),
-            "seq": np.array([x.seq for x in s], np.int64),
-            "event_t": np.array([e.t - self.t0 for e in self._events], np.float64),
-            "event_code": np.array([EVENTS.index(e.kind) for e in self._events], np.int16),
-            "event_arm": np.array([e.arm for e in self._events], np.int16),
+            "t": np.array(self._t, np.float64) - self.t0,
+            "seq": np.array(self._seq, np.int64),
+            "event_t": np.array([e[0] for e in ev], np.float64) - self.t0,
+            "event_code": np.array([e[1] for e in ev], np.int16),
+            "event_arm": np.array([e[2] for e in ev], np.int16),
             "tick_seq": np.array(self.tick_seq, np.int64),
         }
-        for key in sorted(s[0].values) if s else ():
-            out[key] = np.stack([np.asarray(x.values[key], np.float64) for x in s])
+        for key in sorted(self._values):
+            out[key] = np.stack(self._values[key]).astype(np.float64, copy=False)
         return out
 
     def attrs(self) -> dict[str, str]:
-        fields = sorted(self._samples[0].values) if self._samples else []
+        fields = sorted(self._values)
         return {"kind": self.kind, "fields": json.dumps(fields), "events": json.dumps(list(EVENTS))}
 
 

@@ -9,6 +9,8 @@ progress; Ctrl-C (KeyboardInterrupt) aborts it through the writer and propagates
 
 from __future__ import annotations
 
+import gc
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -22,6 +24,8 @@ from x2.sim.mujoco.backend import MujocoBackend
 from x2.teleop.mapping import Mapper, mapper_for
 from x2.teleop.status import TeleopStatus
 from x2.teleop.teacher import DeviceTeacher
+
+GIL_SWITCH_S = 0.0005
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,21 @@ class TeleopSession:
         return self.teacher.device_record(result.ticks)
 
     def run(self, on_episode: Callable[[EpisodeSummary], None] | None = None) -> list[EpisodeSummary]:
+        # Other threads (the panel's renderer, the recorder, device readers) hold the GIL for up to the
+        # switch interval before the control thread gets it back: 5 ms by default, seen as p99 lateness.
+        # And the full collections of the garbage collector walk every long-lived object (MuJoCo, numpy
+        # and rich bring ~10^5): freezing what exists before the loop keeps those pauses short.
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(GIL_SWITCH_S)
+        gc.collect()
+        gc.freeze()
+        try:
+            return self._run(on_episode)
+        finally:
+            gc.unfreeze()
+            sys.setswitchinterval(switch)
+
+    def _run(self, on_episode: Callable[[EpisodeSummary], None] | None) -> list[EpisodeSummary]:
         cfg, st = self.config, self.status
         done: list[EpisodeSummary] = []
         slot = first = len(self.dataset.episodes())  # seeds continue the master seed's sequence across sessions
