@@ -51,14 +51,15 @@ def long_loop(tmp: Path, minutes: float) -> dict[str, float]:
     status = TeleopStatus(device="replay")
     config = TeleopConfig(episodes=1, max_seconds=minutes * 60, success_hold_s=None, stop_on_failure=False)
     screen = Console(file=io.StringIO(), force_terminal=True, width=120)
-    pauses: list[float] = []
+    pauses: list[tuple[float, float]] = []  # (start, ms)
     started: list[float] = []
 
     def gc_timer(phase: str, info: dict) -> None:  # how long each collection holds every thread
         if phase == "start":
             started.append(time.perf_counter())
         elif started:
-            pauses.append((time.perf_counter() - started.pop()) * 1e3)
+            t0 = started.pop()
+            pauses.append((t0, (time.perf_counter() - t0) * 1e3))
 
     gc.callbacks.append(gc_timer)
     with ReplayDevice(stream) as dev:
@@ -76,7 +77,9 @@ def long_loop(tmp: Path, minutes: float) -> dict[str, float]:
     return {"frames": frames, "wall_s": wall, "rate_hz": (frames - 1) / wall, "p50": float(np.percentile(lat, 50)),
             "p99": float(np.percentile(lat, 99)), "max": float(lat.max()), "late_ticks": int((lat > period_ms).sum()),
             "missed": summary.missed_slots, "stored": len(lat) == frames, "work_ms": float(np.mean(work)),
-            "gc_max_ms": max(pauses, default=0.0), "gc_count": len(pauses)}
+            # collections during the loop (the session's own collect before its first tick excluded)
+            "gc_max_ms": max((ms for t, ms in pauses if t >= status.first_tick_at), default=0.0),
+            "gc_count": sum(t >= status.first_tick_at for t, _ in pauses)}
 
 
 def overhead(tmp: Path, rounds: int, seconds: float) -> dict[bool, dict[str, list[float]]]:
