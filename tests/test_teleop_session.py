@@ -38,6 +38,7 @@ def test_replay_completes_fruit_in_microwave_with_correct_labels(tmp_path: Path)
     ds = Dataset.open(tmp_path / "data" / "tele")
     (rec,) = ds.episodes()
     assert rec.success and rec.source == "teleop" and rec.seed == nth_child_seed(0, 0)
+    assert rec.segments[-1].node == "done" and rec.segments[-1].end - rec.segments[-1].start == 30  # 1 s hold
     with ds.load(0) as ep:
         assert ep.outcome == "success" and ep.attrs["teleop_end"] == "success"
         order = [n for n, _ in ep.events]

@@ -53,7 +53,8 @@ def parse_episode_filename(name: str) -> int | None:
 
 
 def segments_from_labels(subtask_index: np.ndarray, names: Sequence[str]) -> list[Segment]:
-    """Runs of equal ``subtask_index``; -1 is "unfinished", an index past ``names`` keeps its number."""
+    """Runs of equal ``subtask_index``; -1 is "unfinished", ``len(names)`` is "done" (frames after the
+    task succeeded, e.g. a teleop episode's success hold), anything else past ``names`` keeps its number."""
     values = np.asarray(subtask_index)
     if values.size == 0:
         return []
@@ -66,6 +67,8 @@ def segments_from_labels(subtask_index: np.ndarray, names: Sequence[str]) -> lis
 def _label_name(value: int, names: Sequence[str]) -> str:
     if 0 <= value < len(names):
         return str(names[value])
+    if value == len(names):
+        return "done"
     return "unfinished" if value == -1 else str(value)
 
 
