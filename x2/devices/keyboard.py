@@ -70,7 +70,7 @@ ACTION_KEYS: dict[str, str] = {
 _ACTION_HELP = (
     ("Tab", "switch arm"),
     ("Space", "toggle gripper"),
-    ("Enter", "engage"),
+    ("Enter", "pause / resume the arms"),
     ("Right", "next episode"),
     ("Left", "re-record"),
     ("Bksp/Del", "discard"),
