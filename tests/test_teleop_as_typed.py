@@ -1,9 +1,11 @@
-"""`x2 collect teleop --robot artixon-g`, exactly as typed, at a terminal with no display: the task is
-asked for (Enter takes the robot's reference task), the keyboard falls back to the terminal backend,
-the panel runs, keys drive the arm, Escape saves the episode and quits."""
+"""`x2 collect teleop --robot artixon-g`, exactly as typed, at a terminal: the task is asked for (Enter
+takes the robot's reference task), the panel runs, keys drive the arm, Escape saves the episode and
+quits. With no display the keyboard falls back to the terminal backend; under an X server (Xvfb,
+keys typed with xdotool) pynput reads them, the usual desktop set-up."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import subprocess
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from xvfb import Xvfb, require_x_tools
 
 from x2.datasets import Dataset
 
@@ -49,11 +52,48 @@ class Screen:
         self._thread.join()
 
 
+def _press_w_then_escape(master: int, x: Xvfb | None) -> None:
+    if x is None:  # the terminal: autorepeat sends the key ~20 times a second while held
+        for _ in range(16):
+            os.write(master, b"w")
+            time.sleep(0.05)
+        time.sleep(0.3)
+        os.write(master, b"\x1b")
+    else:  # the X server: a real press and release, typed into no window in particular (pynput's RECORD)
+        x.xdotool("keydown", "w")
+        time.sleep(0.8)
+        x.xdotool("keyup", "w")
+        time.sleep(0.3)
+        x.xdotool("key", "Escape")
+
+
 @pytest.mark.timeout(120)
-def test_collect_teleop_as_typed_at_a_terminal(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["terminal", "x11"])
+def test_collect_teleop_as_typed(tmp_path: Path, where: str) -> None:
+    with contextlib.ExitStack() as stack:
+        x = None
+        if where == "x11":
+            require_x_tools()
+            x = stack.enter_context(Xvfb())
+        _run_session(tmp_path, x)
+    ds = Dataset.open(tmp_path / "data" / "fruit_in_microwave")
+    (rec,) = ds.episodes()
+    with ds.load(rec.index) as ep:
+        assert ep.attrs["teleop_end"] == "quit" and ep.attrs["robot"] == "artixon-g"
+        ee = ep["observations/ee_pose"]
+        moved = ee[-1, 1, :3] - ee[0, 1, :3]  # the keyboard starts on the right arm; w = forward (+x)
+        assert 0.06 < moved[0] < 0.2 and np.abs(moved[1:]).max() < 0.01, moved  # 0.8 s at 15 cm/s, in reach
+        assert np.allclose(ee[-1, 0, :3], ee[0, 0, :3], atol=0.01)  # the left arm stayed home
+        twist = ep["device/keyboard/twist"]
+        assert twist[:, 1, 0].max() == 1.0
+
+
+def _run_session(tmp_path: Path, x: Xvfb | None) -> None:
     master, slave = os.openpty()
     env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
     env.update(MUJOCO_GL="egl", COLUMNS="120", LINES="40", TERM="xterm-256color")
+    if x is not None:
+        env["DISPLAY"] = x.display
     proc = subprocess.Popen([sys.executable, "-m", "x2", "collect", "teleop", "--robot", "artixon-g"], cwd=tmp_path,
                             env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
     os.close(slave)
@@ -62,12 +102,9 @@ def test_collect_teleop_as_typed_at_a_terminal(tmp_path: Path) -> None:
         screen.wait_for(b"task", 60)  # the prompt, listing the tasks
         os.write(master, b"\r")  # Enter: the robot's reference task
         screen.wait_for(b"keys", 60)  # the live panel is up
+        screen.wait_for(b"x11 on" if x is not None else b"terminal, active arm", 5)  # the backend in use
         time.sleep(0.5)
-        for _ in range(16):  # hold w for ~0.8 s (autorepeat sends ~20 a second): 12 cm, well inside reach
-            os.write(master, b"w")
-            time.sleep(0.05)
-        time.sleep(0.3)
-        os.write(master, b"\x1b")  # Escape: save and quit
+        _press_w_then_escape(master, x)
         proc.wait(timeout=60)
         screen.wait_for(b"teleop episodes", 5)
     finally:
@@ -77,13 +114,3 @@ def test_collect_teleop_as_typed_at_a_terminal(tmp_path: Path) -> None:
         os.close(master)
     assert proc.returncode == 0, screen.tail()
     assert b"Traceback" not in screen.seen
-    ds = Dataset.open(tmp_path / "data" / "fruit_in_microwave")
-    (rec,) = ds.episodes()
-    with ds.load(rec.index) as ep:
-        assert ep.attrs["teleop_end"] == "quit" and ep.attrs["robot"] == "artixon-g"
-        ee = ep["observations/ee_pose"]
-        moved = ee[-1, 1, :3] - ee[0, 1, :3]  # the keyboard starts on the right arm; w = forward (+x)
-        assert 0.06 < moved[0] < 0.2 and np.abs(moved[1:]).max() < 0.01, moved
-        assert np.allclose(ee[-1, 0, :3], ee[0, 0, :3], atol=0.01)  # the left arm stayed home
-        twist = ep["device/keyboard/twist"]
-        assert twist[:, 1, 0].max() == 1.0
