@@ -187,7 +187,8 @@ def test_health_rate_drops_and_silent_servos(bus):
     with make_device(f"master-arm:{bus.path}") as dev:
         time.sleep(1.2)
         h = dev.health()
-        assert h.connected and h.rate_hz > 20 and h.drops == 0 and h.age_s < 0.5
+        assert h.connected and 20 < h.rate_hz <= 1.1 * MasterArmConfig().max_rate_hz and h.drops == 0
+        assert h.age_s < 0.5
         assert bus.path in h.detail
 
         bus.remove(3, 9)

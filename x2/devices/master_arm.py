@@ -15,6 +15,7 @@ import errno
 import importlib
 import os
 import select
+import termios
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,9 @@ class MasterArmConfig:
     ids: tuple[int, ...] = DEFAULT_IDS
     calibration: Path | None = None
     device_id: str | None = None
+    # Reads per second at most: 200 Hz samples a 30 Hz loop finely, while a 1 Mbps bus could run at
+    # ~800 Hz and store four times the raw stream for nothing.
+    max_rate_hz: float = 200.0
 
     def __post_init__(self) -> None:
         if self.sdk not in SDKS:
@@ -78,6 +82,8 @@ class MasterArmConfig:
             raise DeviceError(f"master-arm: ids: found {list(ids)}; allowed: {SERVOS} distinct ids 0-{MAX_SERVO_ID} "
                               "(6 joints + gripper per arm, left first)")
         object.__setattr__(self, "ids", ids)
+        if not self.max_rate_hz > 0:
+            raise DeviceError(f"master-arm: max_rate_hz: found {self.max_rate_hz}; allowed: a positive number")
         if self.calibration is not None:
             object.__setattr__(self, "calibration", Path(self.calibration))
 
@@ -139,6 +145,7 @@ class MasterArmDevice(DeviceBase):
         self._failing_since: float | None = None
         self._last_report = 0.0
         self._ok_detail = ""
+        self._next_read = 0.0
 
     @classmethod
     def from_arg(cls, arg: str | None) -> MasterArmDevice:
@@ -226,15 +233,19 @@ class MasterArmDevice(DeviceBase):
     def _read_once(self) -> None:
         bus = self._bus
         assert bus is not None and self.calibration is not None
+        wait = self._next_read - time.monotonic()
+        if wait > 0 and self._stop.wait(wait):
+            return
+        self._next_read = max(self._next_read + 1.0 / self.config.max_rate_hz, time.monotonic())  # no bursts
         try:
             result = bus.sync_read()
-        except OSError as exc:  # the adapter was unplugged: no read on this handle will succeed again
+            now = time.monotonic()
+            if result != bus.success:
+                self._on_failure(bus, result, now)  # pings servos after a while: may meet the dead port too
+                return
+        except (OSError, termios.error) as exc:  # unplugged (pyserial's tcflush raises termios.error): for good
             raise DeviceError(f"lost serial port {self.config.port} ({exc}); check the USB cable and reconnect "
                               "the leader arm") from None
-        now = time.monotonic()
-        if result != bus.success:
-            self._on_failure(bus, result, now)
-            return
         ticks = np.array([bus.decode(bus.sync.getData(i, bus.address, bus.length)) for i in bus.ids], dtype=np.float64)
         self._publish({"joints": self.calibration.to_joints(ticks), "ticks": ticks}, t=now)
         if self._failing_since is not None:
