@@ -38,10 +38,12 @@ def test_round_trip_and_original_timing(tmp_path: Path) -> None:
             time.sleep(0.01)
     assert [s.seq for s in seen] == list(range(len(stream)))
     offsets = np.array([s.t for s in seen]) - start
-    np.testing.assert_allclose(offsets, stream.t, atol=0.03)  # republished at the recorded offsets
+    # Republished at the recorded offsets, not all at once (loose: a busy machine delays threads).
+    np.testing.assert_allclose(offsets, stream.t, atol=0.1)
+    assert np.all(np.diff(offsets) >= 0) and offsets[-1] > 0.15
     np.testing.assert_array_equal(np.stack([s.values["joints"] for s in seen]), stream.values["joints"])
     assert [(e.kind, e.arm) for e in events] == [("gripper", 1), ("next", -1)]
-    assert abs(events[0].t - start - 0.15) < 0.03
+    assert 0.1 < events[0].t - start < 0.25
 
 
 def test_an_episode_without_a_device_replays_its_actions(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -89,7 +90,7 @@ class _Rate:
         return len(self.times) / self.window_s
 
 
-class DeviceBase:
+class DeviceBase(ABC):
     """Thread-safe latest sample, stream buffer, event queue and health for concrete devices.
 
     Subclasses implement `_open()` and `_close()` and call `_publish(values)` / `_emit(kind, arm)` from
@@ -162,11 +163,12 @@ class DeviceBase:
         self.close()
 
     # ---- for subclasses --------------------------------------------------------------------------
+    @abstractmethod
     def _open(self) -> None:
-        raise NotImplementedError
+        """Open the hardware and start publishing (a reader thread or the SDK's listener)."""
 
-    def _close(self) -> None:
-        pass
+    def _close(self) -> None:  # noqa: B027  (optional: devices whose reader thread owns everything)
+        """Release the hardware after the reader thread stopped."""
 
     def _publish(self, values: Mapping[str, np.ndarray], t: float | None = None) -> Sample:
         arrays = {k: np.array(v, dtype=np.float64) for k, v in values.items()}
