@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from x2.datasets import Dataset
 from x2.devices import Device
 from x2.rollout import RealTimeClock, Rollout, RolloutOptions, record_episode
@@ -109,7 +111,7 @@ class TeleopSession:
             summary = EpisodeSummary(
                 index=record.index if record else None, seed=seed, frames=result.ticks, ending=ending,
                 success=result.success, events=tuple(result.events), missed_slots=result.missed_slots,
-                lateness_p99_ms=float(sorted(lat)[int(0.99 * (len(lat) - 1))]) if len(lat) else 0.0)
+                lateness_p99_ms=float(np.percentile(lat, 99)) if len(lat) else 0.0)
             done.append(summary)
             if record is not None:
                 committed += 1

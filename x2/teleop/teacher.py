@@ -45,6 +45,7 @@ class DeviceTeacher:
         self.ending = None
         self.stream = StreamBuilder(self.device.kind, 0.0)
         self._started = False
+        self._dag_seen: tuple[int, object] | None = None
         self.device.drain()  # samples from before the episode belong to no episode
         # Keys pressed while the last episode was being saved: a second "next" must not end this one
         # at its first tick; a "quit" still counts.
@@ -109,7 +110,9 @@ class DeviceTeacher:
             st.lateness_ms.append(self.clock.lateness_ms())
             st.overruns = self.clock.missed
         rt = self.monitor.runtime if self.monitor is not None else None
-        if rt is not None:
+        # The DAG's node sets change only when an event or a failure happens: rebuild them only then.
+        if rt is not None and (len(rt.events), rt.failure) != self._dag_seen:
+            self._dag_seen = (len(rt.events), rt.failure)
             st.done_nodes = frozenset(n for n, f in rt.completion_frames.items() if f is not None)
             st.active_nodes = frozenset(rt.active_nodes)
             st.failure = "" if rt.failure is None else f"{rt.failure[0]}: {rt.failure[2]}"
