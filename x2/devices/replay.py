@@ -16,15 +16,13 @@ from x2.devices.stream import Stream, read_stream
 
 
 class ReplayDevice(DeviceBase):
-    def __init__(self, path: str | Path, stream_name: str | None = None, speed: float = 1.0):
+    def __init__(self, path: str | Path, stream_name: str | None = None):
         super().__init__()
         self.path = Path(path)
         self.stream: Stream = read_stream(self.path, stream_name)
         self.kind = self.stream.kind
         self.name = "replay"
-        self.speed = speed
         self._go = threading.Event()
-        self.finished = threading.Event()
 
     def _open(self) -> None:
         self._set_detail(f"{self.path.name}: {len(self.stream)} samples, {self.stream.duration:.1f} s")
@@ -44,7 +42,7 @@ class ReplayDevice(DeviceBase):
         items = [(float(t), 0, i) for i, t in enumerate(s.t)] + [(e[0], 1, i) for i, e in enumerate(s.events)]
         items.sort()
         for t, is_event, i in items:
-            delay = start + t / self.speed - time.monotonic()
+            delay = start + t - time.monotonic()
             if delay > 0 and self._stop.wait(delay):
                 return
             if is_event:
@@ -53,5 +51,4 @@ class ReplayDevice(DeviceBase):
             else:
                 self._publish({k: v[i] for k, v in s.values.items()})
         self._set_detail(f"{self.path.name}: finished after {s.duration:.1f} s")
-        self.finished.set()
         self._stop.wait()

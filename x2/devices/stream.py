@@ -187,10 +187,6 @@ def _read(g: Mapping[str, Any], key: str, path: Path, where: str, dtype: type, n
     return arr
 
 
-def event_names(codes: Sequence[int]) -> list[str]:
-    return [EVENTS[c] for c in codes]
-
-
 def joint_stream(actions: np.ndarray, fps: float, rate_hz: float = 120.0,
                  events: Sequence[tuple[float, str, int]] = ()) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """A master-arm stream whose leader follows joint targets (T, 14) given at `fps`, sampled at `rate_hz`

@@ -75,6 +75,7 @@ class TeleopSession:
         return self.teacher.ending not in ("rerecord", "discard")
 
     def _finish(self, result: EpisodeResult) -> dict[str, object]:
+        self.status.phase = "saving"
         return self.teacher.device_record(result.ticks)
 
     def run(self, on_episode: Callable[[EpisodeSummary], None] | None = None) -> list[EpisodeSummary]:

@@ -38,7 +38,6 @@ class TeleopStatus:
     tick_times: deque[float] = field(default_factory=lambda: deque(maxlen=300))  # perf_counter per tick
     lateness_ms: deque[float] = field(default_factory=lambda: deque(maxlen=900))  # last 30 s at 30 Hz
     messages: deque[str] = field(default_factory=lambda: deque(maxlen=4))
-    keys: tuple[str, ...] = ()
 
     def say(self, message: str) -> None:
         self.messages.append(f"{time.strftime('%H:%M:%S')} {message}")
