@@ -20,7 +20,8 @@ from x2.devices import read_stream
 from x2.rollout.relabel import relabel
 from x2.seeding import nth_child_seed
 
-ENV = {**os.environ, "MUJOCO_GL": "egl"}
+# No display and no terminal: "--keys auto" adds no keyboard, the replayed stream ends the episodes.
+ENV = {**{k: v for k, v in os.environ.items() if k != "DISPLAY"}, "MUJOCO_GL": "egl"}
 
 
 def _x2(args: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess:
