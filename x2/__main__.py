@@ -2,4 +2,5 @@
 
 from x2.cli.app import main
 
-main()
+if __name__ == "__main__":  # spawned worker processes import this module as __mp_main__: no second CLI run
+    main()

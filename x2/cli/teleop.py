@@ -21,6 +21,8 @@ from x2.rollout import open_dataset
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.spec import load_env, load_robot, names
 from x2.teleop import TeleopConfig, TeleopSession, TeleopStatus, panel
+from x2.teleop.live import Picture
+from x2.teleop.preview import Preview, PreviewConfig
 
 DEFAULT_ROBOT = "artixon-g"
 
@@ -69,6 +71,11 @@ def teleop(
                                                 "after the task succeeds; 0 = only the keys end it")] = 1.0,
     keys: Annotated[str, typer.Option("--keys", help="episode keys beside a VR or master-arm device: "
                                       "auto, x11, terminal or none")] = "auto",
+    preview: Annotated[bool | None, typer.Option("--preview/--no-preview", help="a low-rate camera view in the "
+                                                 "panel, rendered in its own process (default: at a terminal)")
+                       ] = None,
+    preview_camera: Annotated[str | None, typer.Option("--preview-camera", help="camera for the preview "
+                                                       "(default: the robot's first, e.g. head)")] = None,
 ) -> None:
     """Teleoperate the simulated robot at the control rate and record every episode.
 
@@ -100,10 +107,13 @@ def teleop(
     path = workspace.resolve_output(dataset, default_name=env.task.name if env.task else env.scene_name)
     status = TeleopStatus(device=device)
     key_devices = _lifecycle_keys(dev, keys)
+    view = _preview(backend, preview_camera) if (console.is_terminal if preview is None else preview) else None
     opened: list[Device] = []
     ds = None
     summaries = []
     try:
+        if view is not None:
+            view.start()
         for d in (dev, *key_devices):
             d.connect()
             opened.append(d)
@@ -113,10 +123,12 @@ def teleop(
                       f"task [bold]{env.task.name if env.task else '-'}[/bold], device [bold]{device}[/bold]")
         config = TeleopConfig(episodes=episodes, seed=seed or 0, first_seed=first_seed, max_seconds=max_seconds,
                               success_hold_s=success_hold or None)
-        session = TeleopSession(backend, ds, dev, status, config, keys=key_devices)
+        session = TeleopSession(backend, ds, dev, status, config, keys=key_devices,
+                                hooks=[view.hook] if view is not None else [])
         keymap = _keymap(dev)
+        picture = _PictureCache(view) if view is not None else None
         if console.is_terminal:
-            with Live(get_renderable=lambda: panel(status, dev.health, keymap), console=console,
+            with Live(get_renderable=lambda: panel(status, dev.health, keymap, picture), console=console,
                       refresh_per_second=4, transient=False):
                 summaries = session.run()
         else:
@@ -125,12 +137,37 @@ def teleop(
         console.print("interrupted: the episode in progress was dropped; saved episodes are safe")
         raise
     finally:
+        if view is not None:
+            view.close()
         for d in reversed(opened):
             d.close()
         if ds is not None:
             ds.close()
         backend.close()
     _print_table(summaries)
+
+
+def _preview(backend: MujocoBackend, camera: str | None) -> Preview:
+    m = backend.model
+    cameras = [m.camera(i).name for i in range(m.ncam)]
+    camera = camera or (backend.env.robot.cameras[0] if backend.env.robot.cameras else "front")
+    if camera not in cameras:
+        raise X2Error(f"--preview-camera: found {camera!r}; allowed: {', '.join(cameras)}")
+    return Preview(PreviewConfig(camera=camera))
+
+
+class _PictureCache:
+    """The panel's picture, rebuilt only when the preview has a new frame (2 Hz), not at every refresh."""
+
+    def __init__(self, view: Preview):
+        self.view, self.seen, self.picture = view, 0, None
+
+    def __call__(self) -> Picture | None:
+        if self.view.frames != self.seen:
+            self.seen = self.view.frames
+            image = self.view.image()
+            self.picture = Picture(image) if image is not None else None
+        return self.picture
 
 
 def _keymap(dev: Device) -> list[str]:

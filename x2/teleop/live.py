@@ -7,8 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from rich.console import Group, RenderableType
+from rich.color import Color
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.panel import Panel
+from rich.segment import Segment
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -42,7 +46,43 @@ def _columns(lines: Sequence[str], n: int) -> Table:
     return table
 
 
-def panel(st: TeleopStatus, health: Callable[[], DeviceHealth], keymap: Sequence[str] = ()) -> RenderableType:
+class Picture:
+    """An RGB image in the terminal: each character cell shows two pixels, the upper half block's
+    foreground colour on the lower one's background. Colours are quantised to 32 levels a channel and
+    their styles cached, so a frame costs a few milliseconds to build and to print."""
+
+    _styles: dict[tuple[int, ...], Style] = {}
+
+    def __init__(self, image: np.ndarray):
+        q = (np.asarray(image, np.uint8) >> 3) << 3
+        h = q.shape[0] - q.shape[0] % 2
+        self.width = q.shape[1]
+        pairs = np.concatenate([q[0:h:2], q[1:h:2]], axis=2).tolist()  # (rows, width, 6): top rgb, bottom rgb
+        styles = self._styles
+        self.lines = []
+        for row in pairs:
+            line = []
+            for px in row:
+                key = tuple(px)
+                style = styles.get(key)
+                if style is None:
+                    if len(styles) > 65536:  # bounded: a changing scene must not grow it forever
+                        styles.clear()
+                    style = styles[key] = Style(color=Color.from_rgb(*key[:3]), bgcolor=Color.from_rgb(*key[3:]))
+                line.append(Segment("▀", style))
+            self.lines.append(line)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in self.lines:
+            yield from line
+            yield Segment.line()
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(self.width, self.width)
+
+
+def panel(st: TeleopStatus, health: Callable[[], DeviceHealth], keymap: Sequence[str] = (),
+          picture: Callable[[], Picture | None] | None = None) -> RenderableType:
     h = health()
     lat = np.fromiter(st.lateness_ms, float) if st.lateness_ms else np.zeros(1)
     p50, p99, worst = np.percentile(lat, 50), np.percentile(lat, 99), lat.max()
@@ -73,6 +113,9 @@ def panel(st: TeleopStatus, health: Callable[[], DeviceHealth], keymap: Sequence
     if keymap:
         grid.add_row("", _columns(keymap, 3))
     body: list[RenderableType] = [grid]
+    view = picture() if picture is not None else None
+    if view is not None:
+        body.insert(0, view)
     if st.messages:
         body.append(Text("\n".join(st.messages), style="cyan"))
     return Panel(Group(*body), title="x2 collect teleop", border_style="blue")

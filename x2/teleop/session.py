@@ -20,7 +20,7 @@ from x2.datasets import Dataset
 from x2.devices import Device
 from x2.rollout import RealTimeClock, Rollout, RolloutOptions, record_episode
 from x2.rollout.clock import Clock
-from x2.rollout.loop import EpisodeResult
+from x2.rollout.loop import EpisodeResult, TickHook
 from x2.seeding import nth_child_seed
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.teleop.mapping import Mapper, mapper_for
@@ -55,8 +55,9 @@ class EpisodeSummary:
 class TeleopSession:
     def __init__(self, backend: MujocoBackend, dataset: Dataset, device: Device, status: TeleopStatus,
                  config: TeleopConfig | None = None, *, keys: Sequence[Device] = (), clock: Clock | None = None,
-                 mapper: Mapper | None = None):
+                 mapper: Mapper | None = None, hooks: Sequence[TickHook] = ()):
         self.backend, self.dataset, self.device = backend, dataset, device
+        self.hooks = tuple(hooks)  # e.g. the camera preview's state publisher
         self.config, self.status = config or TeleopConfig(), status
         env = backend.env
         self.clock = clock or RealTimeClock(env.fps)
@@ -99,7 +100,7 @@ class TeleopSession:
         slot = first = len(self.dataset.episodes())  # seeds continue the master seed's sequence across sessions
         committed = 0
         options = RolloutOptions(stop_on_success=False, stop_on_failure=cfg.stop_on_failure,
-                                 max_ticks=self.max_ticks)
+                                 max_ticks=self.max_ticks, hooks=self.hooks)
         while cfg.episodes is None or committed < cfg.episodes:
             seed = cfg.first_seed if slot == first and cfg.first_seed is not None else nth_child_seed(cfg.seed, slot)
             st.episode, st.seed, st.phase = self.dataset.next_index(), seed, "resetting"

@@ -1,0 +1,139 @@
+"""A low-rate camera preview for the operator, rendered in its own process.
+
+Rendering costs ~50 ms of CPU a frame here (Mesa on the CPU), far too much for the 30 Hz control
+thread, so the loop only publishes the physics state into shared memory every few ticks (a copy of a
+few hundred doubles); a spawned process holds its own copy of the episode's model, renders the latest
+state at `hz` and leaves the frame in shared memory for the panel, which draws it in the terminal.
+Each episode sends its compiled model and the welded bodies' placements (they live in the model,
+not in the state) once, at its first tick.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import queue
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from x2.sim.mujoco.backend import MujocoBackend
+
+MAX_STATE = 8192  # doubles: the booth's integration state is a few hundred
+
+
+@dataclass(frozen=True)
+class PreviewConfig:
+    camera: str = "head"  # the robot's own view, as an operator in VR would see it
+    width: int = 72  # pixels; the panel draws two pixel rows per text row
+    height: int = 40
+    hz: float = 2.0  # ~10 % of a core at 50 ms a frame
+    publish_every: int = 5  # ticks between state copies (6 Hz at 30 Hz: fresher than the frames)
+
+
+class Preview:
+    def __init__(self, config: PreviewConfig | None = None):
+        self.config = c = config or PreviewConfig()
+        ctx = mp.get_context("spawn")  # a fresh interpreter: no inherited threads, locks or GL context
+        self._lock = ctx.Lock()
+        self._state = ctx.RawArray("d", MAX_STATE)
+        self._state_len = ctx.RawValue("i", 0)
+        self._state_seq = ctx.RawValue("q", 0)
+        self._image = ctx.RawArray("B", c.width * c.height * 3)
+        self._image_seq = ctx.RawValue("q", 0)
+        self._worlds: Any = ctx.Queue()
+        self._stop = ctx.Event()
+        self._proc = ctx.Process(target=_render_loop, name="x2-preview", daemon=True, args=(
+            c, self._lock, self._state, self._state_len, self._state_seq, self._image, self._image_seq,
+            self._worlds, self._stop))
+        self._seen = 0
+
+    def start(self) -> Preview:
+        self._proc.start()
+        return self
+
+    def close(self) -> None:
+        self._stop.set()
+        self._proc.join(timeout=3.0)
+        if self._proc.is_alive():
+            self._proc.kill()
+        self._worlds.close()
+
+    def __enter__(self) -> Preview:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def hook(self, tick: int, backend: MujocoBackend) -> None:
+        """A `RolloutOptions` hook: the world at an episode's first tick, the state every few ticks."""
+        if tick == 0:
+            m = backend.model
+            self._worlds.put((backend.model_xml(), m.body_pos.copy(), m.body_quat.copy()))
+        if tick % self.config.publish_every == 0:
+            self.publish(backend.get_state())
+
+    def publish(self, state: np.ndarray) -> None:
+        n = len(state)
+        if n > MAX_STATE:
+            return  # a world this large gets no preview rather than a cut state
+        with self._lock:
+            np.frombuffer(self._state, np.float64, n)[:] = state
+            self._state_len.value = n
+            self._state_seq.value += 1
+
+    def image(self) -> np.ndarray | None:
+        """The latest frame (height, width, 3) uint8, or None before the first."""
+        c = self.config
+        with self._lock:
+            if self._image_seq.value == 0:
+                return None
+            return np.frombuffer(self._image, np.uint8).reshape(c.height, c.width, 3).copy()
+
+    @property
+    def frames(self) -> int:
+        return int(self._image_seq.value)
+
+
+def _render_loop(c: PreviewConfig, lock: Any, state: Any, state_len: Any, state_seq: Any, image: Any,
+                 image_seq: Any, worlds: Any, stop: Any) -> None:
+    import mujoco  # in the child: it picks up MUJOCO_GL=egl from x2's import below
+
+    import x2  # noqa: F401  (caps BLAS threads, sets MUJOCO_GL)
+    from x2.sim.mujoco.backend import STATE_SPEC
+
+    model = data = renderer = None
+    seen = 0
+    buf = np.empty(MAX_STATE)
+    period = 1.0 / c.hz
+    try:
+        while not stop.is_set():
+            t0 = time.monotonic()
+            with contextlib.suppress(queue.Empty):
+                while True:  # only the newest world matters
+                    xml, body_pos, body_quat = worlds.get_nowait()
+                    model = mujoco.MjModel.from_xml_string(xml)
+                    model.body_pos[:], model.body_quat[:] = body_pos, body_quat
+                    data = mujoco.MjData(model)
+                    if renderer is not None:
+                        renderer.close()
+                    renderer = mujoco.Renderer(model, height=c.height, width=c.width)
+                    seen = 0
+            if model is not None and state_seq.value != seen:
+                with lock:
+                    seen, n = state_seq.value, state_len.value
+                    buf[:n] = np.frombuffer(state, np.float64, n)
+                if n == mujoco.mj_stateSize(model, STATE_SPEC):
+                    mujoco.mj_setState(model, data, buf[:n], STATE_SPEC)
+                    mujoco.mj_forward(model, data)
+                    renderer.update_scene(data, camera=c.camera)
+                    frame = renderer.render()
+                    with lock:
+                        np.frombuffer(image, np.uint8)[:] = frame.reshape(-1)
+                        image_seq.value += 1
+            stop.wait(max(0.0, period - (time.monotonic() - t0)))
+    finally:
+        if renderer is not None:
+            renderer.close()
