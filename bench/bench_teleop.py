@@ -2,7 +2,8 @@
 
 1. The control loop at 30 Hz for N minutes (default 5) with a replay device (a leader-arm stream,
    120 Hz) and recording on, through the real TeleopSession, with the operator panel rendered at 4 Hz
-   on its own thread as `x2 collect teleop` does (to an off-screen terminal): achieved rate,
+   on its own thread and the camera preview (its own render process, 2 Hz, drawn in the panel) as
+   `x2 collect teleop` does at a terminal (here to an off-screen terminal): achieved rate,
    lateness percentiles, overruns (missed slots) and that every tick's lateness is stored.
 2. Recorder overhead: a teleop tick (teacher + DAG labels + record + physics step) with recording
    (EpisodeWriter on its writer thread, as teleop records, + the raw device stream) / the same tick
@@ -37,6 +38,8 @@ from x2.rollout import RealTimeClock, Rollout, RolloutOptions, open_dataset, rec
 from x2.sim.mujoco.backend import MujocoBackend  # noqa: E402
 from x2.spec import load_env  # noqa: E402
 from x2.teleop import JointMirror, TeleopConfig, TeleopSession, TeleopStatus, panel  # noqa: E402
+from x2.teleop.live import Picture  # noqa: E402
+from x2.teleop.preview import Preview  # noqa: E402
 from x2.teleop.teacher import DeviceTeacher  # noqa: E402
 
 TASK = "fruit_in_microwave"
@@ -62,10 +65,17 @@ def long_loop(tmp: Path, minutes: float) -> dict[str, float]:
             pauses.append((t0, (time.perf_counter() - t0) * 1e3))
 
     gc.callbacks.append(gc_timer)
-    with ReplayDevice(stream) as dev:
-        session = TeleopSession(backend, ds, dev, status, config)
-        with Live(get_renderable=lambda: panel(status, dev.health), console=screen, refresh_per_second=4):
+    with ReplayDevice(stream) as dev, Preview() as view:
+        session = TeleopSession(backend, ds, dev, status, config, hooks=[view.hook])
+
+        def picture() -> Picture | None:
+            image = view.image()
+            return Picture(image) if image is not None else None
+
+        with Live(get_renderable=lambda: panel(status, dev.health, (), picture), console=screen,
+                  refresh_per_second=4):
             (summary,) = session.run()
+        preview_frames = view.frames
         wall = status.last_tick_at - status.first_tick_at  # first to last tick: the loop's own span
     gc.callbacks.remove(gc_timer)
     with ds.load(summary.index) as ep:
@@ -79,7 +89,7 @@ def long_loop(tmp: Path, minutes: float) -> dict[str, float]:
             "missed": summary.missed_slots, "stored": len(lat) == frames, "work_ms": float(np.mean(work)),
             # collections during the loop (the session's own collect before its first tick excluded)
             "gc_max_ms": max((ms for t, ms in pauses if t >= status.first_tick_at), default=0.0),
-            "gc_count": sum(t >= status.first_tick_at for t, _ in pauses)}
+            "gc_count": sum(t >= status.first_tick_at for t, _ in pauses), "preview_frames": preview_frames}
 
 
 def overhead(tmp: Path, rounds: int, seconds: float) -> dict[bool, dict[str, list[float]]]:
@@ -135,7 +145,8 @@ def main() -> None:
               f"achieved; lateness p50 {loop['p50']:.2f} / p99 {loop['p99']:.2f} / max {loop['max']:.2f} ms; "
               f"ticks later than one period {loop['late_ticks']}; missed slots {loop['missed']}; "
               f"every tick's lateness stored: {loop['stored']}; mean tick work {loop['work_ms']:.2f} ms; "
-              f"{loop['gc_count']} garbage collections, longest {loop['gc_max_ms']:.1f} ms")
+              f"{loop['gc_count']} garbage collections, longest {loop['gc_max_ms']:.1f} ms; "
+              f"{loop['preview_frames']} preview frames")
 
 
 if __name__ == "__main__":
