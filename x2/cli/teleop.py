@@ -138,6 +138,9 @@ def teleop(
         raise
     finally:
         if view is not None:
+            if view.frames == 0 and summaries:
+                console.print("[yellow]note:[/yellow] the camera preview rendered no frame (its process needs "
+                              "MuJoCo's EGL or OSMesa rendering); --no-preview turns it off")
             view.close()
         for d in reversed(opened):
             d.close()
