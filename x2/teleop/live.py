@@ -46,15 +46,20 @@ def _columns(lines: Sequence[str], n: int) -> Table:
     return table
 
 
+STYLE_CACHE = 4096
+
+
 class Picture:
     """An RGB image in the terminal: each character cell shows two pixels, the upper half block's
-    foreground colour on the lower one's background. Colours are quantised to 32 levels a channel and
-    their styles cached, so a frame costs a few milliseconds to build and to print."""
+    foreground colour on the lower one's background. Colours are quantised to 16 levels a channel and
+    their styles cached, so a frame costs a few milliseconds to build and to print. The cache is kept
+    small: every Style is an object the garbage collector walks in a full collection, and a cache of
+    65536 of them made one such pass take 91 ms, stalling the control thread (bench/RESULTS.md)."""
 
     _styles: dict[tuple[int, ...], Style] = {}
 
     def __init__(self, image: np.ndarray):
-        q = (np.asarray(image, np.uint8) >> 3) << 3
+        q = (np.asarray(image, np.uint8) >> 4) * 17  # 0, 17, ..., 255
         h = q.shape[0] - q.shape[0] % 2
         self.width = q.shape[1]
         pairs = np.concatenate([q[0:h:2], q[1:h:2]], axis=2).tolist()  # (rows, width, 6): top rgb, bottom rgb
@@ -66,7 +71,7 @@ class Picture:
                 key = tuple(px)
                 style = styles.get(key)
                 if style is None:
-                    if len(styles) > 65536:  # bounded: a changing scene must not grow it forever
+                    if len(styles) > STYLE_CACHE:  # bounded: a changing scene must not grow it forever
                         styles.clear()
                     style = styles[key] = Style(color=Color.from_rgb(*key[:3]), bgcolor=Color.from_rgb(*key[3:]))
                 line.append(Segment("▀", style))
