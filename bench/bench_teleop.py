@@ -108,7 +108,7 @@ def overhead(tmp: Path, rounds: int, seconds: float) -> dict[bool, dict[str, lis
                 cpu0 = time.process_time()
                 if recording:
                     result, _ = record_episode(ds, rollout, teacher, 1, "teleop", options, background=True,
-                                               finish=lambda res, t=teacher: t.device_record(res.ticks))
+                                               finish=lambda res, t=teacher: t.device_record(res.ticks, "timeout"))
                 else:
                     result = rollout.run(teacher, 1, None, options)
                 cpu = (time.process_time() - cpu0) * 1e3 / result.ticks

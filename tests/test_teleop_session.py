@@ -76,6 +76,20 @@ def test_lifecycle_keys_rerecord_discard_next_quit(tmp_path: Path) -> None:
     assert not list((tmp_path / "data" / "k" / ".inprogress").glob("*.h5"))
 
 
+@pytest.mark.timeout(120)
+def test_a_finished_replay_ends_the_session(tmp_path: Path) -> None:
+    stream = home_stream(tmp_path / "short.h5", 1.5, [(0.5, "next", -1)])
+    run = _x2(["collect", "teleop", "--task", "pick_place", "--device", f"replay:{stream}", "--max-seconds", "2",
+               "--dataset", "r"], tmp_path)
+    assert run.returncode == 0, run.stderr
+    ds = Dataset.open(tmp_path / "data" / "r")
+    endings = []
+    for rec in ds.episodes():
+        with ds.load(rec.index) as ep:
+            endings.append(ep.attrs["teleop_end"])
+    assert endings == ["next", "timeout"]  # no third episode from a silent device
+
+
 def _wait_for_episodes(index: Path, count: int, proc: subprocess.Popen, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -23,6 +23,7 @@ class ReplayDevice(DeviceBase):
         self.kind = self.stream.kind
         self.name = "replay"
         self._go = threading.Event()
+        self.exhausted = False  # every sample and event played: nothing more will come
 
     def _open(self) -> None:
         self._set_detail(f"{self.path.name}: {len(self.stream)} samples, {self.stream.duration:.1f} s")
@@ -51,4 +52,5 @@ class ReplayDevice(DeviceBase):
             else:
                 self._publish({k: v[i] for k, v in s.values.items()})
         self._set_detail(f"{self.path.name}: finished after {s.duration:.1f} s")
+        self.exhausted = True
         self._stop.wait()

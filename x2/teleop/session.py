@@ -77,7 +77,11 @@ class TeleopSession:
 
     def _finish(self, result: EpisodeResult) -> dict[str, object]:
         self.status.phase = "saving"
-        return self.teacher.device_record(result.ticks)
+        return self.teacher.device_record(result.ticks, self._ending(result))
+
+    def _ending(self, result: EpisodeResult) -> str:
+        """The operator's key, "success" (auto-end), or how the loop stopped by itself."""
+        return self.teacher.ending or {"failure": "failure", "horizon": "timeout"}.get(result.end_reason, "next")
 
     def run(self, on_episode: Callable[[EpisodeSummary], None] | None = None) -> list[EpisodeSummary]:
         # Other threads (the panel's renderer, the recorder, device readers) hold the GIL for up to the
@@ -102,13 +106,15 @@ class TeleopSession:
         options = RolloutOptions(stop_on_success=False, stop_on_failure=cfg.stop_on_failure,
                                  max_ticks=self.max_ticks, hooks=self.hooks)
         while cfg.episodes is None or committed < cfg.episodes:
+            if done and getattr(self.device, "exhausted", False):
+                break  # a replayed stream that has ended drives no further episode
             seed = cfg.first_seed if slot == first and cfg.first_seed is not None else nth_child_seed(cfg.seed, slot)
             st.episode, st.seed, st.phase = self.dataset.next_index(), seed, "resetting"
             teacher = self.teacher
             result, record = record_episode(
                 self.dataset, self.rollout, teacher, seed, source="teleop", options=options,
                 keep=self._keep, finish=self._finish, background=True)
-            ending = teacher.ending or {"failure": "failure", "horizon": "timeout"}.get(result.end_reason, "next")
+            ending = self._ending(result)
             lat = result.lateness_ms
             summary = EpisodeSummary(
                 index=record.index if record else None, seed=seed, frames=result.ticks, ending=ending,

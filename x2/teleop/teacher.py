@@ -117,13 +117,13 @@ class DeviceTeacher:
             st.active_nodes = frozenset(rt.active_nodes)
             st.failure = "" if rt.failure is None else f"{rt.failure[0]}: {rt.failure[2]}"
 
-    def device_record(self, frames: int) -> dict[str, object]:
+    def device_record(self, frames: int, ending: str) -> dict[str, object]:
         """`finish` kwargs for `record_episode`: the raw stream under /device/<kind>/ (`tick_seq` has one
         entry per recorded frame: the tick that ended the episode was not recorded)."""
         name = self.device.kind
         arrays = self.stream.arrays()
         arrays["tick_seq"] = arrays["tick_seq"][:frames]
         return {"device": {name: arrays}, "device_attrs": {name: self.stream.attrs()},
-                "extra_attrs": {"teleop_end": self.ending or "", "device": self.status.device,
+                "extra_attrs": {"teleop_end": ending, "device": self.status.device,
                                 "safety_clamped_ticks": self.safety.clamped,
                                 "safety_rejected_ticks": self.safety.rejected}}
