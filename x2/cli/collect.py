@@ -17,6 +17,8 @@ from x2.spec import load_env
 
 app = typer_group(
     "collect", "Record episodes into a dataset.",
+    "  x2 collect teleop --robot artixon-g\n\n"
+    "  x2 collect teleop --task fruit_in_microwave --device master-arm:/dev/ttyUSB0 -n 20\n\n"
     "  x2 collect waypoints --task fruit_in_microwave -n 3\n\n"
     "  x2 collect waypoints --task pick_place --robot artixon-h --realtime --dataset smoke",
 )
