@@ -32,10 +32,12 @@ def test_round_trip_and_original_timing(tmp_path: Path) -> None:
         assert dev.latest() is None  # the playback clock starts at the first poll (the first tick)
         start = time.monotonic()
         seen, events = [], []
+        assert not dev.health().finished
         while time.monotonic() - start < 0.5:
             seen.extend(dev.drain())
             events.extend(dev.events())
             time.sleep(0.01)
+        assert dev.health().finished  # played out: a session starts no further episode
     assert [s.seq for s in seen] == list(range(len(stream)))
     offsets = np.array([s.t for s in seen]) - start
     # Republished at the recorded offsets, not all at once (loose: a busy machine delays threads).

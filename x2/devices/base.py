@@ -54,6 +54,7 @@ class DeviceHealth:
     age_s: float  # age of the latest sample (inf before the first)
     drops: int  # samples lost: stream buffer overflow, failed reads, rejected jumps
     detail: str = ""  # one line for the operator ("tracking lost: right", "port /dev/ttyUSB0")
+    finished: bool = False  # the device will produce nothing more (a replayed stream played out)
 
 
 class DeviceError(X2Error):
@@ -112,6 +113,7 @@ class DeviceBase(ABC):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._detail = ""
+        self._finished = False
         self._error: BaseException | None = None
 
     # ---- the Device protocol ---------------------------------------------------------------------
@@ -144,7 +146,7 @@ class DeviceBase(ABC):
             latest, drops, detail = self._latest, self._drops, self._detail
             rate = self._rate.hz(now)
         age = now - latest.t if latest is not None else float("inf")
-        return DeviceHealth(self._connected, rate, age, drops, detail)
+        return DeviceHealth(self._connected, rate, age, drops, detail, self._finished)
 
     def close(self) -> None:
         self._stop.set()
@@ -195,9 +197,10 @@ class DeviceBase(ABC):
             if detail:
                 self._detail = detail
 
-    def _set_detail(self, detail: str) -> None:
+    def _set_detail(self, detail: str, finished: bool = False) -> None:
         with self._lock:
             self._detail = detail
+            self._finished = self._finished or finished
 
     def _run_reader(self, read_once, name: str | None = None) -> None:
         def loop() -> None:

@@ -23,7 +23,6 @@ class ReplayDevice(DeviceBase):
         self.kind = self.stream.kind
         self.name = "replay"
         self._go = threading.Event()
-        self.exhausted = False  # every sample and event played: nothing more will come
 
     def _open(self) -> None:
         self._set_detail(f"{self.path.name}: {len(self.stream)} samples, {self.stream.duration:.1f} s")
@@ -51,6 +50,5 @@ class ReplayDevice(DeviceBase):
                 self._emit(kind, arm)
             else:
                 self._publish({k: v[i] for k, v in s.values.items()})
-        self._set_detail(f"{self.path.name}: finished after {s.duration:.1f} s")
-        self.exhausted = True
+        self._set_detail(f"{self.path.name}: finished after {s.duration:.1f} s", finished=True)
         self._stop.wait()

@@ -106,7 +106,7 @@ class TeleopSession:
         options = RolloutOptions(stop_on_success=False, stop_on_failure=cfg.stop_on_failure,
                                  max_ticks=self.max_ticks, hooks=self.hooks)
         while cfg.episodes is None or committed < cfg.episodes:
-            if done and getattr(self.device, "exhausted", False):
+            if done and self.device.health().finished:
                 break  # a replayed stream that has ended drives no further episode
             seed = cfg.first_seed if slot == first and cfg.first_seed is not None else nth_child_seed(cfg.seed, slot)
             st.episode, st.seed, st.phase = self.dataset.next_index(), seed, "resetting"
