@@ -13,28 +13,22 @@ from pathlib import Path
 import numpy as np
 from fake_servo_bus import FakeDynamixelBus
 from teleop_streams import home_stream
+from x2_cli import HEADLESS_ENV, run_x2
 
 from x2.devices.calibration import Calibration
 from x2.spec import load_robot
 
-ENV = {**os.environ, "MUJOCO_GL": "egl"}
-
-
-def _x2(args: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "x2", *args], cwd=cwd, env=ENV, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=120, **kw)
-
 
 def test_ls_and_check(tmp_path: Path) -> None:
-    run = _x2(["devices", "ls"], tmp_path)
+    run = run_x2(["devices", "ls"], tmp_path)
     assert run.returncode == 0, run.stderr
     for name in ("keyboard", "vr", "master-arm", "replay"):
         assert name in run.stdout
     stream = home_stream(tmp_path / "s.h5", 2.0, [(0.5, "next", -1)])
-    run = _x2(["devices", "check", "--device", f"replay:{stream}", "--seconds", "1.5"], tmp_path)
+    run = run_x2(["devices", "check", "--device", f"replay:{stream}", "--seconds", "1.5"], tmp_path)
     assert run.returncode == 0, run.stderr
     assert "1 events" in run.stdout
-    bad = _x2(["devices", "check", "--device", "joystick"], tmp_path)
+    bad = run_x2(["devices", "check", "--device", "joystick"], tmp_path)
     assert bad.returncode == 2 and "--device: found 'joystick'" in bad.stderr and "Traceback" not in bad.stderr
 
 
@@ -63,7 +57,7 @@ def test_calibrate_from_the_home_pose(tmp_path: Path) -> None:
         bus.set_ticks(servo_ticks)
         proc = subprocess.Popen([sys.executable, "-m", "x2", "devices", "calibrate", "--device",
                                  f"master-arm:{bus.path}", "--flip", "2"], cwd=tmp_path,
-                                env={**ENV, "X2_CALIBRATION_DIR": str(cal_dir)}, stdin=subprocess.PIPE,
+                                env={**HEADLESS_ENV, "X2_CALIBRATION_DIR": str(cal_dir)}, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         out: list[str] = []
         _wait_for(proc, "1/2", out)

@@ -50,12 +50,17 @@ def test_mirror_gates_each_arm_until_leader_agrees_then_ramps(backend: MujocoBac
     assert "right: align" not in m.status  # re-armed, and the leader is already aligned: engages again
 
 
-def test_keyboard_twist_moves_the_tcp_at_the_set_speed(backend: MujocoBackend) -> None:
+def _right_arm_start(backend: MujocoBackend, mapper):
+    """The mapper reset at home, an IK for the right arm (action slots 7-12) and its home tcp pose."""
     home = backend.home_action()
-    m = EEVelocity(FPS)
-    m.reset(backend, home)
+    mapper.reset(backend, home)
     ik = ArmDLS.for_arm(backend.model, backend.env.robot.arms[1])
-    p0, r0 = ik.fk(home[7:13])
+    return home, ik, *ik.fk(home[7:13])
+
+
+def test_keyboard_twist_moves_the_tcp_at_the_set_speed(backend: MujocoBackend) -> None:
+    m = EEVelocity(FPS)
+    home, ik, p0, r0 = _right_arm_start(backend, m)
     twist = np.zeros((2, 6))
     twist[1, 0] = 1.0  # right arm, +x at full key
     for _ in range(FPS):
@@ -82,11 +87,8 @@ def _vr(pos_vr: np.ndarray, clutch: float, valid: float = 1.0) -> Sample:
 
 
 def test_vr_clutch_anchors_holds_and_reanchors(backend: MujocoBackend) -> None:
-    home = backend.home_action()
     m = VRClutch(FPS)
-    m.reset(backend, home)
-    ik = ArmDLS.for_arm(backend.model, backend.env.robot.arms[1])
-    p0, _ = ik.fk(home[7:13])
+    home, ik, p0, _ = _right_arm_start(backend, m)
     robot = backend.robot_state()
     start = np.array([0.1, 1.2, -0.3])
     m.command(_vr(start, 1.0), 0.0, [], robot)  # clutch closes here: anchor

@@ -4,7 +4,6 @@ mapper, safety filter, writer and CLI; lifecycle keys; Ctrl-C and kill -9."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -14,25 +13,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 from teleop_streams import demo_stream, home_stream
+from x2_cli import HEADLESS_ENV, run_x2
 
 from x2.datasets import Dataset, repair, validate
 from x2.devices import read_stream
 from x2.rollout.relabel import relabel
 from x2.seeding import nth_child_seed
 
-# No display and no terminal: "--keys auto" adds no keyboard, the replayed stream ends the episodes.
-ENV = {**{k: v for k, v in os.environ.items() if k != "DISPLAY"}, "MUJOCO_GL": "egl"}
-
-
-def _x2(args: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "x2", *args], cwd=cwd, env=ENV, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, **kw)
-
 
 @pytest.mark.timeout(180)
 def test_replay_completes_fruit_in_microwave_with_correct_labels(tmp_path: Path) -> None:
     stream = demo_stream(tmp_path / "leader.h5")
-    run = _x2(["collect", "teleop", "--task", "fruit_in_microwave", "--device", f"replay:{stream}", "-n", "1",
+    run = run_x2(["collect", "teleop", "--task", "fruit_in_microwave", "--device", f"replay:{stream}", "-n", "1",
                "--dataset", "tele"], tmp_path)
     assert run.returncode == 0, run.stderr
     assert "episode 0: success" in run.stdout
@@ -61,7 +53,7 @@ def test_replay_completes_fruit_in_microwave_with_correct_labels(tmp_path: Path)
 def test_lifecycle_keys_rerecord_discard_next_quit(tmp_path: Path) -> None:
     events = [(1.0, "rerecord", -1), (2.0, "discard", -1), (3.0, "next", -1), (4.0, "quit", -1)]
     stream = home_stream(tmp_path / "keys.h5", 6.0, events)
-    run = _x2(["collect", "teleop", "--task", "pick_place", "--device", f"replay:{stream}", "--dataset", "k"],
+    run = run_x2(["collect", "teleop", "--task", "pick_place", "--device", f"replay:{stream}", "--dataset", "k"],
               tmp_path)
     assert run.returncode == 0, run.stderr
     ds = Dataset.open(tmp_path / "data" / "k")
@@ -79,7 +71,7 @@ def test_lifecycle_keys_rerecord_discard_next_quit(tmp_path: Path) -> None:
 @pytest.mark.timeout(120)
 def test_a_finished_replay_ends_the_session(tmp_path: Path) -> None:
     stream = home_stream(tmp_path / "short.h5", 1.5, [(0.5, "next", -1)])
-    run = _x2(["collect", "teleop", "--task", "pick_place", "--device", f"replay:{stream}", "--max-seconds", "2",
+    run = run_x2(["collect", "teleop", "--task", "pick_place", "--device", f"replay:{stream}", "--max-seconds", "2",
                "--dataset", "r"], tmp_path)
     assert run.returncode == 0, run.stderr
     ds = Dataset.open(tmp_path / "data" / "r")
@@ -107,7 +99,7 @@ def test_interrupt_or_kill_mid_episode_loses_only_that_episode(tmp_path: Path, s
     stream = home_stream(tmp_path / "long.h5", 30.0, events, wiggle=0.2)
     root = tmp_path / "data" / "crash"
     proc = subprocess.Popen([sys.executable, "-m", "x2", "collect", "teleop", "--task", "pick_place", "--device",
-                             f"replay:{stream}", "--dataset", "crash"], cwd=tmp_path, env=ENV,
+                             f"replay:{stream}", "--dataset", "crash"], cwd=tmp_path, env=HEADLESS_ENV,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for_episodes(root / "episodes.jsonl", 2, proc)
     time.sleep(0.5)  # well inside the third episode
@@ -140,7 +132,7 @@ def test_interrupt_or_kill_mid_episode_loses_only_that_episode(tmp_path: Path, s
     (["--keys", "mouse"], "--keys: found 'mouse'"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, args: list[str], message: str) -> None:
-    run = _x2(["collect", "teleop", *args], tmp_path, timeout=60)
+    run = run_x2(["collect", "teleop", *args], tmp_path, timeout=60)
     assert run.returncode == 2, run.stderr
     assert message in run.stderr and "Traceback" not in run.stderr
     assert not (tmp_path / "data").exists()
