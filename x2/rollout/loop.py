@@ -85,7 +85,7 @@ class Rollout:
             t0 = perf()
             robot = backend.robot_state()
             objects = backend.object_poses()
-            action = teacher.act(Observation(t, backend.time, robot, objects, info.instruction))
+            action = teacher.act(Observation(t, backend.time, robot, objects, info.instruction, late))
             t1 = perf()
             if action is None:
                 end_reason = "teacher"

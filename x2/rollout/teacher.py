@@ -18,6 +18,7 @@ class Observation:
     robot: RobotState
     object_poses: np.ndarray
     instruction: str
+    lateness_ms: float = 0.0  # how late this tick started against the clock's slot (0 when unpaced)
 
 
 class Teacher(Protocol):

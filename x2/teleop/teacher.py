@@ -78,7 +78,7 @@ class DeviceTeacher:
         for ev in events:
             if ev.kind in ENDINGS and self.ending is None:
                 self.ending = ev.kind
-        self._update_status(obs.tick)
+        self._update_status(obs.tick, obs.lateness_ms)
         if self.ending is not None:
             return None
         if self._auto_end(obs.tick):
@@ -98,7 +98,7 @@ class DeviceTeacher:
             self.status.success_since = tick
         return tick - self.status.success_since >= self.hold_ticks
 
-    def _update_status(self, tick: int) -> None:
+    def _update_status(self, tick: int, lateness_ms: float) -> None:
         st = self.status
         st.tick = tick
         now = time.perf_counter()
@@ -106,8 +106,8 @@ class DeviceTeacher:
             st.first_tick_at = now
         st.last_tick_at = now
         st.tick_times.append(now)
+        st.lateness_ms.append(lateness_ms)  # the loop's own measurement of this tick
         if self.clock is not None:
-            st.lateness_ms.append(self.clock.lateness_ms())
             st.overruns = self.clock.missed
         rt = self.monitor.runtime if self.monitor is not None else None
         # The DAG's node sets change only when an event or a failure happens: rebuild them only then.
