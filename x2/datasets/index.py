@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from x2.atomic import fsync_dir, write_bytes
 from x2.errors import DatasetError
 
 INDEX_NAME = "episodes.jsonl"
@@ -131,38 +132,6 @@ def read_index(path: Path) -> list[EpisodeRecord]:
     return scan.records
 
 
-def fsync_dir(path: Path) -> None:
-    """Make a rename or a new directory entry durable."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a sibling temp file, fsync, rename over ``path``: readers see old or new, never half."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
-
-
 def append_record(path: Path, record: EpisodeRecord) -> None:
     """Append one line durably. The caller guarantees the log does not end in a torn line."""
     created = not path.exists()
@@ -176,7 +145,7 @@ def append_record(path: Path, record: EpisodeRecord) -> None:
 
 def write_index(path: Path, records: Iterable[EpisodeRecord]) -> None:
     """Replace the whole log atomically (repair and healing use this, never an in-place edit)."""
-    atomic_write_bytes(path, "".join(r.to_json() + "\n" for r in records).encode("utf-8"))
+    write_bytes(path, "".join(r.to_json() + "\n" for r in records).encode("utf-8"))
 
 
 def drop_torn_tail(path: Path) -> bool:
@@ -186,7 +155,7 @@ def drop_torn_tail(path: Path) -> bool:
     data = path.read_bytes()
     # Keep every earlier line byte for byte; only the bytes after the last complete line go.
     cut = data.rstrip(b"\n\r\t ").rfind(b"\n") + 1
-    atomic_write_bytes(path, data[:cut])
+    write_bytes(path, data[:cut])
     return True
 
 

@@ -18,17 +18,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from x2.atomic import fsync_dir, write_bytes
 from x2.datasets.episode import Episode, episode_filename, parse_episode_filename
-from x2.datasets.index import (
-    INDEX_NAME,
-    EpisodeRecord,
-    append_record,
-    atomic_write_bytes,
-    drop_torn_tail,
-    format_indices,
-    fsync_dir,
-    read_index,
-)
+from x2.datasets.index import INDEX_NAME, EpisodeRecord, append_record, drop_torn_tail, format_indices, read_index
 from x2.datasets.writer import EpisodeWriter
 from x2.errors import DatasetError, NotFoundError
 
@@ -131,9 +123,9 @@ class Dataset:
         shutil.rmtree(tmp, ignore_errors=True)
         for sub in (EPISODES_DIR, INPROGRESS_DIR):
             (tmp / sub).mkdir(parents=True)
-        atomic_write_bytes(tmp / INDEX_NAME, b"")
+        write_bytes(tmp / INDEX_NAME, b"")
         text = json.dumps(wanted.to_dict(), indent=2, sort_keys=True) + "\n"
-        atomic_write_bytes(tmp / MANIFEST_NAME, text.encode("utf-8"))
+        write_bytes(tmp / MANIFEST_NAME, text.encode("utf-8"))
         try:
             os.rename(tmp, root)  # replaces an empty folder, fails on a non-empty one
         except OSError:

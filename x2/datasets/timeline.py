@@ -7,11 +7,11 @@ and it runs headless inside a CLI or a worker.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
+from x2.atomic import replacing
 from x2.datasets.episode import Episode
 
 
@@ -72,11 +72,6 @@ def plot_timeline(episode: Episode, out: str | Path, title: str | None = None) -
         ax_seg.annotate(f"failed: {node} ({reason})", (when, 1.0), fontsize=7, color="red", rotation=30,
                         xytext=(2, 2), textcoords="offset points", annotation_clip=False)
 
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
+    with replacing(out) as tmp:
         fig.savefig(tmp, format="png", dpi=110)
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return out

@@ -16,8 +16,9 @@ from typing import Literal
 
 import h5py
 
+from x2.atomic import fsync_dir
 from x2.datasets.episode import Episode, episode_filename, parse_episode_filename
-from x2.datasets.index import INDEX_NAME, EpisodeRecord, fsync_dir, scan_index, write_index
+from x2.datasets.index import INDEX_NAME, EpisodeRecord, scan_index, write_index
 from x2.datasets.store import (
     EPISODES_DIR,
     INPROGRESS_DIR,

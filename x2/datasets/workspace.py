@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from x2.datasets.index import atomic_write_bytes
+from x2.atomic import write_bytes
 from x2.errors import NotFoundError
 
 DATA_DIR = "data"
@@ -68,7 +68,7 @@ def remember_dataset(path: str | Path, root: str | Path | None = None) -> None:
         pass  # other keys of a broken state file are not worth keeping
     state["last_dataset"] = value
     state_file.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(state_file, (json.dumps(state, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    write_bytes(state_file, (json.dumps(state, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def resolve_output(arg: str | None, default_name: str, root: str | Path | None = None) -> Path:

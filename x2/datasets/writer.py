@@ -24,6 +24,7 @@ import h5py
 import hdf5plugin
 import numpy as np
 
+from x2.atomic import fsync_dir, fsync_file
 from x2.datasets.episode import (
     FIELDS,
     attr_value,
@@ -38,7 +39,7 @@ from x2.datasets.episode import (
     segments_from_labels,
     string_array,
 )
-from x2.datasets.index import EpisodeRecord, append_record, fsync_dir, fsync_file
+from x2.datasets.index import EpisodeRecord, append_record
 from x2.errors import DatasetError
 
 _CHUNK_BYTES = 16 * 1024  # low-dim chunks: a short episode wastes little, a long one reads in few chunks

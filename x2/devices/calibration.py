@@ -14,7 +14,6 @@ import json
 import math
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from x2.atomic import write_text
 from x2.devices.base import DeviceError
 
 ARMS = 2
@@ -140,22 +140,12 @@ class Calibration:
         return cls(**data)
 
     def save(self, path: str | Path) -> Path:
-        """Write atomically (temp file in the same directory, then os.replace): a crash never leaves half a file."""
+        """Write atomically (x2.atomic): a crash never leaves half a file."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = asdict(self)
         data = {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, indent=2)
-                f.write("\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_text(path, json.dumps(data, indent=2) + "\n")
         return path
 
 

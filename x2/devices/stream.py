@@ -27,6 +27,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from x2.atomic import replacing
 from x2.devices.base import EVENTS, KINDS, DeviceError, DeviceEvent, Sample
 
 
@@ -94,14 +95,12 @@ class StreamBuilder:
 
 def write_stream(path: Path, name: str, arrays: Mapping[str, np.ndarray], attrs: Mapping[str, str]) -> None:
     """A standalone stream file (temporary name, then renamed into place)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with h5py.File(tmp, "w") as f:
+    with replacing(path) as tmp, h5py.File(tmp, "w") as f:
         group = f.create_group(f"device/{name}")
         for key, arr in arrays.items():
             group.create_dataset(key, data=arr, track_times=False)
         for key, value in attrs.items():
             group.attrs[key] = value
-    tmp.replace(path)
 
 
 def _fail(path: Path, field: str, found: str, allowed: str) -> DeviceError:

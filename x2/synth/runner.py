@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from x2.atomic import write_bytes
 from x2.datasets import Dataset
-from x2.datasets.index import atomic_write_bytes
 from x2.rollout.memory import replay_into
 from x2.rollout.session import episode_attrs, episode_extra, open_dataset, versions
 from x2.synth.attempt import AttemptOutcome, SynthSession, outcome_summary
@@ -196,4 +196,4 @@ class SynthRun:
             "attempt_time_s": timing, "episodes": self.committed, "attempts": self.attempts,
             "versions": versions(), "finished": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
-        atomic_write_bytes(ds.root / REPORT_NAME, (json.dumps(report, indent=1) + "\n").encode())
+        write_bytes(ds.root / REPORT_NAME, (json.dumps(report, indent=1) + "\n").encode())
