@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from x2.devices.stream import joint_stream, write_stream
-from x2.seeding import nth_child_seed
+from x2.seeding import slot_seed
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.spec import load_env
 
@@ -17,7 +17,7 @@ def demo_stream(path: Path, task: str = "fruit_in_microwave", master_seed: int =
     a synthesised demonstration of exactly that seed, replayed as if a leader arm moved."""
     from x2.synth.attempt import SynthSession
 
-    out = SynthSession(task).attempt(0, nth_child_seed(master_seed, 0), keep_rejected=True)
+    out = SynthSession(task).attempt(0, slot_seed(master_seed, 0), keep_rejected=True)
     assert out.accepted and out.arrays is not None, f"synthesis of the fixture failed: {out.reason} {out.detail}"
     arrays, attrs = joint_stream(out.arrays["action"], 30)
     write_stream(path, "master-arm", arrays, attrs)

@@ -91,8 +91,9 @@ def test_seeds_vary_assets_and_layout_and_the_world_follows(backend: MujocoBacke
         poses = backend.object_poses()
         for k, name in enumerate(backend.object_names):  # objects stand where the layout put them
             p = info.layout[name]
-            np.testing.assert_allclose(poses[k, :3], [p.x, p.y, p.z], atol=1e-9)
-            np.testing.assert_allclose(poses[k, 3:], _yaw_quat(p.yaw), atol=1e-9)
+            np.testing.assert_allclose(poses[k, :3], [p.x, p.y, p.z], atol=1e-9)  # placements survive the XML
+            # the XML keeps 6 digits of the yaw's quaternion, and the compiled model is the truth
+            np.testing.assert_allclose(poses[k, 3:], _yaw_quat(p.yaw), atol=1e-6)
         assert backend.layout == info.layout
 
 

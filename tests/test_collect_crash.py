@@ -27,7 +27,7 @@ TASK = "pick_place"
 def _reference_states(seed: int, backend: MujocoBackend, tmp: Path) -> np.ndarray:
     env = backend.env
     ds = open_dataset(tmp / f"ref_{seed}", env, backend)
-    teacher = reach_and_return(backend.home_action(), [len(a.joints) for a in env.robot.arms], env.fps)
+    teacher = reach_and_return(backend.home_action(), backend.action_layout, env.fps)
     _, record = record_episode(ds, Rollout(backend), teacher, seed, source="scripted")
     with ds.load(record.index) as ep:
         states = ep["states"].copy()

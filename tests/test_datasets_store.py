@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -64,7 +65,7 @@ def test_round_trip_arrays_and_attrs(ds: Dataset, images: bool) -> None:
         assert ep.dataset_attrs("action")["names"] == MANIFEST["action_names"]
         a = ep.attrs
         assert (a["x2_format"], a["episode_index"], a["task"], a["robot"], a["seed"], a["source"]) == \
-            ("x2/1", record.index, "fruit_in_microwave", "artixon-g", 7, "scripted")
+            ("x2/2", record.index, "fruit_in_microwave", "artixon-g", 1000 + record.index, "scripted")
         assert a["success"] == data["success"] and a["operator"] == "bot" and a["fps"] == 30
         assert ep.json_attr("layout") == {"apple": [0.1, 0.2]}
         assert ep.json_attr("versions") == {"mujoco": "test"}
@@ -83,20 +84,22 @@ def test_round_trip_arrays_and_attrs(ds: Dataset, images: bool) -> None:
 
 def test_byte_determinism(tmp_path: Path) -> None:
     files = []
-    for name, created in (("a", "2026-01-01T00:00:00Z"), ("b", "2026-01-01T00:00:00Z"), ("c", None)):
+    for name in ("a", "c"):
         with Dataset.create(tmp_path / name, MANIFEST) as ds:
-            extra = {} if created is None else {"created": created}
-            with ds.begin_episode({**attrs(), **extra}, object_names=OBJECTS) as w:
+            with ds.begin_episode(attrs(), object_names=OBJECTS) as w:
                 data = content(0, images=True)
                 fill(w, data)
-                w.finish(data["labels"], data["dag"], data["success"])
+                w.finish(data["labels"], data["dag"], data["success"], timing_attrs={"missed_slots": 0})
             files.append(ds.episode_path(0))
-    a, b, c = (p.read_bytes() for p in files)
-    assert a == b
-    with h5py.File(files[0]) as fa, h5py.File(files[2]) as fc:
+        if name == "a":
+            time.sleep(1.1)  # a later second: the wall clock differs, the data must not
+    a, c = (p.read_bytes() for p in files)
+    with h5py.File(files[0]) as fa, h5py.File(files[1]) as fc:
         assert fa["states"][()].tobytes() == fc["states"][()].tobytes()
-        created_a, created_c = fa.attrs["created"].encode(), fc.attrs["created"].encode()
-    # Same size, and the only differing bytes lie inside the `created` string.
+        assert "created" not in fa.attrs  # wall-clock facts live under /timing, apart from the data
+        created_a, created_c = fa["timing"].attrs["created_utc"].encode(), fc["timing"].attrs["created_utc"].encode()
+        assert created_a != created_c and fa["timing"].attrs["missed_slots"] == 0
+    # Same size, and the only differing bytes lie inside the wall-clock `created_utc` string.
     assert len(a) == len(c)
     diff = [i for i, (x, y) in enumerate(zip(a, c, strict=True)) if x != y]
     at = a.find(created_a)

@@ -63,7 +63,7 @@ class Run:
                  moving: str = "microwave/door"):
         self.session, self.seed = session, seed
         self.bad: list[tuple[int, str, str]] = []
-        executor = SkillExecutor(session.arm_slices, session.gripper_index)
+        executor = SkillExecutor(session.env.robot.action)
         assert session.rollout.monitor is not None
         ctx = SynthContext(session.backend, session.rollout.monitor, executor, streams(seed))
         bindings = {n.id: n.skill for n in session.env.task.nodes}
@@ -177,7 +177,7 @@ def test_guard_gives_up_on_a_stuck_door(microwave_g):
         b.set_joint_values({DOOR: 0.0})
 
     session = microwave_g
-    executor = SkillExecutor(session.arm_slices, session.gripper_index)
+    executor = SkillExecutor(session.env.robot.action)
     ctx = SynthContext(session.backend, session.rollout.monitor, executor, streams(4))
     binding = next(n.skill for n in session.env.task.nodes if n.id == "open_door")
     executor.program = lambda: SKILLS["open"].run(ctx, binding, "left")
@@ -218,7 +218,7 @@ def test_missing_joint_fails_cleanly(microwave_g):
     from dataclasses import replace
 
     session = microwave_g
-    executor = SkillExecutor(session.arm_slices, session.gripper_index)
+    executor = SkillExecutor(session.env.robot.action)
     ctx = SynthContext(session.backend, session.rollout.monitor, executor, streams(1))
     binding = next(n.skill for n in session.env.task.nodes if n.id == "open_door")
     binding = replace(binding, target="microwave/cavity", params={"joint": "lid_hinge"})

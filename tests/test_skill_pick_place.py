@@ -12,14 +12,13 @@ import pytest
 
 from x2.rollout import Rollout, RolloutOptions
 from x2.rollout.loop import EpisodeResult
-from x2.seeding import streams
+from x2.seeding import slot_seed, streams
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.spec import load_env
 from x2.spec.env import SkillBinding
 from x2.synth.attempt import SynthSession
 from x2.synth.context import SynthContext
 from x2.synth.executor import SkillExecutor
-from x2.synth.runner import attempt_seed
 from x2.synth.segments import Segment, SkillFailure, Wait
 from x2.synth.skills.grasping import pick, place
 from x2.synth.skills.grasps import fit_and_rank, raw_candidates
@@ -27,7 +26,7 @@ from x2.synth.skills.shapes import UP, arm_reach, gripper_geometry, object_shape
 from x2.tasks.predicates import evaluate
 
 ROBOTS = ("artixon-g", "artixon-h")
-SEEDS = [attempt_seed(0, i) for i in range(6)]
+SEEDS = [slot_seed(0, i) for i in range(6)]
 DOOR_OPEN = 1.4  # rad: past open_door's 1.2 threshold, as the left arm leaves it
 
 
@@ -50,14 +49,10 @@ class Harness:
         self.env = load_env(task, robot=robot)
         self.backend = MujocoBackend(self.env)
         self.rollout = Rollout(self.backend)
-        offsets = np.cumsum([0] + [len(a.joints) + 1 for a in self.env.robot.arms])
-        self.slices = {a.name: slice(int(o), int(o) + len(a.joints)) for a, o in zip(self.env.robot.arms, offsets,
-                                                                                    strict=False)}
-        self.grippers = {a.name: int(o) + len(a.joints) for a, o in zip(self.env.robot.arms, offsets, strict=False)}
 
     def run(self, seed: int, program: Callable[[SynthContext, Run], Iterator[Segment]],
             hooks: tuple[Callable[[int, MujocoBackend], None], ...] = ()) -> Run:
-        executor = SkillExecutor(self.slices, self.grippers)
+        executor = SkillExecutor(self.env.robot.action)
         ctx = SynthContext(self.backend, self.rollout.monitor, executor, streams(seed))
         run = Run(None, None)  # type: ignore[arg-type]
 
@@ -176,7 +171,7 @@ def _pool_seeds(backend: MujocoBackend, count: int) -> list[int]:
     pool = ("apple", "orange", "lemon", "banana")
     by_fruit: dict[str, list[int]] = {f: [] for f in pool}
     for i in range(60):
-        by_fruit[backend.reset(attempt_seed(0, i)).assets["fruit"]].append(attempt_seed(0, i))
+        by_fruit[backend.reset(slot_seed(0, i)).assets["fruit"]].append(slot_seed(0, i))
     return [by_fruit[pool[k % len(pool)]][k // len(pool)] for k in range(count)]
 
 

@@ -21,7 +21,7 @@ def test_retract_both_arms_home_without_touching_anything() -> None:
     backend = MujocoBackend(env)
     rollout = Rollout(backend)
     offsets = {"left": 0, "right": 7}
-    executor = SkillExecutor({a: slice(o, o + 6) for a, o in offsets.items()}, {a: o + 6 for a, o in offsets.items()})
+    executor = SkillExecutor(env.robot.action)
     ctx = SynthContext(backend, rollout.monitor, executor, streams(3))
     binding = SkillBinding("retract", "both", None, None, {}, ("test", 1))
 

@@ -15,9 +15,10 @@ from typer.testing import CliRunner
 from x2.cli.app import _mount, app
 from x2.datasets import Dataset
 from x2.labeling import topological_order
+from x2.seeding import slot_seed
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.spec import load_env
-from x2.synth.runner import REPORT_NAME, SynthConfig, SynthRun, attempt_seed
+from x2.synth.runner import REPORT_NAME, SynthConfig, SynthRun
 from x2.tasks.predicates import evaluate
 
 _mount()
@@ -51,7 +52,7 @@ def test_same_seed_same_bytes_whatever_the_workers(two_runs: tuple[Path, Path]) 
     seeds = [r.seed for r in Dataset.open(one).episodes()]
     report = json.loads((one / REPORT_NAME).read_text())
     accepted_attempts = [a["index"] for a in report["attempts"] if a["accepted"]]
-    assert seeds == [attempt_seed(11, i) for i in accepted_attempts]
+    assert seeds == [slot_seed(11, i) for i in accepted_attempts]
 
 
 def test_accepted_episodes_respect_the_dag_and_end_in_every_sink(two_runs: tuple[Path, Path]) -> None:
@@ -126,4 +127,4 @@ def test_bad_binding_fails_before_any_worker(text: str, pattern: str, tmp_path: 
 
 def test_attempt_seeds_are_independent_of_order() -> None:
     children = np.random.SeedSequence(5).spawn(6)
-    assert [attempt_seed(5, i) for i in range(6)] == [int(c.generate_state(1, np.uint32)[0]) for c in children]
+    assert [slot_seed(5, i) for i in range(6)] == [int(c.generate_state(1, np.uint32)[0]) for c in children]

@@ -18,7 +18,7 @@ from x2_cli import HEADLESS_ENV, run_x2
 from x2.datasets import Dataset, repair, validate
 from x2.devices import read_stream
 from x2.rollout.relabel import relabel
-from x2.seeding import nth_child_seed
+from x2.seeding import slot_seed
 
 
 @pytest.mark.timeout(180)
@@ -30,7 +30,7 @@ def test_replay_completes_fruit_in_microwave_with_correct_labels(tmp_path: Path)
     assert "episode 0: success" in run.stdout
     ds = Dataset.open(tmp_path / "data" / "tele")
     (rec,) = ds.episodes()
-    assert rec.success and rec.source == "teleop" and rec.seed == nth_child_seed(0, 0)
+    assert rec.success and rec.source == "teleop" and rec.seed == slot_seed(0, 0)
     assert rec.segments[-1].node == "done" and rec.segments[-1].end - rec.segments[-1].start == 30  # 1 s hold
     with ds.load(0) as ep:
         assert ep.outcome == "success" and ep.attrs["teleop_end"] == "success"
@@ -60,7 +60,7 @@ def test_lifecycle_keys_rerecord_discard_next_quit(tmp_path: Path) -> None:
     recs = ds.episodes()
     assert len(recs) == 2  # the re-recorded and the discarded attempts were not kept
     # A re-record keeps the scene (same seed); a discard moves on to the next one.
-    assert recs[0].seed == nth_child_seed(0, 1) and recs[1].seed == nth_child_seed(0, 2)
+    assert recs[0].seed == slot_seed(0, 1) and recs[1].seed == slot_seed(0, 2)
     with ds.load(recs[0].index) as ep0, ds.load(recs[1].index) as ep1:
         assert ep0.attrs["teleop_end"] == "next" and ep1.attrs["teleop_end"] == "quit"
         assert 20 <= ep0.frames <= 40 and 20 <= ep1.frames <= 40  # ~1 s each at 30 Hz

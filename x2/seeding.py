@@ -1,7 +1,12 @@
-"""Named random streams from one seed, so adding a draw in one place never shifts another.
+"""Seeds: one master seed, numbered slots drawn from it, and named random streams from each seed.
 
-Streams are children of `numpy.random.SeedSequence(seed)` in a fixed order; the order is part of
-the on-disk contract (same seed, same bytes), so append new names, never reorder.
+Slot i of a master seed (an attempt of `x2 synth`, an episode of `x2 collect`) gets the i-th child of
+`numpy.random.SeedSequence(master_seed)`, whatever the number of workers and whichever collector asks:
+every collector of a dataset draws from the same sequence and continues after the last slot used there
+(`Dataset.next_slot`), so no two episodes of a dataset share a seed.
+
+A seed's streams are children of `SeedSequence(seed)` in a fixed order; the order is part of the on-disk
+contract (same seed, same bytes), so append new names, never reorder.
 """
 
 from __future__ import annotations
@@ -16,12 +21,7 @@ def streams(seed: int) -> dict[str, np.random.Generator]:
     return {name: np.random.default_rng(child) for name, child in zip(STREAMS, children, strict=True)}
 
 
-def child_seeds(master_seed: int, count: int) -> list[int]:
-    """Per-attempt/episode seeds: attempt i gets the same seed whatever the number of workers."""
-    return [int(s.generate_state(1, np.uint32)[0]) for s in np.random.SeedSequence(master_seed).spawn(count)]
-
-
-def nth_child_seed(master_seed: int, index: int) -> int:
-    """`child_seeds(master_seed, n)[index]` for any n > index, without drawing the ones before it."""
-    child = np.random.SeedSequence(master_seed, spawn_key=(index,))
+def slot_seed(master_seed: int, slot: int) -> int:
+    """The seed of slot `slot`: `SeedSequence(master_seed).spawn(n)[slot]` for any n > slot, computed directly."""
+    child = np.random.SeedSequence(master_seed, spawn_key=(slot,))
     return int(child.generate_state(1, np.uint32)[0])

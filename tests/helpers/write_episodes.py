@@ -61,8 +61,8 @@ def content(index: int, images: bool | None = None) -> dict[str, Any]:
     }
 
 
-def attrs() -> dict[str, Any]:
-    return {"source": "scripted", "seed": 7, "instruction": "put the fruit in the microwave",
+def attrs(seed: int = 7) -> dict[str, Any]:
+    return {"source": "scripted", "seed": seed, "instruction": "put the fruit in the microwave",
             "sim_dt": 0.002, "versions": {"mujoco": "test"}, "layout": {"apple": [0.1, 0.2]}}
 
 
@@ -80,7 +80,8 @@ def fill(writer: EpisodeWriter, data: dict[str, Any], tick_sleep: float = 0.0) -
 
 def write_one(ds: Dataset, tick_sleep: float = 0.0, images: bool | None = None) -> EpisodeRecord:
     """Record the next episode; its content follows from the index the dataset hands out."""
-    with ds.begin_episode(attrs(), object_names=OBJECTS,
+    # A seed per episode: a dataset refuses a seed it has used (the same seed is the same demonstration).
+    with ds.begin_episode(attrs(seed=1000 + ds.next_index()), object_names=OBJECTS,
                           camera_attrs={"front": {"fovy": 45.0, "extrinsics": np.eye(4)}}) as writer:
         data = content(writer.index, images)
         fill(writer, data, tick_sleep)

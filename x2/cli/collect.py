@@ -11,8 +11,8 @@ from rich.table import Table
 from x2.cli._common import console, translate_errors, typer_group
 from x2.datasets import workspace
 from x2.rollout import RealTimeClock, Rollout, open_dataset, reach_and_return, record_episode
-from x2.seeding import child_seeds
-from x2.sim.mujoco.backend import MujocoBackend
+from x2.seeding import slot_seed
+from x2.sim import make_backend
 from x2.spec import load_env
 
 app = typer_group(
@@ -46,28 +46,28 @@ def waypoints(
     Example: [cyan]x2 collect waypoints --task fruit_in_microwave -n 3[/cyan]
     """
     env = load_env(task, robot=robot, variant=variant)
-    backend = MujocoBackend(env)
+    backend = make_backend(env)
     path = workspace.resolve_output(dataset, default_name=env.task.name if env.task else env.scene_name)
     ds = open_dataset(path, env, backend)
     workspace.remember_dataset(path)
     try:
-        done = len(ds.episodes())
-        console.print(f"dataset [bold]{path}[/bold] ({done} episodes so far)")
-        # Seeds continue the master seed's sequence, so appending runs never repeat a seed.
-        seeds = child_seeds(seed, done + episodes)[done:]
+        done, start = len(ds.episodes()), ds.next_slot(seed)
+        console.print(f"dataset [bold]{path}[/bold] ({done} episodes so far); master seed {seed} from slot {start}")
         first: int | None = None
         clock = RealTimeClock(env.fps) if realtime else None
         rollout = Rollout(backend, clock)
-        arm_dofs = [len(a.joints) for a in env.robot.arms]
         table = Table(title="episodes", title_justify="left")
         for col in ("episode", "seed", "frames", "end", "events", "success", "late slots"):
             table.add_column(col)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=True) as bar:
             job = bar.add_task("recording", total=episodes)
-            for s in seeds:
-                teacher = reach_and_return(backend.home_action(), arm_dofs, env.fps)
-                result, record = record_episode(ds, rollout, teacher, s, source="scripted")
+            for slot in range(start, start + episodes):
+                s = slot_seed(seed, slot)  # slots continue after every one used here: no seed repeats
+                teacher = reach_and_return(backend.home_action(), backend.action_layout, env.fps)
+                result, record = record_episode(ds, rollout, teacher, s, source="scripted", master_seed=seed,
+                                                slot=slot)
+                ds.use_slots(seed, slot)
                 bar.advance(job)
                 if record is not None and first is None:
                     first = record.index

@@ -18,7 +18,7 @@ from x2.devices.keyboard import KeyboardConfig, KeyboardDevice, keymap_lines
 from x2.devices.replay import ReplayDevice
 from x2.errors import X2Error
 from x2.rollout import open_dataset
-from x2.sim.mujoco.backend import MujocoBackend
+from x2.sim import Backend, make_backend
 from x2.spec import load_env, load_robot, names
 from x2.teleop import TeleopConfig, TeleopSession, TeleopStatus, panel
 from x2.teleop.live import Picture
@@ -103,7 +103,7 @@ def teleop(
     task_name = _choose_task(task or source.get("task") or None, robot)
     env = load_env(task_name, robot=robot, variant=variant or str(source.get("scene_variant") or "default"))
     first_seed = int(source["seed"]) if seed is None and "seed" in source else None
-    backend = MujocoBackend(env)
+    backend = make_backend(env)
     path = workspace.resolve_output(dataset, default_name=env.task.name if env.task else env.scene_name)
     status = TeleopStatus(device=device)
     key_devices = _lifecycle_keys(dev, keys)
@@ -150,7 +150,7 @@ def teleop(
     _print_table(summaries)
 
 
-def _preview(backend: MujocoBackend, camera: str | None) -> Preview:
+def _preview(backend: Backend, camera: str | None) -> Preview:
     m = backend.model
     cameras = [m.camera(i).name for i in range(m.ncam)]
     camera = camera or (backend.env.robot.cameras[0] if backend.env.robot.cameras else "front")

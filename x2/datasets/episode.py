@@ -8,11 +8,11 @@ read here is evaluated or unpickled: attrs are numbers, strings or JSON text par
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +23,12 @@ import numpy as np
 from x2.datasets.index import EpisodeRecord, Segment
 from x2.errors import DatasetError
 
-EPISODE_FORMAT = "x2/1"
+# x2/2: the file rebuilds its world (model_xml as stepped, the world record), seeds carry their master
+# seed and slot, and everything the wall clock decides lives under /timing.
+EPISODE_FORMAT = "x2/2"
 SOURCES = ("teleop", "synth", "augment", "scripted")
 RESERVED_ATTRS = ("x2_format", "episode_index", "success")  # set by the writer, never by the caller
+SEED_ORIGIN = ("master_seed", "slot")  # optional root attrs: where the seed came from (see EpisodeRecord)
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 REQUIRED_DATASETS = ("timestamps", "action", "states")
 # append keyword -> (dataset path, stored dtype), in append's argument order.
@@ -112,19 +115,25 @@ def root_attrs(index: int, attrs: Mapping[str, Any], manifest: Mapping[str, Any]
     source = attrs.get("source")
     if source not in SOURCES:
         raise DatasetError(f"{where}: source: found {source!r}; allowed: {list(SOURCES)}")
-    seed = attrs.get("seed")
-    if not isinstance(seed, int | np.integer) or isinstance(seed, bool):
-        raise DatasetError(f"{where}: seed: found {seed!r}; allowed: an integer")
+    for key in ("seed", *SEED_ORIGIN):
+        value = attrs.get(key)
+        if key in SEED_ORIGIN and value is None:
+            continue
+        if not isinstance(value, int | np.integer) or isinstance(value, bool) or (key == "slot" and value < 0):
+            bound = " >= 0" if key == "slot" else ""
+            raise DatasetError(f"{where}: {key}: found {value!r}; allowed: an integer{bound}")
     root: dict[str, Any] = {
         "x2_format": EPISODE_FORMAT, "episode_index": index, "task": manifest.get("task", ""),
         "instruction": "", "robot": manifest.get("robot", ""), "fps": manifest.get("fps", 0.0),
         "sim_dt": 0.0, "scene_variant": "", "split": "train", "parent_episode": -1,
-        # Fixed width (seconds, UTC) so two identical episodes differ only in these bytes.
-        "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "versions": {}, "env_args": {},
-        "model_xml": "", "success": False,
+        "versions": {}, "env_args": {}, "model_xml": "", "success": False,
     }
     root.update(attrs)
-    root["seed"] = int(seed)
+    for key in ("seed", *SEED_ORIGIN):
+        if root.get(key) is not None:
+            root[key] = int(root[key])
+        else:
+            root.pop(key, None)
     return {safe_name(k, "attrs", where): attr_value(v, f"{where}: attrs/{k}") for k, v in root.items()}
 
 
@@ -211,7 +220,7 @@ def check_timing(per_tick: Mapping[str, Sequence[float]], given: Mapping[str, An
 
 def check_extra(extra: Mapping[str, Any], where: Path) -> dict[str, Any]:
     """Encoded extra root attrs; the writer's own and the indexed ones (seed, source) are refused."""
-    fixed = (*RESERVED_ATTRS, "seed", "source")
+    fixed = (*RESERVED_ATTRS, "seed", "source", *SEED_ORIGIN)
     bad = [k for k in extra if k in fixed]
     if bad:
         raise DatasetError(f"{where}: extra_attrs: found {bad}; allowed: anything but {list(fixed)}")
@@ -398,11 +407,20 @@ class Episode:
     def record(self, root: Path) -> EpisodeRecord:
         """The index line this file stands for (used to rebuild ``episodes.jsonl``)."""
         seed, source = self._attr("seed"), self._attr("source")
-        if not isinstance(seed, int) or not isinstance(source, str):
-            raise DatasetError(f"{self.path}: seed/source: found {seed!r}/{source!r}; "
-                               "allowed: an integer seed and a source name")
+        master_seed, slot = self._attr("master_seed"), self._attr("slot")
+        if not isinstance(seed, int) or not isinstance(source, str) or \
+                not all(v is None or isinstance(v, int) for v in (master_seed, slot)):
+            raise DatasetError(f"{self.path}: seed/source/master_seed/slot: found {seed!r}/{source!r}/"
+                               f"{master_seed!r}/{slot!r}; allowed: integer seeds and slot, a source name")
         return EpisodeRecord(
             index=self.index, file=os.path.relpath(self.path, root), frames=self.frames, success=self.success,
             seed=seed, source=source, segments=tuple(self.segments), bytes=self.path.stat().st_size,
-            failure=self.failure,
+            failure=self.failure, master_seed=master_seed, slot=slot,
         )
+
+    def initial_digest(self) -> str:
+        """What makes two episodes the same demonstration: the world they were stepped in and the state
+        they started from (sha256 of model_xml and /states[0])."""
+        h = hashlib.sha256(str(self._attr("model_xml", "")).encode("utf-8"))
+        h.update(np.ascontiguousarray(self.dataset("states")[0], dtype=np.float64).tobytes())
+        return h.hexdigest()

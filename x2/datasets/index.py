@@ -41,12 +41,17 @@ class EpisodeRecord:
     segments: tuple[Segment, ...]
     bytes: int
     failure: tuple[str, int, str] | None = None  # (node, frame, reason) of the first failure
+    # Where the seed came from: the collector's master seed and the attempt (synth) or slot (teleop,
+    # scripted) it was drawn for; None for episodes written without one (tools, tests).
+    master_seed: int | None = None
+    slot: int | None = None
 
     def to_json(self) -> str:
         data = {
             "index": self.index, "file": self.file, "frames": self.frames, "success": self.success,
-            "seed": self.seed, "source": self.source, "segments": [list(s) for s in self.segments],
-            "bytes": self.bytes, "failure": list(self.failure) if self.failure else None,
+            "seed": self.seed, "master_seed": self.master_seed, "slot": self.slot, "source": self.source,
+            "segments": [list(s) for s in self.segments], "bytes": self.bytes,
+            "failure": list(self.failure) if self.failure else None,
         }
         return json.dumps(data, separators=(",", ":"))
 
@@ -72,6 +77,8 @@ class EpisodeRecord:
                 segments=tuple(Segment(str(n), int(s), int(e)) for n, s, e in data["segments"]),
                 bytes=_typed(data["bytes"], int, where, "bytes"),
                 failure=None if failure is None else (str(failure[0]), int(failure[1]), str(failure[2])),
+                master_seed=_optional(data.get("master_seed"), where, "master_seed"),
+                slot=_optional(data.get("slot"), where, "slot"),
             )
         except KeyError as exc:
             raise DatasetError(f"{where}: {exc.args[0]}: found missing; "
@@ -79,6 +86,10 @@ class EpisodeRecord:
         except (TypeError, ValueError, IndexError):
             raise DatasetError(f"{where}: segments/failure: found malformed entries; allowed: "
                                "[[node, start, end], ...] and null or [node, frame, reason]") from None
+
+
+def _optional(value: Any, where: str, name: str) -> int | None:
+    return None if value is None else _typed(value, int, where, name)
 
 
 def _typed(value: Any, kind: type, where: str, name: str) -> Any:

@@ -1,8 +1,9 @@
 """Dataset: a folder of self-contained episode files plus a manifest and a commit log.
 
-Contract (DESIGN section 5): ``manifest.json`` (written once, atomically), ``episodes.jsonl`` (one line
-per committed episode), ``episodes/episode_NNNNNN.h5`` (finished), ``.inprogress/`` (being written).
-One writer process at a time holds ``.lock``; readers never need it.
+Contract (docs/format.md): ``manifest.json`` (written once, atomically), ``episodes.jsonl`` (one line per
+committed episode), ``episodes/episode_NNNNNN.h5`` (finished), ``.inprogress/`` (being written),
+``slots.json`` (the seed slots collectors have used, per master seed). One writer process at a time holds
+``.lock``; readers never need it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
@@ -19,18 +21,22 @@ from pathlib import Path
 from typing import Any
 
 from x2.atomic import fsync_dir, write_bytes
+from x2.datasets.difference import describe, first_difference
 from x2.datasets.episode import Episode, episode_filename, parse_episode_filename
 from x2.datasets.index import INDEX_NAME, EpisodeRecord, append_record, drop_torn_tail, format_indices, read_index
 from x2.datasets.writer import EpisodeWriter
 from x2.errors import DatasetError, NotFoundError
 
-SCHEMA = "x2/1"
+SCHEMA = "x2/2"
 MANIFEST_NAME = "manifest.json"
+SLOTS_NAME = "slots.json"
 EPISODES_DIR, INPROGRESS_DIR = "episodes", ".inprogress"
 QUARANTINE_DIR, SALVAGED_DIR = ".quarantine", ".salvaged"
 LOCK_NAME = ".lock"
 # Facts that must agree when a run appends to an existing dataset: mixing them would corrupt training.
-_MUST_MATCH = ("robot", "task", "fps", "joint_names", "action_names")
+# `world` is the compiled task, scene, robot description, control rate and action layout (x2.spec.record).
+_MUST_MATCH = ("robot", "task", "fps", "joint_names", "action_names", "world")
+LOCK_WAIT_S = 2.0  # a reader probing the lock (lock_holder) holds it for microseconds; a writer waits that out
 _ANY_INDEX = re.compile(r"^episode_(\d+)")  # also matches quarantined/salvaged copies with suffixes
 
 
@@ -45,6 +51,7 @@ class Manifest:
     action_names: tuple[str, ...] = ()
     cameras: Any = field(default_factory=list)  # names, or {name: {width, height, intrinsics, ...}}
     dag: dict[str, Any] = field(default_factory=dict)  # nodes, edges, scores
+    world: dict[str, Any] = field(default_factory=dict)  # everything the specs decided (x2.spec.record)
     versions: dict[str, Any] = field(default_factory=dict)
     created: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -65,6 +72,7 @@ class Manifest:
             "joint_names": ((list, tuple), "a list of strings"),
             "action_names": ((list, tuple), "a list of strings"),
             "cameras": ((list, tuple, dict), "a list or an object"), "dag": (dict, "an object"),
+            "world": (dict, "an object"),
             "versions": (dict, "an object"), "created": (str, "a string"), "extra": (dict, "an object"),
             "schema": (str, f"{SCHEMA!r}"),
         }
@@ -154,11 +162,12 @@ class Dataset:
         return cls(root, Manifest.from_dict(data, where))
 
     def _check_compatible(self, wanted: Manifest) -> None:
-        for key in _MUST_MATCH:
-            have, new = getattr(self.manifest, key), getattr(wanted, key)
-            if have != new:
-                raise DatasetError(f"{self.root / MANIFEST_NAME}: {key}: found {new!r} for a dataset "
-                                   f"recorded with {have!r}; allowed: {have!r} (or write to a new dataset)")
+        have, new = self.manifest.to_dict(), wanted.to_dict()
+        found = first_difference({k: have[k] for k in _MUST_MATCH}, {k: new[k] for k in _MUST_MATCH})
+        if found is not None:
+            where, was, now = found
+            raise DatasetError(f"{self.root / MANIFEST_NAME}: {where}: found {describe(now)} for a dataset recorded "
+                               f"with {describe(was)}; allowed: the same world (write to a new dataset: --dataset NEW)")
 
     # ---- reading --------------------------------------------------------------------------------
     @property
@@ -201,6 +210,7 @@ class Dataset:
                                "allowed: one episode at a time "
                                "(finish or abort it first)")
         self.lock()
+        self._refuse_repeated_seed(attrs)
         if self._next is None:
             self._next = self.next_index()
         index = self._next
@@ -223,6 +233,42 @@ class Dataset:
     def _writer_closed(self) -> None:
         self._writer = None
 
+    def _refuse_repeated_seed(self, attrs: Mapping[str, Any]) -> None:
+        """The same seed is the same scene: a second episode from it would be the same demonstration."""
+        seed = attrs.get("seed")
+        for record in self.episodes():
+            if record.seed == seed:
+                raise DatasetError(f"{self.root}: seed: found {seed!r}, already used by episode {record.index}; "
+                                   "allowed: a seed this dataset has not used (seeds never repeat in a dataset; "
+                                   "--dataset NEW writes elsewhere)")
+
+    # ---- seed slots -----------------------------------------------------------------------------
+    def next_slot(self, master_seed: int) -> int:
+        """The first slot (attempt or episode number under `master_seed`) no collector has used here: after
+        every committed episode's slot and every slot marked used, rejected and discarded ones included."""
+        committed = [r.slot for r in self.episodes() if r.master_seed == master_seed and r.slot is not None]
+        return max(self._slots().get(str(master_seed), 0), max(committed, default=-1) + 1)
+
+    def use_slots(self, master_seed: int, upto: int) -> None:
+        """Mark slots up to and including `upto` as used (the writer only; durable before it returns)."""
+        self.lock()
+        slots = self._slots()
+        if slots.get(str(master_seed), 0) > upto:
+            return
+        slots[str(master_seed)] = upto + 1
+        write_bytes(self.root / SLOTS_NAME, (json.dumps({"next_slot": slots}, indent=1, sort_keys=True) + "\n")
+                    .encode("utf-8"))
+
+    def _slots(self) -> dict[str, int]:
+        """master seed (as text) -> next free slot; a missing or unreadable ledger counts as empty (the
+        index still has every committed slot; validate reports an unreadable one)."""
+        try:
+            data = json.loads((self.root / SLOTS_NAME).read_text(encoding="utf-8"))
+            slots = data["next_slot"]
+            return {str(k): int(v) for k, v in slots.items() if isinstance(v, int) and not isinstance(v, bool)}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return {}
+
     def next_index(self) -> int:
         """1 + the largest index seen anywhere (log, finished, in progress, quarantined, salvaged)."""
         seen = [r.index for r in self.episodes()]
@@ -238,12 +284,20 @@ class Dataset:
         if self._lock_fd is not None:
             return
         fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise DatasetError(f"{self.root / LOCK_NAME}: lock: found held by pid {lock_holder(self.root)}; "
-                               "allowed: one writer process per dataset") from None
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                # A reader asking who writes (validate, info) takes the lock shared for an instant: wait
+                # that out rather than fail; a real writer holds it far longer than LOCK_WAIT_S.
+                if time.monotonic() < deadline:
+                    time.sleep(0.02)
+                    continue
+                os.close(fd)
+                raise DatasetError(f"{self.root / LOCK_NAME}: lock: found held by pid {lock_holder(self.root)}; "
+                                   "allowed: one writer process per dataset") from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._lock_fd = fd

@@ -8,6 +8,7 @@ episode files' own attrs, and empties ``.inprogress/``: a file with at least one
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from x2.datasets.store import (
     MANIFEST_NAME,
     QUARANTINE_DIR,
     SALVAGED_DIR,
+    SLOTS_NAME,
     Dataset,
     lock_holder,
 )
@@ -77,15 +79,25 @@ def validate(path: str | Path) -> Report:
     for index, n in sorted(counts.items()):
         if n > 1:
             report.add("error", root / INDEX_NAME, f"episode {index} is listed {n} times")
-    for record in {r.index: r for r in scan.records}.values():
-        _check_listed(root, record, report)
+    starts: dict[str, int] = {}  # initial-state digest -> first episode starting there
+    for record in {r.index: r for r in sorted(scan.records, key=lambda r: r.index)}.values():
+        digest = _check_listed(root, record, report)
+        if digest is None:
+            continue
+        if digest in starts:
+            report.add("error", root / EPISODES_DIR / episode_filename(record.index),
+                       f"episode {record.index} starts from the same world and state as episode {starts[digest]} "
+                       f"(seed {record.seed}): a repeated demonstration")
+        else:
+            starts[digest] = record.index
+    _check_slots(root, report)
     finished = _h5(root / EPISODES_DIR)
     for path in finished:
         index = parse_episode_filename(path.name)
         if index is None:
             report.add("info", path, "not an episode file name (ignored)")
         elif index not in counts:
-            problems, _ = _examine(path, root)
+            problems, _, _ = _examine(path, root)
             severity: Severity = "error" if problems else "repairable"
             report.add(severity, path, problems[0] if problems else f"finished but missing from {INDEX_NAME}")
     holder = lock_holder(root)
@@ -101,41 +113,62 @@ def validate(path: str | Path) -> Report:
     return report
 
 
-def _check_listed(root: Path, record: EpisodeRecord, report: Report) -> None:
+def _check_listed(root: Path, record: EpisodeRecord, report: Report) -> str | None:
+    """Check one listed episode against its file; its initial-state digest when it checks out."""
     where = root / INDEX_NAME
     expected = f"{EPISODES_DIR}/{episode_filename(record.index)}"
     if record.file != expected:
         report.add("error", where, f"episode {record.index}: file: found {record.file!r}; "
                                    f"allowed: {expected!r}")
-        return
+        return None
     path = root / expected
     if not path.is_file():
         report.add("error", path, f"listed in {INDEX_NAME} but missing (episode {record.index})")
-        return
-    problems, actual = _examine(path, root)
+        return None
+    problems, actual, digest = _examine(path, root)
     if actual is None:
         report.add("error", path, problems[0])
-        return
-    for name in ("index", "frames", "success", "bytes", "seed", "source", "segments", "failure"):
+        return None
+    for name in ("index", "frames", "success", "bytes", "seed", "master_seed", "slot", "source", "segments",
+                 "failure"):
         have, listed = getattr(actual, name), getattr(record, name)
         if have != listed:
             report.add("error", path, f"{name}: found {have!r:.60} in the file, {listed!r:.60} in "
                                       f"{INDEX_NAME}; allowed: equal (repair rebuilds the index)")
-            return
+            return None
     report.episodes += 1
+    return digest
 
 
-def _examine(path: Path, root: Path) -> tuple[list[str], EpisodeRecord | None]:
-    """(problems, the record the file stands for); the record is None when there are problems."""
+def _examine(path: Path, root: Path) -> tuple[list[str], EpisodeRecord | None, str | None]:
+    """(problems, the record the file stands for, its initial-state digest); the record is None when
+    there are problems."""
     try:
         with Episode(path) as ep:
             problems = list(ep.problems())
             index = parse_episode_filename(path.name)
             if index is not None and ep.index != index:
                 problems.append(f"{path}: episode_index: found {ep.index}; allowed: {index} (its file name)")
-            return (problems, None) if problems else ([], ep.record(root))
+            if problems:
+                return problems, None, None
+            return [], ep.record(root), ep.initial_digest()
     except DatasetError as exc:
-        return [str(exc)], None
+        return [str(exc)], None, None
+
+
+def _check_slots(root: Path, report: Report) -> None:
+    path = root / SLOTS_NAME
+    if not path.exists():
+        return
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        ok = isinstance(data, dict) and isinstance(data.get("next_slot"), dict) and all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in data["next_slot"].values())
+    except (OSError, ValueError):
+        ok = False
+    if not ok:
+        report.add("repairable", path, "unreadable slot ledger (repair rebuilds it from the index: slots used by "
+                                       "rejected or discarded attempts after the last committed one are forgotten)")
 
 
 def _h5(folder: Path) -> list[Path]:
@@ -152,7 +185,7 @@ def repair(path: str | Path) -> RepairResult:
         for file in _h5(ds.root / EPISODES_DIR):
             if parse_episode_filename(file.name) is None:
                 continue
-            problems, record = _examine(file, ds.root)
+            problems, record, _ = _examine(file, ds.root)
             if record is None:
                 moved = _move_aside(file, ds.root / QUARANTINE_DIR)
                 result.actions.append(
@@ -165,6 +198,18 @@ def repair(path: str | Path) -> RepairResult:
         if current != rebuilt:
             write_index(ds.index_path, records)
             result.actions.append(f"rebuilt episodes.jsonl from {len(records)} episode file(s)")
+        report = Report(ds.root)
+        _check_slots(ds.root, report)
+        if not report.valid:
+            used: dict[int, int] = {}
+            for r in records:
+                if r.master_seed is not None and r.slot is not None:
+                    used[r.master_seed] = max(used.get(r.master_seed, 0), r.slot)
+            moved = _move_aside(ds.root / SLOTS_NAME, ds.root / QUARANTINE_DIR)
+            for master, slot in sorted(used.items()):
+                ds.use_slots(master, slot)
+            result.actions.append(f"rebuilt {SLOTS_NAME} from the index (the unreadable one is "
+                                  f"{moved.relative_to(ds.root)})")
         for file in _h5(ds.root / INPROGRESS_DIR):
             frames = _salvageable_frames(file)
             if frames > 0:

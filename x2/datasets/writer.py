@@ -17,6 +17,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,8 @@ class EpisodeWriter:
         self._manifest, self._object_names = manifest, list(object_names)
         self._camera_attrs, self._block, self._on_close = dict(camera_attrs), max(1, flush_every), on_close
         self._root = root_attrs(index, attrs, manifest, inprogress)
+        # Wall-clock facts go to /timing, apart from the data: same seed, same bytes everywhere else.
+        self._created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self._columns: list[tuple[int, _Column]] = []  # (position in append's values, column)
         self._present: tuple[bool, ...] | None = None
         self._cams: dict[str, _Column] = {}
@@ -314,10 +317,12 @@ class EpisodeWriter:
                extra_attrs: Mapping[str, Any] | None = None,
                device: Mapping[str, Mapping[str, Any]] | None = None,
                timing: Mapping[str, Any] | None = None,
-               device_attrs: Mapping[str, Mapping[str, Any]] | None = None) -> EpisodeRecord:
+               device_attrs: Mapping[str, Mapping[str, Any]] | None = None,
+               timing_attrs: Mapping[str, Any] | None = None) -> EpisodeRecord:
         """Write the rest, commit the file into ``episodes/`` and append its index line.
 
-        ``timing`` adds per-stage (T,) arrays in ms for callers that time stages outside ``append``;
+        ``timing`` adds per-stage (T,) arrays in ms for callers that time stages outside ``append``, and
+        ``timing_attrs`` other wall-clock facts (missed control slots, ...) as /timing attrs;
         ``device`` raw device streams as /device/<name>/<key> arrays, ``device_attrs`` their group attrs.
         """
         if self._closed:
@@ -337,9 +342,11 @@ class EpisodeWriter:
         if any(not math.isnan(v) for v in self._lateness):
             per_tick["lateness"] = self._lateness
         timing_arrays = check_timing(per_tick, timing or {}, frames, self.path)
+        clock = {safe_name(k, "timing_attrs", self.path): attr_value(v, f"{self.path}: timing/{k}")
+                 for k, v in (timing_attrs or {}).items()}
         try:
             self._write_rest(success, extra, label_arrays, names, dag_attrs, completion, device_arrays,
-                             timing_arrays, group_attrs)
+                             timing_arrays, group_attrs, clock)
             fsync_file(self.path)
             os.replace(self.path, self._final)
             fsync_dir(self._final.parent)
@@ -352,6 +359,7 @@ class EpisodeWriter:
         record = EpisodeRecord(
             index=self.index, file=f"{self._final.parent.name}/{self._final.name}", frames=frames,
             success=bool(success), seed=int(self._root["seed"]), source=str(self._root["source"]),
+            master_seed=self._root.get("master_seed"), slot=self._root.get("slot"),
             segments=tuple(segments_from_labels(label_arrays.get("subtask_index", np.zeros(0)), names)),
             bytes=self._final.stat().st_size,
             failure=None if failure is None else (str(failure[0]), int(failure[1]), str(failure[2])),
@@ -368,7 +376,7 @@ class EpisodeWriter:
                     names: Sequence[str], dag_attrs: Mapping[str, Any], completion: np.ndarray,
                     device_arrays: Mapping[str, Mapping[str, np.ndarray]],
                     timing_arrays: Mapping[str, np.ndarray],
-                    device_attrs: Mapping[str, Mapping[str, Any]]) -> None:
+                    device_attrs: Mapping[str, Mapping[str, Any]], timing_attrs: Mapping[str, Any]) -> None:
         """Last frames, then (SWMR allows no new objects) reopen to add labels, DAG, timing, device."""
         self._drain_images(keep=0)
         self._flush()
@@ -389,6 +397,9 @@ class EpisodeWriter:
                 group.attrs[key] = json.dumps(value, sort_keys=True)
             group.create_dataset("completion_frame", data=completion, track_times=False)
             group = f.create_group("timing")
+            group.attrs["created_utc"] = self._created
+            for key, value in timing_attrs.items():
+                group.attrs[key] = value
             for stage, times in sorted(timing_arrays.items()):
                 group.create_dataset(f"{stage}_ms", data=times, track_times=False)
             for name, streams in device_arrays.items():

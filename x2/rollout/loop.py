@@ -3,7 +3,10 @@
 Per tick t: hooks may edit the world, the teacher sees the state s_t and gives a_t, the DAG is
 updated on s_t, (s_t, a_t, labels) are recorded, then the simulator advances one control tick.
 So the stored state of frame t is exactly the state its labels were computed on, and `x2 label`
-can recompute them from the file alone.
+can recompute them from the file alone. Action t is applied between frame t and frame t + 1, as the
+float32 the file stores (the teacher's float64 is rounded first), so stepping the stored actions from
+the stored first state reproduces the stored states (`x2 replay --check`). The last frame's action is
+recorded but never applied: the episode ended there.
 """
 
 from __future__ import annotations
@@ -18,10 +21,9 @@ import numpy as np
 from x2.rollout.clock import Clock, FreeClock
 from x2.rollout.monitor import TaskMonitor
 from x2.rollout.teacher import Observation, Teacher
-from x2.sim.backend import ResetInfo
-from x2.sim.mujoco.backend import MujocoBackend
+from x2.sim.backend import Backend, Contact, ResetInfo
 
-TickHook = Callable[[int, MujocoBackend], None]
+TickHook = Callable[[int, Backend], None]
 STAGES = ("teacher", "label", "record", "step")
 
 
@@ -45,6 +47,21 @@ class EpisodeResult:
     dag: dict[str, object] = field(default_factory=dict)
     lateness_ms: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     stage_ms: dict[str, np.ndarray] = field(default_factory=dict)
+    penetration: Penetration | None = None  # the deepest contact over the recorded frames
+
+
+@dataclass(frozen=True)
+class Penetration:
+    """The deepest contact of an episode: how deep (m), at which frame, between which geoms."""
+
+    depth: float
+    frame: int
+    contact: Contact | None
+
+    def describe(self) -> str:
+        c = self.contact
+        pair = f" between {c.geom1 or c.body1} and {c.geom2 or c.body2}" if c is not None else ""
+        return f"{self.depth * 1e3:.1f} mm at frame {self.frame}{pair}"
 
 
 @dataclass
@@ -56,7 +73,7 @@ class RolloutOptions:
 
 
 class Rollout:
-    def __init__(self, backend: MujocoBackend, clock: Clock | None = None):
+    def __init__(self, backend: Backend, clock: Clock | None = None):
         self.backend = backend
         self.env = backend.env
         self.clock = clock or FreeClock()
@@ -76,6 +93,7 @@ class Rollout:
         stages: dict[str, list[float]] = {s: [] for s in STAGES}
         end_reason = "horizon"
         perf = time.perf_counter
+        deepest = Penetration(0.0, 0, None)
         clock.start()
         t = 0
         while t < horizon:
@@ -90,6 +108,10 @@ class Rollout:
             if action is None:
                 end_reason = "teacher"
                 break
+            action = np.asarray(action, dtype=np.float32)  # what the file keeps is what gets applied
+            depth = backend.penetration()  # contacts of s_t, as a reader of the file recomputes them
+            if depth > deepest.depth:
+                deepest = Penetration(depth, t, backend.deepest_contact())
             if monitor is not None:
                 monitor.step(t)
             t2 = perf()
@@ -103,7 +125,7 @@ class Rollout:
                 (opts.stop_on_success and monitor.runtime.success)
                 or (opts.stop_on_failure and monitor.runtime.failure is not None))
             if not finished:
-                backend.step(action)
+                backend.step(action.astype(np.float64))
             t4 = perf()
             for name, dt in zip(STAGES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
                 stages[name].append(dt * 1e3)
@@ -121,4 +143,5 @@ class Rollout:
             dag=monitor.dag_record() if monitor is not None else {},
             lateness_ms=np.asarray(lateness, np.float32),
             stage_ms={s: np.asarray(v[: len(lateness)], np.float32) for s, v in stages.items()},
+            penetration=deepest,
         )

@@ -1,68 +1,91 @@
 """`x2 label`: recompute an episode's labels offline from its stored states.
 
-The world is rebuilt from the specs named in the episode (task, robot, variant), reset with the
-episode's seed (same assets, same layout), then every stored state is set and the same
-`TaskMonitor` that ran online is stepped on it. Online and offline labels must agree exactly.
+The world comes from the file (`open_world`: its model XML and its compiled task), every stored state is
+set and the same `TaskMonitor` that ran online is stepped on it, so online and offline labels agree
+exactly whatever today's specs say. With `specs="current"` the task is compiled from today's specs
+instead (same world, today's DAG and predicates): relabelling on purpose after a spec change.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
 from x2.datasets import Episode
-from x2.errors import DatasetError
+from x2.datasets.difference import describe, first_difference
+from x2.errors import DatasetError, X2Error
 from x2.rollout.monitor import TaskMonitor
-from x2.sim.layout import Placement
-from x2.sim.mujoco.backend import MujocoBackend
+from x2.rollout.world import open_world
 from x2.spec import load_env
+from x2.spec.env import EnvSpec, TaskModel
+from x2.spec.record import env_record
+
+Specs = Literal["file", "current"]
 
 
 @dataclass
 class RelabelReport:
     episode: int
     frames: int
+    specs: Specs = "file"
     differences: list[str] = field(default_factory=list)
     events: list[tuple[str, int]] = field(default_factory=list)
     failure: tuple[str, int, str] | None = None
     success: bool = False
     notes: list[str] = field(default_factory=list)
+    labels: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def identical(self) -> bool:
         return not self.differences
 
 
-def relabel(ep: Episode, task: str | None = None, robot: str | None = None) -> RelabelReport:
-    attrs = ep.attrs
-    env = load_env(task or str(attrs["task"]), robot=robot or str(attrs["robot"]),
-                   variant=str(attrs.get("scene_variant") or "default"))
-    if env.task is None:
-        raise DatasetError(f"{ep.path}: task: found none; allowed: an episode recorded with a task")
-    backend = MujocoBackend(env)
-    info = backend.reset(int(attrs["seed"]))
-    report = RelabelReport(ep.index, ep.frames)
-    stored_layout = json.loads(attrs.get("layout") or "{}")
-    if stored_layout:
-        layout = {k: Placement(*v) for k, v in stored_layout.items()}
-        if {k: v.as_list() for k, v in info.layout.items()} != stored_layout:
-            report.notes.append("layout from the seed differs from the stored one; used the stored layout")
-        backend.apply_layout(layout)
-    if attrs.get("model_xml") and attrs["model_xml"] != backend.model_xml():
-        report.notes.append("the specs changed since recording (model XML differs); labels may differ")
-    states = ep["states"]
-    if states.shape[1] != backend.state_size:
-        raise DatasetError(f"{ep.path}: states: found {states.shape[1]} columns; allowed: {backend.state_size} "
-                           f"for {env.robot.name} in {env.scene_name}")
-    monitor = TaskMonitor(env.task, backend, env.fps)
-    for t in range(len(states)):
-        backend.set_state(states[t])
-        monitor.step(t)
+def _today(env: EnvSpec) -> EnvSpec:
+    """The same task, robot and variant compiled from today's specs."""
+    assert env.task is not None
+    return load_env(env.task.name, robot=env.robot.name, variant=env.variant)
+
+
+def spec_drift(stored: dict, env: EnvSpec) -> str | None:
+    """How today's specs differ from the world record stored in an episode (first difference), if they do."""
+    try:
+        today = env_record(_today(env))
+    except X2Error as exc:
+        return f"today's specs cannot compile this task ({exc})"
+    found = first_difference(stored, today)
+    if found is None:
+        return None
+    where, was, now = found
+    return f"{where} is {describe(now)} today, {describe(was)} in the file"
+
+
+def relabel(ep: Episode, specs: Specs = "file") -> RelabelReport:
+    with open_world(ep) as world:
+        env = world.env
+        if env.task is None:
+            raise DatasetError(f"{ep.path}: task: found none; allowed: an episode recorded with a task")
+        report = RelabelReport(ep.index, ep.frames, specs)
+        drift = spec_drift(world.record, env)
+        task: TaskModel = env.task
+        if specs == "current":
+            task = _today(env).task or task
+            if drift:
+                report.notes.append(f"relabelled with today's specs, which differ from the file's: {drift}")
+        elif drift:
+            report.notes.append(f"today's specs differ from the file's ({drift}); relabelled from the file "
+                                "(--specs current uses today's)")
+        backend = world.backend
+        monitor = TaskMonitor(task, backend, env.fps)
+        states = ep["states"]
+        for t in range(len(states)):
+            backend.set_state(states[t])
+            monitor.step(t)
     rt = monitor.runtime
     report.events, report.failure, report.success = list(rt.events), rt.failure, rt.success
     fresh = monitor.labels()
+    report.labels = fresh
     for key, arr in fresh.items():
         if f"labels/{key}" not in ep:
             report.differences.append(f"labels/{key}: missing in the episode")
@@ -79,7 +102,6 @@ def relabel(ep: Episode, task: str | None = None, robot: str | None = None) -> R
     stored_failure = ep.failure
     if (tuple(stored_failure) if stored_failure else None) != (tuple(rt.failure) if rt.failure else None):
         report.differences.append(f"failure: stored {stored_failure} vs recomputed {rt.failure}")
-    if bool(attrs.get("success")) != rt.success:
-        report.differences.append(f"success: stored {bool(attrs.get('success'))} vs recomputed {rt.success}")
-    backend.close()
+    if bool(ep.attrs.get("success")) != rt.success:
+        report.differences.append(f"success: stored {bool(ep.attrs.get('success'))} vs recomputed {rt.success}")
     return report

@@ -1,4 +1,10 @@
-"""Episodes into a dataset: what the manifest and each episode file say about where they came from."""
+"""Episodes into a dataset: what the manifest and each episode file say about where they came from.
+
+An episode file carries its whole world: `model_xml` (the model exactly as stepped, compiled from this
+text), `world` (the compiled task, scene, robot and action layout: x2.spec.record), the drawn `assets`
+and `layout`, and the seed with the master seed and slot it was drawn for. `x2.rollout.world.open_world`
+rebuilds everything from these attrs alone.
+"""
 
 from __future__ import annotations
 
@@ -15,15 +21,17 @@ from x2.datasets import Dataset, EpisodeRecord
 from x2.rollout.background import BackgroundRecorder
 from x2.rollout.loop import EpisodeResult, Rollout, RolloutOptions
 from x2.rollout.teacher import Teacher
-from x2.sim.mujoco.backend import MujocoBackend
+from x2.sim.backend import Backend
+from x2.spec.action import DEFINITION
 from x2.spec.env import EnvSpec
+from x2.spec.record import env_record
 
 
 def versions() -> dict[str, str]:
     return {"x2": x2.__version__, "mujoco": mujoco.__version__, "numpy": np.__version__}
 
 
-def dataset_manifest(env: EnvSpec, backend: MujocoBackend, cameras: tuple[str, ...] = ()) -> dict[str, Any]:
+def dataset_manifest(env: EnvSpec, backend: Backend, cameras: tuple[str, ...] = ()) -> dict[str, Any]:
     task = env.task
     dag = None
     if task is not None:
@@ -43,9 +51,10 @@ def dataset_manifest(env: EnvSpec, backend: MujocoBackend, cameras: tuple[str, .
         "action_names": list(env.robot.action_names),
         "cameras": list(cameras),
         "dag": dag or {},
+        "world": env_record(env),
         "versions": versions(),
         "extra": {
-            "action_definition": "per arm: joint position targets (rad), then gripper opening in [0, 1], 1 = open",
+            "action_definition": DEFINITION,
             "object_names": list(backend.object_names),
             "substeps": env.substeps,
             "sim_dt": env.booth.timestep,
@@ -56,49 +65,63 @@ def dataset_manifest(env: EnvSpec, backend: MujocoBackend, cameras: tuple[str, .
     }
 
 
-def open_dataset(path: Path, env: EnvSpec, backend: MujocoBackend) -> Dataset:
-    """Create the dataset, or reopen it (the store refuses one made for another robot or task), and
-    become its writer: the lock heals a log that a crash left behind, so counts are right from here."""
+def open_dataset(path: Path, env: EnvSpec, backend: Backend) -> Dataset:
+    """Create the dataset, or reopen it (the store refuses one made for another world), and become its
+    writer: the lock heals a log that a crash left behind, so counts are right from here."""
     ds = Dataset.create(path, dataset_manifest(env, backend), exist_ok=True)
     ds.lock()
     return ds
 
 
-def episode_attrs(env: EnvSpec, seed: int, source: str) -> dict[str, Any]:
+def episode_attrs(env: EnvSpec, seed: int, source: str, master_seed: int | None = None,
+                  slot: int | None = None) -> dict[str, Any]:
     """Attributes known before an episode starts."""
-    return {"task": env.task.name if env.task else "", "robot": env.robot.name, "seed": seed, "source": source,
-            "fps": env.fps, "sim_dt": env.booth.timestep, "scene_variant": env.variant, "split": env.split,
-            "versions": json.dumps(versions())}
+    attrs: dict[str, Any] = {
+        "task": env.task.name if env.task else "", "robot": env.robot.name, "seed": seed, "source": source,
+        "fps": env.fps, "sim_dt": env.booth.timestep, "scene_variant": env.variant, "split": env.split,
+        "versions": json.dumps(versions())}
+    if master_seed is not None:
+        attrs["master_seed"], attrs["slot"] = master_seed, slot
+    return attrs
 
 
 def episode_extra(env: EnvSpec, result: EpisodeResult, model_xml: str, object_names: tuple[str, ...],
                   more: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Attributes known once it ended: what was drawn, where things stood, how it ended."""
+    """Attributes known once it ended: the world it ran in, what was drawn, how it ended."""
+    pen = result.penetration
     return {
         "instruction": result.reset.instruction,
         "model_xml": model_xml,
+        "world": json.dumps(env_record(env), sort_keys=True),
         "layout": json.dumps({k: v.as_list() for k, v in result.reset.layout.items()}),
         "assets": json.dumps(result.reset.assets),
         "env_args": json.dumps({"env_name": env.task.name if env.task else env.scene_name, "type": "x2-mujoco",
                                 "env_kwargs": {"robot": env.robot.name, "variant": env.variant,
                                                "seed": result.seed}}),
         "end_reason": result.end_reason,
-        "missed_slots": result.missed_slots,
+        "max_penetration_m": 0.0 if pen is None else pen.depth,
         "object_names": json.dumps(list(object_names)),
         **(more or {}),
     }
 
 
+def timing_attrs(result: EpisodeResult) -> dict[str, Any]:
+    """What the wall clock decided about an episode (kept under /timing, apart from the data)."""
+    return {"missed_slots": result.missed_slots}
+
+
 def record_episode(ds: Dataset, rollout: Rollout, teacher: Teacher, seed: int, source: str,
                    options: RolloutOptions | None = None, keep: Callable[[EpisodeResult], bool] | None = None,
                    finish: Callable[[EpisodeResult], dict[str, Any]] | None = None,
-                   background: bool = False) -> tuple[EpisodeResult, EpisodeRecord | None]:
+                   background: bool = False, master_seed: int | None = None,
+                   slot: int | None = None) -> tuple[EpisodeResult, EpisodeRecord | None]:
     """Run one episode into the dataset. It is committed unless `keep` says no (then discarded).
 
     `finish` adds to what `EpisodeWriter.finish` gets: `extra_attrs` (merged), `device`, `device_attrs`.
     `background` appends ticks on a writer thread (real-time loops: see `BackgroundRecorder`)."""
     env, backend = rollout.env, rollout.backend
-    with ds.begin_episode(episode_attrs(env, seed, source), object_names=backend.object_names) as writer:
+    attrs = episode_attrs(env, seed, source, master_seed, slot)
+    with ds.begin_episode(attrs, object_names=backend.object_names) as writer:
         if background:
             recorder = BackgroundRecorder(writer)
             try:
@@ -111,7 +134,8 @@ def record_episode(ds: Dataset, rollout: Rollout, teacher: Teacher, seed: int, s
             writer.abort()
             return result, None
         more = dict(finish(result)) if finish is not None else {}
-        extra = episode_extra(env, result, backend.model_xml(), backend.object_names, more.pop("extra_attrs", None))
+        extra = episode_extra(backend.env, result, backend.model_xml(), backend.object_names,
+                              more.pop("extra_attrs", None))
         record = writer.finish(labels=result.labels, dag=result.dag, success=result.success, extra_attrs=extra,
-                               timing=result.stage_ms, **more)
+                               timing=result.stage_ms, timing_attrs=timing_attrs(result), **more)
     return result, record

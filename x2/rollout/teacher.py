@@ -9,6 +9,7 @@ from typing import Protocol
 import numpy as np
 
 from x2.sim.backend import ResetInfo, RobotState
+from x2.spec.action import ActionLayout
 
 
 @dataclass(frozen=True)
@@ -60,19 +61,18 @@ class JointWaypointTeacher:
         return self._track[obs.tick] if obs.tick < len(self._track) else None
 
 
-def reach_and_return(home_action: np.ndarray, arm_dofs: Sequence[int], fps: int) -> JointWaypointTeacher:
+def reach_and_return(home_action: np.ndarray, layout: ActionLayout, fps: int) -> JointWaypointTeacher:
     """A short scripted motion for demos and smoke runs: each arm reaches out, closes and opens its
     gripper, and comes home. It exercises the loop; it is not meant to solve a task."""
     home = np.asarray(home_action, dtype=np.float64)
     reach = home.copy()
     close = home.copy()
-    start = 0
-    for dofs in arm_dofs:
-        reach[start + 1] += 0.35  # shoulder pitch forward
-        reach[start + 2] -= 0.35  # elbow opens
-        close[start + 1], close[start + 2] = reach[start + 1], reach[start + 2]
-        close[start + dofs] = 0.0
-        start += dofs + 1
+    for arm in layout.arms:
+        shoulder, elbow = arm.joints.start + 1, arm.joints.start + 2
+        reach[shoulder] += 0.35  # shoulder pitch forward
+        reach[elbow] -= 0.35  # elbow opens
+        close[shoulder], close[elbow] = reach[shoulder], reach[elbow]
+        close[arm.gripper] = 0.0
     plan = [Waypoint(tuple(reach), 1.5), Waypoint(tuple(close), 0.7), Waypoint(tuple(reach), 0.7),
             Waypoint(tuple(home), 1.5)]
     return JointWaypointTeacher(plan, fps)

@@ -20,6 +20,11 @@ class LayoutError(X2Error):
     """No collision-free placement was found within the sampling budget."""
 
 
+# Placements are kept to 10 um and 1e-5 rad: the world XML prints 6 significant digits, so a placement
+# below 10 m survives the XML (and the model compiled from it) exactly as sampled.
+DECIMALS = 5
+
+
 @dataclass(frozen=True)
 class Placement:
     x: float
@@ -30,6 +35,9 @@ class Placement:
     def as_list(self) -> list[float]:
         return [self.x, self.y, self.z, self.yaw]
 
+    def quantized(self) -> Placement:
+        return Placement(*(round(float(v), DECIMALS) for v in self.as_list()))
+
 
 def solve_layout(objects: Sequence[ObjectInstance], chosen: Mapping[str, AssetModel], rng: np.random.Generator,
                  clearance: float = 0.01, max_tries: int = 200) -> dict[str, Placement]:
@@ -37,7 +45,7 @@ def solve_layout(objects: Sequence[ObjectInstance], chosen: Mapping[str, AssetMo
     radius = {o.name: chosen[o.name].footprint_radius for o in objects}
     for obj in objects:
         if obj.pose is not None:
-            placed[obj.name] = Placement(*obj.pose)
+            placed[obj.name] = Placement(*obj.pose).quantized()
     sampled = sorted((o for o in objects if o.region is not None), key=lambda o: -radius[o.name])
     for obj in sampled:
         region = obj.region
@@ -49,7 +57,8 @@ def solve_layout(objects: Sequence[ObjectInstance], chosen: Mapping[str, AssetMo
                         for name, p in placed.items())
             if clear:
                 yaw = rng.uniform(*region.yaw_range)
-                placed[obj.name] = Placement(float(x), float(y), region.z + chosen[obj.name].height, float(yaw))
+                placed[obj.name] = Placement(float(x), float(y), region.z + chosen[obj.name].height,
+                                             float(yaw)).quantized()
                 break
         else:
             others = ", ".join(placed) or "nothing"

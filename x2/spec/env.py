@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
+from x2.spec.action import ActionLayout
+
 Vec3 = tuple[float, float, float]
 Quat = tuple[float, float, float, float]  # w, x, y, z (MuJoCo order)
 
@@ -48,15 +52,20 @@ class RobotModel:
     base_pos: Vec3 = (0.0, 0.0, 0.0)
 
     @property
+    def action(self) -> ActionLayout:
+        return ActionLayout.for_arms([(a.name, a.joints) for a in self.arms])
+
+    @property
     def action_names(self) -> tuple[str, ...]:
-        names: list[str] = []
-        for arm in self.arms:
-            names += [*arm.joints, f"{arm.name}_gripper"]
-        return tuple(names)
+        return self.action.names
 
     @property
     def action_dim(self) -> int:
-        return sum(len(a.joints) + 1 for a in self.arms)
+        return self.action.dim
+
+    def home_action(self) -> np.ndarray:
+        """Every arm at home, grippers open."""
+        return self.action.compose([a.home for a in self.arms], [1.0] * len(self.arms))
 
     def arm(self, name: str) -> ArmModel:
         for a in self.arms:

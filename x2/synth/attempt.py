@@ -12,16 +12,17 @@ from typing import Any
 
 import numpy as np
 
-from x2.errors import X2Error
 from x2.rollout import Rollout, RolloutOptions
 from x2.rollout.loop import EpisodeResult
 from x2.rollout.memory import MemoryRecorder
+from x2.rollout.replay import PENETRATION_LIMIT_M
 from x2.seeding import streams
-from x2.sim.mujoco.backend import MujocoBackend
+from x2.sim import SimulationUnstable, make_backend
 from x2.spec import load_env
 from x2.synth.binding import check_bindings, task_program
 from x2.synth.context import SynthContext, SynthStats
 from x2.synth.executor import SkillExecutor
+from x2.synth.motion.errors import MotionError
 from x2.synth.segments import SkillFailure
 
 
@@ -47,17 +48,15 @@ class SynthSession:
     def __init__(self, task: str, robot: str | None = None, variant: str = "default"):
         self.env = load_env(task, robot=robot, variant=variant)
         check_bindings(self.env)
-        self.backend = MujocoBackend(self.env)
+        self.backend = make_backend(self.env)
         self.rollout = Rollout(self.backend)
-        offsets = np.cumsum([0] + [len(a.joints) + 1 for a in self.env.robot.arms])
-        self.arm_slices = {a.name: slice(int(o), int(o) + len(a.joints)) for a, o in zip(self.env.robot.arms, offsets,
-                                                                                       strict=False)}
-        self.gripper_index = {a.name: int(o) + len(a.joints) for a, o in zip(self.env.robot.arms, offsets,
-                                                                             strict=False)}
 
     def attempt(self, index: int, seed: int, keep_rejected: bool = False) -> AttemptOutcome:
+        """Run attempt `index` from `seed`. What can go wrong with a motion (no IK, no plan, a lost grasp, the
+        physics diverging) rejects the attempt; any other error (a spec or programming error) propagates:
+        it would reject every attempt the same way and must stop the run."""
         rngs = streams(seed)
-        executor = SkillExecutor(self.arm_slices, self.gripper_index)
+        executor = SkillExecutor(self.backend.action_layout)
         assert self.rollout.monitor is not None  # check_bindings requires a task
         ctx = SynthContext(self.backend, self.rollout.monitor, executor, rngs)
         executor.program = lambda: task_program(ctx)
@@ -67,9 +66,10 @@ class SynthSession:
             result = self.rollout.run(executor, seed, recorder, RolloutOptions())
         except SkillFailure as failure:  # raised outside the executor, e.g. while resetting
             return AttemptOutcome(index, seed, False, failure.reason, failure.detail, len(recorder), stats=ctx.stats)
-        except X2Error as exc:
-            reason = "simulator unstable" if "unstable" in str(exc) else "error"
-            return AttemptOutcome(index, seed, False, reason, str(exc), len(recorder), stats=ctx.stats)
+        except MotionError as exc:
+            return AttemptOutcome(index, seed, False, "no plan", str(exc), len(recorder), stats=ctx.stats)
+        except SimulationUnstable as exc:
+            return AttemptOutcome(index, seed, False, "simulator unstable", str(exc), len(recorder), stats=ctx.stats)
         total = time.perf_counter() - t0
         reason, detail = _verdict(result, executor)
         accepted = reason == "accepted"
@@ -85,6 +85,10 @@ class SynthSession:
 
 
 def _verdict(result: EpisodeResult, executor: SkillExecutor) -> tuple[str, str]:
+    pen = result.penetration
+    if pen is not None and pen.depth > PENETRATION_LIMIT_M:
+        # a demonstration in which bodies pass through each other teaches contacts the world never has
+        return "penetration", pen.describe()
     if result.success:
         return "accepted", ""
     if executor.failure is not None:

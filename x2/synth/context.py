@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from x2.rollout.monitor import TaskMonitor
-from x2.sim.mujoco.backend import MujocoBackend
+from x2.sim.backend import Backend
 from x2.synth.executor import SkillExecutor
 from x2.synth.motion.collision import CollisionWorld
 from x2.synth.motion.errors import IKError, PlanningError
@@ -33,7 +33,7 @@ class SynthStats:
 
 
 class SynthContext:
-    def __init__(self, backend: MujocoBackend, monitor: TaskMonitor, executor: SkillExecutor,
+    def __init__(self, backend: Backend, monitor: TaskMonitor, executor: SkillExecutor,
                  rngs: dict[str, np.random.Generator], limits: Limits | None = None):
         self.backend, self.monitor, self.executor = backend, monitor, executor
         self.env = backend.env

@@ -14,6 +14,7 @@ import numpy as np
 
 from x2.rollout.teacher import Observation
 from x2.sim.backend import ResetInfo
+from x2.spec.action import ActionLayout
 from x2.synth.segments import ArmTrack, Gripper, Guarded, Segment, SkillFailure, Wait
 
 Program = Callable[[], Iterator[Segment]]
@@ -22,9 +23,10 @@ Program = Callable[[], Iterator[Segment]]
 class SkillExecutor:
     """A `Teacher` whose actions come from segments; `failure` says why a program stopped early."""
 
-    def __init__(self, arm_slices: dict[str, slice], gripper_index: dict[str, int], program: Program | None = None):
+    def __init__(self, layout: ActionLayout, program: Program | None = None):
         self.program = program
-        self._arm_slices, self._gripper_index = arm_slices, gripper_index
+        self._arm_slices = {a.name: a.joints for a in layout.arms}
+        self._gripper_index = {a.name: a.gripper for a in layout.arms}
         self.targets = np.zeros(0)
         self.failure: SkillFailure | None = None
         self.finished = False

@@ -2,7 +2,9 @@
 
 Attempt i's seed is the i-th child of `SeedSequence(master_seed)`; each attempt is a pure function
 of its seed; the parent commits accepted attempts strictly in index order and stops at the n-th.
-So the same master seed gives the same dataset bytes with 1 worker or 8.
+So the same master seed gives the same dataset bytes with 1 worker or 8. A run into an existing
+dataset starts after the last attempt any earlier run took (rejected ones included: the dataset's slot
+ledger), so `-n 2` twice is `-n 4` once and no demonstration is ever made twice.
 """
 
 from __future__ import annotations
@@ -18,12 +20,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from x2.atomic import write_bytes
 from x2.datasets import Dataset
 from x2.rollout.memory import replay_into
-from x2.rollout.session import episode_attrs, episode_extra, open_dataset, versions
+from x2.rollout.session import episode_attrs, episode_extra, open_dataset, timing_attrs, versions
+from x2.seeding import slot_seed
 from x2.synth.attempt import AttemptOutcome, SynthSession, outcome_summary
 
 REPORT_NAME = "synth_report.json"
@@ -76,12 +77,6 @@ def _run_attempt(index: int, seed: int, keep_rejected: bool) -> AttemptOutcome:
     return _SESSION.attempt(index, seed, keep_rejected)
 
 
-def attempt_seed(master_seed: int, index: int) -> int:
-    """The seed of attempt `index`: SeedSequence(master).spawn(index + 1)[index], computed directly."""
-    child = np.random.SeedSequence(master_seed, spawn_key=(index,))
-    return int(child.generate_state(1, np.uint32)[0])
-
-
 # ----- parent side --------------------------------------------------------------------------------
 class SynthRun:
     def __init__(self, config: SynthConfig, dataset: Path):
@@ -92,10 +87,12 @@ class SynthRun:
         self.progress = SynthProgress()
         self.attempts: list[dict[str, Any]] = []
         self.committed: list[int] = []
+        self.first_attempt = 0  # set when the dataset is opened: after every attempt an earlier run took
 
     def run(self, on_update: Callable[[SynthProgress], None] | None = None) -> SynthProgress:
         cfg = self.config
         ds = open_dataset(self.path, self.env, self.session.backend)
+        self.first_attempt = ds.next_slot(cfg.seed)
         try:
             if cfg.workers <= 1:
                 self._run_inline(ds, on_update)
@@ -110,8 +107,9 @@ class SynthRun:
         return self.progress
 
     def _run_inline(self, ds: Dataset, on_update: Callable[[SynthProgress], None] | None) -> None:
-        for index in range(self.config.attempt_cap):
-            outcome = self.session.attempt(index, attempt_seed(self.config.seed, index), self.config.keep_failed)
+        first = self.first_attempt
+        for index in range(first, first + self.config.attempt_cap):
+            outcome = self.session.attempt(index, slot_seed(self.config.seed, index), self.config.keep_failed)
             if not self._take(ds, outcome, on_update):
                 return
         self.progress.stop_reason = self.progress.stop_reason or f"reached --max-attempts {self.config.attempt_cap}"
@@ -123,11 +121,12 @@ class SynthRun:
                                  initargs=(cfg.task, cfg.robot, cfg.variant)) as pool:
             pending: dict[int, Future[AttemptOutcome]] = {}
             done: dict[int, AttemptOutcome] = {}
-            next_submit, next_commit = 0, 0
+            next_submit = next_commit = self.first_attempt
+            end = self.first_attempt + cfg.attempt_cap
             try:
                 while True:
-                    while len(pending) + len(done) < 2 * cfg.workers and next_submit < cfg.attempt_cap:
-                        seed = attempt_seed(cfg.seed, next_submit)
+                    while len(pending) + len(done) < 2 * cfg.workers and next_submit < end:
+                        seed = slot_seed(cfg.seed, next_submit)
                         pending[next_submit] = pool.submit(_run_attempt, next_submit, seed, cfg.keep_failed)
                         next_submit += 1
                     if not pending and next_commit not in done:
@@ -156,6 +155,7 @@ class SynthRun:
                 p.accepted += 1
             else:
                 p.stored_failed += 1
+        ds.use_slots(cfg.seed, outcome.index)  # taken, accepted or not: a later run starts after it
         if on_update is not None:
             on_update(p)
         if p.accepted >= cfg.n:
@@ -171,15 +171,16 @@ class SynthRun:
     def _commit(self, ds: Dataset, outcome: AttemptOutcome) -> None:
         result, arrays = outcome.result, outcome.arrays
         assert result is not None and arrays is not None
-        attrs = episode_attrs(self.env, outcome.seed, "synth")
-        more = {"attempt": outcome.index, "master_seed": self.config.seed}
+        attrs = episode_attrs(self.env, outcome.seed, "synth", self.config.seed, outcome.index)
+        more: dict[str, Any] = {}
         if not outcome.accepted:
             more.update({"rejected": True, "rejection_reason": outcome.reason, "rejection_detail": outcome.detail})
         with ds.begin_episode(attrs, object_names=outcome.object_names) as writer:
             replay_into(writer, arrays)
             record = writer.finish(labels=result.labels, dag=result.dag, success=outcome.accepted,
                                    extra_attrs=episode_extra(self.env, result, outcome.model_xml, outcome.object_names,
-                                                             more), timing=result.stage_ms)
+                                                             more), timing=result.stage_ms,
+                                   timing_attrs=timing_attrs(result))
         self.committed.append(record.index)
 
     def _write_report(self, ds: Dataset) -> None:
@@ -190,6 +191,7 @@ class SynthRun:
         report = {
             "task": cfg.task, "robot": self.env.robot.name, "variant": cfg.variant, "master_seed": cfg.seed,
             "requested": cfg.n, "accepted": p.accepted, "attempted": p.attempted,
+            "first_attempt": self.first_attempt,
             "acceptance_rate": round(p.accepted / p.attempted, 4) if p.attempted else None,
             "accepted_per_minute": round(p.per_minute, 2), "wall_s": round(elapsed, 2), "workers": cfg.workers,
             "stop_reason": p.stop_reason, "rejections": dict(p.reasons.most_common()),

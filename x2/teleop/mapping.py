@@ -21,8 +21,7 @@ import mujoco
 import numpy as np
 
 from x2.devices import DeviceEvent, Sample
-from x2.sim.backend import RobotState
-from x2.sim.mujoco.backend import MujocoBackend
+from x2.sim.backend import Backend, RobotState
 from x2.sim.mujoco.kinematics import ArmDLS
 
 STALE_S = 0.25  # a sample older than this is not followed: the robot holds (device hiccup, lost USB)
@@ -31,17 +30,13 @@ STALE_S = 0.25  # a sample older than this is not followed: the robot holds (dev
 class Mapper(Protocol):
     status: str  # one line for the operator panel
 
-    def reset(self, backend: MujocoBackend, home_action: np.ndarray) -> None: ...
+    def reset(self, backend: Backend, home_action: np.ndarray) -> None: ...
     def command(self, sample: Sample | None, age_s: float, events: Sequence[DeviceEvent],
                 robot: RobotState) -> np.ndarray: ...
 
 
-def _arm_slices(backend: MujocoBackend) -> list[slice]:
-    out, start = [], 0
-    for arm in backend.env.robot.arms:
-        out.append(slice(start, start + len(arm.joints)))
-        start += len(arm.joints) + 1
-    return out
+def _arm_slices(backend: Backend) -> list[slice]:
+    return [a.joints for a in backend.action_layout.arms]
 
 
 @dataclass(frozen=True)
@@ -57,7 +52,7 @@ class JointMirror:
         self.fps, self.config = fps, config or MirrorConfig()
         self.status = "waiting for the leader arm"
 
-    def reset(self, backend: MujocoBackend, home_action: np.ndarray) -> None:
+    def reset(self, backend: Backend, home_action: np.ndarray) -> None:
         self.cmd = np.array(home_action, dtype=np.float64)
         self.slices = _arm_slices(backend)
         self.names = [a.name for a in backend.env.robot.arms]
@@ -101,7 +96,7 @@ class JointMirror:
 class _TcpTargets:
     """Per-arm tcp targets followed by damped least-squares IK, shared by the Cartesian mappers."""
 
-    def __init__(self, backend: MujocoBackend, home_action: np.ndarray):
+    def __init__(self, backend: Backend, home_action: np.ndarray):
         self.slices = _arm_slices(backend)
         self.cmd = np.array(home_action, dtype=np.float64)
         self.ik = [ArmDLS.for_arm(backend.model, arm) for arm in backend.env.robot.arms]
@@ -145,7 +140,7 @@ class EEVelocity:
         self.active = 1  # the keyboard starts on the right arm
         self.paused = False  # Enter ("engage") locks the arms against stray keys, and unlocks them
 
-    def reset(self, backend: MujocoBackend, home_action: np.ndarray) -> None:
+    def reset(self, backend: Backend, home_action: np.ndarray) -> None:
         self.targets = _TcpTargets(backend, home_action)
         self.names = [a.name for a in backend.env.robot.arms]
 
@@ -197,7 +192,7 @@ class VRClutch:
         self.fps, self.config = fps, config or ClutchConfig()
         self.status = "hold a trigger to move that arm"
 
-    def reset(self, backend: MujocoBackend, home_action: np.ndarray) -> None:
+    def reset(self, backend: Backend, home_action: np.ndarray) -> None:
         self.targets = _TcpTargets(backend, home_action)
         self.names = [a.name for a in backend.env.robot.arms]
         n = len(self.targets.slices)

@@ -4,8 +4,7 @@ Rendering costs ~50 ms of CPU a frame here (Mesa on the CPU), far too much for t
 thread, so the loop only publishes the physics state into shared memory every few ticks (a copy of a
 few hundred doubles); a spawned process holds its own copy of the episode's model, renders the latest
 state at `hz` and leaves the frame in shared memory for the panel, which draws it in the terminal.
-Each episode sends its compiled model and the welded bodies' placements (they live in the model,
-not in the state) once, at its first tick.
+Each episode sends its world's XML (welded objects included) once, at its first tick.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from x2.sim.mujoco.backend import MujocoBackend
+from x2.sim.backend import Backend
 
 MAX_STATE = 8192  # doubles: the booth's integration state is a few hundred
 
@@ -67,11 +66,10 @@ class Preview:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def hook(self, tick: int, backend: MujocoBackend) -> None:
+    def hook(self, tick: int, backend: Backend) -> None:
         """A `RolloutOptions` hook: the world at an episode's first tick, the state every few ticks."""
         if tick == 0:
-            m = backend.model
-            self._worlds.put((backend.model_xml(), m.body_pos.copy(), m.body_quat.copy()))
+            self._worlds.put(backend.model_xml())
         if tick % self.config.publish_every == 0:
             self.publish(backend.get_state())
 
@@ -102,7 +100,7 @@ def _render_loop(c: PreviewConfig, lock: Any, state: Any, state_len: Any, state_
     import mujoco  # in the child: it picks up MUJOCO_GL=egl from x2's import below
 
     import x2  # noqa: F401  (caps BLAS threads, sets MUJOCO_GL)
-    from x2.sim.mujoco.backend import STATE_SPEC
+    from x2.sim.mujoco.state import STATE_SPEC
 
     model = data = renderer = None
     seen = 0
@@ -113,9 +111,7 @@ def _render_loop(c: PreviewConfig, lock: Any, state: Any, state_len: Any, state_
             t0 = time.monotonic()
             with contextlib.suppress(queue.Empty):
                 while True:  # only the newest world matters
-                    xml, body_pos, body_quat = worlds.get_nowait()
-                    model = mujoco.MjModel.from_xml_string(xml)
-                    model.body_pos[:], model.body_quat[:] = body_pos, body_quat
+                    model = mujoco.MjModel.from_xml_string(worlds.get_nowait())
                     data = mujoco.MjData(model)
                     if renderer is not None:
                         renderer.close()

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from x2.sim.mujoco.backend import MujocoBackend
+from x2.sim.backend import Backend
 
 
 @dataclass(frozen=True)
@@ -17,22 +17,15 @@ class SafetyConfig:
 
 
 class SafetyFilter:
-    def __init__(self, backend: MujocoBackend, fps: int, config: SafetyConfig | None = None):
+    def __init__(self, backend: Backend, fps: int, config: SafetyConfig | None = None):
         c = config or SafetyConfig()
-        m = backend.model
-        lo, hi, step, grip = [], [], [], []
-        for arm in backend.env.robot.arms:
-            for j in arm.joints:
-                jid = m.joint(j).id
-                limited = bool(m.jnt_limited[jid])
-                lo.append(m.jnt_range[jid, 0] if limited else -np.inf)
-                hi.append(m.jnt_range[jid, 1] if limited else np.inf)
-                step.append(c.max_speed / fps)
-            lo.append(0.0)
-            hi.append(1.0)
-            step.append(5.0 / fps)
-            grip.append(len(lo) - 1)
-        self.lo, self.hi, self.step = np.array(lo), np.array(hi), np.array(step)
+        layout = backend.action_layout
+        self.lo, self.hi = np.zeros(layout.dim), np.ones(layout.dim)  # grippers: [0, 1]
+        self.step = np.full(layout.dim, 5.0 / fps)  # a gripper's full stroke in 0.2 s
+        for arm, slots in zip(backend.env.robot.arms, layout.arms, strict=True):
+            limits = backend.joint_range(arm.joints)
+            self.lo[slots.joints], self.hi[slots.joints] = limits[:, 0], limits[:, 1]
+            self.step[slots.joints] = c.max_speed / fps
         self.last: np.ndarray | None = None
         self.clamped = 0  # ticks where the filter changed the mapper's action
         self.rejected = 0  # ticks with non-finite actions (held the last one)

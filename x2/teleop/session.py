@@ -21,8 +21,8 @@ from x2.devices import Device
 from x2.rollout import RealTimeClock, Rollout, RolloutOptions, record_episode
 from x2.rollout.clock import Clock
 from x2.rollout.loop import EpisodeResult, TickHook
-from x2.seeding import nth_child_seed
-from x2.sim.mujoco.backend import MujocoBackend
+from x2.seeding import slot_seed
+from x2.sim.backend import Backend
 from x2.teleop.mapping import Mapper, mapper_for
 from x2.teleop.status import TeleopStatus
 from x2.teleop.teacher import DeviceTeacher
@@ -53,7 +53,7 @@ class EpisodeSummary:
 
 
 class TeleopSession:
-    def __init__(self, backend: MujocoBackend, dataset: Dataset, device: Device, status: TeleopStatus,
+    def __init__(self, backend: Backend, dataset: Dataset, device: Device, status: TeleopStatus,
                  config: TeleopConfig | None = None, *, keys: Sequence[Device] = (), clock: Clock | None = None,
                  mapper: Mapper | None = None, hooks: Sequence[TickHook] = ()):
         self.backend, self.dataset, self.device = backend, dataset, device
@@ -101,19 +101,23 @@ class TeleopSession:
     def _run(self, on_episode: Callable[[EpisodeSummary], None] | None) -> list[EpisodeSummary]:
         cfg, st = self.config, self.status
         done: list[EpisodeSummary] = []
-        slot = first = len(self.dataset.episodes())  # seeds continue the master seed's sequence across sessions
+        # Seeds continue the master seed's sequence after every slot used in this dataset, discarded ones included.
+        slot = self.dataset.next_slot(cfg.seed)
+        replay_seed = cfg.first_seed  # a replayed episode's own scene first (its seed is not a slot of ours)
         committed = 0
         options = RolloutOptions(stop_on_success=False, stop_on_failure=cfg.stop_on_failure,
                                  max_ticks=self.max_ticks, hooks=self.hooks)
         while cfg.episodes is None or committed < cfg.episodes:
             if done and self.device.health().finished:
                 break  # a replayed stream that has ended drives no further episode
-            seed = cfg.first_seed if slot == first and cfg.first_seed is not None else nth_child_seed(cfg.seed, slot)
+            replaying = replay_seed is not None
+            seed = replay_seed if replay_seed is not None else slot_seed(cfg.seed, slot)
             st.episode, st.seed, st.phase = self.dataset.next_index(), seed, "resetting"
             teacher = self.teacher
             result, record = record_episode(
                 self.dataset, self.rollout, teacher, seed, source="teleop", options=options,
-                keep=self._keep, finish=self._finish, background=True)
+                keep=self._keep, finish=self._finish, background=True,
+                master_seed=None if replaying else cfg.seed, slot=None if replaying else slot)
             ending = self._ending(result)
             lat = result.lateness_ms
             summary = EpisodeSummary(
@@ -132,9 +136,13 @@ class TeleopSession:
                 st.say(f"episode dropped ({ending})" if result.ticks else "nothing recorded")
             if on_episode is not None:
                 on_episode(summary)
+            if ending != "rerecord":  # a re-record keeps the scene
+                if replaying:
+                    replay_seed = None
+                else:
+                    self.dataset.use_slots(cfg.seed, slot)  # used, saved or not: the next session starts after it
+                    slot += 1
             if ending == "quit":
                 break
-            if ending != "rerecord":
-                slot += 1
         st.phase = "done"
         return done

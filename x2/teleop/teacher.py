@@ -17,8 +17,7 @@ from x2.devices import Device, DeviceEvent, StreamBuilder
 from x2.rollout.clock import Clock
 from x2.rollout.monitor import TaskMonitor
 from x2.rollout.teacher import Observation
-from x2.sim.backend import ResetInfo
-from x2.sim.mujoco.backend import MujocoBackend
+from x2.sim.backend import Backend, ResetInfo
 from x2.teleop.mapping import Mapper
 from x2.teleop.safety import SafetyFilter
 from x2.teleop.status import TeleopStatus
@@ -27,7 +26,7 @@ ENDINGS = ("next", "rerecord", "discard", "quit")
 
 
 class DeviceTeacher:
-    def __init__(self, device: Device, mapper: Mapper, backend: MujocoBackend, status: TeleopStatus, *,
+    def __init__(self, device: Device, mapper: Mapper, backend: Backend, status: TeleopStatus, *,
                  keys: Sequence[Device] = (), monitor: TaskMonitor | None = None, clock: Clock | None = None,
                  success_hold_s: float | None = 1.0, record_stream: bool = True):
         self.device, self.mapper, self.backend, self.status = device, mapper, backend, status

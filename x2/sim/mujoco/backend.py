@@ -1,4 +1,14 @@
-"""MuJoCo implementation of `x2.sim.Backend` (and of the predicates' `WorldView`)."""
+"""MuJoCo implementation of `x2.sim.Backend` (and of the predicates' `WorldView`).
+
+Two ways to get one:
+
+- `MujocoBackend(env)` collects: every `reset(seed)` draws the assets and the layout from the seed's scene
+  stream, writes the world as MJCF text with them baked in (`world_xml`) and compiles the model it steps
+  from that very text (~10 ms). The text is what `model_xml()` returns and an episode stores, so the
+  stored world is the stepped world, welded objects included.
+- `MujocoBackend.recorded(env, model_xml, assets, layout)` is a world rebuilt from an episode file: the
+  stored text compiled as it is, nothing redrawn, no spec file read.
+"""
 
 from __future__ import annotations
 
@@ -9,26 +19,25 @@ import numpy as np
 
 from x2.errors import NotFoundError, X2Error
 from x2.seeding import streams
-from x2.sim.backend import CameraInfo, Contact, ResetInfo, RobotState
+from x2.sim.backend import CameraInfo, Contact, ResetInfo, RobotState, SimulationUnstable
 from x2.sim.layout import Placement, solve_layout
-from x2.sim.mujoco.world import ASSET_ROOT_BODY, build_world, free_joint, object_body
+from x2.sim.mujoco.state import STATE_SPEC, state_size
+from x2.sim.mujoco.world import ASSET_ROOT_BODY, free_joint, object_body, world_xml
+from x2.spec.action import ActionLayout
 from x2.spec.env import AssetModel, EnvSpec
 
-# Full physics state: time, qpos, qvel, act, warm-start, ctrl, applied forces, mocap, eq_active.
-STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
-
+_CACHE = 4  # compiled worlds kept: a re-recorded teleop episode or a relabel pass reuses its world
 
 class _Compiled:
-    """One compiled world for one choice of assets, with the index tables the hot path uses."""
+    """One world compiled from its XML text, with the index tables the hot path uses."""
 
-    def __init__(self, env: EnvSpec, chosen: Mapping[str, AssetModel]):
-        spec = build_world(env, chosen)
+    def __init__(self, env: EnvSpec, chosen: Mapping[str, AssetModel], xml: str):
         try:
-            self.model = spec.compile()
+            self.model = mujoco.MjModel.from_xml_string(xml)
         except ValueError as exc:
             raise X2Error(f"robot {env.robot.name!r} / scene {env.scene_name!r}: MuJoCo could not compile the "
-                          f"world: {str(exc).splitlines()[0]}") from None
-        self.xml = spec.to_xml()
+                          f"world: {str(exc).strip().splitlines()[0]}") from None
+        self.xml = xml
         self.data = mujoco.MjData(self.model)
         self._ids: dict[tuple[mujoco.mjtObj, str], int] = {}
         m = self.model
@@ -63,7 +72,7 @@ class _Compiled:
         self.ctrl_lo = np.where(limited, lo, -np.inf)
         self.ctrl_hi = np.where(limited, hi, np.inf)
         g = env.robot.gripper
-        self.gripper_slots = np.cumsum([len(a.joints) + 1 for a in env.robot.arms]) - 1
+        self.gripper_slots = env.robot.action.gripper_slots
         self.gripper_scale = (g.closed_ctrl, g.open_ctrl - g.closed_ctrl)
         self.tcp_ids = np.array([self.lookup(mujoco.mjtObj.mjOBJ_SITE, a.tcp_site) for a in env.robot.arms])
         self.fingers = {a.name: tuple(m.body(int(m.jnt_bodyid[jid(j)])).name for j in a.gripper_joints)
@@ -101,24 +110,47 @@ class _Compiled:
 
 
 class MujocoBackend:
-    """A MuJoCo world for one EnvSpec; models are compiled once per asset choice and cached."""
+    """A MuJoCo world for one EnvSpec (see the module docstring for the two ways to make one)."""
 
-    def __init__(self, env: EnvSpec):
+    def __init__(self, env: EnvSpec, *, _recorded: tuple[str, dict[str, AssetModel], dict[str, Placement]]
+                 | None = None):
         self.env = env
-        self._cache: dict[tuple[str, ...], _Compiled] = {}
+        self._cache: dict[str, _Compiled] = {}  # by XML text, newest last
         self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
         self.table_height = env.booth.table_height
-        default = {o.name: o.candidates[0] for o in env.objects}
-        self._use(default)
-        self._layout: dict[str, Placement] = {}
+        self._c: _Compiled | None = None
+        self._recorded = _recorded
+        if _recorded is not None:
+            xml, chosen, layout = _recorded
+            self._layout = dict(layout)
+        else:
+            chosen = {o.name: o.candidates[0] for o in env.objects}
+            self._layout = {}
+            xml = world_xml(env, chosen)
+        self._use(chosen, xml)
+
+    @classmethod
+    def recorded(cls, env: EnvSpec, model_xml: str, assets: Mapping[str, str],
+                 layout: Mapping[str, Placement]) -> MujocoBackend:
+        """The world of a recorded episode: its stored XML as it is, `assets` naming each object's drawn
+        asset among `env`'s candidates (an env rebuilt from the same file)."""
+        chosen = {}
+        for obj in env.objects:
+            pool = {a.name: a for a in obj.candidates}
+            name = assets.get(obj.name)
+            if name not in pool:
+                raise NotFoundError(f"object {obj.name!r}: recorded asset {name!r} is not among its assets "
+                                    f"{sorted(pool)}")
+            chosen[obj.name] = pool[name]
+        return cls(env, _recorded=(model_xml, chosen, dict(layout)))
 
     # ----- world selection -------------------------------------------------------------------
-    def _use(self, chosen: Mapping[str, AssetModel]) -> None:
-        key = tuple(chosen[o.name].name for o in self.env.objects)
-        if key not in self._cache:
-            self._cache[key] = _Compiled(self.env, chosen)
-        c = self._cache[key]
-        if getattr(self, "_c", None) is not c:
+    def _use(self, chosen: Mapping[str, AssetModel], xml: str) -> None:
+        c = self._cache.pop(xml, None) or _Compiled(self.env, chosen, xml)
+        self._cache[xml] = c
+        while len(self._cache) > _CACHE:
+            del self._cache[next(iter(self._cache))]
+        if self._c is not c:
             self._close_renderers()
         self._c = c
         self.model, self.data = c.model, c.data
@@ -129,7 +161,7 @@ class MujocoBackend:
 
     @property
     def state_size(self) -> int:
-        return int(mujoco.mj_stateSize(self.model, STATE_SPEC))
+        return state_size(self.model)
 
     @property
     def robot_joint_names(self) -> tuple[str, ...]:
@@ -139,28 +171,36 @@ class MujocoBackend:
     def object_names(self) -> tuple[str, ...]:
         return self._c.object_names
 
+    @property
+    def action_layout(self) -> ActionLayout:
+        return self.env.robot.action
+
     # ----- lifecycle -------------------------------------------------------------------------
     def reset(self, seed: int, variant: str | None = None) -> ResetInfo:
+        """The world for `seed`: its assets and layout drawn from the seed's scene stream (a recorded
+        world keeps its own), arms at home, grippers open, everything at rest."""
         if variant is not None and variant != self.env.variant:
+            if self._recorded is not None:
+                raise X2Error(f"variant: found {variant!r} for a recorded world; allowed: its own, "
+                              f"{self.env.variant!r}")
             self._switch_variant(variant)
-        rng = streams(seed)["scene"]
-        chosen = {o.name: o.candidates[int(rng.integers(len(o.candidates)))] for o in self.env.objects}
-        self._use(chosen)
-        layout = solve_layout(self.env.objects, chosen, rng)
+        if self._recorded is None:
+            rng = streams(seed)["scene"]
+            chosen = {o.name: o.candidates[int(rng.integers(len(o.candidates)))] for o in self.env.objects}
+            layout = solve_layout(self.env.objects, chosen, rng)
+            self._use(chosen, world_xml(self.env, chosen, layout))
+            self._layout = layout
         m, d = self.model, self.data
-        mujoco.mj_resetData(m, d)
-        self.apply_layout(layout)
+        mujoco.mj_resetData(m, d)  # objects at qpos0: where the XML placed them
         for arm in self.env.robot.arms:
             d.qpos[self._c.arm_qadr[arm.name]] = arm.home
-        for arm in self.env.robot.arms:
             for j in arm.gripper_joints:
-                d.qpos[m.jnt_qposadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j)]] = \
-                    self.env.robot.gripper.open_ctrl
-        d.ctrl[self._c.ctrl_ids] = self.home_action_ctrl()
+                d.qpos[m.jnt_qposadr[self._c.lookup(mujoco.mjtObj.mjOBJ_JOINT, j)]] = self.env.robot.gripper.open_ctrl
+        d.ctrl[self._c.ctrl_ids] = self._action_to_ctrl(self.home_action())
         mujoco.mj_forward(m, d)
-        names = {o.name: chosen[o.name].name for o in self.env.objects}
+        names = {o.name: self._c.chosen[o.name].name for o in self.env.objects}
         instruction = self.env.task.instruction.format(**names) if self.env.task else ""
-        return ResetInfo(seed, self.env.variant, names, layout, instruction)
+        return ResetInfo(seed, self.env.variant, names, dict(self._layout), instruction)
 
     def _switch_variant(self, variant: str) -> None:
         """Recompile the same task/scene/robot files with another scene variant (assets, lighting, split)."""
@@ -171,30 +211,10 @@ class MujocoBackend:
         self.env = load_env(task, robot=robot, scene=scene, variant=variant)
         self.table_height = self.env.booth.table_height
         self._cache.clear()
-        self._c = None  # type: ignore[assignment]
-        self._use({o.name: o.candidates[0] for o in self.env.objects})
 
     def home_action(self) -> np.ndarray:
         """The action that holds every arm at home with open grippers."""
-        return np.concatenate([[*a.home, 1.0] for a in self.env.robot.arms]).astype(np.float64)
-
-    def home_action_ctrl(self) -> np.ndarray:
-        return self._action_to_ctrl(self.home_action())
-
-    def apply_layout(self, layout: dict[str, Placement]) -> None:
-        """Put objects where the layout says: free ones through qpos, welded ones through body_pos."""
-        m, d = self.model, self.data
-        for name, p in layout.items():
-            quat = np.array([np.cos(p.yaw / 2), 0.0, 0.0, np.sin(p.yaw / 2)])
-            if name in self._c.free_qadr:
-                a = self._c.free_qadr[name]
-                d.qpos[a:a + 3] = (p.x, p.y, p.z)
-                d.qpos[a + 3:a + 7] = quat
-            else:
-                b = self._c.object_body[name]
-                m.body_pos[b] = (p.x, p.y, p.z)
-                m.body_quat[b] = quat
-        self._layout = dict(layout)
+        return self.env.robot.home_action()
 
     @property
     def layout(self) -> dict[str, Placement]:
@@ -230,7 +250,7 @@ class MujocoBackend:
         # predicates and an offline replay of the stored state all see the same world.
         mujoco.mj_forward(m, d)
         if not np.isfinite(d.qacc).all() or d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number:
-            raise X2Error(f"simulation unstable at t={d.time:.3f} s (non-finite accelerations)")
+            raise SimulationUnstable(f"simulation unstable at t={d.time:.3f} s (non-finite accelerations)")
 
     def get_state(self) -> np.ndarray:
         out = np.empty(self.state_size)
@@ -275,14 +295,34 @@ class MujocoBackend:
         self.data.qvel[dof:dof + 6] = 0.0
         mujoco.mj_forward(self.model, self.data)
 
+    def joint_range(self, names: tuple[str, ...]) -> np.ndarray:
+        """(n, 2) position limits of the named joints; unlimited joints get -inf..inf."""
+        m = self.model
+        ids = [self._c.lookup(mujoco.mjtObj.mjOBJ_JOINT, n) for n in names]
+        limited = m.jnt_limited[ids].astype(bool)[:, None]
+        return np.where(limited, m.jnt_range[ids], np.array([-np.inf, np.inf]))
+
+    def penetration(self) -> float:
+        """How deep (m) the deepest contact of the current state penetrates; 0 when none does. Cheap
+        enough for every tick: the contacts are those mj_forward found for this very state."""
+        d = self.data
+        return max(0.0, -float(d.contact.dist.min())) if d.ncon else 0.0
+
+    def deepest_contact(self) -> Contact | None:
+        """The contact with the smallest signed distance now, or None without contacts."""
+        d = self.data
+        if d.ncon == 0:
+            return None
+        return self._contact(int(np.argmin(d.contact.dist)))
+
+    def _contact(self, i: int) -> Contact:
+        m, c = self.model, self.data.contact[i]
+        g1, g2 = int(c.geom1), int(c.geom2)
+        return Contact(m.geom(g1).name, m.geom(g2).name, m.body(int(m.geom_bodyid[g1])).name,
+                       m.body(int(m.geom_bodyid[g2])).name, float(c.dist))
+
     def contacts(self) -> list[Contact]:
-        m, d = self.model, self.data
-        out = []
-        for c in d.contact[: d.ncon] if d.ncon else []:
-            g1, g2 = int(c.geom1), int(c.geom2)
-            out.append(Contact(m.geom(g1).name, m.geom(g2).name, m.body(int(m.geom_bodyid[g1])).name,
-                               m.body(int(m.geom_bodyid[g2])).name, float(c.dist)))
-        return out
+        return [self._contact(i) for i in range(self.data.ncon)]
 
     def geom_distance(self, geom1: str, geom2: str, cutoff: float = 1.0) -> float:
         g1 = self._c.lookup(mujoco.mjtObj.mjOBJ_GEOM, geom1)

@@ -10,17 +10,24 @@ Names in the compiled model (the backend and the dataset store rely on them):
   site ``table_surface``;
 - objects: everything prefixed ``<instance>/`` (body ``microwave/object``, joint
   ``microwave/door_hinge``, site ``microwave/cavity``); free assets get a free joint
-  ``<instance>/free``, welded assets none (move them through ``model.body_pos``).
+  ``<instance>/free``, welded assets none.
+
+Every object is attached at its placement, welded or free, so the world XML is the scene: a model
+compiled from it has the welded objects where they stand and the free ones there at ``qpos0``. The
+backend compiles the model it steps from exactly this XML text (`world_xml`), which is what an
+episode stores, so a reader that compiles the stored XML gets the stepped model bit for bit.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 
 import mujoco
 
 from x2.errors import SpecError
+from x2.sim.layout import Placement
 from x2.sim.mujoco.booth import add_booth
 from x2.sim.mujoco.robot import load_mjcf, load_robot
 from x2.spec.env import AssetModel, EnvSpec, ObjectInstance
@@ -41,7 +48,7 @@ def free_joint(instance: str) -> str:
 
 
 def initial_pose(obj: ObjectInstance, asset: AssetModel) -> tuple[float, float, float, float]:
-    """(x, y, z, yaw) of the asset origin before the backend's reset moves it."""
+    """(x, y, z, yaw) of the asset origin when no layout is given: its fixed pose or its region's centre."""
     if obj.pose is not None:
         return obj.pose
     if obj.region is not None:
@@ -56,9 +63,10 @@ def _yaw_quat(yaw: float) -> list[float]:
     return [math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]
 
 
-def add_object(spec: mujoco.MjSpec, obj: ObjectInstance, asset: AssetModel) -> mujoco.MjsBody:
-    """Attach one asset under the world at its initial pose; free assets get a free joint."""
-    x, y, z, yaw = initial_pose(obj, asset)
+def add_object(spec: mujoco.MjSpec, obj: ObjectInstance, asset: AssetModel,
+               place: Placement | None = None) -> mujoco.MjsBody:
+    """Attach one asset under the world at `place` (default: its initial pose); free assets get a free joint."""
+    x, y, z, yaw = place.as_list() if place is not None else initial_pose(obj, asset)
     child = load_mjcf(asset.mjcf, f"asset {asset.name!r}")
     if child.body(ASSET_ROOT_BODY) is None:
         bodies = [b.name for b in child.worldbody.bodies]
@@ -72,13 +80,32 @@ def add_object(spec: mujoco.MjSpec, obj: ObjectInstance, asset: AssetModel) -> m
     return body
 
 
-def build_world(env: EnvSpec, chosen: Mapping[str, AssetModel]) -> mujoco.MjSpec:
+def build_world(env: EnvSpec, chosen: Mapping[str, AssetModel],
+                layout: Mapping[str, Placement] | None = None) -> mujoco.MjSpec:
     """The complete world spec; ``chosen`` maps instance names to the drawn asset (default: the
-    instance's first candidate). Compile with ``spec.compile()``."""
+    instance's first candidate), ``layout`` to their placements (default: `initial_pose`)."""
     spec = load_robot(env.robot)
-    # Welded objects must stay separate bodies: the backend moves them through model.body_pos.
+    # Welded objects stay bodies of their own (named, with their sites), not fused into the world.
     spec.compiler.fusestatic = False
     add_booth(spec, env.booth)
     for obj in env.objects:
-        add_object(spec, obj, chosen.get(obj.name, obj.candidates[0]))
+        add_object(spec, obj, chosen.get(obj.name, obj.candidates[0]), (layout or {}).get(obj.name))
     return spec
+
+
+_TIMESTEP = re.compile(r'(<option\b[^>]*\btimestep=")[^"]*(")')
+
+
+def world_xml(env: EnvSpec, chosen: Mapping[str, AssetModel], layout: Mapping[str, Placement] | None = None) -> str:
+    """The world as MJCF text, the one source the simulated model is compiled from.
+
+    MjSpec.to_xml prints numbers with 6 significant digits; the model compiled from the text is the truth
+    (so placements are quantised to that before they get here, see `Placement.quantized`). The timestep
+    alone is written at full precision, so that a control tick of `substeps` steps lasts exactly 1/fps
+    (1/480 s would print as 0.00208333)."""
+    xml = build_world(env, chosen, layout).to_xml()
+    xml, n = _TIMESTEP.subn(lambda m: f"{m.group(1)}{env.booth.timestep!r}{m.group(2)}", xml, count=1)
+    if n != 1:
+        raise SpecError(None, None, "option.timestep", "an MJCF without <option timestep>",
+                        "a world whose booth sets the timestep")
+    return xml

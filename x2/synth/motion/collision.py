@@ -70,6 +70,9 @@ class CollisionWorld:
     def __init__(self, backend: MujocoBackend, margin: float = 0.0):
         self.env = backend.env
         self.model = copy.deepcopy(backend.model)  # welded objects' poses live in model.body_pos
+        # The simulator overrides every contact's softness and margin (x2/sim/mujoco/booth.py); checks need
+        # the per-geom margins they set below, so the copy uses the geoms' own parameters.
+        self.model.opt.enableflags &= ~int(mujoco.mjtEnableBit.mjENBL_OVERRIDE)
         self.data = mujoco.MjData(self.model)
         self.checks = 0
         m = self.model

@@ -1,0 +1,80 @@
+"""The action vector's layout: where each arm's joint targets and gripper opening sit.
+
+One definition for every reader and writer of actions (the backend, the synthesis executor, the teleop
+mappers and safety filter, scripted teachers, device streams replayed as a leader arm): per arm, in the
+robot's arm order, its joint position targets (rad) and then its gripper opening in [0, 1] (1 = open).
+For the dual-arm robots: ``[left 6 joints, left gripper, right 6 joints, right gripper]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+DEFINITION = "per arm: joint position targets (rad), then gripper opening in [0, 1], 1 = open"
+GRIPPER_SUFFIX = "_gripper"
+
+
+@dataclass(frozen=True)
+class ArmSlots:
+    name: str
+    joints: slice  # the arm's joint targets in the action vector
+    gripper: int  # its gripper opening
+
+
+@dataclass(frozen=True)
+class ActionLayout:
+    arms: tuple[ArmSlots, ...]
+    names: tuple[str, ...]  # one per action value: the joint names, then "<arm>_gripper"
+
+    @classmethod
+    def for_arms(cls, arms: Sequence[tuple[str, Sequence[str]]]) -> ActionLayout:
+        """From (arm name, joint names) in the robot's arm order."""
+        slots, names = [], []
+        for arm, joints in arms:
+            start = len(names)
+            names += [*joints, f"{arm}{GRIPPER_SUFFIX}"]
+            slots.append(ArmSlots(arm, slice(start, start + len(joints)), start + len(joints)))
+        return cls(tuple(slots), tuple(names))
+
+    @classmethod
+    def from_names(cls, names: Sequence[str]) -> ActionLayout | None:
+        """Recover the layout from stored action names (an episode's /action `names`), or None when
+        the names do not follow it (each arm's joints closed by one "<arm>_gripper")."""
+        arms: list[tuple[str, list[str]]] = []
+        joints: list[str] = []
+        for name in names:
+            if name.endswith(GRIPPER_SUFFIX):
+                if not joints:
+                    return None
+                arms.append((name.removesuffix(GRIPPER_SUFFIX), joints))
+                joints = []
+            else:
+                joints.append(name)
+        return cls.for_arms(arms) if arms and not joints else None
+
+    @property
+    def dim(self) -> int:
+        return len(self.names)
+
+    @property
+    def gripper_slots(self) -> np.ndarray:
+        return np.array([a.gripper for a in self.arms], dtype=np.intp)
+
+    def arm(self, name: str) -> ArmSlots:
+        for a in self.arms:
+            if a.name == name:
+                return a
+        from x2.errors import NotFoundError
+
+        raise NotFoundError(f"action layout has no arm {name!r}; arms: {[a.name for a in self.arms]}")
+
+    def compose(self, joints: Sequence[Sequence[float]], grippers: Sequence[float]) -> np.ndarray:
+        """The action with each arm's joint targets and gripper opening, in arm order."""
+        out = np.zeros(self.dim)
+        for slots, q, g in zip(self.arms, joints, grippers, strict=True):
+            out[slots.joints] = q
+            out[slots.gripper] = g
+        return out

@@ -1,0 +1,174 @@
+"""A compiled environment as plain JSON data, and back: what a dataset's manifest and every episode
+file keep of the specs, so that nothing recorded depends on the spec files of the day.
+
+`env_record(env)` describes everything the specs decided: the task (nodes, edges, scores, predicates with
+their resolved arguments, failures, timeouts, the instruction template, skill bindings), the scene (booth,
+objects with their asset pools, regions and poses, variant, split), the robot (arms, joints, home pose,
+gripper, cameras) with a digest of each MJCF file it was built from, the control rate and the action
+layout. `env_from_record` rebuilds an `EnvSpec` from it without reading a file; its MJCF paths are only
+names (a world rebuilt from a recording is compiled from the recorded XML, never from these files).
+
+The record holds no file system paths and no line numbers, so it is the same on every machine and in
+every working directory: equal records mean the same world definition.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from x2.errors import DatasetError
+from x2.spec.action import DEFINITION
+from x2.spec.env import (
+    ArmModel,
+    AssetModel,
+    BoothModel,
+    EnvSpec,
+    GripperModel,
+    NodeSpec,
+    ObjectInstance,
+    PredicateCall,
+    Region,
+    RobotModel,
+    SkillBinding,
+    TaskModel,
+)
+from x2.tasks.predicates import PREDICATES
+
+RECORD_VERSION = 1
+_NO_ORIGIN = ("<recorded>", 0)
+
+
+def _file(path: Path) -> dict[str, str]:
+    """A spec file by name and content: moving a checkout changes neither, editing the file does."""
+    try:
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        digest = ""  # an env rebuilt from a record has names, not files: keep that env's stored record
+    return {"name": Path(path).name, "sha256": digest}
+
+
+def _tuple(value: Any) -> Any:
+    return tuple(_tuple(v) for v in value) if isinstance(value, list) else value
+
+
+# ----- to JSON ---------------------------------------------------------------------------------------
+def task_record(task: TaskModel) -> dict[str, Any]:
+    def calls(cs: tuple[PredicateCall, ...]) -> list[dict[str, Any]]:
+        return [{"name": c.name, "args": dict(c.args)} for c in cs]
+
+    def skill(b: SkillBinding | None) -> dict[str, Any] | None:
+        if b is None:
+            return None
+        return {"name": b.name, "arm": b.arm, "target": b.target, "target_object": b.target_object,
+                "params": dict(b.params)}
+
+    return {
+        "name": task.name, "instruction": task.instruction, "horizon_s": task.horizon_s,
+        "nodes": [{"id": n.id, "success": calls(n.success), "failure": calls(n.failure), "timeout_s": n.timeout_s,
+                   "score": n.score, "description": n.description, "skill": skill(n.skill)} for n in task.nodes],
+        "edges": [list(e) for e in task.edges],
+    }
+
+
+def _asset(a: AssetModel) -> dict[str, Any]:
+    return {"name": a.name, "mjcf": _file(a.mjcf), "tags": list(a.tags),
+            "footprint_radius": a.footprint_radius, "height": a.height, "free": a.free, "parts": dict(a.parts),
+            "joints": list(a.joints)}
+
+
+def robot_record(robot: RobotModel) -> dict[str, Any]:
+    g = robot.gripper
+    return {
+        "name": robot.name, "mjcf": _file(robot.mjcf), "base_pos": list(robot.base_pos),
+        "cameras": list(robot.cameras),
+        "gripper": {"kind": g.kind, "mjcf": _file(g.mjcf), "open_ctrl": g.open_ctrl, "closed_ctrl": g.closed_ctrl},
+        "arms": [{f.name: _plain(getattr(a, f.name)) for f in fields(ArmModel)} for a in robot.arms],
+    }
+
+
+def _plain(value: Any) -> Any:
+    return [_plain(v) for v in value] if isinstance(value, tuple) else value
+
+
+def env_record(env: EnvSpec) -> dict[str, Any]:
+    """The JSON description of `env` as compiled from spec files (see the module docstring)."""
+    objects = []
+    for o in env.objects:
+        objects.append({
+            "name": o.name, "candidates": [_asset(a) for a in o.candidates], "tags": list(o.tags),
+            "region": None if o.region is None else {f.name: _plain(getattr(o.region, f.name)) for f in fields(Region)},
+            "pose": None if o.pose is None else list(o.pose),
+        })
+    return {
+        "version": RECORD_VERSION,
+        "robot": robot_record(env.robot),
+        "scene": {"name": env.scene_name, "variant": env.variant, "split": env.split,
+                  "booth": {f.name: _plain(getattr(env.booth, f.name)) for f in fields(BoothModel)},
+                  "objects": objects},
+        "task": None if env.task is None else task_record(env.task),
+        "control": {"fps": env.fps, "substeps": env.substeps, "timestep": env.booth.timestep},
+        "action": {"names": list(env.robot.action_names), "definition": DEFINITION},
+    }
+
+
+# ----- from JSON -------------------------------------------------------------------------------------
+def env_from_record(record: Mapping[str, Any], where: str = "world") -> EnvSpec:
+    """The `EnvSpec` an `env_record` describes. Malformed records raise the one-line DatasetError."""
+    try:
+        if record.get("version") != RECORD_VERSION:
+            raise DatasetError(f"{where}: version: found {record.get('version')!r}; allowed: {RECORD_VERSION}")
+        r, sc, ctl = record["robot"], record["scene"], record["control"]
+        g = r["gripper"]
+        robot = RobotModel(
+            name=r["name"], mjcf=Path(r["mjcf"]["name"]),
+            gripper=GripperModel(g["kind"], Path(g["mjcf"]["name"]), float(g["open_ctrl"]), float(g["closed_ctrl"])),
+            arms=tuple(ArmModel(**{k: _tuple(v) for k, v in a.items()}) for a in r["arms"]),
+            cameras=tuple(r["cameras"]), base_pos=tuple(r["base_pos"]))
+        booth = BoothModel(**{k: _tuple(v) for k, v in sc["booth"].items()})
+        objects = tuple(_object(o) for o in sc["objects"])
+        task = None if record["task"] is None else _task(record["task"])
+        return EnvSpec(robot=robot, booth=booth, objects=objects, task=task, fps=int(ctl["fps"]),
+                       substeps=int(ctl["substeps"]), scene_name=sc["name"], variant=sc["variant"], split=sc["split"])
+    except DatasetError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise DatasetError(f"{where}: found a malformed world record ({type(exc).__name__}: {exc}); allowed: "
+                           "the JSON x2 writes (robot, scene, task, control, action)") from None
+
+
+def _object(o: Mapping[str, Any]) -> ObjectInstance:
+    candidates = tuple(AssetModel(name=a["name"], mjcf=Path(a["mjcf"]["name"]), tags=tuple(a["tags"]),
+                                  footprint_radius=float(a["footprint_radius"]), height=float(a["height"]),
+                                  free=bool(a["free"]), parts=dict(a["parts"]), joints=tuple(a["joints"]))
+                       for a in o["candidates"])
+    region = None if o["region"] is None else Region(**{k: _tuple(v) for k, v in o["region"].items()})
+    return ObjectInstance(o["name"], candidates, tuple(o["tags"]), region,
+                          None if o["pose"] is None else tuple(o["pose"]))
+
+
+def _task(t: Mapping[str, Any]) -> TaskModel:
+    def calls(cs: list[dict[str, Any]]) -> tuple[PredicateCall, ...]:
+        out = []
+        for c in cs:
+            name, args = c["name"], dict(c["args"])
+            # Names resolve only in x2's own registry, and only to the arguments it declares.
+            if name not in PREDICATES or not set(args) <= set(PREDICATES[name].params):
+                allowed = sorted(PREDICATES) if name not in PREDICATES else list(PREDICATES[name].params)
+                raise DatasetError(f"world: task predicate: found {name}({', '.join(args)}); allowed: {allowed}")
+            out.append(PredicateCall(name, args))
+        return tuple(out)
+
+    def skill(b: Mapping[str, Any] | None) -> SkillBinding | None:
+        if b is None:
+            return None
+        return SkillBinding(b["name"], b["arm"], b["target"], b["target_object"], dict(b["params"]), _NO_ORIGIN)
+
+    nodes = tuple(NodeSpec(id=n["id"], success=calls(n["success"]), failure=calls(n["failure"]),
+                           timeout_s=n["timeout_s"], score=float(n["score"]), description=n["description"],
+                           skill=skill(n["skill"])) for n in t["nodes"])
+    return TaskModel(t["name"], t["instruction"], float(t["horizon_s"]), nodes,
+                     tuple((str(a), str(b)) for a, b in t["edges"]))
