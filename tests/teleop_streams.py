@@ -8,7 +8,6 @@ import numpy as np
 
 from x2.devices.stream import joint_stream, write_stream
 from x2.seeding import slot_seed
-from x2.sim.mujoco.backend import MujocoBackend
 from x2.spec import load_env
 
 
@@ -19,7 +18,7 @@ def demo_stream(path: Path, task: str = "fruit_in_microwave", master_seed: int =
 
     out = SynthSession(task).attempt(0, slot_seed(master_seed, 0), keep_rejected=True)
     assert out.accepted and out.arrays is not None, f"synthesis of the fixture failed: {out.reason} {out.detail}"
-    arrays, attrs = joint_stream(out.arrays["action"], 30)
+    arrays, attrs = joint_stream(out.arrays["action"], 30, load_env(task).robot.action)
     write_stream(path, "master-arm", arrays, attrs)
     return path
 
@@ -28,12 +27,12 @@ def home_stream(path: Path, seconds: float, events: list[tuple[float, str, int]]
                 task: str = "pick_place", wiggle: float = 0.0) -> Path:
     """A leader held at the robot's home (optionally wiggling its wrists) with lifecycle events."""
     env = load_env(task)
-    home = MujocoBackend(env).home_action()
+    home = env.robot.home_action()
     t = np.arange(0.0, seconds, 1 / 30)
     actions = np.repeat(home[None], len(t), axis=0)
     if wiggle:
         for wrist in (5, 12):  # j6 of each arm
             actions[:, wrist] += wiggle * np.sin(2 * np.pi * 0.25 * t)
-    arrays, attrs = joint_stream(actions, 30, events=list(events))
+    arrays, attrs = joint_stream(actions, 30, env.robot.action, events=list(events))
     write_stream(path, "master-arm", arrays, attrs)
     return path

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import shutil
-import time
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import h5py
@@ -215,6 +218,75 @@ def test_validate_reports_mismatch_and_missing(ds: Dataset) -> None:
     assert validate(ds.root).valid and [r.index for r in ds.episodes()] == [0]
 
 
+# ---- no demonstration twice -----------------------------------------------------------------------
+def test_validate_flags_a_repeated_demonstration(ds: Dataset) -> None:
+    for _ in range(3):
+        write_one(ds)
+    ds.close()
+    # A hand-made copy of episode 1 under another index (two datasets merged by hand, say).
+    copy = ds.root / "episodes" / "episode_000003.h5"
+    shutil.copy(ds.episode_path(1), copy)
+    with h5py.File(copy, "r+") as f:
+        f.attrs["episode_index"] = 3
+    repair(ds.root)  # lists it: every file is a readable episode
+    report = validate(ds.root)
+    assert not report.valid and report.episodes == 4
+    (problem,) = [p for p in report.problems if p.severity == "error"]
+    assert problem.where.endswith("episode_000003.h5")
+    assert "episode 3 starts from the same world and state as episode 1" in problem.message
+    assert "a repeated demonstration" in problem.message
+
+
+def test_a_used_seed_is_refused(ds: Dataset) -> None:
+    record = write_one(ds)
+    with pytest.raises(DatasetError, match=rf"seed: found {record.seed}, already used by episode 0; allowed: a seed "
+                                           "this dataset has not used"):
+        ds.begin_episode(attrs(seed=record.seed))
+    assert not list((ds.root / ".inprogress").iterdir())
+
+
+def test_slots_continue_after_every_used_one(ds: Dataset) -> None:
+    assert ds.next_slot(0) == 0
+    with ds.begin_episode({**attrs(seed=1), "master_seed": 0, "slot": 4}, object_names=OBJECTS) as w:
+        data = content(0)
+        fill(w, data)
+        record = w.finish(data["labels"], data["dag"], data["success"])
+    assert (record.master_seed, record.slot) == (0, 4) and ds.episodes()[0].slot == 4
+    assert ds.next_slot(0) == 5 and ds.next_slot(1) == 0  # committed slots count, per master seed
+    ds.use_slots(0, 8)  # slots 5-8 were tried and turned down: never handed out again
+    assert ds.next_slot(0) == 9
+    ds.use_slots(0, 6)  # the ledger never goes back
+    assert ds.next_slot(0) == 9
+    assert json.loads((ds.root / "slots.json").read_text()) == {"next_slot": {"0": 9}}
+    ds.close()
+    (ds.root / "slots.json").write_text("{broken")
+    assert [p.severity for p in validate(ds.root).problems] == ["repairable"]
+    assert any("rebuilt slots.json" in a for a in repair(ds.root).actions)
+    assert validate(ds.root).valid and Dataset.open(ds.root).next_slot(0) == 5  # back to what the index knows
+
+
+def test_a_readers_probe_never_fails_a_starting_writer(ds: Dataset) -> None:
+    ds.close()
+    fd = os.open(ds.root / ".lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_SH)  # what lock_holder does, caught at the worst moment and held long
+    done: list[BaseException | None] = []
+
+    def start_writer() -> None:
+        try:
+            Dataset.open(ds.root).lock()
+            done.append(None)
+        except BaseException as exc:  # reported below
+            done.append(exc)
+
+    thread = threading.Thread(target=start_writer)
+    thread.start()
+    time.sleep(0.3)
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+    thread.join(timeout=10)
+    assert done == [None]
+
+
 # ---- inputs are checked, nothing half-written -----------------------------------------------------
 def test_manifest_contract(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="fps: found missing"):
@@ -227,9 +299,12 @@ def test_manifest_contract(tmp_path: Path) -> None:
     (tmp_path / "plain" / "notes.txt").write_text("mine")
     with pytest.raises(DatasetError, match="non-empty folder"):
         Dataset.create(tmp_path / "plain", MANIFEST)
-    Dataset.create(tmp_path / "ok", MANIFEST)
-    with pytest.raises(DatasetError, match="robot: found 'franka'"):
+    Dataset.create(tmp_path / "ok", {**MANIFEST, "world": {"task": {"nodes": [{"timeout_s": 30}]}}})
+    with pytest.raises(DatasetError, match="robot: found 'franka' for a dataset recorded with 'artixon-g'"):
         Dataset.create(tmp_path / "ok", {**MANIFEST, "robot": "franka"})
+    with pytest.raises(DatasetError, match=r"world.task.nodes\[0\].timeout_s: found 20 .* with 30; allowed: the "
+                                           r"same world \(write to a new dataset: --dataset NEW\)"):
+        Dataset.create(tmp_path / "ok", {**MANIFEST, "world": {"task": {"nodes": [{"timeout_s": 20}]}}})
     (tmp_path / "ok" / "manifest.json").write_text('{"robot": "r", "task": "t", "fps": 30, "schema": "x2/9"}')
     with pytest.raises(DatasetError, match="schema: found 'x2/9'"):
         Dataset.open(tmp_path / "ok")

@@ -12,11 +12,14 @@ import pytest
 
 from x2.devices import DeviceError, make_device, read_stream, write_stream
 from x2.devices.stream import joint_stream
+from x2.spec.action import ActionLayout
+
+LAYOUT = ActionLayout.for_arms([(arm, [f"{arm}_j{i}" for i in range(1, 7)]) for arm in ("left", "right")])
 
 
 def _leader_file(path: Path, seconds: float = 0.3, events=()) -> Path:
     actions = np.linspace(0.0, 1.0, round(seconds * 30))[:, None] * np.ones((1, 14))
-    arrays, attrs = joint_stream(actions, 30, rate_hz=100, events=list(events))
+    arrays, attrs = joint_stream(actions, 30, LAYOUT, rate_hz=100, events=list(events))
     write_stream(path, "master-arm", arrays, attrs)
     return path
 
@@ -56,6 +59,7 @@ def test_an_episode_without_a_device_replays_its_actions(tmp_path: Path) -> None
         f.attrs.update(fps=30, seed=1234, task="pick_place", robot="artixon-h", scene_variant="default",
                        episode_index=7)
         f["action"] = actions.astype(np.float32)
+        f["action"].attrs["names"] = list(LAYOUT.names)  # as every x2 episode names its actions
     stream = read_stream(path)
     assert stream.kind == "master-arm"
     assert stream.source == {"task": "pick_place", "robot": "artixon-h", "seed": 1234, "scene_variant": "default",

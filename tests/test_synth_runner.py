@@ -8,6 +8,7 @@ import re
 import textwrap
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -25,34 +26,80 @@ _mount()
 runner = CliRunner()
 
 
-def _states(path: Path) -> list[bytes]:
+def deterministic_contents(path: Path) -> list[dict[str, object]]:
+    """Everything of every episode that the seed decides: each dataset's dtype, shape and bytes and every
+    attr of every group, all but /timing (the wall clock's), plus the index lines."""
     ds = Dataset.open(path)
-    out = []
+    out: list[dict[str, object]] = []
     for record in ds.episodes():
-        with ds.load(record.index) as ep:
-            out.append(ep["states"].tobytes())
+        content: dict[str, object] = {"index line": record.to_json()}
+        with h5py.File(ds.episode_path(record.index)) as f:
+            def visit(name: str, obj: h5py.HLObject, content: dict[str, object] = content) -> None:
+                if name.split("/")[0] == "timing":
+                    return
+                if isinstance(obj, h5py.Dataset):
+                    content[name] = (obj.dtype.str, obj.shape, obj[()].tobytes())
+                content[f"{name}@attrs"] = {k: _attr(v) for k, v in sorted(obj.attrs.items())}
+            content["@attrs"] = {k: _attr(v) for k, v in sorted(f.attrs.items())}
+            f.visititems(visit)
+        out.append(content)
     return out
+
+
+def _attr(value: object) -> object:
+    if isinstance(value, np.ndarray) and value.dtype.kind == "O":  # strings: their text, not their pointers
+        return tuple(v.decode() if isinstance(v, bytes) else str(v) for v in value.ravel())
+    return value if isinstance(value, str | bytes) else np.asarray(value).tobytes()
 
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """`-n 4` once with 2 workers, and `-n 2` twice into one dataset (1 worker, then 2)."""
     root = tmp_path_factory.mktemp("synth")
-    paths = []
+    once = root / "once"
+    assert SynthRun(SynthConfig("pick_place", n=4, workers=2, seed=11), once).run().accepted == 4
+    twice = root / "twice"
     for workers in (1, 2):
-        path = root / f"w{workers}"
-        progress = SynthRun(SynthConfig("pick_place", n=3, workers=workers, seed=11), path).run()
-        assert progress.accepted == 3, progress.reasons
-        paths.append(path)
-    return paths[0], paths[1]
+        progress = SynthRun(SynthConfig("pick_place", n=2, workers=workers, seed=11), twice).run()
+        assert progress.accepted == 2, progress.reasons
+    return once, twice
 
 
-def test_same_seed_same_bytes_whatever_the_workers(two_runs: tuple[Path, Path]) -> None:
-    one, two = two_runs
-    assert _states(one) == _states(two)
-    seeds = [r.seed for r in Dataset.open(one).episodes()]
-    report = json.loads((one / REPORT_NAME).read_text())
+def test_n2_twice_is_n4_once_byte_for_byte_whatever_the_workers(two_runs: tuple[Path, Path]) -> None:
+    once, twice = two_runs
+    a, b = deterministic_contents(once), deterministic_contents(twice)
+    assert len(a) == 4 and [sorted(x) for x in a] == [sorted(y) for y in b]
+    for ea, eb in zip(a, b, strict=True):
+        for key in ea:
+            assert ea[key] == eb[key], key
+    assert {"states", "action", "labels/subtask_index", "labels/progress", "dag/completion_frame"} <= set(a[0])
+    records = Dataset.open(once).episodes()
+    assert [(r.master_seed, r.slot) for r in records] == [(11, r.slot) for r in records]
+    report = json.loads((once / REPORT_NAME).read_text())
     accepted_attempts = [a["index"] for a in report["attempts"] if a["accepted"]]
-    assert seeds == [slot_seed(11, i) for i in accepted_attempts]
+    assert [r.seed for r in records] == [slot_seed(11, i) for i in accepted_attempts]
+    assert len({r.seed for r in records}) == 4
+
+
+def test_a_rejected_attempt_is_used_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that ends on a rejected attempt: the next run starts after it, not at it again."""
+    import x2.synth.attempt as attempt
+
+    real = attempt._verdict
+    rejected = slot_seed(3, 1)
+
+    def verdict(result, executor):  # attempt 1's demonstration is turned down, the rest as they come
+        return ("predicate false", "turned down by the test") if result.seed == rejected else real(result, executor)
+
+    monkeypatch.setattr(attempt, "_verdict", verdict)
+    path = tmp_path / "ds"
+    first = SynthRun(SynthConfig("pick_place", n=2, workers=1, seed=3, max_attempts=2), path).run()
+    assert (first.accepted, first.attempted) == (1, 2)
+    ds = Dataset.open(path)
+    assert [r.slot for r in ds.episodes()] == [0] and ds.next_slot(3) == 2
+    second = SynthRun(SynthConfig("pick_place", n=1, workers=1, seed=3), path)
+    assert second.run().accepted == 1 and second.first_attempt == 2
+    assert [r.slot for r in Dataset.open(path).episodes()] == [0, 2]
 
 
 def test_accepted_episodes_respect_the_dag_and_end_in_every_sink(two_runs: tuple[Path, Path]) -> None:
@@ -80,10 +127,10 @@ def test_accepted_episodes_respect_the_dag_and_end_in_every_sink(two_runs: tuple
 
 
 def test_report_counts_and_reasons(two_runs: tuple[Path, Path]) -> None:
-    report = json.loads((two_runs[1] / REPORT_NAME).read_text())
-    assert report["accepted"] == 3 and report["attempted"] == len(report["attempts"])
+    report = json.loads((two_runs[1] / REPORT_NAME).read_text())  # the second of the two runs
+    assert report["accepted"] == 2 and report["attempted"] == len(report["attempts"])
     assert sum(report["rejections"].values()) == report["attempted"]
-    assert report["rejections"].get("accepted") == 3
+    assert report["rejections"].get("accepted") == 2 and report["first_attempt"] >= 2
     assert report["master_seed"] == 11 and report["workers"] == 2
 
 

@@ -18,6 +18,7 @@ from x2_cli import HEADLESS_ENV, run_x2
 from x2.datasets import Dataset, repair, validate
 from x2.devices import read_stream
 from x2.rollout.relabel import relabel
+from x2.rollout.replay import replay_actions
 from x2.seeding import slot_seed
 
 
@@ -46,6 +47,8 @@ def test_replay_completes_fruit_in_microwave_with_correct_labels(tmp_path: Path)
         assert tick_seq.shape == (ep.frames,) and np.all(np.diff(tick_seq[tick_seq >= 0]) >= 0)
         report = relabel(ep)
         assert report.identical, "x2 label must reproduce the labels recorded online"
+        # The stored actions, stepped from the stored first state, reproduce the teleoperated episode exactly.
+        assert replay_actions(ep).max_deviation == 0.0
     assert validate(tmp_path / "data" / "tele").valid
 
 
@@ -61,6 +64,8 @@ def test_lifecycle_keys_rerecord_discard_next_quit(tmp_path: Path) -> None:
     assert len(recs) == 2  # the re-recorded and the discarded attempts were not kept
     # A re-record keeps the scene (same seed); a discard moves on to the next one.
     assert recs[0].seed == slot_seed(0, 1) and recs[1].seed == slot_seed(0, 2)
+    assert [(r.master_seed, r.slot) for r in recs] == [(0, 1), (0, 2)]
+    assert ds.next_slot(0) == 3  # the discarded slot 0 is used up too: the next session starts at 3
     with ds.load(recs[0].index) as ep0, ds.load(recs[1].index) as ep1:
         assert ep0.attrs["teleop_end"] == "next" and ep1.attrs["teleop_end"] == "quit"
         assert 20 <= ep0.frames <= 40 and 20 <= ep1.frames <= 40  # ~1 s each at 30 Hz

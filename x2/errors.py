@@ -20,6 +20,10 @@ class SpecError(X2Error):
         where = f"{file}:{line}" if file and line else (file or "<spec>")
         super().__init__(f"{where}: {field}: found {found}; allowed: {allowed}")
 
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        # Raised in a worker process, it must unpickle in the parent that reports it.
+        return type(self), (self.file, self.line, self.field, self.found, self.allowed)
+
 
 class NotFoundError(X2Error):
     """A named thing (robot, task, dataset, episode) does not exist; the message lists what does."""

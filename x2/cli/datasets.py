@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from x2.cli._common import console, translate_errors, typer_group
@@ -21,6 +22,7 @@ from x2.datasets import (
 )
 from x2.datasets.validate import Report
 from x2.errors import X2Error
+from x2.rollout.replay import PENETRATION_LIMIT_M, deepest_penetration
 
 app = typer_group(
     "datasets",
@@ -155,15 +157,23 @@ def _short(value: Any) -> str:
     return text if len(text) <= 100 else f"{text[:97]}... ({len(text)} chars)"
 
 
-@app.command("validate", epilog="Example: x2 datasets validate data/fruit_in_microwave --repair")
+@app.command("validate", epilog="Examples: x2 datasets validate data/fruit_in_microwave --repair\n\n"
+             "  x2 datasets validate --physics --threshold-mm 3")
 @translate_errors
 def validate_command(
     dataset: DatasetArg = None,
     do_repair: Annotated[bool, typer.Option(
         "--repair", help="Rebuild the index, quarantine unreadable files, salvage interrupted episodes.",
     )] = False,
+    physics: Annotated[bool, typer.Option(
+        "--physics", help="Also replay every episode's states in its own world and report the deepest "
+                          "penetration between any two geoms.")] = False,
+    threshold_mm: Annotated[float, typer.Option(
+        "--threshold-mm", min=0.0, help="With --physics: flag episodes whose bodies went deeper into each other.",
+    )] = PENETRATION_LIMIT_M * 1e3,
 ) -> None:
-    """Check a dataset against its on-disk contract; exit 1 when it is invalid (and not repaired)."""
+    """Check a dataset against its on-disk contract (and repeated demonstrations); exit 1 when it is
+    invalid (and not repaired), or when --physics flags an episode."""
     path = resolve_dataset(dataset)
     console.print(f"dataset: {path}" + ("" if dataset else " (last used)"))
     report = validate(path)
@@ -171,13 +181,45 @@ def validate_command(
     if do_repair and not report.valid:
         result = repair(path)
         for action in result.actions:
-            console.print(f"repaired: {action}")
+            console.print(f"repaired: {action}", soft_wrap=True)
         report = validate(path)
         _print_report(report, after_repair=True)
     if Path(path).is_dir():
         remember_dataset(path)
-    if not report.valid:
+    flagged = _physics(Dataset.open(path), threshold_mm / 1e3) if physics and Path(path).is_dir() else 0
+    if not report.valid or flagged:
         raise typer.Exit(1)
+
+
+def _physics(ds: Dataset, limit: float) -> int:
+    """Deepest penetration per episode, recomputed from the stored states; the number over `limit`."""
+    records = ds.episodes()
+    table = Table(title=f"physics: deepest penetration per episode (flagged over {limit * 1e3:g} mm)",
+                  title_justify="left")
+    for col in ("episode", "depth (mm)", "frame", "between", ""):
+        table.add_column(col, justify="right" if col in ("episode", "depth (mm)", "frame") else "left")
+    worst: tuple[float, int] = (0.0, -1)
+    flagged = 0
+    with Progress(TextColumn("replaying states"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=console, transient=True) as bar:
+        job = bar.add_task("physics", total=len(records))
+        for record in records:
+            with ds.load(record.index) as ep:
+                pen = deepest_penetration(ep)
+            bad = pen.depth > limit
+            flagged += bad
+            worst = max(worst, (pen.depth, record.index))
+            c = pen.contact
+            pair = f"{c.geom1 or c.body1} / {c.geom2 or c.body2}" if c is not None and pen.depth > 0 else "-"
+            table.add_row(str(record.index), f"{pen.depth * 1e3:.2f}", str(pen.frame), pair,
+                          "[red]flagged[/red]" if bad else "")
+            bar.advance(job)
+    console.print(table)
+    summary = f"physics: {len(records)} episodes, deepest penetration {worst[0] * 1e3:.2f} mm"
+    summary += f" (episode {worst[1]})" if worst[1] >= 0 else ""
+    console.print(summary + (f"; [red]{flagged} over {limit * 1e3:g} mm[/red]" if flagged else
+                             f"; none over {limit * 1e3:g} mm"), soft_wrap=True)
+    return flagged
 
 
 def _print_report(report: Report, after_repair: bool = False) -> None:

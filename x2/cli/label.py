@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.table import Table
@@ -16,17 +16,25 @@ from x2.rollout.relabel import relabel
 def label(
     episode: Annotated[int, typer.Argument(help="episode index in the dataset")],
     dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="dataset (default: the last one used)")] = None,
+    specs: Annotated[Literal["file", "current"], typer.Option(
+        "--specs", help="the task as stored in the episode (file), or as today's specs compile it (current)")
+    ] = "file",
 ) -> None:
     """Recompute an episode's subtask labels from its stored states and report any difference.
 
-    Example: [cyan]x2 label 0 --dataset data/fruit_in_microwave[/cyan]
+    The world and the task come from the episode file itself, so the labels reproduce whatever today's
+    specs say; if they differ from the file's, a note says how. [bold]--specs current[/bold] relabels with
+    today's task on purpose.
+
+    Examples: [cyan]x2 label 0 --dataset data/fruit_in_microwave[/cyan]   [cyan]x2 label 3 --specs current[/cyan]
     """
     path = workspace.resolve_dataset(dataset)
-    console.print(f"dataset [bold]{path}[/bold]")
+    console.print(f"dataset [bold]{path}[/bold]" + ("" if dataset else " (last used)"))
     ds = Dataset.open(path)
+    workspace.remember_dataset(path)
     with ds.load(episode) as ep:
-        report = relabel(ep)
-    table = Table(title=f"episode {episode}: {report.frames} frames recomputed", title_justify="left")
+        report = relabel(ep, specs)
+    table = Table(title=f"episode {episode}: {report.frames} frames recomputed ({specs} specs)", title_justify="left")
     table.add_column("node")
     table.add_column("first completion frame")
     for node, frame in report.events:
@@ -35,10 +43,10 @@ def label(
     if report.failure:
         console.print(f"failure: {report.failure[0]} at frame {report.failure[1]}: {report.failure[2]}")
     for note in report.notes:
-        console.print(f"[yellow]note:[/yellow] {note}")
+        console.print(f"[yellow]note:[/yellow] {note}", soft_wrap=True)
     if report.identical:
         console.print("[green]labels identical to the stored ones[/green]")
         return
     for diff in report.differences:
-        console.print(f"[red]differs:[/red] {diff}")
+        console.print(f"[red]differs:[/red] {diff}", soft_wrap=True)
     raise typer.Exit(1)

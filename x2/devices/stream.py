@@ -29,6 +29,7 @@ import numpy as np
 
 from x2.atomic import replacing
 from x2.devices.base import EVENTS, KINDS, DeviceError, DeviceEvent, Sample
+from x2.spec.action import ActionLayout
 
 
 @dataclass(frozen=True)
@@ -143,9 +144,12 @@ def _plain(value: Any) -> Any:
 
 def _from_actions(f: h5py.File, path: Path, source: dict[str, Any]) -> Stream:
     actions = _read(f, "action", path, "", np.float64, ndim=2)
-    if actions.shape[1] % 7 or not len(actions):
-        raise _fail(path, "action", f"shape {actions.shape}", "(T, 7 per arm): 6 joints + gripper per arm")
-    arrays, attrs = joint_stream(actions, float(f.attrs["fps"]))
+    names = [_plain(n) for n in f["action"].attrs.get("names", [])]
+    layout = ActionLayout.from_names(names)
+    if layout is None or layout.dim != actions.shape[1] or not len(actions):
+        raise _fail(path, "action", f"shape {actions.shape} named {names[:8]}",
+                    "(T, A) actions named per arm: its joints, then <arm>_gripper (x2.spec.action)")
+    arrays, attrs = joint_stream(actions, float(f.attrs["fps"]), layout)
     return _parse(arrays, attrs, path, "action", source)
 
 
@@ -186,17 +190,18 @@ def _read(g: Mapping[str, Any], key: str, path: Path, where: str, dtype: type, n
     return arr
 
 
-def joint_stream(actions: np.ndarray, fps: float, rate_hz: float = 120.0,
+def joint_stream(actions: np.ndarray, fps: float, layout: ActionLayout, rate_hz: float = 120.0,
                  events: Sequence[tuple[float, str, int]] = ()) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """A master-arm stream whose leader follows joint targets (T, 14) given at `fps`, sampled at `rate_hz`
-    (linear in between): replaying a synthesised or recorded action stream as if a leader arm moved."""
+    """A master-arm stream whose leader follows actions (T, A) laid out as `layout`, given at `fps` and
+    sampled at `rate_hz` (linear in between): replaying a synthesised or recorded action stream as if a
+    leader arm moved."""
     actions = np.asarray(actions, dtype=np.float64)
     t_src = np.arange(len(actions)) / fps
     t = np.arange(0.0, t_src[-1] + 1e-9, 1.0 / rate_hz)
     joints = np.stack([np.interp(t, t_src, actions[:, j]) for j in range(actions.shape[1])], axis=1)
     # Raw ticks as the default leader calibration reads them: 2048 = 0 rad, 4096 a turn; grippers
-    # (every 7th slot: 6 joints then the gripper per arm) 2048..3072 = closed..open.
-    grip = (np.arange(joints.shape[1]) % 7) == 6
+    # 2048..3072 = closed..open.
+    grip = np.isin(np.arange(joints.shape[1]), layout.gripper_slots)
     ticks = np.round(np.where(grip, 2048 + joints * 1024, 2048 + joints * 4096 / (2 * np.pi)))
     ev = sorted(events)
     arrays = {"t": t, "seq": np.arange(len(t), dtype=np.int64), "joints": joints, "ticks": ticks,

@@ -25,6 +25,9 @@ class SkillFailure(X2Error):
         self.reason, self.detail = reason, detail
         super().__init__(f"{reason}: {detail}" if detail else reason)
 
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return type(self), (self.reason, self.detail)
+
 
 @dataclass(frozen=True)
 class ArmTrack:
