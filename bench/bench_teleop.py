@@ -8,7 +8,7 @@
 2. Recorder overhead: a teleop tick (teacher + DAG labels + record + physics step) with recording
    (EpisodeWriter on its writer thread, as teleop records, + the raw device stream) / the same tick
    without, in interleaved rounds of real-time episodes; medians of per-round means. Two views: the
-   control thread's tick work (what paces the loop; target <= 1.10, DESIGN section 10) and the
+   control thread's tick work (what paces the loop; target <= 1.10) and the
    process CPU time per tick (all threads: what recording costs the machine in total).
 
 Usage: python bench/bench_teleop.py [--minutes 5] [--rounds 6] [--round-seconds 30] [--no-overhead]

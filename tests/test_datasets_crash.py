@@ -1,4 +1,4 @@
-"""kill -9 at random moments never loses or corrupts a finished episode (DESIGN principle 4).
+"""kill -9 at random moments never loses or corrupts a finished episode (docs/format.md, "Guarantees").
 
 tests/helpers/write_episodes.py records episodes with the real EpisodeWriter, forever, into one
 dataset; each episode's content is a function of its index. We SIGKILL it 20 times at seeded random

@@ -13,7 +13,7 @@ An episode recorded without a device (synthesis, scripted) replays too: its /act
 leader arm's joints at the episode's fps (`joint_stream`). A stream read from an episode carries the
 episode's task, robot, seed and variant (`Stream.source`), so teleop can replay it in the same scene.
 
-Only numbers are read back; nothing in a stream is evaluated (DESIGN principle 8).
+Only numbers are read back; nothing in a stream is evaluated (docs/format.md).
 """
 
 from __future__ import annotations
