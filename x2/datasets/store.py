@@ -81,7 +81,9 @@ class Manifest:
             if not isinstance(value, kind) or isinstance(value, bool):
                 raise DatasetError(f"{where}: {key}: found {value!r:.60}; allowed: {text}")
         if data.get("schema", SCHEMA) != SCHEMA:
-            raise DatasetError(f"{where}: schema: found {data['schema']!r}; allowed: {SCHEMA!r}")
+            older = " (an older x2's dataset: its episodes cannot rebuild their worlds; record it again)" \
+                if data["schema"] == "x2/1" else ""
+            raise DatasetError(f"{where}: schema: found {data['schema']!r}; allowed: {SCHEMA!r}{older}")
         if data["fps"] <= 0:
             raise DatasetError(f"{where}: fps: found {data['fps']!r}; allowed: a positive number")
         values = dict(data)
