@@ -16,7 +16,7 @@ the way. `close` pushes the outer face (or the drawer front). Both are closed-lo
 guarded move that ends when the joint reaches its goal on the live simulator; if the part lags, the
 rest is re-planned from the joint's actual value, at most ROUNDS times, then "guard timeout".
 
-Waypoints are coarse (0.1 rad / 3 cm of joint motion), solved and checked by `articulation.Planner`;
+Waypoints are coarse (0.1 rad / 3 cm of joint motion), solved and checked by `mechanism.Planner`;
 `time_polyline` interpolates between them at the control rate. All randomness (the order push spots
 are tried in) comes from the attempt's "grasp" stream.
 """
@@ -33,7 +33,7 @@ import numpy as np
 from x2.spec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.segments import Gripper, Guarded, Segment, SkillFailure
-from x2.synth.skills.articulation import (
+from x2.synth.skills.mechanism import (
     CHECK_MARGIN,
     DOWN,
     Mechanism,
