@@ -23,8 +23,8 @@ import numpy as np
 
 from x2.spec.env import SkillBinding
 from x2.synth.context import SynthContext
-from x2.synth.motion.cartesian import time_polyline
 from x2.synth.motion.errors import PlanningError
+from x2.synth.motion.timing import time_polyline
 from x2.synth.segments import ArmTrack, Gripper, Guarded, Segment, SkillFailure, Wait
 from x2.synth.skills.grasp_poses import choose_grasp, solve_pose, straight_line
 from x2.synth.skills.place_poses import (

@@ -7,11 +7,12 @@ import pytest
 
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.spec import load_env
-from x2.synth.motion.cartesian import cartesian_path, time_polyline
 from x2.synth.motion.collision import CollisionWorld
 from x2.synth.motion.errors import PlanningError
 from x2.synth.motion.ik import ArmIK
-from x2.synth.motion.timing import Limits, postcheck
+from x2.synth.motion.paths import straight
+from x2.synth.motion.seeded import SeededIK
+from x2.synth.motion.timing import Limits, postcheck, time_polyline
 
 
 @pytest.fixture(scope="module")
@@ -21,13 +22,18 @@ def world() -> CollisionWorld:
     return CollisionWorld(b)
 
 
+def _in_world(world: CollisionWorld, arm: str):
+    return lambda q, s: world.in_collision({arm: q})
+
+
 def test_lift_is_straight_and_timed_within_limits(world):
     ik = ArmIK(world, "right")
     fruit = world.data.xpos[world.model.body("fruit/object").id].copy()
     q0 = ik.solve(fruit + np.array([0.0, 0.0, 0.05]), rng=np.random.default_rng(0), axis_down=True)
     _, rot0 = ik.fk(q0)
-    path = cartesian_path(world, ik, q0, np.array([0.0, 0.0, 0.10]))
-    start = path.tcp[0]
+    path = straight(SeededIK(world, "right"), q0, np.array([0.0, 0.0, 0.10]), _in_world(world, "right"),
+                    step=0.005, max_jump=0.15)
+    start = ik.fk(q0)[0]
     for q in path.waypoints:
         pos, rot = ik.fk(q)
         off_line = pos - start
@@ -46,4 +52,5 @@ def test_move_into_table_is_refused(world):
     fruit = world.data.xpos[world.model.body("fruit/object").id].copy()
     q0 = ik.solve(fruit + np.array([0.12, 0.0, 0.06]), rng=np.random.default_rng(0), axis_down=True)
     with pytest.raises(PlanningError, match="collides"):
-        cartesian_path(world, ik, q0, np.array([0.0, 0.0, -0.10]))
+        straight(SeededIK(world, "right"), q0, np.array([0.0, 0.0, -0.10]), _in_world(world, "right"),
+                 step=0.005, max_jump=0.15)
