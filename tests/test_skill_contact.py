@@ -16,7 +16,7 @@ import yaml
 
 from x2.spec.catalog import BUILTIN_DIRS
 from x2.synth.attempt import AttemptOutcome, SynthSession
-from x2.synth.skills.contact_moves import gripper_geoms, object_geoms
+from x2.synth.skills.contact_motion import gripper_geoms, object_geoms
 
 SEEDS = (0, 1, 2)
 

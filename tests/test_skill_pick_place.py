@@ -20,8 +20,8 @@ from x2.synth.attempt import SynthSession
 from x2.synth.context import SynthContext
 from x2.synth.executor import SkillExecutor
 from x2.synth.segments import Segment, SkillFailure, Wait
-from x2.synth.skills.grasping import pick, place
-from x2.synth.skills.grasps import fit_and_rank, raw_candidates
+from x2.synth.skills.grasp_poses import fit_and_rank, raw_candidates
+from x2.synth.skills.pick_place import pick, place
 from x2.synth.skills.shapes import UP, arm_reach, gripper_geometry, object_shape
 from x2.tasks.predicates import evaluate
 

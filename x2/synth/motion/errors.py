@@ -15,3 +15,13 @@ class IKError(MotionError):
 
 class PlanningError(MotionError):
     """No collision-free path (or timed trajectory) was found within the budget."""
+
+
+class PathBreak(PlanningError):
+    """A tcp path (motion/paths.py) breaks off before its end. `cause`: "ik" (a pose the iteration from the
+    previous waypoint does not reach), "jump" (an IK branch switch) or "collision"; `reached`: the path
+    parameter of the last waypoint kept."""
+
+    def __init__(self, message: str, cause: str, reached: float):
+        super().__init__(message)
+        self.cause, self.reached = cause, reached

@@ -8,6 +8,8 @@ a 15-waypoint arc costs about a millisecond. This binds it to one arm of a `Coll
 
 from __future__ import annotations
 
+import weakref
+
 from x2.sim.mujoco.kinematics import ArmDLS
 from x2.synth.motion.collision import CollisionWorld
 
@@ -19,3 +21,15 @@ class SeededIK(ArmDLS):
         super().__init__(world.model, world.arm_qadr[arm], world.joint_range[arm], world.tcp_site[arm],
                          damping=damping, rot_weight=rot_weight)
         self.arm = arm
+
+
+_SHARED: weakref.WeakKeyDictionary[CollisionWorld, dict[str, SeededIK]] = weakref.WeakKeyDictionary()
+
+
+def seeded_ik(world: CollisionWorld, arm: str) -> SeededIK:
+    """One solver per world and arm, shared by the skills of an attempt (a solve depends only on its
+    target and seed, so sharing changes no result; it saves an MjData per skill)."""
+    solvers = _SHARED.setdefault(world, {})
+    if arm not in solvers:
+        solvers[arm] = SeededIK(world, arm)
+    return solvers[arm]

@@ -5,6 +5,12 @@ parameter s in [0, 1] (per-joint limits divided by the joint's share of the segm
 commanded motion stays exactly on the checked segments except between samples. The post-check then
 checks the configurations between the 30 Hz samples (what a linearly interpolating servo actually
 sweeps); on a violation `plan_motion` replans with more clearance, a bounded number of times.
+
+A finely stepped tcp path (motion/paths.py: a waypoint every 5 mm or 0.04 rad) is timed differently,
+by `time_polyline`: one jerk-limited profile on the path parameter over the whole polyline (a
+rest-to-rest stop at every step would crawl); its limits come from the largest per-step joint slope,
+so joint velocities stay within limits. Accelerations are exact on straight joint segments and
+approximate where the polyline bends, which is slight at these step sizes.
 """
 
 from __future__ import annotations
@@ -147,3 +153,29 @@ def plan_motion(world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np
         world.margin = base
     raise PlanningError(f"arm {arm!r}: every timed trajectory failed the post-check after {retries + 1} plans "
                         f"(last violation at t={bad * dt:.2f} s)")
+
+
+def time_polyline(arm: str, waypoints: np.ndarray, limits: Limits, dt: float) -> Trajectory:
+    """One rest-to-rest profile along a finely stepped joint polyline, sampled every `dt`."""
+    wps = np.asarray(waypoints, dtype=np.float64)
+    slope = np.abs(np.diff(wps, axis=0)).max(axis=0)  # max joint change per unit of the path parameter
+    moving = slope > 1e-12
+    if len(wps) < 2 or not moving.any():
+        z = np.zeros((1, wps.shape[1]))
+        return Trajectory(arm, dt, wps[:1].copy(), z, z.copy())
+    otg, inp, prof = ruckig.Ruckig(1), ruckig.InputParameter(1), ruckig.Trajectory(1)
+    inp.current_position, inp.target_position = [0.0], [float(len(wps) - 1)]
+    inp.max_velocity = [float(np.min(limits.velocity[moving] / slope[moving]))]
+    inp.max_acceleration = [float(np.min(limits.acceleration[moving] / slope[moving]))]
+    inp.max_jerk = [float(np.min(limits.jerk[moving] / slope[moving]))]
+    if otg.calculate(inp, prof) not in (ruckig.Result.Working, ruckig.Result.Finished):
+        raise PlanningError(f"arm {arm!r}: ruckig could not time the straight move")
+    count = int(np.ceil(prof.duration / dt - 1e-9)) + 1
+    q, qd, qdd = (np.zeros((count, wps.shape[1])) for _ in range(3))
+    for k in range(count):
+        s, sd, sdd = (v[0] for v in prof.at_time(min(k * dt, prof.duration)))
+        i = min(int(s), len(wps) - 2)
+        seg = wps[i + 1] - wps[i]
+        q[k], qd[k], qdd[k] = wps[i] + seg * (s - i), seg * sd, seg * sdd
+    q[-1] = wps[-1]
+    return Trajectory(arm, dt, q, qd, qdd)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from x2.synth.skills.articulated import close, open  # noqa: A004 - the skill's name
 from x2.synth.skills.base import SkillDef, SkillFn
-from x2.synth.skills.contact import press, twist
-from x2.synth.skills.grasping import pick, place
+from x2.synth.skills.open_close import close, open  # noqa: A004 - the skill's name
+from x2.synth.skills.pick_place import pick, place
+from x2.synth.skills.press_twist import press, twist
 from x2.synth.skills.pushing import pull, push
 from x2.synth.skills.retract import retract
 

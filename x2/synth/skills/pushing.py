@@ -21,7 +21,7 @@ import numpy as np
 from x2.spec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.segments import Gripper, Guarded, Segment, SkillFailure
-from x2.synth.skills.contact_moves import (
+from x2.synth.skills.contact_motion import (
     CONTACT_SPEED,
     GRIPPER_TICKS,
     NEAR_SPEED,

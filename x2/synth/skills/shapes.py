@@ -13,6 +13,7 @@ import mujoco
 import numpy as np
 
 from x2.spec.env import ArmModel
+from x2.synth.motion.paths import rotations
 
 UP = np.array([0.0, 0.0, 1.0])
 _PRIMITIVES = (mujoco.mjtGeom.mjGEOM_SPHERE, mujoco.mjtGeom.mjGEOM_ELLIPSOID, mujoco.mjtGeom.mjGEOM_BOX,
@@ -195,10 +196,8 @@ def arm_reach(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmModel) -> ArmR
 
 # ----- rotations ------------------------------------------------------------------------------------
 def rot_about(axis: np.ndarray, angle: float) -> np.ndarray:
-    """Rotation matrix of `angle` rad about `axis` (Rodrigues)."""
-    a = np.asarray(axis, dtype=np.float64) / np.linalg.norm(axis)
-    k = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
-    return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * (k @ k)
+    """Rotation matrix of `angle` rad about `axis` (the screw moves' Rodrigues, for one angle)."""
+    return rotations(axis, np.array([angle]))[0]
 
 
 def rot_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:

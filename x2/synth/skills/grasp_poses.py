@@ -21,13 +21,12 @@ heuristic. `choose_grasp` samples the order of the best few from the attempt's "
 the first with a collision-free IK solution and a collision-free straight approach.
 
 IK here is damped least squares (motion/seeded.py) from a few seeds, with the other wrist branch when a
-solution collides, and straight lines are stepped the same way: each costs milliseconds, where mink with
-random restarts costs 0.1-1 s a solve.
+solution collides, and straight lines follow the tcp path the same way (motion/paths.py): each costs
+milliseconds, where mink with random restarts costs 0.1-1 s a solve.
 """
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import mujoco
@@ -36,7 +35,8 @@ import numpy as np
 from x2.synth.context import SynthContext
 from x2.synth.motion.collision import CollisionWorld
 from x2.synth.motion.errors import PlanningError
-from x2.synth.motion.seeded import SeededIK
+from x2.synth.motion.paths import straight
+from x2.synth.motion.seeded import seeded_ik
 from x2.synth.segments import SkillFailure
 from x2.synth.skills.shapes import (
     UP,
@@ -59,7 +59,8 @@ MIN_SLACK = 0.015  # m of reach slack a grasp needs (ArmReach): at the very edge
 FLIP_COST = 0.2  # rad-equivalent cost of turning the wrist the long way round to the same jaw axis
 HEURISTIC_COST = 0.05  # rad-equivalent preference for an annotated grasp over a shape heuristic
 LINE_STEP = 0.01  # m between straight-line waypoints: a joint-space chord over 1 cm strays well under a mm
-MAX_JUMP = 0.15  # rad, as cartesian_path: a larger joint step between waypoints is an IK branch switch
+MAX_JUMP = 0.15  # rad per step: more is an IK branch switch (kept lines' largest step on pick_place and
+# fruit_in_microwave, 16 attempts: 0.13)
 COLD_ITERS = 120  # DLS iterations from a distant seed (25 us each, motion/seeded.py)
 TOP_FEW = 3  # candidates the grasp stream samples from (the rest are fall-backs in rank order)
 MAX_TRIES = 6  # candidates given an IK solve and a straight approach (a few ms each)
@@ -202,17 +203,6 @@ def order_for_trial(ranked: list[GraspCandidate], rng: np.random.Generator) -> l
 
 
 # ----- fast IK ---------------------------------------------------------------------------------------
-_SEEDED: weakref.WeakKeyDictionary[CollisionWorld, dict[str, SeededIK]] = weakref.WeakKeyDictionary()
-
-
-def seeded_ik(world: CollisionWorld, arm: str) -> SeededIK:
-    """One damped-least-squares solver per world and arm, shared by the skills of an attempt."""
-    solvers = _SEEDED.setdefault(world, {})
-    if arm not in solvers:
-        solvers[arm] = SeededIK(world, arm)
-    return solvers[arm]
-
-
 def solve_pose(ctx: SynthContext, arm: str, pos: np.ndarray, rot: np.ndarray, seeds: list[np.ndarray]) -> np.ndarray:
     """A collision-free configuration for the tcp pose: damped least squares from each seed and, when the
     result collides, from the same pose with the wrist flipped (~3 ms a try). Not mink with random
@@ -251,29 +241,14 @@ def _wrist_flip(q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | N
 
 def straight_line(world: CollisionWorld, arm: str, q_start: np.ndarray, displacement: np.ndarray, *,
                   partial: bool = False) -> np.ndarray:
-    """Joint waypoints (first = q_start) moving the tcp by `displacement` in a straight line at a fixed
-    orientation, each seeded from the previous one, each and each midpoint collision-checked (as
-    `cartesian_path`, ~50 times faster). Where the line breaks off: PlanningError, or with `partial` the
-    waypoints up to there."""
-    ik = seeded_ik(world, arm)
-    start, rot = ik.fk(np.asarray(q_start, dtype=np.float64))
-    disp = np.asarray(displacement, dtype=np.float64)
-    n = max(1, int(np.ceil(np.linalg.norm(disp) / LINE_STEP)))
-    qs = [np.asarray(q_start, dtype=np.float64)]
-    for i in range(1, n + 1):
-        q = ik.solve(start + disp * (i / n), rot, qs[-1])
-        if q is None or np.max(np.abs(q - qs[-1])) > MAX_JUMP:
-            problem = "stops (no continuous IK)"
-        else:
-            hits = world.colliding_pairs({arm: q}) or world.colliding_pairs({arm: (q + qs[-1]) / 2})
-            problem = f"collides {hits[:3]}" if hits else ""
-        if problem:
-            if partial:
-                break
-            done = (i - 1) / n * np.linalg.norm(disp) * 1e3
-            raise PlanningError(f"arm {arm!r}: straight move {problem} after {done:.0f} mm")
-        qs.append(q)
-    return np.stack(qs)
+    """Pick and place's straight moves (approach, lift, the way in and out of a place): `paths.straight`
+    at LINE_STEP and MAX_JUMP, every waypoint and midpoint checked against the world as its allowances
+    stand (fingers-object while grasping, the support while lifting). Joint waypoints, first = q_start;
+    where the line breaks off: PlanningError, or with `partial` the waypoints up to there."""
+    path = straight(seeded_ik(world, arm), q_start, displacement, lambda q, s: world.in_collision({arm: q}),
+                    step=LINE_STEP, max_jump=MAX_JUMP, midpoints=True, partial=partial,
+                    explain=lambda q, s: world.colliding_pairs({arm: q})[:3])
+    return path.waypoints
 
 
 # ----- choosing one ----------------------------------------------------------------------------------

@@ -1,12 +1,13 @@
 """Moves for skills that touch their target on purpose (press, push, pull, twist), and the geometry
 they are planned from.
 
-The motion layer's straight moves refuse every contact. These allow exactly one kind: the arm's
-gripper (fingers, pads, palm) against the skill's target object, which is the point of the
-skill. Everything else (the table, other objects, the other arm, the arm's own links) still counts.
-The allowed contacts are filtered from the collision world's contact list after each check instead of
-being registered with `CollisionWorld.allow`, so the shared world's allowances (other skills') are
-never changed or cleared here.
+They follow tcp paths (motion/paths.py: a straight line, a screw about a joint's axis) in fine steps,
+so a guard can cut the track anywhere, with a collision policy of their own: exactly one kind of
+contact is allowed, the arm's gripper (fingers, pads, palm) against the skill's target object, which
+is the point of the skill. Everything else (the table, other objects, the other arm, the arm's own
+links) still counts. The allowed contacts are filtered from the collision world's contact list after
+each check instead of being registered with `CollisionWorld.allow`, so the shared world's allowances
+(other skills') are never changed or cleared here.
 
 Geometry (how far the fingertips reach past the tcp, the faces of an object) is read from the
 compiled model, so the skills follow whichever gripper and asset the episode drew.
@@ -14,18 +15,17 @@ compiled model, so the skills follow whichever gripper and asset the episode dre
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import mujoco
 import numpy as np
 
 from x2.synth.context import SynthContext
-from x2.synth.motion.cartesian import cartesian_path, time_polyline
+from x2.synth.motion import paths
 from x2.synth.motion.collision import CollisionWorld
-from x2.synth.motion.errors import IKError, PlanningError
-from x2.synth.motion.ik import ArmIK, IKOptions
+from x2.synth.motion.errors import PathBreak, PlanningError
+from x2.synth.motion.seeded import seeded_ik
+from x2.synth.motion.timing import time_polyline
 from x2.synth.segments import ArmTrack, SkillFailure
-from x2.synth.skills.shapes import object_geoms, rot_about, subtree_geoms
+from x2.synth.skills.shapes import object_geoms, subtree_geoms
 
 # Fractions of the context's joint limits for straight and screw moves. In contact: the tcp moves at
 # ~3-5 cm/s near the table (the arm is folded there, so joints turn fast per mm), slow enough that a
@@ -36,8 +36,10 @@ NEAR_SPEED = 0.8
 # Gripper strokes: the G and H grippers close fully within 0.5 s (gripper test in
 # tests/test_mujoco_models.py), i.e. 15 ticks at 30 Hz.
 GRIPPER_TICKS = 15
+LINE_STEP = 0.005  # m between IK waypoints of a straight move: the track the guard cuts is this fine
 SCREW_STEP = 0.04  # rad of tcp rotation between IK waypoints of a screw move (~1 mm at a 25 mm radius)
-MAX_JOINT_STEP = 0.15  # rad, as cartesian_path: a larger jump between waypoints is an IK branch switch
+MAX_JOINT_STEP = 0.15  # rad per step: more is an IK branch switch (largest kept step on the contact tests'
+# scenes, 32 attempts: 0.04)
 
 
 def unit(v: np.ndarray) -> np.ndarray:
@@ -113,13 +115,13 @@ def joint_of_site(ctx: SynthContext, site: str, kind: mujoco.mjtJoint) -> int:
 
 
 # ----- moves --------------------------------------------------------------------------------------------
-def _contact_check(world: CollisionWorld, arm: str, touching: str | None) -> Callable[[np.ndarray], bool]:
-    """q -> True if the arm at q collides with anything but (gripper, `touching`) contacts."""
+def _contact_check(world: CollisionWorld, arm: str, touching: str | None) -> paths.Collides:
+    """(q, s) -> True if the arm at q collides with anything but (gripper, `touching`) contacts."""
     if touching is None:
-        return lambda q: world.in_collision({arm: q})
+        return lambda q, s: world.in_collision({arm: q})
     ok_a, ok_b = gripper_geoms(world.model, world.tcp_site[arm]), object_geoms(world.model, touching)
 
-    def collides(q: np.ndarray) -> bool:
+    def collides(q: np.ndarray, s: float) -> bool:
         if not world.in_collision({arm: q}):
             return False
         d = world.data
@@ -157,64 +159,44 @@ def _timed(ctx: SynthContext, arm: str, waypoints: np.ndarray, speed: float, kin
     return ArmTrack(arm, traj.q[1:], kind)
 
 
+def _explain(world: CollisionWorld, arm: str) -> paths.Explain:
+    return lambda q, s: world.colliding_pairs({arm: q})[:3]
+
+
+def _failure(broke: PathBreak) -> SkillFailure:
+    return SkillFailure("trajectory collision" if broke.cause == "collision" else "ik infeasible", str(broke))
+
+
 def straight(ctx: SynthContext, arm: str, displacement: np.ndarray, *, touching: str | None = None,
              speed: float = CONTACT_SPEED, at_least: float | None = None) -> ArmTrack:
     """The tcp moves by `displacement` (world, m) in a straight line keeping its orientation, from the
     commanded targets; the gripper may touch the object `touching` (and nothing else). A guarded move's
     track may be cut to `at_least` m where the arm cannot reach its full length (slack past the goal
-    near the edge of the workspace)."""
+    near the edge of the workspace); a collision anywhere before the cut fails it."""
     world = ctx.world()
-    q0 = ctx.executor.arm_target(arm)
-    disp = np.asarray(displacement, dtype=np.float64)
-    full = float(np.linalg.norm(disp))
-    # the full length, then shorter by thirds of the slack down to `at_least`
-    lengths = [full] if at_least is None or at_least >= full else list(np.linspace(full, at_least, 4))
-    path, error = None, ""
-    for length in lengths:
-        try:
-            path = cartesian_path(world, ctx.ik(arm), q0, disp * (length / full), check_collisions=touching is None)
-            break
-        except PlanningError as exc:
-            if "collides" in str(exc):
-                raise SkillFailure("trajectory collision", str(exc)) from None
-            error = str(exc)
-    if path is None:
-        raise SkillFailure("ik infeasible", error)
-    if touching is not None:
-        collides = _contact_check(world, arm, touching)
-        for q, tcp in zip(path.waypoints[1:], path.tcp[1:], strict=True):
-            if collides(q):
-                done = np.linalg.norm(tcp - path.tcp[0]) * 1e3
-                raise SkillFailure("trajectory collision", f"arm {arm!r}: straight move touching {touching} "
-                                   f"collides at {done:.0f} mm: {world.colliding_pairs({arm: q})[:3]}")
+    # waypoints are checked, midpoints not (as these fine moves always were): at 5 mm steps a midpoint
+    # is within 2.5 mm of a checked pose
+    path = paths.straight(seeded_ik(world, arm), ctx.executor.arm_target(arm), displacement,
+                          _contact_check(world, arm, touching), step=LINE_STEP, max_jump=MAX_JOINT_STEP,
+                          midpoints=False, partial=True, explain=_explain(world, arm))
+    broke = path.broke
+    if broke is not None and (broke.cause == "collision" or at_least is None or path.reached < at_least - 1e-9):
+        raise _failure(broke)
     return _timed(ctx, arm, path.waypoints, speed, "cartesian")
 
 
 def screw_waypoints(ctx: SynthContext, arm: str, q_start: np.ndarray, axis: np.ndarray, anchor: np.ndarray,
                     angle: float, touching: str | None) -> np.ndarray:
-    """Joint waypoints turning the tcp by `angle` about the line (anchor, axis), seeded step by step like
-    `cartesian_path` so the arm never switches IK branch. Raises SkillFailure where it cannot."""
+    """Joint waypoints turning the tcp by `angle` about the line (anchor, axis), each seeded from the
+    previous one so the arm never switches IK branch. Raises SkillFailure where it cannot."""
     world = ctx.world()
-    seeded = ArmIK(world, arm, IKOptions(restarts=0, collision_free=False, pos_tol=1e-3, rot_tol=np.deg2rad(1.0)))
-    collides = _contact_check(world, arm, touching)
-    p0, r0 = seeded.fk(q_start)
-    n = max(1, int(np.ceil(abs(angle) / SCREW_STEP)))
-    qs = [np.asarray(q_start, dtype=np.float64)]
-    for i in range(1, n + 1):
-        turn = rot_about(axis, angle * i / n)
-        try:
-            q = seeded.solve(anchor + turn @ (p0 - anchor), turn @ r0, rng=np.random.default_rng(0), q_ref=qs[-1])
-        except IKError as exc:
-            raise SkillFailure("ik infeasible", f"arm {arm!r}: screw move stops after "
-                               f"{np.rad2deg(abs(angle) * (i - 1) / n):.0f} deg: {exc}") from None
-        if np.max(np.abs(q - qs[-1])) > MAX_JOINT_STEP:
-            raise SkillFailure("ik infeasible", f"arm {arm!r}: screw move is discontinuous at "
-                               f"{np.rad2deg(abs(angle) * i / n):.0f} deg")
-        if collides(q):
-            raise SkillFailure("trajectory collision", f"arm {arm!r}: screw move collides at "
-                               f"{np.rad2deg(abs(angle) * i / n):.0f} deg: {world.colliding_pairs({arm: q})[:3]}")
-        qs.append(q)
-    return np.stack(qs)
+    try:
+        path = paths.turn(seeded_ik(world, arm), q_start, axis, anchor, angle, _contact_check(world, arm, touching),
+                          step=SCREW_STEP, max_jump=MAX_JOINT_STEP, midpoints=False,  # as straight's
+                          explain=_explain(world, arm))
+    except PathBreak as broke:
+        raise _failure(broke) from None
+    return path.waypoints
 
 
 def screw(ctx: SynthContext, arm: str, axis: np.ndarray, anchor: np.ndarray, angle: float, *,

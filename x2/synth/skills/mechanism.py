@@ -3,11 +3,13 @@ filtered collision checks and timing along it.
 
 `Mechanism` is the hinge or slide joint that moves a target site, with its world axis and anchor
 (`data.xaxis` / `xanchor`), the moving part's geoms and its largest box (the door panel, the drawer
-front: the face a push acts on). `Planner` solves waypoints by seeded damped least squares (`SeededIK`,
-each from the previous solution so the arm keeps its IK branch) and checks each with the part where it
-will be then, allowing only contacts between the gripper and the part (its handle while grasping, all
-of it while pushing). The allowed contacts are filtered from the contact list on every check, so the
-shared collision world's allowances (other skills') are never changed here.
+front: the face a push acts on); `along` gives the tcp poses of a hand fixed to the part as it moves
+(a screw about the hinge, a line along the slide: motion/paths.py). `Planner` follows such paths, and
+straight lines, with seeded IK (`paths.follow`: each waypoint from the previous solution, so the arm
+keeps its IK branch) and checks each waypoint and midpoint with the part where it will be then,
+allowing only contacts between the gripper and the part (its handle while grasping, all of it while
+pushing). The allowed contacts are filtered from the contact list on every check, so the shared
+collision world's allowances (other skills') are never changed here.
 """
 
 from __future__ import annotations
@@ -20,15 +22,17 @@ import numpy as np
 
 from x2.spec.env import SkillBinding
 from x2.synth.context import SynthContext
-from x2.synth.motion.cartesian import time_polyline
+from x2.synth.motion import paths
 from x2.synth.motion.errors import PlanningError
-from x2.synth.motion.seeded import SeededIK
+from x2.synth.motion.seeded import seeded_ik
+from x2.synth.motion.timing import time_polyline
 from x2.synth.segments import ArmTrack, SkillFailure
-from x2.synth.skills.shapes import rot_about, subtree_mask
+from x2.synth.skills.shapes import subtree_mask
 
-LINE_STEP = 0.03  # m between IK waypoints of straight approach and retreat moves
+LINE_STEP = 0.03  # m between IK waypoints of straight approach and retreat moves (midpoints checked too)
 COLD_ITERS = 60  # IK iterations from a far seed (home, the commanded targets) before giving a pose up
-MAX_JUMP = 0.5  # rad: a larger joint change between coarse waypoints is an IK branch switch
+MAX_JUMP = 0.5  # rad: a larger joint change between coarse waypoints is an IK branch switch (kept steps
+# reach 0.24 carrying a door 0.1 rad, 0.21 on 3 cm lines: fruit_in_microwave and drawer_test, 16 attempts)
 CHECK_MARGIN = 0.005  # m of clearance for the arm in the checks: the servos track within a few mm
 DOWN = np.array([0.0, 0.0, -1.0])
 
@@ -48,13 +52,17 @@ class Mechanism:
     panel: int  # the largest box among them: the face a push acts on
     grasps: tuple[str, ...]  # grasp frame sites on the moving part
 
+    def along(self, pos: np.ndarray, rot: np.ndarray, values: np.ndarray) -> paths.TcpPoses:
+        """Tcp poses fixed to the part, from (`pos`, `rot`) with the joint as it is now, with the joint at
+        each of `values` (the path parameter: rad about the hinge, m along the slide)."""
+        if self.hinge:
+            return paths.screw(pos, rot, self.axis, self.anchor, values, origin=self.value)
+        return paths.line(pos, rot, self.axis, values, origin=self.value)
+
     def carry(self, pos: np.ndarray, rot: np.ndarray, value: float) -> tuple[np.ndarray, np.ndarray]:
         """A pose fixed to the part as it is now, after the joint moves to `value`."""
-        delta = value - self.value
-        if not self.hinge:
-            return pos + self.axis * delta, rot
-        turn = rot_about(self.axis, delta)
-        return self.anchor + turn @ (pos - self.anchor), turn @ rot
+        poses = self.along(pos, rot, np.array([value]))
+        return poses.pos[0], poses.rot[0]
 
 
 @dataclass(frozen=True)
@@ -129,7 +137,7 @@ class Planner:
     def __init__(self, ctx: SynthContext, arm: str, mech: Mechanism):
         self.ctx, self.arm, self.mech = ctx, arm, mech
         self.world = ctx.world()
-        self.ik = SeededIK(self.world, arm)
+        self.ik = seeded_ik(self.world, arm)
         self.hand = self._hand()
         self.home = np.array(ctx.env.robot.arm(arm).home)
         m = self.world.model
@@ -210,46 +218,40 @@ class Planner:
             for (name, *_), adr in zip(self._fingers, self._finger_adr, strict=True):
                 w.set_joint(name, state[adr])
 
-    def timed(self, waypoints: list[np.ndarray], speed: float, kind: str) -> ArmTrack:
+    def timed(self, waypoints: np.ndarray, speed: float, kind: str) -> ArmTrack:
         try:
-            path = even(np.stack(waypoints))
+            path = even(np.asarray(waypoints, dtype=np.float64))
             traj = time_polyline(self.arm, path, self.ctx.limits.scaled(speed), self.ctx.env.control_dt)
         except PlanningError as exc:
             raise SkillFailure("no plan", str(exc)) from None
         return ArmTrack(self.arm, traj.q[1:] if len(traj.q) > 1 else traj.q, kind)
 
-    def line(self, q0: np.ndarray, rot: np.ndarray, start: np.ndarray, end: np.ndarray, touching: str | None,
-             opening: float | None = None) -> list[np.ndarray] | None:
-        """Waypoints moving the tcp straight from `start` to `end` at orientation `rot`, seeded from q0;
-        None if the IK breaks off or a waypoint (or midpoint) collides."""
-        n = max(1, int(np.ceil(np.linalg.norm(end - start) / LINE_STEP)))
-        qs = [np.asarray(q0, dtype=np.float64)]
-        for i in range(1, n + 1):
-            q = self.solve(start + (end - start) * (i / n), rot, qs[-1])
-            if q is None or np.max(np.abs(q - qs[-1])) > MAX_JUMP:
-                return None
-            if not (self.free(q, touching, opening=opening) and self.free((q + qs[-1]) / 2, touching, opening=opening)):
-                return None
-            qs.append(q)
-        return qs
+    def collides(self, touching: str | None, opening: float | None,
+                 part_at: Callable[[float], float] | None = None) -> paths.Collides:
+        """`free`'s complement as a path predicate; with `part_at`, the part is at part_at(s) when the
+        path parameter is s."""
+        if part_at is None:
+            return lambda q, s: not self.free(q, touching, opening=opening)
+        return lambda q, s: not self.free(q, touching, part_at(s), opening=opening)
 
-    def sweep(self, q0: np.ndarray, pose_at: Callable[[float], tuple[np.ndarray, np.ndarray]], start: float,
-              values: np.ndarray, touching: str, door_at: Callable[[float], float]) -> list[np.ndarray]:
-        """Waypoints following `pose_at(v)` over `values`, from q0 (at `start`), until the IK breaks off or
-        a pose collides with the part at `door_at(v)`; the first waypoint is q0."""
-        qs, prev = [np.asarray(q0, dtype=np.float64)], start
-        for v in values:
-            pos, rot = pose_at(v)
-            q = self.solve(pos, rot, qs[-1])
-            if q is None or np.max(np.abs(q - qs[-1])) > MAX_JUMP:
-                break
-            mid = (q + qs[-1]) / 2  # the hand is closed on (or pushing) the part during a sweep
-            if not (self.free(q, touching, door_at(v), opening=0.0)
-                    and self.free(mid, touching, door_at((v + prev) / 2), opening=0.0)):
-                break
-            qs.append(q)
-            prev = v
-        return qs
+    def line(self, q0: np.ndarray, rot: np.ndarray, start: np.ndarray, end: np.ndarray, touching: str | None,
+             opening: float | None = None) -> paths.TcpPath:
+        """The tcp straight from `start` to `end` at orientation `rot`, from q0 (the arm at `start`), as far
+        as the IK follows and no waypoint or midpoint collides (`complete` if it gets to `end`)."""
+        poses = paths.line(start, rot, end - start, paths.steps(0.0, float(np.linalg.norm(end - start)), LINE_STEP))
+        return self._follow(q0, poses, self.collides(touching, opening))
+
+    def sweep(self, q0: np.ndarray, pos: np.ndarray, rot: np.ndarray, values: np.ndarray, touching: str,
+              part_at: Callable[[float], float]) -> paths.TcpPath:
+        """The tcp pose (`pos`, `rot`), fixed to the part (at its value when read), carried along the joint
+        `values` (values[0]: where q0 is) until the IK breaks off or a pose collides with the part at
+        part_at(v); the hand is closed on (or pushing) the part throughout."""
+        return self._follow(q0, self.mech.along(pos, rot, values), self.collides(touching, 0.0, part_at))
+
+    def _follow(self, q0: np.ndarray, poses: paths.TcpPoses, collides: paths.Collides) -> paths.TcpPath:
+        path = paths.follow(self.ik, q0, poses, collides, max_jump=MAX_JUMP, midpoints=True, partial=True)
+        self.ctx.stats.ik_calls += path.solves
+        return path
 
 
 def even(waypoints: np.ndarray, step: float = 0.02) -> np.ndarray:
@@ -262,9 +264,3 @@ def even(waypoints: np.ndarray, step: float = 0.02) -> np.ndarray:
         return waypoints[:1]
     s = np.linspace(0.0, cum[-1], max(2, int(np.ceil(cum[-1] / step)) + 1))
     return np.stack([np.interp(s, cum, waypoints[:, j]) for j in range(waypoints.shape[1])], axis=1)
-
-
-def joint_values(start: float, end: float, step: float) -> np.ndarray:
-    """Joint values after `start` up to and including `end`, at most `step` apart."""
-    n = max(1, int(np.ceil(abs(end - start) / step - 1e-9)))
-    return start + (end - start) * np.arange(1, n + 1) / n

@@ -16,7 +16,7 @@ the way. `close` pushes the outer face (or the drawer front). Both are closed-lo
 guarded move that ends when the joint reaches its goal on the live simulator; if the part lags, the
 rest is re-planned from the joint's actual value, at most ROUNDS times, then "guard timeout".
 
-Waypoints are coarse (0.1 rad / 3 cm of joint motion), solved and checked by `articulation.Planner`;
+Waypoints are coarse (0.1 rad / 3 cm of joint motion), solved and checked by `mechanism.Planner`;
 `time_polyline` interpolates between them at the control rate. All randomness (the order push spots
 are tried in) comes from the attempt's "grasp" stream.
 """
@@ -32,13 +32,13 @@ import numpy as np
 
 from x2.spec.env import SkillBinding
 from x2.synth.context import SynthContext
+from x2.synth.motion.paths import steps
 from x2.synth.segments import Gripper, Guarded, Segment, SkillFailure
-from x2.synth.skills.articulation import (
+from x2.synth.skills.mechanism import (
     CHECK_MARGIN,
     DOWN,
     Mechanism,
     Planner,
-    joint_values,
     read_mechanism,
     refresh,
 )
@@ -108,8 +108,8 @@ class _Grasp:
     rot: np.ndarray
     opening: float  # the hand's aperture on the way in (gripper action)
     q_pre: np.ndarray  # arm at the pre-grasp (backed off along the approach)
-    descent: list[np.ndarray]  # pre-grasp -> grasp waypoints
-    arc: list[np.ndarray]  # grasp -> as far as the arm follows toward the goal
+    descent: np.ndarray  # pre-grasp -> grasp waypoints
+    arc: np.ndarray  # grasp -> as far as the arm follows toward the goal
     reach: float  # joint value at the end of `arc`
 
 
@@ -121,7 +121,7 @@ def _grasp_candidates(plan: Planner, goal: float, sign: float) -> Iterator[_Gras
         sid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, name)
         frames.append((d.site_xpos[sid].copy(), d.site_xmat[sid].reshape(3, 3).copy()))
     frames.sort(key=lambda f: -float(f[1][:, 2] @ DOWN))  # from above first: the arms hang from the shoulders
-    values = joint_values(mech.value, _beyond(mech, goal, sign), STEP[mech.hinge])
+    values = steps(mech.value, _beyond(mech, goal, sign), STEP[mech.hinge])
     tool_x = plan.ik.fk(ctx.executor.arm_target(plan.arm))[1][:, 0]
     for pos, rot in frames:
         # the jaws are symmetric: of the two grasps, try first the one the wrist is already nearer to
@@ -138,12 +138,10 @@ def _grasp_candidates(plan: Planner, goal: float, sign: float) -> Iterator[_Gras
             if q_pre is None or not plan.free(q_pre, None, opening=opening):
                 continue
             descent = plan.line(q_pre, r, pre, pos, "handle", opening=opening)
-            if descent is None:
+            if not descent.complete:
                 continue
-            arc = plan.sweep(descent[-1], lambda v, p=pos, r=r: mech.carry(p, r, v), mech.value, values, "handle",
-                             float)
-            reach = float(values[len(arc) - 2]) if len(arc) > 1 else mech.value
-            yield _Grasp(pos, r, opening, q_pre, descent, arc, reach)
+            arc = plan.sweep(descent.waypoints[-1], pos, r, values, "handle", float)
+            yield _Grasp(pos, r, opening, q_pre, descent.waypoints, arc.waypoints, arc.reached)
 
 
 _C = TypeVar("_C", "_Grasp", "_Push")
@@ -180,11 +178,6 @@ def _pull(ctx: SynthContext, plan: Planner, goal: float, sign: float,
     yield Gripper(arm, 0.0, ticks=GRIPPER_TICKS)
     kind = "screw" if mech.hinge else "cartesian"
     carry_to = min(goal, best.reach) if sign > 0 else max(goal, best.reach)
-    grasp = best
-
-    def pose_at(v: float) -> tuple[np.ndarray, np.ndarray]:
-        return mech.carry(grasp.pos, grasp.rot, v)
-
     arc, status = best.arc, "lagging"
     for _ in range(ROUNDS):
         yield Guarded(plan.timed(arc, SWEEP_SPEED, kind),
@@ -194,12 +187,12 @@ def _pull(ctx: SynthContext, plan: Planner, goal: float, sign: float,
             status = "carried"
             break
         hand_now = plan.ik.fk(ctx.executor.arm_target(arm))[0]
-        if np.linalg.norm(hand_now - pose_at(now)[0]) > SLIPPED:
+        if np.linalg.norm(hand_now - mech.carry(best.pos, best.rot, now)[0]) > SLIPPED:
             status = "lost"
             break
         # the part lags: carry the rest of the way from where it is
-        arc = plan.sweep(ctx.executor.arm_target(arm), pose_at, now, joint_values(now, best.reach, STEP[mech.hinge]),
-                         "handle", float)
+        values = steps(now, best.reach, STEP[mech.hinge])
+        arc = plan.sweep(ctx.executor.arm_target(arm), best.pos, best.rot, values, "handle", float).waypoints
         if len(arc) < 2:
             break
     yield Gripper(arm, best.opening, ticks=RELEASE_TICKS)
@@ -222,8 +215,8 @@ def _back_out(ctx: SynthContext, plan: Planner, approach: np.ndarray, touching: 
     for direction in (-approach, up, up + away / max(float(np.linalg.norm(away)), 1e-9)):
         end = pos + distance * direction / np.linalg.norm(direction)
         path = plan.line(q0, rot, pos, end, touching, opening=opening)
-        if path is not None:
-            yield plan.timed(path, NEAR_SPEED, "cartesian")
+        if path.complete:
+            yield plan.timed(path.waypoints, NEAR_SPEED, "cartesian")
             return
     raise SkillFailure("trajectory collision", f"arm {plan.arm!r}: cannot back out of {plan.mech.joint}'s part")
 
@@ -232,8 +225,8 @@ def _back_out(ctx: SynthContext, plan: Planner, approach: np.ndarray, touching: 
 @dataclass(frozen=True)
 class _Push:
     q_pre: np.ndarray  # arm above the push's start
-    descent: list[np.ndarray]  # pre-push -> start, PUSH_GAP behind the face
-    sweep: list[np.ndarray]  # start -> as far as the arm follows toward the goal
+    descent: np.ndarray  # pre-push -> start, PUSH_GAP behind the face
+    sweep: np.ndarray  # start -> as far as the arm follows toward the goal
     reach: float  # joint value at the end of `sweep`
     clear: float  # m the hand must rise from the push height for its fingertips to clear the face's top
 
@@ -268,7 +261,7 @@ def _push_candidates(plan: Planner, goal: float, sign: float) -> Iterator[_Push]
         spot, lever = spots[int(i)]  # lever: m of face motion per joint unit there (radius | 1)
         touch = np.array([spot[0], spot[1], height]) + normal * hand.finger_x  # fingers' side on the face
         start = mech.value - sign * PUSH_GAP / lever
-        values = joint_values(start, end, STEP[mech.hinge])
+        values = steps(start, end, STEP[mech.hinge])
         door = (lambda v: max(v, mech.value)) if sign > 0 else (lambda v: min(v, mech.value))
         # either side of the fingers can push; first the one needing less wrist roll from here
         for yaw in ((1.0, -1.0) if -normal @ tool_x >= 0 else (-1.0, 1.0)):
@@ -284,12 +277,10 @@ def _push_candidates(plan: Planner, goal: float, sign: float) -> Iterator[_Push]
             if q_pre is None or not plan.free(q_pre, None, opening=0.0):
                 continue
             descent = plan.line(q_pre, rot0, pre, pos0, None, opening=0.0)
-            if descent is None:
+            if not descent.complete:
                 continue
-            sweep = plan.sweep(descent[-1], lambda v, t=touch, r=rot: mech.carry(t, r, v), start, values, "part",
-                               door)
-            reach = float(values[len(sweep) - 2]) if len(sweep) > 1 else start
-            yield _Push(q_pre, descent, sweep, reach, pre[2] - pos0[2])
+            sweep = plan.sweep(descent.waypoints[-1], touch, rot, values, "part", door)
+            yield _Push(q_pre, descent.waypoints, sweep.waypoints, sweep.reached, pre[2] - pos0[2])
 
 
 def _push(ctx: SynthContext, arm: str, mech: Mechanism, goal: float, sign: float) -> Iterator[Segment]:
@@ -328,7 +319,7 @@ def _clear_path(ctx: SynthContext, arm: str, mech: Mechanism, goal: float) -> It
     hand that has just put something in the oven and backed out only a little would block its door)."""
     world = ctx.world()
     m = world.model
-    values = joint_values(mech.value, goal, STEP[mech.hinge])
+    values = steps(mech.value, goal, STEP[mech.hinge])[1:]  # where the part will be, not where it is
     for other in world.arms:
         if other == arm:
             continue
@@ -355,8 +346,8 @@ def _clear_path(ctx: SynthContext, arm: str, mech: Mechanism, goal: float) -> It
             pos, rot = plan.ik.fk(q)
             for distance in (2 * APPROACH, APPROACH):  # further back can fold the elbow into the torso
                 out = plan.line(q, rot, pos, pos - distance * rot[:, 2], "anything")
-                if out is not None and plan.free(out[-1], None):
-                    yield plan.timed(out, NEAR_SPEED, "cartesian")
+                if out.complete and plan.free(out.waypoints[-1], None):
+                    yield plan.timed(out.waypoints, NEAR_SPEED, "cartesian")
                     break
             yield from ctx.move_to(other, home)
 

@@ -1,17 +1,17 @@
 """`pick` and `place`: grasp a free object and put it on a surface or into a container.
 
-pick: open the jaw, a free-space motion to the pre-grasp pose of the chosen grasp (grasps.py), a
+pick: open the jaw, a free-space motion to the pre-grasp pose of the chosen grasp (grasp_poses.py), a
 straight approach, close until both fingers touch, attach the object in the collision world, a straight
 lift, and a check that it is still held.
 
 place: the object the arm holds (both fingers touch it) goes onto a surface or into a container
-(places.py): a free-space motion to the pre-place pose, a straight move in (guarded down to contact on
-a surface), the jaw opens just enough to let go (a full opening inside a container would swing the
+(place_poses.py): a free-space motion to the pre-place pose, a straight move in (guarded down to contact
+on a surface), the jaw opens just enough to let go (a full opening inside a container would swing the
 fingers into its walls), the object is detached, and the arm backs out along the line it came in on.
 
 Straight lines are solved once and reused: the approach to a grasp is its retreat line reversed, and
-backing out of a place replays the line in. IK is damped least squares from a few seeds (grasps.py),
-so a pick or place spends its planning time in the free-space planner.
+backing out of a place replays the line in. IK is damped least squares from a few seeds
+(grasp_poses.py), so a pick or place spends its planning time in the free-space planner.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ import numpy as np
 
 from x2.spec.env import SkillBinding
 from x2.synth.context import SynthContext
-from x2.synth.motion.cartesian import time_polyline
 from x2.synth.motion.errors import PlanningError
+from x2.synth.motion.timing import time_polyline
 from x2.synth.segments import ArmTrack, Gripper, Guarded, Segment, SkillFailure, Wait
-from x2.synth.skills.grasps import choose_grasp, solve_pose, straight_line
-from x2.synth.skills.places import (
+from x2.synth.skills.grasp_poses import choose_grasp, solve_pose, straight_line
+from x2.synth.skills.place_poses import (
     RELEASE_MARGIN,
     PlaceGoal,
     container_goals,
