@@ -1,6 +1,6 @@
 """A collision checker on the simulator's own geometry, for planning.
 
-`CollisionWorld` snapshots a `MujocoBackend` (a copy of its model and state; the live sim is never
+`CollisionWorld` snapshots a backend's MuJoCo view (a copy of its model and state; the live sim is never
 touched) and re-assigns contact bitmasks so that exactly the pairs a planner cares about collide:
 
 - every robot geom against the rest of the world (table, walls, objects, the microwave and its door
@@ -26,7 +26,7 @@ import mujoco
 import numpy as np
 
 from x2.errors import NotFoundError
-from x2.sim.mujoco.backend import MujocoBackend
+from x2.sim.backend import Backend
 from x2.sim.mujoco.world import free_joint, object_body
 
 GRIPPER_GROUP = 7  # group index of the gripper, its fingers and anything it holds
@@ -67,7 +67,7 @@ class _Carried:
 class CollisionWorld:
     """Collision checks for joint configurations of the robot's arms, on a private model copy."""
 
-    def __init__(self, backend: MujocoBackend, margin: float = 0.0):
+    def __init__(self, backend: Backend, margin: float = 0.0):
         self.env = backend.env
         self.model = copy.deepcopy(backend.model)  # welded objects' poses live in model.body_pos
         # The simulator overrides every contact's softness and margin (x2/sim/mujoco/booth.py); checks need
@@ -171,7 +171,7 @@ class CollisionWorld:
         for obj in self._attached:
             self.model.geom_margin[self._object_geoms(obj)] = self._margin
 
-    def sync(self, backend: MujocoBackend) -> None:
+    def sync(self, backend: Backend) -> None:
         """Take the live state (arms, fingers, door, objects) and welded poses; keep attachments."""
         if backend.model.ngeom != self.model.ngeom:
             raise NotFoundError("the backend switched to another asset draw; build a new CollisionWorld after reset")
