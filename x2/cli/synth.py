@@ -63,6 +63,8 @@ def synth(
             live.update(view(p))
 
         progress = run.run(update)
-    console.print(f"{progress.stop_reason}. Report: {run.path / REPORT_NAME}")
+    first, last = run.first_attempt, run.first_attempt + progress.attempted - 1
+    where = "" if first == 0 else f" (continuing the dataset's seed {seed} after its {first} earlier attempts)"
+    console.print(f"{progress.stop_reason}: attempts {first}-{last}{where}. Report: {run.path / REPORT_NAME}")
     if progress.accepted < n:
         raise typer.Exit(1)
