@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+import x2
 from x2.cli.app import _mount, app
 from x2.datasets import Dataset
 from x2.labeling import topological_order
@@ -175,3 +177,38 @@ def test_bad_binding_fails_before_any_worker(text: str, pattern: str, tmp_path: 
 def test_attempt_seeds_are_independent_of_order() -> None:
     children = np.random.SeedSequence(5).spawn(6)
     assert [slot_seed(5, i) for i in range(6)] == [int(c.generate_state(1, np.uint32)[0]) for c in children]
+
+
+def test_an_error_inside_an_attempt_stops_the_run_with_its_line(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spec mistake that only shows once the world runs (an asset part naming a site its MJCF lacks) is
+    not a rejection: every attempt would fail alike. It stops the run, from a worker, with one line."""
+    objects = tmp_path / "specs" / "objects"
+    objects.mkdir(parents=True)
+    shutil.copy(Path(x2.__file__).parent / "assets" / "objects" / "plate.xml", objects / "plate.xml")
+    (objects / "odd_plate.yaml").write_text(textwrap.dedent("""\
+        name: odd_plate
+        mjcf: plate.xml
+        tags: [surface]
+        footprint_radius: 0.11
+        parts: {rim: no_such_site}
+        """))
+    (tmp_path / "specs" / "scenes").mkdir(parents=True)
+    (tmp_path / "specs" / "scenes" / "odd.yaml").write_text(textwrap.dedent("""\
+        include: tabletop_booth.yaml
+        name: odd
+        objects:
+          plate: {asset: odd_plate, region: plate_area}
+        """))
+    (tmp_path / "t.yaml").write_text(BAD_TASK.replace("scene: tabletop_booth", "scene: odd").replace(
+        'success: {object_lifted: {obj: "@target_object"}}',
+        'success: {object_inside: {obj: "@target_object", container: plate/rim}}'))
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["synth", "--task", "t.yaml", "-n", "3", "--workers", "2"])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    # (the runner mixes the progress table on stdout with the error line on stderr)
+    assert lines[-1].endswith("error: no site named 'plate/no_such_site' in the world model"), result.output
+    assert result.output.count("error:") == 1
+    assert Dataset.open(tmp_path / "data" / "t").episodes() == []
+    assert not (tmp_path / "data" / "t" / "slots.json").exists()  # no attempt was taken as a rejection
