@@ -57,18 +57,80 @@ def test_arm_into_microwave_and_door_collides(world, backend):
     assert any(g.startswith("microwave/") for p in pairs for g in p), pairs
 
 
+def _arm_arm(pairs: list[tuple[str, str]]) -> bool:
+    return any(a.startswith("left_") and b.startswith("right_") or a.startswith("right_") and b.startswith("left_")
+               for a, b in pairs)
+
+
 def test_arms_collide_with_each_other(world, backend):
-    """The simulator never reports arm-arm contact (contype 2 / conaffinity 1); the checker must."""
+    """Crossed arms touch in the checker, and in the live simulator too, on exactly the same geom pairs."""
     crossed = {"left": np.array([-1.0, 0.0, 0.0, 0, 0, 0]), "right": np.array([1.0, 0.0, 0.0, 0, 0, 0])}
     pairs = world.colliding_pairs(crossed)
-    assert any(a.startswith("left_") and b.startswith("right_") or a.startswith("right_") and b.startswith("left_")
-               for a, b in pairs), pairs
-    # ... which the live simulator would not have reported
+    assert _arm_arm(pairs), pairs
     backend.set_joint_values({f"{arm}_j{i + 1}": v for arm, q in crossed.items() for i, v in enumerate(q)})
     sim_pairs = [(c.geom1, c.geom2) for c in backend.contacts()]
     backend.set_joint_values({f"{arm}_j{i + 1}": v for arm, q in _home(backend).items() for i, v in enumerate(q)})
-    assert not any(a.startswith("left_") and b.startswith("right_") or a.startswith("right_") and b.startswith("left_")
-                   for a, b in sim_pairs), sim_pairs
+    assert _arm_arm(sim_pairs), sim_pairs
+    assert {frozenset(p) for p in sim_pairs} == {frozenset(p) for p in pairs}
+
+
+def test_checker_counts_what_the_simulator_puts_in_contact(backend):
+    """Over random configurations of both arms: the checker's pairs at margin 0 are the simulator's
+    contacts that involve the robot (world-world contacts, like the fruit on the table, never count)."""
+    w = CollisionWorld(backend)
+    robot = w.robot_body  # body id -> part of the robot
+    rng = np.random.default_rng(3)
+    lo = {a: w.joint_range[a][:, 0] for a in w.arms}
+    hi = {a: w.joint_range[a][:, 1] for a in w.arms}
+    robot_robot = 0
+    try:
+        for _ in range(60):
+            q = {a: rng.uniform(lo[a], hi[a]) for a in w.arms}
+            checker = {frozenset(p) for p in w.colliding_pairs(q)}
+            backend.set_joint_values({f"{a}_j{i + 1}": v for a, qa in q.items() for i, v in enumerate(qa)})
+            sim = {frozenset((c.geom1, c.geom2)) for c in backend.contacts()
+                   if robot[backend.model.body(c.body1).id] or robot[backend.model.body(c.body2).id]}
+            assert checker == sim
+            robot_robot += any(all(robot[backend.model.geom(g).bodyid[0]] for g in p) for p in sim)
+    finally:
+        backend.set_joint_values({f"{a}_j{i + 1}": v for a, qa in _home(backend).items() for i, v in enumerate(qa)})
+    assert robot_robot >= 5  # the draws did exercise robot-robot contacts
+
+
+def _arm_of(world: CollisionWorld, geom: str) -> str | None:
+    """The arm whose link1 subtree holds this geom (None: the torso, its brackets, the world)."""
+    m = world.model
+    body = int(m.geom(geom).bodyid[0])
+    while body != 0:
+        for arm in world.arms:
+            if m.body(body).name == f"{arm}_link1":
+                return arm
+        body = int(m.body_parentid[body])
+    return None
+
+
+def test_margin_pads_against_the_rest_of_the_robot_not_within_one_arm(backend):
+    """The margin counts near-contacts with the world, the torso and the other arm; one arm's own parts
+    count only when they touch (at home the closed jaws stand 10 mm apart and the forearm 25 mm from the
+    wrist, closer than the planner's clearances)."""
+    w = CollisionWorld(backend, margin=0.035)
+    for arm in w.arms:
+        for finger in backend.env.robot.arm(arm).gripper_joints:
+            w.set_joint(finger, 0.0)
+    assert not w.in_collision(_home(backend))
+    rng = np.random.default_rng(5)
+    padded = 0
+    for _ in range(150):
+        q = {a: rng.uniform(w.joint_range[a][:, 0], w.joint_range[a][:, 1]) for a in w.arms}
+        w.margin = 0.0
+        touching = {frozenset(p) for p in w.colliding_pairs(q)}
+        w.margin = 0.03
+        near = {frozenset(p) for p in w.colliding_pairs(q)} - touching
+        for pair in near:
+            owners = {_arm_of(w, g) for g in pair}
+            assert len(owners) == 2 or owners == {None}, pair  # never two parts of one arm
+        padded += bool(near)
+    assert padded >= 10  # the margin did pad some draws
 
 
 def test_allow_ignores_expected_contacts(world, backend):
@@ -121,4 +183,4 @@ def test_check_is_fast_and_counted(world):
         world.in_collision({"right": q})
     per_check = (time.perf_counter() - t) / len(qs)
     assert world.checks - start == len(qs)
-    assert per_check < 150e-6  # ~18 us measured; generous for loaded CI machines
+    assert per_check < 150e-6  # ~30 us measured (bench/bench_collision.py); generous for loaded CI machines

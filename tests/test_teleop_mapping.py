@@ -3,10 +3,12 @@ velocity through IK, the VR clutch (anchor, hold, re-anchor after tracking loss)
 
 from __future__ import annotations
 
+import mujoco
 import numpy as np
 import pytest
 
 from x2.devices import DeviceEvent, Sample
+from x2.sim.backend import RobotState
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.sim.mujoco.kinematics import ArmDLS
 from x2.spec import load_env
@@ -50,6 +52,21 @@ def test_mirror_gates_each_arm_until_leader_agrees_then_ramps(backend: MujocoBac
     assert "right: align" not in m.status  # re-armed, and the leader is already aligned: engages again
 
 
+def _following(backend: MujocoBackend, cmd: np.ndarray) -> RobotState:
+    """The robot at rest exactly where `cmd` put its arms (fingers open): what the Cartesian mappers
+    measure when nothing holds the arms back. They leash their targets to the measured tcp, so a frozen
+    robot state would read as an arm blocked by a contact (tests/test_teleop_contacts.py)."""
+    qpos, ee = [], []
+    for a, arm in enumerate(backend.env.robot.arms):
+        q = cmd[7 * a:7 * a + 6]
+        pos, rot = ArmDLS.for_arm(backend.model, arm).fk(q)
+        quat = np.zeros(4)
+        mujoco.mju_mat2Quat(quat, rot.ravel())
+        qpos += [*q, *[backend.env.robot.gripper.open_ctrl] * len(arm.gripper_joints)]
+        ee.append([*pos, *quat])
+    return RobotState(np.array(qpos), np.zeros(len(qpos)), np.array(ee))
+
+
 def _right_arm_start(backend: MujocoBackend, mapper):
     """The mapper reset at home, an IK for the right arm (action slots 7-12) and its home tcp pose."""
     home = backend.home_action()
@@ -63,19 +80,21 @@ def test_keyboard_twist_moves_the_tcp_at_the_set_speed(backend: MujocoBackend) -
     home, ik, p0, r0 = _right_arm_start(backend, m)
     twist = np.zeros((2, 6))
     twist[1, 0] = 1.0  # right arm, +x at full key
+    cmd = home
     for _ in range(FPS):
-        cmd = m.command(_sample(twist=twist), 0.0, [], backend.robot_state())
+        cmd = m.command(_sample(twist=twist), 0.0, [], _following(backend, cmd))
     p1, r1 = ik.fk(cmd[7:13])
     assert p1[0] - p0[0] == pytest.approx(m.config.linear_mps, abs=0.01)
     assert np.abs(p1[1:] - p0[1:]).max() < 0.005 and np.abs(r1 - r0).max() < 0.02
     assert np.array_equal(cmd[:7], home[:7])  # the other arm never moved
-    cmd = m.command(_sample(twist=np.zeros((2, 6))), 0.0, [DeviceEvent("gripper", 0.0, 1)], backend.robot_state())
+    robot = _following(backend, cmd)
+    cmd = m.command(_sample(twist=np.zeros((2, 6))), 0.0, [DeviceEvent("gripper", 0.0, 1)], robot)
     assert cmd[13] == 0.0 and cmd[6] == 1.0
-    m.command(_sample(twist=np.zeros((2, 6))), 0.0, [DeviceEvent("arm", 0.0, 0)], backend.robot_state())
+    m.command(_sample(twist=np.zeros((2, 6))), 0.0, [DeviceEvent("arm", 0.0, 0)], robot)
     assert m.active == 0 and "left" in m.status
-    paused = m.command(_sample(twist=twist), 0.0, [DeviceEvent("engage", 0.0, -1)], backend.robot_state())
+    paused = m.command(_sample(twist=twist), 0.0, [DeviceEvent("engage", 0.0, -1)], robot)
     assert np.array_equal(paused, cmd) and "paused" in m.status  # Enter locks the arms
-    moved = m.command(_sample(twist=twist), 0.0, [DeviceEvent("engage", 0.0, -1)], backend.robot_state())
+    moved = m.command(_sample(twist=twist), 0.0, [DeviceEvent("engage", 0.0, -1)], robot)
     assert not np.array_equal(moved, cmd)  # and unlocks them
 
 
@@ -89,12 +108,12 @@ def _vr(pos_vr: np.ndarray, clutch: float, valid: float = 1.0) -> Sample:
 def test_vr_clutch_anchors_holds_and_reanchors(backend: MujocoBackend) -> None:
     m = VRClutch(FPS)
     home, ik, p0, _ = _right_arm_start(backend, m)
-    robot = backend.robot_state()
     start = np.array([0.1, 1.2, -0.3])
-    m.command(_vr(start, 1.0), 0.0, [], robot)  # clutch closes here: anchor
+    cmd = m.command(_vr(start, 1.0), 0.0, [], _following(backend, home))  # clutch closes here: anchor
     forward = start + np.array([0.0, 0.0, -0.08])  # SteamVR -z is the operator's forward = robot +x
     for _ in range(10):
-        cmd = m.command(_vr(forward, 1.0), 0.0, [], robot)
+        cmd = m.command(_vr(forward, 1.0), 0.0, [], _following(backend, cmd))
+    robot = _following(backend, cmd)
     p1, _ = ik.fk(cmd[7:13])
     np.testing.assert_allclose(p1 - p0, VR_TO_ROBOT @ (forward - start), atol=0.004)
     assert cmd[13] == 0.5  # the gripper follows the controller's command

@@ -7,6 +7,10 @@
 - `VRClutch` (VR controllers): while the trigger is held, the controller's motion since the clutch
   closed moves the tcp target from where it was (scaled); released, the target holds.
 
+The two Cartesian mappers keep their tcp targets near the measured tcp (`_TcpTargets`): the robot's links
+collide with each other and with the world, so a commanded motion can be stopped by a contact, and a
+target running on ahead of an arm that cannot follow would wind the servos up against it.
+
 Every mapper returns the full action (per arm: joints, then gripper opening in [0, 1]); the safety
 filter after it clamps per-tick steps and joint limits whatever the mapper did.
 """
@@ -25,6 +29,23 @@ from x2.sim.backend import Backend, RobotState
 from x2.sim.mujoco.kinematics import ArmDLS
 
 STALE_S = 0.25  # a sample older than this is not followed: the robot holds (device hiccup, lost USB)
+# How far a tcp target may lead the measured tcp. In free space the tcp trails its target by ~2 mm at the
+# keyboard's 15 cm/s, so the leash binds only when something holds the arm back; then the servos push with a
+# bounded error (2 cm at the tcp is ~0.03 rad at the shoulder, ~45 Nm of its 80) instead of one that grows
+# until they saturate. Measured on artixon-g, bare booth, the right tcp driven from home at full key in
+# seven directions into the left arm, the chest and the head (tests/test_teleop_contacts.py runs two):
+# deepest penetration 3.7 mm with 2 cm; a leash that also grew with the tcp's speed (+0.1 s x speed) let a
+# hand sliding along the head push a finger 8.5 mm into it.
+# The cost: a VR hand moving faster than ~0.5 m/s is followed at ~0.5 m/s (a 20 cm move at 1 m/s arrives
+# in 13 ticks instead of 7); slower hands and the keyboard are not slowed at all.
+LEASH_M = 0.02
+LEASH_RAD = 0.15
+# An arm at rest (every joint slower than REST_RPS) but short of its target by more than HOLD_M / HOLD_RAD is
+# held by a contact: with nothing commanded for it, its target becomes where it is, so it stops pushing.
+# At rest in free space the servos hold the target within ~1 mm (gravity compensated, 0.1 Nm friction).
+REST_RPS = 0.05
+HOLD_M = 0.005
+HOLD_RAD = 0.05
 
 
 class Mapper(Protocol):
@@ -94,7 +115,8 @@ class JointMirror:
 
 
 class _TcpTargets:
-    """Per-arm tcp targets followed by damped least-squares IK, shared by the Cartesian mappers."""
+    """Per-arm tcp targets followed by damped least-squares IK, shared by the Cartesian mappers, kept near
+    the measured tcp (`observe` each tick before `follow` / `hold`)."""
 
     def __init__(self, backend: Backend, home_action: np.ndarray):
         self.slices = _arm_slices(backend)
@@ -105,11 +127,32 @@ class _TcpTargets:
             p, r = self.ik[a].fk(self.cmd[sl])
             self.pos.append(p)
             self.rot.append(r)
-        self.limited = [False] * len(self.slices)
+        n = len(self.slices)
+        self.limited = [False] * n
+        self.blocked = [False] * n  # the leash held the target back this tick: a contact stops the arm
+        # RobotState.qpos / qvel hold, per arm, its joints and then its finger joints
+        self.state_slices, start = [], 0
+        for arm in backend.env.robot.arms:
+            self.state_slices.append(slice(start, start + len(arm.joints)))
+            start += len(arm.joints) + len(arm.gripper_joints)
+        self.measured: list[tuple[np.ndarray, np.ndarray]] = [(p.copy(), r.copy()) for p, r in zip(self.pos, self.rot,
+                                                                                                   strict=True)]
+        self.q_measured = [self.cmd[sl].copy() for sl in self.slices]
+        self.at_rest = [True] * n
+
+    def observe(self, robot: RobotState) -> None:
+        """This tick's measured tcp poses, arm joint angles and whether each arm is at rest."""
+        for a, sl in enumerate(self.state_slices):
+            self.measured[a] = (np.asarray(robot.ee_pose[a, :3], dtype=np.float64).copy(),
+                                _quat_matrix(robot.ee_pose[a, 3:]))
+            self.q_measured[a] = np.asarray(robot.qpos[sl], dtype=np.float64).copy()
+            self.at_rest[a] = bool(np.max(np.abs(robot.qvel[sl])) < REST_RPS)
 
     def follow(self, a: int) -> None:
-        """Joint targets toward arm a's tcp target; a target the arm cannot reach is pulled back to
-        what it reached, so holding a key at the edge of the workspace never winds up a backlog."""
+        """Joint targets toward arm a's tcp target, leashed to the measured tcp first; a target the arm
+        cannot reach is pulled back to what it reached, so holding a key at the edge of the workspace or
+        against an obstacle never winds up a backlog."""
+        self.blocked[a] = self._leash(a)
         sl, ik = self.slices[a], self.ik[a]
         q = ik.solve(self.pos[a], self.rot[a], self.cmd[sl], iters=8, max_step=0.1, best_effort=True)
         self.cmd[sl] = q
@@ -117,6 +160,45 @@ class _TcpTargets:
         self.limited[a] = bool(np.linalg.norm(p - self.pos[a]) > 0.01)
         if self.limited[a]:
             self.pos[a], self.rot[a] = p, r
+
+    def hold(self, a: int) -> None:
+        """Nothing commanded for arm a this tick. If a contact holds it at rest short of its target, the
+        target (tcp pose and joints) becomes where it is: releasing a key against an obstacle leaves no
+        push behind. An arm still moving or already there keeps its target."""
+        self.blocked[a] = False
+        pos, rot = self.measured[a]
+        if not self.at_rest[a]:
+            return
+        if np.linalg.norm(self.pos[a] - pos) > HOLD_M or _angle(self.rot[a], rot) > HOLD_RAD:
+            self.pos[a], self.rot[a] = pos.copy(), rot.copy()
+            self.cmd[self.slices[a]] = self.q_measured[a]
+
+    def _leash(self, a: int) -> bool:
+        """Pull arm a's target to within LEASH_M / LEASH_RAD of the measured tcp; True if it had to."""
+        pos, rot = self.measured[a]
+        held = False
+        offset = self.pos[a] - pos
+        dist = float(np.linalg.norm(offset))
+        if dist > LEASH_M:
+            self.pos[a] = pos + offset * (LEASH_M / dist)
+            held = True
+        w = _rotvec(self.rot[a] @ rot.T)  # world-frame rotation from the measured tcp to the target
+        angle = float(np.linalg.norm(w))
+        if angle > LEASH_RAD:
+            self.rot[a] = _rotvec_matrix(w * (LEASH_RAD / angle)) @ rot
+            held = True
+        return held
+
+
+def _rotvec(rot: np.ndarray) -> np.ndarray:
+    quat, vel = np.zeros(4), np.zeros(3)
+    mujoco.mju_mat2Quat(quat, np.ascontiguousarray(rot).ravel())
+    mujoco.mju_quat2Vel(vel, quat, 1.0)
+    return vel
+
+
+def _angle(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.linalg.norm(_rotvec(a @ b.T)))
 
 
 def _rotvec_matrix(w: np.ndarray) -> np.ndarray:
@@ -147,6 +229,7 @@ class EEVelocity:
     def command(self, sample: Sample | None, age_s: float, events: Sequence[DeviceEvent],
                 robot: RobotState) -> np.ndarray:
         tg, c, dt = self.targets, self.config, 1.0 / self.fps
+        tg.observe(robot)
         for ev in events:
             if ev.kind == "arm" and 0 <= ev.arm < len(tg.slices):
                 self.active = ev.arm
@@ -156,17 +239,20 @@ class EEVelocity:
                 a = self.active if ev.arm < 0 else ev.arm
                 grip = tg.slices[a].stop
                 tg.cmd[grip] = 0.0 if tg.cmd[grip] > 0.5 else 1.0
+        twist = np.zeros((len(tg.slices), 6))  # a stale sample or a pause commands nothing
         if sample is not None and age_s <= STALE_S and not self.paused:
             twist = np.asarray(sample.values["twist"], dtype=np.float64)
-            for a in range(len(tg.slices)):
-                v, w = twist[a, :3] * c.linear_mps * dt, twist[a, 3:] * c.angular_rps * dt
-                if not (v.any() or w.any()):
-                    continue
-                tg.pos[a] = tg.pos[a] + v
-                tg.rot[a] = _rotvec_matrix(w) @ tg.rot[a]
-                tg.follow(a)
+        for a in range(len(tg.slices)):
+            v, w = twist[a, :3] * c.linear_mps * dt, twist[a, 3:] * c.angular_rps * dt
+            if not (v.any() or w.any()):
+                tg.hold(a)
+                continue
+            tg.pos[a] = tg.pos[a] + v
+            tg.rot[a] = _rotvec_matrix(w) @ tg.rot[a]
+            tg.follow(a)
         arm = self.names[self.active]
         edge = " (at the edge of reach)" if tg.limited[self.active] else ""
+        edge += " (blocked by a contact)" if tg.blocked[self.active] and not tg.limited[self.active] else ""
         self.status = f"active arm: {arm}{edge}" + ("  [paused: Enter resumes]" if self.paused else "")
         return tg.cmd.copy()
 
@@ -201,8 +287,11 @@ class VRClutch:
     def command(self, sample: Sample | None, age_s: float, events: Sequence[DeviceEvent],
                 robot: RobotState) -> np.ndarray:
         tg, c = self.targets, self.config
+        tg.observe(robot)
         if sample is None or age_s > STALE_S:
             self.anchor = [None] * len(self.anchor)  # re-anchor when samples return: never jump
+            for a in range(len(tg.slices)):
+                tg.hold(a)
             self.status = "holding: no controller sample"
             return tg.cmd.copy()
         v = sample.values
@@ -212,6 +301,7 @@ class VRClutch:
             held = v["clutch"][a] >= c.clutch_on
             if not held or v["valid"][a] < 0.5:
                 self.anchor[a] = None  # released or tracking lost: hold, and re-anchor on return
+                tg.hold(a)
                 parts.append(f"{self.names[a]}: " + ("holding" if v["valid"][a] >= 0.5 else "tracking lost"))
                 continue
             ctrl_pos = VR_TO_ROBOT @ v["pose"][a, :3]
@@ -222,7 +312,8 @@ class VRClutch:
             tg.pos[a] = ee_p0 + c.scale * (ctrl_pos - p0)
             tg.rot[a] = (ctrl_rot @ r0.T) @ ee_r0
             tg.follow(a)
-            parts.append(f"{self.names[a]}: clutched" + (" (at the edge of reach)" if tg.limited[a] else ""))
+            parts.append(f"{self.names[a]}: clutched" + (" (at the edge of reach)" if tg.limited[a] else "")
+                         + (" (blocked by a contact)" if tg.blocked[a] and not tg.limited[a] else ""))
         self.status = "; ".join(parts)
         return tg.cmd.copy()
 

@@ -87,8 +87,12 @@ def add_room(spec: mujoco.MjSpec, booth: BoothModel) -> None:
         "wall_right": ([cx, cy - hy - t, hz], [hx + 2 * t, t, hz]),
     }
     for name, (pos, size) in walls.items():
-        # Nothing can reach the walls; leaving them out of collision keeps the broadphase small.
-        world.add_geom(name=name, type=_BOX, pos=pos, size=size, material=wall, contype=0, conaffinity=0)
+        # Solid like the table (MJCF default masks): a dropped or thrown object, or a robot mounted nearer
+        # a wall, stops there. Each wall is a static body of its own: in the world body their 3 m extents
+        # make the world's bounding box span the booth, so every moving body passes the broadphase against
+        # all world geoms. mj_collision on fruit_in_microwave at home (CPU time, one interleaved run):
+        # 8.7 us with the walls out of collision, 15.1 us with them in the world body, 10.9 us as bodies.
+        world.add_body(name=name).add_geom(name=name, type=_BOX, pos=pos, size=size, material=wall)
 
 
 def add_table(spec: mujoco.MjSpec, booth: BoothModel) -> None:

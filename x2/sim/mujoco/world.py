@@ -6,8 +6,8 @@ Names in the compiled model (the backend and the dataset store rely on them):
   ``left_flange`` / ``right_flange``, camera ``head``);
 - grippers: prefixed ``<arm>_`` (``left_finger_a``, actuator ``left_gripper``, site ``left_tcp``,
   camera ``left_wrist``);
-- booth: geoms ``floor``, ``table_top``, ``wall_*``, lights ``key`` / ``fill_*``, camera ``front``,
-  site ``table_surface``;
+- booth: geoms ``floor``, ``table_top``, ``wall_*`` (each wall in a static body of the same name),
+  lights ``key`` / ``fill_*``, camera ``front``, site ``table_surface``;
 - objects: everything prefixed ``<instance>/`` (body ``microwave/object``, joint
   ``microwave/door_hinge``, site ``microwave/cavity``); free assets get a free joint
   ``<instance>/free``, welded assets none.

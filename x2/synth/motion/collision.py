@@ -1,20 +1,28 @@
 """A collision checker on the simulator's own geometry, for planning.
 
 `CollisionWorld` snapshots a backend's MuJoCo view (a copy of its model and state; the live sim is never
-touched) and re-assigns contact bitmasks so that exactly the pairs a planner cares about collide:
+touched) and checks the pairs the simulator itself puts in contact: every robot geom against the world
+(table, walls, objects, the microwave and its door at the angle it had when the world was built or last
+synced) and against the rest of the robot (the other arm, the torso and head, its own links), subject
+to the robot MJCF's `<exclude>` list and MuJoCo's parent-child filter, which the copy carries as they
+are. The copy's bitmasks express only what differs from the simulator:
 
-- every robot geom against the rest of the world (table, walls, objects, the microwave and its door
-  at the angle it had when the world was built or last synced);
-- the two arms against each other, and the torso against both arms from link3 (the forearm) on;
-- each arm against itself, for links three or more joints apart (nearer links overlap at the joints
-  by construction, and MuJoCo's parent-child filter only covers direct neighbours).
+- world against world never counts (a fruit resting on the table is not the planner's business);
+- a held object goes with its gripper: ignored against that gripper's palm and fingers, checked
+  against everything else (the table, the oven, the rest of the robot).
 
-The simulator itself has robot geoms contype=2 / conaffinity=1, so it never reports arm-arm contacts;
-this is why the checker compiles its own masks. One bit per link group: world W, torso T and
-7 groups per arm (links 1-6, gripper incl. fingers), 16 bits of the 32 available.
+One bit each for the world W and the robot's links R, two per arm: its gripper (palm and fingers) G and
+what it holds H; 6 bits for two arms.
 
-A check is `mj_kinematics` + `mj_collision` on the copy, ~10-20 us (see tests/test_motion_collision.py).
-A held object costs a second `mj_kinematics` (~2 us) after its free joint is set from the tcp site.
+The margin (clearance) pads robot geoms against the world, the torso and the other arm. Between two
+parts of one arm (its links, gripper and held object) only touching counts: their distance is set by
+the joints between them alone, which the servos track to a few mrad, and some sit closer than any
+clearance by construction (the closed jaws 4-10 mm apart, the forearm 25 mm from the wrist at home).
+
+A check is `mj_kinematics` + `mj_collision` on the copy: ~14 us near home, ~28 us for configurations
+drawn anywhere within the limits (CPU time; bench/bench_collision.py, bench/RESULTS.md). The robot's pairs
+and the booth walls made it 1.2-1.4x what it was when the arms ignored each other and the walls were out of
+collision. A held object costs a second `mj_kinematics` (~2 us) after its free joint is set from the tcp site.
 """
 
 from __future__ import annotations
@@ -29,14 +37,16 @@ from x2.errors import NotFoundError
 from x2.sim.backend import Backend
 from x2.sim.mujoco.world import free_joint, object_body
 
-GRIPPER_GROUP = 7  # group index of the gripper, its fingers and anything it holds
-SELF_MIN_HOPS = 3  # same-arm groups this many joints apart are checked against each other
-TORSO_MIN_GROUP = 3  # link2's upper arm sits in the torso's shoulder bracket by construction
-_W, _T = 0, 1
+_W, _R = 1 << 0, 1 << 1  # contype bits of the world and of the robot's links (torso included)
+_TOUCHING, _ALWAYS = 1, 2  # _counts: a contact counts when the geoms touch, or already within the margin
 
 
-def _bit(arm_index: int, group: int) -> int:
-    return 1 << (2 + 7 * arm_index + group - 1)
+def _gripper_bit(arm_index: int) -> int:
+    return 1 << (2 + 2 * arm_index)
+
+
+def _held_bit(arm_index: int) -> int:
+    return 1 << (3 + 2 * arm_index)
 
 
 class _Carried:
@@ -81,7 +91,7 @@ class CollisionWorld:
         self._arm_slice: dict[str, slice | np.ndarray] = {}  # a slice when contiguous: faster to assign
         self.joint_range: dict[str, np.ndarray] = {}
         self.tcp_site: dict[str, int] = {}
-        group_of_body: dict[int, tuple[int, int]] = {}  # body -> (arm index, group)
+        link_arm: dict[int, int] = {}  # body of an arm joint -> arm index
         for ai, arm in enumerate(self.env.robot.arms):
             jids = [self._id(mujoco.mjtObj.mjOBJ_JOINT, j) for j in arm.joints]
             self.arm_qadr[arm.name] = m.jnt_qposadr[jids].copy()
@@ -90,35 +100,38 @@ class CollisionWorld:
             self._arm_slice[arm.name] = slice(int(qa[0]), int(qa[-1]) + 1) if contiguous else qa
             self.joint_range[arm.name] = m.jnt_range[jids].copy()
             self.tcp_site[arm.name] = self._id(mujoco.mjtObj.mjOBJ_SITE, arm.tcp_site)
-            for k, j in enumerate(jids):
-                group_of_body[int(m.jnt_bodyid[j])] = (ai, k + 1)
+            for j in jids:
+                link_arm[int(m.jnt_bodyid[j])] = ai
         first_joint = self._id(mujoco.mjtObj.mjOBJ_JOINT, self.env.robot.arms[0].joints[0])
         torso = int(m.body_rootid[int(m.jnt_bodyid[first_joint])])
-        self._group = np.zeros(m.nbody, dtype=np.int64)  # bit of each body's group
+        n = len(self.arms)
+        self._all_grippers = sum(_gripper_bit(a) for a in range(n))
+        self._all_held = sum(_held_bit(a) for a in range(n))
+        robot_aff = _W | _R | self._all_grippers | self._all_held  # links touch everything
+        body_type = np.full(m.nbody, _W, dtype=np.int64)
+        body_aff = np.full(m.nbody, robot_aff & ~_W, dtype=np.int64)  # the world: the robot only
+        self._arm_of_body = np.full(m.nbody, -1, dtype=np.int64)  # arm owning a link or gripper body
         self.robot_body = np.zeros(m.nbody, dtype=bool)
         for b in range(m.nbody):
-            chain, a = [], b
-            while a != 0 and a not in group_of_body and a != torso:
-                chain.append(a)
-                a = int(m.body_parentid[a])
-            if a in group_of_body:
-                ai, g = group_of_body[a]
-                # bodies below link6 (gripper, fingers) form the gripper group
-                self._group[b] = _bit(ai, GRIPPER_GROUP if chain else g)
-                self.robot_body[b] = True
-            elif a == torso:
-                self._group[b], self.robot_body[b] = 1 << _T, True
-            else:
-                self._group[b] = 1 << _W
-        self._affinity_of_bit = self._affinities(len(self.arms))
-        self._collidable = np.array([(m.geom_contype[g] | m.geom_conaffinity[g]) != 0
-                                     or m.geom(g).name.startswith("wall_") for g in range(m.ngeom)])
-        self._home_group = self._group[m.geom_bodyid].copy()
-        self._apply_masks(self._home_group)
+            below, a = False, b
+            while a != 0 and a not in link_arm and a != torso:
+                below, a = True, int(m.body_parentid[a])
+            if a in link_arm:
+                ai = link_arm[a]
+                self._arm_of_body[b], self.robot_body[b] = ai, True
+                if below:  # under link6: the gripper and its fingers, blind to what they hold
+                    body_type[b], body_aff[b] = _gripper_bit(ai), robot_aff & ~_held_bit(ai)
+                else:
+                    body_type[b], body_aff[b] = _R, robot_aff
+            elif a == torso:  # the torso, its head and shoulder brackets
+                body_type[b], body_aff[b], self.robot_body[b] = _R, robot_aff, True
+        self._collidable = (m.geom_contype | m.geom_conaffinity) != 0
+        self._home_type, self._home_aff = body_type[m.geom_bodyid], body_aff[m.geom_bodyid]
         self._robot_geoms = np.flatnonzero(self.robot_body[m.geom_bodyid] & self._collidable)
         self._allowed = np.zeros((m.ngeom, m.ngeom), dtype=bool)
         self._attached: dict[str, _Carried] = {}
-        self.margin = margin
+        self._margin = float(margin)
+        self._regroup()  # masks, margins and the per-pair counting rule
         self.sync(backend)
 
     # ----- setup -----------------------------------------------------------------------------
@@ -128,30 +141,11 @@ class CollisionWorld:
             raise NotFoundError(f"no {kind.name.removeprefix('mjOBJ_').lower()} named {name!r} in the world model")
         return i
 
-    @staticmethod
-    def _affinities(n_arms: int) -> dict[int, int]:
-        aff: dict[int, int] = {1 << _W: 0, 1 << _T: 0}
-        for a in range(n_arms):
-            for g in range(1, GRIPPER_GROUP + 1):
-                bits = 1 << _W
-                if g >= TORSO_MIN_GROUP:
-                    bits |= 1 << _T
-                for other in range(n_arms):
-                    for h in range(1, GRIPPER_GROUP + 1):
-                        if other != a or abs(g - h) >= SELF_MIN_HOPS:
-                            bits |= _bit(other, h)
-                aff[_bit(a, g)] = bits
-                aff[1 << _W] |= _bit(a, g)
-                if g >= TORSO_MIN_GROUP:
-                    aff[1 << _T] |= _bit(a, g)
-        return aff
-
-    def _apply_masks(self, group_of_geom: np.ndarray) -> None:
+    def _apply_masks(self, contype: np.ndarray, conaffinity: np.ndarray) -> None:
         m = self.model
-        aff = np.array([self._affinity_of_bit[int(b)] for b in group_of_geom], dtype=np.int64)
-        # uint32 wrap: bit 31 is unused, so int32 holds every mask
-        m.geom_contype[:] = np.where(self._collidable, group_of_geom, 0).astype(np.int32)
-        m.geom_conaffinity[:] = np.where(self._collidable, aff, 0).astype(np.int32)
+        # int32 wrap: 6 bits used, far below the sign bit
+        m.geom_contype[:] = np.where(self._collidable, contype, 0).astype(np.int32)
+        m.geom_conaffinity[:] = np.where(self._collidable, conaffinity, 0).astype(np.int32)
         # The broadphase first filters bodies by the OR of their geoms' masks, computed at compile time.
         m.body_contype[:] = 0
         m.body_conaffinity[:] = 0
@@ -164,7 +158,8 @@ class CollisionWorld:
 
     @margin.setter
     def margin(self, value: float) -> None:
-        """Clearance (m) kept between robot geoms and everything else; contacts count below it."""
+        """Clearance (m) kept between robot geoms (and held objects) and everything else; contacts count
+        below it, except between parts of one arm, which count only when they touch."""
         self._margin = float(value)
         self.model.geom_margin[:] = 0.0
         self.model.geom_margin[self._robot_geoms] = self._margin
@@ -211,9 +206,11 @@ class CollisionWorld:
             ga, gb = self._object_geoms(a), self._object_geoms(b)
             self._allowed[np.ix_(ga, gb)] = True
             self._allowed[np.ix_(gb, ga)] = True
+        self._recount()
 
     def clear_allowed(self) -> None:
         self._allowed[:] = False
+        self._recount()
 
     def attach(self, obj: str, arm: str) -> None:
         """Let a free object move rigidly with `arm`'s tcp from now on (it is held); it joins the
@@ -236,12 +233,23 @@ class CollisionWorld:
         self._regroup()
 
     def _regroup(self) -> None:
-        """Held objects join their gripper's contact group; margins follow the new geom sets."""
-        groups = self._home_group.copy()
+        """Held objects join their gripper's masks and their arm's pairs; margins follow the geom sets."""
+        contype, aff = self._home_type.copy(), self._home_aff.copy()
+        arm_of_geom = self._arm_of_body[self.model.geom_bodyid]
         for held, carried in self._attached.items():
-            groups[self._object_geoms(held)] = _bit(self.arms.index(carried.arm), GRIPPER_GROUP)
-        self._apply_masks(groups)
+            ai, geoms = self.arms.index(carried.arm), self._object_geoms(held)
+            contype[geoms] = _held_bit(ai)
+            aff[geoms] = _W | _R | (self._all_grippers & ~_gripper_bit(ai)) | (self._all_held & ~_held_bit(ai))
+            arm_of_geom[geoms] = ai
+        self._apply_masks(contype, aff)
+        self._same_arm = (arm_of_geom[:, None] == arm_of_geom[None, :]) & (arm_of_geom[:, None] >= 0)
+        self._recount()
         self.margin = self._margin
+
+    def _recount(self) -> None:
+        """Per geom pair: ignored (allowed), counted only when touching (one arm's own parts), or
+        counted within the margin (everything else)."""
+        self._counts = np.where(self._allowed, 0, np.where(self._same_arm, _TOUCHING, _ALWAYS)).astype(np.int8)
 
     def _arm(self, arm: str) -> str:
         if arm not in self.arm_qadr:
@@ -285,7 +293,8 @@ class CollisionWorld:
         if d.ncon == 0:
             return np.zeros(0, dtype=int)
         contact = d.contact
-        return np.flatnonzero(~self._allowed[contact.geom1, contact.geom2])
+        # a pair's rule (0, _TOUCHING or _ALWAYS) must exceed 1 for a contact that is only within the margin
+        return np.flatnonzero(self._counts[contact.geom1, contact.geom2] > (contact.dist >= 0))
 
     def in_collision(self, q_by_arm: Mapping[str, np.ndarray]) -> bool:
         """True if the arms at these configurations (others unchanged) touch anything that counts."""
@@ -294,7 +303,7 @@ class CollisionWorld:
         if d.ncon == 0:  # the common case in free space, without touching numpy
             return False
         contact = d.contact
-        return not self._allowed[contact.geom1, contact.geom2].all()
+        return bool((self._counts[contact.geom1, contact.geom2] > (contact.dist >= 0)).any())
 
     def colliding_pairs(self, q_by_arm: Mapping[str, np.ndarray]) -> list[tuple[str, str]]:
         """Names of the geom pairs in contact (for error messages and tests)."""

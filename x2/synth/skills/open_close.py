@@ -63,6 +63,7 @@ NEAR_SPEED = 1.0  # ... for the straight moves onto and off it
 GRIPPER_TICKS = 15  # the G and H grippers close fully within 0.5 s (tests/test_mujoco_models.py)
 APERTURES = (1.0, 0.25)  # gripper openings tried for the way onto a handle: wide, else just around a bar
 RELEASE_TICKS = GRIPPER_TICKS  # fully open before backing out: the H gripper's hooks would catch the bar
+TOP_GRASP_COS = np.cos(np.deg2rad(45.0))  # an approach within 45 deg of straight down is a grasp from above
 
 
 # ----- goals ---------------------------------------------------------------------------------------------
@@ -196,7 +197,10 @@ def _pull(ctx: SynthContext, plan: Planner, goal: float, sign: float,
         if len(arc) < 2:
             break
     yield Gripper(arm, best.opening, ticks=RELEASE_TICKS)
-    yield from _back_out(ctx, plan, best.rot[:, 2], "part", opening=None)
+    # off a grasp from above, straight up: the bar slides out between the jaws, where backing out along a
+    # leaning approach drags it sideways into the H gripper's hooks (and the door along with it)
+    top = float(best.rot[:, 2] @ DOWN) > TOP_GRASP_COS
+    yield from _back_out(ctx, plan, DOWN if top else best.rot[:, 2], "part", opening=None)
     return status
 
 
