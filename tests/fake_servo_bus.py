@@ -18,6 +18,7 @@ import select
 import threading
 import time
 import tty
+from collections import Counter
 
 PING, READ, SYNC_READ = 0x01, 0x02, 0x82
 BROADCAST = 0xFE
@@ -84,8 +85,14 @@ class _FakeBus:
         self._lock = threading.Lock()
         self._tables: dict[int, bytearray] = {}
         self._silent: set[int] = set()
+        self._lost: Counter[int] = Counter()  # servo id -> instructions it will miss
+        self._late: dict[int, list[float]] = {}  # servo id -> delays of its next answers
+        self._stray: Counter[int] = Counter()  # servo id -> reads answered with a ping's status packet
+        self._write_lock = threading.Lock()  # the serving thread and late answers' timers both write
+        self._timers: list[threading.Timer] = []
         self.requests = 0  # instruction packets seen (ours to answer or not)
         self.sync_reads = 0
+        self.pings: Counter[int] = Counter()  # PING instructions addressed to each id
         for i in ids:
             self._tables[i] = self._new_table(i)
         self._master, self._slave = os.openpty()
@@ -112,8 +119,26 @@ class _FakeBus:
         with self._lock:
             self._silent.difference_update(ids or set(self._silent))
 
+    def lose(self, servo_id: int, times: int = 1) -> None:
+        """The servo misses its next `times` instructions (noise on the line): no answer to them."""
+        with self._lock:
+            self._lost[servo_id] += times
+
+    def answer_late(self, servo_id: int, delay_s: float, times: int = 1) -> None:
+        """The servo's next `times` answers arrive `delay_s` late, after the host stopped waiting."""
+        with self._lock:
+            self._late.setdefault(servo_id, []).extend([delay_s] * times)
+
+    def answer_stray(self, servo_id: int, times: int = 1) -> None:
+        """The servo's next `times` answers to a read are the status packet of a ping (no data): what
+        the host receives when a late answer to its earlier ping arrives while it waits for a read."""
+        with self._lock:
+            self._stray[servo_id] += times
+
     def close(self) -> None:
         self._stop.set()
+        for timer in self._timers:
+            timer.cancel()
         self._thread.join(timeout=2.0)
         for fd in (self._master, self._slave):
             with contextlib.suppress(OSError):
@@ -160,28 +185,59 @@ class _FakeBus:
                 return
             self._buf.extend(chunk)
             while (packet := self._take_packet()) is not None:
-                reply = self._answer(*packet)
+                reply, late = self._answer(*packet)
                 if reply:
                     if self.reply_delay_s:
                         time.sleep(self.reply_delay_s)
-                    os.write(self._master, reply)
+                    self._write(reply)
+                for delay, answer in late:
+                    timer = threading.Timer(delay, self._write, (answer,))
+                    timer.daemon = True
+                    self._timers.append(timer)
+                    timer.start()
 
-    def _answer(self, servo_id: int, inst: int, params: bytes) -> bytes:
+    def _write(self, data: bytes) -> None:
+        with self._write_lock, contextlib.suppress(OSError):  # a late answer after close goes nowhere
+            if not self._stop.is_set():
+                os.write(self._master, data)
+
+    def _answer(self, servo_id: int, inst: int, params: bytes) -> tuple[bytes, list[tuple[float, bytes]]]:
+        """The answer to write now, and late answers as (delay, bytes)."""
         with self._lock:
             self.requests += 1
             live = {i: t for i, t in self._tables.items() if i not in self._silent}
             if inst == PING:
+                if servo_id != BROADCAST:
+                    self.pings[servo_id] += 1
                 targets = sorted(live) if servo_id == BROADCAST else ([servo_id] if servo_id in live else [])
-                return b"".join(self._status(i, self._ping_params(live[i])) for i in targets)
+                return self._timed((i, self._status(i, self._ping_params(live[i]))) for i in targets)
             if inst == READ and servo_id in live:
                 addr, length = self._read_params(params)
-                return self._status(servo_id, bytes(live[servo_id][addr:addr + length]))
+                return self._timed([(servo_id, self._read_status(servo_id, live[servo_id], addr, length))])
             if inst == SYNC_READ and servo_id == BROADCAST:
                 self.sync_reads += 1
                 addr, length, ids = self._sync_params(params)
                 # One status packet per listed id, in the listed order; a silent servo just leaves a gap.
-                return b"".join(self._status(i, bytes(live[i][addr:addr + length])) for i in ids if i in live)
-            return b""
+                return self._timed((i, self._read_status(i, live[i], addr, length)) for i in ids if i in live)
+            return b"", []
+
+    def _read_status(self, servo_id: int, table: bytearray, addr: int, length: int) -> bytes:
+        if self._stray[servo_id] > 0:
+            self._stray[servo_id] -= 1
+            return self._status(servo_id, self._ping_params(table))
+        return self._status(servo_id, bytes(table[addr:addr + length]))
+
+    def _timed(self, answers) -> tuple[bytes, list[tuple[float, bytes]]]:
+        """Sort the servos' answers into now, late and lost (see lose() and answer_late())."""
+        now, late = [], []
+        for servo_id, status in answers:
+            if self._lost[servo_id] > 0:
+                self._lost[servo_id] -= 1
+            elif self._late.get(servo_id):
+                late.append((self._late[servo_id].pop(0), status))
+            else:
+                now.append(status)
+        return b"".join(now), late
 
 
 class FakeDynamixelBus(_FakeBus):

@@ -17,14 +17,20 @@ from fake_servo_bus import FakeDynamixelBus, FakeFeetechBus
 
 from x2.devices import DeviceError, make_device
 from x2.devices.calibration import Calibration, calibration_path, device_id_for_port
-from x2.devices.master_arm import MasterArmConfig, MasterArmDevice, _id_list, _port_error
+from x2.devices.master_arm import PING_ATTEMPTS, MasterArmConfig, MasterArmDevice, _id_list, _port_error
 
 IDS = tuple(range(1, 15))
 RAD_PER_TICK = 2 * math.pi / 4096
 T = TypeVar("T")
 
 
-def wait_for(check: Callable[[], T], timeout: float = 3.0, what: str = "condition") -> T:
+# How long a wait_for gives a condition before failing: it returns as soon as the condition holds, so
+# this only bounds how long a real failure takes to show. Generous, because on a loaded machine the
+# reader thread, the fake bus thread and the test share cores with everything else.
+WAIT_S = 15.0
+
+
+def wait_for(check: Callable[[], T], timeout: float = WAIT_S, what: str = "condition") -> T:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if value := check():
@@ -187,21 +193,45 @@ def test_health_rate_drops_and_silent_servos(bus):
     with make_device(f"master-arm:{bus.path}") as dev:
         time.sleep(1.2)
         h = dev.health()
-        assert h.connected and 20 < h.rate_hz <= 1.1 * MasterArmConfig().max_rate_hz and h.drops == 0
-        assert h.age_s < 0.5
+        reads = dev.latest().seq + 1
+        # The rate is measured (reads in the last second), never above the cap. Drops: a read whose answer
+        # came after the SDK's timeout is a drop, and on a busy machine an answer is late now and then;
+        # a healthy bus drops almost none, a broken read path fails most reads.
+        assert h.connected and 0 < h.rate_hz <= 1.1 * MasterArmConfig().max_rate_hz
+        assert h.drops <= max(2, reads // 20), (h.drops, reads)
         assert bus.path in h.detail
 
         bus.remove(3, 9)
-        named = wait_for(lambda: "stopped answering" in dev.health().detail and dev.health(), timeout=5.0,
+        named = wait_for(lambda: "stopped answering" in dev.health().detail and dev.health(),
                          what="the detail to name the silent servos")
         assert named.detail.startswith("servos 3, 9 stopped answering on ") and named.drops > 0
-        time.sleep(0.3)
-        assert dev.health().drops > named.drops  # still failing, still counted
+        # Still failing, still counted.
+        wait_for(lambda: dev.health().drops > named.drops, what="more drops")
 
         bus.restore()
         seq = dev.latest().seq
         wait_for(lambda: dev.latest().seq > seq + 5, what="reads to recover")
         assert bus.path in dev.health().detail and "stopped" not in dev.health().detail
+        assert dev.health().age_s < 1.0  # fresh samples again
+
+
+def test_a_lost_or_late_answer_is_a_drop_not_a_silent_servo(bus):
+    ticks = ramp()
+    bus.set_ticks(ticks)
+    with make_device(f"master-arm:{bus.path}") as dev:
+        wait_ticks(dev, ticks)
+        pings = sum(bus.pings.values())
+        for trouble in (lambda: bus.lose(4), lambda: bus.answer_late(6, 0.3)):
+            drops, seq = dev.health().drops, dev.latest().seq
+            trouble()
+            wait_for(lambda d=drops: dev.health().drops > d, what="the failed read to count as a drop")
+            wait_for(lambda s=seq: dev.latest().seq > s + 5, what="reads to go on")
+        moved = ticks | {4: 1000, 6: 3000}
+        bus.set_ticks(moved)
+        wait_ticks(dev, moved)  # the late answer did not leave stale readings behind
+        assert bus.path in dev.health().detail and "stopped" not in dev.health().detail
+        # One failed read is no reason to look for silent servos: nothing was pinged.
+        assert sum(bus.pings.values()) == pings
 
 
 def test_missing_port(tmp_path):
@@ -217,6 +247,8 @@ def test_no_servos_answering_names_port_baud_and_ids():
         with pytest.raises(DeviceError) as info:
             MasterArmDevice.from_arg(empty.path).connect()
         assert f"no servos answered on {empty.path} at 57600 baud (pinged IDs 1-14)" in str(info.value)
+        # Nothing answering is power, baud rate or protocol: no retries to wait through.
+        assert empty.pings == {i: 1 for i in IDS}
 
 
 def test_some_servos_missing_on_open(bus):
@@ -224,9 +256,65 @@ def test_some_servos_missing_on_open(bus):
     dev = MasterArmDevice.from_arg(bus.path)
     with pytest.raises(DeviceError, match=r"servos 5, 12 did not answer on .* \(the other 12 did\)"):
         dev.connect()
+    # The silent ones were asked PING_ATTEMPTS times before being named, the others once (or, when an
+    # answer was late on a busy machine, again: that is what the retries are for).
+    assert bus.pings[5] == bus.pings[12] == PING_ATTEMPTS
+    assert all(1 <= bus.pings[i] <= PING_ATTEMPTS for i in IDS)
     bus.restore()
     with dev:  # the failed attempt released the port
         assert wait_for(dev.latest, what="a sample") is not None
+
+
+def test_a_lost_or_late_ping_is_asked_again(bus):
+    bus.lose(9, PING_ATTEMPTS - 1)  # noise eats all but the last ping
+    bus.answer_late(3, 0.3)  # the first answer comes after the SDK stopped waiting
+    with MasterArmDevice.from_arg(bus.path) as dev:
+        assert wait_for(dev.latest, what="a sample") is not None
+    assert bus.pings[9] == PING_ATTEMPTS and bus.pings[3] >= 2
+
+    bus.lose(9, PING_ATTEMPTS)  # every ping lost: a missing servo
+    with pytest.raises(DeviceError, match=r"servos 9 did not answer on .* \(the other 13 did\)"):
+        MasterArmDevice.from_arg(bus.path).connect()
+
+
+def test_feetech_late_ping_answer_is_not_taken_for_the_next(calibration_dir):
+    # The answer to servo 14's first ping comes after the SDK stopped waiting (34 ms at 1 Mbps) and
+    # before the retry: left in the input buffer (scservo_sdk does not clear it), every later request
+    # to servo 14 would read the answer to the one before, and its model-number read a ping's status.
+    with FakeFeetechBus(IDS) as fb:
+        fb.answer_late(14, 0.06)
+        with MasterArmDevice.from_arg(f"feetech:{fb.path}") as dev:
+            assert wait_for(dev.latest, what="a sample") is not None
+        assert fb.pings[14] >= 2
+
+
+def test_feetech_ping_taking_a_late_answer_for_the_model_read(calibration_dir):
+    # scservo_sdk's ping reads the model number after the ping; a ping status in its place (the late
+    # answer to an earlier ping) makes the SDK raise IndexError, which is one more unanswered ping.
+    with FakeFeetechBus(IDS) as fb:
+        fb.answer_stray(10)
+        with MasterArmDevice.from_arg(f"feetech:{fb.path}") as dev:
+            assert wait_for(dev.latest, what="a sample") is not None
+        assert fb.pings[10] >= 2
+
+
+def test_a_stray_status_packet_is_a_drop_not_a_reading(calibration_dir):
+    with FakeFeetechBus(IDS) as b:
+        ticks = ramp()
+        b.set_ticks(ticks)
+        with make_device(f"master-arm:feetech:{b.path}") as dev:
+            wait_ticks(dev, ticks)
+            dev.drain()
+            drops, seq = dev.health().drops, dev.latest().seq
+            # Servo 2 answers a read with a ping's status packet (no data), as when a late ping answer
+            # is taken for a reading; scservo_sdk reads that as 0 ticks. (dynamixel_sdk reads a ping's
+            # status as data, its CRC included: undetectable here, which is why stale input is discarded
+            # before each request.)
+            b.answer_stray(2)
+            wait_for(lambda: dev.health().drops > drops, what="the stray answer to count as a drop")
+            wait_for(lambda: dev.latest().seq > seq + 5, what="reads to go on")
+            want = np.array([ticks[i] for i in IDS], dtype=np.float64)
+            assert all(np.array_equal(s.values["ticks"], want) for s in dev.drain())  # no made-up reading
 
 
 def test_port_busy(bus):

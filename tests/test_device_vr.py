@@ -358,7 +358,7 @@ def test_clutch_gripper_and_events(run):
 def test_health_and_close(run):
     assert run.health_mid.connected
     assert 0.85 * run.config.rate_hz <= run.health_mid.rate_hz <= 1.05 * run.config.rate_hz
-    assert run.health_mid.age_s < 0.1
+    assert run.health_mid.age_s < 0.5  # ~45 periods: the reader thread may wait for a busy core
     assert not run.health_end.connected
     assert run.fake.fake_shutdowns == 1
     assert run.fake.fake_init_calls == [CONSTANTS["VRApplication_Other"]]

@@ -102,12 +102,12 @@ def _run_session(tmp_path: Path, x: Xvfb | None) -> None:
         screen.wait_for(b"task", 60)  # the prompt, listing the tasks
         os.write(master, b"\r")  # Enter: the robot's reference task
         screen.wait_for(b"keys", 60)  # the live panel is up
-        screen.wait_for(b"x11 on" if x is not None else b"terminal, active arm", 5)  # the backend in use
+        screen.wait_for(b"x11 on" if x is not None else b"terminal, active arm", 30)  # the backend in use
         screen.wait_for("▀".encode(), 30)  # the camera preview, drawn in half blocks
         time.sleep(0.5)
         _press_w_then_escape(master, x)
         proc.wait(timeout=60)
-        screen.wait_for(b"teleop episodes", 5)
+        screen.wait_for(b"teleop episodes", 30)
     finally:
         if proc.poll() is None:
             proc.kill()

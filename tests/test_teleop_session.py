@@ -97,6 +97,13 @@ def _wait_for_episodes(index: Path, count: int, proc: subprocess.Popen, timeout:
     raise AssertionError(f"no {count} episodes within {timeout} s")
 
 
+def _ctrl_c_reaches_it() -> None:
+    """In the child before exec: SIGINT as at a terminal. A test run started in the background (`cmd &` in
+    a script, nohup, some CI runners) ignores SIGINT, children inherit that, and Python then installs no
+    KeyboardInterrupt handler: the interrupt would never arrive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
 def test_interrupt_or_kill_mid_episode_loses_only_that_episode(tmp_path: Path, sig: signal.Signals) -> None:
@@ -105,7 +112,8 @@ def test_interrupt_or_kill_mid_episode_loses_only_that_episode(tmp_path: Path, s
     root = tmp_path / "data" / "crash"
     proc = subprocess.Popen([sys.executable, "-m", "x2", "collect", "teleop", "--task", "pick_place", "--device",
                              f"replay:{stream}", "--dataset", "crash"], cwd=tmp_path, env=HEADLESS_ENV,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_ctrl_c_reaches_it)
     _wait_for_episodes(root / "episodes.jsonl", 2, proc)
     time.sleep(0.5)  # well inside the third episode
     proc.send_signal(sig)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 
 import typer
+from rich.markup import escape
 
-from x2.cli._common import debug_enabled, err_console
+from x2.cli._common import debug_enabled, err_console, run_app
 
 app = typer.Typer(
     name="x2",
@@ -27,10 +28,10 @@ def _mount() -> None:
 def main() -> None:
     _mount()
     try:
-        app()
+        run_app(app)
     except Exception as exc:  # last resort: a bug, not a user mistake
         if debug_enabled():
             raise
-        err_console.print(f"[bold red]internal error:[/bold red] {type(exc).__name__}: {exc} "
-                          "(run with X2_DEBUG=1 for the traceback)")
+        err_console.print(f"[bold red]internal error:[/bold red] {escape(f'{type(exc).__name__}: {exc}')} "
+                          "(run with X2_DEBUG=1 for the traceback)", soft_wrap=True)
         sys.exit(1)

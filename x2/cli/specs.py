@@ -24,6 +24,7 @@ tasks_app = typer_group(
 )
 
 ROLE_STYLE = {"source": "bold green", "inner": "bold yellow", "sink": "bold magenta"}
+NODE_WIDTH = 36  # one DAG node's panel in `tasks show --graph`
 
 
 @robots_app.command("ls")
@@ -134,6 +135,7 @@ def _draw(nodes: tuple[str, ...], edges: tuple[tuple[str, str], ...], specs: dic
     for nid in topological_order(nodes, edges):
         depth[nid] = max((depth[a] + 1 for a, b in edges if b == nid), default=0)
     rows = []
+    widest = 0  # cells in the fullest layer
     for layer in range(max(depth.values()) + 1):
         cells = []
         for nid in (n for n in nodes if depth[n] == layer):
@@ -141,7 +143,8 @@ def _draw(nodes: tuple[str, ...], edges: tuple[tuple[str, str], ...], specs: dic
             body = Text(specs[nid].description or nid)
             if preds:
                 body.append("\nafter " + " + ".join(preds), style="dim")
-            cells.append(Panel(body, title=nid, border_style=ROLE_STYLE[_role(nid, edges)], width=36))
+            cells.append(Panel(body, title=nid, border_style=ROLE_STYLE[_role(nid, edges)], width=NODE_WIDTH))
+        widest = max(widest, len(cells))
         rows.append(Columns(cells))
         if layer < max(depth.values()):
             rows.append(Text("        │\n        ▼", style="dim"))
@@ -149,4 +152,8 @@ def _draw(nodes: tuple[str, ...], edges: tuple[tuple[str, str], ...], specs: dic
                            ("■ sink", ROLE_STYLE["sink"]))
     from rich.console import Group
 
-    return Panel(Group(*rows, legend), title="task DAG", title_align="left")
+    # As wide as the fullest layer (node panels and Columns' 1-column gaps, the frame's borders and padding),
+    # not the console's width: off a terminal that is a width no line should fill. A narrower terminal
+    # caps it and Columns flows a layer's nodes onto more rows.
+    width = max(widest * (NODE_WIDTH + 1) - 1, legend.cell_len) + 4
+    return Panel(Group(*rows, legend), title="task DAG", title_align="left", width=width)

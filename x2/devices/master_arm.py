@@ -3,7 +3,9 @@
 The reader thread sync-reads the present position of all 14 servos in one bus transaction, as fast as
 the bus allows, and publishes `joints` (14,) mapped by the leader's calibration and `ticks` (14,) raw.
 A failed read is a drop; after ~1 s of failures the servos are pinged one by one so the health detail
-names the ones that stopped answering.
+names the ones that stopped answering. A servo is only called silent (on connect or then) when it
+answered none of a few pings spread over a fraction of a second: one lost or late answer is not a
+missing servo.
 
 The vendor SDK (dynamixel_sdk or scservo_sdk) is imported on connect, so x2 runs without it.
 """
@@ -16,6 +18,7 @@ import importlib
 import os
 import select
 import termios
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +55,25 @@ DEFAULT_BAUDRATE: dict[str, int] = {"dynamixel": DXL_DEFAULT_BAUDRATE, "feetech"
 INSTALL_HINT = "pip install 'x2[master-arm]'"  # the extra carries both vendors' SDKs
 
 FAILURE_REPORT_S = 1.0  # failing this long -> find out (by pinging) which servos stopped answering
+# ... and this many failed reads in a row at least: a host stalled for a second between two reads (a
+# suspended laptop, a swapping machine) saw two late answers, not a bus failing for a second. A silent
+# servo fails every read, ~13 per second at 57600 baud (the SDK's 70 ms sync-read timeout + the backoff).
+FAILURE_REPORT_READS = 5
 FAILURE_BACKOFF_S = 0.005  # after a failed read, so a dead bus costs no CPU when reads fail instantly
+
+# Pinging. The SDKs wait for a ping's status packet for twice the 16 ms USB-serial latency timer plus
+# 2 ms plus the bytes' transfer time: ~36 ms at 57600 baud, ~34 ms at 1 Mbps. That budget is for the
+# adapter, not for the host: an answer is missed when the line drops a packet (noise, a collision with
+# a late status packet, a servo still booting after power-up) or when this process does not run for
+# longer than that (a busy CPU's scheduler, a garbage-collection pause), and a real bus does both now
+# and then. So a servo that does not answer is asked again, in rounds PING_RETRY_GAP_S apart (several
+# scheduler time slices, so a retry does not fall into the same stall), and is silent only after
+# PING_ATTEMPTS unanswered pings. On the pty test bus with both cores of a 2-core machine busy, about 1
+# ping in 150 went unanswered while the SDK spun waiting (see _sleep_while_waiting), 2 in 4,200 servos
+# twice in a row, and none of 11,200 once it sleeps; three in a row is the margin for a real bus. A
+# servo that is really gone costs PING_ATTEMPTS timeouts and the gaps, ~0.3 s, once.
+PING_ATTEMPTS = 3
+PING_RETRY_GAP_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -97,23 +118,28 @@ class _Bus:
     packet: Any  # PacketHandler
     sync: Any  # GroupSyncRead
     success: int  # the SDK's COMM_SUCCESS
+    corrupt: int  # its COMM_RX_CORRUPT
     address: int
     length: int
     ids: tuple[int, ...]
-    fd: int | None  # the port's file descriptor where select() works on it (not on Windows)
 
     def sync_read(self) -> int:
-        """GroupSyncRead.txRxPacket, but sleeping (GIL released) until the first answer byte arrives: the SDK
-        polls a non-blocking port until its packet timeout, which would spin a core and contend for the GIL
-        with the control loop for the whole bus round trip (~35 ms for 14 servos at 57600 baud)."""
-        result = self.sync.txPacket()
-        if result != self.success:
-            return result
-        if self.fd is not None:
-            # The SDK's own deadline for this answer (packet_timeout ms from packet_start_time).
-            left_ms = self.port.packet_timeout - self.port.getTimeSinceStart()
-            select.select([self.fd], [], [], max(0.0, left_ms) / 1000.0)
-        return self.sync.rxPacket()
+        self.discard_input()
+        return self.sync.txRxPacket()
+
+    def discard_input(self) -> None:
+        """Drop whatever arrived since the last transaction: late answers to it. The SDKs take the first
+        status packet with the right id for an answer, so a late one left in the input buffer would be
+        read as the next request's answer, and that one's as the one after: stale data, and a ping's
+        status taken for a reading. dynamixel_sdk clears the input before each request, but scservo_sdk's
+        clearPort() flushes the output instead (pyserial's flush()), so this is done here for both."""
+        self.port.ser.reset_input_buffer()
+
+    def answers_complete(self) -> bool:
+        """Whether each servo's answer to the last sync read carries its data. The SDKs match a status
+        packet to a servo by id alone, so a late answer to an earlier ping (no data) can be taken for a
+        servo's reading: dynamixel_sdk's getData then raises IndexError, scservo_sdk's returns 0."""
+        return all(len(self.sync.data_dict.get(i, ())) >= self.length for i in self.ids)
 
     def decode(self, raw: int) -> int:
         if self.sdk == "dynamixel":  # getData returns the 4 bytes unsigned: reinterpret as int32
@@ -122,8 +148,33 @@ class _Bus:
         return -magnitude if raw & (1 << STS_SIGN_BIT) else magnitude
 
     def ping(self, servo_id: int) -> bool:
-        _, result, _ = self.packet.ping(self.port, servo_id)
+        self.discard_input()
+        try:
+            _, result, _ = self.packet.ping(self.port, servo_id)
+        except IndexError:
+            # scservo_sdk's ping reads the model number next and indexes that answer unchecked: the late
+            # answer to an earlier ping of this servo, taken for the read's, raises. Ask again.
+            return False
         return result == self.success
+
+    def silent(self, ids: tuple[int, ...] | list[int], stop: threading.Event) -> list[int]:
+        """The ids that answered none of PING_ATTEMPTS pings (see PING_ATTEMPTS); as far as it got when
+        `stop` is set. When no servo answers at all the cause is power, baud rate or protocol, which
+        asking again does not change: then each is pinged once."""
+        silent = list(ids)
+        for attempt in range(PING_ATTEMPTS):
+            if attempt and (len(silent) == len(ids) or stop.wait(PING_RETRY_GAP_S)):
+                break
+            still = []
+            for i in silent:
+                if stop.is_set():
+                    return silent
+                if not self.ping(i):
+                    still.append(i)
+            silent = still
+            if not silent:
+                break
+        return silent
 
     def describe(self, result: int) -> str:
         try:
@@ -143,6 +194,7 @@ class MasterArmDevice(DeviceBase):
         self.calibration: Calibration | None = None  # the mapping in use, set by connect()
         self._bus: _Bus | None = None
         self._failing_since: float | None = None
+        self._failed_reads = 0  # in a row
         self._last_report = 0.0
         self._ok_detail = ""
         self._next_read = 0.0
@@ -173,6 +225,7 @@ class MasterArmDevice(DeviceBase):
             raise
         self._bus = bus
         self._failing_since = None
+        self._failed_reads = 0
         self._ok_detail = f"port {cfg.port} ({cfg.sdk}, {cfg.baudrate} baud, device {self.device_id})"
         self._set_detail(self._ok_detail)
         self._run_reader(self._read_once, "x2-master-arm")
@@ -208,18 +261,19 @@ class MasterArmDevice(DeviceBase):
             _close_port(port)
             raise
         _try_low_latency(port)
+        _sleep_while_waiting(port, _selectable_fd(port))
         address = DXL_PRESENT_POSITION if is_dxl else STS_PRESENT_POSITION
         length = DXL_PRESENT_POSITION_LEN if is_dxl else STS_PRESENT_POSITION_LEN
         ids = self.calibration.ids if self.calibration else cfg.ids
         bus = _Bus(cfg.sdk, port, packet, sdk.GroupSyncRead(port, packet, address, length), sdk.COMM_SUCCESS,
-                   address, length, ids, _selectable_fd(port))
+                   sdk.COMM_RX_CORRUPT, address, length, ids)
         for i in ids:
             bus.sync.addParam(i)
         return bus
 
     def _check_servos(self, bus: _Bus) -> None:
         cfg = self.config
-        missing = [i for i in bus.ids if not bus.ping(i)]
+        missing = bus.silent(bus.ids, self._stop)
         if len(missing) == len(bus.ids):
             raise DeviceError(f"master-arm: no servos answered on {cfg.port} at {cfg.baudrate} baud (pinged IDs "
                               f"{_id_list(bus.ids)}); check the leader arm's power, the baud rate and the sdk "
@@ -240,6 +294,8 @@ class MasterArmDevice(DeviceBase):
         try:
             result = bus.sync_read()
             now = time.monotonic()
+            if result == bus.success and not bus.answers_complete():
+                result = bus.corrupt
             if result != bus.success:
                 self._on_failure(bus, result, now)  # pings servos after a while: may meet the dead port too
                 return
@@ -248,6 +304,7 @@ class MasterArmDevice(DeviceBase):
                               "the leader arm") from None
         ticks = np.array([bus.decode(bus.sync.getData(i, bus.address, bus.length)) for i in bus.ids], dtype=np.float64)
         self._publish({"joints": self.calibration.to_joints(ticks), "ticks": ticks}, t=now)
+        self._failed_reads = 0
         if self._failing_since is not None:
             self._failing_since = None
             self._set_detail(self._ok_detail)
@@ -255,20 +312,18 @@ class MasterArmDevice(DeviceBase):
     def _on_failure(self, bus: _Bus, result: int, now: float) -> None:
         if self._failing_since is None:
             self._failing_since = now
+        self._failed_reads += 1
         failing_for = now - self._failing_since
-        if failing_for < FAILURE_REPORT_S or now - self._last_report < FAILURE_REPORT_S:
-            self._count_drop(f"read failed on {self.config.port}: {bus.describe(result)}"
-                             if failing_for < FAILURE_REPORT_S else "")
+        failing = failing_for >= FAILURE_REPORT_S and self._failed_reads >= FAILURE_REPORT_READS
+        if not failing or now - self._last_report < FAILURE_REPORT_S:
+            self._count_drop("" if failing else f"read failed on {self.config.port}: {bus.describe(result)}")
             self._stop.wait(FAILURE_BACKOFF_S)
             return
         # Failing for a while: a sync read stops at the first silent servo, so ask each one.
         self._last_report = now
-        silent = []
-        for i in bus.ids:
-            if self._stop.is_set():
-                return
-            if not bus.ping(i):
-                silent.append(i)
+        silent = bus.silent(bus.ids, self._stop)
+        if self._stop.is_set():
+            return
         if silent:
             detail = (f"servos {_id_list(silent)} stopped answering on {self.config.port} {failing_for:.1f} s ago; "
                       "check their cables and power")
@@ -324,6 +379,31 @@ def _selectable_fd(port: Any) -> int | None:
         return int(port.ser.fileno())
     except (AttributeError, OSError, ValueError):
         return None
+
+
+def _sleep_while_waiting(port: Any, fd: int | None) -> None:
+    """Make the SDK wait for answer bytes asleep. Both SDKs read a non-blocking port in a loop until a
+    status packet is complete or its packet timeout passes, so every transaction (a 14-servo sync read
+    takes ~35 ms at 57600 baud; a ping waits up to ~36 ms for a silent servo) spins a core and holds
+    the GIL, starving the control loop in the same process and, on a busy machine, whatever must run
+    for the answer to come (the pty test bus answers from a thread of the same process: with both
+    cores loaded it missed about one ping in 150 while the SDK spun, none sleeping). A read that finds
+    nothing sleeps in select() until a byte arrives or the SDK's deadline for this packet passes, so
+    the SDK's loop and timeouts are unchanged. Without a selectable fd (Windows) it spins as before."""
+    if fd is None:
+        return
+    read = port.readPort
+
+    def read_port(length: int) -> Any:
+        data = read(length)
+        if not data:
+            left_ms = port.packet_timeout - port.getTimeSinceStart()  # the SDK's deadline for this packet
+            if left_ms > 0:
+                select.select([fd], [], [], left_ms / 1000.0)
+                data = read(length)
+        return data
+
+    port.readPort = read_port
 
 
 def _try_low_latency(port: Any) -> None:
