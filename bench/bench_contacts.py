@@ -84,8 +84,11 @@ def after_penetrations(paths: list[Path]) -> list[float]:
 def before_penetrations(checkout: Path, paths: list[Path]) -> list[float]:
     depths = []
     for path in paths:
+        # run in the old checkout, so `import x2` is its x2 (-c puts the working directory first on sys.path)
         run = subprocess.run([str(checkout / ".venv" / "bin" / "python"), "-c", OLD_PENETRATION, str(path)],
-                             capture_output=True, text=True, env={**os.environ, "MUJOCO_GL": "egl"}, check=True)
+                             capture_output=True, text=True, env={**os.environ, "MUJOCO_GL": "egl"}, cwd=checkout)
+        if run.returncode:
+            sys.exit(f"{checkout}: penetration replay failed:\n{run.stderr}")
         depths += json.loads(run.stdout)
     return depths
 
