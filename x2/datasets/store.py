@@ -106,6 +106,7 @@ class Dataset:
         self._lock_fd: int | None = None
         self._next: int | None = None
         self._writer: EpisodeWriter | None = None
+        self._seeds: dict[int, int] | None = None  # committed seed -> episode, while this process writes
 
     # ---- create / open --------------------------------------------------------------------------
     @classmethod
@@ -232,17 +233,20 @@ class Dataset:
             writer.abort()
             raise
 
-    def _writer_closed(self) -> None:
+    def _writer_closed(self, committed: EpisodeRecord | None) -> None:
         self._writer = None
+        if committed is not None and self._seeds is not None:
+            self._seeds[committed.seed] = committed.index
 
     def _refuse_repeated_seed(self, attrs: Mapping[str, Any]) -> None:
         """The same seed is the same scene: a second episode from it would be the same demonstration."""
+        if self._seeds is None:  # read once under the lock: only this process commits from here on
+            self._seeds = {r.seed: r.index for r in self.episodes()}
         seed = attrs.get("seed")
-        for record in self.episodes():
-            if record.seed == seed:
-                raise DatasetError(f"{self.root}: seed: found {seed!r}, already used by episode {record.index}; "
-                                   "allowed: a seed this dataset has not used (seeds never repeat in a dataset; "
-                                   "--dataset NEW writes elsewhere)")
+        if seed in self._seeds:
+            raise DatasetError(f"{self.root}: seed: found {seed!r}, already used by episode {self._seeds[seed]}; "
+                               "allowed: a seed this dataset has not used (seeds never repeat in a dataset; "
+                               "--dataset NEW writes elsewhere)")
 
     # ---- seed slots -----------------------------------------------------------------------------
     def next_slot(self, master_seed: int) -> int:
@@ -332,7 +336,7 @@ class Dataset:
             self._writer.abort()
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # closing the descriptor releases the flock
-            self._lock_fd = self._next = None
+            self._lock_fd = self._next = self._seeds = None
 
     def __enter__(self) -> Dataset:
         return self

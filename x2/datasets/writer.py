@@ -111,7 +111,7 @@ class EpisodeWriter:
                  attrs: Mapping[str, Any],
                  manifest: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]] | None,
                  object_names: Sequence[str], camera_attrs: Mapping[str, Mapping[str, Any]],
-                 flush_every: int, on_close: Callable[[], None]) -> None:
+                 flush_every: int, on_close: Callable[[EpisodeRecord | None], None]) -> None:
         self.index, self.path, self._final, self._index_path = index, inprogress, final, index_path
         self._manifest, self._object_names = manifest, list(object_names)
         self._camera_attrs, self._block, self._on_close = dict(camera_attrs), max(1, flush_every), on_close
@@ -364,7 +364,7 @@ class EpisodeWriter:
             bytes=self._final.stat().st_size,
             failure=None if failure is None else (str(failure[0]), int(failure[1]), str(failure[2])),
         )
-        self._close()
+        self._close(record)
         try:
             append_record(self._index_path, record)
         except OSError as exc:
@@ -427,6 +427,6 @@ class EpisodeWriter:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
-    def _close(self) -> None:
+    def _close(self, committed: EpisodeRecord | None = None) -> None:
         self._closed = True
-        self._on_close()
+        self._on_close(committed)

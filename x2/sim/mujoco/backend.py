@@ -28,6 +28,7 @@ from x2.spec.env import AssetModel, EnvSpec
 
 _CACHE = 4  # compiled worlds kept: a re-recorded teleop episode or a relabel pass reuses its world
 
+
 class _Compiled:
     """One world compiled from its XML text, with the index tables the hot path uses."""
 
