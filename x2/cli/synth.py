@@ -56,13 +56,20 @@ def synth(
             table.add_row(reason, str(count))
         return Group(bar, table)
 
-    with Live(view(run.progress), console=console, refresh_per_second=4, transient=False) as live:
-        def update(p: SynthProgress) -> None:
-            rate = f"{p.per_minute:.1f}/min, {100 * p.accepted / max(1, p.attempted):.0f}% accepted"
-            bar.update(job, completed=p.accepted, rate=rate)
-            live.update(view(p))
+    def advance(p: SynthProgress) -> None:
+        rate = f"{p.per_minute:.1f}/min, {100 * p.accepted / max(1, p.attempted):.0f}% accepted"
+        bar.update(job, completed=p.accepted, rate=rate)
 
-        progress = run.run(update)
+    if console.is_terminal:
+        with Live(view(run.progress), console=console, refresh_per_second=4, transient=False) as live:
+            def redraw(p: SynthProgress) -> None:
+                advance(p)
+                live.update(view(p))
+
+            progress = run.run(redraw)
+    else:  # a log or a pipe: the final table once, on lines of its own
+        progress = run.run(advance)
+        console.print(view(progress))
     first, last = run.first_attempt, run.first_attempt + progress.attempted - 1
     where = "" if first == 0 else f" (continuing the dataset's seed {seed} after its {first} earlier attempts)"
     console.print(f"{progress.stop_reason}: attempts {first}-{last}{where}. Report: {run.path / REPORT_NAME}")
