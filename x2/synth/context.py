@@ -17,7 +17,7 @@ from x2.synth.executor import SkillExecutor
 from x2.synth.motion.collision import CollisionWorld
 from x2.synth.motion.errors import IKError, PlanningError
 from x2.synth.motion.ik import ArmIK
-from x2.synth.motion.timing import Limits, plan_motion
+from x2.synth.motion.timing import Limits, plan_motion, time_polyline
 from x2.synth.segments import ArmTrack, Segment, SkillFailure
 
 
@@ -93,6 +93,15 @@ class SynthContext:
         self.stats.replans += motion.attempts - 1
         self.stats.collision_checks += motion.checks
         yield ArmTrack(arm, motion.trajectory.q[1:])
+
+    def timed(self, arm: str, waypoints: np.ndarray, speed: float, kind: str = "cartesian") -> ArmTrack:
+        """A finely stepped joint polyline (a straight or screw path) as one jerk-limited track at `speed`
+        (a fraction of the context's limits), starting with the tick after its first waypoint."""
+        try:
+            traj = time_polyline(arm, waypoints, self.limits.scaled(speed), self.env.control_dt)
+        except PlanningError as exc:
+            raise SkillFailure("no plan", str(exc)) from None
+        return ArmTrack(arm, traj.q[1:] if len(traj.q) > 1 else traj.q, kind)
 
     def move_pose(self, arm: str, pos: np.ndarray, rot: np.ndarray | None = None, *, axis_down: bool = False,
                   limits: Limits | None = None) -> Iterator[Segment]:

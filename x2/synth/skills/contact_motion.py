@@ -21,9 +21,8 @@ import numpy as np
 from x2.synth.context import SynthContext
 from x2.synth.motion import paths
 from x2.synth.motion.collision import CollisionWorld
-from x2.synth.motion.errors import PathBreak, PlanningError
+from x2.synth.motion.errors import PathBreak
 from x2.synth.motion.seeded import seeded_ik
-from x2.synth.motion.timing import time_polyline
 from x2.synth.segments import ArmTrack, SkillFailure
 from x2.synth.skills.shapes import object_geoms, subtree_geoms
 
@@ -150,13 +149,9 @@ def contact_force(ctx: SynthContext, arm: str, obj: str) -> float:
 
 
 def _timed(ctx: SynthContext, arm: str, waypoints: np.ndarray, speed: float, kind: str) -> ArmTrack:
-    try:
-        traj = time_polyline(arm, waypoints, ctx.limits.scaled(speed), ctx.env.control_dt)
-    except PlanningError as exc:
-        raise SkillFailure("no plan", str(exc)) from None
-    if len(traj.q) < 2:
+    if len(waypoints) < 2 or not np.any(waypoints[1:] != waypoints[0]):
         raise SkillFailure("no plan", f"arm {arm!r}: a {kind} move of zero length")
-    return ArmTrack(arm, traj.q[1:], kind)
+    return ctx.timed(arm, waypoints, speed, kind)
 
 
 def _explain(world: CollisionWorld, arm: str) -> paths.Explain:

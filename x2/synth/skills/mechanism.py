@@ -23,9 +23,7 @@ import numpy as np
 from x2.spec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.motion import paths
-from x2.synth.motion.errors import PlanningError
 from x2.synth.motion.seeded import seeded_ik
-from x2.synth.motion.timing import time_polyline
 from x2.synth.segments import ArmTrack, SkillFailure
 from x2.synth.skills.shapes import subtree_mask
 
@@ -219,12 +217,7 @@ class Planner:
                 w.set_joint(name, state[adr])
 
     def timed(self, waypoints: np.ndarray, speed: float, kind: str) -> ArmTrack:
-        try:
-            path = even(np.asarray(waypoints, dtype=np.float64))
-            traj = time_polyline(self.arm, path, self.ctx.limits.scaled(speed), self.ctx.env.control_dt)
-        except PlanningError as exc:
-            raise SkillFailure("no plan", str(exc)) from None
-        return ArmTrack(self.arm, traj.q[1:] if len(traj.q) > 1 else traj.q, kind)
+        return self.ctx.timed(self.arm, even(np.asarray(waypoints, dtype=np.float64)), speed, kind)
 
     def collides(self, touching: str | None, opening: float | None,
                  part_at: Callable[[float], float] | None = None) -> paths.Collides:

@@ -24,7 +24,6 @@ import numpy as np
 from x2.spec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.motion.errors import PlanningError
-from x2.synth.motion.timing import time_polyline
 from x2.synth.segments import ArmTrack, Gripper, Guarded, Segment, SkillFailure, Wait
 from x2.synth.skills.grasp_poses import choose_grasp, solve_pose, straight_line
 from x2.synth.skills.place_poses import (
@@ -72,11 +71,6 @@ def _param(binding: SkillBinding, name: str, default: float) -> float:
     return float(value)
 
 
-def _track(ctx: SynthContext, arm: str, waypoints: np.ndarray, speed: float) -> ArmTrack:
-    traj = time_polyline(arm, waypoints, ctx.limits.scaled(speed), ctx.env.control_dt)
-    return ArmTrack(arm, traj.q[1:] if len(traj.q) > 1 else traj.q, kind="cartesian")
-
-
 def _supports(ctx: SynthContext, obj: str) -> list[tuple[str, str]]:
     """(object, geom) for every geom outside the object and the robot that touches it now."""
     m, d = ctx.backend.model, ctx.backend.data
@@ -104,7 +98,7 @@ def pick(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment
     try:
         plan = choose_grasp(ctx, obj, arm, approach, site)  # allows fingers-object contact in the world
         yield from ctx.move_to(arm, plan.retreat[-1])
-        yield _track(ctx, arm, plan.retreat[::-1], NEAR_CONTACT)
+        yield ctx.timed(arm, plan.retreat[::-1], NEAR_CONTACT)
         yield Gripper(arm, 0.0, ticks=2)
         yield Wait(CLOSE_TICKS, until=lambda: _holding(ctx, arm, obj), name="fingers on the object")
         if not _holding(ctx, arm, obj):
@@ -118,7 +112,7 @@ def pick(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment
             path = straight_line(world, arm, ctx.executor.arm_target(arm), UP * lift)
         except PlanningError as exc:
             raise SkillFailure("no plan", f"lift: {exc}") from None
-        yield _track(ctx, arm, path, LIFT_SPEED)
+        yield ctx.timed(arm, path, LIFT_SPEED)
     finally:
         ctx.world().clear_allowed()
     if not _holding(ctx, arm, obj):
@@ -164,10 +158,10 @@ def place(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segmen
         goal, path_in, motion = _first_feasible(ctx, arm, target, goals[:MAX_PLACE_TRIES])
         yield from motion
         if goal.press > 0:
-            yield Guarded(_track(ctx, arm, path_in, NEAR_CONTACT), until=lambda: backend.touching(obj, touch),
+            yield Guarded(ctx.timed(arm, path_in, NEAR_CONTACT), until=lambda: backend.touching(obj, touch),
                           required=False, name=f"{obj} down onto {touch}")
         else:
-            yield _track(ctx, arm, path_in, NEAR_CONTACT)
+            yield ctx.timed(arm, path_in, NEAR_CONTACT)
         g = ctx.env.robot.gripper
         jaw = gripper_geometry(m, backend.data, arm_model, backend.finger_bodies(arm), g.closed_ctrl, g.open_ctrl)
         command = jaw.command_for_gap(held.width + 2 * RELEASE_MARGIN)
@@ -231,4 +225,4 @@ def _back_out(ctx: SynthContext, arm: str, obj: str, goal: PlaceGoal, path_in: n
         out = straight_line(world, arm, q_now, -goal.direction * goal.distance, partial=True)
         if len(out) < 2:
             raise SkillFailure("no plan", f"backing out of {target}: the opened jaw is stuck")
-    return _track(ctx, arm, out, NEAR_CONTACT)
+    return ctx.timed(arm, out, NEAR_CONTACT)
