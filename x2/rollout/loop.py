@@ -58,6 +58,11 @@ class Penetration:
     frame: int
     contact: Contact | None
 
+    def then(self, backend: Backend, frame: int) -> Penetration:
+        """This, or the deepest contact of the backend's current state (frame `frame`) if that goes deeper."""
+        depth = backend.penetration()
+        return Penetration(depth, frame, backend.deepest_contact()) if depth > self.depth else self
+
     def describe(self) -> str:
         c = self.contact
         pair = f" between {c.geom1 or c.body1} and {c.geom2 or c.body2}" if c is not None else ""
@@ -109,9 +114,7 @@ class Rollout:
                 end_reason = "teacher"
                 break
             action = np.asarray(action, dtype=np.float32)  # what the file keeps is what gets applied
-            depth = backend.penetration()  # contacts of s_t, as a reader of the file recomputes them
-            if depth > deepest.depth:
-                deepest = Penetration(depth, t, backend.deepest_contact())
+            deepest = deepest.then(backend, t)  # the contacts of s_t, as a reader of the file recomputes them
             if monitor is not None:
                 monitor.step(t)
             t2 = perf()

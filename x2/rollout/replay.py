@@ -61,7 +61,5 @@ def deepest_penetration(ep: Episode) -> Penetration:
         states = ep["states"]
         for t in range(len(states)):
             backend.set_state(states[t])
-            depth = backend.penetration()
-            if depth > deepest.depth:
-                deepest = Penetration(depth, t, backend.deepest_contact())
+            deepest = deepest.then(backend, t)
     return deepest

@@ -14,6 +14,7 @@ every working directory: equal records mean the same world definition.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping
 from dataclasses import fields
@@ -45,10 +46,20 @@ _NO_ORIGIN = ("<recorded>", 0)
 def _file(path: Path) -> dict[str, str]:
     """A spec file by name and content: moving a checkout changes neither, editing the file does."""
     try:
-        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        st = Path(path).stat()
     except OSError:
-        digest = ""  # an env rebuilt from a record has names, not files: keep that env's stored record
-    return {"name": Path(path).name, "sha256": digest}
+        # an env rebuilt from a record has names, not files: keep that env's stored record
+        return {"name": Path(path).name, "sha256": ""}
+    return {"name": Path(path).name, "sha256": _digest(str(path), st.st_mtime_ns, st.st_size)}
+
+
+@functools.lru_cache(maxsize=256)
+def _digest(path: str, mtime_ns: int, size: int) -> str:
+    """Every episode records its world: a file is read again only when it changed."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
 
 
 def _tuple(value: Any) -> Any:
