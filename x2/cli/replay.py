@@ -38,8 +38,9 @@ def replay(
     table = Table(title=f"episode {episode}: {len(dev)} frames, {len(dev) - 1} actions stepped", title_justify="left")
     for col in ("frames", "largest state deviation", "at frame"):
         table.add_column(col, justify="right")
-    for lo in range(0, len(dev), max(1, len(dev) // 10)):
-        part = dev[lo: lo + max(1, len(dev) // 10)]
+    rows = max(1, len(dev) // 10)  # ten rows, each the worst frame of its stretch
+    for lo in range(0, len(dev), rows):
+        part = dev[lo: lo + rows]
         k = int(np.argmax(part))
         table.add_row(f"{lo}-{lo + len(part) - 1}", f"{part[k]:.3g}", str(lo + k))
     console.print(table)

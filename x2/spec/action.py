@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from x2.errors import NotFoundError
+
 DEFINITION = "per arm: joint position targets (rad), then gripper opening in [0, 1], 1 = open"
 GRIPPER_SUFFIX = "_gripper"
 
@@ -67,8 +69,6 @@ class ActionLayout:
         for a in self.arms:
             if a.name == name:
                 return a
-        from x2.errors import NotFoundError
-
         raise NotFoundError(f"action layout has no arm {name!r}; arms: {[a.name for a in self.arms]}")
 
     def compose(self, joints: Sequence[Sequence[float]], grippers: Sequence[float]) -> np.ndarray:
