@@ -1,8 +1,15 @@
 # `make demo` and `make test` each create .venv with pip when it is missing, then run.
-PYTHON ?= python3.11
+# x2 needs Python >= 3.12 (LeRobot 0.6); scripts/find-python.sh picks one (pyenv's on these machines).
+PYTHON ?= $(shell scripts/find-python.sh)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# A separate small environment with zarr 2.x, the reader diffusion_policy and UMI use: the zarr
+# export's round-trip test opens our output with it (x2 itself writes with zarr 3).
+ZARR2 := $(VENV)/zarr2
+ZARR2_STAMP := $(ZARR2)/.installed
+export X2_ZARR2_PYTHON := $(abspath $(ZARR2))/bin/python
+export HF_HUB_OFFLINE ?= 1
 
 export MUJOCO_GL ?= egl
 export OMP_NUM_THREADS ?= 1
@@ -12,12 +19,18 @@ export MKL_NUM_THREADS ?= 1
 .PHONY: venv system-deps test lint demo bench clean
 
 $(STAMP): pyproject.toml
+	@test -n "$(PYTHON)" || { echo "make: no Python >= 3.12 (see scripts/find-python.sh)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-venv: $(STAMP)
+$(ZARR2_STAMP): $(STAMP)
+	test -x $(ZARR2)/bin/python || $(BIN)/python -m venv $(ZARR2)
+	$(ZARR2)/bin/python -m pip install --quiet 'zarr>=2.18,<3' 'numcodecs<0.16'
+	touch $(ZARR2_STAMP)
+
+venv: $(STAMP) $(ZARR2_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check x2 tests bench
@@ -29,7 +42,7 @@ system-deps:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq xvfb xdotool >/dev/null; }
 
-test: lint system-deps
+test: lint system-deps $(ZARR2_STAMP)
 	$(BIN)/python -m pytest -q
 
 demo: $(STAMP)

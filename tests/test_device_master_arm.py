@@ -8,7 +8,6 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -21,7 +20,6 @@ from x2.devices.master_arm import PING_ATTEMPTS, MasterArmConfig, MasterArmDevic
 
 IDS = tuple(range(1, 15))
 RAD_PER_TICK = 2 * math.pi / 4096
-T = TypeVar("T")
 
 
 # How long a wait_for gives a condition before failing: it returns as soon as the condition holds, so
@@ -30,7 +28,7 @@ T = TypeVar("T")
 WAIT_S = 15.0
 
 
-def wait_for(check: Callable[[], T], timeout: float = WAIT_S, what: str = "condition") -> T:
+def wait_for[T](check: Callable[[], T], timeout: float = WAIT_S, what: str = "condition") -> T:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if value := check():

@@ -31,3 +31,7 @@ class NotFoundError(X2Error):
 
 class DatasetError(X2Error):
     """A dataset or episode file breaks the on-disk contract."""
+
+
+class ExportError(X2Error):
+    """An export cannot be made as asked (target exists, no episodes selected, reader refused it)."""

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
 
 import mujoco
 import numpy as np
@@ -145,10 +144,7 @@ def _grasp_candidates(plan: Planner, goal: float, sign: float) -> Iterator[_Gras
             yield _Grasp(pos, r, opening, q_pre, descent.waypoints, arc.waypoints, arc.reached)
 
 
-_C = TypeVar("_C", "_Grasp", "_Push")
-
-
-def _furthest(candidates: Iterable[_C], goal: float, sign: float) -> _C | None:
+def _furthest[C: (_Grasp, _Push)](candidates: Iterable[C], goal: float, sign: float) -> C | None:
     """The candidate that carries the part furthest toward `goal`; stops at the first that gets there."""
     best = None
     for cand in candidates:

@@ -1,0 +1,53 @@
+"""Which split (train, val, ...) each episode belongs to.
+
+An episode file carries the split it was recorded for (its `split` attr: the scene variant's tag).
+`x2 datasets split` assigns splits afterwards without touching a finished file: it writes
+`splits.json` (`{"<episode index>": "<split>"}`) atomically, and what it lists overrides the file attr.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from x2.atomic import write_text
+from x2.datasets.episode import Episode
+from x2.datasets.store import Dataset
+from x2.errors import DatasetError
+
+SPLITS_NAME = "splits.json"
+
+
+def read_splits(root: Path) -> dict[int, str]:
+    """The assignments in `splits.json` ({} when there is none)."""
+    path = Path(root) / SPLITS_NAME
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise DatasetError(f"{path}: splits: found unreadable JSON ({exc}); allowed: "
+                           '{"<episode index>": "<split>"}') from None
+    if not isinstance(data, dict) or not all(isinstance(v, str) and k.isdigit() for k, v in data.items()):
+        raise DatasetError(f"{path}: splits: found {str(data)[:60]}; allowed: "
+                           '{"<episode index>": "<split name>"}')
+    return {int(k): v for k, v in data.items()}
+
+
+def write_splits(root: Path, splits: Mapping[int, str]) -> None:
+    text = json.dumps({str(k): str(v) for k, v in sorted(splits.items())}, indent=1, sort_keys=False)
+    write_text(Path(root) / SPLITS_NAME, text + "\n")
+
+
+def episode_splits(ds: Dataset, indices: Iterable[int]) -> dict[int, str]:
+    """The effective split of each episode: `splits.json` if it lists it, else the file's own attr."""
+    assigned = read_splits(ds.root)
+    out: dict[int, str] = {}
+    for index in indices:
+        if index in assigned:
+            out[index] = assigned[index]
+            continue
+        with Episode(ds.episode_path(index)) as ep:
+            out[index] = str(ep.attrs.get("split", "train") or "train")
+    return out

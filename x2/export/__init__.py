@@ -1,0 +1,1 @@
+"""Exporters: LeRobot, zarr (diffusion policy) and robomimic / Isaac Lab HDF5, from finished episodes."""

@@ -1,0 +1,29 @@
+"""What an export was made from: written beside every export (LeRobot `meta/x2.json`, zarr and HDF5 attrs)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import x2
+from x2.datasets import Dataset, EpisodeRecord
+
+
+def provenance(ds: Dataset, records: Sequence[EpisodeRecord], selection: str, **extra: Any) -> dict[str, Any]:
+    """x2 version, the source dataset, and per exported episode its index, seed, source and outcome.
+
+    ``episodes[i]`` describes the i-th exported episode (export episode i came from source episode
+    ``episodes[i]["index"]``)."""
+    return {
+        "x2_version": x2.__version__,
+        "exported_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "dataset": {"name": ds.name, "path": str(ds.root.absolute()), "schema": ds.manifest.schema,
+                    "robot": ds.manifest.robot, "task": ds.manifest.task, "fps": ds.manifest.fps},
+        "selection": selection,
+        "sim_versions": dict(ds.manifest.versions),
+        "episodes": [{"index": r.index, "file": r.file, "frames": r.frames, "seed": r.seed,
+                      "master_seed": r.master_seed, "slot": r.slot, "source": r.source,
+                      "success": r.success, "bytes": r.bytes} for r in records],
+        **extra,
+    }

@@ -1,0 +1,101 @@
+"""Exports appear complete or not at all: build beside the target, check, then rename into place.
+
+`staged(target)` hands out a hidden sibling of the target (`.NAME.partial-PID`); when the block ends
+without an error the whole tree is fsynced and renamed onto `target`. An existing target is refused
+unless `overwrite`; then the old one is first renamed aside and removed only after the new one is in
+place, so a kill at any moment leaves the old export, the new one, or (between two renames) the old one
+under `.NAME.old-PID`, never a half-written `target`. Partials left by killed runs are removed by the
+next run for the same target (only those whose process is gone).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from x2.atomic import fsync_dir, fsync_file
+from x2.errors import ExportError
+
+_PARTIAL, _OLD = ".partial-", ".old-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clear_leftovers(target: Path) -> list[Path]:
+    """Remove partial builds (and set-aside old targets) of `target` whose writer process has died."""
+    removed: list[Path] = []
+    if not target.parent.is_dir():
+        return removed
+    for kind in (_PARTIAL, _OLD):
+        prefix = f".{target.name}{kind}"
+        for path in target.parent.glob(f"{prefix}*"):
+            pid = path.name.removeprefix(prefix)
+            if pid.isdigit() and not _alive(int(pid)):
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
+
+
+def check_target(target: Path, overwrite: bool) -> None:
+    """Refuse an existing target without `overwrite` before any work is done."""
+    if target.exists() and not overwrite:
+        raise ExportError(f"{target}: target: found an existing {'folder' if target.is_dir() else 'file'}; "
+                          "allowed: a new path, or --overwrite to replace it")
+    if target.parent.exists() and not target.parent.is_dir():
+        raise ExportError(f"{target.parent}: target folder: found a file; allowed: a folder")
+
+
+def _fsync_tree(root: Path) -> None:
+    if root.is_file():
+        fsync_file(root)
+        return
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            fsync_file(Path(folder) / name)
+        fsync_dir(Path(folder))
+
+
+@contextmanager
+def staged(target: str | Path, overwrite: bool = False) -> Iterator[Path]:
+    """`with staged(out) as tmp: write tmp (a file or a folder)` -> `out` is exactly what was written."""
+    target = Path(target).absolute()
+    check_target(target, overwrite)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    clear_leftovers(target)
+    tmp = target.with_name(f".{target.name}{_PARTIAL}{os.getpid()}")
+    old = target.with_name(f".{target.name}{_OLD}{os.getpid()}")
+    try:
+        yield tmp
+        if not tmp.exists():
+            raise ExportError(f"{target}: export: found nothing written; allowed: a finished export")
+        _fsync_tree(tmp)
+        if target.exists():
+            if not overwrite:  # made meanwhile by someone else
+                raise ExportError(f"{target}: target: found one created meanwhile; allowed: --overwrite")
+            os.rename(target, old)
+        os.rename(tmp, target)
+        fsync_dir(target.parent)
+    except BaseException:
+        if tmp.is_dir() and not tmp.is_symlink():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
+        if old.exists() and not target.exists():
+            os.rename(old, target)  # put the previous export back
+        raise
+    if old.exists():
+        shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
