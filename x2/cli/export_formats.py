@@ -1,0 +1,133 @@
+"""`x2 export zarr` and `x2 export hdf5`: parsing, a progress bar and a summary; the work is x2.export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from x2.cli._common import console, translate_errors
+from x2.cli.export import (
+    DatasetArg,
+    EpisodesOpt,
+    OverwriteOpt,
+    SourceOpt,
+    SplitOpt,
+    SuccessOnly,
+    app,
+    open_source,
+    selection,
+)
+from x2.datasets import EpisodeRecord
+from x2.datasets.select import require_some
+from x2.export import hdf5 as hdf5_export
+from x2.export import zarr as zarr_export
+from x2.export.episode_arrays import DEFAULT_CAMERAS, DEFAULT_SIZE, RESIZE_DESCRIPTION, Advance, parse_cameras
+from x2.render import ImageSize
+
+OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Target path (default: ./exports/<dataset>.<ext>).",
+                                             show_default=False)]
+CamerasOpt = Annotated[str | None, typer.Option(
+    "--cameras", help=f"Cameras to export, comma-separated (default: {','.join(DEFAULT_CAMERAS)}).",
+    show_default=False)]
+SizeOpt = Annotated[str, typer.Option("--size", help="Render size HxW for episodes without stored images.")]
+StateOnlyOpt = Annotated[bool, typer.Option("--state-only", help="No images: low-dimensional arrays only.")]
+
+
+def _progress(total: int) -> tuple[Progress, Advance]:
+    bar = Progress(TextColumn("exporting frames"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                   console=console, transient=True)
+    job = bar.add_task("export", total=total)
+    return bar, lambda n: bar.advance(job, n)
+
+
+def _frames(records: list[EpisodeRecord]) -> int:
+    return sum(r.frames for r in records)
+
+
+@app.command("zarr")
+@translate_errors
+def zarr_command(
+    dataset: DatasetArg = None,
+    out: OutOpt = None,
+    success_only: SuccessOnly = False,
+    source: SourceOpt = None,
+    split: SplitOpt = None,
+    episodes: EpisodesOpt = None,
+    cameras: CamerasOpt = None,
+    size: SizeOpt = str(DEFAULT_SIZE),
+    image_size: Annotated[str | None, typer.Option(
+        "--image-size", help=f"Resize every image stream to HxW ({RESIZE_DESCRIPTION}).", show_default=False)] = None,
+    state_only: StateOnlyOpt = False,
+    zarr_format: Annotated[int, typer.Option("--zarr-format", help="2 (diffusion_policy, UMI: zarr 2.x) or 3.")] = 2,
+    zip_: Annotated[bool, typer.Option("--zip", help="Pack the finished store into one .zip (ZIP_STORED).")] = False,
+    overwrite: OverwriteOpt = False,
+) -> None:
+    """Export episodes as a diffusion-policy replay buffer (data/<key> concatenated, meta/episode_ends).
+
+    Examples: [cyan]x2 export zarr --success-only[/cyan]
+    [cyan]x2 export zarr fruit_in_microwave --cameras head --image-size 96x128 --zip[/cyan]
+    """
+    ds = open_source(dataset)
+    chosen = selection(success_only, source, split, episodes)
+    records = chosen.apply(ds)
+    require_some(records, ds, chosen)
+    options = zarr_export.ZarrOptions(
+        cameras=parse_cameras(cameras), render_size=ImageSize.parse(size),
+        image_size=None if image_size is None else ImageSize.parse(image_size, "--image-size"),
+        state_only=state_only, zarr_format=zarr_format, zip=zip_, overwrite=overwrite)
+    target = out or zarr_export.default_target(ds, zip_)
+    bar, advance = _progress(_frames(records))
+    with bar:
+        summary = zarr_export.export_zarr(ds, records, target, options, chosen.describe(), advance)
+    console.print(f"zarr {options.zarr_format}{' (zip)' if zip_ else ''}: {summary.path}", soft_wrap=True)
+    console.print(f"  {summary.episodes} episodes ({chosen.describe()}), {summary.frames} frames, "
+                  f"{summary.bytes / 1e6:.1f} MB; read back and checked")
+    for key, (shape, dtype) in summary.arrays.items():
+        console.print(f"  data/{key} {tuple(shape)} {_dtype(dtype)}")
+    console.print(f"  meta/episode_ends ({summary.episodes},) int64")
+
+
+@app.command("hdf5")
+@translate_errors
+def hdf5_command(
+    dataset: DatasetArg = None,
+    out: OutOpt = None,
+    success_only: SuccessOnly = False,
+    source: SourceOpt = None,
+    split: SplitOpt = None,
+    episodes: EpisodesOpt = None,
+    cameras: CamerasOpt = None,
+    size: SizeOpt = str(DEFAULT_SIZE),
+    state_only: StateOnlyOpt = False,
+    overwrite: OverwriteOpt = False,
+) -> None:
+    """Export episodes as one robomimic HDF5 file with Isaac Lab Mimic datagen_info (subtask signals).
+
+    Examples: [cyan]x2 export hdf5 --split train[/cyan]
+    [cyan]x2 export hdf5 fruit_in_microwave --out exports/fruit.hdf5 --state-only[/cyan]
+    """
+    ds = open_source(dataset)
+    chosen = selection(success_only, source, split, episodes)
+    records = chosen.apply(ds)
+    require_some(records, ds, chosen)
+    options = hdf5_export.Hdf5Options(cameras=parse_cameras(cameras), render_size=ImageSize.parse(size),
+                                      state_only=state_only, overwrite=overwrite)
+    target = out or hdf5_export.default_target(ds)
+    bar, advance = _progress(_frames(records))
+    with bar:
+        summary = hdf5_export.export_hdf5(ds, records, target, options, chosen.describe(), advance)
+    console.print(f"hdf5: {summary.path}", soft_wrap=True)
+    console.print(f"  {len(summary.demos)} demos ({chosen.describe()}), {summary.frames} frames, "
+                  f"{summary.bytes / 1e6:.1f} MB; read back and checked")
+    console.print("  masks: " + ", ".join(f"{k} {n}" for k, n in summary.masks.items()))
+    if summary.image_sizes:
+        console.print("  images: " + ", ".join(f"obs/{c}_image {s}" for c, s in summary.image_sizes.items()))
+
+
+def _dtype(text: str) -> str:
+    import numpy as np
+
+    return str(np.dtype(text))

@@ -1,0 +1,175 @@
+"""One episode as the zarr and HDF5 exporters read it: time-first arrays under export names, the DAG's
+completion frames, and camera frames in batches at the export's image size.
+
+Both exporters concatenate or group episodes that must agree on every array's per-row shape, so the
+first exported episode fixes the layout and `check_layout` names the first episode that breaks it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+import x2.render as render
+from x2.datasets import Episode
+from x2.errors import DatasetError, ExportError
+from x2.render import ImageSize
+from x2.render.source import episode_frames, stored_cameras
+from x2.spec.action import ActionLayout
+
+DEFAULT_CAMERAS: tuple[str, ...] = tuple(getattr(render, "DEFAULT_CAMERAS", ("head",)))
+_size = getattr(render, "DEFAULT_SIZE", ImageSize(240, 320))
+DEFAULT_SIZE = _size if isinstance(_size, ImageSize) else ImageSize(*_size)
+
+# export name -> path in the episode file; the first three are in every x2 episode, the others optional.
+LOW_DIM: dict[str, str] = {
+    "action": "action",
+    "timestamp": "timestamps",
+    "state": "observations/qpos",
+    "qvel": "observations/qvel",
+    "ee_pose": "observations/ee_pose",
+    "object_poses": "observations/object_poses",
+    "subtask_index": "labels/subtask_index",
+    "progress": "labels/progress",
+}
+_REQUIRED = ("action", "timestamp", "state")
+_CAMERA = re.compile(r"^[A-Za-z0-9_-]+$")
+# Pillow's bilinear filter widens its support by the scale factor when shrinking, so a downscale averages
+# every source pixel (no aliasing) and an upscale interpolates linearly.
+RESIZE_FILTER = Image.Resampling.BILINEAR
+RESIZE_DESCRIPTION = "bilinear, antialiased when shrinking (Pillow)"
+
+
+@dataclass(frozen=True)
+class EpisodeArrays:
+    """What the exporters take from one episode file (all arrays have `frames` rows)."""
+
+    path: Path
+    index: int
+    frames: int
+    low_dim: dict[str, np.ndarray]
+    names: dict[str, list[str]]  # per low-dim key, the names of its columns (joints, objects, arms)
+    states: np.ndarray  # the full MuJoCo integration state
+    nodes: list[str]
+    completion: dict[str, int]  # node -> frame it was first completed (-1: never)
+    active_mask: np.ndarray | None
+    arms: list[str]  # arm names in action-layout order (ee_pose's second axis)
+    gripper_slots: list[int]  # each arm's gripper opening in `action`
+    attrs: dict[str, Any]  # seed, success, split, source, instruction, model_xml, env_args (parsed)
+
+
+def read_episode(ep: Episode) -> EpisodeArrays:
+    missing = [LOW_DIM[k] for k in _REQUIRED if LOW_DIM[k] not in ep]
+    if missing:
+        raise DatasetError(f"{ep.path}: {missing[0]}: found missing; allowed: an x2 episode with "
+                           f"{[LOW_DIM[k] for k in _REQUIRED]}")
+    low_dim = {key: ep[path] for key, path in LOW_DIM.items() if path in ep}
+    names = {key: [str(n) for n in ep.dataset_attrs(path).get("names", [])]
+             for key, path in LOW_DIM.items() if path in ep}
+    layout = ActionLayout.from_names(names["action"])
+    arms = [a.name for a in layout.arms] if layout else []
+    if "ee_pose" in low_dim:
+        if len(arms) != low_dim["ee_pose"].shape[1]:
+            arms = [f"arm{i}" for i in range(low_dim["ee_pose"].shape[1])]
+        names["ee_pose"] = arms
+    nodes = [str(n) for n in ep.dag.get("nodes", [])]
+    completion = {node: -1 for node in nodes}
+    for node, frame in ep.events:  # the first event of a node is its completion (a latch may re-fire)
+        if node in completion and completion[node] < 0:
+            completion[node] = frame
+    attrs = {k: ep.attrs.get(k) for k in ("seed", "success", "split", "source", "instruction", "model_xml")}
+    attrs["env_args"] = ep.json_attr("env_args", {}) or {}
+    return EpisodeArrays(
+        path=ep.path, index=ep.index, frames=ep.frames, low_dim=low_dim, names=names,
+        states=ep["states"], nodes=nodes, completion=completion,
+        active_mask=_optional(ep, "labels/active_mask"),
+        arms=arms, gripper_slots=[a.gripper for a in layout.arms] if layout else [], attrs=attrs)
+
+
+def _optional(ep: Episode, name: str) -> np.ndarray | None:
+    if name not in ep:
+        return None
+    return ep[name]
+
+
+def row_layout(arrays: EpisodeArrays) -> dict[str, tuple[tuple[int, ...], str]]:
+    """key -> (per-row shape, dtype) of every array an exporter writes (low-dim and the states)."""
+    out = {k: (tuple(v.shape[1:]), v.dtype.str) for k, v in arrays.low_dim.items()}
+    out["states"] = (tuple(arrays.states.shape[1:]), arrays.states.dtype.str)
+    return out
+
+
+def check_layout(arrays: EpisodeArrays, first: Mapping[str, tuple[tuple[int, ...], str]]) -> None:
+    """Refuse an episode whose arrays differ from the first exported episode's (one line, first key)."""
+    have = row_layout(arrays)
+    for key in sorted(set(first) | set(have)):
+        if have.get(key) != first.get(key):
+            found = "missing" if key not in have else f"rows of {have[key][0]} {have[key][1]}"
+            allowed = "absent" if key not in first else f"rows of {first[key][0]} {first[key][1]}"
+            raise ExportError(f"{arrays.path}: {key}: found {found}; allowed: {allowed}, as in the first "
+                              "exported episode (export episodes of one world: --episodes)")
+
+
+def parse_cameras(text: str | None) -> tuple[str, ...]:
+    """``"head,wrist_left"`` -> ("head", "wrist_left"); None -> the default cameras."""
+    if text is None:
+        return DEFAULT_CAMERAS
+    cams = tuple(dict.fromkeys(c.strip() for c in text.split(",") if c.strip()))
+    bad = [c for c in cams if not _CAMERA.match(c)]
+    if not cams or bad:
+        raise ExportError(f"--cameras: found {text!r}; allowed: camera names separated by commas, "
+                          "e.g. head,wrist_left")
+    return cams
+
+
+def plan_image_sizes(paths: Sequence[Path], cameras: Sequence[str], render_size: ImageSize,
+                     image_size: ImageSize | None) -> dict[str, ImageSize]:
+    """The size each camera's stream has in the export: `image_size` when given; else the stored size
+    when every exported episode stores that camera at one size; else the render size."""
+    if image_size is not None:
+        return dict.fromkeys(cameras, image_size)
+    seen: dict[str, set[ImageSize | None]] = {c: set() for c in cameras}
+    for path in paths:
+        with Episode(path) as ep:
+            stored = stored_cameras(ep)
+        for cam in cameras:
+            seen[cam].add(stored.get(cam))
+    return {cam: next(iter(s)) if len(s) == 1 and None not in s else render_size  # type: ignore[misc]
+            for cam, s in seen.items()}
+
+
+def resize(frame: np.ndarray, size: ImageSize) -> np.ndarray:
+    if frame.shape[:2] == (size.height, size.width):
+        return frame
+    return np.asarray(Image.fromarray(frame).resize((size.width, size.height), RESIZE_FILTER))
+
+
+def camera_batches(ep: Episode, cameras: Sequence[str], render_size: ImageSize, sizes: Mapping[str, ImageSize],
+                   batch: int = 32) -> Iterator[dict[str, np.ndarray]]:
+    """{camera: (n, H, W, 3) uint8} for consecutive runs of at most `batch` frames, at `sizes`.
+    Stored streams are read when every camera has one, otherwise frames are rendered at `render_size`
+    (x2.render.source); either way each frame is then resized to its camera's export size."""
+    stored = stored_cameras(ep)
+    source_size = None if all(c in stored for c in cameras) else render_size
+    pending: dict[str, list[np.ndarray]] = {c: [] for c in cameras}
+    try:
+        for frame in episode_frames(ep, cameras, source_size):
+            for cam in cameras:
+                pending[cam].append(resize(frame[cam], sizes[cam]))
+            if len(pending[cameras[0]]) == batch:
+                yield {c: np.stack(v) for c, v in pending.items()}
+                pending = {c: [] for c in cameras}
+    except DatasetError as exc:  # the renderer's message names the camera, not the file
+        text = str(exc)
+        raise ExportError(text if text.startswith(str(ep.path)) else f"{ep.path}: {text}") from None
+    if pending[cameras[0]]:
+        yield {c: np.stack(v) for c, v in pending.items()}
+
+
+Advance = Callable[[int], None]  # told how many more frames were exported

@@ -1,0 +1,312 @@
+"""`x2 export hdf5`: one robomimic-layout HDF5 file, with Isaac Lab Mimic's `datagen_info` per demo.
+
+```
+/                          attrs: x2_provenance (JSON)
+/data                      attrs: total (frames), env_args (JSON: env_name, type, env_kwargs)
+/data/demo_000000          attrs: num_samples, success, seed, model_file (the episode's MJCF), x2_episode,
+                                  source, split, instruction
+    actions (T, A) float32      states (T, D) float64: the full MuJoCo state (mjSTATE_INTEGRATION)
+    rewards (T,) float64        dones (T,) int64
+    obs/state, qvel, <arm>_ee_pose (T, 7), <object>_pose (T, 7), subtask_index, progress, <cam>_image
+    next_obs/<key>              obs/<key> one row later (the last row repeats): virtual, no copy
+    obs/datagen_info/eef_pose/<arm>, object_pose/<object> (T, 4, 4); gripper_action/<arm> (T, 1);
+                    subtask_term_signals/<node>, subtask_start_signals/<node> (T,) bool
+/mask/train, /mask/valid, /mask/<split>   demo names (bytes) of each split
+```
+
+Demo groups are numbered in export order with zero-padded numbers, so plain string order, robomimic's
+order (by the integer after "demo_") and export order agree. Rewards and dones follow robomimic's
+definition on transitions: row t describes playing action t in state t; reward 1 when the state it
+leads to has the task complete, done 1 there and on the last row. Action t leads to frame t + 1
+(docs/format.md); the last action was never applied, so its outcome is taken as frame T - 1's.
+A subtask's termination signal is 0 before the frame its DAG node was first completed and 1 from that
+frame on: Isaac Lab Mimic cuts a subtask at the signal's first 0 -> 1 step, so its segment ends with
+that frame, as x2's own segments do. (A node completed at frame 0 has no such step.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from x2.datasets import Dataset, Episode, EpisodeRecord
+from x2.datasets.splits import episode_splits
+from x2.errors import ExportError
+from x2.export.episode_arrays import (
+    DEFAULT_CAMERAS,
+    DEFAULT_SIZE,
+    Advance,
+    EpisodeArrays,
+    camera_batches,
+    check_layout,
+    plan_image_sizes,
+    read_episode,
+    row_layout,
+)
+from x2.export.provenance import provenance
+from x2.export.staging import check_target, staged
+from x2.render import ImageSize
+
+IMAGE_COMPRESSION = {"compression": "gzip", "compression_opts": 4}  # built into every HDF5 reader
+VALID_SPLITS = ("val", "valid")  # robomimic's validation filter key is "valid"
+
+
+@dataclass(frozen=True)
+class Hdf5Options:
+    cameras: tuple[str, ...] = DEFAULT_CAMERAS
+    render_size: ImageSize = DEFAULT_SIZE
+    state_only: bool = False
+    overwrite: bool = False
+
+
+@dataclass(frozen=True)
+class Hdf5Summary:
+    path: Path
+    demos: list[str]
+    frames: int
+    masks: dict[str, int]  # filter key -> number of demos
+    image_sizes: dict[str, ImageSize] = field(default_factory=dict)
+    bytes: int = 0
+
+
+def default_target(ds: Dataset) -> Path:
+    return Path("exports") / f"{ds.name}.hdf5"
+
+
+def demo_names(count: int) -> list[str]:
+    width = max(6, len(str(max(count - 1, 0))))
+    return [f"demo_{i:0{width}d}" for i in range(count)]
+
+
+def mask_key(split: str) -> str:
+    return "valid" if split in VALID_SPLITS else split
+
+
+def pose_matrices(poses: np.ndarray) -> np.ndarray:
+    """(T, 7) position + quaternion w x y z -> (T, 4, 4) homogeneous transforms."""
+    p = np.asarray(poses, np.float64)
+    q = p[:, 3:7] / np.linalg.norm(p[:, 3:7], axis=1, keepdims=True)
+    w, x, y, z = q.T
+    out = np.zeros((len(p), 4, 4))
+    out[:, 0] = np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y), p[:, 0]], 1)
+    out[:, 1] = np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x), p[:, 1]], 1)
+    out[:, 2] = np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y), p[:, 2]], 1)
+    out[:, 3, 3] = 1.0
+    return out
+
+
+def term_signals(arrays: EpisodeArrays) -> dict[str, np.ndarray]:
+    """Per DAG node: False before the frame it was first completed, True from then on (never: all False)."""
+    t = np.arange(arrays.frames)
+    return {n: (t >= f) if f >= 0 else np.zeros(arrays.frames, bool) for n, f in arrays.completion.items()}
+
+
+def start_signals(arrays: EpisodeArrays) -> dict[str, np.ndarray]:
+    """Per DAG node: True from the first frame it was being worked on (the runtime's active mask)."""
+    if arrays.active_mask is None:
+        return {}
+    started = np.logical_or.accumulate(np.asarray(arrays.active_mask, bool), axis=0)
+    return {n: started[:, i].copy() for i, n in enumerate(arrays.nodes)}
+
+
+def rewards_dones(arrays: EpisodeArrays) -> tuple[np.ndarray, np.ndarray]:
+    frames = arrays.frames
+    rewards = np.zeros(frames)
+    if arrays.attrs.get("success") and arrays.completion and min(arrays.completion.values()) >= 0:
+        done_at = max(arrays.completion.values())  # every node complete: the task succeeded
+        rewards[np.minimum(np.arange(frames) + 1, frames - 1) >= done_at] = 1.0
+    dones = (rewards > 0).astype(np.int64)
+    dones[-1] = 1
+    return rewards, dones
+
+
+def observations(arrays: EpisodeArrays) -> dict[str, np.ndarray]:
+    """robomimic obs keys (one dataset each, time first) from the episode's arrays."""
+    low = arrays.low_dim
+    obs: dict[str, np.ndarray] = {"state": low["state"]}
+    for key in ("qvel", "subtask_index", "progress"):
+        if key in low:
+            obs[key] = low[key]
+    for i, arm in enumerate(arrays.names.get("ee_pose", [])):
+        obs[f"{arm}_ee_pose"] = low["ee_pose"][:, i]
+    for i, name in enumerate(arrays.names.get("object_poses", [])):
+        obs[f"{name}_pose"] = low["object_poses"][:, i]
+    return obs
+
+
+def datagen_info(arrays: EpisodeArrays) -> dict[str, dict[str, np.ndarray]]:
+    low, info = arrays.low_dim, {}
+    if "ee_pose" in low:
+        info["eef_pose"] = {a: pose_matrices(low["ee_pose"][:, i]) for i, a in enumerate(arrays.names["ee_pose"])}
+    if "object_poses" in low:
+        info["object_pose"] = {o: pose_matrices(low["object_poses"][:, i])
+                               for i, o in enumerate(arrays.names["object_poses"])}
+    if arrays.gripper_slots:
+        info["gripper_action"] = {a: low["action"][:, [s]] for a, s in zip(arrays.arms, arrays.gripper_slots,
+                                                                          strict=True)}
+    info["subtask_term_signals"] = term_signals(arrays)
+    if arrays.active_mask is not None:
+        info["subtask_start_signals"] = start_signals(arrays)
+    return info
+
+
+class _Digests:
+    """sha256 of every dataset's bytes in row order, to compare with what is read back."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, Any] = {}
+
+    def put(self, group: h5py.Group, name: str, data: np.ndarray, **kw: Any) -> None:
+        data = np.ascontiguousarray(data)
+        group.create_dataset(name, data=data, **kw)
+        self.sums[f"{group.name}/{name}"] = hashlib.sha256(data.tobytes())
+
+
+def export_hdf5(ds: Dataset, records: Sequence[EpisodeRecord], out: str | Path, options: Hdf5Options,
+                selection: str = "all episodes", advance: Advance | None = None) -> Hdf5Summary:
+    """Write `records` of `ds` as one robomimic / Isaac Lab Mimic HDF5 file at `out`."""
+    if not records:
+        raise ExportError(f"{ds.root}: episodes: found none selected; allowed: at least one")
+    target = Path(out).absolute()
+    check_target(target, options.overwrite)
+    paths = [ds.episode_path(r.index) for r in records]
+    cameras = () if options.state_only else tuple(options.cameras)
+    sizes = plan_image_sizes(paths, cameras, options.render_size, None)
+    splits = episode_splits(ds, [r.index for r in records])
+    names = demo_names(len(records))
+    masks: dict[str, list[str]] = {"train": [], "valid": []}
+    for name, record in zip(names, records, strict=True):
+        masks.setdefault(mask_key(splits[record.index]), []).append(name)
+    meta = provenance(ds, records, selection, format="robomimic hdf5 with Isaac Lab Mimic datagen_info",
+                      cameras={c: str(s) for c, s in sizes.items()},
+                      demos={n: r.index for n, r in zip(names, records, strict=True)})
+    digests = _Digests()
+    with staged(target, options.overwrite) as tmp:
+        with h5py.File(tmp, "w") as f:
+            f.attrs["x2_provenance"] = json.dumps(meta, sort_keys=True)
+            data = f.create_group("data")
+            total = _fill(data, paths, records, names, cameras, sizes, options, digests, advance, splits)
+            mask = f.create_group("mask")
+            for key in sorted(masks):
+                digests.put(mask, key, np.array([n.encode() for n in masks[key]], dtype="S"))
+        _read_back(tmp, target, digests, names, total)
+    return Hdf5Summary(target, names, total, {k: len(v) for k, v in sorted(masks.items())}, sizes,
+                       target.stat().st_size)
+
+
+def _fill(data: h5py.Group, paths: Sequence[Path], records: Sequence[EpisodeRecord], names: Sequence[str],
+          cameras: Sequence[str], sizes: dict[str, ImageSize], options: Hdf5Options, digests: _Digests,
+          advance: Advance | None, splits: dict[int, str]) -> int:
+    layout, total = None, 0
+    for path, record, name in zip(paths, records, names, strict=True):
+        with Episode(path) as ep:
+            arrays = read_episode(ep)
+            if layout is None:
+                layout = row_layout(arrays)
+                env_args = dict(arrays.attrs["env_args"])
+                kwargs = {k: v for k, v in dict(env_args.get("env_kwargs", {})).items() if k != "seed"}
+                data.attrs["env_args"] = json.dumps({**env_args, "env_kwargs": kwargs}, sort_keys=True)
+            check_layout(arrays, layout)
+            demo = data.create_group(name)
+            _demo_attrs(demo, arrays, splits[record.index])
+            rewards, dones = rewards_dones(arrays)
+            digests.put(demo, "actions", arrays.low_dim["action"])
+            digests.put(demo, "states", arrays.states)
+            digests.put(demo, "rewards", rewards)
+            digests.put(demo, "dones", dones)
+            obs = demo.create_group("obs")
+            for key, values in observations(arrays).items():
+                digests.put(obs, key, values)
+            for kind, per_name in datagen_info(arrays).items():
+                group = obs.create_group(f"datagen_info/{kind}")
+                for key, values in per_name.items():
+                    digests.put(group, key, values)
+            image_keys = _write_images(obs, ep, cameras, sizes, options, digests, advance)
+            if advance and not cameras:
+                advance(arrays.frames)
+            _next_obs(demo, [*observations(arrays), *image_keys], arrays.frames)
+        total += arrays.frames
+    data.attrs["total"] = total
+    return total
+
+
+def _demo_attrs(demo: h5py.Group, arrays: EpisodeArrays, split: str) -> None:
+    a = arrays.attrs
+    demo.attrs["num_samples"] = arrays.frames
+    demo.attrs["success"] = bool(a.get("success"))
+    demo.attrs["seed"] = int(a.get("seed") or 0)
+    demo.attrs["model_file"] = str(a.get("model_xml") or "")
+    demo.attrs["x2_episode"] = arrays.index
+    demo.attrs["source"] = str(a.get("source") or "")
+    demo.attrs["split"] = split
+    demo.attrs["instruction"] = str(a.get("instruction") or "")
+
+
+def _write_images(obs: h5py.Group, ep: Episode, cameras: Sequence[str], sizes: dict[str, ImageSize],
+                  options: Hdf5Options, digests: _Digests, advance: Advance | None) -> list[str]:
+    if not cameras:
+        return []
+    keys = {cam: f"{cam}_image" for cam in cameras}
+    sets = {cam: obs.create_dataset(keys[cam], shape=(ep.frames, sizes[cam].height, sizes[cam].width, 3),
+                                    dtype=np.uint8, chunks=(1, sizes[cam].height, sizes[cam].width, 3),
+                                    **IMAGE_COMPRESSION) for cam in cameras}
+    sums = {cam: hashlib.sha256() for cam in cameras}
+    done = 0
+    for batch in camera_batches(ep, cameras, options.render_size, sizes):
+        n = len(batch[cameras[0]])
+        for cam in cameras:
+            rows = np.ascontiguousarray(batch[cam])
+            sets[cam][done:done + n] = rows
+            sums[cam].update(rows.tobytes())
+        done += n
+        if advance:
+            advance(n)
+    for cam in cameras:
+        digests.sums[sets[cam].name] = sums[cam]
+    return list(keys.values())
+
+
+def _next_obs(demo: h5py.Group, keys: Sequence[str], frames: int) -> None:
+    """next_obs/<key>[t] = obs/<key>[t + 1], the last row repeated: virtual datasets on the same file
+    ("." is HDF5's name for the file the dataset lives in, so a rename keeps them valid)."""
+    for key in keys:
+        source = demo[f"obs/{key}"]
+        layout = h5py.VirtualLayout(shape=source.shape, dtype=source.dtype)
+        vsource = h5py.VirtualSource(".", source.name, shape=source.shape, dtype=source.dtype)
+        if frames > 1:
+            layout[: frames - 1] = vsource[1:]
+        layout[frames - 1] = vsource[frames - 1]
+        demo.create_virtual_dataset(f"next_obs/{key}", layout)
+
+
+def _read_back(path: Path, target: Path, digests: _Digests, names: Sequence[str], total: int) -> None:
+    """Reopen the file with h5py: every dataset written has the bytes it was given, counts add up, and
+    next_obs resolves to obs one row later."""
+    where = f"{target}: read back"
+    with h5py.File(path, "r") as f:
+        demos = sorted(f["data"].keys())
+        if demos != list(names) or int(f["data"].attrs["total"]) != total:
+            raise ExportError(f"{where}: data: found {len(demos)} demos / total {f['data'].attrs.get('total')}; "
+                              f"allowed: {len(names)} / {total}")
+        for name, digest in digests.sums.items():
+            dset = f[name]
+            h = hashlib.sha256()
+            step = 64 if dset.ndim == 4 else max(1, len(dset))
+            for lo in range(0, len(dset), step):
+                h.update(np.ascontiguousarray(dset[lo:lo + step]).tobytes())
+            if h.hexdigest() != digest.hexdigest():
+                raise ExportError(f"{where}: {name}: found other bytes than were written; allowed: identical")
+        for name in names:
+            demo = f[f"data/{name}"]
+            frames = int(demo.attrs["num_samples"])
+            for key in demo["next_obs"]:
+                if frames > 1 and not np.array_equal(demo[f"next_obs/{key}"][0], demo[f"obs/{key}"][1]):
+                    raise ExportError(f"{where}: data/{name}/next_obs/{key}: found rows that are not obs one "
+                                      "row later; allowed: obs[t + 1]")

@@ -1,0 +1,243 @@
+"""`x2 export zarr`: a diffusion-policy replay buffer (the layout diffusion_policy and UMI train from).
+
+```
+<name>.zarr/
+  data/<key>       every exported episode's rows, concatenated in export order, time first:
+                   action, timestamp, state (robot qpos), qvel, ee_pose, object_poses, subtask_index,
+                   progress, mujoco_state, and one (T, H, W, 3) uint8 array per camera
+  meta/episode_ends  (episodes,) int64, cumulative row counts: episode i is rows [ends[i-1], ends[i])
+  .zattrs          x2_provenance: what the export was made from (x2.export.provenance)
+```
+
+Zarr format 2 by default: diffusion_policy and UMI open their buffers with zarr 2.x, which reads only
+format 2 and only numcodecs compressors. Camera arrays hold one frame per chunk compressed with Blosc lz4
+(clevel 5, no shuffle: diffusion_policy's default image compressor); low-dimensional arrays are stored
+uncompressed in ~2 MB chunks. `meta/episode_ends` is written after everything else: a replay buffer
+without it has no episodes. The whole tree is built beside the target, read back, and renamed into
+place (x2.export.staging); `zip=True` packs the finished tree into one uncompressed ZIP (ZIP_STORED,
+what zarr's ZipStore reads in place) instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numcodecs
+import numpy as np
+import zarr
+from zarr.storage import LocalStore, ZipStore
+
+from x2.datasets import Dataset, Episode, EpisodeRecord
+from x2.errors import ExportError
+from x2.export.episode_arrays import (
+    DEFAULT_CAMERAS,
+    DEFAULT_SIZE,
+    Advance,
+    EpisodeArrays,
+    camera_batches,
+    check_layout,
+    plan_image_sizes,
+    read_episode,
+    row_layout,
+)
+from x2.export.provenance import provenance
+from x2.export.staging import check_target, clear_leftovers, staged
+from x2.render import ImageSize
+
+FORMATS = (2, 3)
+LOW_DIM_CHUNK_BYTES = 2_000_000  # diffusion_policy's own target chunk size
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed entry times: the same export gives the same zip bytes
+
+
+@dataclass(frozen=True)
+class ZarrOptions:
+    cameras: tuple[str, ...] = DEFAULT_CAMERAS
+    render_size: ImageSize = DEFAULT_SIZE  # for episodes without stored streams
+    image_size: ImageSize | None = None  # resize every stream to this size
+    state_only: bool = False
+    zarr_format: int = 2
+    zip: bool = False
+    overwrite: bool = False
+
+
+@dataclass(frozen=True)
+class ZarrSummary:
+    path: Path
+    episodes: int
+    frames: int
+    arrays: dict[str, tuple[tuple[int, ...], str]]  # data key -> (shape, dtype)
+    episode_ends: list[int]
+    image_sizes: dict[str, ImageSize] = field(default_factory=dict)
+    bytes: int = 0
+
+
+def default_target(ds: Dataset, zip_: bool) -> Path:
+    return Path("exports") / f"{ds.name}.zarr{'.zip' if zip_ else ''}"
+
+
+def _image_codec(zarr_format: int) -> Any:
+    if zarr_format == 2:
+        return numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.NOSHUFFLE)
+    return zarr.codecs.BloscCodec(cname="lz4", clevel=5, shuffle="noshuffle")
+
+
+class _Writer:
+    """The open replay buffer being filled, with a digest of every array's bytes in row order."""
+
+    def __init__(self, root: zarr.Group, total: int, zarr_format: int) -> None:
+        self.root, self.total, self.format = root, total, zarr_format
+        self.data = root.create_group("data")
+        self.digests: dict[str, Any] = {}
+        self.arrays: dict[str, zarr.Array] = {}
+
+    def create(self, key: str, row: tuple[int, ...], dtype: np.dtype, image: bool,
+               names: Sequence[str] = ()) -> None:
+        row_bytes = max(1, int(np.prod(row, dtype=np.int64)) * dtype.itemsize)
+        rows = 1 if image else max(1, min(self.total, LOW_DIM_CHUNK_BYTES // row_bytes))
+        arr = self.data.create_array(key, shape=(self.total, *row), dtype=dtype, chunks=(rows, *row),
+                                     compressors=_image_codec(self.format) if image else None,
+                                     fill_value=0)
+        if names:
+            arr.attrs["names"] = list(names)
+        self.arrays[key], self.digests[key] = arr, hashlib.sha256()
+
+    def write(self, key: str, start: int, rows: np.ndarray) -> None:
+        rows = np.ascontiguousarray(rows, dtype=self.arrays[key].dtype)
+        self.arrays[key][start:start + len(rows)] = rows
+        self.digests[key].update(rows.tobytes())
+
+
+def export_zarr(ds: Dataset, records: Sequence[EpisodeRecord], out: str | Path, options: ZarrOptions,
+                selection: str = "all episodes", advance: Advance | None = None) -> ZarrSummary:
+    """Write `records` of `ds` as one replay buffer at `out` (a folder, or a .zip with options.zip)."""
+    if options.zarr_format not in FORMATS:
+        raise ExportError(f"--zarr-format: found {options.zarr_format}; allowed: {list(FORMATS)}")
+    if not records:
+        raise ExportError(f"{ds.root}: episodes: found none selected; allowed: at least one")
+    target = Path(out).absolute()
+    check_target(target, options.overwrite)
+    paths = [ds.episode_path(r.index) for r in records]
+    cameras = () if options.state_only else tuple(options.cameras)
+    sizes = plan_image_sizes(paths, cameras, options.render_size, options.image_size)
+    total = sum(r.frames for r in records)
+    meta = provenance(ds, records, selection, format=f"diffusion_policy replay buffer (zarr {options.zarr_format})",
+                      cameras={c: str(s) for c, s in sizes.items()})
+    with staged(target, options.overwrite) as tmp:
+        build = _build_dir(target, tmp, options.zip)
+        try:
+            root = zarr.open_group(store=LocalStore(str(build)), mode="w", zarr_format=options.zarr_format)
+            root.attrs["x2_provenance"] = meta
+            ends, expected = _fill(root, paths, records, cameras, sizes, options, total, advance)
+            _read_back(LocalStore(str(build), read_only=True), expected, ends, target)
+            if options.zip:
+                _pack(build, tmp)
+                _read_back(ZipStore(str(tmp), mode="r"), expected, ends, target)
+        finally:
+            if build != tmp:
+                shutil.rmtree(build, ignore_errors=True)
+    size = target.stat().st_size if target.is_file() else sum(p.stat().st_size for p in target.rglob("*")
+                                                                if p.is_file())
+    return ZarrSummary(target, len(records), total, {k: (v[0], v[1]) for k, v in expected.items()}, ends,
+                       sizes, size)
+
+
+def _build_dir(target: Path, tmp: Path, zip_: bool) -> Path:
+    """Where the tree is built: the staged temp itself, or (for a zip) a hidden folder beside it that a
+    later run clears if this one is killed (same naming as x2.export.staging's partials)."""
+    if not zip_:
+        return tmp
+    pseudo = target.with_name(f"{target.name}.tree")
+    clear_leftovers(pseudo)
+    return pseudo.with_name(f".{pseudo.name}{tmp.name.removeprefix(f'.{target.name}')}")
+
+
+def _fill(root: zarr.Group, paths: Sequence[Path], records: Sequence[EpisodeRecord], cameras: Sequence[str],
+          sizes: dict[str, ImageSize], options: ZarrOptions, total: int,
+          advance: Advance | None) -> tuple[list[int], dict[str, tuple[tuple[int, ...], str, str]]]:
+    writer = _Writer(root, total, options.zarr_format)
+    layout: dict[str, tuple[tuple[int, ...], str]] | None = None
+    start, ends = 0, []
+    for path, record in zip(paths, records, strict=True):
+        with Episode(path) as ep:
+            arrays = read_episode(ep)
+            if arrays.frames != record.frames:
+                raise ExportError(f"{path}: frames: found {arrays.frames}, the index says {record.frames}; "
+                                  "allowed: an index that matches its files (x2 datasets validate --repair)")
+            if layout is None:
+                layout = row_layout(arrays)
+                _create_arrays(writer, arrays, cameras, sizes)
+            check_layout(arrays, layout)
+            for key, values in _low_dim(arrays).items():
+                writer.write(key, start, values)
+            done = 0
+            for batch in (camera_batches(ep, cameras, options.render_size, sizes) if cameras else ()):
+                n = len(batch[cameras[0]])
+                for cam in cameras:
+                    writer.write(cam, start + done, batch[cam])
+                done += n
+                if advance:
+                    advance(n)
+            if advance and not cameras:
+                advance(arrays.frames)
+        start += arrays.frames
+        ends.append(start)
+    # The commit point: written last, so a tree without it has no episodes to a replay-buffer reader.
+    meta = root.create_group("meta")
+    meta.create_array("episode_ends", shape=(len(ends),), dtype=np.int64, chunks=(max(1, len(ends)),),
+                      compressors=None, fill_value=0)[:] = np.asarray(ends, np.int64)
+    expected = {k: ((total, *a.shape[1:]), a.dtype.str, writer.digests[k].hexdigest())
+                for k, a in writer.arrays.items()}
+    return ends, expected
+
+
+def _low_dim(arrays: EpisodeArrays) -> dict[str, np.ndarray]:
+    return {**arrays.low_dim, "mujoco_state": arrays.states}
+
+
+def _create_arrays(writer: _Writer, arrays: EpisodeArrays, cameras: Sequence[str],
+                   sizes: dict[str, ImageSize]) -> None:
+    for key, values in _low_dim(arrays).items():
+        writer.create(key, tuple(values.shape[1:]), values.dtype, image=False, names=arrays.names.get(key, ()))
+    for cam in cameras:
+        writer.create(cam, (sizes[cam].height, sizes[cam].width, 3), np.dtype(np.uint8), image=True)
+
+
+def _read_back(store: Any, expected: dict[str, tuple[tuple[int, ...], str, str]], ends: list[int],
+               target: Path) -> None:
+    """Open what was written with zarr and compare every array's shape, dtype and bytes, and the ends."""
+    where = f"{target}: read back"
+    root = zarr.open_group(store=store, mode="r")
+    got_ends = [int(e) for e in root["meta/episode_ends"][:]]
+    if got_ends != ends:
+        raise ExportError(f"{where}: meta/episode_ends: found {got_ends[:5]}...; allowed: {ends[:5]}...")
+    have = sorted(root["data"].array_keys())
+    if have != sorted(expected):
+        raise ExportError(f"{where}: data: found keys {have}; allowed: {sorted(expected)}")
+    for key, (shape, dtype, digest) in expected.items():
+        arr = root[f"data/{key}"]
+        if tuple(arr.shape) != shape or arr.dtype.str != dtype:
+            raise ExportError(f"{where}: data/{key}: found {arr.dtype}{arr.shape}; allowed: {dtype}{shape}")
+        h = hashlib.sha256()
+        step = max(1, arr.chunks[0]) * max(1, 64 // max(1, arr.chunks[0]))
+        for lo in range(0, shape[0], step):
+            h.update(np.ascontiguousarray(arr[lo:lo + step]).tobytes())
+        if h.hexdigest() != digest:
+            raise ExportError(f"{where}: data/{key}: found other bytes than were written; allowed: identical")
+    if hasattr(store, "close"):
+        store.close()
+
+
+def _pack(tree: Path, zip_path: Path) -> None:
+    """The finished tree as one ZIP_STORED archive, entries sorted, fixed times (deterministic bytes)."""
+    files = sorted(p for p in tree.rglob("*") if p.is_file())
+    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for path in files:
+            info = zipfile.ZipInfo(path.relative_to(tree).as_posix(), date_time=_ZIP_TIME)
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, path.read_bytes())
