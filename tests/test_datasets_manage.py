@@ -464,7 +464,7 @@ def test_kill9_mid_operation_leaves_source_intact_and_target_absent_or_complete(
         remove(root, [2, *range(4, 20)])
         assert [r.index for r in Dataset.open(root).episodes()] == [0, 1, 3]
         kept = {**_tree_digest(root / "episodes"), **_tree_digest(root / ".removed")}
-        assert kept == files  # every finished file, byte for byte, in episodes/ or .removed/
+        assert kept == files  # every finished file, byte for byte, in episodes/ or .removed/ (and nothing else)
         assert validate(root).valid
     root = _copy(mixed, tmp_path / "split")
     assign_splits(root, 0.25, 0.0, 1)

@@ -30,11 +30,10 @@ from typing import Any
 
 import h5py
 
-from x2.atomic import fsync_dir, fsync_file
 from x2.datasets.building import building
 from x2.datasets.difference import describe, first_difference
 from x2.datasets.episode import Episode, episode_filename
-from x2.datasets.index import EpisodeRecord, append_record, format_indices
+from x2.datasets.index import EpisodeRecord, format_indices, write_index
 from x2.datasets.removal import Progress, begin_removal, finish_removal, pending_removal, removed_files
 from x2.datasets.select import Selection
 from x2.datasets.splits import read_splits, write_splits
@@ -57,7 +56,10 @@ class CopyResult:
 # ---- the copy mechanism ---------------------------------------------------------------------------
 def copy_episode(source: Path, target: Dataset, index: int, origin_key: str,
                  origin: Mapping[str, Any]) -> EpisodeRecord:
-    """Copy a finished file into `target` as episode `index` (the caller holds the target's lock)."""
+    """Copy a finished file into `target` (a dataset being built) as episode `index`; its index line.
+
+    No fsync here: the target is invisible until `building` fsyncs the whole tree and renames it into
+    place, so per-file syncs would only slow the copy down (bench/bench_manage.py)."""
     name = episode_filename(index)
     tmp, final = target.root / INPROGRESS_DIR / name, target.root / EPISODES_DIR / name
     try:
@@ -70,18 +72,13 @@ def copy_episode(source: Path, target: Dataset, index: int, origin_key: str,
                 text = earlier.decode() if isinstance(earlier, bytes) else str(earlier)
                 value["earlier"] = json.loads(text)
             f.attrs[origin_key] = json.dumps(value, sort_keys=True)
-        fsync_file(tmp)
         os.replace(tmp, final)
     except (OSError, ValueError) as exc:
         tmp.unlink(missing_ok=True)
         raise DatasetError(f"{source}: copy: found {exc}; allowed: a readable episode file and a writable "
                            "disk") from None
-    fsync_dir(final.parent)
-    fsync_dir(tmp.parent)
     with Episode(final) as ep:
-        record = ep.record(target.root)
-    append_record(target.index_path, record)
-    return record
+        return ep.record(target.root)  # read back from the copy: its index line matches it by construction
 
 
 def _used_slots(ds: Dataset) -> dict[int, int]:
@@ -104,6 +101,7 @@ def _build(out: Path, manifest: Manifest, plan: Sequence[tuple[Dataset, EpisodeR
                 records.append(copy_episode(ds.episode_path(record.index), target, index, origin_key, origin))
                 if progress is not None:
                     progress(done, len(plan))
+            write_index(target.index_path, records)
             slots: dict[int, int] = defaultdict(int)
             for ds in dict.fromkeys(ds for ds, _, _ in plan):
                 for master, nxt in _used_slots(ds).items():

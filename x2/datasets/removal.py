@@ -70,11 +70,21 @@ def begin_removal(root: Path, indices: Iterable[int]) -> None:
     write_text(journal_path(root), json.dumps({"episodes": sorted(set(indices))}) + "\n")
 
 
+def _clear_stale_journals(root: Path) -> None:
+    # A kill during step 2's atomic write leaves its temp file; under the lock no other writer is alive.
+    folder = Path(root) / REMOVED_DIR
+    mine = f".{JOURNAL_NAME}.tmp-{os.getpid()}"
+    for path in folder.glob(f".{JOURNAL_NAME}.tmp-*") if folder.is_dir() else ():
+        if path.name != mine:
+            path.unlink(missing_ok=True)
+
+
 def finish_removal(root: Path, progress: Progress | None = None) -> tuple[int, ...]:
     """Steps 3-5 of a journaled removal (the caller holds the lock); the indices it covered.
 
     Idempotent: a rerun after a kill at any point completes the same removal and moves nothing twice."""
     root = Path(root)
+    _clear_stale_journals(root)
     indices = pending_removal(root)
     if not indices:
         return ()
