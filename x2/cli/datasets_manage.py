@@ -39,8 +39,9 @@ OutOpt = Annotated[str, typer.Option(
 
 @contextmanager
 def _progress(what: str) -> Iterator[Callable[[int, int], None]]:
+    # Off a terminal even a transient bar leaves an empty line behind: scripts read these lines.
     with Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=console, transient=True) as bar:
+                  console=console, transient=True, disable=not console.is_terminal) as bar:
         job = bar.add_task(what, total=None)
 
         def advance(done: int, total: int) -> None:
