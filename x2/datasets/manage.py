@@ -4,6 +4,8 @@ A finished episode file is never edited in place. Merge and filter copy each fil
 `.inprogress/` of a dataset built beside its target (x2.datasets.building), set the copy's
 `episode_index` and its origin attr there, and rename it into `episodes/`; the target appears in one
 rename when complete. `remove` moves files into `.removed/` behind a journal (x2.datasets.removal).
+Sources are only read (readers need no lock; finished files never change); a target is locked while
+it is built, and `remove` holds its dataset's lock.
 
 Decisions (docs/format.md says the same):
 - merge renumbers 0..N-1 in source order; every copy carries `merged_from` ({dataset, episode}).
