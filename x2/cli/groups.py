@@ -2,30 +2,27 @@
 
 from __future__ import annotations
 
+import importlib
+
 import typer
+
+# Modules that add commands to a group defined elsewhere (`x2 export <format>`, `x2 datasets <verb>`):
+# importing one registers its commands.
+_COMMAND_MODULES = ("export_formats", "datasets_manage")
 
 
 def mount(app: typer.Typer) -> None:
-    from x2.cli import (
-        collect,
-        datasets,
-        devices,
-        export,
-        export_formats,  # noqa: F401  (registers `x2 export zarr` and `hdf5` on export.app)
-        label,
-        replay,
-        specs,
-        synth,
-        teleop,
-    )
+    from x2.cli import collect, datasets, devices, export, label, replay, specs, synth, teleop
 
+    for name in _COMMAND_MODULES:
+        importlib.import_module(f"x2.cli.{name}")
     app.add_typer(specs.robots_app)
     app.add_typer(specs.tasks_app)
     collect.app.command("teleop")(teleop.teleop)
     app.add_typer(collect.app)
     app.add_typer(datasets.app)
     app.add_typer(devices.app)
-    app.add_typer(export.app)  # its commands register themselves (export_formats, ...)
+    app.add_typer(export.app)
     app.command("label")(label.label)
     app.command("replay")(replay.replay)
     app.command("synth")(synth.synth)

@@ -24,6 +24,7 @@ from x2.atomic import fsync_dir, write_bytes
 from x2.datasets.difference import describe, first_difference
 from x2.datasets.episode import Episode, episode_filename, parse_episode_filename
 from x2.datasets.index import INDEX_NAME, EpisodeRecord, append_record, drop_torn_tail, format_indices, read_index
+from x2.datasets.removal import REMOVED_DIR, finish_removal
 from x2.datasets.writer import EpisodeWriter
 from x2.errors import DatasetError, NotFoundError
 
@@ -276,9 +277,9 @@ class Dataset:
             return {}
 
     def next_index(self) -> int:
-        """1 + the largest index seen anywhere (log, finished, in progress, quarantined, salvaged)."""
+        """1 + the largest index seen anywhere (log, finished, in progress, quarantined, salvaged, removed)."""
         seen = [r.index for r in self.episodes()]
-        for sub in (EPISODES_DIR, INPROGRESS_DIR, QUARANTINE_DIR, SALVAGED_DIR):
+        for sub in (EPISODES_DIR, INPROGRESS_DIR, QUARANTINE_DIR, SALVAGED_DIR, REMOVED_DIR):
             folder = self.root / sub
             names = [p.name for p in folder.iterdir()] if folder.is_dir() else []
             seen += [int(m.group(1)) for m in map(_ANY_INDEX.match, names) if m]
@@ -318,6 +319,7 @@ class Dataset:
         # A kill between "file renamed into episodes/" and "log line appended", or during the append,
         # leaves a finished file unlisted or a torn last line: restore the log from the files' own attrs.
         drop_torn_tail(self.index_path)
+        finish_removal(self.root)  # an interrupted `x2 datasets rm`: finish it, never list its files again
         listed = {r.index for r in self.episodes()}
         for path in self._files(EPISODES_DIR):
             index = parse_episode_filename(path.name)

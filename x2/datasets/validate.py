@@ -19,7 +19,9 @@ import h5py
 
 from x2.atomic import fsync_dir
 from x2.datasets.episode import Episode, episode_filename, parse_episode_filename
-from x2.datasets.index import INDEX_NAME, EpisodeRecord, scan_index, write_index
+from x2.datasets.index import INDEX_NAME, EpisodeRecord, format_indices, scan_index, write_index
+from x2.datasets.removal import REMOVED_DIR, finish_removal, journal_path, pending_removal
+from x2.datasets.splits import SPLITS_NAME, read_splits
 from x2.datasets.store import (
     EPISODES_DIR,
     INPROGRESS_DIR,
@@ -91,11 +93,16 @@ def validate(path: str | Path) -> Report:
         else:
             starts[digest] = record.index
     _check_slots(root, report)
+    _check_splits(root, report)
+    leaving = _check_removal(root, report)
     finished = _h5(root / EPISODES_DIR)
     for path in finished:
         index = parse_episode_filename(path.name)
         if index is None:
             report.add("info", path, "not an episode file name (ignored)")
+        elif index in leaving and index not in counts:
+            report.add("info", path, f"on its way to {REMOVED_DIR}/ (an interrupted x2 datasets rm; the next "
+                                     "writer or --repair finishes it)")
         elif index not in counts:
             problems, _, _ = _examine(path, root)
             severity: Severity = "error" if problems else "repairable"
@@ -106,11 +113,32 @@ def validate(path: str | Path) -> Report:
             report.add("info", path, f"being written by pid {holder}")
         else:
             report.add("repairable", path, "left by an interrupted writer (repair salvages or removes it)")
-    for sub in (QUARANTINE_DIR, SALVAGED_DIR):
+    for sub in (QUARANTINE_DIR, SALVAGED_DIR, REMOVED_DIR):
         kept = _h5(root / sub)
         if kept:
-            report.add("info", root / sub, f"{len(kept)} file(s) kept aside (not episodes)")
+            why = "taken out by x2 datasets rm" if sub == REMOVED_DIR else "kept aside"
+            report.add("info", root / sub, f"{len(kept)} file(s) {why} (not episodes)")
     return report
+
+
+def _check_splits(root: Path, report: Report) -> None:
+    try:
+        read_splits(root)
+    except DatasetError as exc:
+        report.add("error", root / SPLITS_NAME, str(exc))
+
+
+def _check_removal(root: Path, report: Report) -> set[int]:
+    """Episodes an interrupted rm is taking out (their unlisted files are expected, not a problem)."""
+    try:
+        pending = pending_removal(root)
+    except DatasetError as exc:
+        report.add("error", journal_path(root), str(exc))
+        return set()
+    if pending:
+        report.add("info", journal_path(root), f"an interrupted x2 datasets rm of episodes "
+                                               f"{format_indices(pending)} (the next writer or --repair finishes it)")
+    return set(pending)
 
 
 def _check_listed(root: Path, record: EpisodeRecord, report: Report) -> str | None:
@@ -181,6 +209,10 @@ def repair(path: str | Path) -> RepairResult:
     result = RepairResult(ds.root)
     ds.lock(heal=False)
     try:
+        finished_removal = finish_removal(ds.root)  # before the rebuild: those files must not be relisted
+        if finished_removal:
+            result.actions.append(f"finished the interrupted removal of episodes {format_indices(finished_removal)} "
+                                  f"(files in {REMOVED_DIR}/)")
         records: list[EpisodeRecord] = []
         for file in _h5(ds.root / EPISODES_DIR):
             if parse_episode_filename(file.name) is None:

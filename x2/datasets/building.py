@@ -1,0 +1,85 @@
+"""New datasets appear complete or not at all: `x2 datasets merge` and `filter` build beside the target.
+
+`building(target)` hands out a path inside a hidden sibling of the target (`.NAME.building-PID/NAME`);
+the caller creates the whole dataset there, and when the block ends without an error the tree is fsynced
+and renamed onto `target` in one step. A kill at any moment leaves no `target` or a complete one, never a
+half-made dataset that a collector could append to. The hidden folders of killed runs are removed by the
+next build of the same target (only those whose process is gone).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from x2.atomic import fsync_dir, fsync_file
+from x2.errors import DatasetError
+
+_BUILDING = ".building-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clear_dead_builds(target: Path) -> list[Path]:
+    """Remove what killed builds of `target` left beside it."""
+    prefix = f".{target.name}{_BUILDING}"
+    removed: list[Path] = []
+    if not target.parent.is_dir():
+        return removed
+    for path in target.parent.glob(f"{prefix}*"):
+        pid = path.name.removeprefix(prefix)
+        if pid.isdigit() and not _alive(int(pid)) and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def refuse_existing(target: Path) -> None:
+    if target.exists() or target.is_symlink():
+        kind = "folder" if target.is_dir() else "file"
+        raise DatasetError(f"{target}: --out: found an existing {kind}; allowed: a new path "
+                           "(merge and filter always write a new dataset)")
+
+
+def _fsync_tree(root: Path) -> None:
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            fsync_file(Path(folder) / name)
+        fsync_dir(Path(folder))
+
+
+@contextmanager
+def building(target: str | Path) -> Iterator[Path]:
+    """`with building(out) as tmp: Dataset.create(tmp, ...) ...` -> `out` is exactly that dataset."""
+    target = Path(target).absolute()
+    refuse_existing(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    clear_dead_builds(target)
+    box = target.parent / f".{target.name}{_BUILDING}{os.getpid()}"
+    shutil.rmtree(box, ignore_errors=True)
+    box.mkdir()
+    inner = box / target.name
+    try:
+        yield inner
+        if not (inner / "manifest.json").is_file():
+            raise DatasetError(f"{target}: dataset: found nothing built; allowed: a finished dataset")
+        _fsync_tree(inner)
+        refuse_existing(target)  # made meanwhile by someone else
+        try:
+            os.rename(inner, target)
+        except OSError as exc:
+            raise DatasetError(f"{target}: --out: found {exc.strerror.lower()}; allowed: a new path") from None
+        fsync_dir(target.parent)
+    finally:
+        shutil.rmtree(box, ignore_errors=True)

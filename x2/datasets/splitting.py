@@ -1,0 +1,88 @@
+"""`x2 datasets split`: assign train / val / test by episode, stratified by task and source.
+
+Each stratum (one task recorded by one source) is shuffled on its own, from a generator seeded by the
+split seed and the stratum's name, and keeps about the asked fractions: at least one val episode once it
+has two episodes, at least one test episode (when asked for) once it has three, and always one train
+episode. Same dataset and seed, same `splits.json`, byte for byte; a stratum's assignment does not
+change when another stratum grows.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from x2.datasets.manage import episode_tasks
+from x2.datasets.removal import Progress
+from x2.datasets.splits import SPLITS_NAME, write_splits
+from x2.datasets.store import Dataset
+from x2.errors import DatasetError
+
+
+@dataclass(frozen=True)
+class Stratum:
+    task: str
+    source: str
+    train: tuple[int, ...]
+    val: tuple[int, ...]
+    test: tuple[int, ...]
+
+    @property
+    def episodes(self) -> int:
+        return len(self.train) + len(self.val) + len(self.test)
+
+
+def split_counts(n: int, val: float, test: float) -> tuple[int, int]:
+    """(val, test) episodes of a stratum of `n`: nearest to the fractions within the minimums above."""
+    n_val = max(1, int(n * val + 0.5)) if val > 0 and n >= 2 else 0
+    n_test = max(1, int(n * test + 0.5)) if test > 0 and n >= 3 else 0
+    room = n - 1  # train keeps one; then val keeps its one before test takes more
+    n_val = min(n_val, room - (1 if n_test else 0))
+    n_test = min(n_test, room - n_val)
+    return n_val, n_test
+
+
+def plan_splits(ds: Dataset, val: float, test: float = 0.0, seed: int = 0,
+                progress: Progress | None = None) -> list[Stratum]:
+    for name, value in (("--val", val), ("--test", test)):
+        if not 0.0 <= value < 1.0:
+            raise DatasetError(f"{name}: found {value}; allowed: a fraction in [0, 1)")
+    if val + test >= 1.0:
+        raise DatasetError(f"--val/--test: found {val} + {test}; allowed: a sum below 1 (train keeps the rest)")
+    if seed < 0:
+        raise DatasetError(f"--seed: found {seed}; allowed: an integer >= 0")
+    records = sorted(ds.episodes(), key=lambda r: r.index)
+    tasks = episode_tasks(ds, records, progress)
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for record in records:
+        groups[(tasks[record.index], record.source)].append(record.index)
+    strata: list[Stratum] = []
+    for (task, source), members in sorted(groups.items()):
+        key = zlib.crc32(f"{task}\0{source}".encode())
+        order = np.random.default_rng(np.random.SeedSequence([seed, key])).permutation(members).tolist()
+        n_val, n_test = split_counts(len(order), val, test)
+        strata.append(Stratum(task, source, train=tuple(sorted(order[n_val + n_test:])),
+                              val=tuple(sorted(order[:n_val])), test=tuple(sorted(order[n_val:n_val + n_test]))))
+    return strata
+
+
+def assign_splits(root: str | Path, val: float, test: float = 0.0, seed: int = 0,
+                  progress: Progress | None = None) -> list[Stratum]:
+    """Plan the splits and write `splits.json` (atomically, holding the lock); every episode is listed."""
+    ds = Dataset.open(root)
+    ds.lock()
+    try:
+        strata = plan_splits(ds, val, test, seed, progress)
+        assignment = {i: name for s in strata for name, members in (("train", s.train), ("val", s.val),
+                                                                     ("test", s.test)) for i in members}
+        write_splits(ds.root, assignment)
+    finally:
+        ds.close()
+    return strata
+
+
+__all__ = ["SPLITS_NAME", "Stratum", "assign_splits", "plan_splits", "split_counts"]
