@@ -6,6 +6,7 @@ import typer
 
 
 def mount(app: typer.Typer) -> None:
+    import x2.cli.datasets_view  # noqa: F401  (registers `x2 datasets view` on datasets.app)
     from x2.cli import collect, datasets, devices, label, replay, specs, synth, teleop
 
     app.add_typer(specs.robots_app)
