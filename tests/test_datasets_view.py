@@ -8,9 +8,11 @@ import io
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -35,8 +37,15 @@ SMALL = ImageSize(96, 128)
 class Recording:
     """Every entity's rows as rerun stored them: temporal rows sorted by frame, static rows apart."""
 
-    def __init__(self, path: Path) -> None:
-        store = RrdReader(path).store()  # reads the footer's manifest: a truncated file fails here
+    def __init__(self, path: Path, footer: bool = True) -> None:
+        # store() reads the footer's manifest: a truncated file fails there. A stream a viewer saved as it
+        # arrived has no footer and is read whole.
+        if footer:
+            store = RrdReader(path).store()
+        else:
+            with warnings.catch_warnings():  # rerun warns that such a file has no footer: we know
+                warnings.simplefilter("ignore")
+                store = RrdReader(path).stream().collect()
         temporal: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.static: dict[str, dict[str, Any]] = defaultdict(dict)
         for chunk in store.stream():
@@ -84,7 +93,8 @@ def short_ds(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def synth_ds(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real synthesised episode: real subtask segments and DAG events."""
     root = tmp_path_factory.mktemp("view_synth")
-    done = run_x2(["synth", "--task", "fruit_in_microwave", "-n", "1", "--dataset", str(root / "fruit")], cwd=root)
+    done = run_x2(["synth", "--task", "fruit_in_microwave", "-n", "1", "--workers", "1",
+                   "--dataset", str(root / "fruit")], cwd=root)
     assert done.returncode == 0, done.stderr
     return root / "fruit"
 
@@ -247,6 +257,47 @@ def test_unknown_camera_is_one_line_and_leaves_nothing(short_ds: Path, tmp_path:
     episode = Dataset.open(short_ds).episode_path(0)
     assert line.startswith(f"error: {episode}: cameras: found ['nope']; allowed: the model's cameras"), line
     assert list(out.parent.iterdir()) == []
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_with_a_display_the_viewer_gets_the_recording(short_ds: Path, tmp_path: Path) -> None:
+    # A real rerun listening where the viewer would, saving what it receives: x2 finds it there and sends
+    # to it instead of starting one (what rerun's spawn does with a viewer already open on the port).
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    received = tmp_path / "received.rrd"
+    viewer = subprocess.Popen([str(Path(sys.executable).parent / "rerun"), "--port", str(port), "--save",
+                               str(received)], env=HEADLESS_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not listening(port):
+            assert viewer.poll() is None and time.monotonic() < deadline, "rerun did not start listening"
+            time.sleep(0.1)
+        env = {**HEADLESS_ENV, "DISPLAY": ":99"}
+        args = [sys.executable, "-m", "x2", "datasets", "view", "1", "-d", str(short_ds), "--cameras", "head",
+                "--size", "48x64", "--port", str(port)]
+        done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[-1] == f"sent to the rerun viewer on port {port}"
+        assert not (tmp_path / "exports").exists()  # a display and no --out: the viewer only
+        done = subprocess.run([*args, "--out", "both.rrd", "--spawn"], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    finally:
+        viewer.terminate()
+        viewer.wait(timeout=30)
+    frames = Dataset.open(short_ds).load(1).frames
+    both = Recording(tmp_path / "both.rrd")
+    assert len(both.images("/cameras/head")) == frames
+    got = Recording(received, footer=False)  # two runs of the same episode: one recording id, rows twice
+    assert sorted(got.frames("/cameras/head").tolist()) == sorted(2 * list(range(frames)))
+    assert got.scalars("/joints/left_j1/qpos").tolist() == [v for v in both.scalars("/joints/left_j1/qpos")
+                                                            for _ in range(2)]
 
 
 def test_viewer_only_with_a_display() -> None:

@@ -18,6 +18,7 @@ from x2.render import ImageSize
 from x2.view import (
     DEFAULT_CAMERAS,
     DEFAULT_SIZE,
+    VIEWER_PORT,
     default_rrd_path,
     parse_cameras,
     plan_cameras,
@@ -44,6 +45,9 @@ def view_command(
         show_default=False)] = None,
     spawn: Annotated[bool, typer.Option(
         "--spawn", help="Open the rerun viewer (where a display exists) even with --out.")] = False,
+    port: Annotated[int, typer.Option(
+        "--port", min=1, max=65535, help="The viewer's gRPC port (a viewer already listening there is reused).",
+    )] = VIEWER_PORT,
 ) -> None:
     """A rerun recording of one episode: camera streams, qpos and action per joint, object and tcp poses,
     the current subtask and the DAG events, on frame and sim-time timelines.
@@ -69,10 +73,10 @@ def view_command(
                 bar.update(job, completed=done)
 
             if target is None:
-                summary = record_episode(ep, dataset=ds.name, plan=plan, spawn=True, on_frame=advance)
+                summary = record_episode(ep, dataset=ds.name, plan=plan, spawn=True, port=port, on_frame=advance)
             else:
                 with staged(target, overwrite=True) as tmp:  # a view is derived: a new one replaces the old
-                    summary = record_episode(ep, dataset=ds.name, plan=plan, path=tmp, spawn=viewer,
+                    summary = record_episode(ep, dataset=ds.name, plan=plan, path=tmp, spawn=viewer, port=port,
                                              on_frame=advance)
     table = Table(title=f"episode {episode}: {summary.frames} frames", title_justify="left", show_header=False)
     table.add_column("what", style="bold")
@@ -84,6 +88,6 @@ def view_command(
     table.add_row("events", str(summary.events))
     console.print(table)
     if viewer:
-        console.print("sent to the rerun viewer")
+        console.print(f"sent to the rerun viewer on port {port}")
     if target is not None:
         console.print(f"wrote {target}; open it with: rerun {shlex.quote(str(target))}", soft_wrap=True)

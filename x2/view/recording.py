@@ -45,6 +45,7 @@ JPEG_QUALITY = 90  # a file to look at, not training data: 2x smaller than rerun
 _IMAGE_BATCH = 32  # frames per image chunk: bounds memory on long episodes and keeps chunks few
 _AXIS_LENGTH_M = 0.08
 _APPLICATION = "x2"
+VIEWER_PORT = 9876  # rerun's own default: a viewer the user already has open there is reused
 
 
 @dataclass(frozen=True)
@@ -111,9 +112,10 @@ def recording_id(dataset: str, ep: Episode) -> str:
 
 
 def record_episode(ep: Episode, *, dataset: str, plan: CameraPlan, path: Path | None = None,
-                   spawn: bool = False, on_frame: Callable[[int], None] | None = None) -> RecordingSummary:
-    """Log the episode to a .rrd at `path` (written in place: the caller stages it) and/or to a freshly
-    spawned viewer. Returns what was logged."""
+                   spawn: bool = False, port: int = VIEWER_PORT,
+                   on_frame: Callable[[int], None] | None = None) -> RecordingSummary:
+    """Log the episode to a .rrd at `path` (written in place: the caller stages it) and/or to the viewer
+    on `port` (spawned unless one already listens there). Returns what was logged."""
     if path is None and not spawn:
         raise ExportError("view: found neither a file nor a viewer to send to; allowed: a path, spawn, or both")
     rr = rerun_sdk()
@@ -122,8 +124,8 @@ def record_episode(ep: Episode, *, dataset: str, plan: CameraPlan, path: Path | 
     blueprint = default_blueprint(plan.cameras, arms, has_labels="labels/subtask_index" in ep)
     sinks: list[Any] = []
     if spawn:
-        rec.spawn(connect=False)
-        sinks.append(rr.GrpcSink())
+        rec.spawn(port=port, connect=False)
+        sinks.append(rr.GrpcSink(f"rerun+http://127.0.0.1:{port}/proxy"))
     if path is not None:
         sinks.append(rr.FileSink(str(path)))
     rec.set_sinks(*sinks, default_blueprint=blueprint)
