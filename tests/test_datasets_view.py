@@ -227,8 +227,10 @@ def test_same_episode_same_recording(short_ds: Path, tmp_path: Path) -> None:
     first = Recording(write(short_ds, 0, tmp_path / "a.rrd", ("head",), SMALL))
     second = Recording(write(short_ds, 0, tmp_path / "b.rrd", ("head",), SMALL))
     assert first.rows == second.rows and first.static == second.static
-    store = RrdReader(tmp_path / "a.rrd").recordings()[0]
-    assert store.recording_id == RrdReader(tmp_path / "b.rrd").recordings()[0].recording_id
+    ids = {name: RrdReader(tmp_path / name).recordings()[0].recording_id for name in ("a.rrd", "b.rrd")}
+    assert ids["a.rrd"] == ids["b.rrd"]
+    other = write(short_ds, 0, tmp_path / "c.rrd", ("head",), ImageSize(48, 64))  # another view of it
+    assert RrdReader(other).recordings()[0].recording_id != ids["a.rrd"]
 
 
 # ---- the command ----------------------------------------------------------------------------------
@@ -294,7 +296,7 @@ def test_with_a_display_the_viewer_gets_the_recording(short_ds: Path, tmp_path: 
     frames = Dataset.open(short_ds).load(1).frames
     both = Recording(tmp_path / "both.rrd")
     assert len(both.images("/cameras/head")) == frames
-    got = Recording(received, footer=False)  # two runs of the same episode: one recording id, rows twice
+    got = Recording(received, footer=False)  # the same view twice: one recording id, every row twice
     assert sorted(got.frames("/cameras/head").tolist()) == sorted(2 * list(range(frames)))
     assert got.scalars("/joints/left_j1/qpos").tolist() == [v for v in both.scalars("/joints/left_j1/qpos")
                                                             for _ in range(2)]

@@ -21,6 +21,7 @@ rerun is imported only inside the functions that need it: the rest of x2 never p
 
 from __future__ import annotations
 
+import hashlib
 import io
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -106,9 +107,14 @@ def plan_cameras(ep: Episode, cameras: Sequence[str] | None = None, size: ImageS
     return CameraPlan(chosen, size, rendered)
 
 
-def recording_id(dataset: str, ep: Episode) -> str:
-    """Stable per episode (the same file gives the same id), so two views of it are one recording."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"x2:{dataset}:{ep.index}:{ep.initial_digest()}"))
+def recording_id(dataset: str, ep: Episode, plan: CameraPlan) -> str:
+    """The same file viewed the same way gets the same id (same input, same recording); anything else, a
+    relabelled file or other cameras, gets its own, so the viewer never merges two different views."""
+    digest = hashlib.sha256()
+    with open(ep.path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"x2:{dataset}:{ep.index}:{digest.hexdigest()}:{plan}"))
 
 
 def record_episode(ep: Episode, *, dataset: str, plan: CameraPlan, path: Path | None = None,
@@ -119,7 +125,7 @@ def record_episode(ep: Episode, *, dataset: str, plan: CameraPlan, path: Path | 
     if path is None and not spawn:
         raise ExportError("view: found neither a file nor a viewer to send to; allowed: a path, spawn, or both")
     rr = rerun_sdk()
-    rec = rr.RecordingStream(_APPLICATION, recording_id=recording_id(dataset, ep), send_properties=False)
+    rec = rr.RecordingStream(_APPLICATION, recording_id=recording_id(dataset, ep, plan), send_properties=False)
     arms = _arm_joints(ep)
     blueprint = default_blueprint(plan.cameras, arms, has_labels="labels/subtask_index" in ep)
     sinks: list[Any] = []
