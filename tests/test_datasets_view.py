@@ -261,6 +261,21 @@ def test_unknown_camera_is_one_line_and_leaves_nothing(short_ds: Path, tmp_path:
     assert list(out.parent.iterdir()) == []
 
 
+def end_group(process: subprocess.Popen) -> None:
+    """SIGTERM the process group `process` leads, and wait until every member is gone (files closed)."""
+    os.killpg(process.pid, signal.SIGTERM)
+    process.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    raise AssertionError("rerun did not end on SIGTERM")
+
+
 def listening(port: int) -> bool:
     with socket.socket() as probe:
         return probe.connect_ex(("127.0.0.1", port)) == 0
@@ -273,8 +288,10 @@ def test_with_a_display_the_viewer_gets_the_recording(short_ds: Path, tmp_path: 
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     received = tmp_path / "received.rrd"
+    # The `rerun` script runs the real binary as its child: a session of its own lets both be ended.
     viewer = subprocess.Popen([str(Path(sys.executable).parent / "rerun"), "--port", str(port), "--save",
-                               str(received)], env=HEADLESS_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               str(received)], env=HEADLESS_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
     try:
         deadline = time.monotonic() + 30
         while not listening(port):
@@ -291,8 +308,7 @@ def test_with_a_display_the_viewer_gets_the_recording(short_ds: Path, tmp_path: 
                               text=True, timeout=120)
         assert done.returncode == 0, done.stderr
     finally:
-        viewer.terminate()
-        viewer.wait(timeout=30)
+        end_group(viewer)
     frames = Dataset.open(short_ds).load(1).frames
     both = Recording(tmp_path / "both.rrd")
     assert len(both.images("/cameras/head")) == frames
