@@ -1,0 +1,20 @@
+"""Looking at one episode: a rerun recording of its cameras, joints, poses and subtask timeline.
+
+Only `x2.cli` imports this package (an import-linter contract holds it); rerun itself is imported lazily.
+"""
+
+from x2.view.recording import (
+    DEFAULT_CAMERAS,
+    DEFAULT_SIZE,
+    VIEWER_PORT,
+    CameraPlan,
+    RecordingSummary,
+    default_rrd_path,
+    parse_cameras,
+    plan_cameras,
+    record_episode,
+    wants_viewer,
+)
+
+__all__ = ["DEFAULT_CAMERAS", "DEFAULT_SIZE", "VIEWER_PORT", "CameraPlan", "RecordingSummary", "default_rrd_path",
+           "parse_cameras", "plan_cameras", "record_episode", "wants_viewer"]
