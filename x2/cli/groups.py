@@ -6,7 +6,7 @@ import typer
 
 
 def mount(app: typer.Typer) -> None:
-    from x2.cli import collect, datasets, devices, label, replay, specs, synth, teleop
+    from x2.cli import collect, datasets, devices, label, render, replay, specs, synth, teleop
 
     app.add_typer(specs.robots_app)
     app.add_typer(specs.tasks_app)
@@ -15,5 +15,6 @@ def mount(app: typer.Typer) -> None:
     app.add_typer(datasets.app)
     app.add_typer(devices.app)
     app.command("label")(label.label)
+    app.command("render")(render.render)
     app.command("replay")(replay.replay)
     app.command("synth")(synth.synth)

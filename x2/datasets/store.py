@@ -24,6 +24,7 @@ from x2.atomic import fsync_dir, write_bytes
 from x2.datasets.difference import describe, first_difference
 from x2.datasets.episode import Episode, episode_filename, parse_episode_filename
 from x2.datasets.index import INDEX_NAME, EpisodeRecord, append_record, drop_torn_tail, format_indices, read_index
+from x2.datasets.rewrite import finish_interrupted
 from x2.datasets.writer import EpisodeWriter
 from x2.errors import DatasetError, NotFoundError
 
@@ -318,6 +319,8 @@ class Dataset:
         # A kill between "file renamed into episodes/" and "log line appended", or during the append,
         # leaves a finished file unlisted or a torn last line: restore the log from the files' own attrs.
         drop_torn_tail(self.index_path)
+        # A render killed between rewriting the log and renaming its new file: finish it, drop its strays.
+        finish_interrupted(self.root, self.episodes())
         listed = {r.index for r in self.episodes()}
         for path in self._files(EPISODES_DIR):
             index = parse_episode_filename(path.name)
