@@ -10,10 +10,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from x2.render.sheet import contact_sheet
     from x2.render.dataset import RenderProgress, RenderSummary, render_dataset
     from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
     from x2.render.frames import ImageSize, StateRenderer
+    from x2.render.sheet import contact_sheet
     from x2.render.source import CAMERA_POSES, IMAGES, episode_frames, frames_at, stored_cameras
 
 _WHERE = {
