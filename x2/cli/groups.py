@@ -12,7 +12,7 @@ _COMMAND_MODULES = ("export_formats", "datasets_manage", "datasets_view")
 
 
 def mount(app: typer.Typer) -> None:
-    from x2.cli import collect, datasets, devices, export, label, replay, specs, synth, teleop
+    from x2.cli import collect, datasets, devices, export, label, render, replay, specs, synth, teleop
 
     for name in _COMMAND_MODULES:
         importlib.import_module(f"x2.cli.{name}")
@@ -24,5 +24,6 @@ def mount(app: typer.Typer) -> None:
     app.add_typer(devices.app)
     app.add_typer(export.app)
     app.command("label")(label.label)
+    app.command("render")(render.render)
     app.command("replay")(replay.replay)
     app.command("synth")(synth.synth)

@@ -25,6 +25,7 @@ from x2.datasets.difference import describe, first_difference
 from x2.datasets.episode import Episode, episode_filename, parse_episode_filename
 from x2.datasets.index import INDEX_NAME, EpisodeRecord, append_record, drop_torn_tail, format_indices, read_index
 from x2.datasets.removal import REMOVED_DIR, finish_removal
+from x2.datasets.rewrite import finish_interrupted
 from x2.datasets.writer import EpisodeWriter
 from x2.errors import DatasetError, NotFoundError
 
@@ -320,6 +321,8 @@ class Dataset:
         # leaves a finished file unlisted or a torn last line: restore the log from the files' own attrs.
         drop_torn_tail(self.index_path)
         finish_removal(self.root)  # an interrupted `x2 datasets rm`: finish it, never list its files again
+        # A render killed between rewriting the log and renaming its new file: finish it, drop its strays.
+        finish_interrupted(self.root, self.episodes())
         listed = {r.index for r in self.episodes()}
         for path in self._files(EPISODES_DIR):
             index = parse_episode_filename(path.name)

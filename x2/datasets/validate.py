@@ -3,7 +3,9 @@
 ``validate`` only reads and returns a report. ``repair`` takes the writer lock, moves unreadable
 finished files to ``.quarantine/`` (never deletes user data), rebuilds ``episodes.jsonl`` from the
 episode files' own attrs, and empties ``.inprogress/``: a file with at least one frame goes to
-``.salvaged/`` (kept, but not an episode), an empty one is removed. Running it twice changes nothing.
+``.salvaged/`` (kept, but not an episode), an empty one is removed. A render killed mid-way
+(``.rendering/``, see x2.datasets.rewrite) is finished or its strays removed first: they are pixels
+that can be rendered again, never the only copy of an episode. Running it twice changes nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from x2.atomic import fsync_dir
 from x2.datasets.episode import Episode, episode_filename, parse_episode_filename
 from x2.datasets.index import INDEX_NAME, EpisodeRecord, format_indices, scan_index, write_index
 from x2.datasets.removal import REMOVED_DIR, finish_removal, journal_path, pending_removal
+from x2.datasets.rewrite import finish_interrupted, interrupted_renames, staged_files
 from x2.datasets.splits import SPLITS_NAME, read_splits
 from x2.datasets.store import (
     EPISODES_DIR,
@@ -82,8 +85,10 @@ def validate(path: str | Path) -> Report:
         if n > 1:
             report.add("error", root / INDEX_NAME, f"episode {index} is listed {n} times")
     starts: dict[str, int] = {}  # initial-state digest -> first episode starting there
+    holder = lock_holder(root)
+    renames = interrupted_renames(root, scan.records) if holder is None else {}
     for record in {r.index: r for r in sorted(scan.records, key=lambda r: r.index)}.values():
-        digest = _check_listed(root, record, report)
+        digest = _check_listed(root, record, report, renames.get(record.index))
         if digest is None:
             continue
         if digest in starts:
@@ -107,7 +112,12 @@ def validate(path: str | Path) -> Report:
             problems, _, _ = _examine(path, root)
             severity: Severity = "error" if problems else "repairable"
             report.add(severity, path, problems[0] if problems else f"finished but missing from {INDEX_NAME}")
-    holder = lock_holder(root)
+    for path in staged_files(root):
+        if holder is not None:
+            report.add("info", path, f"being rendered by pid {holder}")
+        elif path not in renames.values():
+            report.add("info", path, "left by an interrupted render (not an episode; the next x2 render, "
+                                     "writer or --repair removes it)")
     for path in _h5(root / INPROGRESS_DIR):
         if holder is not None:
             report.add("info", path, f"being written by pid {holder}")
@@ -141,8 +151,9 @@ def _check_removal(root: Path, report: Report) -> set[int]:
     return set(pending)
 
 
-def _check_listed(root: Path, record: EpisodeRecord, report: Report) -> str | None:
-    """Check one listed episode against its file; its initial-state digest when it checks out."""
+def _check_listed(root: Path, record: EpisodeRecord, report: Report, staged: Path | None = None) -> str | None:
+    """Check one listed episode against its file (its `staged` new version when a render was killed
+    after rewriting the log, before the rename); its initial-state digest when it checks out."""
     where = root / INDEX_NAME
     expected = f"{EPISODES_DIR}/{episode_filename(record.index)}"
     if record.file != expected:
@@ -150,6 +161,11 @@ def _check_listed(root: Path, record: EpisodeRecord, report: Report) -> str | No
                                    f"allowed: {expected!r}")
         return None
     path = root / expected
+    if staged is not None:
+        report.add("info", staged, f"episode {record.index}: a render was interrupted between the log and the "
+                                   f"rename; the log already describes this file (the next x2 render, writer or "
+                                   f"--repair moves it into {EPISODES_DIR}/)")
+        path = staged
     if not path.is_file():
         report.add("error", path, f"listed in {INDEX_NAME} but missing (episode {record.index})")
         return None
@@ -213,6 +229,7 @@ def repair(path: str | Path) -> RepairResult:
         if finished_removal:
             result.actions.append(f"finished the interrupted removal of episodes {format_indices(finished_removal)} "
                                   f"(files in {REMOVED_DIR}/)")
+        result.actions += finish_interrupted(ds.root, scan_index(ds.index_path).records)
         records: list[EpisodeRecord] = []
         for file in _h5(ds.root / EPISODES_DIR):
             if parse_episode_filename(file.name) is None:

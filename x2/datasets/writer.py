@@ -9,8 +9,6 @@ anyway. Camera frames are zstd-compressed on a small thread pool and written chu
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import json
 import math
 import os
@@ -22,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import h5py
-import hdf5plugin
 import numpy as np
 
 from x2.atomic import fsync_dir, fsync_file
@@ -41,40 +38,11 @@ from x2.datasets.episode import (
     string_array,
 )
 from x2.datasets.index import EpisodeRecord, append_record
+from x2.datasets.zstd import compress_frame, image_filter, zstd_lib
 from x2.errors import DatasetError
 
 _CHUNK_BYTES = 16 * 1024  # low-dim chunks: a short episode wastes little, a long one reads in few chunks
-_ZSTD_LEVEL = 1  # measured: ~7 ms per 3x480x640 frame at 11.7x on 2 cores
 _IMAGE_LAG = 2  # ticks a frame may spend in the compression pool before append writes it (66 ms at 30 Hz)
-
-
-@functools.cache
-def _zstd_lib() -> ctypes.CDLL | None:
-    """The zstd inside hdf5plugin's own filter library, so the chunks we compress are exactly what
-    its HDF5 filter decodes; ctypes releases the GIL, so the pool compresses in parallel."""
-    try:
-        lib = ctypes.CDLL(os.path.join(hdf5plugin.PLUGIN_PATH, "libh5zstd.so"))
-        lib.ZSTD_compressBound.restype = ctypes.c_size_t
-        lib.ZSTD_compressBound.argtypes = [ctypes.c_size_t]
-        lib.ZSTD_compress.restype = ctypes.c_size_t
-        lib.ZSTD_compress.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
-                                      ctypes.c_int]
-        lib.ZSTD_isError.restype = ctypes.c_uint
-        lib.ZSTD_isError.argtypes = [ctypes.c_size_t]
-    except (OSError, AttributeError):
-        return None  # the writer then lets the HDF5 filter compress (serially) at flush time
-    return lib
-
-
-def _compress(frame: np.ndarray) -> bytes:
-    lib = _zstd_lib()
-    assert lib is not None  # only submitted when the library loaded
-    bound = lib.ZSTD_compressBound(frame.nbytes)
-    out = ctypes.create_string_buffer(bound)
-    size = lib.ZSTD_compress(out, bound, frame.ctypes.data, frame.nbytes, _ZSTD_LEVEL)
-    if lib.ZSTD_isError(size):
-        raise DatasetError(f"zstd: frame: found compression error {size}; allowed: a uint8 image")
-    return out.raw[:size]
 
 
 def _write_rows(ds: h5py.Dataset, start: int, rows: np.ndarray) -> None:
@@ -94,7 +62,7 @@ class _Column:
 
     def create(self, f: h5py.File, attrs: Mapping[str, Any]) -> None:
         if self.image:  # one compressed chunk per frame, so a frame is written (and read) on its own
-            chunks, extra = (1, *self.row_shape), dict(hdf5plugin.Zstd(clevel=_ZSTD_LEVEL))
+            chunks, extra = (1, *self.row_shape), image_filter()
         else:
             rows = max(1, min(1024, _CHUNK_BYTES // max(1, self.buf[0].nbytes)))
             chunks, extra = (rows, *self.row_shape), {}
@@ -222,7 +190,7 @@ class EpisodeWriter:
         for cam, frame in frames.items():
             # The caller may reuse its render buffer after append returns: compress a private copy.
             copy = np.ascontiguousarray(frame).copy()
-            self._frames[cam].append(self._pool.submit(_compress, copy) if self._pool else copy)
+            self._frames[cam].append(self._pool.submit(compress_frame, copy) if self._pool else copy)
 
     # ---- setup ----------------------------------------------------------------------------------
     def _setup_from_tick(self, values: tuple[Any, ...], images: Mapping[str, np.ndarray] | None) -> None:
@@ -242,7 +210,7 @@ class EpisodeWriter:
                 cam = key.removeprefix("images/")
                 self._cams[cam] = _Column(f"observations/images/{cam}", np.uint8, shape, 0, image=True)
                 self._frames[cam] = deque()
-        if self._cams and _zstd_lib() is not None:
+        if self._cams and zstd_lib() is not None:
             workers = min(2, os.cpu_count() or 1)
             self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="x2-zstd")
         self._create_datasets()

@@ -88,6 +88,10 @@ class StateRenderer:
         k = np.array([[f, 0.0, self.size.width / 2], [0.0, f, self.size.height / 2], [0.0, 0.0, 1.0]])
         return {"fovy_deg": fovy, "intrinsics": k, "height": self.size.height, "width": self.size.width}
 
+    def camera_body(self, camera: str) -> str:
+        """The body the camera is fixed to (``world`` for a booth camera)."""
+        return str(self.model.body(int(self.model.cam_bodyid[self._ids[camera]])).name)
+
     def frames(self, states: np.ndarray) -> Iterator[dict[str, np.ndarray]]:
         for state in states:
             yield self.frame(state)

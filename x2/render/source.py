@@ -7,10 +7,12 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from x2.datasets import Episode
+from x2.render.defaults import DEFAULT_SIZE
 from x2.render.frames import ImageSize, StateRenderer
 from x2.rollout.world import open_world
 
-IMAGES = "observations/images"
+IMAGES = "observations/images"  # <cam>: (T, H, W, 3) uint8, docs/format.md
+CAMERA_POSES = "observations/camera_poses"  # <cam>: (T, 7) float64 world pose of the camera per frame
 
 
 def stored_cameras(ep: Episode) -> dict[str, ImageSize]:
@@ -23,21 +25,34 @@ def stored_cameras(ep: Episode) -> dict[str, ImageSize]:
     return out
 
 
+def _split(ep: Episode, cameras: Sequence[str], size: ImageSize | None) -> tuple[list[str], list[str]]:
+    """(cameras read from the file, cameras to render): a stream is read when stored at `size`, or at
+    any size when `size` is None."""
+    stored = stored_cameras(ep)
+    read = [c for c in cameras if c in stored and (size is None or stored[c] == size)]
+    return read, [c for c in cameras if c not in read]
+
+
 def episode_frames(ep: Episode, cameras: Sequence[str],
                    size: ImageSize | None = None) -> Iterator[dict[str, np.ndarray]]:
     """One {camera: (H, W, 3) uint8} per frame, in order. A camera stored at `size` (or at any size when
-    `size` is None) is read from the file; the others are rendered from /states of the file's own world."""
-    stored = stored_cameras(ep)
-    read = [c for c in cameras if c in stored and (size is None or stored[c] == size)]
-    draw = [c for c in cameras if c not in read]
+    `size` is None) is read from the file; the others are rendered from /states of the file's own world
+    (at DEFAULT_SIZE when `size` is None)."""
+    yield from frames_at(ep, cameras, range(ep.frames), size)
+
+
+def frames_at(ep: Episode, cameras: Sequence[str], frames: Sequence[int],
+              size: ImageSize | None = None) -> Iterator[dict[str, np.ndarray]]:
+    """As `episode_frames`, for the given frame numbers only (in the order given)."""
+    read, draw = _split(ep, cameras, size)
     datasets = {c: ep.dataset(f"{IMAGES}/{c}") for c in read}
     if not draw:
-        for t in range(ep.frames):
+        for t in frames:
             yield {c: datasets[c][t] for c in cameras}
         return
-    with open_world(ep) as world, StateRenderer(world, draw, size or ImageSize(480, 640)) as renderer:
+    with open_world(ep) as world, StateRenderer(world, draw, size or DEFAULT_SIZE) as renderer:
         states = ep.dataset("states")
-        for t in range(ep.frames):
+        for t in frames:
             frame = renderer.frame(states[t])
             frame.update({c: datasets[c][t] for c in read})
             yield {c: frame[c] for c in cameras}

@@ -1,0 +1,113 @@
+"""`x2 render`: camera streams from recorded states into the episode files, or one episode's contact sheet."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from x2.cli._common import console, translate_errors
+from x2.datasets import Dataset, remember_dataset, resolve_dataset
+from x2.datasets.select import parse_episode_list
+from x2.errors import DatasetError
+from x2.render import DEFAULT_CAMERAS, DEFAULT_SIZE, ImageSize, RenderProgress, contact_sheet, render_dataset
+
+_CAMERA = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def _cameras(text: str | None) -> tuple[str, ...]:
+    if text is None:
+        return DEFAULT_CAMERAS
+    names = tuple(n.strip() for n in text.split(","))
+    if not names or any(not _CAMERA.match(n) for n in names) or len(set(names)) != len(names):
+        raise DatasetError(f"--cameras: found {text!r}; allowed: distinct camera names separated by commas, "
+                           f"e.g. {','.join(DEFAULT_CAMERAS)}")
+    return names
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f}"
+
+
+@translate_errors
+def render(
+    dataset: Annotated[str | None, typer.Argument(
+        help="Dataset path or name under ./data (default: the last one used).", show_default=False)] = None,
+    cameras: Annotated[str | None, typer.Option(
+        "--cameras", help=f"Cameras, comma-separated (default: {','.join(DEFAULT_CAMERAS)}).",
+        show_default=False)] = None,
+    size: Annotated[str, typer.Option("--size", help="Image size HxW.")] = str(DEFAULT_SIZE),
+    workers: Annotated[int, typer.Option("--workers", "-w", min=1, help="Worker processes.")] = 1,
+    episodes: Annotated[str | None, typer.Option(
+        "--episodes", help="Only these episode indices, e.g. 0-3,7.", show_default=False)] = None,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Render again a camera stored at another size.")] = False,
+    sheet: Annotated[Path | None, typer.Option(
+        "--contact-sheet", help="Instead of rendering the dataset, draw one episode's cameras at its start, "
+                                "subtask completions and end into this PNG.", show_default=False)] = None,
+    episode: Annotated[int | None, typer.Option(
+        "--episode", help="The episode of --contact-sheet (default: the first one).", show_default=False)] = None,
+) -> None:
+    """Render camera streams from the recorded states into the episode files (state first, pixels later).
+
+    Every episode file is rebuilt beside itself with the new streams and renamed into place; a killed
+    run leaves each episode as it was or fully rendered, and running again finishes the job (episodes
+    that already have the cameras at that size are skipped).
+
+    Example: [cyan]x2 render --cameras head,left_wrist,right_wrist --size 240x320 --workers 2[/cyan]
+
+    Example: [cyan]x2 render --contact-sheet sheet.png --episode 0[/cyan]
+    """
+    names, image_size = _cameras(cameras), ImageSize.parse(size)
+    selected = None if episodes is None else parse_episode_list(episodes)
+    path = resolve_dataset(dataset)
+    console.print(f"dataset: {path}" + ("" if dataset else " (last used)"))
+    ds = Dataset.open(path)
+    remember_dataset(path)
+    if sheet is not None:
+        _sheet(ds, names, image_size, sheet, episode, selected)
+        return
+    bar = Progress(TextColumn("rendering"), BarColumn(), TextColumn("{task.completed}/{task.total} frames"),
+                   TextColumn("{task.fields[rate]}"), TimeRemainingColumn(), console=console, transient=True)
+    job = bar.add_task("render", total=None, rate="")
+
+    def advance(p: RenderProgress) -> None:
+        bar.update(job, completed=p.frames_done, total=p.frames_total,
+                   rate=f"{p.frames_per_s:.1f} frames/s, episode {p.episodes_done}/{p.episodes_total}")
+
+    with bar if console.is_terminal else contextlib.nullcontext():  # off a terminal: the summary only
+        summary = render_dataset(path, names, image_size, workers, overwrite, progress=advance, episodes=selected)
+    table = Table(title=f"{', '.join(names)} at {image_size}: {len(summary.rendered)} episode(s) rendered, "
+                        f"{len(summary.skipped)} already done", title_justify="left")
+    for column in ("episode", "frames", "cameras drawn", "MB before", "MB after"):
+        table.add_column(column, justify="left" if column == "cameras drawn" else "right")
+    for e in summary.episodes:
+        table.add_row(str(e.index), str(e.frames), ", ".join(e.drawn) or "- (done)", _mb(e.bytes_before),
+                      _mb(e.bytes_after))
+    console.print(table)
+    if not summary.rendered:
+        console.print("nothing to render: every selected episode has these cameras at this size")
+        return
+    rate = summary.frames_rendered / summary.wall_s if summary.wall_s > 0 else 0.0
+    console.print(f"{summary.frames_rendered} frames in {summary.wall_s:.1f} s ({rate:.1f} frames/s, "
+                  f"{summary.workers} worker(s))")
+
+
+def _sheet(ds: Dataset, cameras: tuple[str, ...], size: ImageSize, out: Path, episode: int | None,
+           selected: tuple[int, ...] | None) -> None:
+    if out.suffix.lower() != ".png":
+        raise DatasetError(f"--contact-sheet: found {str(out)!r}; allowed: a .png file")
+    if episode is None:
+        listed = sorted(r.index for r in ds.episodes())
+        pool = [i for i in listed if selected is None or i in selected]
+        if not pool:
+            raise DatasetError(f"{ds.root}: episodes: found none; allowed: a dataset with committed episodes")
+        episode = pool[0]
+    with ds.load(episode) as ep:
+        contact_sheet(ep, cameras, size, out)
+    console.print(f"contact sheet of episode {episode} ({', '.join(cameras)} at {size}): {out}")

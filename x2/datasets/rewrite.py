@@ -1,0 +1,95 @@
+"""Replacing a finished episode file with a richer copy of itself (`x2 render` adds camera streams).
+
+A finished file is never edited in place. Contract, all under the dataset's writer lock:
+
+1. the new version is built complete under ``.rendering/episode_NNNNNN.h5`` and fsynced;
+2. ``episodes.jsonl`` is rewritten atomically with the new version's ``bytes``;
+3. the new version is renamed over ``episodes/episode_NNNNNN.h5``.
+
+A kill before 2 leaves the old episode and a stray file in ``.rendering/`` (removed by the next lock
+holder). A kill between 2 and 3 leaves an index that already describes the staged file: that file is
+complete (it was fsynced before the index changed) and is exactly as large as the index says, while the
+file in ``episodes/`` is not, so the next lock holder (or ``validate --repair``) finishes the rename. In
+between, ``validate`` reports both as information, not as damage.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from x2.atomic import fsync_dir, fsync_file
+from x2.datasets.episode import Episode, episode_filename, parse_episode_filename
+from x2.datasets.index import INDEX_NAME, EpisodeRecord, write_index
+from x2.errors import DatasetError
+
+REWRITE_DIR = ".rendering"
+_EPISODES_DIR = "episodes"  # as x2.datasets.store (which imports this module)
+
+
+def staged_path(root: Path, index: int) -> Path:
+    """Where the new version of episode `index` is built."""
+    return Path(root) / REWRITE_DIR / episode_filename(index)
+
+
+def staged_files(root: Path) -> list[Path]:
+    folder = Path(root) / REWRITE_DIR
+    return sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+
+
+def interrupted_renames(root: Path, records: Sequence[EpisodeRecord]) -> dict[int, Path]:
+    """Episodes whose index line already describes their staged file (a kill between steps 2 and 3)."""
+    listed = {r.index: r for r in records}
+    out: dict[int, Path] = {}
+    for path in staged_files(root):
+        index = parse_episode_filename(path.name)
+        record = listed.get(index) if index is not None else None
+        final = Path(root) / _EPISODES_DIR / path.name
+        if record is None or path.stat().st_size != record.bytes or \
+                (final.exists() and final.stat().st_size == record.bytes):
+            continue
+        try:
+            with Episode(path) as ep:
+                if list(ep.problems()):
+                    continue
+                staged = replace(ep.record(root), file=record.file)
+        except DatasetError:
+            continue
+        if staged == record:
+            out[record.index] = path
+    return out
+
+
+def finish_interrupted(root: Path, records: Sequence[EpisodeRecord]) -> list[str]:
+    """Complete interrupted renames and remove every other staged file; what was done, one line each.
+    Only the lock holder may call this (nobody else is staging then)."""
+    root = Path(root)
+    actions: list[str] = []
+    pending = interrupted_renames(root, records)
+    for index, path in sorted(pending.items()):
+        os.replace(path, root / _EPISODES_DIR / path.name)
+        actions.append(f"finished the interrupted rewrite of episode {index} ({REWRITE_DIR}/{path.name} -> "
+                       f"{_EPISODES_DIR}/)")
+    for path in staged_files(root):
+        path.unlink()
+        actions.append(f"removed {REWRITE_DIR}/{path.name} (left by an interrupted render)")
+    if actions:
+        fsync_dir(root / _EPISODES_DIR)
+        fsync_dir(root / REWRITE_DIR)
+    return actions
+
+
+def commit_rewrite(root: Path, records: Sequence[EpisodeRecord], index: int) -> list[EpisodeRecord]:
+    """Steps 2 and 3 for the complete staged file of episode `index`; the index's new records."""
+    root = Path(root)
+    staged = staged_path(root, index)
+    fsync_file(staged)
+    size = staged.stat().st_size
+    updated = [replace(r, bytes=size) if r.index == index else r for r in records]
+    write_index(root / INDEX_NAME, updated)
+    os.replace(staged, root / _EPISODES_DIR / staged.name)
+    fsync_dir(root / _EPISODES_DIR)
+    fsync_dir(staged.parent)
+    return updated

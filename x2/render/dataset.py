@@ -1,0 +1,186 @@
+"""`render_dataset`: add camera streams to a dataset's finished episodes, resumably and atomically.
+
+Under the dataset's writer lock: plan every selected episode first (done ones are skipped, a camera
+stored at another size is refused unless `overwrite`, before any pixel is drawn), render the rest on a
+pool of worker processes into `.rendering/`, and commit them strictly in episode order through
+x2.datasets.rewrite (log first, then the rename). Each episode file is built by one process from its
+own states, so the bytes do not depend on the number of workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mujoco
+
+from x2.datasets import Dataset, Episode
+from x2.datasets.index import EpisodeRecord, format_indices
+from x2.datasets.rewrite import commit_rewrite, finish_interrupted, staged_path
+from x2.datasets.select import Selection
+from x2.errors import DatasetError
+from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
+from x2.render.episode_file import cameras_to_draw
+from x2.render.frames import ImageSize
+from x2.render.workers import JobResult, RenderJob, progress_queue, run_job, worker_pool
+
+
+@dataclass(frozen=True)
+class RenderProgress:
+    episodes_done: int  # rendered or skipped
+    episodes_total: int
+    frames_done: int  # frames rendered so far (skipped episodes count none)
+    frames_total: int  # frames to render
+    elapsed_s: float
+
+    @property
+    def frames_per_s(self) -> float:
+        return self.frames_done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class EpisodeRendered:
+    index: int
+    frames: int
+    drawn: tuple[str, ...]  # cameras rendered; empty when the episode already had them all
+    bytes_before: int
+    bytes_after: int
+
+
+@dataclass
+class RenderSummary:
+    root: Path
+    cameras: tuple[str, ...]
+    size: ImageSize
+    workers: int
+    episodes: list[EpisodeRendered] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    @property
+    def rendered(self) -> list[EpisodeRendered]:
+        return [e for e in self.episodes if e.drawn]
+
+    @property
+    def skipped(self) -> list[EpisodeRendered]:
+        return [e for e in self.episodes if not e.drawn]
+
+    @property
+    def frames_rendered(self) -> int:
+        return sum(e.frames for e in self.rendered)
+
+
+def _check_request(cameras: Sequence[str], size: ImageSize, workers: int, ep: Episode) -> None:
+    """Cameras and size against the episode's own model, before any worker starts."""
+    if not cameras or len(set(cameras)) != len(cameras):
+        raise DatasetError(f"--cameras: found {list(cameras)}; allowed: one or more distinct camera names")
+    if workers < 1:
+        raise DatasetError(f"--workers: found {workers}; allowed: 1 or more")
+    try:
+        model = mujoco.MjModel.from_xml_string(str(ep.attrs.get("model_xml", "")))
+    except ValueError as exc:
+        raise DatasetError(f"{ep.path}: model_xml: found a model MuJoCo refuses ({exc}); "
+                           "allowed: the compiled world as MJCF text") from None
+    have = [model.camera(i).name for i in range(model.ncam)]
+    missing = [c for c in cameras if c not in have]
+    if missing:
+        raise DatasetError(f"--cameras: found {missing}; allowed: the episode's cameras {have} ({ep.path.name})")
+    limit = (model.vis.global_.offheight, model.vis.global_.offwidth)
+    if size.height > limit[0] or size.width > limit[1]:
+        raise DatasetError(f"--size: found {size}; allowed: up to {limit[0]}x{limit[1]} (the model's offscreen "
+                           f"buffer, {ep.path.name})")
+
+
+def render_dataset(path: str | Path, cameras: Sequence[str] = DEFAULT_CAMERAS, size: ImageSize = DEFAULT_SIZE,
+                   workers: int = 1, overwrite: bool = False,
+                   progress: Callable[[RenderProgress], None] | None = None,
+                   episodes: Sequence[int] | None = None) -> RenderSummary:
+    """Render `cameras` at `size` into every selected episode (all of them unless `episodes`)."""
+    cameras = tuple(cameras)
+    started = time.perf_counter()
+    ds = Dataset.open(path)
+    summary = RenderSummary(ds.root, cameras, size, workers)
+    ds.lock()  # heals the log and finishes (or clears) what a killed render left in .rendering/
+    try:
+        records = sorted(ds.episodes(), key=lambda r: r.index)
+        selected = Selection(episodes=tuple(episodes)).apply(ds) if episodes is not None else records
+        if not selected:
+            raise DatasetError(f"{ds.root}: episodes: found none"
+                               + ("" if episodes is None else f" of {format_indices(list(episodes))}")
+                               + "; allowed: a dataset with committed episodes")
+        plan: dict[int, tuple[str, ...]] = {}
+        for record in selected:
+            with ds.load(record.index) as ep:
+                if not plan:  # the first episode's model stands for the dataset's (one robot, one booth)
+                    _check_request(cameras, size, workers, ep)
+                plan[record.index] = cameras_to_draw(ep, cameras, size, overwrite)
+        todo = [r for r in selected if plan[r.index]]
+        summary.workers = max(1, min(workers, len(todo)))
+        outcomes = {r.index: EpisodeRendered(r.index, r.frames, (), r.bytes, r.bytes) for r in selected}
+        if todo:
+            _run(ds, records, todo, plan, size, summary.workers, outcomes, progress, started, len(selected))
+        summary.episodes = [outcomes[r.index] for r in selected]
+    finally:
+        with contextlib.suppress(DatasetError, OSError):
+            finish_interrupted(ds.root, ds.episodes())  # strays of jobs that never committed
+        ds.close()
+    summary.wall_s = time.perf_counter() - started
+    return summary
+
+
+def _run(ds: Dataset, records: list[EpisodeRecord], todo: list[EpisodeRecord], plan: dict[int, tuple[str, ...]],
+         size: ImageSize, workers: int, outcomes: dict[int, EpisodeRendered],
+         progress: Callable[[RenderProgress], None] | None, started: float, selected: int) -> None:
+    jobs = [RenderJob(r.index, ds.episode_path(r.index), staged_path(ds.root, r.index), plan[r.index],
+                      size.height, size.width) for r in todo]
+    frames_total = sum(r.frames for r in todo)
+    by_index = {r.index: r for r in todo}
+    partial: dict[int, int] = {}  # frames done of episodes still rendering
+    committed_frames = 0
+    skipped = selected - len(todo)
+    reports = progress_queue()
+    pool = worker_pool(workers, reports)
+    pending: dict[int, Future[JobResult]] = {}
+    finished: dict[int, JobResult] = {}
+    submitted = committed = 0
+    try:
+        while committed < len(jobs):
+            while submitted < len(jobs) and len(pending) + len(finished) < 2 * workers:
+                pending[jobs[submitted].index] = pool.submit(run_job, jobs[submitted])
+                submitted += 1
+            done, _ = wait(pending.values(), timeout=0.25, return_when=FIRST_COMPLETED)
+            for index in [i for i, f in pending.items() if f in done]:
+                finished[index] = pending.pop(index).result()  # a worker's error is raised here
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    index, frames = reports.get_nowait()
+                    partial[index] = max(partial.get(index, 0), frames)
+            while committed < len(jobs) and jobs[committed].index in finished:
+                index = jobs[committed].index
+                records[:] = commit_rewrite(ds.root, records, index)
+                new = next(r for r in records if r.index == index)
+                outcomes[index] = EpisodeRendered(index, by_index[index].frames, plan[index],
+                                                  by_index[index].bytes, new.bytes)
+                finished.pop(index)
+                partial.pop(index, None)
+                committed_frames += by_index[index].frames
+                committed += 1
+            if progress is not None:
+                frames_done = committed_frames + sum(partial.values()) + sum(
+                    by_index[i].frames for i in finished)
+                progress(RenderProgress(skipped + committed, selected, min(frames_done, frames_total),
+                                        frames_total, time.perf_counter() - started))
+    except BaseException:
+        # Stop now rather than wait for episodes nobody will commit (ProcessPoolExecutor would).
+        for future in pending.values():
+            future.cancel()
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.kill()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        reports.close()

@@ -1,0 +1,93 @@
+"""The render pass's worker processes: spawned, one BLAS thread, EGL, and dead soon after their parent.
+
+Each worker renders whole episodes into staged files (x2.render.episode_file) and reports its frame
+count through a queue so the parent can show frames/s. A worker must never outlive the `x2 render`
+that started it, even a SIGKILLed one (nothing would then wait for it, and it would keep a core busy
+writing a file nobody commits): on Linux the kernel kills it with its parent (PR_SET_PDEATHSIG);
+elsewhere a watchdog thread polls the parent pid every 0.2 s.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing as mp
+import os
+import signal
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+_progress: Any = None  # this worker's end of the parent's progress queue
+
+
+@dataclass(frozen=True)
+class RenderJob:
+    index: int
+    source: Path  # the finished episode file
+    staged: Path  # where its new version is built
+    cameras: tuple[str, ...]
+    height: int
+    width: int
+
+
+@dataclass(frozen=True)
+class JobResult:
+    index: int
+    frames: int
+    seconds: float  # wall time in the worker, world rebuild included
+
+
+def _die_with(parent: int) -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl")
+    except (OSError, AttributeError):
+        def watch() -> None:
+            while os.getppid() == parent:
+                time.sleep(0.2)
+            os._exit(1)
+
+        threading.Thread(target=watch, name="x2-render-parent-watch", daemon=True).start()
+    if os.getppid() != parent:  # the parent died before the death signal was armed
+        os._exit(1)
+
+
+def _init_worker(parent: int, progress: Any) -> None:
+    _die_with(parent)
+    # Nothing numeric is imported yet (x2.render resolves its names lazily), so these still take effect:
+    # two renderers with two BLAS threads each on 2 cores only thrash, and EGL is the headless GL.
+    os.environ["MUJOCO_GL"] = "egl"
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+        os.environ[var] = "1"
+    global _progress
+    _progress = progress
+
+
+def run_job(job: RenderJob) -> JobResult:
+    from x2.render.episode_file import write_rendered
+    from x2.render.frames import ImageSize
+
+    started = time.perf_counter()
+
+    def report(done: int) -> None:
+        if _progress is not None:
+            _progress.put((job.index, done))
+
+    frames = write_rendered(job.source, job.staged, job.cameras, ImageSize(job.height, job.width), report)
+    return JobResult(job.index, frames, time.perf_counter() - started)
+
+
+def worker_pool(workers: int, progress: Any) -> ProcessPoolExecutor:
+    """A pool of `workers` spawned processes (fresh interpreters: no inherited GL context or threads)."""
+    ctx = mp.get_context("spawn")
+    return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
+                               initargs=(os.getpid(), progress))
+
+
+def progress_queue() -> Any:
+    return mp.get_context("spawn").Queue()
