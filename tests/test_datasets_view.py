@@ -26,7 +26,7 @@ from rerun.experimental import RrdReader
 from x2_cli import HEADLESS_ENV, run_x2
 
 from x2.datasets import Dataset, Episode
-from x2.render import ImageSize, StateRenderer
+from x2.render import DEFAULT_CAMERAS, DEFAULT_SIZE, ImageSize, StateRenderer
 from x2.rollout.world import open_world
 from x2.view import plan_cameras, record_episode, wants_viewer
 
@@ -220,7 +220,7 @@ def test_plan_renders_what_is_not_stored_at_the_stored_size(stored_ds: Path, sho
         assert plan_cameras(ep, ["head"], ImageSize(48, 64)).rendered == ("head",)
     with Dataset.open(short_ds).load(0) as ep:
         plan = plan_cameras(ep)
-        assert (plan.cameras, plan.size, plan.rendered) == (("head",), ImageSize(240, 320), ("head",))
+        assert (plan.cameras, plan.size, plan.rendered) == (DEFAULT_CAMERAS, DEFAULT_SIZE, DEFAULT_CAMERAS)
 
 
 def test_same_episode_same_recording(short_ds: Path, tmp_path: Path) -> None:

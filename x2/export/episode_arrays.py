@@ -16,16 +16,12 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-import x2.render as render
 from x2.datasets import Episode
 from x2.errors import DatasetError, ExportError
-from x2.render import ImageSize
+from x2.render.defaults import DEFAULT_CAMERAS
+from x2.render.frames import ImageSize
 from x2.render.source import episode_frames, stored_cameras
 from x2.spec.action import ActionLayout
-
-DEFAULT_CAMERAS: tuple[str, ...] = tuple(getattr(render, "DEFAULT_CAMERAS", ("head",)))
-_size = getattr(render, "DEFAULT_SIZE", ImageSize(240, 320))
-DEFAULT_SIZE = _size if isinstance(_size, ImageSize) else ImageSize(*_size)
 
 # export name -> path in the episode file; the first three are in every x2 episode, the others optional.
 LOW_DIM: dict[str, str] = {

@@ -40,8 +40,6 @@ from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.datasets.splits import episode_splits
 from x2.errors import ExportError
 from x2.export.episode_arrays import (
-    DEFAULT_CAMERAS,
-    DEFAULT_SIZE,
     Advance,
     EpisodeArrays,
     camera_batches,
@@ -53,6 +51,7 @@ from x2.export.episode_arrays import (
 from x2.export.provenance import provenance
 from x2.export.staging import check_target, staged
 from x2.render import ImageSize
+from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
 
 IMAGE_COMPRESSION = {"compression": "gzip", "compression_opts": 4}  # built into every HDF5 reader
 VALID_SPLITS = ("val", "valid")  # robomimic's validation filter key is "valid"

@@ -36,8 +36,6 @@ from zarr.storage import LocalStore, ZipStore
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.errors import ExportError
 from x2.export.episode_arrays import (
-    DEFAULT_CAMERAS,
-    DEFAULT_SIZE,
     Advance,
     EpisodeArrays,
     camera_batches,
@@ -49,6 +47,7 @@ from x2.export.episode_arrays import (
 from x2.export.provenance import provenance
 from x2.export.staging import check_target, clear_leftovers, staged
 from x2.render import ImageSize
+from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
 
 FORMATS = (2, 3)
 LOW_DIM_CHUNK_BYTES = 2_000_000  # diffusion_policy's own target chunk size

@@ -33,14 +33,14 @@ import numpy as np
 
 from x2.datasets import Episode
 from x2.errors import DatasetError, ExportError
-from x2.render import ImageSize
+from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
+from x2.render.frames import ImageSize
 from x2.render.source import episode_frames, stored_cameras
 from x2.view.layout import ArmJoints, default_blueprint
 
 if TYPE_CHECKING:
     import rerun
 
-DEFAULT_CAMERAS, DEFAULT_SIZE = ("head",), ImageSize(240, 320)  # until x2.render exports defaults of its own
 FRAME, SIM_TIME = "frame", "sim_time"
 JPEG_QUALITY = 90  # a file to look at, not training data: 2x smaller than rerun's raw images (bench/bench_view.py)
 _IMAGE_BATCH = 32  # frames per image chunk: bounds memory on long episodes and keeps chunks few
