@@ -6,7 +6,18 @@ import typer
 
 
 def mount(app: typer.Typer) -> None:
-    from x2.cli import collect, datasets, devices, label, replay, specs, synth, teleop
+    from x2.cli import (
+        collect,
+        datasets,
+        devices,
+        export,
+        export_lerobot,  # noqa: F401  (registers `x2 export lerobot` on export.app)
+        label,
+        replay,
+        specs,
+        synth,
+        teleop,
+    )
 
     app.add_typer(specs.robots_app)
     app.add_typer(specs.tasks_app)
@@ -14,6 +25,7 @@ def mount(app: typer.Typer) -> None:
     app.add_typer(collect.app)
     app.add_typer(datasets.app)
     app.add_typer(devices.app)
+    app.add_typer(export.app)
     app.command("label")(label.label)
     app.command("replay")(replay.replay)
     app.command("synth")(synth.synth)
