@@ -187,9 +187,49 @@ def test_the_check_catches_what_differs(stored: Dataset, tmp_path: Path) -> None
     with pytest.raises(ExportError, match=r"episode 0 .* last head frame: found \d+\.\d levels"):
         compare(plan, edges, back, str(target))
     back = read_back(plan, target, "x2/test")
+    back.per_episode[1].state[4, 2] += 0.5
+    with pytest.raises(ExportError, match=r"episode 1 .* frame 4 observation.state: found"):
+        compare(plan, edges, back, str(target))
+    back = read_back(plan, target, "x2/test")
     back.per_episode[0].task[3] = "something else"
     with pytest.raises(ExportError, match="frame 3 task: found 'something else'"):
         compare(plan, edges, back, str(target))
+
+
+def test_lerobot_trains_on_it(stored: Dataset, tmp_path: Path) -> None:
+    """Two optimiser steps of LeRobot's ACT on the export, batches from LeRobot's loader and collate."""
+    import torch
+    from lerobot.configs.types import FeatureType
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+    from lerobot.policies.act.configuration_act import ACTConfig
+    from lerobot.policies.act.modeling_act import ACTPolicy
+    from lerobot.policies.factory import make_pre_post_processors
+    from lerobot.utils.collate import lerobot_collate_fn
+    from lerobot.utils.feature_utils import dataset_to_policy_features
+
+    target = tmp_path / "out"
+    export(stored, target, (0, 1), cameras=["head"], size=SMALL)
+    data = LeRobotDataset("x2/test", root=target, video_backend="pyav",
+                          delta_timestamps={"action": [i / 30 for i in range(4)]})
+    features = dataset_to_policy_features(data.meta.features)
+    outputs = {k: f for k, f in features.items() if f.type is FeatureType.ACTION}
+    inputs = {k: f for k, f in features.items() if k not in outputs}
+    assert set(inputs) == {"observation.state", "observation.images.head"}
+    config = ACTConfig(input_features=inputs, output_features=outputs, pretrained_backbone_weights=None,
+                       chunk_size=4, n_action_steps=4, device="cpu", dim_model=32, dim_feedforward=64,
+                       n_encoder_layers=1, n_decoder_layers=1, n_heads=2)
+    torch.manual_seed(0)
+    policy = ACTPolicy(config)
+    preprocess, _ = make_pre_post_processors(config, dataset_stats=data.meta.stats)
+    assert data.meta.has_language_columns  # so LeRobot's trainer collates with lerobot_collate_fn
+    loader = torch.utils.data.DataLoader(data, batch_size=4, shuffle=True, collate_fn=lerobot_collate_fn)
+    optimiser = torch.optim.AdamW(policy.parameters(), lr=1e-3)
+    for _, batch in zip(range(2), loader, strict=False):
+        loss, _ = policy.forward(preprocess(batch))
+        loss.backward()
+        optimiser.step()
+        optimiser.zero_grad()
+        assert torch.isfinite(loss)
 
 
 def test_same_input_same_bytes(stored: Dataset, tmp_path: Path) -> None:
@@ -321,7 +361,7 @@ def test_kill_9_leaves_no_half_written_export(workspace: Path, tmp_path: Path,
     cmd = [sys.executable, "-m", "x2", "export", "lerobot"]
     procs = [subprocess.Popen(cmd, cwd=space, env=HEADLESS_ENV, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL) for space in spaces]
-    delays = [rng.uniform(0.0, 2.0) for _ in procs]
+    delays = [rng.uniform(0.0, 1.5) for _ in procs]
     kill_at: list[float | None] = [None] * len(procs)
     deadline = time.monotonic() + 280
     while any(p.returncode is None for p in procs) and time.monotonic() < deadline:

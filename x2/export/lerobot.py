@@ -29,7 +29,7 @@ from x2.atomic import write_text
 from x2.errors import ExportError
 from x2.export.lerobot_check import Edges, EpisodeReadback, Readback, compare
 from x2.export.lerobot_language import SUBTASK_STYLE, subtask_rows
-from x2.export.lerobot_plan import SUBTASK, ExportPlan
+from x2.export.lerobot_plan import ACTION, STATE, SUBTASK, ExportPlan
 from x2.export.provenance import provenance
 from x2.export.staging import staged
 
@@ -56,7 +56,7 @@ def _nothing(*_: object) -> None:
 
 
 @contextlib.contextmanager
-def _quiet() -> Iterator[None]:
+def quiet_lerobot() -> Iterator[None]:
     """Keep the encoder's banner and HF's per-call bars off the user's terminal (our bar is the progress).
 
     SVT-AV1 prints its configuration to stderr unless SVT_LOG says otherwise (read by the encoder
@@ -70,7 +70,7 @@ def _quiet() -> Iterator[None]:
 
     svt = os.environ.get("SVT_LOG")
     os.environ.setdefault("SVT_LOG", "1")
-    bars = datasets.is_progress_bar_enabled()
+    bars = not datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()
     try:
         yield
@@ -99,12 +99,17 @@ def _hf_cache(folder: Path) -> Iterator[None]:
 def _write_frames(plan: ExportPlan, root: Path, repo_id: str, on_frames: FrameCallback) -> list[Edges]:
     """create / add_frame / save_episode / finalize; returns the source pixels of each episode's first and
     last frame per camera (what the check compares the decoded videos with)."""
+    import datasets
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     images = plan.images
-    ds = LeRobotDataset.create(repo_id, fps=plan.fps, features=plan.features(), root=root,
-                               robot_type=plan.dataset.manifest.robot, use_videos=bool(images.cameras),
-                               video_backend="pyav")
+    try:
+        ds = LeRobotDataset.create(repo_id, fps=plan.fps, features=plan.features(), root=root,
+                                   robot_type=plan.dataset.manifest.robot, use_videos=bool(images.cameras),
+                                   video_backend="pyav")
+    except ValueError as exc:  # LeRobot checks its default encoder (libsvtav1 in PyAV) right here
+        raise ExportError(f"LeRobot writer (video encoder): found {' '.join(str(exc).split())}; allowed: a PyAV with "
+                          "LeRobot's default codec (libsvtav1), or --state-only") from None
     edges: list[Edges] = []
     try:
         for episode in plan.episodes:
@@ -118,6 +123,8 @@ def _write_frames(plan: ExportPlan, root: Path, repo_id: str, on_frames: FrameCa
                         last = {c: np.array(frame[images.key(c)]) for c in images.cameras}
                     ds.add_frame(frame)
                     on_frames(1)
+            # LeRobot's own loader turns HF's bars back on whenever it ran (SuppressProgressBars).
+            datasets.disable_progress_bars()
             # One camera after the other: parallel encoding forks a process pool from this one, which
             # holds threads (the renderer's, torch's), and fork() with threads can deadlock the child.
             # SVT-AV1 spreads one video over the cores anyway.
@@ -192,28 +199,23 @@ def _read_back(plan: ExportPlan, root: Path, repo_id: str) -> Readback:
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     ds = LeRobotDataset(repo_id, root=root, video_backend="pyav", return_uint8=True)
-    columns = ds.select_columns(["episode_index", "frame_index", "timestamp", "task_index", SUBTASK,
-                                 "language_persistent"]).with_format(None)[:]
+    numbers = ds.select_columns(["episode_index", "frame_index", "timestamp", "task_index", SUBTASK, STATE,
+                                 ACTION]).with_format("numpy")[:]
+    language = ds.select_columns(["language_persistent"]).with_format(None)[:]["language_persistent"]
     task_names = [str(name) for name in ds.meta.tasks.index]
-    episode_col = np.asarray(columns["episode_index"])
     per_episode: list[EpisodeReadback] = []
     for i in range(ds.meta.total_episodes):
         meta = ds.meta.episodes[i]
-        rows = np.flatnonzero(episode_col == i)
-        stamps = [float(columns["timestamp"][r]) for r in rows]
-
-        def active(r: int, t: float) -> str | None:
-            row = language_render.active_at(t, persistent=columns["language_persistent"][r], style=SUBTASK_STYLE)
-            return None if row is None else row["content"]
-
+        rows = np.flatnonzero(numbers["episode_index"] == i)
+        stamps = numbers["timestamp"][rows]
+        subtasks = []
+        for r, t in zip(rows.tolist(), stamps.tolist(), strict=True):
+            row = language_render.active_at(float(t), persistent=language[r], style=SUBTASK_STYLE)
+            subtasks.append(None if row is None else row["content"])
         back = EpisodeReadback(
-            length=int(meta["length"]),
-            frame_index=np.asarray([columns["frame_index"][r] for r in rows]),
-            timestamp=np.asarray(stamps, np.float32),
-            task=[task_names[int(columns["task_index"][r])] for r in rows],
-            subtask=[active(r, t) for r, t in zip(rows, stamps, strict=True)],
-            subtask_index=np.asarray([columns[SUBTASK][r] for r in rows], np.int64),
-        )
+            length=int(meta["length"]), frame_index=numbers["frame_index"][rows], timestamp=stamps,
+            task=[task_names[int(k)] for k in numbers["task_index"][rows]], subtask=subtasks,
+            subtask_index=numbers[SUBTASK][rows], state=numbers[STATE][rows], action=numbers[ACTION][rows])
         start, stop = int(meta["dataset_from_index"]), int(meta["dataset_to_index"])
         if stop > start:
             first, last = ds[start], ds[stop - 1]
@@ -236,7 +238,7 @@ def export_lerobot(plan: ExportPlan, target: str | Path, repo_id: str, *, overwr
     target = Path(target).absolute()
     if "/" not in repo_id or repo_id.startswith("/") or repo_id.endswith("/"):
         raise ExportError(f"--repo-id: found {repo_id!r}; allowed: owner/name, e.g. x2/{plan.dataset.name}")
-    with _quiet(), staged(target, overwrite) as tmp:
+    with quiet_lerobot(), staged(target, overwrite) as tmp:
         on_phase("writing")
         edges = _write_frames(plan, tmp, repo_id, on_frames)
         on_phase("language columns")
