@@ -66,7 +66,8 @@ def export(ds: Dataset, target: Path, episodes: tuple[int, ...], **plan_kw):
 def mixed(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
     """Episode 0: a real synthesised demo (5 subtasks, success); 1 and 2: 12-frame scripted episodes."""
     root = tmp_path_factory.mktemp("mixed") / "fruit"
-    run = run_x2(["synth", "--task", "fruit_in_microwave", "-n", "1", "--dataset", str(root)], root.parent,
+    run = run_x2(["synth", "--task", "fruit_in_microwave", "-n", "1", "--workers", "1", "--dataset", str(root)],
+                 root.parent,
                  timeout=300)
     assert run.returncode == 0, run.stderr
     record_short_dataset(root, episodes=2, ticks=12)
@@ -317,6 +318,10 @@ def test_bad_input_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     late = invoke(["late", "--state-only"], tmp_path, monkeypatch)
     assert late.exit_code == 2 and late.output.count("error:") == 1
     assert "episode_000000.h5: timestamps: found frame 0 at 0.033333 s; allowed: frame_index / fps" in late.output
+    with Dataset.create(tmp_path / "ntsc", {**MANIFEST, "fps": 29.97}) as ds:
+        write_one(ds)
+    ntsc = invoke(["ntsc", "--state-only"], tmp_path, monkeypatch)
+    assert ntsc.exit_code == 2 and "manifest.json: fps: found 29.97; allowed: a whole number" in ntsc.output
     for flags, text in ((["--size", "97x128"], "--size: found 97x128; allowed: an even height and width"),
                         (["--size", "big"], "--size: found 'big'; allowed: HxW"),
                         (["--cameras", "head", "--state-only"], "--cameras: found head with --state-only"),

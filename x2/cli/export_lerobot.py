@@ -23,9 +23,14 @@ from x2.cli.export import (
 from x2.datasets.select import require_some
 from x2.export.lerobot import export_lerobot
 from x2.export.lerobot_plan import plan_export
+from x2.export.staging import check_target
 from x2.render.frames import ImageSize
 
 EXPORTS_DIR = Path("exports")
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def _cameras(text: str | None) -> list[str] | None:
@@ -65,13 +70,15 @@ def lerobot_command(
     Example: [cyan]x2 export lerobot[/cyan] (the last dataset, to ./exports/<dataset>-lerobot)
     """
     ds = open_source(dataset)
+    target = out if out is not None else EXPORTS_DIR / f"{ds.name}-lerobot"
+    check_target(target.absolute(), overwrite)  # before reading every episode to plan the export
     chosen = selection(success_only, source, split, episodes)
     records = chosen.apply(ds)
     require_some(records, ds, chosen)
     image_size = None if size is None else ImageSize.parse(size)
     plan = plan_export(ds, records, _cameras(cameras), image_size, state_only)
-    target = out if out is not None else EXPORTS_DIR / f"{ds.name}-lerobot"
-    console.print(f"exporting {len(records)} episodes, {plan.frames} frames ({chosen.describe()}); "
+    console.print(f"exporting {_count(len(records), 'episode')}, {_count(plan.frames, 'frame')} "
+                  f"({chosen.describe()}); "
                   f"{plan.images.reason}")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=console, transient=True, disable=not console.is_terminal) as bar:
@@ -80,7 +87,7 @@ def lerobot_command(
                                 selection=chosen.describe(),
                                 on_frames=lambda n: bar.advance(job, n),
                                 on_phase=lambda text: bar.update(job, description=text))
-    console.print(f"[green]LeRobot dataset written[/green]: {result.target} ({result.episodes} episodes, "
-                  f"{result.frames} frames at {plan.fps} fps, {result.bytes / 1e6:.1f} MB), read back with "
-                  "LeRobot: counts, tasks, subtasks and first/last frames match", soft_wrap=True)
+    console.print(f"[green]LeRobot dataset written[/green]: {result.target} ({_count(result.episodes, 'episode')}, "
+                  f"{_count(result.frames, 'frame')} at {plan.fps} fps, {result.bytes / 1e6:.1f} MB), read back "
+                  "with LeRobot: counts, tasks, state, action, subtasks and first/last frames match", soft_wrap=True)
     console.print(f"load it: LeRobotDataset({result.repo_id!r}, root={str(result.target)!r})", soft_wrap=True)

@@ -59,10 +59,9 @@ def _nothing(*_: object) -> None:
 def quiet_lerobot() -> Iterator[None]:
     """Keep the encoder's banner and HF's per-call bars off the user's terminal (our bar is the progress).
 
-    SVT-AV1 prints its configuration to stderr unless SVT_LOG says otherwise (read by the encoder
-    process and the workers LeRobot spawns for several cameras); HF datasets draws a "Map" bar per
-    episode; LeRobot hands libav back its default stderr logger, which chats at INFO level ("moving the
-    moov atom"). A level the user set is kept."""
+    SVT-AV1 prints its configuration to stderr unless SVT_LOG says otherwise (an SVT_LOG the user set is
+    kept); HF datasets draws a "Map" bar per episode; LeRobot hands libav back its default stderr
+    logger, which chats at INFO level ("moving the moov atom"), so libav is held at ERROR."""
     import av
     import datasets
 
