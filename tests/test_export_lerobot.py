@@ -62,6 +62,16 @@ def export(ds: Dataset, target: Path, episodes: tuple[int, ...], **plan_kw):
     return plan, export_lerobot(plan, target, "x2/test", selection=f"episodes {episodes}")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def hf_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory):
+    """The tests' own LeRobotDataset loads copy tables into HF's arrow cache: keep it out of ~/.cache."""
+    import datasets.config
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.mktemp("hf-cache"))
+        yield
+
+
 @pytest.fixture(scope="session")
 def mixed(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
     """Episode 0: a real synthesised demo (5 subtasks, success); 1 and 2: 12-frame scripted episodes."""
