@@ -8,7 +8,7 @@ import typer
 
 # Modules that add commands to a group defined elsewhere (`x2 export <format>`, `x2 datasets <verb>`):
 # importing one registers its commands.
-_COMMAND_MODULES = ("export_formats", "datasets_manage", "datasets_view")
+_COMMAND_MODULES = ("export_lerobot", "export_formats", "datasets_manage", "datasets_view")
 
 
 def mount(app: typer.Typer) -> None:

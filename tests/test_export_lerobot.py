@@ -1,0 +1,403 @@
+"""`x2 export lerobot`: written by LeRobot 0.6.1's own writer, checked with its own reader.
+
+Data: one real synthesised fruit_in_microwave episode (real subtask segments, 865 frames; exported
+state-only to stay fast) plus short scripted episodes recorded by the real loop (labels "unfinished";
+exported with 96x128 images).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers.real_dataset import record_short_dataset
+from helpers.stored_images import rendered_frames, store_images
+from helpers.write_episodes import MANIFEST, write_one
+from typer.testing import CliRunner
+from x2_cli import HEADLESS_ENV, run_x2
+
+from x2.cli.app import _mount
+from x2.cli.app import app as x2_app
+from x2.datasets import Dataset, remember_dataset
+from x2.datasets.select import Selection
+from x2.datasets.splits import write_splits
+from x2.errors import ExportError
+from x2.export.lerobot import export_lerobot, read_back, read_x2_meta
+from x2.export.lerobot_check import PIXEL_TOLERANCE, compare, mean_abs_diff
+from x2.export.lerobot_plan import plan_export
+from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
+from x2.render.frames import ImageSize
+
+SMALL = ImageSize(96, 128)
+runner = CliRunner()
+_mount()  # the root command, as `x2` builds it
+
+
+def load(root: Path, repo_id: str = "x2/test"):
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    return LeRobotDataset(repo_id, root=root, video_backend="pyav", return_uint8=True)
+
+
+def active_subtask(item: dict) -> str:
+    from lerobot.datasets import language_render
+
+    row = language_render.active_at(float(item["timestamp"]), persistent=item["language_persistent"],
+                                    style="subtask")
+    return row["content"]
+
+
+def export(ds: Dataset, target: Path, episodes: tuple[int, ...], **plan_kw):
+    records = Selection(episodes=episodes).apply(ds)
+    plan = plan_export(ds, records, **plan_kw)
+    return plan, export_lerobot(plan, target, "x2/test", selection=f"episodes {episodes}")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def hf_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory):
+    """The tests' own LeRobotDataset loads copy tables into HF's arrow cache: keep it out of ~/.cache."""
+    import datasets.config
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.mktemp("hf-cache"))
+        yield
+
+
+@pytest.fixture(scope="session")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
+    """Episode 0: a real synthesised demo (5 subtasks, success); 1 and 2: 12-frame scripted episodes."""
+    root = tmp_path_factory.mktemp("mixed") / "fruit"
+    run = run_x2(["synth", "--task", "fruit_in_microwave", "-n", "1", "--workers", "1", "--dataset", str(root)],
+                 root.parent,
+                 timeout=300)
+    assert run.returncode == 0, run.stderr
+    record_short_dataset(root, episodes=2, ticks=12)
+    write_splits(root, {1: "val"})
+    return Dataset.open(root)
+
+
+@pytest.fixture(scope="session")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
+    """Two 8-frame episodes whose head stream is stored (inverted, so re-rendering would show)."""
+    root = tmp_path_factory.mktemp("stored") / "booth"
+    record_short_dataset(root, episodes=2, ticks=8, seed=3)
+    store_images(root, ["head"], SMALL, invert=True)
+    return Dataset.open(root)
+
+
+# ---- the round trip through LeRobot's own reader ----------------------------------------------------
+def test_round_trip_with_rendered_images(mixed: Dataset, tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    plan, result = export(mixed, target, (1, 2), cameras=["head", "front"], size=SMALL)
+    assert result.target == target and result.episodes == 2 and result.frames == 24
+    back = load(target)
+    assert back.num_episodes == 2 and back.num_frames == 24 and back.fps == 30
+    assert back.features["observation.state"]["names"] == list(mixed.manifest.joint_names)
+    assert back.features["action"]["names"] == list(mixed.manifest.action_names)
+    assert tuple(back.features["observation.images.head"]["shape"]) == (96, 128, 3)
+    unfinished = plan.codes.names.index("unfinished")
+    row = 0
+    for i, source in enumerate((1, 2)):
+        with mixed.load(source) as ep:
+            pictures = rendered_frames(ep, ["head", "front"], SMALL)
+            for t in range(ep.frames):
+                item = back[row]
+                row += 1
+                assert (int(item["episode_index"]), int(item["frame_index"])) == (i, t)
+                assert float(item["timestamp"]) == pytest.approx(t / 30, abs=1e-6)
+                assert item["task"] == ep.attrs["instruction"]
+                assert active_subtask(item) == "unfinished"
+                assert int(item["subtask_index"]) == unfinished
+                np.testing.assert_array_equal(item["observation.state"].numpy(), ep["observations/qpos"][t])
+                np.testing.assert_array_equal(item["action"].numpy(), ep["action"][t])
+                for cam in ("head", "front"):
+                    decoded = item[f"observation.images.{cam}"].permute(1, 2, 0).numpy()
+                    assert mean_abs_diff(decoded, pictures[cam][t]) < PIXEL_TOLERANCE, (i, t, cam)
+    meta = read_x2_meta(target)
+    assert [e["index"] for e in meta["episodes"]] == [1, 2]
+    assert [e["seed"] for e in meta["episodes"]] == [r.seed for r in mixed.episodes()[1:3]]
+    assert meta["images"]["cameras"] == ["head", "front"] and meta["images"]["size"] == [96, 128]
+    assert meta["subtask_index"]["names"] == [*mixed.manifest.dag["nodes"], "done", "unfinished"]
+    assert meta["subtask_index"]["x2_to_export"]["-1"] == unfinished
+    assert meta["dataset"]["name"] == "fruit" and meta["sim_versions"]["mujoco"]
+    info = json.loads((target / "meta" / "info.json").read_text())
+    assert info["codebase_version"] == "v3.0" and info["features"]["language_persistent"]["dtype"] == "language"
+    videos = sorted((target / "videos").rglob("*.mp4"))
+    assert len(videos) == 2 and all(v.stat().st_mode & 0o777 == 0o644 for v in videos)
+    assert not [p.name for p in target.parent.iterdir() if p.name.startswith(".")]  # no partial left
+
+
+def test_real_subtasks_state_only(mixed: Dataset, tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    plan, _ = export(mixed, target, (0,), state_only=True)
+    with mixed.load(0) as ep:
+        labels = ep["labels/subtask_index"]
+        segments = ep.segments
+        instruction = ep.attrs["instruction"]
+    assert len(segments) >= 3  # a real demo: open_door, pick_fruit, place_fruit, ...
+    back = load(target)
+    assert back.num_episodes == 1 and back.num_frames == len(labels)
+    assert not any(k.startswith("observation.images") for k in back.features) and not (target / "videos").exists()
+    columns = back.select_columns(["timestamp", "subtask_index", "language_persistent", "task_index"])
+    columns = columns.with_format(None)[:]
+    names = list(mixed.manifest.dag["nodes"])
+    rows = columns["language_persistent"][0]
+    assert [r["content"] for r in rows] == [s.node for s in segments]
+    assert [round(r["timestamp"] * 30) for r in rows] == [s.start for s in segments]
+    for t in range(len(labels)):
+        item = {"timestamp": columns["timestamp"][t], "language_persistent": columns["language_persistent"][t]}
+        assert active_subtask(item) == names[labels[t]], t
+        assert columns["subtask_index"][t] == labels[t]
+    assert back[len(labels) - 1]["task"] == instruction
+    assert read_x2_meta(target)["images"] == {"cameras": [], "size": None, "choice": "state only"}
+    assert plan.images.reason == "state only"
+
+
+def test_stored_streams_are_read_not_rendered(stored: Dataset, tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    plan, _ = export(stored, target, (0, 1))
+    # No --cameras / --size: what x2 render stored, at its stored size (not the render defaults again).
+    assert plan.images.cameras == ("head",) and plan.images.size == SMALL
+    assert "stored in the episodes" in plan.images.reason
+    back = load(target)
+    row = 0
+    for index in (0, 1):
+        with stored.load(index) as ep:
+            kept = ep["observations/images/head"]
+            fresh = rendered_frames(ep, ["head"], SMALL)["head"]
+            for t in range(ep.frames):
+                decoded = back[row]["observation.images.head"].permute(1, 2, 0).numpy()
+                row += 1
+                assert mean_abs_diff(decoded, kept[t]) < PIXEL_TOLERANCE
+                assert mean_abs_diff(decoded, fresh[t]) > 40  # the inverted stored stream, not a render
+
+
+def test_the_check_catches_what_differs(stored: Dataset, tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    plan, _ = export(stored, target, (0, 1), cameras=["head"], size=SMALL)
+    with stored.load(0) as a, stored.load(1) as b:
+        edges = [{"head": (ep["observations/images/head"][0], ep["observations/images/head"][-1])} for ep in (a, b)]
+    back = read_back(plan, target, "x2/test")
+    compare(plan, edges, back, str(target))  # as exported: no difference
+    back.per_episode[1].subtask[5] = "open_door"
+    with pytest.raises(ExportError, match=r"episode 1 \(x2 episode 1\) frame 5 subtask .*'open_door'.*'unfinished'"):
+        compare(plan, edges, back, str(target))
+    back = read_back(plan, target, "x2/test")
+    first, last = back.per_episode[0].edges["head"]
+    back.per_episode[0].edges["head"] = (first, np.clip(last.astype(int) + 40, 0, 255).astype(np.uint8))
+    with pytest.raises(ExportError, match=r"episode 0 .* last head frame: found \d+\.\d levels"):
+        compare(plan, edges, back, str(target))
+    back = read_back(plan, target, "x2/test")
+    back.per_episode[1].state[4, 2] += 0.5
+    with pytest.raises(ExportError, match=r"episode 1 .* frame 4 observation.state: found"):
+        compare(plan, edges, back, str(target))
+    back = read_back(plan, target, "x2/test")
+    back.per_episode[0].task[3] = "something else"
+    with pytest.raises(ExportError, match="frame 3 task: found 'something else'"):
+        compare(plan, edges, back, str(target))
+
+
+def test_lerobot_trains_on_it(stored: Dataset, tmp_path: Path) -> None:
+    """Two optimiser steps of LeRobot's ACT on the export, batches from LeRobot's loader and collate."""
+    import torch
+    from lerobot.configs.types import FeatureType
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+    from lerobot.policies.act.configuration_act import ACTConfig
+    from lerobot.policies.act.modeling_act import ACTPolicy
+    from lerobot.policies.factory import make_pre_post_processors
+    from lerobot.utils.collate import lerobot_collate_fn
+    from lerobot.utils.feature_utils import dataset_to_policy_features
+
+    target = tmp_path / "out"
+    export(stored, target, (0, 1), cameras=["head"], size=SMALL)
+    data = LeRobotDataset("x2/test", root=target, video_backend="pyav",
+                          delta_timestamps={"action": [i / 30 for i in range(4)]})
+    features = dataset_to_policy_features(data.meta.features)
+    outputs = {k: f for k, f in features.items() if f.type is FeatureType.ACTION}
+    inputs = {k: f for k, f in features.items() if k not in outputs}
+    assert set(inputs) == {"observation.state", "observation.images.head"}
+    config = ACTConfig(input_features=inputs, output_features=outputs, pretrained_backbone_weights=None,
+                       chunk_size=4, n_action_steps=4, device="cpu", dim_model=32, dim_feedforward=64,
+                       n_encoder_layers=1, n_decoder_layers=1, n_heads=2)
+    torch.manual_seed(0)
+    policy = ACTPolicy(config)
+    preprocess, _ = make_pre_post_processors(config, dataset_stats=data.meta.stats)
+    assert data.meta.has_language_columns  # so LeRobot's trainer collates with lerobot_collate_fn
+    loader = torch.utils.data.DataLoader(data, batch_size=4, shuffle=True, collate_fn=lerobot_collate_fn)
+    optimiser = torch.optim.AdamW(policy.parameters(), lr=1e-3)
+    for _, batch in zip(range(2), loader, strict=False):
+        loss, _ = policy.forward(preprocess(batch))
+        loss.backward()
+        optimiser.step()
+        optimiser.zero_grad()
+        assert torch.isfinite(loss)
+
+
+def test_same_input_same_bytes(stored: Dataset, tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        export(stored, tmp_path / name, (0, 1), cameras=["head"], size=SMALL)
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
+    for rel in files:
+        a, b = (tmp_path / "a" / rel).read_bytes(), (tmp_path / "b" / rel).read_bytes()
+        if rel.name == "x2.json":
+            a_meta, b_meta = json.loads(a), json.loads(b)
+            a_meta.pop("exported_utc"), b_meta.pop("exported_utc")
+            assert a_meta == b_meta
+        else:
+            assert a == b, rel
+
+
+# ---- the command ------------------------------------------------------------------------------------
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A workspace whose last used dataset is data/booth (two 8-frame real episodes)."""
+    record_short_dataset(tmp_path / "data" / "booth", episodes=2, ticks=8, seed=5)
+    remember_dataset(tmp_path / "data" / "booth", root=tmp_path)
+    return tmp_path
+
+
+def test_no_arguments_exports_the_current_dataset(workspace: Path) -> None:
+    run = run_x2(["export", "lerobot"], workspace, timeout=300)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    target = workspace / "exports" / "booth-lerobot"
+    assert lines[0] == "dataset: data/booth (last used)"
+    assert str(target) in lines[-2] and "2 episodes, 16 frames" in lines[-2]
+    assert "Traceback" not in run.stderr and "Svt[" not in run.stderr, run.stderr
+    back = load(target, "x2/booth")
+    cameras, size = DEFAULT_CAMERAS, DEFAULT_SIZE  # nothing stored: the render pass's defaults
+    assert back.num_episodes == 2 and back.num_frames == 16
+    assert sorted(back.meta.video_keys) == sorted(f"observation.images.{c}" for c in cameras)
+    assert back[15][f"observation.images.{cameras[0]}"].shape[1:] == (size.height, size.width)
+    assert read_x2_meta(target)["format"]["repo_id"] == "x2/booth"
+
+
+def invoke(args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(cwd)
+    return runner.invoke(x2_app, ["export", "lerobot", *args])
+
+
+def test_filters_choose_the_episodes(mixed: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cases = {"success": (["--success-only"], [0]), "scripted": (["--source", "scripted", "--episodes", "0-1"], [1]),
+             "val": (["--split", "val"], [1]), "train": (["--split", "train", "--episodes", "1-2"], [2])}
+    for name, (flags, expected) in cases.items():
+        result = invoke([str(mixed.root), "--state-only", "--out", name, *flags], tmp_path, monkeypatch)
+        assert result.exit_code == 0, result.output
+        assert [e["index"] for e in read_x2_meta(tmp_path / name)["episodes"]] == expected, name
+        assert load(tmp_path / name).num_episodes == len(expected)
+    none = invoke([str(mixed.root), "--state-only", "--out", "none", "--success-only", "--source", "scripted"],
+                  tmp_path, monkeypatch)
+    assert none.exit_code == 2 and len(none.output.strip().splitlines()) == 2  # dataset line + one error
+    assert "episodes: found none matching (successful, source scripted)" in none.output
+    assert not (tmp_path / "none").exists()
+
+
+def test_existing_target_refused_then_replaced(mixed: Dataset, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    first = invoke([str(mixed.root), "--state-only", "--out", "out", "--episodes", "1"], tmp_path, monkeypatch)
+    assert first.exit_code == 0, first.output
+    before = (tmp_path / "out" / "meta" / "x2.json").read_bytes()
+    again = invoke([str(mixed.root), "--state-only", "--out", "out", "--episodes", "2"], tmp_path, monkeypatch)
+    assert again.exit_code == 2
+    assert "out: target: found an existing folder; allowed: a new path, or --overwrite" in again.output
+    assert (tmp_path / "out" / "meta" / "x2.json").read_bytes() == before
+    replaced = invoke([str(mixed.root), "--state-only", "--out", "out", "--episodes", "2", "--overwrite"], tmp_path,
+                      monkeypatch)
+    assert replaced.exit_code == 0, replaced.output
+    assert [e["index"] for e in read_x2_meta(tmp_path / "out")["episodes"]] == [2]
+    assert load(tmp_path / "out").num_frames == 12
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".x2", "out"]  # nothing set aside or half-built
+
+
+def test_bad_input_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mixed: Dataset) -> None:
+    # Ticks that are not frame_index / fps (this dataset stamps frame t at (t + 1) / 30).
+    with Dataset.create(tmp_path / "late", MANIFEST) as ds:
+        write_one(ds)
+    late = invoke(["late", "--state-only"], tmp_path, monkeypatch)
+    assert late.exit_code == 2 and late.output.count("error:") == 1
+    assert "episode_000000.h5: timestamps: found frame 0 at 0.033333 s; allowed: frame_index / fps" in late.output
+    with Dataset.create(tmp_path / "ntsc", {**MANIFEST, "fps": 29.97}) as ds:
+        write_one(ds)
+    ntsc = invoke(["ntsc", "--state-only"], tmp_path, monkeypatch)
+    assert ntsc.exit_code == 2 and "manifest.json: fps: found 29.97; allowed: a whole number" in ntsc.output
+    for flags, text in ((["--size", "97x128"], "--size: found 97x128; allowed: an even height and width"),
+                        (["--size", "big"], "--size: found 'big'; allowed: HxW"),
+                        (["--cameras", "head", "--state-only"], "--cameras: found head with --state-only"),
+                        (["--cameras", "nose", "--episodes", "1"], "cameras: found ['nose']; allowed: the model's"),
+                        (["--repo-id", "plain", "--state-only"], "--repo-id: found 'plain'; allowed: owner/name"),
+                        (["--episodes", "7"], "--episodes: found 7; allowed: 0-2")):
+        result = invoke([str(mixed.root), "--out", "bad", *flags], tmp_path, monkeypatch)
+        assert result.exit_code == 2, (flags, result.output)
+        assert result.output.count("error:") == 1 and text in result.output, (flags, result.output)
+        assert "Traceback" not in result.output
+        assert not (tmp_path / "bad").exists() and not list(tmp_path.glob(".bad*"))
+
+
+def test_help_has_an_example() -> None:
+    result = runner.invoke(x2_app, ["export", "lerobot", "--help"])
+    assert result.exit_code == 0 and "Example" in result.output and "x2 export lerobot" in result.output
+
+
+def test_importing_x2_imports_no_torch() -> None:
+    code = ("import sys, x2.cli.app, x2.cli.export_lerobot, x2.export.lerobot; x2.cli.app._mount(); "
+            "print(sorted(m for m in ('torch', 'lerobot', 'datasets') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=HEADLESS_ENV, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+# ---- kill -9 ------------------------------------------------------------------------------------------
+def _complete(target: Path) -> bool:
+    back = load(target, "x2/booth")
+    return back.num_episodes == 2 and back.num_frames == 16 and (target / "meta" / "x2.json").is_file()
+
+
+def test_kill_9_leaves_no_half_written_export(workspace: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """`x2 export lerobot` as typed, killed at a random moment after it started writing (three victims at
+    once, each in its own copy of the workspace: a run costs seconds of imports before it writes)."""
+    rng = random.Random(20261201)
+    spaces = []
+    for i in range(3):
+        space = tmp_path / f"victim{i}"
+        shutil.copytree(workspace, space)
+        spaces.append(space)
+    cmd = [sys.executable, "-m", "x2", "export", "lerobot"]
+    procs = [subprocess.Popen(cmd, cwd=space, env=HEADLESS_ENV, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL) for space in spaces]
+    delays = [rng.uniform(0.0, 1.5) for _ in procs]
+    kill_at: list[float | None] = [None] * len(procs)
+    deadline = time.monotonic() + 280
+    while any(p.returncode is None for p in procs) and time.monotonic() < deadline:
+        for i, (proc, space) in enumerate(zip(procs, spaces, strict=True)):
+            if proc.poll() is not None:
+                continue
+            if kill_at[i] is None and (space / "exports" / f".booth-lerobot.partial-{proc.pid}").exists():
+                kill_at[i] = time.monotonic() + delays[i]  # it is writing: kill somewhere inside the export
+            if kill_at[i] is not None and time.monotonic() >= kill_at[i]:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+        time.sleep(0.005)
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert all(k is not None for k in kill_at), "a victim never started writing"
+    for space in spaces:
+        target = space / "exports" / "booth-lerobot"
+        assert not target.exists() or _complete(target)
+        if target.exists():  # it finished before its moment: then it must be whole, and we start over
+            shutil.rmtree(target)
+        again = invoke([], space, monkeypatch)  # the next run, as typed
+        assert again.exit_code == 0, again.output
+        assert _complete(target)
+        assert sorted(p.name for p in (space / "exports").iterdir()) == ["booth-lerobot"]  # partials cleared

@@ -1,0 +1,93 @@
+"""`x2 export lerobot`: parsing, a progress bar and the summary; the work is x2.export.lerobot's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from x2.cli._common import console, translate_errors
+from x2.cli.export import (
+    DatasetArg,
+    EpisodesOpt,
+    OverwriteOpt,
+    SourceOpt,
+    SplitOpt,
+    SuccessOnly,
+    app,
+    open_source,
+    selection,
+)
+from x2.datasets.select import require_some
+from x2.export.lerobot import export_lerobot
+from x2.export.lerobot_plan import plan_export
+from x2.export.staging import check_target
+from x2.render.frames import ImageSize
+
+EXPORTS_DIR = Path("exports")
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _cameras(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    return [c.strip() for c in text.split(",") if c.strip()] or None
+
+
+@app.command("lerobot", epilog="Example: x2 export lerobot fruit_in_microwave --cameras head,left_wrist "
+                               "--size 240x320 --success-only")
+@translate_errors
+def lerobot_command(
+    dataset: DatasetArg = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Target folder (default: ./exports/<dataset>-lerobot).", show_default=False)] = None,
+    repo_id: Annotated[str | None, typer.Option(
+        "--repo-id", help="LeRobot repo id (default: x2/<dataset>).", show_default=False)] = None,
+    cameras: Annotated[str | None, typer.Option(
+        "--cameras", help="Cameras to export, e.g. head,left_wrist (default: the stored ones, else head).",
+        show_default=False)] = None,
+    size: Annotated[str | None, typer.Option(
+        "--size", help="Image size HxW, e.g. 240x320 (default: the stored size, else 240x320).",
+        show_default=False)] = None,
+    state_only: Annotated[bool, typer.Option("--state-only", help="No images: state, action and labels only.")]
+    = False,
+    overwrite: OverwriteOpt = False,
+    success_only: SuccessOnly = False,
+    source: SourceOpt = None,
+    split: SplitOpt = None,
+    episodes: EpisodesOpt = None,
+) -> None:
+    """Export finished episodes as a LeRobot v3.0 dataset, written by LeRobot's own writer: state, action,
+    camera videos (stored streams, else rendered from the states), the instruction as task, x2's subtask
+    labels as `subtask_index` and as `language_persistent` subtask rows. Read back with LeRobot before it
+    is renamed into place.
+
+    Example: [cyan]x2 export lerobot[/cyan] (the last dataset, to ./exports/<dataset>-lerobot)
+    """
+    ds = open_source(dataset)
+    target = out if out is not None else EXPORTS_DIR / f"{ds.name}-lerobot"
+    check_target(target.absolute(), overwrite)  # before reading every episode to plan the export
+    chosen = selection(success_only, source, split, episodes)
+    records = chosen.apply(ds)
+    require_some(records, ds, chosen)
+    image_size = None if size is None else ImageSize.parse(size)
+    plan = plan_export(ds, records, _cameras(cameras), image_size, state_only)
+    console.print(f"exporting {_count(len(records), 'episode')}, {_count(plan.frames, 'frame')} "
+                  f"({chosen.describe()}); "
+                  f"{plan.images.reason}")
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=console, transient=True, disable=not console.is_terminal) as bar:
+        job = bar.add_task("frames", total=plan.frames)
+        result = export_lerobot(plan, target, repo_id or f"x2/{ds.name}", overwrite=overwrite,
+                                selection=chosen.describe(),
+                                on_frames=lambda n: bar.advance(job, n),
+                                on_phase=lambda text: bar.update(job, description=text))
+    console.print(f"[green]LeRobot dataset written[/green]: {result.target} ({_count(result.episodes, 'episode')}, "
+                  f"{_count(result.frames, 'frame')} at {plan.fps} fps, {result.bytes / 1e6:.1f} MB), read back "
+                  "with LeRobot: counts, tasks, state, action, subtasks and first/last frames match", soft_wrap=True)
+    console.print(f"load it: LeRobotDataset({result.repo_id!r}, root={str(result.target)!r})", soft_wrap=True)

@@ -1,0 +1,257 @@
+"""`x2 export lerobot`: the one module that imports LeRobot, always lazily (importing x2 imports no torch).
+
+Everything goes through LeRobot 0.6.1's own writer and reader:
+
+1. `LeRobotDataset.create` / `add_frame` / `save_episode` / `finalize` write the frames into the staged
+   folder (`x2.export.staging.staged`): state, action, subtask_index, camera videos, task.
+2. The subtask segments become the `language_persistent` column through LeRobot's own
+   `LanguageColumnsWriter` (fed from a staging folder the way its annotation pipeline feeds it; our
+   `subtask_index` column is kept), and info.json gets LeRobot's `language_feature_info()`.
+3. `meta/x2.json` records where it all came from (`x2.export.provenance`).
+4. `LeRobotDataset(root, video_backend="pyav")` reloads the folder; `x2.export.lerobot_check.compare`
+   holds what it read against the plan. Only then is the folder renamed onto the target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from x2.atomic import write_text
+from x2.errors import ExportError
+from x2.export.lerobot_check import Edges, EpisodeReadback, Readback, compare
+from x2.export.lerobot_language import SUBTASK_STYLE, subtask_rows
+from x2.export.lerobot_plan import ACTION, STATE, SUBTASK, ExportPlan
+from x2.export.provenance import provenance
+from x2.export.staging import staged
+
+X2_META = "meta/x2.json"
+_LANGUAGE_STAGING, _HF_CACHE = ".x2-language-staging", ".x2-hf-cache"  # inside the staged folder, removed
+
+
+@dataclass(frozen=True)
+class LeRobotExport:
+    target: Path
+    repo_id: str
+    episodes: int
+    frames: int
+    images: str
+    bytes: int
+
+
+FrameCallback = Callable[[int], None]
+PhaseCallback = Callable[[str], None]
+
+
+def _nothing(*_: object) -> None:
+    return None
+
+
+@contextlib.contextmanager
+def quiet_lerobot() -> Iterator[None]:
+    """Keep the encoder's banner and HF's per-call bars off the user's terminal (our bar is the progress).
+
+    SVT-AV1 prints its configuration to stderr unless SVT_LOG says otherwise (an SVT_LOG the user set is
+    kept); HF datasets draws a "Map" bar per episode; LeRobot hands libav back its default stderr
+    logger, which chats at INFO level ("moving the moov atom"), so libav is held at ERROR."""
+    import av
+    import datasets
+
+    av.logging.set_libav_level(av.logging.ERROR)
+
+    svt = os.environ.get("SVT_LOG")
+    os.environ.setdefault("SVT_LOG", "1")
+    bars = not datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if bars:
+            datasets.enable_progress_bars()
+        if svt is None:
+            os.environ.pop("SVT_LOG", None)
+
+
+@contextlib.contextmanager
+def _hf_cache(folder: Path) -> Iterator[None]:
+    """Point HF datasets' arrow cache into the staged folder while the check reads it back: loading a
+    LeRobot dataset copies its tables into that cache, and a check should leave nothing in ~/.cache."""
+    import datasets.config
+
+    before = datasets.config.HF_DATASETS_CACHE
+    datasets.config.HF_DATASETS_CACHE = folder
+    try:
+        yield
+    finally:
+        datasets.config.HF_DATASETS_CACHE = before
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _write_frames(plan: ExportPlan, root: Path, repo_id: str, on_frames: FrameCallback) -> list[Edges]:
+    """create / add_frame / save_episode / finalize; returns the source pixels of each episode's first and
+    last frame per camera (what the check compares the decoded videos with)."""
+    import datasets
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    images = plan.images
+    try:
+        ds = LeRobotDataset.create(repo_id, fps=plan.fps, features=plan.features(), root=root,
+                                   robot_type=plan.dataset.manifest.robot, use_videos=bool(images.cameras),
+                                   video_backend="pyav")
+    except ValueError as exc:  # LeRobot checks its default encoder (libsvtav1 in PyAV) right here
+        raise ExportError(f"LeRobot writer (video encoder): found {' '.join(str(exc).split())}; allowed: a PyAV with "
+                          "LeRobot's default codec (libsvtav1), or --state-only") from None
+    edges: list[Edges] = []
+    try:
+        for episode in plan.episodes:
+            first: dict[str, np.ndarray] = {}
+            last: dict[str, np.ndarray] = {}
+            with plan.dataset.load(episode.record.index) as ep:
+                for t, frame in enumerate(plan.frames_of(ep, episode)):
+                    if t == 0:
+                        first = {c: np.array(frame[images.key(c)]) for c in images.cameras}
+                    if t == episode.frames - 1:
+                        last = {c: np.array(frame[images.key(c)]) for c in images.cameras}
+                    ds.add_frame(frame)
+                    on_frames(1)
+            # LeRobot's own loader turns HF's bars back on whenever it ran (SuppressProgressBars).
+            datasets.disable_progress_bars()
+            # One camera after the other: parallel encoding forks a process pool from this one, which
+            # holds threads (the renderer's, torch's), and fork() with threads can deadlock the child.
+            # SVT-AV1 spreads one video over the cores anyway.
+            ds.save_episode(parallel_encoding=False)
+            edges.append({c: (first[c], last[c]) for c in images.cameras})
+    except BaseException:
+        with contextlib.suppress(Exception):  # close LeRobot's writers; the error that stopped us is the news
+            ds.finalize()
+        raise
+    ds.finalize()
+    return edges
+
+
+def _write_language(plan: ExportPlan, root: Path) -> None:
+    """The `language_persistent` (and empty `language_events`) columns, written by LeRobot's own writer."""
+    from lerobot.annotations.steerable_pipeline.reader import iter_episodes
+    from lerobot.annotations.steerable_pipeline.staging import EpisodeStaging
+    from lerobot.annotations.steerable_pipeline.writer import LanguageColumnsWriter
+    from lerobot.datasets.language import language_feature_info
+
+    staging = root / _LANGUAGE_STAGING
+    for i, episode in enumerate(plan.episodes):
+        EpisodeStaging(staging, i).write("plan", subtask_rows(episode.labels, plan.fps))
+    records = list(iter_episodes(root))
+    LanguageColumnsWriter(drop_existing_subtask_index=False).write_all(records, staging, root)
+    shutil.rmtree(staging)
+    info_path = root / "meta" / "info.json"
+    info = json.loads(info_path.read_text(encoding="utf-8"))
+    info["features"].update(language_feature_info())
+    write_text(info_path, json.dumps(info, indent=4) + "\n")
+
+
+def _write_x2_meta(plan: ExportPlan, root: Path, repo_id: str, selection: str) -> None:
+    import lerobot
+
+    records = [e.record for e in plan.episodes]
+    size = plan.images.size
+    facts = provenance(
+        plan.dataset, records, selection,
+        format={"name": "lerobot", "codebase_version": "v3.0", "lerobot_version": lerobot.__version__,
+                "repo_id": repo_id},
+        images={"cameras": list(plan.images.cameras), "size": None if size is None else [size.height, size.width],
+                "choice": plan.images.reason},
+        subtask_index=plan.codes.describe(),
+        language={"column": "language_persistent", "style": SUBTASK_STYLE,
+                  "rows": "one per segment start, content = the subtask name (names above)"},
+        task="each episode's instruction (root attr instruction), else the dataset's task name",
+        timestamps="frame_index / fps; every source frame was recorded at that sim time",
+    )
+    write_text(root / X2_META, json.dumps(facts, indent=1, sort_keys=True) + "\n")
+
+
+def _tidy(root: Path) -> None:
+    """Videos readable by everyone (LeRobot encodes into mkdtemp folders, 0700/0600); LeRobot's emptied
+    PNG staging folders go."""
+    for mp4 in (root / "videos").rglob("*.mp4") if (root / "videos").is_dir() else ():
+        mp4.chmod(0o644)
+    images = root / "images"
+    if images.is_dir() and not any(p.is_file() for p in images.rglob("*")):
+        shutil.rmtree(images)
+
+
+def read_back(plan: ExportPlan, root: Path, repo_id: str) -> Readback:
+    """What LeRobot's `LeRobotDataset` reads from `root`: per frame the columns and the subtask
+    `language_render.active_at` finds, per episode its first and last frames decoded (pyav)."""
+    with _hf_cache(Path(root) / _HF_CACHE):
+        return _read_back(plan, Path(root), repo_id)
+
+
+def _read_back(plan: ExportPlan, root: Path, repo_id: str) -> Readback:
+    from lerobot.datasets import language_render
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    ds = LeRobotDataset(repo_id, root=root, video_backend="pyav", return_uint8=True)
+    numbers = ds.select_columns(["episode_index", "frame_index", "timestamp", "task_index", SUBTASK, STATE,
+                                 ACTION]).with_format("numpy")[:]
+    language = ds.select_columns(["language_persistent"]).with_format(None)[:]["language_persistent"]
+    task_names = [str(name) for name in ds.meta.tasks.index]
+    per_episode: list[EpisodeReadback] = []
+    for i in range(ds.meta.total_episodes):
+        meta = ds.meta.episodes[i]
+        rows = np.flatnonzero(numbers["episode_index"] == i)
+        stamps = numbers["timestamp"][rows]
+        subtasks = []
+        for r, t in zip(rows.tolist(), stamps.tolist(), strict=True):
+            row = language_render.active_at(float(t), persistent=language[r], style=SUBTASK_STYLE)
+            subtasks.append(None if row is None else row["content"])
+        back = EpisodeReadback(
+            length=int(meta["length"]), frame_index=numbers["frame_index"][rows], timestamp=stamps,
+            task=[task_names[int(k)] for k in numbers["task_index"][rows]], subtask=subtasks,
+            subtask_index=numbers[SUBTASK][rows], state=numbers[STATE][rows], action=numbers[ACTION][rows])
+        start, stop = int(meta["dataset_from_index"]), int(meta["dataset_to_index"])
+        if stop > start:
+            first, last = ds[start], ds[stop - 1]
+            back.edge_task = (str(first["task"]), str(last["task"]))
+            for cam in plan.images.cameras:
+                key = plan.images.key(cam)
+                back.edges[cam] = (first[key].permute(1, 2, 0).numpy(), last[key].permute(1, 2, 0).numpy())
+        per_episode.append(back)
+    return Readback(ds.meta.total_episodes, ds.meta.total_frames, int(ds.meta.fps), per_episode)
+
+
+def _folder_bytes(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def export_lerobot(plan: ExportPlan, target: str | Path, repo_id: str, *, overwrite: bool = False,
+                   selection: str = "all episodes", on_frames: FrameCallback = _nothing,
+                   on_phase: PhaseCallback = _nothing) -> LeRobotExport:
+    """Write `plan` as a LeRobot v3.0 dataset at `target`, read it back with LeRobot, then rename it there."""
+    target = Path(target).absolute()
+    if "/" not in repo_id or repo_id.startswith("/") or repo_id.endswith("/"):
+        raise ExportError(f"--repo-id: found {repo_id!r}; allowed: owner/name, e.g. x2/{plan.dataset.name}")
+    with quiet_lerobot(), staged(target, overwrite) as tmp:
+        on_phase("writing")
+        edges = _write_frames(plan, tmp, repo_id, on_frames)
+        on_phase("language columns")
+        _write_language(plan, tmp)
+        _write_x2_meta(plan, tmp, repo_id, selection)
+        _tidy(tmp)
+        on_phase("reading back with LeRobot")
+        back = read_back(plan, tmp, repo_id)
+        compare(plan, edges, back, str(target))
+        on_phase("renaming into place")
+        size = _folder_bytes(tmp)
+    return LeRobotExport(target, repo_id, len(plan.episodes), plan.frames, plan.images.reason, size)
+
+
+def read_x2_meta(root: str | Path) -> dict[str, Any]:
+    """An export's provenance (meta/x2.json)."""
+    return json.loads((Path(root) / X2_META).read_text(encoding="utf-8"))

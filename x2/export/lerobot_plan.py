@@ -1,0 +1,217 @@
+"""What a LeRobot export will contain, decided before anything is written (no LeRobot import here).
+
+`plan_export` opens every selected episode once and refuses what LeRobot could not represent
+faithfully: an fps that is not a whole number, sim-time ticks that are not `frame_index / fps`, labels
+outside the DAG. It also fixes the cameras and image size, and how x2's subtask labels become LeRobot's
+int64 `subtask_index` (see `SubtaskCodes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from x2.datasets import Dataset, Episode, EpisodeRecord
+from x2.errors import ExportError
+from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
+from x2.render.frames import ImageSize
+from x2.render.source import episode_frames, stored_cameras
+
+# Sim time is accumulated in float64 (865 ticks drift ~1e-11 s); LeRobot's own sync tolerance is 1e-4 s.
+TICK_TOLERANCE_S = 1e-4
+STATE, ACTION, SUBTASK = "observation.state", "action", "subtask_index"
+IMAGE_PREFIX = "observation.images."
+DONE, UNFINISHED = "done", "unfinished"
+
+
+@dataclass(frozen=True)
+class SubtaskCodes:
+    """x2's `/labels/subtask_index` -> the exported int64 `subtask_index`.
+
+    x2 numbers the DAG's nodes 0..N-1, uses N for "done" (after the task succeeded) and -1 for
+    "unfinished" (after the last completion of an episode that did not succeed). The export keeps 0..N
+    and maps -1 to N + 1, so every value indexes `names` (nodes, then "done", then "unfinished") and
+    can be used as a class index or an embedding row without special-casing a negative value."""
+
+    nodes: tuple[str, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (*self.nodes, DONE, UNFINISHED)
+
+    def encode(self, labels: np.ndarray, where: str) -> np.ndarray:
+        values = np.asarray(labels, dtype=np.int64)
+        bad = values[(values < -1) | (values > len(self.nodes))]
+        if bad.size:
+            raise ExportError(f"{where}: labels/subtask_index: found {int(bad[0])}; allowed: -1 (unfinished), "
+                              f"0..{len(self.nodes) - 1} ({', '.join(self.nodes)}) or {len(self.nodes)} (done)")
+        return np.where(values == -1, len(self.nodes) + 1, values)
+
+    def describe(self) -> dict[str, Any]:
+        """For meta/x2.json: the names each exported value stands for and where x2's values went."""
+        n = len(self.nodes)
+        return {"names": list(self.names), "x2_to_export": {**{str(i): i for i in range(n + 1)}, "-1": n + 1},
+                "note": f"{n} = done (after success), {n + 1} = unfinished (x2's -1: after the last "
+                        "completion of an episode that did not succeed)"}
+
+
+@dataclass(frozen=True)
+class Images:
+    """The camera streams of the export: which cameras, at which size, and why those."""
+
+    cameras: tuple[str, ...]
+    size: ImageSize | None
+    reason: str
+
+    def key(self, camera: str) -> str:
+        return f"{IMAGE_PREFIX}{camera}"
+
+
+@dataclass(frozen=True)
+class EpisodePlan:
+    record: EpisodeRecord
+    frames: int
+    task: str  # the episode's instruction, every frame's LeRobot "task"
+    subtask_index: np.ndarray  # (T,) int64, already encoded (SubtaskCodes)
+    labels: tuple[str, ...]  # (T,) the name of x2's label of every frame
+
+
+@dataclass(frozen=True)
+class ExportPlan:
+    dataset: Dataset
+    fps: int
+    joint_names: tuple[str, ...]
+    action_names: tuple[str, ...]
+    codes: SubtaskCodes
+    images: Images
+    episodes: tuple[EpisodePlan, ...]
+
+    @property
+    def frames(self) -> int:
+        return sum(e.frames for e in self.episodes)
+
+    def features(self) -> dict[str, dict[str, Any]]:
+        """LeRobot's feature spec (plain dicts: `LeRobotDataset.create(features=...)`)."""
+        out: dict[str, dict[str, Any]] = {
+            STATE: {"dtype": "float32", "shape": (len(self.joint_names),), "names": list(self.joint_names)},
+            ACTION: {"dtype": "float32", "shape": (len(self.action_names),), "names": list(self.action_names)},
+            SUBTASK: {"dtype": "int64", "shape": (1,), "names": None},
+        }
+        size = self.images.size
+        for cam in self.images.cameras:
+            assert size is not None
+            out[self.images.key(cam)] = {"dtype": "video", "shape": (size.height, size.width, 3),
+                                         "names": ["height", "width", "channels"]}
+        return out
+
+    def frames_of(self, ep: Episode, plan: EpisodePlan) -> Iterator[dict[str, Any]]:
+        """`add_frame` dicts of one episode, in order: every feature at its exact dtype and shape, + task."""
+        qpos = ep["observations/qpos"].astype(np.float32, copy=False)
+        action = ep["action"].astype(np.float32, copy=False)
+        subtask = plan.subtask_index.reshape(-1, 1)
+        pictures: Iterator[dict[str, np.ndarray]] | None = None
+        if self.images.cameras:
+            pictures = episode_frames(ep, self.images.cameras, self.images.size)
+        for t in range(plan.frames):
+            frame: dict[str, Any] = {STATE: qpos[t], ACTION: action[t], SUBTASK: subtask[t], "task": plan.task}
+            if pictures is not None:
+                shot = next(pictures)
+                for cam in self.images.cameras:
+                    frame[self.images.key(cam)] = shot[cam]
+            yield frame
+
+
+def choose_images(ds: Dataset, records: Sequence[EpisodeRecord], cameras: Sequence[str] | None,
+                  size: ImageSize | None, state_only: bool) -> Images:
+    """What was asked, else what `x2 render` already stored (no second rendering), else the render
+    pass's defaults."""
+    if state_only:
+        if cameras:
+            raise ExportError(f"--cameras: found {','.join(cameras)} with --state-only; "
+                              "allowed: one of them (state-only exports have no images)")
+        return Images((), None, "state only")
+    with ds.load(records[0].index) as first:
+        stored = stored_cameras(first)
+    if cameras:
+        chosen, why = tuple(cameras), "--cameras"
+    elif stored:
+        chosen, why = tuple(sorted(stored)), "stored in the episodes"
+    else:
+        chosen, why = DEFAULT_CAMERAS, "x2 render's defaults"
+    if size is not None:
+        pick, size_why = size, "--size"
+    elif (stored_size := next((stored[c] for c in chosen if c in stored), None)) is not None:
+        pick, size_why = stored_size, "stored in the episodes"
+    else:
+        pick, size_why = DEFAULT_SIZE, "x2 render's default"
+    if pick.height % 2 or pick.width % 2:
+        raise ExportError(f"--size: found {pick}; allowed: an even height and width (LeRobot's videos are "
+                          "yuv420p, which halves both)")
+    duplicates = sorted({c for c in chosen if chosen.count(c) > 1})
+    if duplicates:
+        raise ExportError(f"--cameras: found {', '.join(duplicates)} more than once; allowed: each camera once")
+    return Images(chosen, pick, f"cameras {', '.join(chosen)} ({why}) at {pick} ({size_why})")
+
+
+def check_ticks(ep: Episode, fps: int) -> None:
+    """Refuse an episode whose frame t was not recorded at sim time t / fps (LeRobot's timestamps are)."""
+    ts = np.asarray(ep["timestamps"], dtype=np.float64)
+    expected = np.arange(ts.size, dtype=np.float64) / fps
+    if ts.size == 0:
+        raise ExportError(f"{ep.path}: timestamps: found 0 frames; allowed: at least one")
+    late = np.flatnonzero(np.abs(ts - expected) > TICK_TOLERANCE_S)
+    if late.size:
+        t = int(late[0])
+        raise ExportError(f"{ep.path}: timestamps: found frame {t} at {ts[t]:.6f} s; allowed: frame_index / fps "
+                          f"= {expected[t]:.6f} s at {fps} fps (within {TICK_TOLERANCE_S:g} s)")
+
+
+def dataset_fps(ds: Dataset) -> int:
+    fps = float(ds.manifest.fps)
+    if not fps.is_integer():
+        raise ExportError(f"{ds.root / 'manifest.json'}: fps: found {fps:g}; allowed: a whole number "
+                          "(LeRobot stores an integer fps)")
+    return int(fps)
+
+
+def plan_episode(ep: Episode, record: EpisodeRecord, fps: int, ds: Dataset, codes: SubtaskCodes) -> EpisodePlan:
+    where = str(ep.path)
+    own_fps = ep.attrs.get("fps", fps)
+    if float(own_fps) != fps:
+        raise ExportError(f"{where}: fps: found {own_fps}; allowed: the dataset's {fps}")
+    check_ticks(ep, fps)
+    joints = len(ds.manifest.joint_names)
+    for name, width in (("observations/qpos", joints), ("action", len(ds.manifest.action_names))):
+        if name not in ep:
+            raise ExportError(f"{where}: {name}: found missing; allowed: episodes recorded by x2's loop")
+        shape = ep.dataset(name).shape
+        if len(shape) != 2 or shape[1] != width:
+            raise ExportError(f"{where}: {name}: found shape {shape}; allowed: ({ep.frames}, {width}) "
+                              "(the manifest's names)")
+    if "labels/subtask_index" not in ep:
+        raise ExportError(f"{where}: labels/subtask_index: found missing; allowed: episodes labelled by a task DAG")
+    if tuple(ep.subtask_names) != codes.nodes:
+        raise ExportError(f"{where}: labels/subtask_names: found {ep.subtask_names}; allowed: the dataset's DAG "
+                          f"nodes {list(codes.nodes)}")
+    raw = ep["labels/subtask_index"]
+    encoded = codes.encode(raw, where)
+    task = str(ep.attrs.get("instruction") or "") or ds.manifest.task
+    return EpisodePlan(record, ep.frames, task, encoded, tuple(codes.names[int(v)] for v in encoded))
+
+
+def plan_export(ds: Dataset, records: Sequence[EpisodeRecord], cameras: Sequence[str] | None = None,
+                size: ImageSize | None = None, state_only: bool = False) -> ExportPlan:
+    if not records:
+        raise ExportError(f"{ds.root}: episodes: found none selected; allowed: at least one committed episode")
+    fps = dataset_fps(ds)
+    codes = SubtaskCodes(tuple(str(n) for n in ds.manifest.dag.get("nodes", [])))
+    episodes = []
+    for record in records:
+        with ds.load(record.index) as ep:
+            episodes.append(plan_episode(ep, record, fps, ds, codes))
+    images = choose_images(ds, records, cameras, size, state_only)
+    return ExportPlan(ds, fps, tuple(ds.manifest.joint_names), tuple(ds.manifest.action_names), codes, images,
+                      tuple(episodes))
