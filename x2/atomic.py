@@ -60,3 +60,44 @@ def write_bytes(path: str | Path, data: bytes) -> None:
 
 def write_text(path: str | Path, text: str) -> None:
     write_bytes(path, text.encode("utf-8"))
+
+
+def fsync_tree(root: Path) -> None:
+    """fsync every file and folder under `root` (or `root` itself when it is a file)."""
+    if root.is_file():
+        fsync_file(root)
+        return
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            fsync_file(Path(folder) / name)
+        fsync_dir(Path(folder))
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def remove_orphans(folder: Path, prefix: str) -> list[Path]:
+    """Remove `folder/<prefix><pid>` files and folders whose writer process is gone: what a killed
+    writer left of its temporary build. A live writer's entries are never touched."""
+    import shutil
+
+    removed: list[Path] = []
+    if not folder.is_dir():
+        return removed
+    for path in folder.glob(f"{prefix}*"):
+        pid = path.name.removeprefix(prefix)
+        if not pid.isdigit() or process_alive(int(pid)):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from x2.datasets import Dataset, remember_dataset, resolve_dataset
 from x2.errors import X2Error
 
 # Off a terminal (a pipe, a file, CI) x2's output is read by scripts line by line, so nothing may be
@@ -109,3 +110,12 @@ def translate_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             sys.exit(130)
 
     return wrapper
+
+
+def open_dataset_arg(dataset: str | None) -> Dataset:
+    """Resolve, open and remember a dataset; say which one when it was not named (first output line)."""
+    path = resolve_dataset(dataset)
+    console.print(f"dataset: {path}" + ("" if dataset else " (last used)"))
+    ds = Dataset.open(path)
+    remember_dataset(path)
+    return ds

@@ -9,7 +9,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from x2.cli._common import console, translate_errors, typer_group
+from x2.cli._common import console, open_dataset_arg, translate_errors, typer_group
 from x2.datasets import (
     Dataset,
     list_datasets,
@@ -34,15 +34,6 @@ app = typer_group(
 DatasetArg = Annotated[str | None, typer.Argument(
     help="Dataset path or name under ./data (default: the last one used).", show_default=False)]
 _SEVERITY_STYLE = {"error": "bold red", "repairable": "yellow", "info": "dim"}
-
-
-def _open(dataset: str | None) -> Dataset:
-    """Resolve, open and remember a dataset; say which one when it was not named (first output line)."""
-    path = resolve_dataset(dataset)
-    console.print(f"dataset: {path}" + ("" if dataset else " (last used)"))
-    ds = Dataset.open(path)
-    remember_dataset(path)
-    return ds
 
 
 def _duration(seconds: float) -> str:
@@ -80,7 +71,7 @@ def ls_command() -> None:
 @translate_errors
 def info_command(dataset: DatasetArg = None) -> None:
     """Episodes, frames, duration, success rate, sources, subtask durations and failure reasons."""
-    ds = _open(dataset)
+    ds = open_dataset_arg(dataset)
     s = summarize(ds)
     console.print(f"[bold]{s.name}[/bold]: {s.task} on {s.robot}")
     table = Table(show_header=False)
@@ -119,7 +110,7 @@ def show_command(
         "--plot", help="Write a PNG timeline (segments, joints, events).", show_default=False)] = None,
 ) -> None:
     """Attributes, outcome, events and segments of one episode."""
-    ds = _open(dataset)
+    ds = open_dataset_arg(dataset)
     with ds.load(episode) as ep:
         fps = float(ep.attrs.get("fps") or ds.manifest.fps)
         attrs = Table(title=f"episode {ep.index} ({ep.frames} frames, {ep.frames / fps:.1f} s)",

@@ -13,9 +13,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from x2.cli._common import console, translate_errors
+from x2.cli._common import console, open_dataset_arg, translate_errors
 from x2.cli.datasets import DatasetArg, app
-from x2.cli.export import EpisodesOpt, SourceOpt, SplitOpt, SuccessOnly, open_source, selection
+from x2.cli.export import EpisodesOpt, SourceOpt, SplitOpt, SuccessOnly, selection
 from x2.datasets import Dataset, remember_dataset, resolve_dataset, resolve_output
 from x2.datasets.index import format_indices
 from x2.datasets.manage import (
@@ -109,7 +109,7 @@ def filter_command(
         "--renumber", help="Number the kept episodes 0..N-1 (default: they keep their indices).")] = False,
 ) -> None:
     """A new dataset with the episodes that pass every filter (copies; the source is not changed)."""
-    ds = open_source(dataset)
+    ds = open_dataset_arg(dataset)
     keep = Filter(selection(success_only, source, split, episodes), tasks=tuple(task or ()),
                   min_frames=dict(parse_subtask_bound(t, "--min-subtask-frames") for t in min_frames or ()),
                   max_frames=dict(parse_subtask_bound(t, "--max-subtask-frames") for t in max_frames or ()))
@@ -169,7 +169,7 @@ def split_command(
 ) -> None:
     """Assign train/val/test by episode, stratified by task and source, into splits.json (it overrides the
     split each episode file was recorded with; files are not changed)."""
-    ds = open_source(dataset)
+    ds = open_dataset_arg(dataset)
     with _progress("reading tasks") as advance:
         strata = assign_splits(ds.root, val, test, seed, advance)
     table = Table(title=f"splits of {ds.name} (seed {seed})", title_justify="left")
@@ -217,7 +217,7 @@ def stats_command(
     episodes: EpisodesOpt = None,
 ) -> None:
     """Per-dimension mean, std, min and max of action, qpos, qvel and ee_pose; per-subtask durations."""
-    ds = open_source(dataset)
+    ds = open_dataset_arg(dataset)
     chosen = selection(success_only, source, split, episodes)
     records = chosen.apply(ds)
     with _progress("reading episodes") as advance:

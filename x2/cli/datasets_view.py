@@ -11,8 +11,8 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from x2.cli._common import console, translate_errors
-from x2.cli.datasets import _open, app
+from x2.cli._common import console, open_dataset_arg, translate_errors
+from x2.cli.datasets import app
 from x2.export.staging import staged
 from x2.render import ImageSize
 from x2.view import (
@@ -55,7 +55,7 @@ def view_command(
     With a display (DISPLAY set) and no --out, or with --spawn, the rerun viewer opens. Otherwise the
     recording is written to a file, complete or not at all, and the line to open it is printed.
     """
-    ds = _open(dataset)
+    ds = open_dataset_arg(dataset)
     viewer = wants_viewer(spawn, out, os.environ)
     if spawn and not viewer:
         console.print("no display (DISPLAY is not set): writing a file instead of opening the viewer")

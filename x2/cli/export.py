@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from x2.cli._common import console, typer_group
-from x2.datasets import Dataset, remember_dataset, resolve_dataset
+from x2.cli._common import typer_group
 from x2.datasets.select import Selection, parse_episode_list
 
 app = typer_group(
@@ -31,15 +30,6 @@ SplitOpt = Annotated[str | None, typer.Option("--split", help="Only episodes of 
 EpisodesOpt = Annotated[str | None, typer.Option(
     "--episodes", help="Only these episode indices, e.g. 0-9,12.", show_default=False)]
 OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="Replace an existing target.")]
-
-
-def open_source(dataset: str | None) -> Dataset:
-    """Resolve, open and remember the dataset to export; the first output line says which."""
-    path = resolve_dataset(dataset)
-    console.print(f"dataset: {path}" + ("" if dataset else " (last used)"))
-    ds = Dataset.open(path)
-    remember_dataset(path)
-    return ds
 
 
 def selection(success_only: bool, source: list[str] | None, split: str | None,

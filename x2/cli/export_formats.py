@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from x2.cli._common import console, translate_errors
+from x2.cli._common import console, open_dataset_arg, translate_errors
 from x2.cli.export import (
     DatasetArg,
     EpisodesOpt,
@@ -17,7 +17,6 @@ from x2.cli.export import (
     SplitOpt,
     SuccessOnly,
     app,
-    open_source,
     selection,
 )
 from x2.datasets import EpisodeRecord
@@ -71,7 +70,7 @@ def zarr_command(
     Examples: [cyan]x2 export zarr --success-only[/cyan]
     [cyan]x2 export zarr fruit_in_microwave --cameras head --image-size 96x128 --zip[/cyan]
     """
-    ds = open_source(dataset)
+    ds = open_dataset_arg(dataset)
     chosen = selection(success_only, source, split, episodes)
     records = chosen.apply(ds)
     require_some(records, ds, chosen)
@@ -110,7 +109,7 @@ def hdf5_command(
     Examples: [cyan]x2 export hdf5 --split train[/cyan]
     [cyan]x2 export hdf5 fruit_in_microwave --out exports/fruit.hdf5 --state-only[/cyan]
     """
-    ds = open_source(dataset)
+    ds = open_dataset_arg(dataset)
     chosen = selection(success_only, source, split, episodes)
     records = chosen.apply(ds)
     require_some(records, ds, chosen)

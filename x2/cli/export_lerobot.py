@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from x2.cli._common import console, translate_errors
+from x2.cli._common import console, open_dataset_arg, translate_errors
 from x2.cli.export import (
     DatasetArg,
     EpisodesOpt,
@@ -17,13 +17,13 @@ from x2.cli.export import (
     SplitOpt,
     SuccessOnly,
     app,
-    open_source,
     selection,
 )
 from x2.datasets.select import require_some
 from x2.export.lerobot import export_lerobot
 from x2.export.lerobot_plan import plan_export
 from x2.export.staging import check_target
+from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.render.frames import ImageSize
 
 EXPORTS_DIR = Path("exports")
@@ -49,10 +49,11 @@ def lerobot_command(
     repo_id: Annotated[str | None, typer.Option(
         "--repo-id", help="LeRobot repo id (default: x2/<dataset>).", show_default=False)] = None,
     cameras: Annotated[str | None, typer.Option(
-        "--cameras", help="Cameras to export, e.g. head,left_wrist (default: the stored ones, else head).",
+        "--cameras", help="Cameras to export, e.g. head,left_wrist "
+                          f"(default: the stored ones, else {','.join(DEFAULT_CAMERAS)}).",
         show_default=False)] = None,
     size: Annotated[str | None, typer.Option(
-        "--size", help="Image size HxW, e.g. 240x320 (default: the stored size, else 240x320).",
+        "--size", help=f"Image size HxW, e.g. 240x320 (default: the stored size, else {DEFAULT_SIZE}).",
         show_default=False)] = None,
     state_only: Annotated[bool, typer.Option("--state-only", help="No images: state, action and labels only.")]
     = False,
@@ -69,7 +70,7 @@ def lerobot_command(
 
     Example: [cyan]x2 export lerobot[/cyan] (the last dataset, to ./exports/<dataset>-lerobot)
     """
-    ds = open_source(dataset)
+    ds = open_dataset_arg(dataset)
     target = out if out is not None else EXPORTS_DIR / f"{ds.name}-lerobot"
     check_target(target.absolute(), overwrite)  # before reading every episode to plan the export
     chosen = selection(success_only, source, split, episodes)

@@ -15,34 +15,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from x2.atomic import fsync_dir, fsync_file
+from x2.atomic import fsync_dir, fsync_tree, remove_orphans
 from x2.errors import DatasetError
 
 _BUILDING = ".building-"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def clear_dead_builds(target: Path) -> list[Path]:
     """Remove what killed builds of `target` left beside it."""
-    prefix = f".{target.name}{_BUILDING}"
-    removed: list[Path] = []
-    if not target.parent.is_dir():
-        return removed
-    for path in target.parent.glob(f"{prefix}*"):
-        pid = path.name.removeprefix(prefix)
-        if pid.isdigit() and not _alive(int(pid)) and path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
-    return removed
+    return remove_orphans(target.parent, f".{target.name}{_BUILDING}")
 
 
 def refuse_existing(target: Path) -> None:
@@ -50,13 +31,6 @@ def refuse_existing(target: Path) -> None:
         kind = "folder" if target.is_dir() else "file"
         raise DatasetError(f"{target}: --out: found an existing {kind}; allowed: a new path "
                            "(merge and filter always write a new dataset)")
-
-
-def _fsync_tree(root: Path) -> None:
-    for folder, _dirs, files in os.walk(root):
-        for name in files:
-            fsync_file(Path(folder) / name)
-        fsync_dir(Path(folder))
 
 
 @contextmanager
@@ -74,7 +48,7 @@ def building(target: str | Path) -> Iterator[Path]:
         yield inner
         if not (inner / "manifest.json").is_file():
             raise DatasetError(f"{target}: dataset: found nothing built; allowed: a finished dataset")
-        _fsync_tree(inner)
+        fsync_tree(inner)
         refuse_existing(target)  # made meanwhile by someone else
         try:
             os.rename(inner, target)

@@ -16,38 +16,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from x2.atomic import fsync_dir, fsync_file
+from x2.atomic import fsync_dir, fsync_tree, remove_orphans
 from x2.errors import ExportError
 
 _PARTIAL, _OLD = ".partial-", ".old-"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def clear_leftovers(target: Path) -> list[Path]:
     """Remove partial builds (and set-aside old targets) of `target` whose writer process has died."""
-    removed: list[Path] = []
-    if not target.parent.is_dir():
-        return removed
-    for kind in (_PARTIAL, _OLD):
-        prefix = f".{target.name}{kind}"
-        for path in target.parent.glob(f"{prefix}*"):
-            pid = path.name.removeprefix(prefix)
-            if pid.isdigit() and not _alive(int(pid)):
-                if path.is_dir() and not path.is_symlink():
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    path.unlink(missing_ok=True)
-                removed.append(path)
-    return removed
+    return [p for kind in (_PARTIAL, _OLD) for p in remove_orphans(target.parent, f".{target.name}{kind}")]
 
 
 def check_target(target: Path, overwrite: bool) -> None:
@@ -57,16 +34,6 @@ def check_target(target: Path, overwrite: bool) -> None:
                           "allowed: a new path, or --overwrite to replace it")
     if target.parent.exists() and not target.parent.is_dir():
         raise ExportError(f"{target.parent}: target folder: found a file; allowed: a folder")
-
-
-def _fsync_tree(root: Path) -> None:
-    if root.is_file():
-        fsync_file(root)
-        return
-    for folder, _dirs, files in os.walk(root):
-        for name in files:
-            fsync_file(Path(folder) / name)
-        fsync_dir(Path(folder))
 
 
 @contextmanager
@@ -82,7 +49,7 @@ def staged(target: str | Path, overwrite: bool = False) -> Iterator[Path]:
         yield tmp
         if not tmp.exists():
             raise ExportError(f"{target}: export: found nothing written; allowed: a finished export")
-        _fsync_tree(tmp)
+        fsync_tree(tmp)
         if target.exists():
             if not overwrite:  # made meanwhile by someone else
                 raise ExportError(f"{target}: target: found one created meanwhile; allowed: --overwrite")
