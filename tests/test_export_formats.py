@@ -334,3 +334,25 @@ def test_hdf5_refuses_existing_target_and_unknown_camera(hdf5_export, short):
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert "cameras: found ['nope']; allowed: the model's cameras" in bad.stderr
     assert not target.with_name("x.hdf5").exists()
+
+
+def test_without_cameras_both_export_what_x2_render_stored(short, tmp_path):
+    import shutil
+
+    from helpers.stored_images import store_images
+
+    shutil.copytree(short, tmp_path / "ds")
+    store_images(tmp_path / "ds", ["head"], SIZE, invert=True)
+    ds = Dataset.open(tmp_path / "ds")
+    records = ds.episodes()[:1]
+    export_zarr(ds, records, tmp_path / "z.zarr", ZarrOptions())
+    root = zarr.open_group(str(tmp_path / "z.zarr"), mode="r")
+    assert sorted(k for k in root["data"].array_keys() if root["data"][k].ndim == 4) == ["head"]
+    with ds.load(records[0].index) as ep:
+        stored = ep["observations/images/head"]
+    assert np.array_equal(root["data/head"][:], stored)  # read, not drawn again at the default size
+    export_hdf5(ds, records, tmp_path / "h.hdf5", Hdf5Options())
+    with h5py.File(tmp_path / "h.hdf5", "r") as f:
+        demo = f["data"][sorted(f["data"])[0]]
+        assert sorted(k for k in demo["obs"] if k.endswith("_image")) == ["head_image"]
+        assert np.array_equal(demo["obs/head_image"][:], stored)

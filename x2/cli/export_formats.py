@@ -30,7 +30,8 @@ from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
 OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Target path (default: ./exports/<dataset>.<ext>).",
                                              show_default=False)]
 CamerasOpt = Annotated[str | None, typer.Option(
-    "--cameras", help=f"Cameras to export, comma-separated (default: {','.join(DEFAULT_CAMERAS)}).",
+    "--cameras", help="Cameras to export, comma-separated (default: the stored ones, else "
+                     f"{','.join(DEFAULT_CAMERAS)}).",
     show_default=False)]
 SizeOpt = Annotated[str, typer.Option("--size", help="Render size HxW for episodes without stored images.")]
 StateOnlyOpt = Annotated[bool, typer.Option("--state-only", help="No images: low-dimensional arrays only.")]

@@ -112,16 +112,29 @@ def check_layout(arrays: EpisodeArrays, first: Mapping[str, tuple[tuple[int, ...
                               "exported episode (export episodes of one world: --episodes)")
 
 
-def parse_cameras(text: str | None) -> tuple[str, ...]:
-    """``"head,wrist_left"`` -> ("head", "wrist_left"); None -> the default cameras."""
+def parse_cameras(text: str | None) -> tuple[str, ...] | None:
+    """``"head,wrist_left"`` -> ("head", "wrist_left"); None -> None (`choose_cameras` decides)."""
     if text is None:
-        return DEFAULT_CAMERAS
+        return None
     cams = tuple(dict.fromkeys(c.strip() for c in text.split(",") if c.strip()))
     bad = [c for c in cams if not _CAMERA.match(c)]
     if not cams or bad:
         raise ExportError(f"--cameras: found {text!r}; allowed: camera names separated by commas, "
                           "e.g. head,wrist_left")
     return cams
+
+
+def choose_cameras(paths: Sequence[Path], asked: Sequence[str] | None) -> tuple[str, ...]:
+    """What was asked; else the cameras every exported episode already stores (what `x2 render` made,
+    so nothing is drawn twice); else the render pass's defaults. The LeRobot exporter chooses alike."""
+    if asked is not None:
+        return tuple(asked)
+    common: set[str] | None = None
+    for path in paths:
+        with Episode(path) as ep:
+            have = set(stored_cameras(ep))
+        common = have if common is None else common & have
+    return tuple(sorted(common)) if common else DEFAULT_CAMERAS
 
 
 def plan_image_sizes(paths: Sequence[Path], cameras: Sequence[str], render_size: ImageSize,

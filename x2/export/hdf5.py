@@ -44,6 +44,7 @@ from x2.export.episode_arrays import (
     EpisodeArrays,
     camera_batches,
     check_layout,
+    choose_cameras,
     plan_image_sizes,
     read_episode,
     row_layout,
@@ -51,7 +52,7 @@ from x2.export.episode_arrays import (
 from x2.export.provenance import provenance
 from x2.export.staging import check_target, staged
 from x2.render import ImageSize
-from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
+from x2.render.defaults import DEFAULT_SIZE
 
 IMAGE_COMPRESSION = {"compression": "gzip", "compression_opts": 4}  # built into every HDF5 reader
 VALID_SPLITS = ("val", "valid")  # robomimic's validation filter key is "valid"
@@ -59,7 +60,7 @@ VALID_SPLITS = ("val", "valid")  # robomimic's validation filter key is "valid"
 
 @dataclass(frozen=True)
 class Hdf5Options:
-    cameras: tuple[str, ...] = DEFAULT_CAMERAS
+    cameras: tuple[str, ...] | None = None  # None: the stored ones, else the render defaults
     render_size: ImageSize = DEFAULT_SIZE
     state_only: bool = False
     overwrite: bool = False
@@ -176,7 +177,7 @@ def export_hdf5(ds: Dataset, records: Sequence[EpisodeRecord], out: str | Path, 
     target = Path(out).absolute()
     check_target(target, options.overwrite)
     paths = [ds.episode_path(r.index) for r in records]
-    cameras = () if options.state_only else tuple(options.cameras)
+    cameras = () if options.state_only else choose_cameras(paths, options.cameras)
     sizes = plan_image_sizes(paths, cameras, options.render_size, None)
     splits = episode_splits(ds, [r.index for r in records])
     names = demo_names(len(records))

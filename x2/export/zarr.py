@@ -40,6 +40,7 @@ from x2.export.episode_arrays import (
     EpisodeArrays,
     camera_batches,
     check_layout,
+    choose_cameras,
     plan_image_sizes,
     read_episode,
     row_layout,
@@ -47,7 +48,7 @@ from x2.export.episode_arrays import (
 from x2.export.provenance import provenance
 from x2.export.staging import check_target, clear_leftovers, staged
 from x2.render import ImageSize
-from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
+from x2.render.defaults import DEFAULT_SIZE
 
 FORMATS = (2, 3)
 LOW_DIM_CHUNK_BYTES = 2_000_000  # diffusion_policy's own target chunk size
@@ -56,7 +57,7 @@ _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed entry times: the same export gives th
 
 @dataclass(frozen=True)
 class ZarrOptions:
-    cameras: tuple[str, ...] = DEFAULT_CAMERAS
+    cameras: tuple[str, ...] | None = None  # None: the stored ones, else the render defaults
     render_size: ImageSize = DEFAULT_SIZE  # for episodes without stored streams
     image_size: ImageSize | None = None  # resize every stream to this size
     state_only: bool = False
@@ -122,7 +123,7 @@ def export_zarr(ds: Dataset, records: Sequence[EpisodeRecord], out: str | Path, 
     target = Path(out).absolute()
     check_target(target, options.overwrite)
     paths = [ds.episode_path(r.index) for r in records]
-    cameras = () if options.state_only else tuple(options.cameras)
+    cameras = () if options.state_only else choose_cameras(paths, options.cameras)
     sizes = plan_image_sizes(paths, cameras, options.render_size, options.image_size)
     total = sum(r.frames for r in records)
     meta = provenance(ds, records, selection, format=f"diffusion_policy replay buffer (zarr {options.zarr_format})",
