@@ -22,6 +22,7 @@ from x2.render import ImageSize, render_dataset
 
 ARGS = ["--cameras", "head,left_wrist", "--size", "96x128", "--workers", "2"]
 KILLS = 3
+EPISODES = 8
 
 
 def _children(pid: int) -> set[int]:
@@ -64,7 +65,10 @@ def _changed(root: Path, old: dict[str, bytes]) -> int:
 def datasets(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     base = tmp_path_factory.mktemp("render_crash")
     pristine = base / "pristine"
-    record_short_dataset(pristine, episodes=4, ticks=30)
+    # Eight episodes: a kill two episodes in still leaves at least three rounds of two workers' rendering,
+    # so the random delay after the second commit (up to 0.6 s) lands inside the run even when the
+    # workers finish episodes in pairs on a loaded machine.
+    record_short_dataset(pristine, episodes=EPISODES, ticks=30)
     reference = base / "reference"
     shutil.copytree(pristine, reference)
     render_dataset(reference, ("head", "left_wrist"), ImageSize(96, 128), workers=2)
