@@ -14,13 +14,12 @@ from rich.table import Table
 from x2.cli._common import console, open_dataset_arg, translate_errors
 from x2.cli.datasets import app
 from x2.export.staging import staged
-from x2.render import ImageSize
+from x2.render.frames import ImageSize, parse_cameras
 from x2.view import (
     DEFAULT_CAMERAS,
     DEFAULT_SIZE,
     VIEWER_PORT,
     default_rrd_path,
-    parse_cameras,
     plan_cameras,
     record_episode,
     wants_viewer,
@@ -61,7 +60,7 @@ def view_command(
         console.print("no display (DISPLAY is not set): writing a file instead of opening the viewer")
     target = out if out is not None else (None if viewer else default_rrd_path(ds.name, episode))
     wanted_size = ImageSize.parse(size) if size is not None else None
-    wanted_cameras = parse_cameras(cameras) if cameras is not None else None
+    wanted_cameras = parse_cameras(cameras)
     with ds.load(episode) as ep:
         plan = plan_cameras(ep, wanted_cameras, wanted_size)
         label = f"episode {ep.index}: " + (f"rendering {', '.join(plan.rendered)}" if plan.rendered else "logging")

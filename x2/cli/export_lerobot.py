@@ -24,19 +24,13 @@ from x2.export.lerobot import export_lerobot
 from x2.export.lerobot_plan import plan_export
 from x2.export.staging import check_target
 from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
-from x2.render.frames import ImageSize
+from x2.render.frames import ImageSize, parse_cameras
 
 EXPORTS_DIR = Path("exports")
 
 
 def _count(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def _cameras(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    return [c.strip() for c in text.split(",") if c.strip()] or None
 
 
 @app.command("lerobot", epilog="Example: x2 export lerobot fruit_in_microwave --cameras head,left_wrist "
@@ -77,7 +71,7 @@ def lerobot_command(
     records = chosen.apply(ds)
     require_some(records, ds, chosen)
     image_size = None if size is None else ImageSize.parse(size)
-    plan = plan_export(ds, records, _cameras(cameras), image_size, state_only)
+    plan = plan_export(ds, records, parse_cameras(cameras), image_size, state_only)
     console.print(f"exporting {_count(len(records), 'episode')}, {_count(plan.frames, 'frame')} "
                   f"({chosen.describe()}); "
                   f"{plan.images.reason}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import re
 from pathlib import Path
 from typing import Annotated
 
@@ -16,18 +15,7 @@ from x2.datasets import Dataset, remember_dataset, resolve_dataset
 from x2.datasets.select import parse_episode_list
 from x2.errors import DatasetError
 from x2.render import DEFAULT_CAMERAS, DEFAULT_SIZE, ImageSize, RenderProgress, contact_sheet, render_dataset
-
-_CAMERA = re.compile(r"^[A-Za-z0-9_.-]+$")
-
-
-def _cameras(text: str | None) -> tuple[str, ...]:
-    if text is None:
-        return DEFAULT_CAMERAS
-    names = tuple(n.strip() for n in text.split(","))
-    if not names or any(not _CAMERA.match(n) for n in names) or len(set(names)) != len(names):
-        raise DatasetError(f"--cameras: found {text!r}; allowed: distinct camera names separated by commas, "
-                           f"e.g. {','.join(DEFAULT_CAMERAS)}")
-    return names
+from x2.render.frames import parse_cameras
 
 
 def _mb(n: int) -> str:
@@ -63,7 +51,7 @@ def render(
 
     Example: [cyan]x2 render --contact-sheet sheet.png --episode 0[/cyan]
     """
-    names, image_size = _cameras(cameras), ImageSize.parse(size)
+    names, image_size = parse_cameras(cameras) or DEFAULT_CAMERAS, ImageSize.parse(size)
     selected = None if episodes is None else parse_episode_list(episodes)
     path = resolve_dataset(dataset)
     console.print(f"dataset: {path}" + ("" if dataset else " (last used)"))

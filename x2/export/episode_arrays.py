@@ -7,7 +7,6 @@ first exported episode fixes the layout and `check_layout` names the first episo
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,6 @@ LOW_DIM: dict[str, str] = {
     "progress": "labels/progress",
 }
 _REQUIRED = ("action", "timestamp", "state")
-_CAMERA = re.compile(r"^[A-Za-z0-9_-]+$")
 # Pillow's bilinear filter widens its support by the scale factor when shrinking, so a downscale averages
 # every source pixel (no aliasing) and an upscale interpolates linearly.
 RESIZE_FILTER = Image.Resampling.BILINEAR
@@ -110,18 +108,6 @@ def check_layout(arrays: EpisodeArrays, first: Mapping[str, tuple[tuple[int, ...
             allowed = "absent" if key not in first else f"rows of {first[key][0]} {first[key][1]}"
             raise ExportError(f"{arrays.path}: {key}: found {found}; allowed: {allowed}, as in the first "
                               "exported episode (export episodes of one world: --episodes)")
-
-
-def parse_cameras(text: str | None) -> tuple[str, ...] | None:
-    """``"head,wrist_left"`` -> ("head", "wrist_left"); None -> None (`choose_cameras` decides)."""
-    if text is None:
-        return None
-    cams = tuple(dict.fromkeys(c.strip() for c in text.split(",") if c.strip()))
-    bad = [c for c in cams if not _CAMERA.match(c)]
-    if not cams or bad:
-        raise ExportError(f"--cameras: found {text!r}; allowed: camera names separated by commas, "
-                          "e.g. head,wrist_left")
-    return cams
 
 
 def choose_cameras(paths: Sequence[Path], asked: Sequence[str] | None) -> tuple[str, ...]:

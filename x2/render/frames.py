@@ -8,6 +8,7 @@ and dynamics, which no pixel depends on.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -37,6 +38,21 @@ class ImageSize:
 
     def __str__(self) -> str:
         return f"{self.height}x{self.width}"
+
+
+_CAMERA_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def parse_cameras(text: str | None, where: str = "--cameras") -> tuple[str, ...] | None:
+    """``"head,left_wrist"`` -> ("head", "left_wrist"); None -> None (the command's default applies).
+    Every command that takes a camera list parses it here."""
+    if text is None:
+        return None
+    names = tuple(n.strip() for n in text.split(","))
+    if not names or any(not _CAMERA_NAME.match(n) for n in names) or len(set(names)) != len(names):
+        raise DatasetError(f"{where}: found {text!r}; allowed: distinct camera names separated by commas, "
+                           "e.g. head,left_wrist")
+    return names
 
 
 class StateRenderer:

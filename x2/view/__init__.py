@@ -10,11 +10,10 @@ from x2.view.recording import (
     CameraPlan,
     RecordingSummary,
     default_rrd_path,
-    parse_cameras,
     plan_cameras,
     record_episode,
     wants_viewer,
 )
 
 __all__ = ["DEFAULT_CAMERAS", "DEFAULT_SIZE", "VIEWER_PORT", "CameraPlan", "RecordingSummary", "default_rrd_path",
-           "parse_cameras", "plan_cameras", "record_episode", "wants_viewer"]
+           "plan_cameras", "record_episode", "wants_viewer"]

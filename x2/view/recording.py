@@ -87,14 +87,6 @@ def default_rrd_path(dataset: str, episode: int) -> Path:
     return Path("exports") / f"{dataset}-episode_{episode}.rrd"
 
 
-def parse_cameras(text: str) -> tuple[str, ...]:
-    names = tuple(c.strip() for c in text.split(","))
-    if not names or any(not c for c in names):
-        raise DatasetError(f"--cameras: found {text!r}; allowed: camera names separated by commas, "
-                           "e.g. head,left_wrist")
-    return names
-
-
 def plan_cameras(ep: Episode, cameras: Sequence[str] | None = None, size: ImageSize | None = None) -> CameraPlan:
     """Default: the file's stored streams at their size; without any, DEFAULT_CAMERAS at DEFAULT_SIZE.
     Cameras not stored are rendered at `size`, else at the stored streams' common size, else DEFAULT_SIZE."""
