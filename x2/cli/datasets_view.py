@@ -14,10 +14,9 @@ from rich.table import Table
 from x2.cli._common import console, open_dataset_arg, translate_errors
 from x2.cli.datasets import app
 from x2.export.staging import staged
+from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.render.frames import ImageSize, parse_cameras
 from x2.view import (
-    DEFAULT_CAMERAS,
-    DEFAULT_SIZE,
     VIEWER_PORT,
     default_rrd_path,
     plan_cameras,

@@ -17,9 +17,8 @@ from PIL import Image
 
 from x2.datasets import Episode
 from x2.errors import DatasetError, ExportError
-from x2.render.defaults import DEFAULT_CAMERAS
 from x2.render.frames import ImageSize
-from x2.render.source import episode_frames, stored_cameras
+from x2.render.source import default_cameras, episode_frames, stored_cameras
 from x2.spec.action import ActionLayout
 
 # export name -> path in the episode file; the first three are in every x2 episode, the others optional.
@@ -111,16 +110,15 @@ def check_layout(arrays: EpisodeArrays, first: Mapping[str, tuple[tuple[int, ...
 
 
 def choose_cameras(paths: Sequence[Path], asked: Sequence[str] | None) -> tuple[str, ...]:
-    """What was asked; else the cameras every exported episode already stores (what `x2 render` made,
-    so nothing is drawn twice); else the render pass's defaults. The LeRobot exporter chooses alike."""
+    """What was asked, else `x2.render.source.default_cameras` of the exported episodes."""
     if asked is not None:
         return tuple(asked)
-    common: set[str] | None = None
-    for path in paths:
-        with Episode(path) as ep:
-            have = set(stored_cameras(ep))
-        common = have if common is None else common & have
-    return tuple(sorted(common)) if common else DEFAULT_CAMERAS
+    return default_cameras(_stored(path) for path in paths)[0]
+
+
+def _stored(path: Path) -> dict[str, ImageSize]:
+    with Episode(path) as ep:
+        return stored_cameras(ep)
 
 
 def plan_image_sizes(paths: Sequence[Path], cameras: Sequence[str], render_size: ImageSize,

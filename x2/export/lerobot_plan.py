@@ -16,9 +16,9 @@ import numpy as np
 
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.errors import ExportError
-from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
+from x2.render.defaults import DEFAULT_SIZE
 from x2.render.frames import ImageSize
-from x2.render.source import episode_frames, stored_cameras
+from x2.render.source import default_cameras, episode_frames, stored_cameras
 
 # Sim time is accumulated in float64 (865 ticks drift ~1e-11 s); LeRobot's own sync tolerance is 1e-4 s.
 TICK_TOLERANCE_S = 1e-4
@@ -133,14 +133,12 @@ def choose_images(ds: Dataset, records: Sequence[EpisodeRecord], cameras: Sequen
             raise ExportError(f"--cameras: found {','.join(cameras)} with --state-only; "
                               "allowed: one of them (state-only exports have no images)")
         return Images((), None, "state only")
-    with ds.load(records[0].index) as first:
-        stored = stored_cameras(first)
-    if cameras:
-        chosen, why = tuple(cameras), "--cameras"
-    elif stored:
-        chosen, why = tuple(sorted(stored)), "stored in the episodes"
-    else:
-        chosen, why = DEFAULT_CAMERAS, "x2 render's defaults"
+    every: list[dict[str, ImageSize]] = []
+    for record in records:
+        with ds.load(record.index) as ep:
+            every.append(stored_cameras(ep))
+    stored = every[0]
+    chosen, why = (tuple(cameras), "--cameras") if cameras else default_cameras(every)
     if size is not None:
         pick, size_why = size, "--size"
     elif (stored_size := next((stored[c] for c in chosen if c in stored), None)) is not None:

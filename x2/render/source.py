@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import h5py
 import numpy as np
 
 from x2.datasets import Episode
-from x2.render.defaults import DEFAULT_SIZE
+from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.render.frames import ImageSize, StateRenderer
 from x2.rollout.world import open_world
 
@@ -24,6 +24,17 @@ def stored_cameras(ep: Episode) -> dict[str, ImageSize]:
         if len(shape) == 4 and shape[0] == ep.frames:
             out[cam] = ImageSize(int(shape[1]), int(shape[2]))
     return out
+
+
+def default_cameras(stored: Iterable[Mapping[str, ImageSize]]) -> tuple[tuple[str, ...], str]:
+    """The cameras a reader takes when none were asked for, and why: those every given episode already
+    stores (what `x2 render` made, so nothing is drawn twice), else the render pass's defaults."""
+    common: set[str] | None = None
+    for cams in stored:
+        common = set(cams) if common is None else common & set(cams)
+    if common:
+        return tuple(sorted(common)), "stored in the episodes"
+    return DEFAULT_CAMERAS, "x2 render's defaults"
 
 
 def _split(ep: Episode, cameras: Sequence[str], size: ImageSize | None) -> tuple[list[str], list[str]]:

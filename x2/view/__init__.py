@@ -4,8 +4,6 @@ Only `x2.cli` imports this package (an import-linter contract holds it); rerun i
 """
 
 from x2.view.recording import (
-    DEFAULT_CAMERAS,
-    DEFAULT_SIZE,
     VIEWER_PORT,
     CameraPlan,
     RecordingSummary,
@@ -15,5 +13,5 @@ from x2.view.recording import (
     wants_viewer,
 )
 
-__all__ = ["DEFAULT_CAMERAS", "DEFAULT_SIZE", "VIEWER_PORT", "CameraPlan", "RecordingSummary", "default_rrd_path",
+__all__ = ["VIEWER_PORT", "CameraPlan", "RecordingSummary", "default_rrd_path",
            "plan_cameras", "record_episode", "wants_viewer"]

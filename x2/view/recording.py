@@ -33,9 +33,9 @@ import numpy as np
 
 from x2.datasets import Episode
 from x2.errors import DatasetError, ExportError
-from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
+from x2.render.defaults import DEFAULT_SIZE
 from x2.render.frames import ImageSize
-from x2.render.source import episode_frames, stored_cameras
+from x2.render.source import default_cameras, episode_frames, stored_cameras
 from x2.view.layout import ArmJoints, default_blueprint
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def plan_cameras(ep: Episode, cameras: Sequence[str] | None = None, size: ImageS
     """Default: the file's stored streams at their size; without any, DEFAULT_CAMERAS at DEFAULT_SIZE.
     Cameras not stored are rendered at `size`, else at the stored streams' common size, else DEFAULT_SIZE."""
     stored = stored_cameras(ep)
-    chosen = tuple(cameras) if cameras is not None else (tuple(stored) or DEFAULT_CAMERAS)
+    chosen = tuple(cameras) if cameras is not None else default_cameras([stored])[0]
     if size is None and any(c not in stored for c in chosen):
         sizes = {stored[c] for c in chosen if c in stored}
         size = sizes.pop() if len(sizes) == 1 else DEFAULT_SIZE
