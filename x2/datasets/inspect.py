@@ -32,6 +32,18 @@ class DatasetSummary:
     failure_reasons: dict[str, int] = field(default_factory=dict)  # "node: reason" -> episodes
 
 
+def segment_lengths(ds: Dataset, records: list[EpisodeRecord]) -> dict[str, list[int]]:
+    """Frames of every segment per label, from the index: the DAG's nodes in their order first, then
+    the other labels ("done", "unfinished") sorted."""
+    lengths: dict[str, list[int]] = defaultdict(list)
+    for record in records:
+        for segment in record.segments:
+            lengths[segment.node].append(segment.end - segment.start)
+    order = [str(n) for n in ds.manifest.dag.get("nodes", [])]
+    names = [n for n in order if n in lengths] + sorted(n for n in lengths if n not in order)
+    return {n: lengths[n] for n in names}
+
+
 def summarize(ds: Dataset) -> DatasetSummary:
     return summarize_records(ds, ds.episodes())
 
@@ -39,12 +51,8 @@ def summarize(ds: Dataset) -> DatasetSummary:
 def summarize_records(ds: Dataset, records: list[EpisodeRecord]) -> DatasetSummary:
     fps = float(ds.manifest.fps)
     frames = sum(r.frames for r in records)
-    lengths: dict[str, list[int]] = defaultdict(list)
-    for record in records:
-        for segment in record.segments:
-            lengths[segment.node].append(segment.end - segment.start)
-    order = [str(n) for n in ds.manifest.dag.get("nodes", [])]
-    names = [n for n in order if n in lengths] + sorted(n for n in lengths if n not in order)
+    lengths = segment_lengths(ds, records)
+    names = list(lengths)
     failures = Counter(f"{r.failure[0]}: {r.failure[2]}" for r in records if r.failure)
     return DatasetSummary(
         name=ds.name, root=ds.root, robot=ds.manifest.robot, task=ds.manifest.task, fps=fps,

@@ -9,7 +9,6 @@ index's segments alone (no file is opened for them). The std is the population o
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ import numpy as np
 from x2.atomic import replacing, write_text
 from x2.datasets.episode import Episode
 from x2.datasets.index import EpisodeRecord
+from x2.datasets.inspect import segment_lengths
 from x2.datasets.removal import Progress
 from x2.datasets.store import Dataset
 
@@ -135,15 +135,10 @@ def dataset_stats(ds: Dataset, records: Sequence[EpisodeRecord], progress: Progr
             progress(done, len(records))
     features = [FeatureStats(f, names[f], r.n, r.mean, np.sqrt(r.m2 / r.n), r.min, r.max)
                 for f, r in running.items() if r.n > 0]
-    lengths: dict[str, list[int]] = defaultdict(list)
-    for record in records:
-        for segment in record.segments:
-            lengths[segment.node].append(segment.end - segment.start)
-    order = [str(n) for n in ds.manifest.dag.get("nodes", [])]
-    nodes = [n for n in order if n in lengths] + sorted(n for n in lengths if n not in order)
+    lengths = segment_lengths(ds, list(records))
     fps = float(ds.manifest.fps)
     return DatasetStats(ds.name, len(records), sum(r.frames for r in records), fps, features,
-                        [DurationStats(n, tuple(lengths[n]), fps) for n in nodes])
+                        [DurationStats(n, tuple(frames), fps) for n, frames in lengths.items()])
 
 
 def write_json(stats: DatasetStats, out: str | Path) -> Path:
