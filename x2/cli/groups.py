@@ -12,7 +12,7 @@ _COMMAND_MODULES = ("export_lerobot", "export_formats", "datasets_manage", "data
 
 
 def mount(app: typer.Typer) -> None:
-    from x2.cli import collect, datasets, devices, export, label, render, replay, specs, synth, teleop
+    from x2.cli import augment, collect, datasets, devices, export, label, render, replay, specs, synth, teleop
 
     for name in _COMMAND_MODULES:
         importlib.import_module(f"x2.cli.{name}")
@@ -23,6 +23,7 @@ def mount(app: typer.Typer) -> None:
     app.add_typer(datasets.app)
     app.add_typer(devices.app)
     app.add_typer(export.app)
+    app.add_typer(augment.app)
     app.command("label")(label.label)
     app.command("render")(render.render)
     app.command("replay")(replay.replay)

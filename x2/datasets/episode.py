@@ -42,7 +42,7 @@ FIELDS: dict[str, tuple[str, type]] = {
     "state": ("states", np.float64),
 }
 # Groups whose datasets are per-episode constants, not one row per tick.
-_UNTIMED = ("dag", "device")
+_UNTIMED = ("dag", "device", "augmentation")
 _NAME = re.compile(r"^episode_(\d{6,})\.h5$")
 
 

@@ -14,13 +14,13 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from x2.atomic import fsync_dir, write_bytes
+from x2.atomic import fsync_dir, fsync_file, write_bytes
 from x2.datasets.difference import describe, first_difference
 from x2.datasets.episode import Episode, episode_filename, parse_episode_filename
 from x2.datasets.index import INDEX_NAME, EpisodeRecord, append_record, drop_torn_tail, format_indices, read_index
@@ -33,6 +33,7 @@ SCHEMA = "x2/2"
 MANIFEST_NAME = "manifest.json"
 SLOTS_NAME = "slots.json"
 EPISODES_DIR, INPROGRESS_DIR = "episodes", ".inprogress"
+STAGING_DIR = ".staging"  # episode files being built from finished ones (Dataset.add_file)
 QUARANTINE_DIR, SALVAGED_DIR = ".quarantine", ".salvaged"
 LOCK_NAME = ".lock"
 # Facts that must agree when a run appends to an existing dataset: mixing them would corrupt training.
@@ -235,6 +236,44 @@ class Dataset:
             writer.abort()
             raise
 
+    def add_file(self, build: Callable[[Path, int], None]) -> EpisodeRecord:
+        """Commit an episode file made whole by ``build(path, index)`` from finished episodes (an augmented
+        copy, say): built at ``path`` under ``.staging/``, checked like any episode, fsynced, renamed into
+        ``episodes/`` and logged. Nothing in ``.staging/`` is ever a recording (each file is rebuilt from its
+        sources), so the next lock holder removes what a failure or a kill left there, and the index is
+        taken only once the file is committed: an interrupted run, run again, gives the same files."""
+        if self._writer is not None:
+            raise DatasetError(f"{self._writer.path}: writer: found one still open; allowed: one episode at a time")
+        self.lock()
+        index = self._next if self._next is not None else self.next_index()
+        name = episode_filename(index)
+        tmp, final = self.root / STAGING_DIR / name, self.root / EPISODES_DIR / name
+        tmp.parent.mkdir(exist_ok=True)
+        try:
+            build(tmp, index)
+            with Episode(tmp) as ep:
+                problem = next(ep.problems(), None)
+                if problem is not None:
+                    raise DatasetError(problem)
+                self._refuse_repeated_seed(ep.attrs)
+            fsync_file(tmp)
+            os.replace(tmp, final)
+            fsync_dir(final.parent)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise DatasetError(f"{tmp}: write: found {exc}; allowed: a writable disk with free space "
+                               "(this episode was discarded; finished ones are intact)") from None
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        self._next = index + 1
+        with Episode(final) as ep:
+            record = ep.record(self.root)
+        append_record(self.index_path, record)
+        if self._seeds is not None:
+            self._seeds[record.seed] = record.index
+        return record
+
     def _writer_closed(self, committed: EpisodeRecord | None) -> None:
         self._writer = None
         if committed is not None and self._seeds is not None:
@@ -320,6 +359,7 @@ class Dataset:
         # A kill between "file renamed into episodes/" and "log line appended", or during the append,
         # leaves a finished file unlisted or a torn last line: restore the log from the files' own attrs.
         drop_torn_tail(self.index_path)
+        shutil.rmtree(self.root / STAGING_DIR, ignore_errors=True)  # add_file's leftovers: rebuilt on demand
         finish_removal(self.root)  # an interrupted `x2 datasets rm`: finish it, never list its files again
         # A render killed between rewriting the log and renaming its new file: finish it, drop its strays.
         finish_interrupted(self.root, self.episodes())

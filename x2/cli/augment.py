@@ -1,0 +1,136 @@
+"""`x2 augment replay`: recorded motion in new scenery, every label and state kept."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from x2.cli._common import console, translate_errors, typer_group
+from x2.datasets import Dataset, remember_dataset, resolve_dataset, resolve_output
+from x2.datasets.select import Selection, parse_episode_list
+from x2.errors import DatasetError
+from x2.render import DEFAULT_SIZE, ImageSize, render_dataset
+from x2.render.frames import parse_cameras
+from x2.render.source import default_cameras, stored_cameras
+from x2.replay_aug.augment import DEFAULT_VARIANTS, REPORT_NAME, AugmentRequest, augment_dataset
+from x2.replay_aug.preview import draw_preview
+
+app = typer_group(
+    "augment", "Enlarge a dataset: its recorded motion in new scenery, labels untouched.",
+    examples="[cyan]x2 augment replay[/cyan]\n\n"
+             "[cyan]x2 augment replay data/fruit_in_microwave --variants 4 --scene-variant studio --render[/cyan]")
+
+
+@app.command("replay")
+@translate_errors
+def replay(
+    dataset: Annotated[str | None, typer.Argument(
+        help="Source dataset path or name under ./data (default: the last one used).", show_default=False)] = None,
+    variants: Annotated[int, typer.Option("--variants", "-k", min=1, help="Variants per source episode.")]
+    = DEFAULT_VARIANTS,
+    scenery: Annotated[list[str] | None, typer.Option(
+        "--scene-variant", help="Scenery to use (repeat for several; default: every train scenery of the scene).",
+        show_default=False)] = None,
+    objects: Annotated[int | None, typer.Option(
+        "--objects", min=0, help="Distractors per variant (default: the scenery's range).", show_default=False)] = None,
+    clearance: Annotated[float, typer.Option("--clearance", help="Gap kept from anything that moves (m).")] = 0.02,
+    eps: Annotated[float, typer.Option("--eps", help="Path compression tolerance (m).")] = 0.005,
+    seed: Annotated[int, typer.Option("--seed", help="Master seed of the variants.")] = 0,
+    out: Annotated[str | None, typer.Option(
+        "--out", "-o", help="Output dataset (default: <dataset>-aug beside the source).", show_default=False)] = None,
+    render: Annotated[bool, typer.Option("--render", help="Render the new episodes' cameras afterwards.")] = False,
+    cameras: Annotated[str | None, typer.Option(
+        "--cameras", help="Cameras for --render / --preview, comma-separated (default: the render defaults).",
+        show_default=False)] = None,
+    size: Annotated[str | None, typer.Option(
+        "--size", help=f"Image size HxW for --render / --preview (default: the source's stored size, else "
+                       f"{DEFAULT_SIZE}).", show_default=False)] = None,
+    workers: Annotated[int, typer.Option("--workers", "-w", min=1, help="Render worker processes.")] = 1,
+    preview: Annotated[Path | None, typer.Option(
+        "--preview", help="PNG: a source episode and its first variant at the same frame, and the envelope "
+                          "from above.", show_default=False)] = None,
+    episodes: Annotated[str | None, typer.Option(
+        "--episodes", help="Only these source episodes, e.g. 0-3,7.", show_default=False)] = None,
+    allow_eval: Annotated[bool, typer.Option(
+        "--allow-eval", help="Allow eval scenery (held out for evaluation) in the output.")] = False,
+) -> None:
+    """Recompose each episode's static layer (distractors, table, lights, background) around its motion.
+
+    The robot's and objects' recorded motion defines a swept envelope; distractors are placed on the
+    table outside it and an independent checker measures true distances at every frame. States,
+    actions, labels and camera poses are copied byte for byte; the new episodes go into their own
+    dataset, which any x2 command (render, export) takes like another.
+
+    Example: [cyan]x2 augment replay[/cyan]
+
+    Example: [cyan]x2 augment replay data/demo --variants 3 --objects 4 --render --preview aug.png[/cyan]
+    """
+    if preview is not None and preview.suffix.lower() != ".png":
+        raise DatasetError(f"--preview: found {str(preview)!r}; allowed: a .png file")
+    source = resolve_dataset(dataset)
+    names, image_size = _pictures(source, parse_cameras(cameras), None if size is None else ImageSize.parse(size))
+    target = resolve_output(out, "") if out else source.parent / f"{source.name}-aug"
+    request = AugmentRequest(variants=variants, scenery=tuple(scenery or ()), objects=objects, clearance=clearance,
+                             eps=eps, seed=seed, allow_eval=allow_eval)
+    selection = Selection(episodes=None if episodes is None else parse_episode_list(episodes))
+    console.print(f"augmenting {source}" + ("" if dataset else " (last used)") + f" into {target}: "
+                  f"{variants} variant(s) per episode, seed {seed}")
+    bar = Progress(TextColumn("augmenting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                   console=console, transient=True)
+    job = bar.add_task("augment", total=None)
+    with bar if console.is_terminal else contextlib.nullcontext():
+        summary = augment_dataset(source, target, request, selection,
+                                  progress=lambda done, total: bar.update(job, completed=done, total=total))
+    remember_dataset(target)
+    table = Table(title=f"scenery {', '.join(summary.scenery)}: {len(summary.written)} episode(s) written, "
+                        f"{len(summary.rejected)} rejected, "
+                        f"{sum(o.existed for o in summary.outcomes)} already there", title_justify="left")
+    for column in ("source", "k", "scenery", "episode", "distractors", "closest (mm)", "note"):
+        table.add_column(column, justify="left" if column in ("scenery", "note") else "right")
+    for o in summary.outcomes:
+        closest = "-" if o.min_distance_m is None else f"{o.min_distance_m * 1000:.1f}"
+        note = "already there" if o.existed else ("; ".join(o.problems) if o.problems else "")
+        table.add_row(str(o.parent), str(o.k), o.scenery, "-" if o.index is None else str(o.index),
+                      str(o.distractors), closest, note)
+    console.print(table)
+    made = len(summary.written)
+    if made:
+        console.print(f"envelope + placement + check: {summary.geometry_s:.2f} s for {made} variant(s); "
+                      f"report: {summary.out / REPORT_NAME}")
+    if render:
+        rendered = render_dataset(target, names, image_size, workers)
+        console.print(f"rendered {rendered.frames_rendered} frames of {len(rendered.rendered)} episode(s) in "
+                      f"{rendered.wall_s:.1f} s")
+    if preview is not None:
+        _preview(source, target, preview, names, image_size)
+
+
+def _pictures(source: Path, cameras: tuple[str, ...] | None,
+              size: ImageSize | None) -> tuple[tuple[str, ...], ImageSize]:
+    """The cameras and size the new episodes are drawn with: as asked, else as the source stored them."""
+    ds = Dataset.open(source)
+    records = sorted(ds.episodes(), key=lambda r: r.index)
+    stored: dict[str, ImageSize] = {}
+    if records:
+        with ds.load(records[0].index) as ep:
+            stored = stored_cameras(ep)
+    chosen = cameras or default_cameras([stored])[0]
+    sizes = {stored[c] for c in chosen if c in stored}
+    return chosen, size or (sizes.pop() if len(sizes) == 1 else DEFAULT_SIZE)
+
+
+def _preview(source: Path, target: Path, out: Path, cameras: tuple[str, ...], size: ImageSize) -> None:
+    ds, src = Dataset.open(target), Dataset.open(source)
+    records = sorted(ds.episodes(), key=lambda r: r.index)
+    if not records:
+        raise DatasetError(f"{target}: episodes: found none; allowed: a dataset with augmented episodes to preview")
+    with ds.load(records[0].index) as child:
+        parent_index = int(child.attrs.get("parent_episode", -1))
+        with src.load(parent_index) as parent:
+            draw_preview(parent, child, out, camera=cameras[0], size=size)
+    console.print(f"preview of episode {records[0].index} (variant of source episode {parent_index}): {out}")

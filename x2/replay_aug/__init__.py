@@ -1,0 +1,1 @@
+"""Swept-volume-aware replay augmentation: new scenery around recorded motion, labels untouched."""

@@ -1,0 +1,269 @@
+"""`augment_dataset`: K scenery variants of every selected episode, into a dataset of their own.
+
+Each new episode is its parent's file with a new world: every dataset is copied as stored (times,
+states, actions, observations, labels, DAG record, camera poses, timing), the image streams are left out
+(they show the old scenery; `x2 render` or an exporter draws the new ones), and the root gets the
+composed `model_xml`, `source` "augment", `parent_episode`, the scenery's name and split, its own seed
+and the full sampled configuration (`augmentation` attr). The envelope it was placed against is stored
+as `/augmentation/envelope` (N, 7: capsule start, end, radius).
+
+Variants commit one by one (x2.datasets.store.Dataset.add_file), so a kill loses at most the variant in
+progress and a rerun skips what exists: variant k of a parent is identified by (parent, k) and its seed
+is drawn from (seed, parent seed, k), whatever ran before. `augmentation.json` in the output dataset
+lists every variant made or rejected, rebuilt from the episode files after each one.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import h5py
+import hdf5plugin  # noqa: F401  (the Zstd filter of stored image streams must be known to copy files)
+import mujoco
+
+import x2
+from x2.atomic import write_text
+from x2.datasets import Dataset, Episode, EpisodeRecord
+from x2.datasets.select import Selection, require_some
+from x2.errors import DatasetError
+from x2.replay_aug.envelope import Envelope, EnvelopeParams, build_envelope
+from x2.replay_aug.variant import Variant, make_variant, variant_seed
+from x2.spec.scenery import SceneryVariant, load_scenery
+
+REPORT_NAME = "augmentation.json"
+DEFAULT_VARIANTS = 2
+_LEFT_OUT = ("observations/images",)
+
+
+@dataclass(frozen=True)
+class AugmentRequest:
+    variants: int = DEFAULT_VARIANTS  # per source episode
+    scenery: tuple[str, ...] = ()  # names; default every train scenery of the scene
+    objects: int | None = None  # distractors per variant (default: the scenery's range)
+    clearance: float = 0.02  # m
+    eps: float = 0.005  # m
+    seed: int = 0
+    allow_eval: bool = False
+    mode: str = "uniform"
+
+    def envelope_params(self) -> EnvelopeParams:
+        return replace(EnvelopeParams(), clearance=self.clearance, eps=self.eps)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"variants": self.variants, "scenery": list(self.scenery), "objects": self.objects,
+                "clearance": self.clearance, "eps": self.eps, "seed": self.seed, "allow_eval": self.allow_eval,
+                "mode": self.mode}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    parent: int
+    k: int
+    scenery: str
+    index: int | None  # the new episode; None when rejected or already there
+    distractors: int
+    min_distance_m: float | None
+    problems: tuple[str, ...] = ()
+    existed: bool = False
+
+
+@dataclass
+class AugmentSummary:
+    source: Path
+    out: Path
+    scenery: tuple[str, ...]
+    outcomes: list[Outcome] = field(default_factory=list)
+    wall_s: float = 0.0
+    geometry_s: float = 0.0  # envelope + placement + check, summed
+
+    @property
+    def written(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.index is not None]
+
+    @property
+    def rejected(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.problems]
+
+
+def _check_request(request: AugmentRequest) -> None:
+    if request.variants < 1:
+        raise DatasetError(f"--variants: found {request.variants}; allowed: 1 or more")
+    if not request.clearance > 0:
+        raise DatasetError(f"--clearance: found {request.clearance}; allowed: a positive distance in m")
+    if not request.eps > 0:
+        raise DatasetError(f"--eps: found {request.eps}; allowed: a positive distance in m")
+    if request.objects is not None and request.objects < 0:
+        raise DatasetError(f"--objects: found {request.objects}; allowed: 0 or more")
+
+
+def scene_of(ep: Episode) -> str:
+    world = ep.json_attr("world")
+    try:
+        return str(world["scene"]["name"])
+    except (TypeError, KeyError):
+        raise DatasetError(f"{ep.path}: world: found no scene name; allowed: an x2/2 episode") from None
+
+
+def choose_scenery(scene: str, request: AugmentRequest) -> list[SceneryVariant]:
+    available = load_scenery(scene)
+    if request.scenery:
+        unknown = [n for n in request.scenery if n not in available]
+        if unknown:
+            raise DatasetError(f"--scene-variant: found {unknown[0]!r}; allowed: "
+                               f"{', '.join(available) or 'none'} (scenery of scene {scene!r})")
+        chosen = [available[n] for n in dict.fromkeys(request.scenery)]
+    else:
+        chosen = [v for v in available.values() if v.split == "train"]
+        if not chosen:
+            raise DatasetError(f"scene {scene!r}: scenery: found no train scenery; allowed: a scene with "
+                               "`scenery:` blocks (or name one with --scene-variant)")
+    held_out = [v.name for v in chosen if v.split != "train"]
+    if held_out and not request.allow_eval:
+        raise DatasetError(f"--scene-variant: found {held_out[0]!r} (split eval); allowed: train scenery "
+                           f"({', '.join(n for n, v in available.items() if v.split == 'train')}), or --allow-eval "
+                           "to make evaluation data on purpose")
+    return chosen
+
+
+def _copy_episode(parent: Path, path: Path, index: int, variant: Variant, config: dict[str, Any],
+                  envelope: Envelope) -> None:
+    """The parent's file with the new world; see the module docstring."""
+    with h5py.File(parent, "r") as src, h5py.File(path, "w", libver="latest") as dst:
+        def visit(group_src: h5py.Group, group_dst: h5py.Group, prefix: str) -> None:
+            for name, obj in group_src.items():
+                where = f"{prefix}{name}"
+                if where in _LEFT_OUT:
+                    continue
+                if isinstance(obj, h5py.Group):
+                    sub = group_dst.create_group(name)
+                    for k, v in obj.attrs.items():
+                        sub.attrs[k] = v
+                    visit(obj, sub, f"{where}/")
+                else:
+                    group_src.copy(obj, group_dst, name=name)
+        visit(src, dst, "")
+        for key, value in src.attrs.items():
+            if key not in ("master_seed", "slot"):
+                dst.attrs[key] = value
+        dst.attrs.update({
+            "episode_index": index, "source": "augment", "parent_episode": int(src.attrs["episode_index"]),
+            "scene_variant": variant.scenery.name, "split": variant.scenery.split, "seed": variant.seed,
+            "model_xml": variant.model_xml, "augmentation": json.dumps(config, sort_keys=True),
+        })
+        group = dst.create_group("augmentation")
+        group.create_dataset("envelope", data=envelope.as_array(), compression="gzip", compression_opts=4)
+        group["envelope"].attrs["columns"] = json.dumps(["x0", "y0", "z0", "x1", "y1", "z1", "radius"])
+        group["envelope"].attrs["params"] = json.dumps(envelope.summary(), sort_keys=True)
+
+
+def _existing(out: Dataset) -> dict[tuple[str, int, int], dict[str, Any]]:
+    """(parent dataset, parent index, k) -> augmentation config of every variant already in `out`."""
+    found = {}
+    for record in out.episodes():
+        with out.load(record.index) as ep:
+            config = ep.json_attr("augmentation") or {}
+        parent = config.get("parent") or {}
+        if "dataset" in parent and "episode" in parent and "k" in config:
+            found[(str(parent["dataset"]), int(parent["episode"]), int(config["k"]))] = {**config, "index": record.index}
+    return found
+
+
+def _write_report(out: Dataset, source: Dataset, request: AugmentRequest, rejected: dict[tuple[int, int], dict]) -> None:
+    made = sorted(_existing(out).values(), key=lambda c: (c["parent"]["episode"], c["k"]))
+    report = {
+        "x2_version": x2.__version__, "source": source.name, "request": request.as_dict(),
+        "episodes": [{"index": c["index"], "parent": c["parent"]["episode"], "k": c["k"], "seed": c["seed"],
+                      "scenery": c["scenery"]["name"], "split": c["scenery"]["split"],
+                      "distractors": [p["asset"] for p in c["distractors"]["placed"]],
+                      "capsules": [c["envelope"]["capsules_before"], c["envelope"]["capsules"]],
+                      "min_distance_m": c["check"]["min_distance_m"]} for c in made],
+        "rejected": [rejected[key] for key in sorted(rejected)],
+    }
+    write_text(out.root / REPORT_NAME, json.dumps(report, indent=1, sort_keys=True) + "\n")
+
+
+def _read_rejected(out: Path) -> dict[tuple[int, int], dict]:
+    try:
+        data = json.loads((out / REPORT_NAME).read_text(encoding="utf-8"))
+        return {(int(r["parent"]), int(r["k"])): r for r in data.get("rejected", [])}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest = AugmentRequest(),
+                    selection: Selection = Selection(),
+                    progress: Callable[[int, int], None] | None = None) -> AugmentSummary:
+    started = time.perf_counter()
+    _check_request(request)
+    src = Dataset.open(source)
+    out_path = Path(out)
+    if out_path.absolute() == src.root.absolute():
+        raise DatasetError(f"{out_path}: --out: found the source dataset; allowed: another dataset")
+    records: Sequence[EpisodeRecord] = selection.apply(src)
+    require_some(records, src, selection)
+    with src.load(records[0].index) as first:
+        scene = scene_of(first)
+    scenery = choose_scenery(scene, request)
+    manifest = src.manifest.to_dict()
+    manifest["extra"] = {**manifest.get("extra", {}), "augmented_from": {"dataset": src.name}}
+    manifest["created"] = ""
+    summary = AugmentSummary(src.root, out_path, tuple(v.name for v in scenery))
+    ds = Dataset.create(out_path, manifest)
+    ds.lock()
+    try:
+        done = _existing(ds)
+        rejected = _read_rejected(ds.root)
+        total, finished = len(records) * request.variants, 0
+        for record in records:
+            envelope: Envelope | None = None
+            for k in range(request.variants):
+                finished += 1
+                key = (src.name, record.index, k)
+                chosen = scenery[k % len(scenery)]
+                if key in done:
+                    c = done[key]
+                    summary.outcomes.append(Outcome(record.index, k, c["scenery"]["name"], None,
+                                                    len(c["distractors"]["placed"]), c["check"]["min_distance_m"],
+                                                    existed=True))
+                    if progress is not None:
+                        progress(finished, total)
+                    continue
+                with src.load(record.index) as ep:
+                    parent_xml, states = str(ep.attrs.get("model_xml", "")), ep["states"]
+                    assets = {str(a): str(b) for a, b in (ep.json_attr("assets") or {}).items()}
+                    t0 = time.perf_counter()
+                    if envelope is None:
+                        envelope = build_envelope(mujoco.MjModel.from_xml_string(parent_xml), states,
+                                                  request.envelope_params())
+                    seed = variant_seed(request.seed, record.seed, k)
+                    variant = make_variant(parent_xml, states, envelope, chosen, seed, assets, request.objects,
+                                           request.mode)
+                    summary.geometry_s += time.perf_counter() - t0
+                config = {**variant.config, "k": k, "request_seed": request.seed,
+                          "parent": {"dataset": src.name, "episode": record.index, "seed": record.seed},
+                          "x2_version": x2.__version__}
+                if variant.problems:
+                    rejected[(record.index, k)] = {"parent": record.index, "k": k, "seed": seed,
+                                                   "scenery": chosen.name, "problems": variant.problems}
+                    summary.outcomes.append(Outcome(record.index, k, chosen.name, None, len(variant.placement.placed),
+                                                    config["check"]["min_distance_m"], tuple(variant.problems)))
+                else:
+                    parent_file = src.episode_path(record.index)
+                    committed = ds.add_file(lambda path, index: _copy_episode(
+                        parent_file, path, index, variant, config, envelope))
+                    rejected.pop((record.index, k), None)
+                    summary.outcomes.append(Outcome(record.index, k, chosen.name, committed.index,
+                                                    len(variant.placement.placed), config["check"]["min_distance_m"]))
+                _write_report(ds, src, request, rejected)
+                if progress is not None:
+                    progress(finished, total)
+        _write_report(ds, src, request, rejected)
+    finally:
+        ds.close()
+    summary.wall_s = time.perf_counter() - started
+    return summary

@@ -1,0 +1,39 @@
+"""The augmented world: the recorded model's text with a new static layer, nothing else changed.
+
+The parent's `model_xml` is parsed back into an MjSpec (x2 wrote it from one, so it prints back
+identically), the scenery's look is applied to materials and lights, and each placed distractor's geoms
+are added to the world body inside a frame at its pose. No body or joint is added, so the state vector
+keeps its size and meaning and the recorded `/states` set the new model exactly as they set the old one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import mujoco
+
+from x2.replay_aug.appearance import apply_look
+from x2.replay_aug.check import inserted_name
+from x2.replay_aug.placement import DistractorShape, Placed
+from x2.sim.mujoco.world import world_text
+
+
+def add_distractors(spec: mujoco.MjSpec, placed: Sequence[Placed], shapes: Mapping[str, DistractorShape]) -> None:
+    for p in placed:
+        frame = spec.worldbody.add_frame(pos=[p.x, p.y, p.z], quat=[math.cos(p.yaw / 2), 0.0, 0.0, math.sin(p.yaw / 2)])
+        for g in shapes[p.asset].geoms:
+            geom = spec.worldbody.add_geom(
+                name=inserted_name(p.name, g.name), type=mujoco.mjtGeom(g.type), size=list(g.size), pos=list(g.pos),
+                quat=list(g.quat), rgba=list(g.rgba), friction=list(g.friction), condim=g.condim,
+                contype=g.contype, conaffinity=g.conaffinity)
+            geom.set_frame(frame)
+
+
+def compose_world(parent_xml: str, look: Mapping[str, Any], placed: Sequence[Placed],
+                  shapes: Mapping[str, DistractorShape], timestep: float) -> str:
+    spec = mujoco.MjSpec.from_string(parent_xml)
+    apply_look(spec, look)
+    add_distractors(spec, placed, shapes)
+    return world_text(spec, timestep)

@@ -1,0 +1,108 @@
+"""One augmented variant of one recorded episode: scenery drawn, distractors placed, world composed, checked.
+
+Everything drawn comes from the variant's own seed (three named streams, so the look never shifts the
+placement), and everything drawn is recorded: `Variant.config` is the full sampled configuration that
+goes into the new episode, rounded so the same seed gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from x2.replay_aug.appearance import sample_look
+from x2.replay_aug.check import CheckResult, check_world, restless, settle
+from x2.replay_aug.compose import compose_world
+from x2.replay_aug.envelope import Envelope
+from x2.replay_aug.placement import (
+    PlacementReport,
+    box_support,
+    distractor_shape,
+    place_distractors,
+    static_obstacles,
+    work_area,
+)
+from x2.spec.env import AssetModel
+from x2.spec.scenery import SceneryVariant
+
+STREAMS = ("look", "distractors", "placement")  # order is part of the bytes: append, never reorder
+
+
+def variant_seed(master_seed: int, parent_seed: int, k: int) -> int:
+    """The seed of variant k of the episode recorded from `parent_seed`: unique per (parent, k)."""
+    child = np.random.SeedSequence(master_seed, spawn_key=(int(parent_seed), int(k)))
+    return int(child.generate_state(1, np.uint32)[0])
+
+
+def _streams(seed: int) -> dict[str, np.random.Generator]:
+    children = np.random.SeedSequence(seed).spawn(len(STREAMS))
+    return {name: np.random.default_rng(c) for name, c in zip(STREAMS, children, strict=True)}
+
+
+@dataclass(frozen=True)
+class Variant:
+    seed: int
+    scenery: SceneryVariant
+    model_xml: str
+    placement: PlacementReport
+    check: CheckResult
+    settled: dict[str, dict[str, float]]
+    config: dict[str, Any]
+
+    @property
+    def problems(self) -> list[str]:
+        out = list(self.check.problems)
+        out += [f"{name} does not stay at rest on its support" for name in restless(self.settled)]
+        return out
+
+
+def choose_distractors(scenery: SceneryVariant, count: int | None, task_assets: Sequence[str],
+                       rng: np.random.Generator) -> list[AssetModel]:
+    """The distractor assets: `count` (or the scenery's range) drawn from its pool, never an asset a task
+    object of the episode is (the instruction names those: a second one would make it ambiguous)."""
+    pool = scenery.distractors
+    if pool is None:
+        return []
+    lo, hi = pool.count
+    n = int(rng.integers(lo, hi + 1)) if count is None else count
+    allowed = [a for a in pool.assets if a.name not in set(task_assets)]
+    if not allowed or n <= 0:
+        return []
+    picks = rng.choice(len(allowed), size=n, replace=n > len(allowed))  # distinct while the pool allows
+    return [allowed[int(i)] for i in picks]
+
+
+def make_variant(parent_xml: str, states: np.ndarray, envelope: Envelope, scenery: SceneryVariant, seed: int,
+                 task_assets: Mapping[str, str], objects: int | None = None, mode: str = "uniform") -> Variant:
+    rngs = _streams(seed)
+    look = sample_look(scenery, rngs["look"])
+    parent = mujoco.MjModel.from_xml_string(parent_xml)
+    support = box_support(parent)
+    assets = choose_distractors(scenery, objects, list(task_assets.values()), rngs["distractors"])
+    shapes = [distractor_shape(a) for a in assets]
+    area = work_area(envelope, support)
+    report = place_distractors(shapes, area, envelope, static_obstacles(parent, support), rngs["placement"],
+                               envelope.params.clearance, mode=mode)
+    by_asset = {s.name: s for s in shapes}
+    xml = compose_world(parent_xml, look, report.placed, by_asset, float(parent.opt.timestep))
+    model = mujoco.MjModel.from_xml_string(xml)
+    check = check_world(model, states, envelope.params.clearance, support.name)
+    settled = settle(report.placed, {a.name: a for a in assets}, support)
+    config = {
+        "seed": seed,
+        "scenery": {"name": scenery.name, "split": scenery.split, "description": scenery.description},
+        "look": look,
+        "distractors": report.as_dict(),
+        "support": {"geom": support.name, "z": support.z, "area": {"centre": list(area.centre),
+                                                                  "half_size": list(area.half)}},
+        "envelope": envelope.summary(),
+        "check": check.as_dict(),
+        "settle": settled,
+        "parent_model_sha256": hashlib.sha256(parent_xml.encode("utf-8")).hexdigest(),
+    }
+    return Variant(seed, scenery, xml, report, check, settled, config)
