@@ -1,1 +1,5 @@
-"""Swept-volume-aware replay augmentation: new scenery around recorded motion, labels untouched."""
+"""Swept-volume-aware replay augmentation: recorded motion in new scenery, every state and label kept.
+
+envelope (where anything moved) -> placement (distractors outside it) -> compose (the new world text)
+-> check (true distances at every frame) -> augment (episode files); appearance restyles the booth.
+"""

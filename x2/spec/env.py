@@ -116,6 +116,12 @@ class ObjectInstance:
         return max(a.footprint_radius for a in self.candidates)
 
 
+# The booth's fixed lights, shared by the booth builder and the scenery variants that relight a recorded world:
+# the key light's direction (from above, slightly beyond the table) and the fills' share of its intensity.
+KEY_LIGHT_DIRECTION: Vec3 = (-0.3, 0.0, -1.0)
+FILL_LIGHT_RATIO = 0.45
+
+
 @dataclass(frozen=True)
 class BoothModel:
     """The green booth: chroma-green walls and floor, a table, fixed lights, a head camera."""

@@ -6,9 +6,9 @@ a silently ignored setting.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from x2.spec.source import Fragment
 
@@ -96,6 +96,130 @@ class ObjectFile(_Strict):
     pose: tuple[float, float, float, float] | None = Field(default=None, description="x, y, z, yaw")
 
 
+# ----- scenery (replay augmentation: a recorded world's static layer, recomposed) ----------------
+# Fields that take "one value or a list to draw from" are normalised to a tuple here, so that their
+# errors read as one rule ("an [r, g, b] colour ... or a list of them") instead of pydantic's two union branches.
+
+RGB = tuple[float, float, float]
+TEXTURES = ("none", "checker", "gradient")  # MuJoCo builtin procedural textures: nothing read from disk
+MAX_LIGHT_INTENSITY = 2.0  # as BoothFile.light_intensity
+
+
+def _number(value: Any) -> float | None:
+    """A YAML int or float as a float; None for anything else (bool included: YAML `yes` is no number)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _vector(value: Any) -> Vec3 | None:
+    if not isinstance(value, list | tuple) or len(value) != 3:
+        return None
+    x, y, z = (_number(v) for v in value)
+    return None if x is None or y is None or z is None else (x, y, z)
+
+
+def _one_or_many(value: Any, one: Any, what: str) -> tuple[Any, ...]:
+    """`value` as one item (accepted by `one`) or a non-empty list of them, always a tuple of items."""
+    if (item := one(value)) is not None:
+        return (item,)
+    if isinstance(value, list) and value and all(one(v) is not None for v in value):
+        return tuple(one(v) for v in value)
+    raise ValueError(f"{what}, or a non-empty list of them (one is drawn per episode)")
+
+
+def _colour(value: Any) -> RGB | None:
+    rgb = _vector(value)
+    return rgb if rgb is not None and all(0.0 <= c <= 1.0 for c in rgb) else None
+
+
+def _direction(value: Any) -> Vec3 | None:
+    xyz = _vector(value)
+    return xyz if xyz is not None and xyz[2] < 0.0 else None
+
+
+def _colours(value: Any) -> tuple[RGB, ...]:
+    return _one_or_many(value, _colour, "an [r, g, b] colour with r, g, b in 0..1")
+
+
+def _directions(value: Any) -> tuple[Vec3, ...]:
+    return _one_or_many(value, _direction, "an [x, y, z] light direction pointing down (z < 0)")
+
+
+def _intensity(value: Any) -> tuple[float, float]:
+    one = _number(value)
+    lo, hi = (one, one) if one is not None else (
+        (_number(value[0]), _number(value[1])) if isinstance(value, list) and len(value) == 2 else (None, None))
+    if lo is None or hi is None or not 0.0 <= lo <= hi <= MAX_LIGHT_INTENSITY:
+        raise ValueError(f"a number in 0..{MAX_LIGHT_INTENSITY:g} or [lo, hi] with 0 <= lo <= hi <= "
+                         f"{MAX_LIGHT_INTENSITY:g} (drawn uniformly)")
+    return (lo, hi)
+
+
+def _count(value: Any) -> tuple[int, int]:
+    def whole(v: Any) -> int | None:
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    lo, hi = (whole(value), whole(value)) if whole(value) is not None else (
+        (whole(value[0]), whole(value[1])) if isinstance(value, list) and len(value) == 2 else (None, None))
+    if lo is None or hi is None or not 0 <= lo <= hi or hi < 1:
+        raise ValueError("a whole number >= 1 or [lo, hi] with 0 <= lo <= hi and hi >= 1 (inclusive)")
+    return (lo, hi)
+
+
+Colours = Annotated[tuple[RGB, ...], BeforeValidator(_colours)]
+Directions = Annotated[tuple[Vec3, ...], BeforeValidator(_directions)]
+Intensity = Annotated[tuple[float, float], BeforeValidator(_intensity)]
+Count = Annotated[tuple[int, int], BeforeValidator(_count)]
+
+
+class DistractorsFile(_Strict):
+    pool: list[str] = Field(min_length=1)
+    count: Count = (1, 1)
+
+
+class SurfaceFile(_Strict):
+    colour: Colours | None = None  # default: the scene's own booth colour
+    texture: Literal["none", "checker", "gradient"] = "none"
+    colour2: Colours | None = None  # second texture colour; default: a darker shade of the drawn colour
+    repeat: tuple[Annotated[float, Field(gt=0)], Annotated[float, Field(gt=0)]] | None = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> SurfaceFile:
+        if self.colour is None and self.texture == "none":
+            raise ValueError("a colour and/or a texture (checker, gradient): this block changes nothing")
+        if self.texture == "none" and (self.colour2 is not None or self.repeat is not None):
+            raise ValueError("colour2 and repeat only with texture: checker or gradient")
+        return self
+
+
+class LightingFile(_Strict):
+    direction: Directions | None = None  # of the key light; default: the booth's
+    colour: Colours | None = None  # default: white
+    intensity: Intensity | None = None  # key light; default: the scene's booth light_intensity
+    shadows: bool = False  # does the key light cast shadows (costly on a CPU renderer)
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> LightingFile:
+        if self.direction is None and self.colour is None and self.intensity is None and not self.shadows:
+            raise ValueError("at least one of direction, colour, intensity, shadows: true; this block changes nothing")
+        return self
+
+
+class SceneryFile(_Strict):
+    split: Literal["train", "eval"] = "train"
+    description: str = ""
+    distractors: DistractorsFile | None = None
+    table: SurfaceFile | None = None
+    walls: SurfaceFile | None = None
+    floor: SurfaceFile | None = None
+    lighting: LightingFile | None = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> SceneryFile:
+        if all(getattr(self, f) is None for f in ("distractors", "table", "walls", "floor", "lighting")):
+            raise ValueError("at least one of distractors, table, walls, floor, lighting; this block changes nothing")
+        return self
+
+
 class SceneFile(_Strict):
     name: str
     description: str = ""
@@ -104,6 +228,7 @@ class SceneFile(_Strict):
     objects: dict[str, ObjectFile] = {}
     split: Literal["train", "eval"] = "train"
     variants: dict[str, dict[str, Any]] = {}  # overlay blocks merged onto this scene by name
+    scenery: dict[str, SceneryFile] = {}  # static-layer looks for replay augmentation (x2/spec/scenery.py)
 
 
 # ----- tasks ----------------------------------------------------------------------------------

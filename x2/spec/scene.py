@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
-from functools import cache
+from dataclasses import dataclass
 from pathlib import Path
 
-from x2.errors import NotFoundError
 from x2.spec import catalog
-from x2.spec.env import AssetModel, BoothModel, ObjectInstance, Region
-from x2.spec.models import AssetFile, SceneFile, parse
-from x2.spec.robot import RobotInfo, _file_next_to
+from x2.spec.assets import asset_at, load_asset
+from x2.spec.env import BoothModel, ObjectInstance, Region
+from x2.spec.models import SceneFile, parse
+from x2.spec.robot import RobotInfo
+from x2.spec.scenery import compile_scenery, scene_booth
 from x2.spec.source import Fragment, merge
+
+__all__ = ["SceneInfo", "compile_scene", "load_asset", "load_scene"]
 
 
 @dataclass(frozen=True)
@@ -25,15 +27,6 @@ class SceneInfo:
     variant: str
     variants: tuple[str, ...]
     file: Path
-
-
-@cache
-def load_asset(name: str) -> AssetModel:
-    path, frag = catalog.load("objects", name)
-    spec: AssetFile = parse(AssetFile, frag)
-    return AssetModel(name=spec.name, mjcf=_file_next_to(frag, ("mjcf",), spec.mjcf), tags=tuple(spec.tags),
-                      footprint_radius=spec.footprint_radius, height=spec.height, free=spec.free,
-                      parts=dict(spec.parts), joints=tuple(spec.joints))
 
 
 def _variant_overlay(frag: Fragment, variant: str) -> Fragment:
@@ -49,13 +42,6 @@ def _variant_overlay(frag: Fragment, variant: str) -> Fragment:
     if not isinstance(overlay.data, dict):
         raise frag.error(prefix, repr(overlay.data), "a mapping of scene fields to override")
     return merge(frag, overlay)
-
-
-def _asset(frag: Fragment, key: tuple[str | int, ...], name: str) -> AssetModel:
-    try:
-        return load_asset(name)
-    except NotFoundError:
-        raise frag.error(key, repr(name), "one of " + ", ".join(catalog.names("objects"))) from None
 
 
 def _check_region(frag: Fragment, key: tuple[str, ...], region: Region, footprint: float,
@@ -81,11 +67,11 @@ def _check_region(frag: Fragment, key: tuple[str, ...], region: Region, footprin
 
 
 def compile_scene(frag: Fragment, file: Path, robot: RobotInfo, variant: str = "default") -> SceneInfo:
-    parse(SceneFile, frag)  # validate the base (variant blocks included) before overlaying
+    base: SceneFile = parse(SceneFile, frag)  # validate the base (variant blocks included) before overlaying
+    compile_scenery(frag, base)  # scenery blocks belong to the base scene; checked here so `tasks show` finds errors
     frag = _variant_overlay(frag, variant)
     spec: SceneFile = parse(SceneFile, frag)
-    booth_over = {f.name: v for f in fields(BoothModel) if (v := getattr(spec.booth, f.name, None)) is not None}
-    booth = BoothModel(**booth_over)
+    booth = scene_booth(spec)
     regions = {name: Region(name, r.center, r.half_size, booth.table_height, r.yaw)
                for name, r in spec.regions.items()}
     objects = []
@@ -100,7 +86,7 @@ def compile_scene(frag: Fragment, file: Path, robot: RobotInfo, variant: str = "
             raise frag.error((*key, "pool"), "an empty list", "at least one asset name")
         names = [obj.asset] if obj.asset is not None else list(obj.pool or [])
         field = "asset" if obj.asset is not None else "pool"
-        candidates = tuple(_asset(frag, (*key, field) if obj.asset else (*key, "pool", i), n)
+        candidates = tuple(asset_at(frag, (*key, field) if obj.asset else (*key, "pool", i), n)
                            for i, n in enumerate(names))
         if len({a.free for a in candidates}) > 1:
             raise frag.error((*key, "pool"), "a mix of free and welded assets",

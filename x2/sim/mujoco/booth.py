@@ -11,7 +11,7 @@ import math
 
 import mujoco
 
-from x2.spec.env import BoothModel
+from x2.spec.env import FILL_LIGHT_RATIO, KEY_LIGHT_DIRECTION, BoothModel
 
 TABLE_TOP_THICKNESS = 0.04  # m, a laminated tabletop
 TABLE_LEG_HALF = 0.025  # m, square steel legs
@@ -121,12 +121,12 @@ def add_lights(spec: mujoco.MjSpec, booth: BoothModel) -> None:
     directional = mujoco.mjtLightType.mjLIGHT_DIRECTIONAL
     # Key light from above and slightly beyond the table (the only one that may cast shadows); two
     # weaker fills from the robot's left and right keep the green walls evenly lit.
-    world.add_light(name="key", type=directional, pos=[cx + 0.4, cy, height], dir=[-0.3, 0.0, -1.0],
+    world.add_light(name="key", type=directional, pos=[cx + 0.4, cy, height], dir=list(KEY_LIGHT_DIRECTION),
                     diffuse=[k, k, k], specular=[0.1, 0.1, 0.1], ambient=[0.25, 0.25, 0.25],
                     castshadow=KEY_LIGHT_SHADOWS)
     for name, sy in (("fill_left", 1.0), ("fill_right", -1.0)):
         world.add_light(name=name, type=directional, pos=[cx - 0.8, cy + sy * 1.0, height - 0.4],
-                        dir=[0.6, -sy * 0.6, -0.8], diffuse=[0.45 * k] * 3, specular=[0.0] * 3,
+                        dir=[0.6, -sy * 0.6, -0.8], diffuse=[FILL_LIGHT_RATIO * k] * 3, specular=[0.0] * 3,
                         castshadow=False)
 
 

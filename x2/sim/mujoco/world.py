@@ -96,16 +96,23 @@ def build_world(env: EnvSpec, chosen: Mapping[str, AssetModel],
 _TIMESTEP = re.compile(r'(<option\b[^>]*\btimestep=")[^"]*(")')
 
 
-def world_xml(env: EnvSpec, chosen: Mapping[str, AssetModel], layout: Mapping[str, Placement] | None = None) -> str:
-    """The world as MJCF text, the one source the simulated model is compiled from.
+def world_text(spec: mujoco.MjSpec, timestep: float) -> str:
+    """A world spec as MJCF text, printed the one way x2 prints worlds (the recorder and replay augmentation).
 
     MjSpec.to_xml prints numbers with 6 significant digits; the model compiled from the text is the truth
     (so placements are quantised to that before they get here, see `Placement.quantized`). The timestep
     alone is written at full precision, so that a control tick of `substeps` steps lasts exactly 1/fps
-    (1/480 s would print as 0.00208333)."""
-    xml = build_world(env, chosen, layout).to_xml()
-    xml, n = _TIMESTEP.subn(lambda m: f"{m.group(1)}{env.booth.timestep!r}{m.group(2)}", xml, count=1)
+    (1/480 s would print as 0.00208333). A recorded world read back with `MjSpec.from_string` and printed
+    here compiles to the same model, array for array; its text is the same but for identity orientations
+    (quat="1 0 0 0") that MuJoCo's writer spells out on bodies inside rotated frames, and a second pass
+    prints the first pass's text again."""
+    xml, n = _TIMESTEP.subn(lambda m: f"{m.group(1)}{timestep!r}{m.group(2)}", spec.to_xml(), count=1)
     if n != 1:
         raise SpecError(None, None, "option.timestep", "an MJCF without <option timestep>",
                         "a world whose booth sets the timestep")
     return xml
+
+
+def world_xml(env: EnvSpec, chosen: Mapping[str, AssetModel], layout: Mapping[str, Placement] | None = None) -> str:
+    """The world as MJCF text, the one source the simulated model is compiled from (see `world_text`)."""
+    return world_text(build_world(env, chosen, layout), env.booth.timestep)

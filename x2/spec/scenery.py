@@ -1,0 +1,145 @@
+"""Scene `scenery:` blocks -> compiled scenery variants for replay augmentation.
+
+A scenery variant recomposes only a recorded world's static layer: distractor objects, the table's
+look, the walls and floor (the chroma-green booth is there to be replaced) and the lighting. Unlike a
+collection-time `variants:` overlay it never recompiles the task; states, actions and labels of a
+recorded episode stay as they are. Everything here is plain frozen data (no simulator); the look is
+drawn and applied by `x2.replay_aug.appearance`.
+
+Defaults are resolved here, from the scene's own booth, so that a compiled variant needs nothing else:
+a surface without `colour` keeps the booth's colour, lighting without `intensity` keeps the booth's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields
+
+from x2.errors import NotFoundError, X2Error
+from x2.spec import catalog
+from x2.spec.assets import load_asset
+from x2.spec.env import KEY_LIGHT_DIRECTION, AssetModel, BoothModel, Vec3
+from x2.spec.models import RGB, DistractorsFile, LightingFile, SceneFile, SurfaceFile, parse
+from x2.spec.source import Fragment
+
+__all__ = ["RGB", "SURFACES", "DistractorPool", "LightingLook", "SceneryVariant", "SurfaceLook", "compile_scenery",
+           "load_scenery", "scene_booth"]
+
+SURFACES = ("table", "walls", "floor")
+# Checker repeats per face when a block gives none (a repeat is 2 x 2 squares): squares of 0.1 m on the
+# 0.8 x 1.2 m table, 0.2 m on the 3.2 m floor, about 0.4 m on the walls. A gradient spans each face once.
+DEFAULT_REPEAT: dict[str, tuple[float, float]] = {"table": (4.0, 6.0), "walls": (4.0, 4.0), "floor": (8.0, 8.0)}
+GRADIENT_REPEAT = (1.0, 1.0)
+WHITE: RGB = (1.0, 1.0, 1.0)
+_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
+
+@dataclass(frozen=True)
+class SurfaceLook:
+    """Colours to draw one from per episode, a builtin texture, and the texture's second colour."""
+
+    colours: tuple[RGB, ...]
+    texture: str  # none | checker | gradient
+    colours2: tuple[RGB, ...]  # empty: a darker shade of the drawn colour (textured surfaces only)
+    repeat: tuple[float, float]  # texture repeats across each face
+
+
+@dataclass(frozen=True)
+class LightingLook:
+    """The key light (the fills follow it at FILL_LIGHT_RATIO of its intensity, in the same colour)."""
+
+    directions: tuple[Vec3, ...]  # drawn one per episode
+    colours: tuple[RGB, ...]  # drawn one per episode
+    intensity: tuple[float, float]  # uniform in [lo, hi]
+    shadows: bool
+
+
+@dataclass(frozen=True)
+class DistractorPool:
+    """Static assets (no joints) to scatter, `count` of them, inclusive range."""
+
+    assets: tuple[AssetModel, ...]
+    count: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class SceneryVariant:
+    name: str
+    split: str  # train | eval (held out)
+    description: str
+    distractors: DistractorPool | None
+    table: SurfaceLook | None
+    walls: SurfaceLook | None
+    floor: SurfaceLook | None
+    lighting: LightingLook | None
+
+
+def scene_booth(spec: SceneFile) -> BoothModel:
+    """The booth of a validated scene: its `booth:` fields over the defaults."""
+    over = {f.name: v for f in fields(BoothModel) if (v := getattr(spec.booth, f.name, None)) is not None}
+    return BoothModel(**over)
+
+
+def _surface(block: SurfaceFile, booth_rgba: tuple[float, float, float, float], surface: str) -> SurfaceLook:
+    repeat = block.repeat or (GRADIENT_REPEAT if block.texture == "gradient" else DEFAULT_REPEAT[surface])
+    return SurfaceLook(colours=block.colour or ((booth_rgba[0], booth_rgba[1], booth_rgba[2]),), texture=block.texture,
+                       colours2=block.colour2 or (), repeat=repeat)
+
+
+def _lighting(block: LightingFile, booth: BoothModel) -> LightingLook:
+    return LightingLook(directions=block.direction or (KEY_LIGHT_DIRECTION,), colours=block.colour or (WHITE,),
+                        intensity=block.intensity or (booth.light_intensity, booth.light_intensity),
+                        shadows=block.shadows)
+
+
+def _static_assets() -> list[str]:
+    """Catalog assets a distractor may be: those without joints (a distractor never moves)."""
+    names = []
+    for name in catalog.names("objects"):
+        try:
+            if not load_asset(name).joints:
+                names.append(name)
+        except X2Error:  # a broken user asset is reported where it is used, not in this list
+            continue
+    return names
+
+
+def _pool(frag: Fragment, key: tuple[str, ...], block: DistractorsFile) -> DistractorPool:
+    assets = []
+    for i, name in enumerate(block.pool):
+        try:
+            asset = load_asset(name)
+        except NotFoundError:
+            raise frag.error((*key, "pool", i), repr(name),
+                             "one of the assets without joints: " + ", ".join(_static_assets())) from None
+        if asset.joints:
+            raise frag.error((*key, "pool", i), f"{name!r} (articulated: joints {', '.join(asset.joints)})",
+                             "a static asset, one of " + ", ".join(_static_assets()))
+        assets.append(asset)
+    return DistractorPool(tuple(assets), block.count)
+
+
+def compile_scenery(frag: Fragment, spec: SceneFile) -> dict[str, SceneryVariant]:
+    """The scene's scenery blocks (`spec` is `frag` validated), in the order written, includes first."""
+    booth = scene_booth(spec)
+    booth_rgba = {"table": booth.table_rgba, "walls": booth.wall_rgba, "floor": booth.floor_rgba}
+    out: dict[str, SceneryVariant] = {}
+    for name, block in spec.scenery.items():
+        key = ("scenery", name)
+        if not _NAME.fullmatch(name):
+            raise frag.error(key, repr(name), "a name of letters, digits, '_' and '-'")
+        surfaces = {s: _surface(b, booth_rgba[s], s) if (b := getattr(block, s)) else None
+                    for s in SURFACES}
+        out[name] = SceneryVariant(
+            name=name, split=block.split, description=block.description,
+            distractors=_pool(frag, (*key, "distractors"), block.distractors) if block.distractors else None,
+            table=surfaces["table"], walls=surfaces["walls"], floor=surfaces["floor"],
+            lighting=_lighting(block.lighting, booth) if block.lighting else None)
+    return out
+
+
+def load_scenery(scene: str) -> dict[str, SceneryVariant]:
+    """The scenery variants of a scene (by name, from the catalog, or a path to its YAML), inherited
+    blocks included: a scene that includes green_booth.yaml has its blocks, and may override or add."""
+    _path, frag = catalog.load("scenes", scene)
+    return compile_scenery(frag, parse(SceneFile, frag))
