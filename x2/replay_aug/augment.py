@@ -19,6 +19,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +131,7 @@ def choose_scenery(scene: str, request: AugmentRequest) -> list[SceneryVariant]:
     return chosen
 
 
-def _copy_episode(parent: Path, path: Path, index: int, variant: Variant, config: dict[str, Any],
+def _copy_episode(parent: Path, path: Path, index: int, *, variant: Variant, config: dict[str, Any],
                   envelope: Envelope) -> None:
     """The parent's file with the new world; see the module docstring."""
     with h5py.File(parent, "r") as src, h5py.File(path, "w", libver="latest") as dst:
@@ -169,11 +170,13 @@ def _existing(out: Dataset) -> dict[tuple[str, int, int], dict[str, Any]]:
             config = ep.json_attr("augmentation") or {}
         parent = config.get("parent") or {}
         if "dataset" in parent and "episode" in parent and "k" in config:
-            found[(str(parent["dataset"]), int(parent["episode"]), int(config["k"]))] = {**config, "index": record.index}
+            key = (str(parent["dataset"]), int(parent["episode"]), int(config["k"]))
+            found[key] = {**config, "index": record.index}
     return found
 
 
-def _write_report(out: Dataset, source: Dataset, request: AugmentRequest, rejected: dict[tuple[int, int], dict]) -> None:
+def _write_report(out: Dataset, source: Dataset, request: AugmentRequest,
+                  rejected: dict[tuple[int, int], dict]) -> None:
     made = sorted(_existing(out).values(), key=lambda c: (c["parent"]["episode"], c["k"]))
     report = {
         "x2_version": x2.__version__, "source": source.name, "request": request.as_dict(),
@@ -207,8 +210,7 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
     records: Sequence[EpisodeRecord] = selection.apply(src)
     require_some(records, src, selection)
     with src.load(records[0].index) as first:
-        scene = scene_of(first)
-    scenery = choose_scenery(scene, request)
+        scenery = choose_scenery(scene_of(first), request)
     manifest = src.manifest.to_dict()
     manifest["extra"] = {**manifest.get("extra", {}), "augmented_from": {"dataset": src.name}}
     manifest["created"] = ""
@@ -216,54 +218,57 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
     ds = Dataset.create(out_path, manifest)
     ds.lock()
     try:
-        done = _existing(ds)
-        rejected = _read_rejected(ds.root)
-        total, finished = len(records) * request.variants, 0
+        done, rejected = _existing(ds), _read_rejected(ds.root)
+        total = len(records) * request.variants
         for record in records:
             envelope: Envelope | None = None
             for k in range(request.variants):
-                finished += 1
-                key = (src.name, record.index, k)
-                chosen = scenery[k % len(scenery)]
-                if key in done:
-                    c = done[key]
-                    summary.outcomes.append(Outcome(record.index, k, c["scenery"]["name"], None,
-                                                    len(c["distractors"]["placed"]), c["check"]["min_distance_m"],
-                                                    existed=True))
-                    if progress is not None:
-                        progress(finished, total)
-                    continue
-                with src.load(record.index) as ep:
-                    parent_xml, states = str(ep.attrs.get("model_xml", "")), ep["states"]
-                    assets = {str(a): str(b) for a, b in (ep.json_attr("assets") or {}).items()}
-                    t0 = time.perf_counter()
-                    if envelope is None:
-                        envelope = build_envelope(mujoco.MjModel.from_xml_string(parent_xml), states,
-                                                  request.envelope_params())
-                    seed = variant_seed(request.seed, record.seed, k)
-                    variant = make_variant(parent_xml, states, envelope, chosen, seed, assets, request.objects,
-                                           request.mode)
-                    summary.geometry_s += time.perf_counter() - t0
-                config = {**variant.config, "k": k, "request_seed": request.seed,
-                          "parent": {"dataset": src.name, "episode": record.index, "seed": record.seed},
-                          "x2_version": x2.__version__}
-                if variant.problems:
-                    rejected[(record.index, k)] = {"parent": record.index, "k": k, "seed": seed,
-                                                   "scenery": chosen.name, "problems": variant.problems}
-                    summary.outcomes.append(Outcome(record.index, k, chosen.name, None, len(variant.placement.placed),
-                                                    config["check"]["min_distance_m"], tuple(variant.problems)))
+                existing = done.get((src.name, record.index, k))
+                if existing is not None:
+                    summary.outcomes.append(Outcome(record.index, k, existing["scenery"]["name"], None,
+                                                    len(existing["distractors"]["placed"]),
+                                                    existing["check"]["min_distance_m"], existed=True))
                 else:
-                    parent_file = src.episode_path(record.index)
-                    committed = ds.add_file(lambda path, index: _copy_episode(
-                        parent_file, path, index, variant, config, envelope))
-                    rejected.pop((record.index, k), None)
-                    summary.outcomes.append(Outcome(record.index, k, chosen.name, committed.index,
-                                                    len(variant.placement.placed), config["check"]["min_distance_m"]))
-                _write_report(ds, src, request, rejected)
+                    with src.load(record.index) as ep:
+                        if envelope is None:  # one per parent, shared by its variants
+                            t0 = time.perf_counter()
+                            model = mujoco.MjModel.from_xml_string(str(ep.attrs.get("model_xml", "")))
+                            envelope = build_envelope(model, ep["states"], request.envelope_params())
+                            summary.geometry_s += time.perf_counter() - t0
+                        outcome = _one_variant(ds, src, ep, record, k, scenery[k % len(scenery)], envelope,
+                                               request, rejected)
+                    summary.geometry_s += outcome[1]
+                    summary.outcomes.append(outcome[0])
+                    _write_report(ds, src, request, rejected)
                 if progress is not None:
-                    progress(finished, total)
+                    progress(len(summary.outcomes), total)
         _write_report(ds, src, request, rejected)
     finally:
         ds.close()
     summary.wall_s = time.perf_counter() - started
     return summary
+
+
+def _one_variant(ds: Dataset, src: Dataset, ep: Episode, record: EpisodeRecord, k: int, scenery: SceneryVariant,
+                 envelope: Envelope, request: AugmentRequest,
+                 rejected: dict[tuple[int, int], dict]) -> tuple[Outcome, float]:
+    """Make variant k of `ep` and commit it, or record why it was rejected; (outcome, geometry seconds)."""
+    t0 = time.perf_counter()
+    assets = {str(a): str(b) for a, b in (ep.json_attr("assets") or {}).items()}
+    seed = variant_seed(request.seed, record.seed, k)
+    variant = make_variant(str(ep.attrs.get("model_xml", "")), ep["states"], envelope, scenery, seed, assets,
+                           request.objects, request.mode)
+    geometry_s = time.perf_counter() - t0
+    config = {**variant.config, "k": k, "request_seed": request.seed,
+              "parent": {"dataset": src.name, "episode": record.index, "seed": record.seed},
+              "x2_version": x2.__version__}
+    distance = config["check"]["min_distance_m"]
+    placed = len(variant.placement.placed)
+    if variant.problems:
+        rejected[(record.index, k)] = {"parent": record.index, "k": k, "seed": seed, "scenery": scenery.name,
+                                       "problems": variant.problems}
+        return Outcome(record.index, k, scenery.name, None, placed, distance, tuple(variant.problems)), geometry_s
+    committed = ds.add_file(partial(_copy_episode, src.episode_path(record.index), variant=variant, config=config,
+                                    envelope=envelope))
+    rejected.pop((record.index, k), None)
+    return Outcome(record.index, k, scenery.name, committed.index, placed, distance), geometry_s

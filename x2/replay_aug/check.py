@@ -141,7 +141,8 @@ def check_world(model: mujoco.MjModel, states: np.ndarray, clearance: float,
         result.problems.append(f"{result.violations} frame-pairs closer than the clearance {clearance} m; closest "
                                f"{result.min_distance_m:.4f} m between {a} and {b} at frame {t}")
     if result.static_min_m < clearance:
-        result.problems.append(f"{result.static_min_m:.4f} m from the world's static geometry (clearance {clearance} m)")
+        result.problems.append(f"{result.static_min_m:.4f} m from the world's static geometry "
+                               f"(clearance {clearance} m)")
     if result.between_min_m < clearance:
         result.problems.append(f"distractors {result.between_min_m:.4f} m apart (clearance {clearance} m)")
     for owner, gap_m in sorted(result.support_gap_m.items()):

@@ -92,7 +92,8 @@ class Envelope:
     def summary(self) -> dict[str, Any]:
         return {"params": self.params.as_dict(), "frames": self.frames, "samples": self.samples,
                 "proxies": self.proxies, "capsules_before": self.capsules_before, "capsules": len(self),
-                "temporal_bound_m": round(self.temporal_bound, 6), "max_proxy_radius_m": round(self.max_proxy_radius, 6),
+                "temporal_bound_m": round(self.temporal_bound, 6),
+                "max_proxy_radius_m": round(self.max_proxy_radius, 6),
                 "inflation_m": round(self.inflation(), 6), "bodies": list(self.bodies)}
 
     def as_array(self) -> np.ndarray:

@@ -1,0 +1,255 @@
+"""Replay augmentation on a real synthesised episode: what must not change, what must, and the safety margin.
+
+The source is one `x2 synth` fruit_in_microwave episode (about 870 frames, the right arm picking the
+fruit off the table, the left swinging the microwave door), its head camera rendered at 96x128 so its
+camera poses are in the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import h5py
+import hdf5plugin  # noqa: F401
+import mujoco
+import numpy as np
+import pytest
+from x2_cli import run_x2
+
+from x2.datasets import Dataset, validate
+from x2.errors import DatasetError
+from x2.render import ImageSize, render_dataset
+from x2.replay_aug.augment import REPORT_NAME, AugmentRequest, augment_dataset
+from x2.replay_aug.check import check_world, restless, settle
+from x2.replay_aug.compose import compose_world
+from x2.replay_aug.envelope import build_envelope
+from x2.replay_aug.placement import (
+    Placed,
+    Support,
+    box_support,
+    distractor_shape,
+    place_distractors,
+    spheres_at,
+    static_obstacles,
+)
+from x2.rollout.replay import replay_actions
+from x2.spec.scene import load_asset
+
+SMALL = ImageSize(96, 128)
+# What an augmented episode changes at its root; every other attribute and every dataset stays the parent's.
+CHANGED_ATTRS = {"episode_index", "source", "parent_episode", "scene_variant", "split", "seed", "model_xml",
+                 "augmentation", "master_seed", "slot"}
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("aug-src") / "fruit"
+    run = run_x2(["synth", "--task", "fruit_in_microwave", "-n", "1", "--workers", "1", "--dataset", str(root)],
+                 root.parent, timeout=300)
+    assert run.returncode == 0, run.stderr
+    render_dataset(root, ("head",), SMALL)
+    return root
+
+
+@pytest.fixture(scope="module")
+def augmented(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("aug") / "fruit-aug"
+    summary = augment_dataset(source, out, AugmentRequest(variants=2, scenery=("clutter", "studio"), objects=3))
+    assert len(summary.written) == 2 and not summary.rejected
+    return out
+
+
+@pytest.fixture(scope="module")
+def world(source: Path) -> tuple[mujoco.MjModel, np.ndarray, str]:
+    with Dataset.open(source).load(0) as ep:
+        xml = str(ep.attrs["model_xml"])
+        return mujoco.MjModel.from_xml_string(xml), ep["states"], xml
+
+
+def _datasets(f: h5py.File) -> dict[str, h5py.Dataset]:
+    out: dict[str, h5py.Dataset] = {}
+    f.visititems(lambda name, obj: out.__setitem__(name, obj) if isinstance(obj, h5py.Dataset) else None)
+    return out
+
+
+def _same_attrs(a: h5py.AttributeManager, b: h5py.AttributeManager, skip: set[str] = set()) -> bool:  # noqa: B006
+    keys = set(a) - skip
+    return keys == set(b) - skip and all(np.array_equal(a[k], b[k]) for k in keys)
+
+
+def _same_bytes(a: h5py.Dataset, b: h5py.Dataset) -> bool:
+    x, y = a[()], b[()]
+    return x.dtype == y.dtype and x.shape == y.shape and np.asarray(x).tobytes() == np.asarray(y).tobytes()
+
+
+# ---- what must not change ---------------------------------------------------------------------------
+def test_streams_and_labels_are_the_parents_byte_for_byte(source: Path, augmented: Path) -> None:
+    with h5py.File(Dataset.open(source).episode_path(0)) as parent:
+        kept = {n: d for n, d in _datasets(parent).items() if not n.startswith("observations/images")}
+        assert {"timestamps", "states", "action", "labels/subtask_index", "dag/completion_frame",
+                "observations/camera_poses/head", "observations/object_poses"} <= set(kept)
+        for path in sorted((augmented / "episodes").glob("*.h5")):
+            with h5py.File(path) as child:
+                have = _datasets(child)
+                for name, data in kept.items():
+                    assert _same_bytes(data, have[name]), f"{path.name}: {name}"
+                assert not any(n.startswith("observations/images") for n in have)  # old pictures are not kept
+                for group in ("dag", "labels", "observations/camera_poses/head", "states"):
+                    assert _same_attrs(child[group].attrs, parent[group].attrs), group
+                assert _same_attrs(child.attrs, parent.attrs, skip=CHANGED_ATTRS)
+                assert child.attrs["source"] == "augment" and child.attrs["parent_episode"] == 0
+                assert child.attrs["model_xml"] != parent.attrs["model_xml"]
+
+
+def test_rendering_the_variant_gives_the_parents_camera_poses_and_new_pictures(source: Path,
+                                                                             augmented: Path) -> None:
+    """The camera poses are recomputed from the states in the new world: bit-identical to the parent's."""
+    render_dataset(augmented, ("head",), SMALL)
+    with h5py.File(Dataset.open(source).episode_path(0)) as parent, \
+            h5py.File(Dataset.open(augmented).episode_path(1)) as child:  # the studio variant: new walls
+        assert _same_bytes(parent["observations/camera_poses/head"], child["observations/camera_poses/head"])
+        before, after = parent["observations/images/head"][0], child["observations/images/head"][0]
+        assert np.abs(before.astype(int) - after.astype(int)).mean() > 5
+
+
+def test_the_physics_never_meets_a_distractor(augmented: Path) -> None:
+    """Stepping the stored actions in the augmented world reproduces the stored states exactly."""
+    ds = Dataset.open(augmented)
+    with ds.load(0) as ep:
+        assert json.loads(ep.attrs["augmentation"])["distractors"]["placed"]
+        report = replay_actions(ep)
+    assert report.max_deviation == 0.0
+    report = validate(augmented)
+    assert report.valid, report.problems
+
+
+def test_same_seed_same_bytes_and_a_rerun_resumes(source: Path, augmented: Path, tmp_path: Path) -> None:
+    again = tmp_path / "again"
+    first = augment_dataset(source, again, AugmentRequest(variants=1, scenery=("clutter", "studio"), objects=3))
+    assert [o.k for o in first.written] == [0]
+    second = augment_dataset(source, again, AugmentRequest(variants=2, scenery=("clutter", "studio"), objects=3))
+    assert [o.existed for o in second.outcomes] == [True, False]  # resumed: k=0 kept, k=1 made
+    assert (again / REPORT_NAME).read_bytes() == (augmented / REPORT_NAME).read_bytes()
+    for name in ("episode_000000.h5", "episode_000001.h5"):
+        with h5py.File(again / "episodes" / name) as a, h5py.File(augmented / "episodes" / name) as b:
+            assert _same_attrs(a.attrs, b.attrs)
+            da, db = _datasets(a), _datasets(b)
+            images = [n for n in db if n.startswith("observations/images")]  # only `augmented` was rendered
+            assert set(da) == set(db) - set(images)
+            assert all(_same_bytes(da[n], db[n]) for n in da)
+    other = tmp_path / "other"
+    augment_dataset(source, other, AugmentRequest(variants=2, scenery=("clutter", "studio"), objects=3, seed=1))
+    assert (other / REPORT_NAME).read_bytes() != (augmented / REPORT_NAME).read_bytes()
+
+
+# ---- the safety margin ------------------------------------------------------------------------------
+def _fruit_start(model: mujoco.MjModel, states: np.ndarray) -> np.ndarray:
+    data = mujoco.MjData(model)
+    mujoco.mj_setState(model, data, states[0], mujoco.mjtState.mjSTATE_INTEGRATION)
+    mujoco.mj_kinematics(model, data)
+    return data.xpos[model.body("fruit/object").id].copy()
+
+
+def test_negative_control_where_the_gripper_passes(world: tuple[mujoco.MjModel, np.ndarray, str]) -> None:
+    """A block where the fruit lies (the right gripper goes down there to grasp it) is refused by the envelope
+    and, forced into the world anyway, flagged by the checker."""
+    model, states, xml = world
+    envelope = build_envelope(model, states)
+    fruit = _fruit_start(model, states)
+    block = distractor_shape(load_asset("block"))
+    table = box_support(model)
+    spot = Support(table.name, (float(fruit[0]), float(fruit[1] + 0.06)), (0.01, 0.01), table.z)
+    report = place_distractors([block], spot, envelope, [], np.random.default_rng(0), 0.02, max_tries=50)
+    assert report.unplaced == ["block"] and report.rejected["envelope"] == 50
+    forced = Placed("block_0", "block", spot.centre[0], spot.centre[1], table.z, 0.0, 0.0)
+    assert envelope.margin(spheres_at(block, forced.x, forced.y, forced.z, 0.0), block.radii) < 0
+    result = check_world(mujoco.MjModel.from_xml_string(compose_world(xml, {}, [forced], {"block": block},
+                                                                       model.opt.timestep)), states, 0.02)
+    assert not result.passed and result.violations > 0
+    assert result.closest is not None and result.closest[1].startswith("augment/block_0/")
+    assert result.closest[2].startswith(("right_", "fruit/"))
+
+
+def test_without_inflation_tight_placements_collide(world: tuple[mujoco.MjModel, np.ndarray, str]) -> None:
+    """Mutation: capsules of radius 0 (the bare proxy paths). Placed as tight as the envelope allows, the
+    distractors then reach into the robot, and the checker says so; with the real inflation it never does."""
+    model, states, xml = world
+    envelope = build_envelope(model, states)
+    bare = dataclasses.replace(envelope, radius=np.zeros_like(envelope.radius))
+    shapes = [distractor_shape(load_asset(n)) for n in ("block", "mug", "orange")]
+    by_name = {s.name: s for s in shapes}
+    table = box_support(model)
+    obstacles = static_obstacles(model, table)
+    caught = 0
+    for seed in range(2):
+        for env, mutated in ((envelope, False), (bare, True)):
+            report = place_distractors(shapes, table, env, obstacles, np.random.default_rng(seed), 0.02,
+                                       max_tries=150, mode="tight")
+            assert len(report.placed) == 3
+            world_xml = compose_world(xml, {}, report.placed, by_name, model.opt.timestep)
+            result = check_world(mujoco.MjModel.from_xml_string(world_xml), states, 0.02)
+            if not mutated:
+                assert result.passed, result.problems
+                assert result.min_distance_m is not None and result.min_distance_m >= 0.02
+            else:
+                caught += result.violations > 0
+    assert caught == 2
+
+
+def test_placed_distractors_stay_at_rest(augmented: Path, world: tuple[mujoco.MjModel, np.ndarray, str]) -> None:
+    model, _, _ = world
+    table = box_support(model)
+    for path in sorted((augmented / "episodes").glob("*.h5")):
+        with h5py.File(path) as f:
+            config = json.loads(f.attrs["augmentation"])
+        placed = [Placed(p["name"], p["asset"], *p["pose"], 0.0) for p in config["distractors"]["placed"]]
+        assets = {p.asset: load_asset(p.asset) for p in placed}
+        settled = settle(placed, assets, table)
+        assert settled == config["settle"] and not restless(settled)
+        assert all(abs(gap) <= 0.001 for gap in config["check"]["support_gap_m"].values())
+        # The same objects dropped from 3 cm do move: the test can tell resting from falling.
+        dropped = [dataclasses.replace(p, z=p.z + 0.03) for p in placed]
+        assert restless(settle(dropped, assets, table)) == [p.name for p in dropped]
+
+
+# ---- choices and errors -----------------------------------------------------------------------------
+def test_eval_scenery_needs_allow_eval(source: Path, tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match=r"--scene-variant: found 'held_out' \(split eval\); allowed: train"):
+        augment_dataset(source, tmp_path / "e", AugmentRequest(variants=1, scenery=("held_out",)))
+    assert not (tmp_path / "e").exists()
+    done = augment_dataset(source, tmp_path / "e", AugmentRequest(variants=1, scenery=("held_out",),
+                                                                  allow_eval=True))
+    with Dataset.open(tmp_path / "e").load(done.written[0].index) as ep:
+        assert ep.attrs["split"] == "eval" and ep.attrs["scene_variant"] == "held_out"
+        placed = json.loads(ep.attrs["augmentation"])["distractors"]["placed"]
+        assert {p["asset"] for p in placed} <= {"lemon", "banana"}
+
+
+def test_cli_names_what_it_does_and_draws_a_preview(source: Path, tmp_path: Path) -> None:
+    png = tmp_path / "preview.png"
+    run = run_x2(["augment", "replay", str(source), "--out", str(tmp_path / "cli-aug"), "--variants", "1",
+                  "--scene-variant", "studio", "--preview", str(png), "--size", "96x128"], tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr
+    first = run.stdout.splitlines()[0]
+    assert first.startswith(f"augmenting {source} into {tmp_path / 'cli-aug'}: 1 variant(s) per episode")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bad = run_x2(["augment", "replay", str(source), "--out", str(tmp_path / "bad"), "--scene-variant", "nope"],
+                 tmp_path)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines() == [
+        "error: --scene-variant: found 'nope'; allowed: clutter, studio, warm_wood, held_out "
+        "(scenery of scene 'kitchen_booth')"]
+    assert not (tmp_path / "bad").exists()
+
+
+def test_closest_approach_is_measured_not_assumed(augmented: Path) -> None:
+    for path in sorted((augmented / "episodes").glob("*.h5")):
+        with h5py.File(path) as f:
+            check = json.loads(f.attrs["augmentation"])["check"]
+        assert check["passed"] and check["frames"] > 800 and check["violations"] == 0
+        if check["min_distance_m"] is not None:
+            assert check["clearance_m"] <= check["min_distance_m"] < check["measured_within_m"]
+        assert math.isfinite(check["measured_within_m"])
