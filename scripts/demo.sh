@@ -1,44 +1,48 @@
 #!/usr/bin/env bash
-# The most complete main job that exists today, end to end on a small fruit_in_microwave dataset:
-# synthesise demonstrations with the skills and the motion planner (two worker processes, then a second
-# run that continues the first), check them (labels from the files, exact action replay, physics),
-# render two cameras from the recorded states (two worker processes) with a contact sheet, split and
-# summarise the dataset, export it to LeRobot (read back with LeRobot before it lands), zarr and HDF5,
-# write a rerun recording of one episode, and replay one demonstration through the teleop path.
+# The most complete main job that exists today, in an empty workspace (demo-workspace/), with the
+# commands exactly as a user types them:
+#
+#   x2 synth --task fruit_in_microwave -n 3    demonstrations from the skills and the motion planner
+#   x2 augment replay                          each one again in new scenery (states and labels kept)
+#   x2 export lerobot                          the augmented dataset, rendered and read back by LeRobot
+#
+# then the checks a stranger holding the data could run: the physics replays exactly in the augmented
+# worlds, every contact is recomputed, LeRobot loads the export with its cameras, and a preview shows a
+# source episode next to its variant with the envelope the distractors were kept out of.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-X2=.venv/bin/x2
-DS=data/demo-fruit_in_microwave
-TELE=data/demo-teleop
-OUT=exports
-export MUJOCO_GL=${MUJOCO_GL:-egl} HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1}
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+WS="$ROOT/demo-workspace"
+export PATH="$ROOT/.venv/bin:$PATH" MUJOCO_GL=${MUJOCO_GL:-egl} HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1}
 SECONDS=0
 
-rm -rf "$DS" "$TELE"   # the demo's own datasets only; exports are replaced with --overwrite
-$X2 tasks show fruit_in_microwave --graph
-$X2 synth --task fruit_in_microwave -n 2 --workers 2 --seed 7 --dataset "$DS"
-$X2 synth --task fruit_in_microwave -n 1 --workers 2 --seed 7 --dataset "$DS"   # continues after run 1's attempts
-$X2 datasets info "$DS"
-$X2 label 0 --dataset "$DS"
-$X2 replay 0 --dataset "$DS" --check
-$X2 datasets validate "$DS" --physics
-$X2 render "$DS" --cameras head,right_wrist --workers 2
-$X2 render "$DS" --contact-sheet "$DS/contact_sheet_episode_0.png" --episode 0
-$X2 datasets split "$DS" --val 0.34 --seed 0
-$X2 datasets stats "$DS" --plot "$DS/subtask_durations.png"
-$X2 export lerobot "$DS" --overwrite
-$X2 export zarr "$DS" --overwrite
-$X2 export hdf5 "$DS" --overwrite
-$X2 datasets view 0 --dataset "$DS" --out "$OUT/demo-episode_0.rrd"
-$X2 collect teleop --device "replay:$DS/episodes/episode_000000.h5" --episodes 1 --dataset "$TELE"
-$X2 datasets validate "$DS"
+rm -rf "$WS" && mkdir -p "$WS" && cd "$WS"
+x2 tasks show fruit_in_microwave
+x2 synth --task fruit_in_microwave -n 3
+x2 augment replay
+x2 export lerobot
+
+SRC=data/fruit_in_microwave AUG=data/fruit_in_microwave-aug LEROBOT=exports/fruit_in_microwave-aug-lerobot
+x2 augment replay "$SRC" --preview augment_preview.png      # every variant exists: only draws the preview
+x2 replay 0 --dataset "$AUG" --check
+x2 datasets validate "$AUG" --physics
+x2 datasets info "$AUG"
+python - "$LEROBOT" <<'EOF'
+import json, sys
+from pathlib import Path
+from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+root = Path(sys.argv[1])
+ds = LeRobotDataset(f"x2/{root.name}", root=root, video_backend="pyav")
+cameras = [k for k in ds.meta.features if k.startswith("observation.images.")]
+sources = {e["source"] for e in json.loads((root / "meta" / "x2.json").read_text())["episodes"]}
+frame = ds[0]
+print(f"LeRobot reads {root}: {ds.num_episodes} episodes, {ds.num_frames} frames, cameras "
+      f"{', '.join(c.rsplit('.', 1)[-1] for c in cameras)}, sources {sorted(sources)}, "
+      f"frame 0 task: {frame['task']!r}, {tuple(frame[cameras[0]].shape)} images")
+EOF
 echo
-echo "done in ${SECONDS} s"
-echo "dataset:       $DS  (manifest.json, episodes.jsonl, episodes/*.h5 with camera streams, splits.json)"
-echo "contact sheet: $DS/contact_sheet_episode_0.png"
-echo "durations:     $DS/subtask_durations.png"
-echo "LeRobot:       $OUT/demo-fruit_in_microwave-lerobot  (LeRobotDataset('x2/demo-fruit_in_microwave', root=..., video_backend='pyav'))"
-echo "zarr:          $OUT/demo-fruit_in_microwave.zarr  (diffusion-policy replay buffer, zarr format 2)"
-echo "HDF5:          $OUT/demo-fruit_in_microwave.hdf5  (robomimic / Isaac Lab Mimic)"
-echo "rerun:         $OUT/demo-episode_0.rrd  (rerun $OUT/demo-episode_0.rrd)"
-echo "teleop:        $TELE  (episode 0 replays synthesised episode 0 as a leader arm; /device/master-arm holds the stream)"
+echo "done in ${SECONDS} s, in $WS"
+echo "source dataset:    $WS/$SRC  (synthesised; manifest.json, episodes.jsonl, episodes/*.h5)"
+echo "augmented dataset: $WS/$AUG  (augmentation.json lists every variant; docs/augmentation.md)"
+echo "preview:           $WS/augment_preview.png  (source | variant at the same frame | envelope from above)"
+echo "LeRobot export:    $WS/$LEROBOT  (LeRobotDataset('x2/fruit_in_microwave-aug-lerobot', root=..., video_backend='pyav'))"

@@ -253,3 +253,80 @@ def test_closest_approach_is_measured_not_assumed(augmented: Path) -> None:
         if check["min_distance_m"] is not None:
             assert check["clearance_m"] <= check["min_distance_m"] < check["measured_within_m"]
         assert math.isfinite(check["measured_within_m"])
+
+
+def test_kill_9_loses_nothing_and_the_rerun_gives_the_same_bytes(source: Path, tmp_path: Path) -> None:
+    """SIGKILL at a random moment after the first variant committed; the rerun finishes the job and its
+    files equal an uninterrupted run's."""
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from x2_cli import HEADLESS_ENV
+
+    args = ["augment", "replay", str(source), "--variants", "5", "--objects", "2"]
+    reference = tmp_path / "reference"
+    augment_dataset(source, reference, AugmentRequest(variants=5, objects=2))
+    out = tmp_path / "killed"
+    rng = random.Random(7)
+    for attempt in range(2):
+        proc = subprocess.Popen([sys.executable, "-m", "x2", *args, "--out", str(out)], cwd=tmp_path,
+                                env=HEADLESS_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        index = out / "episodes.jsonl"
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None and \
+                (not index.exists() or index.read_text().count("\n") <= attempt):
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0.0, 0.4))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if attempt == 0:  # the kill came mid-run: not all variants were there yet
+            assert len(list((out / "episodes").glob("*.h5"))) < 5
+        report = validate(out)
+        assert report.valid, report.problems
+    rerun = run_x2([*args, "--out", str(out)], tmp_path, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert not (out / ".staging").exists() or not any((out / ".staging").iterdir())
+    assert (out / REPORT_NAME).read_bytes() == (reference / REPORT_NAME).read_bytes()
+    names = sorted(p.name for p in (reference / "episodes").glob("*.h5"))
+    assert names == sorted(p.name for p in (out / "episodes").glob("*.h5")) and len(names) == 5
+    for name in names:
+        with h5py.File(out / "episodes" / name) as a, h5py.File(reference / "episodes" / name) as b:
+            assert _same_attrs(a.attrs, b.attrs)
+            da, db = _datasets(a), _datasets(b)
+            assert set(da) == set(db) and all(_same_bytes(da[n], db[n]) for n in da)
+
+
+def test_an_augmented_dataset_exports_to_lerobot(augmented: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """`x2 export lerobot` takes the augmented dataset like any other; LeRobot loads it with its camera."""
+    import datasets.config
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    from x2.export.lerobot import read_x2_meta
+
+    target = tmp_path / "aug-lerobot"
+    run = run_x2(["export", "lerobot", str(augmented), "--out", str(target), "--cameras", "head",
+                  "--size", "96x128"], tmp_path, timeout=600)
+    assert run.returncode == 0, run.stderr
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
+    ds = LeRobotDataset("x2/aug-lerobot", root=target, video_backend="pyav")
+    assert ds.num_episodes == 2 and "observation.images.head" in ds.meta.features
+    assert tuple(ds[0]["observation.images.head"].shape) == (3, 96, 128)
+    assert [e["source"] for e in read_x2_meta(target)["episodes"]] == ["augment", "augment"]
+
+
+def test_split_keeps_a_recording_and_its_variants_together(source: Path, augmented: Path, tmp_path: Path) -> None:
+    """Merged with its source, every variant takes its parent's split: no motion in train and val at once."""
+    from x2.datasets.manage import merge
+    from x2.datasets.splits import read_splits
+    from x2.datasets.splitting import assign_splits
+
+    both = tmp_path / "both"
+    merge([source, augmented], both)
+    for seed in range(4):
+        assign_splits(both, val=0.5, seed=seed)
+        splits = read_splits(both)
+        assert len(set(splits.values())) == 1, splits  # episode 0 and its two variants: one unit

@@ -9,6 +9,7 @@ change when another stratum grows.
 
 from __future__ import annotations
 
+import json
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from x2.datasets.episode import Episode
 from x2.datasets.manage import episode_tasks
 from x2.datasets.removal import Progress
 from x2.datasets.splits import SPLITS_NAME, write_splits
@@ -60,14 +62,52 @@ def plan_splits(ds: Dataset, val: float, test: float = 0.0, seed: int = 0,
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for record in records:
         groups[(tasks[record.index], record.source)].append(record.index)
-    strata: list[Stratum] = []
+    chosen: dict[int, str] = {}
     for (task, source), members in sorted(groups.items()):
         key = zlib.crc32(f"{task}\0{source}".encode())
         order = np.random.default_rng(np.random.SeedSequence([seed, key])).permutation(members).tolist()
         n_val, n_test = split_counts(len(order), val, test)
-        strata.append(Stratum(task, source, train=tuple(sorted(order[n_val + n_test:])),
-                              val=tuple(sorted(order[:n_val])), test=tuple(sorted(order[n_val:n_val + n_test]))))
+        for rank, index in enumerate(order):
+            chosen[index] = "val" if rank < n_val else "test" if rank < n_val + n_test else "train"
+    _keep_recordings_together(ds, records, chosen)
+    strata: list[Stratum] = []
+    for (task, source), members in sorted(groups.items()):
+        def pick(name: str, members: list[int] = members) -> tuple[int, ...]:
+            return tuple(sorted(i for i in members if chosen[i] == name))
+        strata.append(Stratum(task, source, train=pick("train"), val=pick("val"), test=pick("test")))
     return strata
+
+
+def _origin(attrs: dict, name: str, inner: str | None = None) -> tuple[str, int] | None:
+    """(dataset, episode) named by the JSON attr `name` (or its field `inner`)."""
+    try:
+        value = json.loads(attrs[name]) if name in attrs else None
+        if value and inner is not None:
+            value = value[inner]
+        return (str(value["dataset"]), int(value["episode"])) if value else None
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _keep_recordings_together(ds: Dataset, records: list, chosen: dict[int, str]) -> None:
+    """Give every episode of one recording the split of that recording (see the module docstring)."""
+    recording: dict[int, tuple[str, int]] = {}
+    originals: set[int] = set()
+    for record in records:
+        with Episode(ds.episode_path(record.index)) as ep:
+            attrs = ep.attrs
+        augmented = _origin(attrs, "augmentation", "parent") if attrs.get("source") == "augment" else None
+        if augmented is None:
+            originals.add(record.index)
+        recording[record.index] = augmented or _origin(attrs, "merged_from") or _origin(attrs, "filtered_from") \
+            or (ds.name, record.index)
+    units: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for index in sorted(recording):
+        units[recording[index]].append(index)
+    for members in units.values():
+        lead = next((i for i in members if i in originals), members[0])
+        for i in members:
+            chosen[i] = chosen[lead]
 
 
 def assign_splits(root: str | Path, val: float, test: float = 0.0, seed: int = 0,

@@ -37,7 +37,7 @@ from x2.replay_aug.variant import Variant, make_variant, variant_seed
 from x2.spec.scenery import SceneryVariant, load_scenery
 
 REPORT_NAME = "augmentation.json"
-DEFAULT_VARIANTS = 2
+DEFAULT_VARIANTS = 1  # per source episode: each run doubles the pictures a dataset has; ask for more
 _LEFT_OUT = ("observations/images",)
 
 
@@ -129,6 +129,12 @@ def choose_scenery(scene: str, request: AugmentRequest) -> list[SceneryVariant]:
                            f"({', '.join(n for n, v in available.items() if v.split == 'train')}), or --allow-eval "
                            "to make evaluation data on purpose")
     return chosen
+
+
+def scenery_for(scenery: Sequence[SceneryVariant], parent: int, k: int) -> SceneryVariant:
+    """Variant k of episode `parent`: the scenery list in turn, starting one further for each episode, so
+    every scenery is used evenly whatever K is, and a parent's k-th variant never changes with K."""
+    return scenery[(parent + k) % len(scenery)]
 
 
 def _copy_episode(parent: Path, path: Path, index: int, *, variant: Variant, config: dict[str, Any],
@@ -235,8 +241,8 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
                             model = mujoco.MjModel.from_xml_string(str(ep.attrs.get("model_xml", "")))
                             envelope = build_envelope(model, ep["states"], request.envelope_params())
                             summary.geometry_s += time.perf_counter() - t0
-                        outcome = _one_variant(ds, src, ep, record, k, scenery[k % len(scenery)], envelope,
-                                               request, rejected)
+                        outcome = _one_variant(ds, src, ep, record, k, scenery_for(scenery, record.index, k),
+                                               envelope, request, rejected)
                     summary.geometry_s += outcome[1]
                     summary.outcomes.append(outcome[0])
                     _write_report(ds, src, request, rejected)

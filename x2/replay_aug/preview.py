@@ -1,7 +1,8 @@
 """`x2 augment replay --preview`: a source and a variant at the same recorded frame, and the top view.
 
 The left two panels are the same state drawn in the parent's world and in the variant's; the right one
-is the envelope's footprint on the table (all of it, and the part low enough to reach a distractor)
+is the envelope's footprint on the table (all of it, and the part that comes within LOW_LAYER of the
+tabletop, where every distractor stands)
 with the placed distractors and the static obstacles, so one picture shows both what changed and why
 nothing the robot touches did.
 """
@@ -24,7 +25,7 @@ from x2.render.frames import ImageSize  # noqa: E402
 from x2.render.source import frames_at  # noqa: E402
 from x2.spec.scene import load_asset  # noqa: E402
 
-LOW_LAYER = 0.15  # m above the support: capsules below this can meet a tabletop distractor
+LOW_LAYER = 0.03  # m above the support: every distractor fills this slab, so this footprint is off limits
 CELL = 0.004  # m per footprint pixel
 
 
@@ -96,7 +97,7 @@ def draw_preview(parent: Episode, child: Episode, out: str | Path, camera: str =
     ax.set_ylabel("x (m, away from the robot)")
     env = config.get("envelope") or {}
     ax.set_title(f"envelope footprint: {env.get('capsules', '?')} capsules (from {env.get('capsules_before', '?')}); "
-                 f"dark: within {LOW_LAYER:.2f} m of the table", fontsize=9)
+                 f"dark: within {LOW_LAYER * 100:.0f} cm of the table", fontsize=9)
     check = config.get("check") or {}
     dist = check.get("min_distance_m")
     fig.suptitle(f"{parent.attrs.get('task', '')}: same states, new static layer · closest approach "

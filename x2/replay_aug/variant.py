@@ -58,6 +58,8 @@ class Variant:
     def problems(self) -> list[str]:
         out = list(self.check.problems)
         out += [f"{name} does not stay at rest on its support" for name in restless(self.settled)]
+        if not self.placement.placed and not self.config["look"]:
+            out.append("nothing changed (no distractor found a spot and the scenery has no look): the parent again")
         return out
 
 
