@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.spec import load_env
@@ -22,3 +26,22 @@ def cavity_reach_problem() -> tuple[MujocoBackend, CollisionWorld, np.ndarray, n
     goal = ArmIK(world, "left").solve(cavity + np.array([-0.04, 0.0, -0.03]), APPROACH_X,
                                       rng=np.random.default_rng(1))
     return b, world, np.array(b.env.robot.arm("left").home), goal
+
+
+# ---- one real synthesised episode, made once per test run ------------------------------------------
+@pytest.fixture(scope="session")
+def synthesised_fruit(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A dataset of one real `x2 synth --task fruit_in_microwave` episode (seed 0: real subtask segments and
+    DAG events, about 870 frames). Shared and read-only: take `copy_dataset(synthesised_fruit, path)`."""
+    from x2_cli import run_x2
+
+    root = tmp_path_factory.mktemp("synthesised") / "fruit"
+    done = run_x2(["synth", "--task", "fruit_in_microwave", "-n", "1", "--workers", "1", "--dataset", str(root)],
+                  root.parent, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return root
+
+
+def copy_dataset(source: Path, target: Path) -> Path:
+    shutil.copytree(source, target)
+    return target

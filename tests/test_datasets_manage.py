@@ -22,6 +22,7 @@ from helpers.write_episodes import MANIFEST, OBJECTS, attrs, content, fill, writ
 from x2_cli import run_x2
 
 from x2.datasets import Dataset, Episode, repair, validate
+from x2.datasets.building import clear_dead_builds
 from x2.datasets.index import write_index
 from x2.datasets.manage import Filter, filter_dataset, merge, remove, subtask_frames
 from x2.datasets.removal import begin_removal, journal_path
@@ -446,6 +447,10 @@ def test_kill9_mid_operation_leaves_source_intact_and_target_absent_or_complete(
             assert [_tree_digest(p) for p in sources] == before, f"{op}: a source changed"
             if out.exists():  # complete, never half-made
                 assert validate(out).valid and len(Dataset.open(out).episodes()) == steps[op]
+                # Killed after the rename, before the hidden box was removed: only the empty box is left,
+                # and the next build of the same target clears it.
+                assert all(not any(box.iterdir()) for box in tmp_path.glob(f".{out.name}.building-*"))
+                clear_dead_builds(out)
             else:  # absent: the rerun builds it (and clears what the kill left beside it)
                 (merge(sources, out) if op == "merge" else filter_dataset(mixed, out, Filter(Selection(True))))
                 assert validate(out).valid and len(Dataset.open(out).episodes()) == steps[op]

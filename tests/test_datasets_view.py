@@ -20,6 +20,7 @@ from typing import Any
 import h5py
 import numpy as np
 import pytest
+from conftest import copy_dataset
 from helpers.real_dataset import record_short_dataset
 from PIL import Image
 from rerun.experimental import RrdReader
@@ -90,13 +91,9 @@ def short_ds(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def synth_ds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def synth_ds(tmp_path_factory: pytest.TempPathFactory, synthesised_fruit: Path) -> Path:
     """A real synthesised episode: real subtask segments and DAG events."""
-    root = tmp_path_factory.mktemp("view_synth")
-    done = run_x2(["synth", "--task", "fruit_in_microwave", "-n", "1", "--workers", "1",
-                   "--dataset", str(root / "fruit")], cwd=root)
-    assert done.returncode == 0, done.stderr
-    return root / "fruit"
+    return copy_dataset(synthesised_fruit, tmp_path_factory.mktemp("view_synth") / "fruit")
 
 
 @pytest.fixture(scope="session")

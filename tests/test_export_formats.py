@@ -17,6 +17,7 @@ import h5py
 import numpy as np
 import pytest
 import zarr
+from conftest import copy_dataset
 from helpers.real_dataset import record_short_dataset
 from x2_cli import HEADLESS_ENV, run_x2
 
@@ -65,12 +66,9 @@ def short(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def synth(tmp_path_factory) -> Path:
+def synth(tmp_path_factory, synthesised_fruit: Path) -> Path:
     """One real synthesised fruit_in_microwave episode with real subtask labels."""
-    path = tmp_path_factory.mktemp("synth") / "fruit"
-    done = run_x2(["synth", "--task", "fruit_in_microwave", "-n", "1", "--dataset", str(path)], cwd=path.parent)
-    assert done.returncode == 0, done.stderr
-    return path
+    return copy_dataset(synthesised_fruit, tmp_path_factory.mktemp("synth") / "fruit")
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import copy_dataset
 from helpers.real_dataset import record_short_dataset
 from helpers.stored_images import rendered_frames, store_images
 from helpers.write_episodes import MANIFEST, write_one
@@ -73,13 +74,9 @@ def hf_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
-def mixed(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
+def mixed(tmp_path_factory: pytest.TempPathFactory, synthesised_fruit: Path) -> Dataset:
     """Episode 0: a real synthesised demo (5 subtasks, success); 1 and 2: 12-frame scripted episodes."""
-    root = tmp_path_factory.mktemp("mixed") / "fruit"
-    run = run_x2(["synth", "--task", "fruit_in_microwave", "-n", "1", "--workers", "1", "--dataset", str(root)],
-                 root.parent,
-                 timeout=300)
-    assert run.returncode == 0, run.stderr
+    root = copy_dataset(synthesised_fruit, tmp_path_factory.mktemp("mixed") / "fruit")
     record_short_dataset(root, episodes=2, ticks=12)
     write_splits(root, {1: "val"})
     return Dataset.open(root)

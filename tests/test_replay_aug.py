@@ -17,6 +17,7 @@ import hdf5plugin  # noqa: F401
 import mujoco
 import numpy as np
 import pytest
+from conftest import copy_dataset
 from x2_cli import run_x2
 
 from x2.datasets import Dataset, validate
@@ -45,11 +46,8 @@ CHANGED_ATTRS = {"episode_index", "source", "parent_episode", "scene_variant", "
 
 
 @pytest.fixture(scope="module")
-def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("aug-src") / "fruit"
-    run = run_x2(["synth", "--task", "fruit_in_microwave", "-n", "1", "--workers", "1", "--dataset", str(root)],
-                 root.parent, timeout=300)
-    assert run.returncode == 0, run.stderr
+def source(tmp_path_factory: pytest.TempPathFactory, synthesised_fruit: Path) -> Path:
+    root = copy_dataset(synthesised_fruit, tmp_path_factory.mktemp("aug-src") / "fruit")
     render_dataset(root, ("head",), SMALL)
     return root
 
@@ -107,7 +105,7 @@ def test_streams_and_labels_are_the_parents_byte_for_byte(source: Path, augmente
 def test_rendering_the_variant_gives_the_parents_camera_poses_and_new_pictures(source: Path,
                                                                              augmented: Path) -> None:
     """The camera poses are recomputed from the states in the new world: bit-identical to the parent's."""
-    render_dataset(augmented, ("head",), SMALL)
+    render_dataset(augmented, ("head",), SMALL, episodes=[1])
     with h5py.File(Dataset.open(source).episode_path(0)) as parent, \
             h5py.File(Dataset.open(augmented).episode_path(1)) as child:  # the studio variant: new walls
         assert _same_bytes(parent["observations/camera_poses/head"], child["observations/camera_poses/head"])
@@ -309,13 +307,13 @@ def test_an_augmented_dataset_exports_to_lerobot(augmented: Path, tmp_path: Path
 
     target = tmp_path / "aug-lerobot"
     run = run_x2(["export", "lerobot", str(augmented), "--out", str(target), "--cameras", "head",
-                  "--size", "96x128"], tmp_path, timeout=600)
+                  "--size", "96x128", "--episodes", "1"], tmp_path, timeout=600)
     assert run.returncode == 0, run.stderr
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
     ds = LeRobotDataset("x2/aug-lerobot", root=target, video_backend="pyav")
-    assert ds.num_episodes == 2 and "observation.images.head" in ds.meta.features
+    assert ds.num_episodes == 1 and "observation.images.head" in ds.meta.features
     assert tuple(ds[0]["observation.images.head"].shape) == (3, 96, 128)
-    assert [e["source"] for e in read_x2_meta(target)["episodes"]] == ["augment", "augment"]
+    assert [(e["index"], e["source"]) for e in read_x2_meta(target)["episodes"]] == [(1, "augment")]
 
 
 def test_split_keeps_a_recording_and_its_variants_together(source: Path, augmented: Path, tmp_path: Path) -> None:
@@ -330,3 +328,9 @@ def test_split_keeps_a_recording_and_its_variants_together(source: Path, augment
         assign_splits(both, val=0.5, seed=seed)
         splits = read_splits(both)
         assert len(set(splits.values())) == 1, splits  # episode 0 and its two variants: one unit
+
+
+def test_variants_are_not_augmented_again(augmented: Path, tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="found only augmented ones"):
+        augment_dataset(augmented, tmp_path / "twice", AugmentRequest())
+    assert not (tmp_path / "twice").exists()

@@ -98,6 +98,8 @@ def replay(
         table.add_row(str(o.parent), str(o.k), o.scenery, "-" if o.index is None else str(o.index),
                       str(o.distractors), closest, note)
     console.print(table)
+    if summary.skipped_augmented:
+        console.print(f"skipped {summary.skipped_augmented} episode(s) that are variants already (source augment)")
     made = len(summary.written)
     if made:
         console.print(f"envelope + placement + check: {summary.geometry_s:.2f} s for {made} variant(s); "

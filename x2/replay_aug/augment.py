@@ -79,6 +79,7 @@ class AugmentSummary:
     out: Path
     scenery: tuple[str, ...]
     outcomes: list[Outcome] = field(default_factory=list)
+    skipped_augmented: int = 0  # selected episodes that are variants themselves
     wall_s: float = 0.0
     geometry_s: float = 0.0  # envelope + placement + check, summed
 
@@ -213,14 +214,20 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
     out_path = Path(out)
     if out_path.absolute() == src.root.absolute():
         raise DatasetError(f"{out_path}: --out: found the source dataset; allowed: another dataset")
-    records: Sequence[EpisodeRecord] = selection.apply(src)
-    require_some(records, src, selection)
+    selected: Sequence[EpisodeRecord] = selection.apply(src)
+    require_some(selected, src, selection)
+    # A variant of a variant would stack static layers (and reuse their names); augment the recording again.
+    records = [r for r in selected if r.source != "augment"]
+    if not records:
+        raise DatasetError(f"{src.root}: episodes: found only augmented ones (source augment); allowed: recorded "
+                           "episodes (augment their dataset again, with more --variants)")
     with src.load(records[0].index) as first:
         scenery = choose_scenery(scene_of(first), request)
     manifest = src.manifest.to_dict()
     manifest["extra"] = {**manifest.get("extra", {}), "augmented_from": {"dataset": src.name}}
     manifest["created"] = ""
-    summary = AugmentSummary(src.root, out_path, tuple(v.name for v in scenery))
+    summary = AugmentSummary(src.root, out_path, tuple(v.name for v in scenery),
+                             skipped_augmented=len(selected) - len(records))
     ds = Dataset.create(out_path, manifest)
     ds.lock()
     try:
