@@ -183,8 +183,8 @@ def _existing(out: Dataset) -> dict[tuple[str, int, int], dict[str, Any]]:
 
 
 def _write_report(out: Dataset, source: Dataset, request: AugmentRequest,
-                  rejected: dict[tuple[int, int], dict]) -> None:
-    made = sorted(_existing(out).values(), key=lambda c: (c["parent"]["episode"], c["k"]))
+                  done: dict[tuple[str, int, int], dict[str, Any]], rejected: dict[tuple[int, int], dict]) -> None:
+    made = sorted(done.values(), key=lambda c: (c["parent"]["episode"], c["k"]))
     report = {
         "x2_version": x2.__version__, "source": source.name, "request": request.as_dict(),
         "episodes": [{"index": c["index"], "parent": c["parent"]["episode"], "k": c["k"], "seed": c["seed"],
@@ -252,10 +252,12 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
                                                envelope, request, rejected)
                     summary.geometry_s += outcome[1]
                     summary.outcomes.append(outcome[0])
-                    _write_report(ds, src, request, rejected)
+                    if outcome[0].index is not None:
+                        done[(src.name, record.index, k)] = {**outcome[2], "index": outcome[0].index}
+                    _write_report(ds, src, request, done, rejected)
                 if progress is not None:
                     progress(len(summary.outcomes), total)
-        _write_report(ds, src, request, rejected)
+        _write_report(ds, src, request, done, rejected)
     finally:
         ds.close()
     summary.wall_s = time.perf_counter() - started
@@ -264,8 +266,9 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
 
 def _one_variant(ds: Dataset, src: Dataset, ep: Episode, record: EpisodeRecord, k: int, scenery: SceneryVariant,
                  envelope: Envelope, request: AugmentRequest,
-                 rejected: dict[tuple[int, int], dict]) -> tuple[Outcome, float]:
-    """Make variant k of `ep` and commit it, or record why it was rejected; (outcome, geometry seconds)."""
+                 rejected: dict[tuple[int, int], dict]) -> tuple[Outcome, float, dict[str, Any]]:
+    """Make variant k of `ep` and commit it, or record why it was rejected; (outcome, geometry seconds,
+    the variant's configuration)."""
     t0 = time.perf_counter()
     assets = {str(a): str(b) for a, b in (ep.json_attr("assets") or {}).items()}
     seed = variant_seed(request.seed, record.seed, k)
@@ -280,8 +283,9 @@ def _one_variant(ds: Dataset, src: Dataset, ep: Episode, record: EpisodeRecord, 
     if variant.problems:
         rejected[(record.index, k)] = {"parent": record.index, "k": k, "seed": seed, "scenery": scenery.name,
                                        "problems": variant.problems}
-        return Outcome(record.index, k, scenery.name, None, placed, distance, tuple(variant.problems)), geometry_s
+        return Outcome(record.index, k, scenery.name, None, placed, distance, tuple(variant.problems)), geometry_s, \
+            config
     committed = ds.add_file(partial(_copy_episode, src.episode_path(record.index), variant=variant, config=config,
                                     envelope=envelope))
     rejected.pop((record.index, k), None)
-    return Outcome(record.index, k, scenery.name, committed.index, placed, distance), geometry_s
+    return Outcome(record.index, k, scenery.name, committed.index, placed, distance), geometry_s, config
