@@ -42,8 +42,10 @@ system-deps:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq xvfb xdotool >/dev/null; }
 
+# Two worker processes, one test file each at a time (module fixtures and kill tests stay in one process):
+# half the wall time on two cores, most tests wait on subprocesses, renders or the 30 Hz clock.
 test: lint system-deps $(ZARR2_STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 demo: $(STAMP)
 	bash scripts/demo.sh
