@@ -4,7 +4,8 @@
    of three distractors, the composed world, and the independent checker (true distances at every
    frame), next to a bare loop of mj_setState + mj_kinematics over the same states (the least any
    per-frame check costs). Median of `--rounds`; the ratio total / bare loop.
-2. Capsule counts before (one per proxy per sample pair) and after RDP, for a few tolerances.
+2. Capsule counts before (one per proxy per sample pair) and after RDP, for a few tolerances; and the
+   adaptive sampler with temporal tolerances finer than the motion between two frames.
 3. Violations found by the checker over `--variants` seeds, with the real inflation and with the
    inflation dropped (capsule radius 0), both in the tight placement mode that puts each distractor as
    close to the envelope as its tries allow: the first must be 0, the second shows the margin is needed.
@@ -126,6 +127,12 @@ def main() -> None:
         print(f"   eps {eps * 1000:4.0f} mm: {env.capsules_before} -> {len(env)} "
               f"({env.capsules_before / len(env):.0f}x fewer), inflation {env.inflation() * 1000:.1f} mm, "
               f"samples {env.samples} for {env.frames} frames, temporal bound {env.temporal_bound * 1000:.2f} mm")
+    for tol in (0.0005, 0.0001):
+        t0 = time.perf_counter()
+        env = build_envelope(model, states, EnvelopeParams(temporal_tol=tol, clearance=CLEARANCE))
+        print(f"   temporal_tol {tol * 1000:.1f} mm: {env.samples} samples for {env.frames} frames, bound "
+              f"{env.temporal_bound * 1000:.3f} mm, {env.capsules_before} -> {len(env)} capsules, "
+              f"{time.perf_counter() - t0:.2f} s")
     real, real_bad, mutated, mutated_bad = violations(model, xml, states, args.variants)
     print(f"\n3. tight placements, {args.variants} seeds x {len(ASSETS)} distractors, checker at every frame:")
     print(f"   real inflation:    {real} violating frame-pairs, {real_bad} of {args.variants} variants rejected")

@@ -334,3 +334,22 @@ def test_variants_are_not_augmented_again(augmented: Path, tmp_path: Path) -> No
     with pytest.raises(DatasetError, match="found only augmented ones"):
         augment_dataset(augmented, tmp_path / "twice", AugmentRequest())
     assert not (tmp_path / "twice").exists()
+
+
+def test_adaptive_sampling_and_rdp_keep_their_bounds(world: tuple[mujoco.MjModel, np.ndarray, str]) -> None:
+    """A tolerance finer than the motion between frames makes the sampler bisect; every dropped sample of
+    every path lies within eps of its kept segment."""
+    from x2.replay_aug.envelope import EnvelopeParams, _segment_distance, rdp_keep
+
+    model, states, _ = world
+    coarse = build_envelope(model, states[100:300])
+    fine = build_envelope(model, states[100:300], EnvelopeParams(temporal_tol=5e-5, max_depth=3))
+    assert coarse.samples == 200 and fine.samples > coarse.samples
+    assert fine.temporal_bound < coarse.temporal_bound
+    rng = np.random.default_rng(3)
+    paths = np.cumsum(rng.normal(scale=0.01, size=(300, 4, 3)), axis=0)
+    kept = rdp_keep(paths, 0.02)
+    assert kept[0] == 0 and kept[-1] == 299 and len(kept) < 300
+    for a, b in zip(kept[:-1], kept[1:], strict=True):
+        if b - a > 1:
+            assert _segment_distance(paths[a + 1:b], paths[a], paths[b]).max() <= 0.02
