@@ -10,7 +10,8 @@ as `/augmentation/envelope` (N, 7: capsule start, end, radius).
 Variants commit one by one (x2.datasets.store.Dataset.add_file), so a kill loses at most the variant in
 progress and a rerun skips what exists: variant k of a parent is identified by (parent, k) and its seed
 is drawn from (seed, parent seed, k), whatever ran before. `augmentation.json` in the output dataset
-lists every variant made or rejected, rebuilt from the episode files after each one.
+lists every variant made or rejected: read from the episode files when a run starts, rewritten (atomically)
+after each variant.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from x2.replay_aug.variant import Variant, make_variant, variant_seed
 from x2.spec.scenery import SceneryVariant, load_scenery
 
 REPORT_NAME = "augmentation.json"
-DEFAULT_VARIANTS = 1  # per source episode: each run doubles the pictures a dataset has; ask for more
+# One variant per source episode: as many new episodes to render and encode as the source has; ask for more.
+DEFAULT_VARIANTS = 1
 _LEFT_OUT = ("observations/images",)
 
 
