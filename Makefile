@@ -43,9 +43,11 @@ system-deps:
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq xvfb xdotool >/dev/null; }
 
 # Two worker processes, one test file each at a time (module fixtures and kill tests stay in one process):
-# half the wall time on two cores, most tests wait on subprocesses, renders or the 30 Hz clock.
+# half the wall time on two cores. Tests paced by the wall clock (a teleop session replaying a recorded
+# device stream at 30 Hz) run afterwards on their own, with no other test competing for the cores.
 test: lint system-deps $(ZARR2_STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not realtime"
+	$(BIN)/python -m pytest -q -m realtime
 
 demo: $(STAMP)
 	bash scripts/demo.sh

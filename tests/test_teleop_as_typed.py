@@ -20,6 +20,9 @@ from xvfb import Xvfb, require_x_tools
 
 from x2.datasets import Dataset
 
+# The 30 Hz loop paces these episodes by the wall clock: `make test` runs them alone, after the rest.
+pytestmark = pytest.mark.realtime
+
 
 class Screen:
     """Reads the terminal all the time (a full pty buffer would block the panel, and so the program)."""
