@@ -12,7 +12,7 @@ _COMMAND_MODULES = ("export_lerobot", "export_formats", "datasets_manage", "data
 
 
 def mount(app: typer.Typer) -> None:
-    from x2.cli import augment, collect, datasets, devices, export, label, render, replay, specs, synth, teleop
+    from x2.cli import augment, collect, datasets, devices, doctor, export, label, render, replay, specs, synth, teleop
 
     for name in _COMMAND_MODULES:
         importlib.import_module(f"x2.cli.{name}")
@@ -28,3 +28,4 @@ def mount(app: typer.Typer) -> None:
     app.command("render")(render.render)
     app.command("replay")(replay.replay)
     app.command("synth")(synth.synth)
+    app.command("doctor")(doctor.doctor)
