@@ -290,9 +290,8 @@ def test_with_a_display_the_viewer_gets_the_recording(short_ds: Path, tmp_path: 
                                str(received)], env=HEADLESS_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)
     try:
-        deadline = time.monotonic() + 120  # a wait, not a speed check: rerun starts slowly on a loaded machine
-        while not listening(port):
-            assert viewer.poll() is None and time.monotonic() < deadline, "rerun did not start listening"
+        while not listening(port):  # rerun starts slowly on a loaded machine; a hang meets pytest's timeout
+            assert viewer.poll() is None, "rerun exited before it listened"
             time.sleep(0.1)
         env = {**HEADLESS_ENV, "DISPLAY": ":99"}
         args = [sys.executable, "-m", "x2", "datasets", "view", "1", "-d", str(short_ds), "--cameras", "head",

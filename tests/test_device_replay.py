@@ -36,9 +36,7 @@ def test_round_trip_and_original_timing(tmp_path: Path) -> None:
         assert dev.latest() is None  # the playback clock starts at the first poll (the first tick)
         seen, events = [], []
         assert not dev.health().finished
-        deadline = start + 30.0  # only bounds a failure: playback takes 0.26 s
-        while not dev.health().finished:  # played out: a session starts no further episode
-            assert time.monotonic() < deadline, "the replay never finished"
+        while not dev.health().finished:  # played out (0.26 s); a replay that never ends meets pytest's timeout
             seen.extend(dev.drain())
             events.extend(dev.events())
             time.sleep(0.01)
