@@ -16,12 +16,19 @@ import numpy as np
 STREAMS = ("scene", "grasp", "planner", "noise")
 
 
-def streams(seed: int) -> dict[str, np.random.Generator]:
-    children = np.random.SeedSequence(seed).spawn(len(STREAMS))
-    return {name: np.random.default_rng(child) for name, child in zip(STREAMS, children, strict=True)}
+def streams(seed: int, names: tuple[str, ...] = STREAMS) -> dict[str, np.random.Generator]:
+    """Independent generators `names[i]` = child i of `SeedSequence(seed)` (another user of seeds, such as
+    replay augmentation, passes its own ordered names)."""
+    children = np.random.SeedSequence(seed).spawn(len(names))
+    return {name: np.random.default_rng(child) for name, child in zip(names, children, strict=True)}
+
+
+def child_seed(master_seed: int, *key: int) -> int:
+    """The seed at `key` under `master_seed`: `SeedSequence(master_seed, spawn_key=key)` as one integer."""
+    child = np.random.SeedSequence(master_seed, spawn_key=tuple(int(k) for k in key))
+    return int(child.generate_state(1, np.uint32)[0])
 
 
 def slot_seed(master_seed: int, slot: int) -> int:
     """The seed of slot `slot`: `SeedSequence(master_seed).spawn(n)[slot]` for any n > slot, computed directly."""
-    child = np.random.SeedSequence(master_seed, spawn_key=(slot,))
-    return int(child.generate_state(1, np.uint32)[0])
+    return child_seed(master_seed, slot)

@@ -22,10 +22,10 @@ import numpy as np
 
 from x2.replay_aug.envelope import STATE, moving_geoms
 from x2.replay_aug.placement import SUPPORT_GEOM, Placed, Support
+from x2.sim.layout import Placement
 from x2.sim.mujoco.booth import set_options
-from x2.sim.mujoco.robot import load_mjcf
-from x2.sim.mujoco.world import ASSET_ROOT_BODY
-from x2.spec.env import AssetModel, BoothModel
+from x2.sim.mujoco.world import add_object, object_body
+from x2.spec.env import AssetModel, BoothModel, ObjectInstance
 
 INSERTED_PREFIX = "augment/"
 MEASURED_BEYOND = 0.03  # m past the clearance
@@ -101,8 +101,8 @@ def check_world(model: mujoco.MjModel, states: np.ndarray, clearance: float,
     # Static geometry: once.
     mujoco.mj_kinematics(model, data)
     support_id = model.geom(support).id
-    static = [g for g in range(model.ngeom) if model.body_weldid[model.geom_bodyid[g]] == 0
-              and g not in set(inserted.tolist()) and g != support_id
+    skip = {*inserted.tolist(), support_id}
+    static = [g for g in range(model.ngeom) if model.body_weldid[model.geom_bodyid[g]] == 0 and g not in skip
               and model.geom_type[g] != mujoco.mjtGeom.mjGEOM_PLANE]
     for a in inserted:
         owner = _owner(names[a])
@@ -164,14 +164,14 @@ def settle(placed: Sequence[Placed], assets: dict[str, AssetModel], support: Sup
     spec.worldbody.add_geom(name=support.name, type=mujoco.mjtGeom.mjGEOM_BOX, size=[hx, hy, 0.02],
                             pos=[cx, cy, support.z - 0.02])
     for p in placed:
-        child = load_mjcf(assets[p.asset].mjcf, f"asset {p.asset!r}")
-        frame = spec.worldbody.add_frame(pos=[p.x, p.y, p.z], quat=[math.cos(p.yaw / 2), 0, 0, math.sin(p.yaw / 2)])
-        spec.attach(child, frame=frame, prefix=f"{p.name}/")
-        spec.body(f"{p.name}/{ASSET_ROOT_BODY}").add_freejoint()
+        asset = assets[p.asset]
+        body = add_object(spec, ObjectInstance(p.name, (asset,), ()), asset, Placement(p.x, p.y, p.z, p.yaw))
+        if not asset.free:  # free here whatever the asset says: the question is whether it would stay
+            body.add_freejoint()
     model = spec.compile()
     data = mujoco.MjData(model)
     mujoco.mj_forward(model, data)
-    bodies = [model.body(f"{p.name}/{ASSET_ROOT_BODY}").id for p in placed]
+    bodies = [model.body(object_body(p.name)).id for p in placed]
     start_pos = data.xpos[bodies].copy()
     start_z = data.xmat[bodies].reshape(-1, 3, 3)[:, :, 2].copy()
     for _ in range(round(seconds / model.opt.timestep)):

@@ -8,7 +8,6 @@ keeps its size and meaning and the recorded `/states` set the new model exactly 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,12 +16,12 @@ import mujoco
 from x2.replay_aug.appearance import apply_look
 from x2.replay_aug.check import inserted_name
 from x2.replay_aug.placement import DistractorShape, Placed
-from x2.sim.mujoco.world import world_text
+from x2.sim.mujoco.world import world_text, yaw_quat
 
 
 def add_distractors(spec: mujoco.MjSpec, placed: Sequence[Placed], shapes: Mapping[str, DistractorShape]) -> None:
     for p in placed:
-        frame = spec.worldbody.add_frame(pos=[p.x, p.y, p.z], quat=[math.cos(p.yaw / 2), 0.0, 0.0, math.sin(p.yaw / 2)])
+        frame = spec.worldbody.add_frame(pos=[p.x, p.y, p.z], quat=yaw_quat(p.yaw))
         for g in shapes[p.asset].geoms:
             geom = spec.worldbody.add_geom(
                 name=inserted_name(p.name, g.name), type=mujoco.mjtGeom(g.type), size=list(g.size), pos=list(g.pos),

@@ -21,7 +21,7 @@ the clearance from everything that moved. x2.replay_aug.check verifies that inde
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import mujoco
@@ -71,9 +71,7 @@ class Envelope:
         cap_lo = np.minimum(self.start, self.end) - self.radius[:, None]
         cap_hi = np.maximum(self.start, self.end) + self.radius[:, None]
         keep = np.all((cap_hi >= lo) & (cap_lo <= hi), axis=1)
-        return Envelope(self.start[keep], self.end[keep], self.radius[keep], self.params, self.proxies,
-                        self.frames, self.samples, self.temporal_bound, self.capsules_before,
-                        self.max_proxy_radius, self.bodies)
+        return replace(self, start=self.start[keep], end=self.end[keep], radius=self.radius[keep])
 
     def margin(self, centres: np.ndarray, radii: np.ndarray) -> float:
         """Smallest (distance between sphere and capsule surfaces) over the spheres and capsules;

@@ -27,6 +27,7 @@ from x2.replay_aug.placement import (
     static_obstacles,
     work_area,
 )
+from x2.seeding import child_seed, streams
 from x2.spec.env import AssetModel
 from x2.spec.scenery import SceneryVariant
 
@@ -35,13 +36,7 @@ STREAMS = ("look", "distractors", "placement")  # order is part of the bytes: ap
 
 def variant_seed(master_seed: int, parent_seed: int, k: int) -> int:
     """The seed of variant k of the episode recorded from `parent_seed`: unique per (parent, k)."""
-    child = np.random.SeedSequence(master_seed, spawn_key=(int(parent_seed), int(k)))
-    return int(child.generate_state(1, np.uint32)[0])
-
-
-def _streams(seed: int) -> dict[str, np.random.Generator]:
-    children = np.random.SeedSequence(seed).spawn(len(STREAMS))
-    return {name: np.random.default_rng(c) for name, c in zip(STREAMS, children, strict=True)}
+    return child_seed(master_seed, parent_seed, k)
 
 
 @dataclass(frozen=True)
@@ -81,7 +76,7 @@ def choose_distractors(scenery: SceneryVariant, count: int | None, task_assets: 
 
 def make_variant(parent_xml: str, states: np.ndarray, envelope: Envelope, scenery: SceneryVariant, seed: int,
                  task_assets: Mapping[str, str], objects: int | None = None, mode: str = "uniform") -> Variant:
-    rngs = _streams(seed)
+    rngs = streams(seed, STREAMS)
     look = sample_look(scenery, rngs["look"])
     parent = mujoco.MjModel.from_xml_string(parent_xml)
     support = box_support(parent)

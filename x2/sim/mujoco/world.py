@@ -59,7 +59,8 @@ def initial_pose(obj: ObjectInstance, asset: AssetModel) -> tuple[float, float, 
                     "a pose (x, y, z, yaw) or a region")
 
 
-def _yaw_quat(yaw: float) -> list[float]:
+def yaw_quat(yaw: float) -> list[float]:
+    """The quaternion (w x y z) of a turn by `yaw` about the world's z axis."""
     return [math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]
 
 
@@ -72,7 +73,7 @@ def add_object(spec: mujoco.MjSpec, obj: ObjectInstance, asset: AssetModel,
         bodies = [b.name for b in child.worldbody.bodies]
         raise SpecError(str(asset.mjcf), None, "worldbody", f"top-level bodies {bodies}",
                         f"one top-level body named {ASSET_ROOT_BODY!r}")
-    frame = spec.worldbody.add_frame(pos=[x, y, z], quat=_yaw_quat(yaw))
+    frame = spec.worldbody.add_frame(pos=[x, y, z], quat=yaw_quat(yaw))
     spec.attach(child, frame=frame, prefix=object_prefix(obj.name))
     body = spec.body(object_body(obj.name))
     if asset.free:
