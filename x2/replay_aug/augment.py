@@ -26,15 +26,14 @@ from typing import Any
 
 import h5py
 import hdf5plugin  # noqa: F401  (the Zstd filter of stored image streams must be known to copy files)
-import mujoco
 
 import x2
 from x2.atomic import write_text
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.datasets.select import Selection, require_some
 from x2.errors import DatasetError
-from x2.replay_aug.envelope import Envelope, EnvelopeParams, build_envelope
-from x2.replay_aug.variant import Variant, make_variant, variant_seed
+from x2.replay_aug.envelope import Envelope, EnvelopeParams
+from x2.replay_aug.variant import Parent, Variant, make_variant, variant_seed
 from x2.spec.scenery import SceneryVariant, load_scenery
 
 REPORT_NAME = "augmentation.json"
@@ -236,26 +235,28 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
         done, rejected = _existing(ds), _read_rejected(ds.root)
         total = len(records) * request.variants
         for record in records:
-            envelope: Envelope | None = None
+            parent: Parent | None = None  # read and worked out once, for the first variant still to make
             for k in range(request.variants):
-                existing = done.get((src.name, record.index, k))
-                if existing is not None:
-                    summary.outcomes.append(Outcome(record.index, k, existing["scenery"]["name"], None,
-                                                    len(existing["distractors"]["placed"]),
-                                                    existing["check"]["min_distance_m"], existed=True))
+                key = (src.name, record.index, k)
+                if key in done:
+                    c = done[key]
+                    summary.outcomes.append(Outcome(record.index, k, c["scenery"]["name"], None,
+                                                    len(c["distractors"]["placed"]), c["check"]["min_distance_m"],
+                                                    existed=True))
                 else:
-                    with src.load(record.index) as ep:
-                        if envelope is None:  # one per parent, shared by its variants
-                            t0 = time.perf_counter()
-                            model = mujoco.MjModel.from_xml_string(str(ep.attrs.get("model_xml", "")))
-                            envelope = build_envelope(model, ep["states"], request.envelope_params())
-                            summary.geometry_s += time.perf_counter() - t0
-                        outcome = _one_variant(ds, src, ep, record, k, scenery_for(scenery, record.index, k),
-                                               envelope, request, rejected)
-                    summary.geometry_s += outcome[1]
-                    summary.outcomes.append(outcome[0])
-                    if outcome[0].index is not None:
-                        done[(src.name, record.index, k)] = {**outcome[2], "index": outcome[0].index}
+                    t0 = time.perf_counter()
+                    if parent is None:
+                        with src.load(record.index) as ep:
+                            parent = Parent.of(str(ep.attrs.get("model_xml", "")), ep["states"],
+                                               request.envelope_params(),
+                                               [str(a) for a in (ep.json_attr("assets") or {}).values()])
+                    variant = make_variant(parent, scenery_for(scenery, record.index, k),
+                                           variant_seed(request.seed, record.seed, k), request.objects, request.mode)
+                    summary.geometry_s += time.perf_counter() - t0
+                    outcome, config = _commit(ds, src, record, k, variant, parent.envelope, request, rejected)
+                    summary.outcomes.append(outcome)
+                    if outcome.index is not None:
+                        done[key] = {**config, "index": outcome.index}
                     _write_report(ds, src, request, done, rejected)
                 if progress is not None:
                     progress(len(summary.outcomes), total)
@@ -266,28 +267,21 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
     return summary
 
 
-def _one_variant(ds: Dataset, src: Dataset, ep: Episode, record: EpisodeRecord, k: int, scenery: SceneryVariant,
-                 envelope: Envelope, request: AugmentRequest,
-                 rejected: dict[tuple[int, int], dict]) -> tuple[Outcome, float, dict[str, Any]]:
-    """Make variant k of `ep` and commit it, or record why it was rejected; (outcome, geometry seconds,
-    the variant's configuration)."""
-    t0 = time.perf_counter()
-    assets = {str(a): str(b) for a, b in (ep.json_attr("assets") or {}).items()}
-    seed = variant_seed(request.seed, record.seed, k)
-    variant = make_variant(str(ep.attrs.get("model_xml", "")), ep["states"], envelope, scenery, seed, assets,
-                           request.objects, request.mode)
-    geometry_s = time.perf_counter() - t0
+def _commit(ds: Dataset, src: Dataset, record: EpisodeRecord, k: int, variant: Variant, envelope: Envelope,
+            request: AugmentRequest, rejected: dict[tuple[int, int], dict]) -> tuple[Outcome, dict[str, Any]]:
+    """Write variant k of `record` into `ds`, or record why it was rejected; the outcome and the configuration
+    the episode carries."""
     config = {**variant.config, "k": k, "request_seed": request.seed,
               "parent": {"dataset": src.name, "episode": record.index, "seed": record.seed},
               "x2_version": x2.__version__}
     distance = config["check"]["min_distance_m"]
     placed = len(variant.placement.placed)
+    name = variant.scenery.name
     if variant.problems:
-        rejected[(record.index, k)] = {"parent": record.index, "k": k, "seed": seed, "scenery": scenery.name,
+        rejected[(record.index, k)] = {"parent": record.index, "k": k, "seed": variant.seed, "scenery": name,
                                        "problems": variant.problems}
-        return Outcome(record.index, k, scenery.name, None, placed, distance, tuple(variant.problems)), geometry_s, \
-            config
+        return Outcome(record.index, k, name, None, placed, distance, tuple(variant.problems)), config
     committed = ds.add_file(partial(_copy_episode, src.episode_path(record.index), variant=variant, config=config,
                                     envelope=envelope))
     rejected.pop((record.index, k), None)
-    return Outcome(record.index, k, scenery.name, committed.index, placed, distance), geometry_s, config
+    return Outcome(record.index, k, name, committed.index, placed, distance), config

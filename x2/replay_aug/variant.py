@@ -8,7 +8,7 @@ goes into the new episode, rounded so the same seed gives the same bytes.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,9 +18,11 @@ import numpy as np
 from x2.replay_aug.appearance import sample_look
 from x2.replay_aug.check import CheckResult, check_world, restless, settle
 from x2.replay_aug.compose import compose_world
-from x2.replay_aug.envelope import Envelope
+from x2.replay_aug.envelope import Envelope, EnvelopeParams, build_envelope
 from x2.replay_aug.placement import (
+    Obstacle,
     PlacementReport,
+    Support,
     box_support,
     distractor_shape,
     place_distractors,
@@ -74,21 +76,42 @@ def choose_distractors(scenery: SceneryVariant, count: int | None, task_assets: 
     return [allowed[int(i)] for i in picks]
 
 
-def make_variant(parent_xml: str, states: np.ndarray, envelope: Envelope, scenery: SceneryVariant, seed: int,
-                 task_assets: Mapping[str, str], objects: int | None = None, mode: str = "uniform") -> Variant:
+@dataclass(frozen=True)
+class Parent:
+    """What every variant of one recorded episode shares, worked out once."""
+
+    xml: str
+    model: mujoco.MjModel
+    states: np.ndarray
+    envelope: Envelope
+    support: Support
+    area: Support  # where distractors go (placement.work_area)
+    obstacles: tuple[Obstacle, ...]
+    task_assets: tuple[str, ...]  # the assets the episode's task objects are
+    sha256: str
+
+    @classmethod
+    def of(cls, xml: str, states: np.ndarray, params: EnvelopeParams, task_assets: Sequence[str]) -> Parent:
+        model = mujoco.MjModel.from_xml_string(xml)
+        envelope = build_envelope(model, states, params)
+        support = box_support(model)
+        return cls(xml, model, states, envelope, support, work_area(envelope, support),
+                   tuple(static_obstacles(model, support)), tuple(task_assets),
+                   hashlib.sha256(xml.encode("utf-8")).hexdigest())
+
+
+def make_variant(parent: Parent, scenery: SceneryVariant, seed: int, objects: int | None = None,
+                 mode: str = "uniform") -> Variant:
     rngs = streams(seed, STREAMS)
     look = sample_look(scenery, rngs["look"])
-    parent = mujoco.MjModel.from_xml_string(parent_xml)
-    support = box_support(parent)
-    assets = choose_distractors(scenery, objects, list(task_assets.values()), rngs["distractors"])
+    envelope, support, area = parent.envelope, parent.support, parent.area
+    assets = choose_distractors(scenery, objects, parent.task_assets, rngs["distractors"])
     shapes = [distractor_shape(a) for a in assets]
-    area = work_area(envelope, support)
-    report = place_distractors(shapes, area, envelope, static_obstacles(parent, support), rngs["placement"],
+    report = place_distractors(shapes, area, envelope, parent.obstacles, rngs["placement"],
                                envelope.params.clearance, mode=mode)
-    by_asset = {s.name: s for s in shapes}
-    xml = compose_world(parent_xml, look, report.placed, by_asset, float(parent.opt.timestep))
-    model = mujoco.MjModel.from_xml_string(xml)
-    check = check_world(model, states, envelope.params.clearance, support.name)
+    xml = compose_world(parent.xml, look, report.placed, {s.name: s for s in shapes},
+                        float(parent.model.opt.timestep))
+    check = check_world(mujoco.MjModel.from_xml_string(xml), parent.states, envelope.params.clearance, support.name)
     settled = settle(report.placed, {a.name: a for a in assets}, support)
     config = {
         "seed": seed,
@@ -100,6 +123,6 @@ def make_variant(parent_xml: str, states: np.ndarray, envelope: Envelope, scener
         "envelope": envelope.summary(),
         "check": check.as_dict(),
         "settle": settled,
-        "parent_model_sha256": hashlib.sha256(parent_xml.encode("utf-8")).hexdigest(),
+        "parent_model_sha256": parent.sha256,
     }
     return Variant(seed, scenery, xml, report, check, settled, config)
