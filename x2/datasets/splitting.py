@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 
 from x2.datasets.episode import Episode
-from x2.datasets.manage import episode_tasks
 from x2.datasets.removal import Progress
 from x2.datasets.splits import SPLITS_NAME, write_splits
 from x2.datasets.store import Dataset
@@ -58,10 +57,10 @@ def plan_splits(ds: Dataset, val: float, test: float = 0.0, seed: int = 0,
     if seed < 0:
         raise DatasetError(f"--seed: found {seed}; allowed: an integer >= 0")
     records = sorted(ds.episodes(), key=lambda r: r.index)
-    tasks = episode_tasks(ds, records, progress)
+    facts = _episode_facts(ds, records, progress)
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for record in records:
-        groups[(tasks[record.index], record.source)].append(record.index)
+        groups[(facts[record.index].task, record.source)].append(record.index)
     chosen: dict[int, str] = {}
     for (task, source), members in sorted(groups.items()):
         key = zlib.crc32(f"{task}\0{source}".encode())
@@ -69,7 +68,7 @@ def plan_splits(ds: Dataset, val: float, test: float = 0.0, seed: int = 0,
         n_val, n_test = split_counts(len(order), val, test)
         for rank, index in enumerate(order):
             chosen[index] = "val" if rank < n_val else "test" if rank < n_val + n_test else "train"
-    _keep_recordings_together(ds, records, chosen)
+    _keep_recordings_together(facts, chosen)
     strata: list[Stratum] = []
     for (task, source), members in sorted(groups.items()):
         def pick(name: str, members: list[int] = members) -> tuple[int, ...]:
@@ -89,23 +88,35 @@ def _origin(attrs: dict, name: str, inner: str | None = None) -> tuple[str, int]
         return None
 
 
-def _keep_recordings_together(ds: Dataset, records: list, chosen: dict[int, str]) -> None:
-    """Give every episode of one recording the split of that recording (see the module docstring)."""
-    recording: dict[int, tuple[str, int]] = {}
-    originals: set[int] = set()
-    for record in records:
+@dataclass(frozen=True)
+class _Facts:
+    task: str
+    recording: tuple[str, int]  # (dataset, episode) of the recorded motion this episode replays
+    original: bool  # the recording itself (or a copy of it), not an augmented variant
+
+
+def _episode_facts(ds: Dataset, records: list, progress: Progress | None) -> dict[int, _Facts]:
+    """Each episode's task and recording, from its own file (one pass: a merged dataset holds several)."""
+    out: dict[int, _Facts] = {}
+    for done, record in enumerate(records, 1):
         with Episode(ds.episode_path(record.index)) as ep:
             attrs = ep.attrs
         augmented = _origin(attrs, "augmentation", "parent") if attrs.get("source") == "augment" else None
-        if augmented is None:
-            originals.add(record.index)
-        recording[record.index] = augmented or _origin(attrs, "merged_from") or _origin(attrs, "filtered_from") \
+        recording = augmented or _origin(attrs, "merged_from") or _origin(attrs, "filtered_from") \
             or (ds.name, record.index)
+        out[record.index] = _Facts(str(attrs.get("task") or ds.manifest.task), recording, augmented is None)
+        if progress is not None:
+            progress(done, len(records))
+    return out
+
+
+def _keep_recordings_together(facts: dict[int, _Facts], chosen: dict[int, str]) -> None:
+    """Give every episode of one recording the split of that recording (see the module docstring)."""
     units: dict[tuple[str, int], list[int]] = defaultdict(list)
-    for index in sorted(recording):
-        units[recording[index]].append(index)
+    for index in sorted(facts):
+        units[facts[index].recording].append(index)
     for members in units.values():
-        lead = next((i for i in members if i in originals), members[0])
+        lead = next((i for i in members if facts[i].original), members[0])
         for i in members:
             chosen[i] = chosen[lead]
 
