@@ -82,11 +82,11 @@ def test_datasets_lines_and_table_cells_are_whole(deep: Path) -> None:
     whole_line(bad.stdout, rf"repairable {re.escape(str(index))}: {re.escape(str(index))}:4: .*")
     whole_line(bad.stdout, rf"repairable {re.escape(str(root / '.inprogress' / 'episode_000007.h5'))}: left by an "
                            r"interrupted writer \(repair salvages or removes it\)")
-    whole_line(bad.stdout, r"invalid: 3 episodes checked \(try --repair\)")
+    whole_line(bad.stdout, r"invalid: 3 episodes checked, checksums verified \(try --repair\)")
     fixed = run_x2(["datasets", "validate", str(root), "--repair"], deep)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     whole_line(fixed.stdout, r"repaired: rebuilt episodes.jsonl from 4 episode file\(s\)")
-    whole_line(fixed.stdout, r"valid: 4 episodes checked")
+    whole_line(fixed.stdout, r"valid: 4 episodes checked, checksums verified")
     nothing_fills_the_width(info.stdout, ls.stdout, bad.stdout, fixed.stdout)
 
 

@@ -37,7 +37,10 @@ def test_sigkill_never_loses_a_finished_episode(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])}
     finished: set[int] = set()
     actions: list[str] = []
-    for _ in range(KILLS):
+    # At least KILLS kills, and on until 10 episodes finished: a loaded machine writes fewer per run.
+    for run in range(3 * KILLS):
+        if run >= KILLS and len(finished) >= 10:
+            break
         proc = subprocess.Popen([sys.executable, str(HELPER), str(root)], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         time.sleep(rng.uniform(0.05, 1.5))
@@ -59,6 +62,6 @@ def test_sigkill_never_loses_a_finished_episode(tmp_path: Path) -> None:
         assert {r.index for r in Dataset.open(root).episodes()} == now
         assert not list((root / ".inprogress").iterdir())
         finished = now
-    assert len(finished) >= 10, f"only {len(finished)} episodes finished in {KILLS} runs"
+    assert len(finished) >= 10, f"only {len(finished)} episodes finished in {3 * KILLS} runs"
     assert finished == set(range(max(finished) + 1)) - {int(a.split("_")[1][:6]) for a in actions
                                                          if a.startswith("salvaged")}

@@ -35,3 +35,8 @@ class DatasetError(X2Error):
 
 class ExportError(X2Error):
     """An export cannot be made as asked (target exists, no episodes selected, reader refused it)."""
+
+
+class StorageError(X2Error):
+    """The machine refused a write (disk full, read-only, permission denied, a file in the way, the folder gone,
+    an I/O error). The message names the path, the cause, what is safe and what to do (``x2.disk``)."""

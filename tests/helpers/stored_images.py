@@ -15,6 +15,7 @@ import hdf5plugin
 import numpy as np
 
 from x2.datasets import Dataset, Episode
+from x2.datasets.index import write_index
 from x2.render.frames import ImageSize, StateRenderer
 from x2.rollout.world import open_world
 
@@ -35,3 +36,9 @@ def store_images(root: Path, cameras: Sequence[str], size: ImageSize, invert: bo
             for cam, frames in streams.items():
                 f.create_dataset(f"observations/images/{cam}", data=255 - frames if invert else frames,
                                  chunks=(1, size.height, size.width, 3), **hdf5plugin.Zstd(clevel=3))
+    # The files changed after their commit: their index lines take the new sizes and checksums, as a render's do.
+    records = []
+    for record in ds.episodes():
+        with Episode(ds.episode_path(record.index)) as ep:
+            records.append(ep.record(ds.root))
+    write_index(ds.index_path, records)

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from x2.datasets import Dataset, remember_dataset, resolve_dataset
+from x2.disk import is_refusal, refused
 from x2.errors import X2Error
 
 # Off a terminal (a pipe, a file, CI) x2's output is read by scripts line by line, so nothing may be
@@ -105,6 +106,13 @@ def translate_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             if debug_enabled():
                 raise
             raise fail(str(exc), exc.exit_code) from None
+        except (OSError, RuntimeError) as exc:
+            # A refused write no writer put into words: still the machine saying no, never a bug.
+            if debug_enabled() or not is_refusal(exc):
+                raise
+            error = refused(exc, None, "everything committed before it is intact (x2 renames finished files "
+                                       "into place, so a failed write leaves no half-made one)")
+            raise fail(str(error), error.exit_code) from None
         except KeyboardInterrupt:
             err_console.print("interrupted")
             sys.exit(130)

@@ -149,13 +149,16 @@ def _short(value: Any) -> str:
 
 
 @app.command("validate", epilog="Examples: x2 datasets validate data/fruit_in_microwave --repair\n\n"
-             "  x2 datasets validate --physics --threshold-mm 3")
+             "  x2 datasets validate --quick\n\n  x2 datasets validate --physics --threshold-mm 3")
 @translate_errors
 def validate_command(
     dataset: DatasetArg = None,
     do_repair: Annotated[bool, typer.Option(
-        "--repair", help="Rebuild the index, quarantine unreadable files, salvage interrupted episodes.",
+        "--repair", help="Rebuild the index, move unreadable files and files that fail their checksum to "
+                         ".quarantine/ (never deletes), salvage interrupted episodes.",
     )] = False,
+    quick: Annotated[bool, typer.Option(
+        "--quick", help="Skip the checksums (reads every file's structure, not every byte).")] = False,
     physics: Annotated[bool, typer.Option(
         "--physics", help="Also replay every episode's states in its own world and report the deepest "
                           "penetration between any two geoms.")] = False,
@@ -167,13 +170,13 @@ def validate_command(
     invalid (and not repaired), or when --physics flags an episode."""
     path = resolve_dataset(dataset)
     console.print(f"dataset: {path}" + ("" if dataset else " (last used)"))
-    report = validate(path)
+    report = validate(path, quick=quick)
     _print_report(report)
     if do_repair and not report.valid:
         result = repair(path)
         for action in result.actions:
             console.print(f"repaired: {action}", soft_wrap=True)
-        report = validate(path)
+        report = validate(path, quick=quick)
         _print_report(report, after_repair=True)
     if Path(path).is_dir():
         remember_dataset(path)
@@ -221,4 +224,5 @@ def _print_report(report: Report, after_repair: bool = False) -> None:
                       soft_wrap=True)
     state = "[green]valid[/green]" if report.valid else "[red]invalid[/red]"
     hint = "" if report.valid or after_repair else " (try --repair)"
-    console.print(f"{state}: {report.episodes} episodes checked{hint}")
+    checked = "checksums not checked (--quick)" if report.quick else "checksums verified"
+    console.print(f"{state}: {report.episodes} episodes checked, {checked}{hint}")

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from x2.atomic import fsync_dir, fsync_tree, remove_orphans
+from x2.disk import is_refusal, refused
 from x2.errors import DatasetError
 
 _BUILDING = ".building-"
@@ -38,13 +39,13 @@ def building(target: str | Path) -> Iterator[Path]:
     """`with building(out) as tmp: Dataset.create(tmp, ...) ...` -> `out` is exactly that dataset."""
     target = Path(target).absolute()
     refuse_existing(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    clear_dead_builds(target)
     box = target.parent / f".{target.name}{_BUILDING}{os.getpid()}"
-    shutil.rmtree(box, ignore_errors=True)
-    box.mkdir()
     inner = box / target.name
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        clear_dead_builds(target)
+        shutil.rmtree(box, ignore_errors=True)
+        box.mkdir()
         yield inner
         if not (inner / "manifest.json").is_file():
             raise DatasetError(f"{target}: dataset: found nothing built; allowed: a finished dataset")
@@ -55,5 +56,11 @@ def building(target: str | Path) -> Iterator[Path]:
         except OSError as exc:
             raise DatasetError(f"{target}: --out: found {exc.strerror.lower()}; allowed: a new path") from None
         fsync_dir(target.parent)
+    except (OSError, RuntimeError) as exc:
+        if not is_refusal(exc):
+            raise
+        where = getattr(exc, "filename", None) or box
+        raise refused(exc, where, f"no dataset was made at {target} (its partial build is removed); "
+                                  "the sources are untouched") from None
     finally:
         shutil.rmtree(box, ignore_errors=True)

@@ -20,6 +20,7 @@ import h5py
 import hdf5plugin  # noqa: F401  (registers the Zstd filter that image datasets use)
 import numpy as np
 
+from x2.datasets.digest import file_digest
 from x2.datasets.index import EpisodeRecord, Segment
 from x2.errors import DatasetError
 
@@ -404,8 +405,9 @@ class Episode:
             if rows != frames:
                 yield f"{self.path}: {name}: found {rows} rows; allowed: {frames} (len of /timestamps)"
 
-    def record(self, root: Path) -> EpisodeRecord:
-        """The index line this file stands for (used to rebuild ``episodes.jsonl``)."""
+    def record(self, root: Path, digest: bool = True) -> EpisodeRecord:
+        """The index line this file stands for (used to rebuild ``episodes.jsonl``); ``digest=False`` leaves
+        the checksum out (a quick check that does not read every byte)."""
         seed, source = self._attr("seed"), self._attr("source")
         master_seed, slot = self._attr("master_seed"), self._attr("slot")
         if not isinstance(seed, int) or not isinstance(source, str) or \
@@ -416,6 +418,7 @@ class Episode:
             index=self.index, file=os.path.relpath(self.path, root), frames=self.frames, success=self.success,
             seed=seed, source=source, segments=tuple(self.segments), bytes=self.path.stat().st_size,
             failure=self.failure, master_seed=master_seed, slot=slot,
+            digest=file_digest(self.path) if digest else None,
         )
 
     def initial_digest(self) -> str:

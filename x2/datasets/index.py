@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from x2.atomic import fsync_dir, write_bytes
+from x2.datasets.digest import DIGEST_FORM
 from x2.errors import DatasetError
 
 INDEX_NAME = "episodes.jsonl"
@@ -45,13 +46,15 @@ class EpisodeRecord:
     # scripted) it was drawn for; None for episodes written without one (tools, tests).
     master_seed: int | None = None
     slot: int | None = None
+    # sha256 of the finished file as committed (x2.datasets.digest); None in logs written before checksums.
+    digest: str | None = None
 
     def to_json(self) -> str:
         data = {
             "index": self.index, "file": self.file, "frames": self.frames, "success": self.success,
             "seed": self.seed, "master_seed": self.master_seed, "slot": self.slot, "source": self.source,
             "segments": [list(s) for s in self.segments], "bytes": self.bytes,
-            "failure": list(self.failure) if self.failure else None,
+            "failure": list(self.failure) if self.failure else None, "digest": self.digest,
         }
         return json.dumps(data, separators=(",", ":"))
 
@@ -79,6 +82,7 @@ class EpisodeRecord:
                 failure=None if failure is None else (str(failure[0]), int(failure[1]), str(failure[2])),
                 master_seed=_optional(data.get("master_seed"), where, "master_seed"),
                 slot=_optional(data.get("slot"), where, "slot"),
+                digest=_digest(data.get("digest"), where),
             )
         except KeyError as exc:
             raise DatasetError(f"{where}: {exc.args[0]}: found missing; "
@@ -90,6 +94,12 @@ class EpisodeRecord:
 
 def _optional(value: Any, where: str, name: str) -> int | None:
     return None if value is None else _typed(value, int, where, name)
+
+
+def _digest(value: Any, where: str) -> str | None:
+    if value is None or (isinstance(value, str) and DIGEST_FORM.match(value)):
+        return value
+    raise DatasetError(f"{where}: digest: found {value!r:.80}; allowed: null or 'sha256:' and 64 hex digits")
 
 
 def _typed(value: Any, kind: type, where: str, name: str) -> Any:

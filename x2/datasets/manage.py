@@ -21,6 +21,7 @@ Decisions (docs/format.md says the same):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -30,8 +31,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import h5py
-
 from x2.datasets.building import building
 from x2.datasets.difference import describe, first_difference
 from x2.datasets.episode import Episode, episode_filename
@@ -40,7 +39,9 @@ from x2.datasets.removal import Progress, begin_removal, finish_removal, pending
 from x2.datasets.select import Selection
 from x2.datasets.splits import read_splits, write_splits
 from x2.datasets.store import EPISODES_DIR, INPROGRESS_DIR, MANIFEST_NAME, Dataset, Manifest
+from x2.disk import is_refusal
 from x2.errors import DatasetError
+from x2.hdf5_files import kept_if_complete
 
 # What must agree for episodes to be trained on together: the same robot, observed and commanded alike.
 MERGE_ALIKE = ("robot", "fps", "joint_names", "action_names", "cameras")
@@ -66,7 +67,7 @@ def copy_episode(source: Path, target: Dataset, index: int, origin_key: str,
     tmp, final = target.root / INPROGRESS_DIR / name, target.root / EPISODES_DIR / name
     try:
         shutil.copyfile(source, tmp)
-        with h5py.File(tmp, "r+", libver="latest") as f:
+        with kept_if_complete(tmp, "r+", libver="latest") as f:
             f.attrs["episode_index"] = index
             earlier = f.attrs.get(origin_key)
             value = dict(origin)
@@ -75,10 +76,12 @@ def copy_episode(source: Path, target: Dataset, index: int, origin_key: str,
                 value["earlier"] = json.loads(text)
             f.attrs[origin_key] = json.dumps(value, sort_keys=True)
         os.replace(tmp, final)
-    except (OSError, ValueError) as exc:
-        tmp.unlink(missing_ok=True)
-        raise DatasetError(f"{source}: copy: found {exc}; allowed: a readable episode file and a writable "
-                           "disk") from None
+    except (OSError, ValueError, RuntimeError) as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if is_refusal(exc):
+            raise  # the build around it says what happened (x2.datasets.building)
+        raise DatasetError(f"{source}: copy: found {exc}; allowed: a readable episode file") from None
     with Episode(final) as ep:
         return ep.record(target.root)  # read back from the copy: its index line matches it by construction
 
@@ -100,6 +103,7 @@ def _build(out: Path, manifest: Manifest, plan: Sequence[tuple[Dataset, EpisodeR
         try:
             for done, (ds, record, index) in enumerate(plan, 1):
                 origin = {"dataset": ds.name, "episode": record.index}
+                ds.verify([record])
                 records.append(copy_episode(ds.episode_path(record.index), target, index, origin_key, origin))
                 if progress is not None:
                     progress(done, len(plan))

@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from x2.atomic import fsync_dir, fsync_file
+from x2.datasets.digest import file_digest
 from x2.datasets.episode import Episode, episode_filename, parse_episode_filename
 from x2.datasets.index import INDEX_NAME, EpisodeRecord, write_index
 from x2.errors import DatasetError
@@ -86,8 +87,8 @@ def commit_rewrite(root: Path, records: Sequence[EpisodeRecord], index: int) -> 
     root = Path(root)
     staged = staged_path(root, index)
     fsync_file(staged)
-    size = staged.stat().st_size
-    updated = [replace(r, bytes=size) if r.index == index else r for r in records]
+    size, digest = staged.stat().st_size, file_digest(staged)
+    updated = [replace(r, bytes=size, digest=digest) if r.index == index else r for r in records]
     write_index(root / INDEX_NAME, updated)
     os.replace(staged, root / _EPISODES_DIR / staged.name)
     fsync_dir(root / _EPISODES_DIR)

@@ -8,13 +8,15 @@ committed episode), ``episodes/episode_NNNNNN.h5`` (finished), ``.inprogress/`` 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,12 +24,14 @@ from typing import Any
 
 from x2.atomic import fsync_dir, fsync_file, write_bytes
 from x2.datasets.difference import describe, first_difference
+from x2.datasets.digest import verify_digest
 from x2.datasets.episode import Episode, episode_filename, parse_episode_filename
 from x2.datasets.index import INDEX_NAME, EpisodeRecord, append_record, drop_torn_tail, format_indices, read_index
 from x2.datasets.removal import REMOVED_DIR, finish_removal
 from x2.datasets.rewrite import finish_interrupted
 from x2.datasets.writer import EpisodeWriter
-from x2.errors import DatasetError, NotFoundError
+from x2.disk import is_refusal, refused
+from x2.errors import DatasetError, NotFoundError, X2Error
 
 SCHEMA = "x2/2"
 MANIFEST_NAME = "manifest.json"
@@ -125,21 +129,29 @@ class Dataset:
             ds = cls.open(root)
             ds._check_compatible(wanted)
             return ds
-        if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        if root.exists() and not root.is_dir():
+            raise DatasetError(f"{root}: dataset: found a file; allowed: a new or empty folder")
+        if root.exists() and any(root.iterdir()):
             raise DatasetError(f"{root}: dataset: found a non-empty folder without {MANIFEST_NAME}; "
                                "allowed: a new or empty folder")
         if not wanted.created:
             wanted = replace(wanted, created=_now())
         # Build the skeleton beside the target and rename it into place: a kill mid-create leaves either
         # no dataset or a complete empty one, never a folder that blocks the next attempt.
-        root.parent.mkdir(parents=True, exist_ok=True)
         tmp = root.parent / f".{root.name}.creating-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        for sub in (EPISODES_DIR, INPROGRESS_DIR):
-            (tmp / sub).mkdir(parents=True)
-        write_bytes(tmp / INDEX_NAME, b"")
-        text = json.dumps(wanted.to_dict(), indent=2, sort_keys=True) + "\n"
-        write_bytes(tmp / MANIFEST_NAME, text.encode("utf-8"))
+        try:
+            root.parent.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(tmp, ignore_errors=True)
+            for sub in (EPISODES_DIR, INPROGRESS_DIR):
+                (tmp / sub).mkdir(parents=True)
+            write_bytes(tmp / INDEX_NAME, b"")
+            text = json.dumps(wanted.to_dict(), indent=2, sort_keys=True) + "\n"
+            write_bytes(tmp / MANIFEST_NAME, text.encode("utf-8"))
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not is_refusal(exc):
+                raise
+            raise refused(exc, exc.filename or root, f"no dataset was created at {root}") from None
         try:
             os.rename(tmp, root)  # replaces an empty folder, fails on a non-empty one
         except OSError:
@@ -201,6 +213,13 @@ class Dataset:
                                 f"allowed: {format_indices(have)}")
         return Episode(path)
 
+    def verify(self, records: Sequence[EpisodeRecord]) -> None:
+        """Check each record's file against the digest its index line recorded at commit (DigestMismatch).
+        Whatever makes a new file from episodes (export, augment, merge, render) calls this first, so a
+        damaged file is never carried into one under a fresh digest."""
+        for record in records:
+            verify_digest(self.episode_path(record.index), record.digest, f"{INDEX_NAME} (episode {record.index})")
+
     def _files(self, sub: str) -> list[Path]:
         folder = self.root / sub
         return sorted(p for p in folder.iterdir() if p.suffix == ".h5") if folder.is_dir() else []
@@ -215,26 +234,28 @@ class Dataset:
             raise DatasetError(f"{self._writer.path}: writer: found one still open; "
                                "allowed: one episode at a time "
                                "(finish or abort it first)")
-        self.lock()
-        self._refuse_repeated_seed(attrs)
-        if self._next is None:
-            self._next = self.next_index()
+        with self.refusals(self.root / INPROGRESS_DIR):
+            self.lock()
+            self._refuse_repeated_seed(attrs)
+            if self._next is None:
+                self._next = self.next_index()
         index = self._next
         name = episode_filename(index)
         writer = EpisodeWriter(
             index=index, inprogress=self.root / INPROGRESS_DIR / name, final=self.root / EPISODES_DIR / name,
             index_path=self.index_path, attrs=attrs, manifest=self.manifest.to_dict(), shapes=shapes,
             object_names=object_names, camera_attrs=camera_attrs or {}, flush_every=flush_every,
-            on_close=self._writer_closed,
+            on_close=self._writer_closed, safe_note=self.safe_note,
         )
-        (self.root / INPROGRESS_DIR).mkdir(exist_ok=True)
         self._next = index + 1  # taken even if start fails: indices are never reused
-        self._writer = writer
-        try:
-            return writer.start()
-        except BaseException:
-            writer.abort()
-            raise
+        with self.refusals(writer.path, prefix="the episode in progress was discarded, "):
+            (self.root / INPROGRESS_DIR).mkdir(exist_ok=True)
+            self._writer = writer
+            try:
+                return writer.start()
+            except BaseException:
+                writer.abort()
+                raise
 
     def add_file(self, build: Callable[[Path, int], None]) -> EpisodeRecord:
         """Commit an episode file made whole by ``build(path, index)`` from finished episodes (an augmented
@@ -244,12 +265,13 @@ class Dataset:
         taken only once the file is committed: an interrupted run, run again, gives the same files."""
         if self._writer is not None:
             raise DatasetError(f"{self._writer.path}: writer: found one still open; allowed: one episode at a time")
-        self.lock()
-        index = self._next if self._next is not None else self.next_index()
+        with self.refusals(self.root / STAGING_DIR):
+            self.lock()
+            index = self._next if self._next is not None else self.next_index()
         name = episode_filename(index)
         tmp, final = self.root / STAGING_DIR / name, self.root / EPISODES_DIR / name
-        tmp.parent.mkdir(exist_ok=True)
         try:
+            tmp.parent.mkdir(exist_ok=True)
             build(tmp, index)
             with Episode(tmp) as ep:
                 problem = next(ep.problems(), None)
@@ -259,20 +281,48 @@ class Dataset:
             fsync_file(tmp)
             os.replace(tmp, final)
             fsync_dir(final.parent)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise DatasetError(f"{tmp}: write: found {exc}; allowed: a writable disk with free space "
-                               "(this episode was discarded; finished ones are intact)") from None
-        except BaseException:
-            tmp.unlink(missing_ok=True)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            if is_refusal(exc):
+                raise refused(exc, tmp, f"this episode was discarded, {self.safe_note()}") from None
             raise
         self._next = index + 1
         with Episode(final) as ep:
             record = ep.record(self.root)
-        append_record(self.index_path, record)
+        with self.refusals(self.index_path, f"episode {index} is committed in {final.parent} (the next writer or "
+                                            "`x2 datasets validate --repair` lists it)"):
+            append_record(self.index_path, record)
         if self._seeds is not None:
             self._seeds[record.seed] = record.index
         return record
+
+    # ---- when the machine says no ---------------------------------------------------------------
+    def safe_note(self) -> str:
+        """What a refused write leaves safe, in words: which episodes are committed and intact."""
+        if not self.root.is_dir():
+            return f"the dataset folder {self.root} is gone (deleted while x2 was writing it); nothing of it is left"
+        try:
+            committed = [r.index for r in self.episodes()]
+        except (X2Error, OSError):
+            return "committed episodes are intact (`x2 datasets validate` checks them)"
+        if not committed:
+            return "no episode of this dataset was committed yet"
+        if len(committed) == 1:
+            return f"episode {committed[0]} is committed and intact"
+        return f"episodes {format_indices(committed)} are committed and intact"
+
+    @contextmanager
+    def refusals(self, path: Path, safe: str | None = None, prefix: str = "") -> Iterator[None]:
+        """Turn a refused write inside the block (full disk, read-only, ...) into the StorageError line for
+        `path`, saying what is safe (`safe`, else `prefix` + `safe_note()`). Bugs pass through unchanged."""
+        try:
+            yield
+        except (OSError, RuntimeError) as exc:
+            if not is_refusal(exc):
+                raise
+            where = getattr(exc, "filename", None) or path
+            raise refused(exc, where, safe or prefix + self.safe_note()) from None
 
     def _writer_closed(self, committed: EpisodeRecord | None) -> None:
         self._writer = None
@@ -303,8 +353,9 @@ class Dataset:
         if slots.get(str(master_seed), 0) > upto:
             return
         slots[str(master_seed)] = upto + 1
-        write_bytes(self.root / SLOTS_NAME, (json.dumps({"next_slot": slots}, indent=1, sort_keys=True) + "\n")
-                    .encode("utf-8"))
+        with self.refusals(self.root / SLOTS_NAME):
+            write_bytes(self.root / SLOTS_NAME, (json.dumps({"next_slot": slots}, indent=1, sort_keys=True) + "\n")
+                        .encode("utf-8"))
 
     def _slots(self) -> dict[str, int]:
         """master seed (as text) -> next free slot; a missing or unreadable ledger counts as empty (the
@@ -372,7 +423,7 @@ class Dataset:
                 with Episode(path) as ep:
                     if not list(ep.problems()):
                         append_record(self.index_path, ep.record(self.root))
-            except DatasetError:
+            except (DatasetError, OSError, ValueError, KeyError, RuntimeError):
                 continue  # unreadable: left for validate --repair to quarantine
 
     def close(self) -> None:

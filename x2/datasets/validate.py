@@ -20,6 +20,7 @@ from typing import Literal
 import h5py
 
 from x2.atomic import fsync_dir
+from x2.datasets.digest import ALGORITHM
 from x2.datasets.episode import Episode, episode_filename, parse_episode_filename
 from x2.datasets.index import INDEX_NAME, EpisodeRecord, format_indices, scan_index, write_index
 from x2.datasets.removal import REMOVED_DIR, finish_removal, journal_path, pending_removal
@@ -52,6 +53,7 @@ class Report:
     root: Path
     problems: list[Problem] = field(default_factory=list)
     episodes: int = 0  # finished episodes that are listed and check out
+    quick: bool = False  # digests were not checked
 
     @property
     def valid(self) -> bool:
@@ -67,10 +69,12 @@ class RepairResult:
     actions: list[str] = field(default_factory=list)  # what was changed, one line each
 
 
-def validate(path: str | Path) -> Report:
-    """Every problem of the dataset at ``path``; raises NotFoundError only when there is no folder."""
+def validate(path: str | Path, quick: bool = False) -> Report:
+    """Every problem of the dataset at ``path``; raises NotFoundError only when there is no folder.
+    Every listed file is hashed and compared with its index line's digest unless ``quick``."""
     root = Path(path)
     report = Report(root)
+    report.quick = quick
     try:
         Dataset.open(root)  # NotFoundError (no folder) propagates: there is nothing to report on
     except DatasetError as exc:
@@ -88,7 +92,7 @@ def validate(path: str | Path) -> Report:
     holder = lock_holder(root)
     renames = interrupted_renames(root, scan.records) if holder is None else {}
     for record in {r.index: r for r in sorted(scan.records, key=lambda r: r.index)}.values():
-        digest = _check_listed(root, record, report, renames.get(record.index))
+        digest = _check_listed(root, record, report, renames.get(record.index), quick)
         if digest is None:
             continue
         if digest in starts:
@@ -109,7 +113,7 @@ def validate(path: str | Path) -> Report:
             report.add("info", path, f"on its way to {REMOVED_DIR}/ (an interrupted x2 datasets rm; the next "
                                      "writer or --repair finishes it)")
         elif index not in counts:
-            problems, _, _ = _examine(path, root)
+            problems, _, _ = _examine(path, root, quick)
             severity: Severity = "error" if problems else "repairable"
             report.add(severity, path, problems[0] if problems else f"finished but missing from {INDEX_NAME}")
     for path in staged_files(root):
@@ -151,7 +155,8 @@ def _check_removal(root: Path, report: Report) -> set[int]:
     return set(pending)
 
 
-def _check_listed(root: Path, record: EpisodeRecord, report: Report, staged: Path | None = None) -> str | None:
+def _check_listed(root: Path, record: EpisodeRecord, report: Report, staged: Path | None = None,
+                  quick: bool = False) -> str | None:
     """Check one listed episode against its file (its `staged` new version when a render was killed
     after rewriting the log, before the rename); its initial-state digest when it checks out."""
     where = root / INDEX_NAME
@@ -169,7 +174,7 @@ def _check_listed(root: Path, record: EpisodeRecord, report: Report, staged: Pat
     if not path.is_file():
         report.add("error", path, f"listed in {INDEX_NAME} but missing (episode {record.index})")
         return None
-    problems, actual, digest = _examine(path, root)
+    problems, actual, digest = _examine(path, root, quick)
     if actual is None:
         report.add("error", path, problems[0])
         return None
@@ -180,13 +185,22 @@ def _check_listed(root: Path, record: EpisodeRecord, report: Report, staged: Pat
             report.add("error", path, f"{name}: found {have!r:.60} in the file, {listed!r:.60} in "
                                       f"{INDEX_NAME}; allowed: equal (repair rebuilds the index)")
             return None
+    if record.digest is None:
+        report.add("info", path, f"episode {record.index}: no checksum in {INDEX_NAME} (committed before x2 kept "
+                                 "them; --repair records the file's as it is now)")
+    elif not quick and actual.digest != record.digest:
+        report.add("error", path, f"episode {record.index}: {ALGORITHM}: found {actual.digest[7:19]}... in the file, "
+                                  f"{record.digest[7:19]}... in {INDEX_NAME}; allowed: equal (the file changed after "
+                                  f"it was committed: bit rot or a bad copy; restore it from a copy, or --repair "
+                                  f"moves it to {QUARANTINE_DIR}/)")
+        return None
     report.episodes += 1
     return digest
 
 
-def _examine(path: Path, root: Path) -> tuple[list[str], EpisodeRecord | None, str | None]:
+def _examine(path: Path, root: Path, quick: bool = False) -> tuple[list[str], EpisodeRecord | None, str | None]:
     """(problems, the record the file stands for, its initial-state digest); the record is None when
-    there are problems."""
+    there are problems, and carries no file digest when ``quick``."""
     try:
         with Episode(path) as ep:
             problems = list(ep.problems())
@@ -195,9 +209,12 @@ def _examine(path: Path, root: Path) -> tuple[list[str], EpisodeRecord | None, s
                 problems.append(f"{path}: episode_index: found {ep.index}; allowed: {index} (its file name)")
             if problems:
                 return problems, None, None
-            return [], ep.record(root), ep.initial_digest()
+            return [], ep.record(root, digest=not quick), ep.initial_digest()
     except DatasetError as exc:
         return [str(exc)], None, None
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:  # HDF5 meeting damaged bytes while reading
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        return [f"{path}: read: found damaged data ({reason:.200}); allowed: a readable episode file"], None, None
 
 
 def _check_slots(root: Path, report: Report) -> None:
@@ -230,11 +247,18 @@ def repair(path: str | Path) -> RepairResult:
             result.actions.append(f"finished the interrupted removal of episodes {format_indices(finished_removal)} "
                                   f"(files in {REMOVED_DIR}/)")
         result.actions += finish_interrupted(ds.root, scan_index(ds.index_path).records)
+        # The digest an index line recorded at commit is the truth about its file: a file that no longer
+        # hashes to it is damaged even when HDF5 still opens it, and must not be relisted under a new one.
+        committed = {r.index: r.digest for r in scan_index(ds.index_path).records if r.digest is not None}
         records: list[EpisodeRecord] = []
         for file in _h5(ds.root / EPISODES_DIR):
-            if parse_episode_filename(file.name) is None:
+            index = parse_episode_filename(file.name)
+            if index is None:
                 continue
             problems, record, _ = _examine(file, ds.root)
+            if record is not None and committed.get(index, record.digest) != record.digest:
+                problems = [f"{ALGORITHM} differs from the one recorded at commit (bit rot or a bad copy)"]
+                record = None
             if record is None:
                 moved = _move_aside(file, ds.root / QUARANTINE_DIR)
                 result.actions.append(

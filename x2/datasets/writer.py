@@ -9,6 +9,7 @@ anyway. Camera frames are zstd-compressed on a small thread pool and written chu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -17,12 +18,13 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import h5py
 import numpy as np
 
 from x2.atomic import fsync_dir, fsync_file
+from x2.datasets.digest import file_digest
 from x2.datasets.episode import (
     FIELDS,
     attr_value,
@@ -39,7 +41,9 @@ from x2.datasets.episode import (
 )
 from x2.datasets.index import EpisodeRecord, append_record
 from x2.datasets.zstd import compress_frame, image_filter, zstd_lib
+from x2.disk import is_refusal, refused
 from x2.errors import DatasetError
+from x2.hdf5_files import discard, kept_if_complete
 
 _CHUNK_BYTES = 16 * 1024  # low-dim chunks: a short episode wastes little, a long one reads in few chunks
 _IMAGE_LAG = 2  # ticks a frame may spend in the compression pool before append writes it (66 ms at 30 Hz)
@@ -79,8 +83,10 @@ class EpisodeWriter:
                  attrs: Mapping[str, Any],
                  manifest: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]] | None,
                  object_names: Sequence[str], camera_attrs: Mapping[str, Mapping[str, Any]],
-                 flush_every: int, on_close: Callable[[EpisodeRecord | None], None]) -> None:
+                 flush_every: int, on_close: Callable[[EpisodeRecord | None], None],
+                 safe_note: Callable[[], str] = lambda: "finished episodes are intact") -> None:
         self.index, self.path, self._final, self._index_path = index, inprogress, final, index_path
+        self._safe_note = safe_note  # what a refused write leaves safe, in words (the dataset knows)
         self._manifest, self._object_names = manifest, list(object_names)
         self._camera_attrs, self._block, self._on_close = dict(camera_attrs), max(1, flush_every), on_close
         self._root = root_attrs(index, attrs, manifest, inprogress)
@@ -172,10 +178,8 @@ class EpisodeWriter:
                 self._drain_images(keep=_IMAGE_LAG if self._pool else 0)
             if self._pending == self._block:
                 self._flush()
-        except OSError as exc:  # full disk, I/O error: this episode is lost, finished ones are not
-            self.abort()
-            raise DatasetError(f"{self.path}: write: found {exc}; allowed: a writable disk with free "
-                               "space (the episode in progress was discarded)") from None
+        except (OSError, RuntimeError) as exc:  # full disk, I/O error: this episode is lost, finished ones are not
+            self._refused(exc)
 
     def _add_images(self, images: Mapping[str, np.ndarray]) -> None:
         if images.keys() != self._cams.keys():
@@ -316,29 +320,35 @@ class EpisodeWriter:
             self._write_rest(success, extra, label_arrays, names, dag_attrs, completion, device_arrays,
                              timing_arrays, group_attrs, clock)
             fsync_file(self.path)
+            digest = file_digest(self.path)
             os.replace(self.path, self._final)
             fsync_dir(self._final.parent)
             fsync_dir(self.path.parent)
-        except OSError as exc:
-            self.abort()
-            raise DatasetError(f"{self.path}: finish: found {exc}; allowed: a writable disk with free "
-                               "space (this episode was discarded; finished ones are intact)") from None
+        except (OSError, RuntimeError) as exc:
+            self._refused(exc)
         failure = dag_attrs["failure"]
         record = EpisodeRecord(
             index=self.index, file=f"{self._final.parent.name}/{self._final.name}", frames=frames,
             success=bool(success), seed=int(self._root["seed"]), source=str(self._root["source"]),
             master_seed=self._root.get("master_seed"), slot=self._root.get("slot"),
             segments=tuple(segments_from_labels(label_arrays.get("subtask_index", np.zeros(0)), names)),
-            bytes=self._final.stat().st_size,
+            bytes=self._final.stat().st_size, digest=digest,
             failure=None if failure is None else (str(failure[0]), int(failure[1]), str(failure[2])),
         )
         self._close(record)
         try:
             append_record(self._index_path, record)
         except OSError as exc:
-            raise DatasetError(f"{self._index_path}: append: found {exc}; allowed: a writable disk (episode "
-                               f"{self.index} is safe in episodes/; validate --repair lists it)") from None
+            raise refused(exc, self._index_path, f"episode {self.index} is committed in {self._final.parent} (the "
+                                                 "next writer or `x2 datasets validate --repair` lists it)") from None
         return record
+
+    def _refused(self, exc: BaseException) -> NoReturn:
+        """Discard the episode after a failed write and say what happened; a bug is re-raised as it is."""
+        self.abort()
+        if not is_refusal(exc):
+            raise exc
+        raise refused(exc, self.path, f"the episode in progress was discarded, {self._safe_note()}") from None
 
     def _write_rest(self, success: bool, extra: Mapping[str, Any], label_arrays: Mapping[str, np.ndarray],
                     names: Sequence[str], dag_attrs: Mapping[str, Any], completion: np.ndarray,
@@ -350,9 +360,10 @@ class EpisodeWriter:
         self._flush()
         self._shutdown_pool()
         assert self._file is not None
-        self._file.close()
-        self._file = None
-        with h5py.File(self.path, "r+", libver="latest") as f:
+        self._file.flush()  # a failure here leaves the file open, for abort() to discard without a crash
+        file, self._file = self._file, None
+        file.close()
+        with kept_if_complete(self.path, "r+", libver="latest") as f:
             f.attrs["success"] = bool(success)
             for key, value in extra.items():  # encoded and checked by check_extra
                 f.attrs[key] = value
@@ -381,13 +392,10 @@ class EpisodeWriter:
         """Discard the episode: close and remove the in-progress file. Safe to call twice."""
         if self._closed:
             return
-        self._shutdown_pool()
-        if self._file is not None:
-            try:
-                self._file.close()
-            finally:
-                self._file = None
-        self.path.unlink(missing_ok=True)
+        with contextlib.suppress(Exception):  # a compression thread's failure must not stop the discard
+            self._shutdown_pool()
+        file, self._file = self._file, None
+        discard(file, self.path)
         self._close()
 
     def _shutdown_pool(self) -> None:

@@ -29,6 +29,7 @@ import numpy as np
 
 from x2.atomic import replacing
 from x2.devices.base import EVENTS, KINDS, DeviceError, DeviceEvent, Sample
+from x2.hdf5_files import kept_if_complete
 from x2.spec.action import ActionLayout
 
 
@@ -96,7 +97,7 @@ class StreamBuilder:
 
 def write_stream(path: Path, name: str, arrays: Mapping[str, np.ndarray], attrs: Mapping[str, str]) -> None:
     """A standalone stream file (temporary name, then renamed into place)."""
-    with replacing(path) as tmp, h5py.File(tmp, "w") as f:
+    with replacing(path) as tmp, kept_if_complete(tmp, "w") as f:
         group = f.create_group(f"device/{name}")
         for key, arr in arrays.items():
             group.create_dataset(key, data=arr, track_times=False)

@@ -51,6 +51,7 @@ from x2.export.episode_arrays import (
 )
 from x2.export.provenance import provenance
 from x2.export.staging import check_target, staged
+from x2.hdf5_files import kept_if_complete
 from x2.render import ImageSize
 from x2.render.defaults import DEFAULT_SIZE
 
@@ -174,6 +175,7 @@ def export_hdf5(ds: Dataset, records: Sequence[EpisodeRecord], out: str | Path, 
     """Write `records` of `ds` as one robomimic / Isaac Lab Mimic HDF5 file at `out`."""
     if not records:
         raise ExportError(f"{ds.root}: episodes: found none selected; allowed: at least one")
+    ds.verify(records)
     target = Path(out).absolute()
     check_target(target, options.overwrite)
     paths = [ds.episode_path(r.index) for r in records]
@@ -189,7 +191,7 @@ def export_hdf5(ds: Dataset, records: Sequence[EpisodeRecord], out: str | Path, 
                       demos={n: r.index for n, r in zip(names, records, strict=True)})
     digests = _Digests()
     with staged(target, options.overwrite) as tmp:
-        with h5py.File(tmp, "w") as f:
+        with kept_if_complete(tmp, "w") as f:
             f.attrs["x2_provenance"] = json.dumps(meta, sort_keys=True)
             data = f.create_group("data")
             total = _fill(data, paths, records, names, cameras, sizes, options, digests, advance, splits)
@@ -232,6 +234,9 @@ def _fill(data: h5py.Group, paths: Sequence[Path], records: Sequence[EpisodeReco
             if advance and not cameras:
                 advance(arrays.frames)
             _next_obs(demo, [*observations(arrays), *image_keys], arrays.frames)
+        # HDF5 writes its cache when it likes and reports a failure there only as a printed warning: flush
+        # each demo so a full or failing disk raises here, with the export still discardable.
+        data.file.flush()
         total += arrays.frames
     data.attrs["total"] = total
     return total

@@ -204,6 +204,7 @@ def plan_export(ds: Dataset, records: Sequence[EpisodeRecord], cameras: Sequence
                 size: ImageSize | None = None, state_only: bool = False) -> ExportPlan:
     if not records:
         raise ExportError(f"{ds.root}: episodes: found none selected; allowed: at least one committed episode")
+    ds.verify(records)
     fps = dataset_fps(ds)
     codes = SubtaskCodes(tuple(str(n) for n in ds.manifest.dag.get("nodes", [])))
     episodes = []

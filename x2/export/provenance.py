@@ -11,7 +11,8 @@ from x2.datasets import Dataset, EpisodeRecord
 
 
 def provenance(ds: Dataset, records: Sequence[EpisodeRecord], selection: str, **extra: Any) -> dict[str, Any]:
-    """x2 version, the source dataset, and per exported episode its index, seed, source and outcome.
+    """x2 version, the source dataset, and per exported episode its index, seed, source, outcome and the
+    digest of the file it was read from (so a trainer can tell which source files a model saw).
 
     ``episodes[i]`` describes the i-th exported episode (export episode i came from source episode
     ``episodes[i]["index"]``)."""
@@ -24,6 +25,6 @@ def provenance(ds: Dataset, records: Sequence[EpisodeRecord], selection: str, **
         "sim_versions": dict(ds.manifest.versions),
         "episodes": [{"index": r.index, "file": r.file, "frames": r.frames, "seed": r.seed,
                       "master_seed": r.master_seed, "slot": r.slot, "source": r.source,
-                      "success": r.success, "bytes": r.bytes} for r in records],
+                      "success": r.success, "bytes": r.bytes, "digest": r.digest} for r in records],
         **extra,
     }

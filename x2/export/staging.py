@@ -10,6 +10,7 @@ next run for the same target (only those whose process is gone).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from x2.atomic import fsync_dir, fsync_tree, remove_orphans
+from x2.disk import is_refusal, refused
 from x2.errors import ExportError
 
 _PARTIAL, _OLD = ".partial-", ".old-"
@@ -41,11 +43,11 @@ def staged(target: str | Path, overwrite: bool = False) -> Iterator[Path]:
     """`with staged(out) as tmp: write tmp (a file or a folder)` -> `out` is exactly what was written."""
     target = Path(target).absolute()
     check_target(target, overwrite)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    clear_leftovers(target)
     tmp = target.with_name(f".{target.name}{_PARTIAL}{os.getpid()}")
     old = target.with_name(f".{target.name}{_OLD}{os.getpid()}")
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        clear_leftovers(target)
         yield tmp
         if not tmp.exists():
             raise ExportError(f"{target}: export: found nothing written; allowed: a finished export")
@@ -56,13 +58,19 @@ def staged(target: str | Path, overwrite: bool = False) -> Iterator[Path]:
             os.rename(target, old)
         os.rename(tmp, target)
         fsync_dir(target.parent)
-    except BaseException:
+    except BaseException as exc:
         if tmp.is_dir() and not tmp.is_symlink():
             shutil.rmtree(tmp, ignore_errors=True)
         else:
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
         if old.exists() and not target.exists():
             os.rename(old, target)  # put the previous export back
+        if is_refusal(exc):
+            before = "the previous export is still there" if target.exists() else "no export was written there"
+            where = getattr(exc, "filename", None) or tmp
+            raise refused(exc, where, f"{before} ({target}; its partial build is removed), the dataset is "
+                                      "untouched") from None
         raise
     if old.exists():
         shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)

@@ -120,6 +120,7 @@ def export_zarr(ds: Dataset, records: Sequence[EpisodeRecord], out: str | Path, 
         raise ExportError(f"--zarr-format: found {options.zarr_format}; allowed: {list(FORMATS)}")
     if not records:
         raise ExportError(f"{ds.root}: episodes: found none selected; allowed: at least one")
+    ds.verify(records)
     target = Path(out).absolute()
     check_target(target, options.overwrite)
     paths = [ds.episode_path(r.index) for r in records]

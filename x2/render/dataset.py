@@ -23,6 +23,7 @@ from x2.datasets import Dataset, Episode
 from x2.datasets.index import EpisodeRecord, format_indices
 from x2.datasets.rewrite import commit_rewrite, finish_interrupted, staged_path
 from x2.datasets.select import Selection
+from x2.disk import is_refusal, refused
 from x2.errors import DatasetError
 from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.render.episode_file import cameras_to_draw
@@ -114,6 +115,7 @@ def render_dataset(path: str | Path, cameras: Sequence[str] = DEFAULT_CAMERAS, s
                                + "; allowed: a dataset with committed episodes")
         plan: dict[int, tuple[str, ...]] = {}
         for record in selected:
+            ds.verify([record])  # a damaged file must not be committed again under a fresh digest
             with ds.load(record.index) as ep:
                 if not plan:  # the first episode's model stands for the dataset's (one robot, one booth)
                     _check_request(cameras, size, workers, ep)
@@ -154,14 +156,21 @@ def _run(ds: Dataset, records: list[EpisodeRecord], todo: list[EpisodeRecord], p
                 submitted += 1
             done, _ = wait(pending.values(), timeout=0.25, return_when=FIRST_COMPLETED)
             for index in [i for i, f in pending.items() if f in done]:
-                finished[index] = pending.pop(index).result()  # a worker's error is raised here
+                try:
+                    finished[index] = pending.pop(index).result()  # a worker's error is raised here
+                except (OSError, RuntimeError) as exc:
+                    if not is_refusal(exc):
+                        raise
+                    raise refused(exc, staged_path(ds.root, index), f"episode {index} keeps its previous version "
+                                                                   f"({ds.safe_note()})") from None
             with contextlib.suppress(queue.Empty):
                 while True:
                     index, frames = reports.get_nowait()
                     partial[index] = max(partial.get(index, 0), frames)
             while committed < len(jobs) and jobs[committed].index in finished:
                 index = jobs[committed].index
-                records[:] = commit_rewrite(ds.root, records, index)
+                with ds.refusals(ds.root, prefix=f"episode {index} keeps its previous version, "):
+                    records[:] = commit_rewrite(ds.root, records, index)
                 new = next(r for r in records if r.index == index)
                 outcomes[index] = EpisodeRendered(index, by_index[index].frames, plan[index],
                                                   by_index[index].bytes, new.bytes)

@@ -20,6 +20,7 @@ from x2.atomic import fsync_file
 from x2.datasets import Episode
 from x2.datasets.zstd import compress_frame, image_filter, zstd_lib
 from x2.errors import DatasetError
+from x2.hdf5_files import kept_if_complete
 from x2.render.frames import ImageSize, StateRenderer
 from x2.render.source import CAMERA_POSES, IMAGES, stored_cameras
 from x2.rollout.world import open_world
@@ -83,7 +84,7 @@ def write_rendered(src: Path, dst: Path, cameras: Sequence[str], size: ImageSize
     dst.unlink(missing_ok=True)
     drop = {f"{root}/{cam}" for cam in cameras for root in (IMAGES, CAMERA_POSES)}
     with Episode(src) as ep, open_world(ep) as world, StateRenderer(world, cameras, size) as renderer, \
-            h5py.File(src, "r") as old, h5py.File(dst, "w", libver="latest") as new:
+            h5py.File(src, "r") as old, kept_if_complete(dst, "w", libver="latest") as new:
         _copy_without(old, new, drop)
         states = ep.dataset("states")
         frames = int(states.shape[0])

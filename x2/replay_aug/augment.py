@@ -32,6 +32,7 @@ from x2.atomic import write_text
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.datasets.select import Selection, require_some
 from x2.errors import DatasetError
+from x2.hdf5_files import kept_if_complete
 from x2.replay_aug.envelope import Envelope, EnvelopeParams
 from x2.replay_aug.variant import Parent, Variant, make_variant, variant_seed
 from x2.spec.scenery import SceneryVariant, load_scenery
@@ -142,7 +143,7 @@ def scenery_for(scenery: Sequence[SceneryVariant], parent: int, k: int) -> Scene
 def _copy_episode(parent: Path, path: Path, index: int, *, variant: Variant, config: dict[str, Any],
                   envelope: Envelope) -> None:
     """The parent's file with the new world; see the module docstring."""
-    with h5py.File(parent, "r") as src, h5py.File(path, "w", libver="latest") as dst:
+    with h5py.File(parent, "r") as src, kept_if_complete(path, "w", libver="latest") as dst:
         def visit(group_src: h5py.Group, group_dst: h5py.Group, prefix: str) -> None:
             for name, obj in group_src.items():
                 where = f"{prefix}{name}"
@@ -222,6 +223,7 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
     if not records:
         raise DatasetError(f"{src.root}: episodes: found only augmented ones (source augment); allowed: recorded "
                            "episodes (augment their dataset again, with more --variants)")
+    src.verify(records)
     with src.load(records[0].index) as first:
         scenery = choose_scenery(scene_of(first), request)
     manifest = src.manifest.to_dict()

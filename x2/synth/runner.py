@@ -9,6 +9,7 @@ ledger), so `-n 2` twice is `-n 4` once and no demonstration is ever made twice.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing as mp
 import time
@@ -98,11 +99,19 @@ class SynthRun:
                 self._run_inline(ds, on_update)
             else:
                 self._run_pool(ds, on_update)
-        except KeyboardInterrupt:
-            self.progress.stop_reason = "interrupted (every committed episode is kept)"
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                self.progress.stop_reason = "interrupted (every committed episode is kept)"
+            # The report is written on the way out too, but the error that stopped the run is the one to show
+            # (a full disk refuses the report as well).
+            with contextlib.suppress(OSError):
+                self._write_report(ds)
             raise
+        else:
+            with ds.refusals(ds.root / REPORT_NAME, f"every accepted episode is committed ({ds.safe_note()}); "
+                                                    "only the run's report is missing"):
+                self._write_report(ds)
         finally:
-            self._write_report(ds)
             ds.close()
         return self.progress
 
