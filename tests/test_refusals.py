@@ -34,6 +34,14 @@ def short(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def other(tmp_path_factory) -> Path:
+    """Two more, from another master seed (a merge refuses repeated seeds)."""
+    path = tmp_path_factory.mktemp("refusals") / "other"
+    record_short_dataset(path, episodes=2, ticks=24, seed=5)
+    return path
+
+
 def committed(root: Path) -> dict[int, str]:
     """episode -> digest of its file, after checking the file still matches its index line."""
     ds = Dataset.open(root)
@@ -86,7 +94,7 @@ def test_synth_into_a_file(tmp_path: Path) -> None:
     (tmp_path / "data").write_text("not a folder")
     run = run_read_only(["synth", "--task", "fruit_in_microwave", "-n", "1", "--dataset", "data/x"], tmp_path,
                         tmp_path)
-    line = one_error_line(run, "a file is in the way")
+    line = one_error_line(run, "a file is in the way (something already exists where a folder must go)")
     assert "data" in line and (tmp_path / "data").read_text() == "not a folder"
 
 
@@ -171,9 +179,9 @@ def test_every_export_into_a_read_only_folder(kind: str, short: Path, tmp_path: 
 
 
 @pytest.mark.parametrize("command", ["merge", "filter"])
-def test_merge_and_filter_on_a_full_disk(command: str, short: Path, tmp_path: Path, library: Path) -> None:
+def test_merge_and_filter_on_a_full_disk(command: str, short: Path, other: Path, tmp_path: Path,
+                                        library: Path) -> None:
     root = shutil.copytree(short, tmp_path / "ds")
-    other = shutil.copytree(short, tmp_path / "other")
     before = committed(root)
     out = tmp_path / "made"
     args = ["datasets", "merge", str(root), str(other), "--out", str(out)] if command == "merge" else \

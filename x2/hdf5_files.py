@@ -1,20 +1,30 @@
-"""Closing an HDF5 file whose write failed, without crashing the process.
+"""Writing HDF5 files on a disk that may refuse writes, without crashing the process.
 
-When a write fails (a full disk, an I/O error) HDF5 keeps dirty metadata for the file; its close then
-fails too, the library keeps the file open, its objects fail again as Python frees them (printing
-tracebacks), and flushing it at interpreter exit ends the process in a segmentation fault. A file x2 is
-about to throw away therefore has its descriptor pointed at /dev/null first: the close writes its metadata
-into nothing and completes, and the file is removed. When a close still fails, the path is remembered:
-`x2.cli` then ends the process without HDF5's exit-time flush, after its one-line error.
+HDF5 writes from its caches whenever it likes. When such a write fails (a full disk, an I/O error) inside
+an object's deallocation, h5py can only print the error ("Exception ignored in ... ObjectID.__dealloc__"),
+the library keeps dirty state for the file, and later calls on it, its close, or the flush at interpreter
+exit end the process in a segmentation fault. Two defences, both below the code that writes:
+
+- A watcher (chained into `sys.unraisablehook` and `sys.excepthook`, which Cython prints through) catches
+  those swallowed failures, remembers the file and its errno, and points the file's descriptor at
+  /dev/null at once: HDF5's later writes then succeed into nothing and its state stays consistent. The
+  writer learns of it at its next `check_writes` or at the end of `kept_if_complete`, as an OSError.
+- A file x2 is about to throw away (`discard`) gets the same /dev/null descriptor before its close, so the
+  close completes, and is then removed. When a close still fails the path is remembered (`in_doubt`):
+  `x2.cli` then ends the process without HDF5's exit-time flush, after its one-line error.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import h5py
@@ -22,11 +32,21 @@ import h5py
 from x2.disk import os_error_of
 
 _unclosed: list[Path] = []
+_failed: dict[str, int] = {}  # absolute path -> errno of a write HDF5 reported only by printing
+_WHERE = re.compile(r"filename = '([^']*)', file descriptor = (\d+), errno = (\d+)")
 
 
-def unclosed_files() -> tuple[Path, ...]:
-    """Files HDF5 could not close in this process (the caller must not let HDF5 flush them at exit)."""
-    return tuple(_unclosed)
+def in_doubt() -> bool:
+    """True once HDF5 failed a write or a close in this process: its exit-time cleanup may then crash, so a
+    program that has reported the failure should end with os._exit (x2.cli does)."""
+    return bool(_unclosed or _failed)
+
+
+def check_writes(path: str | Path) -> None:
+    """Raise the OSError of a write to `path` that HDF5 failed without raising (see the module docstring)."""
+    code = _failed.get(os.path.abspath(path))
+    if code is not None:
+        raise OSError(code, os.strerror(code), str(path))
 
 
 def discard(file: h5py.File | None, path: str | Path) -> None:
@@ -34,7 +54,8 @@ def discard(file: h5py.File | None, path: str | Path) -> None:
     left it in. Never raises: it runs while another error is on its way up."""
     path = Path(path)
     if file is not None and file.id.valid:
-        _point_at_nothing(file)
+        with contextlib.suppress(Exception):  # another driver than sec2 has no descriptor: close as it is
+            _point_at_nothing(file.id.get_vfd_handle())
         try:
             file.close()
         except Exception:  # noqa: BLE001 - HDF5 raises RuntimeError, OSError, ValueError here
@@ -43,36 +64,76 @@ def discard(file: h5py.File | None, path: str | Path) -> None:
         path.unlink()
 
 
-def _point_at_nothing(file: h5py.File) -> None:
-    """Swap the file's descriptor for /dev/null: HDF5's last writes (the metadata it flushes on close)
-    then succeed and go nowhere, so the close completes, and the real file is left to be removed."""
-    with contextlib.suppress(Exception):  # another driver than sec2 has no descriptor: close as it is
-        fd = file.id.get_vfd_handle()
-        null = os.open(os.devnull, os.O_RDWR)
-        try:
-            os.dup2(null, fd)
-        finally:
-            os.close(null)
-
-
 @contextmanager
 def kept_if_complete(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterator[h5py.File]:
-    """`with kept_if_complete(tmp) as f: write f` -> `tmp` is closed and kept when the block ends well; on any
-    error (the block's or the close's) it is discarded and the error re-raised (a failed write as OSError)."""
+    """`with kept_if_complete(tmp) as f: write f` -> `tmp` is closed and kept when the block ends well and every
+    write reached the disk; otherwise it is discarded and the error raised (a failed write as OSError)."""
     path = Path(path)
+    watch()
     file = h5py.File(path, mode, **kwargs)
     try:
         yield file
+        check_writes(path)
     except BaseException as exc:
         discard(file, path)
+        check_writes(path)  # the write that failed first explains what came after it
         found = os_error_of(exc)
         if found is not None and not isinstance(exc, OSError):
             raise found from None
         raise
     try:
         file.close()
+        check_writes(path)
     except (OSError, RuntimeError) as exc:
-        _unclosed.append(path)  # too late to make room: the failed close is what leaves it open
+        if os.path.abspath(path) not in _failed:
+            _unclosed.append(path)  # too late to make room: the failed close is what leaves it open
         with contextlib.suppress(OSError):
             path.unlink()
         raise (os_error_of(exc) or exc) from None
+
+
+def _point_at_nothing(fd: int) -> None:
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
+
+
+def _swallowed_write_failure(exc: BaseException | None) -> bool:
+    """Take note of a failed HDF5 write reported only by printing; True when `exc` was one."""
+    if not isinstance(exc, (OSError, RuntimeError)) or "file write failed" not in str(exc):
+        return False
+    match = _WHERE.search(str(exc))
+    if match is None:
+        return False
+    name, fd, code = match.group(1), int(match.group(2)), int(match.group(3))
+    _failed.setdefault(os.path.abspath(name), code or errno.EIO)
+    with contextlib.suppress(OSError):
+        # Only while the descriptor is still that file's (the same number may have been reused since).
+        if os.readlink(f"/proc/self/fd/{fd}").removesuffix(" (deleted)") == os.path.abspath(name):
+            _point_at_nothing(fd)
+    return True
+
+
+_next: dict[str, Any] = {}
+
+
+def _unraisable(unraisable: Any) -> None:
+    if not _swallowed_write_failure(unraisable.exc_value):
+        _next["unraisablehook"](unraisable)
+
+
+def _excepthook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+    if not _swallowed_write_failure(value):
+        _next["excepthook"](kind, value, tb)
+
+
+def watch() -> None:
+    """Put the watcher in front of the current hooks (again, when someone replaced them since: typer sets
+    its own excepthook when a command starts). Every writer calls this before it opens a file."""
+    for name, hook in (("unraisablehook", _unraisable), ("excepthook", _excepthook)):
+        current = getattr(sys, name)
+        if current is not hook:
+            _next[name] = current
+            setattr(sys, name, hook)

@@ -9,7 +9,6 @@ import typer
 from rich.markup import escape
 
 from x2.cli._common import debug_enabled, err_console, run_app
-from x2.disk import is_refusal
 
 app = typer.Typer(
     name="x2",
@@ -29,7 +28,6 @@ def _mount() -> None:
 
 def main() -> None:
     _mount()
-    sys.unraisablehook, sys.excepthook = _quiet_unraisable, _quiet_excepthook
     try:
         run_app(app)
     except SystemExit as done:
@@ -44,29 +42,11 @@ def main() -> None:
         sys.exit(1)
 
 
-def _failed_hdf5_write(exc: BaseException | None) -> bool:
-    """An h5py object freed while its file's writes fail (a full or failing disk) reports it as a printed
-    traceback ("Exception ignored in ... ObjectID.__dealloc__"), not as an exception x2 could catch; the same
-    failure reaches x2 at the file's next flush or close, and ends in the command's one error line."""
-    return isinstance(exc, RuntimeError) and is_refusal(exc) and "file write failed" in str(exc)
-
-
-def _quiet_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
-    if not _failed_hdf5_write(unraisable.exc_value):
-        sys.__unraisablehook__(unraisable)
-
-
-def _quiet_excepthook(kind: type[BaseException], value: BaseException, tb: object) -> None:
-    # Cython prints an ignored exception's traceback through sys.excepthook before the unraisable hook.
-    if not _failed_hdf5_write(value):
-        sys.__excepthook__(kind, value, tb)  # type: ignore[arg-type]
-
-
 def _exit_without_hdf5_flush(code: object) -> None:
-    """A file HDF5 failed to close (x2.hdf5_files) would be flushed again at interpreter exit and
-    crash the process after its error line: end it here instead, with the command's own exit code."""
+    """After a failed HDF5 write or close (x2.hdf5_files) the library's exit-time cleanup may crash the
+    process after its error line: end it here instead, with the command's own exit code."""
     files = sys.modules.get("x2.hdf5_files")  # not imported: no HDF5 file was written
-    if files is not None and files.unclosed_files():
+    if files is not None and files.in_doubt():
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code if isinstance(code, int) else (0 if code is None else 1))

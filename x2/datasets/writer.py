@@ -43,7 +43,7 @@ from x2.datasets.index import EpisodeRecord, append_record
 from x2.datasets.zstd import compress_frame, image_filter, zstd_lib
 from x2.disk import is_refusal, refused
 from x2.errors import DatasetError
-from x2.hdf5_files import discard, kept_if_complete
+from x2.hdf5_files import check_writes, discard, kept_if_complete, watch
 
 _CHUNK_BYTES = 16 * 1024  # low-dim chunks: a short episode wastes little, a long one reads in few chunks
 _IMAGE_LAG = 2  # ticks a frame may spend in the compression pool before append writes it (66 ms at 30 Hz)
@@ -107,6 +107,7 @@ class EpisodeWriter:
         self._shapes = dict(shapes) if shapes is not None else None
 
     def start(self) -> EpisodeWriter:
+        watch()
         self._file = h5py.File(self.path, "w", libver="latest")
         for key, value in self._root.items():  # encoded and checked by root_attrs
             self._file.attrs[key] = value
@@ -261,6 +262,7 @@ class EpisodeWriter:
             col.ds.resize(start + rows, axis=0)
             _write_rows(col.ds, start, col.buf[:rows])
         self._file.flush()
+        check_writes(self.path)
         self._written, self._pending = start + rows, 0
 
     def _drain_images(self, keep: int) -> None:

@@ -51,7 +51,7 @@ from x2.export.episode_arrays import (
 )
 from x2.export.provenance import provenance
 from x2.export.staging import check_target, staged
-from x2.hdf5_files import kept_if_complete
+from x2.hdf5_files import check_writes, kept_if_complete
 from x2.render import ImageSize
 from x2.render.defaults import DEFAULT_SIZE
 
@@ -237,6 +237,7 @@ def _fill(data: h5py.Group, paths: Sequence[Path], records: Sequence[EpisodeReco
         # HDF5 writes its cache when it likes and reports a failure there only as a printed warning: flush
         # each demo so a full or failing disk raises here, with the export still discardable.
         data.file.flush()
+        check_writes(data.file.filename)
         total += arrays.frames
     data.attrs["total"] = total
     return total
