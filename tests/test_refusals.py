@@ -211,3 +211,25 @@ def test_rm_on_a_full_disk_removes_nothing(short: Path, tmp_path: Path, library:
     run = run_failing_disk(["datasets", "rm", str(root), "1", "--yes"], tmp_path, library, root)
     one_error_line(run, "disk full")
     intact(root, before)
+
+
+def test_synth_whose_dataset_is_deleted_under_it(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    from x2_cli import HEADLESS_ENV
+
+    root = tmp_path / "data" / "x"
+    proc = subprocess.Popen([sys.executable, "-m", "x2", "synth", "--task", "fruit_in_microwave", "-n", "3",
+                             "--workers", "1", "--dataset", "data/x"], cwd=tmp_path, env=HEADLESS_ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    index = root / "episodes.jsonl"
+    while proc.poll() is None and not (index.exists() and index.read_text()):  # the first episode committed
+        time.sleep(0.1)
+    shutil.rmtree(root)
+    out, err = proc.communicate(timeout=240)
+    run = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    line = one_error_line(run, "folder gone")
+    assert "data/x" in line and "the dataset folder data/x was deleted while x2 wrote it, nothing of it is left" in line
+    assert not root.exists()

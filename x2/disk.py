@@ -25,7 +25,7 @@ _CAUSES: dict[int, tuple[str, str]] = {
     errno.ENOTDIR: ("a file is in the way (a path component is a file, not a folder)", "choose a folder path"),
     errno.EISDIR: ("a folder is in the way", "choose another path"),
     errno.EEXIST: ("a file is in the way (something already exists where a folder must go)", "choose another path"),
-    errno.ENOENT: ("the folder is gone (deleted while x2 was writing?)", "rerun to write it again"),
+    errno.ENOENT: ("folder gone", "rerun to write it again"),
     errno.EIO: ("I/O error (a failing disk or a lost network mount)",
                 "check the disk, copy the committed data elsewhere, then `x2 datasets validate`"),
     errno.EFBIG: ("file too large for this file system", "write to another file system"),

@@ -301,7 +301,7 @@ class Dataset:
     def safe_note(self) -> str:
         """What a refused write leaves safe, in words: which episodes are committed and intact."""
         if not self.root.is_dir():
-            return f"the dataset folder {self.root} is gone (deleted while x2 was writing it); nothing of it is left"
+            return f"the dataset folder {self.root} was deleted while x2 wrote it, nothing of it is left"
         try:
             committed = [r.index for r in self.episodes()]
         except (X2Error, OSError):
