@@ -233,3 +233,14 @@ def test_synth_whose_dataset_is_deleted_under_it(tmp_path: Path) -> None:
     line = one_error_line(run, "folder gone")
     assert "data/x" in line and "the dataset folder data/x was deleted while x2 wrote it, nothing of it is left" in line
     assert not root.exists()
+
+
+def test_lerobot_export_with_video_on_a_failing_disk(short: Path, tmp_path: Path, library: Path) -> None:
+    """The image threads and the video encoder meet the failing disk too: still one line, no export."""
+    root = shutil.copytree(short, tmp_path / "ds")
+    target = tmp_path / "out" / "x.lerobot"
+    target.parent.mkdir()
+    run = run_failing_disk(["export", "lerobot", str(root), "--out", str(target), "--cameras", "head", "--size",
+                            "48x64"], tmp_path, library, target.parent / ".x.lerobot.partial", errno="EIO", after=3)
+    one_error_line(run, r"I/O error (a failing disk or a lost network mount)")
+    assert not target.exists() and not leftovers(target.parent, target.name)

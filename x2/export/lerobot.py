@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -101,6 +102,11 @@ def _write_frames(plan: ExportPlan, root: Path, repo_id: str, on_frames: FrameCa
     import datasets
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
+    # LeRobot logs each frame its image threads fail to write (a full disk: one line per frame) and raises
+    # afterwards; x2's one error line says it once, and the read-back check judges the export.
+    lerobot_log = logging.getLogger("lerobot")
+    lerobot_log.addHandler(logging.NullHandler())
+    lerobot_log.propagate = False
     images = plan.images
     try:
         ds = LeRobotDataset.create(repo_id, fps=plan.fps, features=plan.features(), root=root,
