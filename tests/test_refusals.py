@@ -13,6 +13,7 @@ from helpers.machine_says_no import (
     run_failing_disk,
     run_read_only,
     run_tiny_tmpfs,
+    run_without_permission,
 )
 from helpers.real_dataset import record_short_dataset
 from teleop_streams import home_stream
@@ -88,6 +89,15 @@ def test_synth_into_a_read_only_folder(tmp_path: Path) -> None:
     line = one_error_line(run, "read-only file system")
     assert "data/x" in line and "no dataset was created at data/x" in line
     assert not (tmp_path / "data" / "x").exists() and not list((tmp_path / "data").iterdir())
+
+
+def test_synth_into_a_folder_it_may_not_write(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    run = run_without_permission(["synth", "--task", "fruit_in_microwave", "-n", "1", "--dataset", "data/x"],
+                                 tmp_path, tmp_path / "data")
+    line = one_error_line(run, "permission denied")
+    assert "no dataset was created at data/x" in line
+    assert not list((tmp_path / "data").iterdir())
 
 
 def test_synth_into_a_file(tmp_path: Path) -> None:

@@ -48,6 +48,18 @@ def run_read_only(args: list[str], cwd: Path, folder: Path, timeout: float = 240
     return _run(cmd, cwd, dict(HEADLESS_ENV), timeout)
 
 
+def run_without_permission(args: list[str], cwd: Path, folder: Path,
+                           timeout: float = 240) -> subprocess.CompletedProcess:
+    """`x2 ARGS` by a user who may not write `folder`: mode 555, and the command runs without root's right to
+    ignore modes (a user namespace where this user is an ordinary one)."""
+    folder.chmod(0o555)
+    try:
+        cmd = ["unshare", "-U", "--map-user=1000", "--map-group=1000", sys.executable, "-m", "x2", *args]
+        return _run(cmd, cwd, dict(HEADLESS_ENV), timeout)
+    finally:
+        folder.chmod(0o755)
+
+
 def run_tiny_tmpfs(args: list[str], cwd: Path, folder: Path, size_kb: int, keep: Path,
                    timeout: float = 240) -> subprocess.CompletedProcess:
     """`x2 ARGS` with a `size_kb` tmpfs mounted at `folder`; what it holds afterwards is copied to `keep`
