@@ -19,6 +19,7 @@ from helpers.real_dataset import record_short_dataset
 from x2_cli import run_x2
 
 from x2.datasets import Dataset, Episode, validate
+from x2.datasets.digest import file_digest
 from x2.datasets.index import write_index
 from x2.datasets.rewrite import staged_path
 from x2.errors import DatasetError
@@ -167,8 +168,8 @@ def test_a_render_killed_between_log_and_rename_is_finished_by_the_next_writer(p
     staged = staged_path(root, 1)
     write_rendered(root / "episodes/episode_000001.h5", staged, CAMERAS, SIZE)
     old = Dataset.open(root).episodes()
-    write_index(root / "episodes.jsonl", [replace(r, bytes=staged.stat().st_size) if r.index == 1 else r
-                                          for r in old])
+    write_index(root / "episodes.jsonl", [replace(r, bytes=staged.stat().st_size, digest=file_digest(staged))
+                                          if r.index == 1 else r for r in old])
     stray = staged_path(root, 0)
     stray.write_bytes(b"half a file")
     report = validate(root)
