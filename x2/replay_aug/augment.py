@@ -249,7 +249,8 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
                         with src.load(record.index) as ep:
                             parent = Parent.of(str(ep.attrs.get("model_xml", "")), ep["states"],
                                                request.envelope_params(),
-                                               [str(a) for a in (ep.json_attr("assets") or {}).values()])
+                                               [str(a) for a in (ep.json_attr("assets") or {}).values()],
+                                               str(ep.path))
                     variant = make_variant(parent, scenery_for(scenery, record.index, k),
                                            variant_seed(request.seed, record.seed, k), request.objects, request.mode)
                     summary.geometry_s += time.perf_counter() - t0
