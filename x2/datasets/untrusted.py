@@ -55,6 +55,16 @@ def hdf5_errors(path: Path, what: str) -> Iterator[None]:
             from None
 
 
+def json_loads(text: str | bytes) -> Any:
+    """``json.loads`` whose every refusal is a JSONDecodeError (a ValueError): hostile nesting (``[[[[...``)
+    makes the decoder raise RecursionError, which the ``except ValueError`` of a reader would let through."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        doc = text if isinstance(text, str) else text.decode("utf-8", errors="replace")
+        raise json.JSONDecodeError("nested too deep to parse", doc[:100], 0) from None
+
+
 def parse_json(raw: Any, path: Path, name: str) -> Any:
     """A JSON attr's text (already a plain str) parsed, or one DatasetError line saying why not."""
     if not isinstance(raw, str):
@@ -63,9 +73,7 @@ def parse_json(raw: Any, path: Path, name: str) -> Any:
         raise DatasetError(f"{path}: {name}: found {len(raw)} characters of JSON; allowed: at most "
                            f"{MAX_JSON_BYTES} bytes")
     try:
-        return json.loads(raw)
-    except RecursionError:
-        raise DatasetError(f"{path}: {name}: found JSON nested too deep to parse; allowed: JSON text") from None
+        return json_loads(raw)
     except ValueError as exc:
         raise DatasetError(f"{path}: {name}: found malformed JSON ({_one_line(exc)}); allowed: JSON text") from None
 

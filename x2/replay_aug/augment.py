@@ -31,6 +31,7 @@ import x2
 from x2.atomic import write_text
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.datasets.select import Selection, require_some
+from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError
 from x2.replay_aug.envelope import Envelope, EnvelopeParams
 from x2.replay_aug.variant import Parent, Variant, make_variant, variant_seed
@@ -200,7 +201,7 @@ def _write_report(out: Dataset, source: Dataset, request: AugmentRequest,
 
 def _read_rejected(out: Path) -> dict[tuple[int, int], dict]:
     try:
-        data = json.loads((out / REPORT_NAME).read_text(encoding="utf-8"))
+        data = json_loads((out / REPORT_NAME).read_text(encoding="utf-8"))
         return {(int(r["parent"]), int(r["k"])): r for r in data.get("rejected", [])}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
