@@ -77,6 +77,32 @@ ARRAY_KINDS = ("strings", "nan", "inf", "ints", "wrong_rows", "scalar", "three_d
                "one_column", "compound")
 
 
+# JSON attrs edited deep inside (one value anywhere in the tree replaced), and the replacements.
+JSON_ATTRS = ("/world", "/world", "/world", "/assets", "/layout", "dag/events", "dag/failure", "dag/nodes",
+              "dag/scores")
+JSON_VALUES: dict[str, Any] = {"null": None, "negative": -1, "huge": 1e308, "string": "x", "empty_list": [],
+                               "empty_dict": {}, "nested": [[{"a": []}]], "bool": True, "long_list": list(range(1000))}
+
+
+def _paths(value: Any, here: tuple = ()) -> list[tuple]:
+    """Every path (keys and indices) into a JSON value, the root included."""
+    out = [here]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, (*here, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _paths(v, (*here, i))
+    return out
+
+
+def _replaced(value: Any, path: tuple, new: Any) -> Any:
+    if not path:
+        return new
+    value[path[0]] = _replaced(value[path[0]], path[1:], new)
+    return value
+
+
 def mutations() -> st.SearchStrategy[tuple]:
     """One corruption: bit flips, truncation, a node removed or replaced, non-finite numbers, a hostile
     attr value or a hostile world."""
@@ -91,6 +117,8 @@ def mutations() -> st.SearchStrategy[tuple]:
         st.tuples(st.just("attr"), st.sampled_from(("/",) * 3 + ("dag", "labels")),
                   st.sampled_from(ROOT_ATTRS + DAG_ATTRS + ("subtask_names",)), st.sampled_from(VALUE_KINDS)),
         st.tuples(st.just("world"), st.sampled_from(sorted(HOSTILE_WORLDS))),
+        st.tuples(st.just("json_edit"), st.sampled_from(JSON_ATTRS), st.integers(0, 10 ** 6),
+                  st.sampled_from(sorted(JSON_VALUES))),
     )
 
 
@@ -176,6 +204,15 @@ def apply(root: Path, mutation: tuple) -> None:
                     del attrs[name]
                 if value is not None:
                     attrs[name] = value
+        elif kind == "json_edit":
+            group, name = mutation[1].rsplit("/", 1)
+            attrs = f[group or "/"].attrs if (group or "/") in f else {}
+            if name in attrs:
+                raw = attrs[name]
+                value = json.loads(raw.decode() if isinstance(raw, bytes) else str(raw))
+                paths = _paths(value)
+                value = _replaced(value, paths[mutation[2] % len(paths)], JSON_VALUES[mutation[3]])
+                attrs[name] = json.dumps(value)
         elif kind == "world":
             f.attrs["model_xml"] = HOSTILE_WORLDS[mutation[1]].replace("{missing}", str(root / "never-opened"))
         else:
