@@ -114,3 +114,18 @@ def test_the_cli_refuses_a_hostile_world_in_one_line(recorded: Path, tmp_path: P
     errors = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and errors[0].startswith("error: "), done.stderr
     assert f"{root / EPISODE}: model_xml: found <include" in errors[0] and REFUSAL in errors[0], errors[0]
+
+
+@pytest.mark.parametrize(("world", "found"), [
+    ("bad_geom", "found a world MuJoCo cannot compile (Error: mesh 'nope' not found"),  # MuJoCo's own refusal
+    ("empty_world", "robot 'artixon-g': joint "),  # compiles, but is not the world its record describes
+    ("malformed", "found malformed XML"),
+])
+def test_a_world_mujoco_refuses_is_one_line_naming_the_file(recorded: Path, tmp_path: Path, world: str,
+                                                            found: str) -> None:
+    root = _hostile(recorded, tmp_path / "ds", world)
+    with Episode(root / EPISODE) as ep, pytest.raises(DatasetError) as refused:
+        open_world(ep)
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(f"{root / EPISODE}: model_xml: "), message
+    assert found in message, message
