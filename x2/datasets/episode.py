@@ -2,7 +2,9 @@
 
 Contract: an episode is one HDF5 file whose time-first datasets all have ``T`` rows, with at least
 ``/timestamps``, ``/action`` and ``/states``; everything the index needs is in its own attrs. Nothing
-read here is evaluated or unpickled: attrs are numbers, strings or JSON text parsed with ``json``.
+read here is evaluated, imported or unpickled: attrs are numbers, strings or JSON text parsed with
+``json``, and every value read is bounded and typed first (x2.datasets.untrusted), so a corrupted or
+hostile file ends in one DatasetError line naming it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 
 from x2.datasets.digest import file_digest
 from x2.datasets.index import EpisodeRecord, Segment
+from x2.datasets.untrusted import as_int, check_backed, hdf5_errors, parse_events, parse_failure, parse_json
 from x2.errors import DatasetError
 
 # x2/2: the file rebuilds its world (model_xml as stepped, the world record), seeds carry their master
@@ -252,14 +255,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _json_attr(attrs: h5py.AttributeManager, name: str, default: Any) -> Any:
-    raw = attrs.get(name)
+def _json_attr(attrs: h5py.AttributeManager, name: str, default: Any, path: Path) -> Any:
+    """The attr parsed as JSON; `default` when it is absent, one DatasetError line when it is not JSON."""
+    with hdf5_errors(path, name):
+        raw = attrs.get(name)
     if raw is None:
         return default
-    try:
-        return json.loads(_plain(raw))
-    except (TypeError, ValueError):
-        return default
+    return parse_json(_plain(raw), path, name)
 
 
 class Episode:
@@ -271,7 +273,7 @@ class Episode:
         try:
             self._file = h5py.File(self.path, "r", libver="latest", swmr=True) if swmr else \
                 h5py.File(self.path, "r")
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RuntimeError) as exc:
             raise DatasetError(f"{self.path}: file: found unreadable HDF5 ({exc}); "
                                "allowed: an x2 episode file (x2 datasets validate --repair)") from None
         self._cache: dict[str, np.ndarray] = {}
@@ -291,8 +293,9 @@ class Episode:
     def _shapes(self) -> dict[str, tuple[int, ...]]:
         # One walk of the file; h5py lookups cost ~0.1 ms each, and validate asks about every dataset.
         shapes: dict[str, tuple[int, ...]] = {}
-        self._file.visititems(
-            lambda n, o: shapes.__setitem__(n, o.shape) if isinstance(o, h5py.Dataset) else None)
+        with hdf5_errors(self.path, "file"):
+            self._file.visititems(
+                lambda n, o: shapes.__setitem__(n, o.shape) if isinstance(o, h5py.Dataset) else None)
         return shapes
 
     def keys(self) -> list[str]:
@@ -304,31 +307,57 @@ class Episode:
 
     def __getitem__(self, name: str) -> np.ndarray:
         if name not in self._cache:
-            self._cache[name] = self.dataset(name)[()]
+            ds = self.dataset(name)
+            check_backed(ds, self.path, name)
+            with hdf5_errors(self.path, name):
+                self._cache[name] = ds[()]
         return self._cache[name]
 
     def dataset(self, name: str) -> h5py.Dataset:
         """The lazy HDF5 dataset (slice it to read part of a large image stream)."""
         if name not in self._shapes:
             raise DatasetError(f"{self.path}: {name}: found missing; allowed: {', '.join(self.keys())}")
-        return self._file[name]
+        with hdf5_errors(self.path, name):
+            return self._file[name]
+
+    def numeric(self, name: str, ndim: int, min_rows: int = 0) -> np.ndarray:
+        """Dataset `name` read whole, refused unless it is a real-valued array of `ndim` dimensions with at
+        least `min_rows` rows (what arithmetic on it needs)."""
+        arr = self[name]
+        if arr.dtype.kind not in "biuf" or arr.ndim != ndim or (arr.shape[0] if arr.ndim else 0) < min_rows:
+            rows = f" and at least {min_rows} rows" if min_rows else ""
+            raise DatasetError(f"{self.path}: {name}: found {arr.dtype}{arr.shape}; "
+                               f"allowed: a numeric array of {ndim} dimension(s){rows}")
+        return arr
 
     def dataset_attrs(self, name: str) -> dict[str, Any]:
-        return {k: _plain(v) for k, v in self.dataset(name).attrs.items()}
+        ds = self.dataset(name)
+        with hdf5_errors(self.path, f"{name} attrs"):
+            return {k: _plain(v) for k, v in ds.attrs.items()}
 
     @functools.cached_property
     def attrs(self) -> dict[str, Any]:
         """Root attributes as plain Python values (JSON-valued ones stay text: see :meth:`json_attr`)."""
-        return {k: _plain(v) for k, v in self._file.attrs.items()}
+        with hdf5_errors(self.path, "attrs"):
+            return {k: _plain(v) for k, v in self._file.attrs.items()}
 
     def _attr(self, name: str, default: Any = None) -> Any:
-        raw = self._file.attrs.get(name)
+        with hdf5_errors(self.path, name):
+            raw = self._file.attrs.get(name)
         return default if raw is None else _plain(raw)
+
+    def _group(self, name: str) -> h5py.Group | None:
+        with hdf5_errors(self.path, name):
+            group = self._file.get(name)
+        return group if isinstance(group, h5py.Group) else None
 
     # facts
     @property
     def index(self) -> int:
-        return int(self._attr("episode_index", -1))
+        value = self._attr("episode_index", -1)
+        if as_int(value) is None:
+            raise DatasetError(f"{self.path}: episode_index: found {value!r:.60}; allowed: an integer")
+        return int(value)
 
     @property
     def frames(self) -> int:
@@ -339,46 +368,62 @@ class Episode:
 
     @property
     def success(self) -> bool:
-        return bool(self._attr("success", False))
+        value = self._attr("success", False)
+        if not isinstance(value, bool | int):
+            raise DatasetError(f"{self.path}: success: found {value!r:.60}; allowed: true or false")
+        return bool(value)
 
     @property
     def cameras(self) -> list[str]:
-        group = self._file.get("observations/images")
-        return sorted(group.keys()) if isinstance(group, h5py.Group) else []
+        group = self._group("observations/images")
+        if group is None:
+            return []
+        with hdf5_errors(self.path, "observations/images"):
+            return sorted(group.keys())
 
     @property
     def subtask_names(self) -> list[str]:
-        labels = self._file.get("labels")
-        if isinstance(labels, h5py.Group) and "subtask_names" in labels.attrs:
-            return [str(n) for n in _plain(labels.attrs["subtask_names"])]
-        return [str(n) for n in self.dag.get("nodes", [])]
+        labels = self._group("labels")
+        if labels is not None and "subtask_names" in labels.attrs:
+            with hdf5_errors(self.path, "labels/subtask_names"):
+                names = _plain(labels.attrs["subtask_names"])
+            if not isinstance(names, list):
+                raise DatasetError(f"{self.path}: labels/subtask_names: found {names!r:.60}; allowed: a list of names")
+            return [str(n) for n in names]
+        nodes = self.dag.get("nodes", [])
+        if not isinstance(nodes, list):
+            raise DatasetError(f"{self.path}: dag/nodes: found {json.dumps(nodes)[:60]}; allowed: a list of names")
+        return [str(n) for n in nodes]
 
     @property
     def segments(self) -> list[Segment]:
         if "labels/subtask_index" not in self:
             return []
-        return segments_from_labels(self["labels/subtask_index"], self.subtask_names)
+        labels = self["labels/subtask_index"]
+        if labels.dtype.kind not in "iu" or labels.ndim != 1:
+            raise DatasetError(f"{self.path}: labels/subtask_index: found {labels.dtype}{labels.shape}; "
+                               "allowed: a (T,) integer array")
+        return segments_from_labels(labels, self.subtask_names)
 
     @property
     def dag(self) -> dict[str, Any]:
         """nodes, edges and scores of the task DAG this episode was labelled with."""
-        group = self._file.get("dag")
-        if not isinstance(group, h5py.Group):
+        group = self._group("dag")
+        if group is None:
             return {"nodes": [], "edges": [], "scores": {}}
-        return {key: _json_attr(group.attrs, key, default)
+        return {key: _json_attr(group.attrs, key, default, self.path)
                 for key, default in (("nodes", []), ("edges", []), ("scores", {}))}
 
     @property
     def events(self) -> list[tuple[str, int]]:
-        group = self._file.get("dag")
-        raw = _json_attr(group.attrs, "events", []) if isinstance(group, h5py.Group) else []
-        return [(str(node), int(frame)) for node, frame in raw]
+        group = self._group("dag")
+        return parse_events(_json_attr(group.attrs, "events", [], self.path) if group is not None else [], self.path)
 
     @property
     def failure(self) -> tuple[str, int, str] | None:
-        group = self._file.get("dag")
-        raw = _json_attr(group.attrs, "failure", None) if isinstance(group, h5py.Group) else None
-        return None if not raw else (str(raw[0]), int(raw[1]), str(raw[2]))
+        group = self._group("dag")
+        return parse_failure(_json_attr(group.attrs, "failure", None, self.path) if group is not None else None,
+                        self.path)
 
     @property
     def outcome(self) -> str:
@@ -387,7 +432,7 @@ class Episode:
 
     def json_attr(self, name: str, default: Any = None) -> Any:
         """A root attr stored as JSON text (versions, env_args, layout, ...), parsed."""
-        return _json_attr(self._file.attrs, name, default)
+        return _json_attr(self._file.attrs, name, default, self.path)
 
     def problems(self) -> Iterator[str]:
         """Breaches of the file contract: missing required datasets, inconsistent T."""
@@ -424,6 +469,11 @@ class Episode:
     def initial_digest(self) -> str:
         """What makes two episodes the same demonstration: the world they were stepped in and the state
         they started from (sha256 of model_xml and /states[0])."""
-        h = hashlib.sha256(str(self._attr("model_xml", "")).encode("utf-8"))
-        h.update(np.ascontiguousarray(self.dataset("states")[0], dtype=np.float64).tobytes())
+        h = hashlib.sha256(str(self._attr("model_xml", "")).encode("utf-8", errors="replace"))
+        states = self.dataset("states")
+        if len(states.shape) != 2 or states.shape[0] < 1 or states.dtype.kind not in "biuf":
+            raise DatasetError(f"{self.path}: states: found {states.dtype}{states.shape}; "
+                               "allowed: a (T, n) numeric array with T >= 1")
+        with hdf5_errors(self.path, "states"):
+            h.update(np.ascontiguousarray(states[0], dtype=np.float64).tobytes())
         return h.hexdigest()

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from x2.atomic import fsync_dir, write_bytes
 from x2.datasets.digest import DIGEST_FORM
+from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError
 
 INDEX_NAME = "episodes.jsonl"
@@ -62,7 +63,7 @@ class EpisodeRecord:
     def from_json(cls, line: str, where: str) -> EpisodeRecord:
         """Parse one log line; anything off-contract raises DatasetError naming ``where``."""
         try:
-            data = json.loads(line)
+            data = json_loads(line)
         except ValueError as exc:
             raise DatasetError(f"{where}: line: found invalid JSON ({exc.msg}); "
                                "allowed: one JSON object") from None

@@ -39,6 +39,7 @@ from x2.datasets.removal import Progress, begin_removal, finish_removal, pending
 from x2.datasets.select import Selection
 from x2.datasets.splits import read_splits, write_splits
 from x2.datasets.store import EPISODES_DIR, INPROGRESS_DIR, MANIFEST_NAME, Dataset, Manifest
+from x2.datasets.untrusted import json_loads
 from x2.disk import is_refusal
 from x2.errors import DatasetError
 from x2.hdf5_files import kept_if_complete
@@ -73,7 +74,7 @@ def copy_episode(source: Path, target: Dataset, index: int, origin_key: str,
             value = dict(origin)
             if earlier is not None:
                 text = earlier.decode() if isinstance(earlier, bytes) else str(earlier)
-                value["earlier"] = json.loads(text)
+                value["earlier"] = json_loads(text)
             f.attrs[origin_key] = json.dumps(value, sort_keys=True)
         os.replace(tmp, final)
     except (OSError, ValueError, RuntimeError) as exc:

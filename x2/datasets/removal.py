@@ -23,6 +23,7 @@ from pathlib import Path
 from x2.atomic import fsync_dir, write_text
 from x2.datasets.episode import episode_filename
 from x2.datasets.index import INDEX_NAME, read_index, write_index
+from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError
 
 REMOVED_DIR = ".removed"
@@ -40,7 +41,7 @@ def pending_removal(root: Path) -> tuple[int, ...]:
     """Indices an interrupted removal still has to move ((), when none is under way)."""
     path = journal_path(root)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return ()
     except (OSError, ValueError) as exc:

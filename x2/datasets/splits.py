@@ -14,6 +14,7 @@ from pathlib import Path
 from x2.atomic import write_text
 from x2.datasets.episode import Episode
 from x2.datasets.store import Dataset
+from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError
 
 SPLITS_NAME = "splits.json"
@@ -23,7 +24,7 @@ def read_splits(root: Path) -> dict[int, str]:
     """The assignments in `splits.json` ({} when there is none)."""
     path = Path(root) / SPLITS_NAME
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:

@@ -9,7 +9,6 @@ change when another stratum grows.
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from x2.datasets.episode import Episode
 from x2.datasets.removal import Progress
 from x2.datasets.splits import SPLITS_NAME, write_splits
 from x2.datasets.store import Dataset
+from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError
 
 
@@ -80,7 +80,7 @@ def plan_splits(ds: Dataset, val: float, test: float = 0.0, seed: int = 0,
 def _origin(attrs: dict, name: str, inner: str | None = None) -> tuple[str, int] | None:
     """(dataset, episode) named by the JSON attr `name` (or its field `inner`)."""
     try:
-        value = json.loads(attrs[name]) if name in attrs else None
+        value = json_loads(attrs[name]) if name in attrs else None
         if value and inner is not None:
             value = value[inner]
         return (str(value["dataset"]), int(value["episode"])) if value else None

@@ -29,6 +29,7 @@ from x2.datasets.episode import Episode, episode_filename, parse_episode_filenam
 from x2.datasets.index import INDEX_NAME, EpisodeRecord, append_record, drop_torn_tail, format_indices, read_index
 from x2.datasets.removal import REMOVED_DIR, finish_removal
 from x2.datasets.rewrite import finish_interrupted
+from x2.datasets.untrusted import json_loads
 from x2.datasets.writer import EpisodeWriter
 from x2.disk import is_refusal, refused
 from x2.errors import DatasetError, NotFoundError, X2Error
@@ -168,7 +169,7 @@ class Dataset:
             raise NotFoundError(f"{root}: dataset: found no such folder; allowed: an x2 dataset folder")
         where = str(root / MANIFEST_NAME)
         try:
-            data = json.loads((root / MANIFEST_NAME).read_text(encoding="utf-8"))
+            data = json_loads((root / MANIFEST_NAME).read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise DatasetError(f"{where}: manifest: found missing; allowed: an x2 dataset folder "
                                "(made by x2 collect, synth or augment)") from None
@@ -361,7 +362,7 @@ class Dataset:
         """master seed (as text) -> next free slot; a missing or unreadable ledger counts as empty (the
         index still has every committed slot; validate reports an unreadable one)."""
         try:
-            data = json.loads((self.root / SLOTS_NAME).read_text(encoding="utf-8"))
+            data = json_loads((self.root / SLOTS_NAME).read_text(encoding="utf-8"))
             slots = data["next_slot"]
             return {str(k): int(v) for k, v in slots.items() if isinstance(v, int) and not isinstance(v, bool)}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):

@@ -10,7 +10,6 @@ that can be rendered again, never the only copy of an episode. Running it twice 
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from x2.datasets.store import (
     Dataset,
     lock_holder,
 )
+from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError
 
 Severity = Literal["error", "repairable", "info"]
@@ -222,7 +222,7 @@ def _check_slots(root: Path, report: Report) -> None:
     if not path.exists():
         return
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_loads(path.read_text(encoding="utf-8"))
         ok = isinstance(data, dict) and isinstance(data.get("next_slot"), dict) and all(
             isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in data["next_slot"].values())
     except (OSError, ValueError):

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from x2.atomic import write_bytes
+from x2.datasets.untrusted import json_loads
 from x2.errors import NotFoundError
 
 DATA_DIR = "data"
@@ -41,7 +42,7 @@ def list_datasets(root: str | Path | None = None) -> list[Path]:
 
 def last_dataset(root: str | Path | None = None) -> Path | None:
     try:
-        state = json.loads((_base(root) / STATE_PATH).read_text(encoding="utf-8"))
+        state = json_loads((_base(root) / STATE_PATH).read_text(encoding="utf-8"))
         value = state["last_dataset"] if isinstance(state, dict) else None
     except (OSError, ValueError, KeyError):
         return None
@@ -62,7 +63,7 @@ def remember_dataset(path: str | Path, root: str | Path | None = None) -> None:
     state_file = _base(root) / STATE_PATH
     state: dict[str, object] = {}
     try:
-        loaded = json.loads(state_file.read_text(encoding="utf-8"))
+        loaded = json_loads(state_file.read_text(encoding="utf-8"))
         state = loaded if isinstance(loaded, dict) else {}
     except (OSError, ValueError):
         pass  # other keys of a broken state file are not worth keeping

@@ -161,7 +161,7 @@ def _parse(g: Mapping[str, Any], attrs: Mapping[str, Any], path: Path, where: st
     try:
         fields = json.loads(attrs.get("fields", "[]"))
         events = json.loads(attrs.get("events", "[]"))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # RecursionError: [[[[... nested past the decoder's stack
         raise _fail(path, f"{where} attrs", "malformed JSON", "fields and events as JSON lists") from None
     codes = _read(g, "event_code", path, where, np.int64, ndim=1)
     if any(not (0 <= c < len(events)) or events[c] not in EVENTS for c in codes):

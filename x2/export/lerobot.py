@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from x2.atomic import write_text
+from x2.datasets.untrusted import json_loads
 from x2.errors import ExportError
 from x2.export.lerobot_check import Edges, EpisodeReadback, Readback, compare
 from x2.export.lerobot_language import SUBTASK_STYLE, subtask_rows
@@ -157,7 +158,7 @@ def _write_language(plan: ExportPlan, root: Path) -> None:
     LanguageColumnsWriter(drop_existing_subtask_index=False).write_all(records, staging, root)
     shutil.rmtree(staging)
     info_path = root / "meta" / "info.json"
-    info = json.loads(info_path.read_text(encoding="utf-8"))
+    info = json_loads(info_path.read_text(encoding="utf-8"))
     info["features"].update(language_feature_info())
     write_text(info_path, json.dumps(info, indent=4) + "\n")
 
@@ -260,4 +261,4 @@ def export_lerobot(plan: ExportPlan, target: str | Path, repo_id: str, *, overwr
 
 def read_x2_meta(root: str | Path) -> dict[str, Any]:
     """An export's provenance (meta/x2.json)."""
-    return json.loads((Path(root) / X2_META).read_text(encoding="utf-8"))
+    return json_loads((Path(root) / X2_META).read_text(encoding="utf-8"))

@@ -17,8 +17,6 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import mujoco
-
 from x2.datasets import Dataset, Episode
 from x2.datasets.index import EpisodeRecord, format_indices
 from x2.datasets.rewrite import commit_rewrite, finish_interrupted, staged_path
@@ -29,6 +27,7 @@ from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.render.episode_file import cameras_to_draw
 from x2.render.frames import ImageSize
 from x2.render.workers import JobResult, RenderJob, progress_queue, run_job, worker_pool
+from x2.sim.mujoco.recorded_xml import compile_world
 
 
 @dataclass(frozen=True)
@@ -81,11 +80,7 @@ def _check_request(cameras: Sequence[str], size: ImageSize, workers: int, ep: Ep
         raise DatasetError(f"--cameras: found {list(cameras)}; allowed: one or more distinct camera names")
     if workers < 1:
         raise DatasetError(f"--workers: found {workers}; allowed: 1 or more")
-    try:
-        model = mujoco.MjModel.from_xml_string(str(ep.attrs.get("model_xml", "")))
-    except ValueError as exc:
-        raise DatasetError(f"{ep.path}: model_xml: found a model MuJoCo refuses ({exc}); "
-                           "allowed: the compiled world as MJCF text") from None
+    model = compile_world(str(ep.attrs.get("model_xml", "")), str(ep.path))
     have = [model.camera(i).name for i in range(model.ncam)]
     missing = [c for c in cameras if c not in have]
     if missing:

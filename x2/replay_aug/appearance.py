@@ -26,6 +26,7 @@ import mujoco
 import numpy as np
 
 from x2.errors import DatasetError
+from x2.sim.mujoco.recorded_xml import world_spec
 from x2.sim.mujoco.world import world_text
 from x2.spec.env import FILL_LIGHT_RATIO
 from x2.spec.models import TEXTURES
@@ -224,8 +225,9 @@ def apply_look(spec: mujoco.MjSpec, look: Mapping[str, Any]) -> None:
         _style_lights(lights[0], lights[1:], look["lighting"])
 
 
-def restyled_world(model_xml: str, look: Mapping[str, Any]) -> str:
-    """A recorded world's MJCF text with `look` applied, printed as the recorder prints worlds."""
-    spec = mujoco.MjSpec.from_string(model_xml)
+def restyled_world(model_xml: str, look: Mapping[str, Any], source: str = "model_xml") -> str:
+    """A recorded world's MJCF text (read from the file `source` names, so checked first) with `look`
+    applied, printed as the recorder prints worlds."""
+    spec = world_spec(model_xml, source)
     apply_look(spec, look)
     return world_text(spec, spec.option.timestep)

@@ -31,6 +31,7 @@ import x2
 from x2.atomic import write_text
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.datasets.select import Selection, require_some
+from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError
 from x2.hdf5_files import kept_if_complete
 from x2.replay_aug.envelope import Envelope, EnvelopeParams
@@ -201,7 +202,7 @@ def _write_report(out: Dataset, source: Dataset, request: AugmentRequest,
 
 def _read_rejected(out: Path) -> dict[tuple[int, int], dict]:
     try:
-        data = json.loads((out / REPORT_NAME).read_text(encoding="utf-8"))
+        data = json_loads((out / REPORT_NAME).read_text(encoding="utf-8"))
         return {(int(r["parent"]), int(r["k"])): r for r in data.get("rejected", [])}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
@@ -251,7 +252,8 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
                         with src.load(record.index) as ep:
                             parent = Parent.of(str(ep.attrs.get("model_xml", "")), ep["states"],
                                                request.envelope_params(),
-                                               [str(a) for a in (ep.json_attr("assets") or {}).values()])
+                                               [str(a) for a in (ep.json_attr("assets") or {}).values()],
+                                               str(ep.path))
                     variant = make_variant(parent, scenery_for(scenery, record.index, k),
                                            variant_seed(request.seed, record.seed, k), request.objects, request.mode)
                     summary.geometry_s += time.perf_counter() - t0

@@ -16,6 +16,7 @@ import mujoco
 from x2.replay_aug.appearance import apply_look
 from x2.replay_aug.check import inserted_name
 from x2.replay_aug.placement import DistractorShape, Placed
+from x2.sim.mujoco.recorded_xml import world_spec
 from x2.sim.mujoco.world import world_text, yaw_quat
 
 
@@ -31,8 +32,9 @@ def add_distractors(spec: mujoco.MjSpec, placed: Sequence[Placed], shapes: Mappi
 
 
 def compose_world(parent_xml: str, look: Mapping[str, Any], placed: Sequence[Placed],
-                  shapes: Mapping[str, DistractorShape], timestep: float) -> str:
-    spec = mujoco.MjSpec.from_string(parent_xml)
+                  shapes: Mapping[str, DistractorShape], timestep: float, source: str = "parent model_xml") -> str:
+    """The parent's world (read from the file `source` names, so checked first) with `look` and `placed`."""
+    spec = world_spec(parent_xml, source)
     apply_look(spec, look)
     add_distractors(spec, placed, shapes)
     return world_text(spec, timestep)

@@ -30,6 +30,7 @@ from x2.replay_aug.placement import (
     work_area,
 )
 from x2.seeding import child_seed, streams
+from x2.sim.mujoco.recorded_xml import compile_world
 from x2.spec.env import AssetModel
 from x2.spec.scenery import SceneryVariant
 
@@ -89,15 +90,17 @@ class Parent:
     obstacles: tuple[Obstacle, ...]
     task_assets: tuple[str, ...]  # the assets the episode's task objects are
     sha256: str
+    source: str  # the episode file the world was read from (errors name it)
 
     @classmethod
-    def of(cls, xml: str, states: np.ndarray, params: EnvelopeParams, task_assets: Sequence[str]) -> Parent:
-        model = mujoco.MjModel.from_xml_string(xml)
+    def of(cls, xml: str, states: np.ndarray, params: EnvelopeParams, task_assets: Sequence[str],
+           source: str = "model_xml") -> Parent:
+        model = compile_world(xml, source)
         envelope = build_envelope(model, states, params)
         support = box_support(model)
         return cls(xml, model, states, envelope, support, work_area(envelope, support),
                    tuple(static_obstacles(model, support)), tuple(task_assets),
-                   hashlib.sha256(xml.encode("utf-8")).hexdigest())
+                   hashlib.sha256(xml.encode("utf-8")).hexdigest(), source)
 
 
 def make_variant(parent: Parent, scenery: SceneryVariant, seed: int, objects: int | None = None,
@@ -110,8 +113,8 @@ def make_variant(parent: Parent, scenery: SceneryVariant, seed: int, objects: in
     report = place_distractors(shapes, area, envelope, parent.obstacles, rngs["placement"],
                                envelope.params.clearance, mode=mode)
     xml = compose_world(parent.xml, look, report.placed, {s.name: s for s in shapes},
-                        float(parent.model.opt.timestep))
-    check = check_world(mujoco.MjModel.from_xml_string(xml), parent.states, envelope.params.clearance, support.name)
+                        float(parent.model.opt.timestep), parent.source)
+    check = check_world(compile_world(xml, parent.source), parent.states, envelope.params.clearance, support.name)
     settled = settle(report.placed, {a.name: a for a in assets}, support)
     config = {
         "seed": seed,

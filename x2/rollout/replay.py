@@ -39,11 +39,12 @@ class ReplayReport:
 
 
 def replay_actions(ep: Episode) -> ReplayReport:
-    states, actions = ep["states"], ep["action"]
-    frames = len(states)
-    deviation, worst = np.zeros(frames), np.zeros(frames, dtype=np.intp)
     with open_world(ep) as world:
         backend = world.backend
+        states = ep.numeric("states", 2, 1)
+        frames = len(states)
+        actions = ep.numeric("action", 2, frames - 1)
+        deviation, worst = np.zeros(frames), np.zeros(frames, dtype=np.intp)
         backend.set_state(states[0])
         for t in range(frames - 1):
             backend.step(np.asarray(actions[t], dtype=np.float64))
@@ -58,7 +59,7 @@ def deepest_penetration(ep: Episode) -> Penetration:
     deepest = Penetration(0.0, 0, None)
     with open_world(ep) as world:
         backend = world.backend
-        states = ep["states"]
+        states = ep.numeric("states", 2, 1)
         for t in range(len(states)):
             backend.set_state(states[t])
             deepest = deepest.then(backend, t)

@@ -56,10 +56,13 @@ def open_world(ep: Episode) -> RecordedWorld:
     except (TypeError, ValueError, AttributeError):
         raise DatasetError(f"{ep.path}: layout: found {str(layout)[:60]}; allowed: {{object: [x, y, z, yaw]}}") \
             from None
-    backend = recorded_backend(env, xml, {str(k): str(v) for k, v in assets.items()}, placements)
+    if not isinstance(assets, dict):
+        raise DatasetError(f"{ep.path}: assets: found {str(assets)[:60]}; allowed: {{object: asset name}}")
+    backend = recorded_backend(env, xml, {str(k): str(v) for k, v in assets.items()}, placements, str(ep.path))
     states = ep.dataset("states")
-    if len(states.shape) != 2 or states.shape[1] != backend.state_size:
+    if len(states.shape) != 2 or states.shape[0] < 1 or states.shape[1] != backend.state_size \
+            or states.dtype.kind not in "biuf":
         backend.close()
-        raise DatasetError(f"{ep.path}: states: found shape {states.shape}; allowed: (T, {backend.state_size}) "
-                           "for the world in its model_xml")
+        raise DatasetError(f"{ep.path}: states: found {states.dtype}{states.shape}; allowed: (T, "
+                           f"{backend.state_size}) numbers, T >= 1, for the world in its model_xml")
     return RecordedWorld(env, backend, record)

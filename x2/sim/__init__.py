@@ -18,8 +18,9 @@ def make_backend(env: EnvSpec) -> Backend:
 
 
 def recorded_backend(env: EnvSpec, model_xml: str, assets: Mapping[str, str],
-                     layout: Mapping[str, Placement]) -> Backend:
-    """The world of a recorded episode, compiled from its stored model XML (no spec file is read)."""
+                     layout: Mapping[str, Placement], source: str = "model_xml") -> Backend:
+    """The world of a recorded episode, compiled from its stored model XML (no spec file is read) once
+    it is known to be self-contained (x2.sim.mujoco.recorded_xml); `source` names the file in errors."""
     from x2.sim.mujoco.backend import MujocoBackend
 
-    return MujocoBackend.recorded(env, model_xml, assets, layout)
+    return MujocoBackend.recorded(env, model_xml, assets, layout, source)

@@ -37,6 +37,7 @@ from x2.spec.env import (
     SkillBinding,
     TaskModel,
 )
+from x2.spec.record_types import check_types
 from x2.tasks.predicates import PREDICATES
 
 RECORD_VERSION = 1
@@ -141,9 +142,11 @@ def env_from_record(record: Mapping[str, Any], where: str = "world") -> EnvSpec:
             cameras=tuple(r["cameras"]), base_pos=tuple(r["base_pos"]))
         booth = BoothModel(**{k: _tuple(v) for k, v in sc["booth"].items()})
         objects = tuple(_object(o) for o in sc["objects"])
-        task = None if record["task"] is None else _task(record["task"])
-        return EnvSpec(robot=robot, booth=booth, objects=objects, task=task, fps=int(ctl["fps"]),
-                       substeps=int(ctl["substeps"]), scene_name=sc["name"], variant=sc["variant"], split=sc["split"])
+        task = None if record["task"] is None else _task(record["task"], where)
+        env = EnvSpec(robot=robot, booth=booth, objects=objects, task=task, fps=int(ctl["fps"]),
+                      substeps=int(ctl["substeps"]), scene_name=sc["name"], variant=sc["variant"], split=sc["split"])
+        check_types(env, where)  # a name that is null or a list must never reach MuJoCo's name lookup
+        return env
     except DatasetError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -161,7 +164,7 @@ def _object(o: Mapping[str, Any]) -> ObjectInstance:
                           None if o["pose"] is None else tuple(o["pose"]))
 
 
-def _task(t: Mapping[str, Any]) -> TaskModel:
+def _task(t: Mapping[str, Any], where: str) -> TaskModel:
     def calls(cs: list[dict[str, Any]]) -> tuple[PredicateCall, ...]:
         out = []
         for c in cs:
@@ -169,7 +172,12 @@ def _task(t: Mapping[str, Any]) -> TaskModel:
             # Names resolve only in x2's own registry, and only to the arguments it declares.
             if name not in PREDICATES or not set(args) <= set(PREDICATES[name].params):
                 allowed = sorted(PREDICATES) if name not in PREDICATES else list(PREDICATES[name].params)
-                raise DatasetError(f"world: task predicate: found {name}({', '.join(args)}); allowed: {allowed}")
+                raise DatasetError(f"{where}: task predicate: found {name}({', '.join(args)}); allowed: {allowed}")
+            for arg, value in args.items():  # names are text, "float" arguments numbers
+                number = PREDICATES[name].params[arg] == "float"
+                if isinstance(value, bool) or not isinstance(value, int | float if number else str):
+                    raise DatasetError(f"{where}: task predicate {name}: {arg}: found {value!r:.40}; allowed: "
+                                       + ("a number" if number else "a name"))
             out.append(PredicateCall(name, args))
         return tuple(out)
 

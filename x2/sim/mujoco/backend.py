@@ -17,10 +17,11 @@ from collections.abc import Mapping
 import mujoco
 import numpy as np
 
-from x2.errors import NotFoundError, X2Error
+from x2.errors import DatasetError, NotFoundError, X2Error
 from x2.seeding import streams
 from x2.sim.backend import CameraInfo, Contact, ResetInfo, RobotState, SimulationUnstable
 from x2.sim.layout import Placement, solve_layout
+from x2.sim.mujoco.recorded_xml import check_world_xml, compile_world, make_data
 from x2.sim.mujoco.state import STATE_SPEC, state_size
 from x2.sim.mujoco.world import ASSET_ROOT_BODY, free_joint, object_body, world_xml
 from x2.spec.action import ActionLayout
@@ -32,14 +33,21 @@ _CACHE = 4  # compiled worlds kept: a re-recorded teleop episode or a relabel pa
 class _Compiled:
     """One world compiled from its XML text, with the index tables the hot path uses."""
 
-    def __init__(self, env: EnvSpec, chosen: Mapping[str, AssetModel], xml: str):
-        try:
-            self.model = mujoco.MjModel.from_xml_string(xml)
-        except ValueError as exc:
-            raise X2Error(f"robot {env.robot.name!r} / scene {env.scene_name!r}: MuJoCo could not compile the "
-                          f"world: {str(exc).strip().splitlines()[0]}") from None
+    def __init__(self, env: EnvSpec, chosen: Mapping[str, AssetModel], xml: str, source: str | None = None):
+        if source is not None:  # read from a file: checked before MuJoCo opens anything it names
+            self.model = compile_world(xml, source)
+            self.data = make_data(self.model, source)
+        else:
+            # x2's own world, checked too so that it never records one its readers would refuse (~2 ms of
+            # the ~10 ms a new world takes to compile)
+            check_world_xml(xml, f"robot {env.robot.name!r} / scene {env.scene_name!r}")
+            try:
+                self.model = mujoco.MjModel.from_xml_string(xml)
+            except ValueError as exc:
+                raise X2Error(f"robot {env.robot.name!r} / scene {env.scene_name!r}: MuJoCo could not compile the "
+                              f"world: {str(exc).strip().splitlines()[0]}") from None
+            self.data = mujoco.MjData(self.model)
         self.xml = xml
-        self.data = mujoco.MjData(self.model)
         self._ids: dict[tuple[mujoco.mjtObj, str], int] = {}
         m = self.model
         self.chosen = dict(chosen)
@@ -110,10 +118,20 @@ class _Compiled:
         return body
 
 
+def _compiled(env: EnvSpec, chosen: Mapping[str, AssetModel], xml: str, source: str | None) -> _Compiled:
+    try:
+        return _Compiled(env, chosen, xml, source)
+    except NotFoundError as exc:
+        if source is None:
+            raise
+        # a recorded world that lacks what its own world record names: the file is at fault, say which
+        raise DatasetError(f"{source}: model_xml: {exc}; allowed: the world its world record describes") from None
+
+
 class MujocoBackend:
     """A MuJoCo world for one EnvSpec (see the module docstring for the two ways to make one)."""
 
-    def __init__(self, env: EnvSpec, *, _recorded: tuple[str, dict[str, AssetModel], dict[str, Placement]]
+    def __init__(self, env: EnvSpec, *, _recorded: tuple[str, dict[str, AssetModel], dict[str, Placement], str]
                  | None = None):
         self.env = env
         self._cache: dict[str, _Compiled] = {}  # by XML text, newest last
@@ -121,20 +139,22 @@ class MujocoBackend:
         self.table_height = env.booth.table_height
         self._c: _Compiled | None = None
         self._recorded = _recorded
+        source = None
         if _recorded is not None:
-            xml, chosen, layout = _recorded
+            xml, chosen, layout, source = _recorded
             self._layout = dict(layout)
         else:
             chosen = {o.name: o.candidates[0] for o in env.objects}
             self._layout = {}
             xml = world_xml(env, chosen)
-        self._use(chosen, xml)
+        self._use(chosen, xml, source)
 
     @classmethod
     def recorded(cls, env: EnvSpec, model_xml: str, assets: Mapping[str, str],
-                 layout: Mapping[str, Placement]) -> MujocoBackend:
-        """The world of a recorded episode: its stored XML as it is, `assets` naming each object's drawn
-        asset among `env`'s candidates (an env rebuilt from the same file)."""
+                 layout: Mapping[str, Placement], source: str = "model_xml") -> MujocoBackend:
+        """The world of a recorded episode: its stored XML as it is (checked by x2.sim.mujoco.recorded_xml
+        first), `assets` naming each object's drawn asset among `env`'s candidates (an env rebuilt from the
+        same file). `source` names the file in every error."""
         chosen = {}
         for obj in env.objects:
             pool = {a.name: a for a in obj.candidates}
@@ -143,11 +163,11 @@ class MujocoBackend:
                 raise NotFoundError(f"object {obj.name!r}: recorded asset {name!r} is not among its assets "
                                     f"{sorted(pool)}")
             chosen[obj.name] = pool[name]
-        return cls(env, _recorded=(model_xml, chosen, dict(layout)))
+        return cls(env, _recorded=(model_xml, chosen, dict(layout), source))
 
     # ----- world selection -------------------------------------------------------------------
-    def _use(self, chosen: Mapping[str, AssetModel], xml: str) -> None:
-        c = self._cache.pop(xml, None) or _Compiled(self.env, chosen, xml)
+    def _use(self, chosen: Mapping[str, AssetModel], xml: str, source: str | None = None) -> None:
+        c = self._cache.pop(xml, None) or _compiled(self.env, chosen, xml, source)
         self._cache[xml] = c
         while len(self._cache) > _CACHE:
             del self._cache[next(iter(self._cache))]
