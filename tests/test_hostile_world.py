@@ -14,7 +14,7 @@ from pathlib import Path
 
 import mujoco
 import pytest
-from helpers.corrupt_episodes import EPISODE, HOSTILE_WORLDS, apply
+from helpers.corrupt_episodes import EPISODE, HOSTILE_WORLDS, apply, restamp
 from helpers.real_dataset import record_short_dataset
 from x2_cli import run_x2
 
@@ -45,6 +45,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _hostile(recorded: Path, target: Path, world: str) -> Path:
     shutil.copytree(recorded, target)
     apply(target, ("world", world))
+    restamp(target)
     return target
 
 

@@ -16,7 +16,7 @@ import signal
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,9 @@ import numpy as np
 from hypothesis import strategies as st
 
 from x2.datasets import Episode
+from x2.datasets.digest import file_digest
+from x2.datasets.episode import parse_episode_filename
+from x2.datasets.index import INDEX_NAME, read_index, write_index
 from x2.datasets.validate import repair, validate
 from x2.errors import X2Error
 from x2.rollout.replay import deepest_penetration, replay_actions
@@ -313,10 +316,21 @@ def run_isolated(reader: Callable[[Path], None], root: Path, timeout: float | No
     return Outcome(kind, detail)
 
 
+def restamp(root: Path) -> None:
+    """Give the episode's index line the size and checksum of the file as it is now: a dataset made wrong
+    on purpose (or by a buggy tool) carries checksums that match, so the readers behind the check are the
+    ones under test. (A file damaged after its commit is the checksum's case: tests/test_checksums.py.)"""
+    index = parse_episode_filename(Path(EPISODE).name)
+    records = [replace(r, bytes=(root / EPISODE).stat().st_size, digest=file_digest(root / EPISODE))
+               if r.index == index else r for r in read_index(root / INDEX_NAME)]
+    write_index(root / INDEX_NAME, records)
+
+
 def corrupted_copy(source: Path, target: Path, mutation: tuple) -> Path:
-    """A copy of the dataset at `source` whose episode file carries `mutation`."""
+    """A copy of the dataset at `source` whose episode file carries `mutation` (and whose index says so)."""
     shutil.copytree(source, target)
     apply(target, mutation)
+    restamp(target)
     return target
 
 
