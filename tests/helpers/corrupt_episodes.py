@@ -9,11 +9,8 @@ short dataset by `apply`; `run_isolated` runs one reader in a forked child, so a
 from __future__ import annotations
 
 import json
-import os
-import select
+import multiprocessing
 import shutil
-import signal
-import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -276,43 +273,41 @@ def _child(reader: Callable[[Path], None], root: Path) -> Outcome:
         return Outcome("traceback", traceback.format_exc()[-4000:])
 
 
+def _report(reader: Callable[[Path], None], root: Path, conn: Any) -> None:
+    conn.send_bytes(json.dumps(list(_as_pair(_child(reader, root)))).encode("utf-8"))
+    conn.close()
+
+
+def _as_pair(outcome: Outcome) -> tuple[str, str]:
+    return outcome.kind, outcome.detail
+
+
+# Children come from a fork server: a process started clean, single-threaded, with x2 imported once. Forking
+# the test process itself would copy whatever locks its other threads hold at that instant (a deadlock).
+_SERVER = multiprocessing.get_context("forkserver")
+_SERVER.set_forkserver_preload(["x2.datasets", "x2.rollout.replay", "x2.sim", "h5py", "mujoco"])
+
+
 def run_isolated(reader: Callable[[Path], None], root: Path, timeout: float | None = None) -> Outcome:
-    """Run `reader(root)` in a forked child. A signal ends in "crash", running past `timeout` in "hang"
+    """Run `reader(root)` in a child process. A signal ends in "crash", running past `timeout` in "hang"
     (None: wait as long as it takes; a test's own timeout then bounds it)."""
-    out, inp = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report and leave without running the parent's cleanup
-        os.close(out)
-        code = 0
-        try:
-            outcome = _child(reader, root)
-            os.write(inp, json.dumps([outcome.kind, outcome.detail]).encode("utf-8"))
-        except BaseException:  # noqa: BLE001
-            code = 3
-        os.close(inp)
-        os._exit(code)
-    os.close(inp)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    chunks: list[bytes] = []
-    while True:
-        left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        ready, _, _ = select.select([out], [], [], left)
-        if not ready:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            os.close(out)
-            return Outcome("hang", f"still running after {timeout} s")
-        chunk = os.read(out, 1 << 16)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(out)
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        return Outcome("crash", f"killed by signal {os.WTERMSIG(status)}")
-    if not chunks:
-        return Outcome("crash", f"exited {os.WEXITSTATUS(status)} without a report")
-    kind, detail = json.loads(b"".join(chunks))
+    receive, send = _SERVER.Pipe(duplex=False)
+    child = _SERVER.Process(target=_report, args=(reader, root, send), daemon=True)
+    child.start()
+    send.close()
+    if not receive.poll(timeout):
+        child.kill()
+        child.join()
+        return Outcome("hang", f"still running after {timeout} s")
+    try:
+        kind, detail = json.loads(receive.recv_bytes())
+    except EOFError:
+        kind, detail = None, ""
+    child.join()
+    if child.exitcode is not None and child.exitcode < 0:
+        return Outcome("crash", f"killed by signal {-child.exitcode}")
+    if kind is None:
+        return Outcome("crash", f"exited {child.exitcode} without a report")
     return Outcome(kind, detail)
 
 
