@@ -60,10 +60,10 @@ def cause(exc: BaseException) -> str:
     return _CAUSES.get(found.errno, (os.strerror(found.errno), ""))[0]
 
 
-def refused(exc: BaseException, path: str | Path | None, safe: str) -> StorageError:
-    """The one line: `<cause> writing <path>: <what is safe>; <what to do>`."""
+def refused(exc: BaseException, path: str | Path | None, safe: str, doing: str = "writing") -> StorageError:
+    """The one line: `<cause> <doing> <path>: <what is safe>; <what to do>`."""
     found = os_error_of(exc)
     code = found.errno if found is not None else None
     fix = _CAUSES.get(code, ("", "check the disk and rerun"))[1] if code is not None else "check the disk and rerun"
     where = path if path is not None else (getattr(found, "filename", None) or "?")
-    return StorageError(f"{cause(exc)} writing {where}: {safe}; {fix}")
+    return StorageError(f"{cause(exc)} {doing} {where}: {safe}; {fix}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Callable
@@ -107,11 +108,14 @@ def translate_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
                 raise
             raise fail(str(exc), exc.exit_code) from None
         except (OSError, RuntimeError) as exc:
-            # A refused write no writer put into words: still the machine saying no, never a bug.
+            # The machine said no where no writer put it into words (it may be a read, too): never a bug.
             if debug_enabled() or not is_refusal(exc):
                 raise
+            if getattr(exc, "errno", None) == errno.ENOENT:
+                raise fail(f"{exc.filename or exc}: path: found no such file or folder; allowed: an existing "
+                           "path") from None
             error = refused(exc, None, "everything committed before it is intact (x2 renames finished files "
-                                       "into place, so a failed write leaves no half-made one)")
+                                       "into place, so a failed write leaves no half-made one)", doing="at")
             raise fail(str(error), error.exit_code) from None
         except KeyboardInterrupt:
             err_console.print("interrupted")

@@ -382,6 +382,10 @@ class Dataset:
         """Become the dataset's only writer (non-blocking), then heal the log a crash may have left."""
         if self._lock_fd is not None:
             return
+        with self.refusals(self.root / LOCK_NAME, prefix="nothing was changed, "):
+            self._take_lock(heal)
+
+    def _take_lock(self, heal: bool) -> None:
         fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
@@ -397,10 +401,10 @@ class Dataset:
                 os.close(fd)
                 raise DatasetError(f"{self.root / LOCK_NAME}: lock: found held by pid {lock_holder(self.root)}; "
                                    "allowed: one writer process per dataset") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
         self._lock_fd = fd
         try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
             if heal:
                 self._heal()
         except BaseException:

@@ -20,6 +20,8 @@ what zarr's ZipStore reads in place) instead.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import shutil
 import zipfile
@@ -31,6 +33,7 @@ from typing import Any
 import numcodecs
 import numpy as np
 import zarr
+import zarr.core.sync as zarr_sync
 from zarr.storage import LocalStore, ZipStore
 
 from x2.datasets import Dataset, Episode, EpisodeRecord
@@ -139,6 +142,9 @@ def export_zarr(ds: Dataset, records: Sequence[EpisodeRecord], out: str | Path, 
             if options.zip:
                 _pack(build, tmp)
                 _read_back(ZipStore(str(tmp), mode="r"), expected, ends, target)
+        except BaseException:
+            _settle_writes()  # before the partial tree is removed, or a late chunk write makes it again
+            raise
         finally:
             if build != tmp:
                 shutil.rmtree(build, ignore_errors=True)
@@ -146,6 +152,18 @@ def export_zarr(ds: Dataset, records: Sequence[EpisodeRecord], out: str | Path, 
                                                                 if p.is_file())
     return ZarrSummary(target, len(records), total, {k: (v[0], v[1]) for k, v in expected.items()}, ends,
                        sizes, size)
+
+
+def _settle_writes() -> None:
+    """Wait for the chunk writes zarr still has in flight. zarr writes an array's chunks as concurrent tasks
+    on its own event loop; when one fails (a full disk) the assignment raises at once while the others go
+    on writing, and each recreates its folders."""
+    async def others() -> None:
+        current = asyncio.current_task()
+        await asyncio.gather(*(t for t in asyncio.all_tasks() if t is not current), return_exceptions=True)
+
+    with contextlib.suppress(Exception):
+        zarr_sync.sync(others())
 
 
 def _build_dir(target: Path, tmp: Path, zip_: bool) -> Path:
