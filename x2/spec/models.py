@@ -14,10 +14,15 @@ from x2.spec.source import Fragment
 
 Vec2 = tuple[float, float]
 Vec3 = tuple[float, float, float]
+Size = Annotated[float, Field(gt=0)]
+Extent = Annotated[float, Field(ge=0)]
+Unit = Annotated[float, Field(ge=0, le=1)]
+RGBA = tuple[Unit, Unit, Unit, Unit]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan: a `.nan` or `.inf` (YAML floats) is no position, size or time.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # ----- robots ---------------------------------------------------------------------------------
@@ -74,17 +79,17 @@ class AssetFile(_Strict):
 
 class BoothFile(_Strict):
     table_center: Vec2 | None = None
-    table_half_size: Vec2 | None = None
+    table_half_size: tuple[Size, Size] | None = None
     table_height: float | None = Field(default=None, gt=0.2, lt=1.5)
-    wall_rgba: tuple[float, float, float, float] | None = None
-    floor_rgba: tuple[float, float, float, float] | None = None
-    table_rgba: tuple[float, float, float, float] | None = None
+    wall_rgba: RGBA | None = None
+    floor_rgba: RGBA | None = None
+    table_rgba: RGBA | None = None
     light_intensity: float | None = Field(default=None, ge=0, le=2)
 
 
 class RegionFile(_Strict):
     center: Vec2
-    half_size: Vec2
+    half_size: tuple[Extent, Extent]
     yaw: Vec2 = (-3.14159, 3.14159)
 
 
@@ -280,6 +285,8 @@ def _allowed(err: Any) -> str:
         return str(ctx["expected"])
     if err["type"] == "missing":
         return "a value (this field is required)"
+    if err["type"] == "model_type":  # pydantic: "a valid dictionary or instance of NodeFile"
+        return "a mapping of fields"
     return err["msg"].removeprefix("Input should be ").removeprefix("Value error, ")
 
 

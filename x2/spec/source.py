@@ -60,60 +60,160 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def _convert(node: yaml.Node, file: str, path: Path_, origins: dict[Path_, Origin]) -> Any:
-    origins[path] = Origin(file, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
+def is_file(path: Path) -> bool:
+    """Path.is_file, also False for a name the OS refuses (too long): a spec's paths are the user's text."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+# Specs are small hand-written files (the shipped ones are a few kB). These bounds turn what no person
+# writes into a one-line error instead of a hang, a MemoryError or a RecursionError: a huge file, nesting
+# past Python's recursion limit, and aliases that expand exponentially ("billion laughs": ten levels of nine
+# aliases each are 9 ** 10 values) or into themselves.
+MAX_SPEC_BYTES = 1 << 20
+MAX_DEPTH = 64  # mappings and lists inside each other, aliases expanded
+MAX_VALUES = 20_000  # scalars, mappings and lists in one file, aliases expanded
+_PLAIN_TAGS = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}
+
+
+class _TooDeep(Exception):
+    def __init__(self, line: int):
+        self.line = line
+
+
+class _SpecLoader(yaml.SafeLoader):
+    """PyYAML's safe composer, stopped before its recursion reaches Python's limit, and its scanner,
+    stopped before deep flow nesting (`[[[[...`) makes its simple-key bookkeeping quadratic."""
+
+    def __init__(self, text: str):
+        super().__init__(text)
+        self._depth = 0
+
+    def fetch_flow_collection_start(self, TokenClass: type) -> None:  # noqa: N803  # PyYAML's name
+        if self.flow_level >= MAX_DEPTH:
+            raise _TooDeep(self.line + 1)
+        super().fetch_flow_collection_start(TokenClass)
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _TooDeep(self.peek_event().start_mark.line + 1)
+            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        finally:
+            self._depth -= 1
+
+
+class _Converter:
+    """Composed YAML nodes -> plain data and origins, aliases expanded within the bounds above."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.origins: dict[Path_, Origin] = {}
+        self.values = 0
+        self._open: list[yaml.Node] = []  # the nodes being converted, outermost first
+        self._constructor = yaml.SafeLoader("")  # builds scalars only, by their resolved tag
+
+    def close(self) -> None:
+        self._constructor.dispose()
+
+    def error(self, node: yaml.Node, path: Path_, found: str, allowed: str) -> SpecError:
+        return SpecError(self.file, node.start_mark.line + 1, dotted(path), found, allowed)
+
+    def convert(self, node: yaml.Node, path: Path_) -> Any:
+        if any(node is n for n in self._open):
+            raise self.error(node, path, "an alias inside its own anchor (a recursive structure)",
+                             "aliases to values defined before and outside them")
+        if len(self._open) >= MAX_DEPTH:
+            raise self.error(node, path, f"values nested more than {MAX_DEPTH} deep", f"at most {MAX_DEPTH} levels")
+        self.values += 1
+        if self.values > MAX_VALUES:
+            raise self.error(node, path, f"more than {MAX_VALUES} values (aliases expanded)",
+                             f"at most {MAX_VALUES} values in one spec file")
+        self.origins[path] = Origin(self.file, node.start_mark.line + 1)
+        if isinstance(node, yaml.ScalarNode):
+            return self._scalar(node, path)
+        if node.tag != _PLAIN_TAGS[type(node)]:
+            raise self.error(node, path, f"a {node.tag} tag", "plain YAML mappings and lists (no tags)")
+        self._open.append(node)
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return self._mapping(node, path)
+            return [self.convert(item, (*path, i)) for i, item in enumerate(node.value)]
+        finally:
+            self._open.pop()
+
+    def _mapping(self, node: yaml.MappingNode, path: Path_) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
-                raise SpecError(file, key_node.start_mark.line + 1, dotted(path), "a non-scalar key",
-                                "plain string keys")
+                raise self.error(key_node, path, "a non-scalar key", "plain string keys")
             key = key_node.value
             if key in out:
-                raise SpecError(file, key_node.start_mark.line + 1, dotted((*path, key)), "a duplicate key",
-                                "each key once per mapping")
-            out[key] = _convert(value_node, file, (*path, key), origins)
+                raise self.error(key_node, (*path, key), "a duplicate key", "each key once per mapping")
+            out[key] = self.convert(value_node, (*path, key))
         return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_convert(item, file, (*path, i), origins) for i, item in enumerate(node.value)]
-    return _safe_scalar(node)
 
-
-def _safe_scalar(node: yaml.ScalarNode) -> Any:
-    loader = yaml.SafeLoader("")
-    try:
-        return loader.construct_object(node, deep=True)
-    finally:
-        loader.dispose()
+    def _scalar(self, node: yaml.ScalarNode, path: Path_) -> Any:
+        try:
+            return self._constructor.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            raise self.error(node, path, str(exc).splitlines()[0], "plain YAML scalars") from None
+        except ValueError as exc:  # an int longer than Python converts (sys.get_int_max_str_digits)
+            raise self.error(node, path, f"{node.value[:20]}... ({type(exc).__name__})",
+                             "a number of at most a few hundred digits") from None
 
 
 def read_yaml(path: Path) -> Fragment:
     """One YAML file as a Fragment; bad YAML becomes a one-line SpecError."""
     file = display_path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_SPEC_BYTES:
+            raise SpecError(file, None, "<file>", f"{size} bytes", f"a spec of at most {MAX_SPEC_BYTES} bytes")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError(file, None, "<file>", "no such file", "an existing YAML file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        line = exc.object[:exc.start].count(b"\n") + 1
+        raise SpecError(file, line, "<file>", f"byte {exc.object[exc.start]:#04x}, which is not UTF-8 text here",
+                        "a UTF-8 YAML file") from None
+    except OSError as exc:
         raise SpecError(file, None, "<file>", type(exc).__name__, "a readable UTF-8 YAML file") from None
+    loader: _SpecLoader | None = None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        loader = _SpecLoader(text)  # its reader refuses control characters already
+        node = loader.get_single_node()
+    except _TooDeep as exc:
+        raise SpecError(file, exc.line, "<yaml>", f"values nested more than {MAX_DEPTH} deep",
+                        f"at most {MAX_DEPTH} levels") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
-        raise SpecError(file, line, "<yaml>", str(exc.problem or exc.context), "valid YAML") from None
+        # PyYAML's problems read "found ...", "expected ..." or "mapping values are not allowed here".
+        problem = str(exc.problem or exc.context).removeprefix("found ")
+        raise SpecError(file, line, "<yaml>", problem, "valid YAML") from None
+    except yaml.reader.ReaderError as exc:  # a control character
+        line = text[:exc.position].count("\n") + 1
+        raise SpecError(file, line, "<yaml>", f"character {exc.character!r}",
+                        "printable text (and tab, newline)") from None
     except yaml.YAMLError as exc:
         raise SpecError(file, None, "<yaml>", str(exc).splitlines()[0], "valid YAML") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
     if node is None:
         raise SpecError(file, 1, "<root>", "an empty file", "a mapping of fields")
-    origins: dict[Path_, Origin] = {}
+    converter = _Converter(file)
     try:
-        data = _convert(node, file, (), origins)
-    except yaml.YAMLError as exc:
-        raise SpecError(file, None, "<yaml>", str(exc).splitlines()[0], "plain YAML scalars") from None
+        data = converter.convert(node, ())
+    finally:
+        converter.close()
     if not isinstance(data, dict):
         raise SpecError(file, 1, "<root>", f"a {type(data).__name__}", "a mapping of fields")
-    return Fragment(data, origins, file)
+    return Fragment(data, converter.origins, file)
 
 
 def merge(base: Fragment, over: Fragment) -> Fragment:
@@ -161,13 +261,13 @@ def load_fragment(path: Path, roots: tuple[Path, ...], search: tuple[Path, ...] 
     merged: Fragment | None = None
     for i, rel in enumerate(items):
         target = (path.parent / rel).resolve()
-        if not target.is_file():
-            target = next((d / rel for d in search if (d / rel).is_file()), target).resolve()
+        if not is_file(target):
+            target = next((d / rel for d in search if is_file(d / rel)), target).resolve()
         key: Path_ = ("include",) if isinstance(include, str) else ("include", i)
         if not any(target.is_relative_to(r.resolve()) for r in roots):
             raise frag.error(key, f"{rel!r} outside the spec folders", "paths inside " +
                              ", ".join(display_path(r) for r in roots))
-        if not target.is_file():
+        if not is_file(target):
             raise frag.error(key, f"{rel!r} (no such file)", "an existing YAML file next to this one")
         part = load_fragment(target, roots, search, (*_chain, path))
         merged = part if merged is None else merge(merged, part)

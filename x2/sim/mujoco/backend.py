@@ -13,11 +13,12 @@ Two ways to get one:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 import mujoco
 import numpy as np
 
-from x2.errors import NotFoundError, X2Error
+from x2.errors import NotFoundError, SpecError, X2Error
 from x2.seeding import streams
 from x2.sim.backend import CameraInfo, Contact, ResetInfo, RobotState, SimulationUnstable
 from x2.sim.layout import Placement, solve_layout
@@ -25,36 +26,58 @@ from x2.sim.mujoco.state import STATE_SPEC, state_size
 from x2.sim.mujoco.world import ASSET_ROOT_BODY, free_joint, object_body, world_xml
 from x2.spec.action import ActionLayout
 from x2.spec.env import AssetModel, EnvSpec
+from x2.spec.source import display_path
 
 _CACHE = 4  # compiled worlds kept: a re-recorded teleop episode or a relabel pass reuses its world
+
+
+def _spec_files(env: EnvSpec) -> tuple[str | None, str | None]:
+    """The scene and robot files an EnvSpec was compiled from (its sources: [task,] scene, robot), as shown."""
+    files = [display_path(Path(f)) for f in env.sources]
+    if len(files) < 2:
+        return None, None
+    return files[-2], files[-1]
 
 
 class _Compiled:
     """One world compiled from its XML text, with the index tables the hot path uses."""
 
-    def __init__(self, env: EnvSpec, chosen: Mapping[str, AssetModel], xml: str):
+    def __init__(self, env: EnvSpec, chosen: Mapping[str, AssetModel], xml: str, recorded: bool = False):
+        scene_file, robot_file = _spec_files(env)
         try:
             self.model = mujoco.MjModel.from_xml_string(xml)
         except ValueError as exc:
-            raise X2Error(f"robot {env.robot.name!r} / scene {env.scene_name!r}: MuJoCo could not compile the "
-                          f"world: {str(exc).strip().splitlines()[0]}") from None
+            problem = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if recorded:  # the stored text of an episode, not the specs, failed
+                raise X2Error(f"robot {env.robot.name!r} / scene {env.scene_name!r}: MuJoCo could not compile the "
+                              f"recorded world: {problem}") from None
+            raise SpecError(scene_file, None, "<world>", f"a world MuJoCo cannot compile ({problem}) from this scene "
+                            f"and robot {robot_file or env.robot.name}",
+                            "specs whose robot, gripper and asset MJCF compile into one world") from None
         self.xml = xml
         self.data = mujoco.MjData(self.model)
         self._ids: dict[tuple[mujoco.mjtObj, str], int] = {}
         m = self.model
         self.chosen = dict(chosen)
 
-        def jid(name: str) -> int:
-            i = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
+        def named(kind: mujoco.mjtObj, name: str) -> int:
+            # The names come from the robot spec (an arm's joints and actuators) or are derived from its
+            # gripper (`<arm>_finger_a`): a robot file naming what its MJCF lacks is a mistake in that file.
+            i = mujoco.mj_name2id(m, kind, name)
             if i < 0:
-                raise NotFoundError(f"robot {env.robot.name!r}: joint {name!r} is not in its MJCF")
+                what = kind.name.removeprefix("mjOBJ_").lower()
+                field = next((f"arms.{a.name}.{f}" for a in env.robot.arms for f in ("joints", "actuators")
+                              if name in getattr(a, f)), "gripper.mjcf")
+                raise SpecError(robot_file, None, field, f"{what} {name!r}, which is not in the robot's world",
+                                f"{what}s that its MJCF ({env.robot.mjcf.name}) and gripper MJCF "
+                                f"({env.robot.gripper.mjcf.name}) define")
             return i
 
+        def jid(name: str) -> int:
+            return named(mujoco.mjtObj.mjOBJ_JOINT, name)
+
         def aid(name: str) -> int:
-            i = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, name)
-            if i < 0:
-                raise NotFoundError(f"robot {env.robot.name!r}: actuator {name!r} is not in its MJCF")
-            return i
+            return named(mujoco.mjtObj.mjOBJ_ACTUATOR, name)
 
         self.arm_qadr = {a.name: np.array([m.jnt_qposadr[jid(j)] for j in a.joints]) for a in env.robot.arms}
         self.arm_home = {a.name: np.array(a.home) for a in env.robot.arms}
@@ -147,7 +170,7 @@ class MujocoBackend:
 
     # ----- world selection -------------------------------------------------------------------
     def _use(self, chosen: Mapping[str, AssetModel], xml: str) -> None:
-        c = self._cache.pop(xml, None) or _Compiled(self.env, chosen, xml)
+        c = self._cache.pop(xml, None) or _Compiled(self.env, chosen, xml, recorded=self._recorded is not None)
         self._cache[xml] = c
         while len(self._cache) > _CACHE:
             del self._cache[next(iter(self._cache))]
