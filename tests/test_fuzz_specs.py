@@ -18,6 +18,7 @@ from helpers.spec_fuzz import (
     YAML_SNIPPETS,
     Case,
     cases,
+    compile_case,
     run_case,
     workspace,
 )
@@ -146,7 +147,7 @@ def test_an_unknown_key_with_a_line_break_stays_on_one_line() -> None:
 
 def test_a_file_over_the_size_limit() -> None:
     text = BASE_FILES[TASK] + "#" * MAX_SPEC_BYTES
-    with pytest.raises(X2Error, match=r"<file>: found \d+ bytes; allowed: a spec of at most"), \
+    with pytest.raises(X2Error, match=r"<file>: found more than \d+ bytes; allowed: a spec of at most"), \
             workspace(Case(TASK, text.encode(), TASK, None)):
         load_env(TASK)
 
@@ -155,11 +156,51 @@ def test_a_robot_joint_missing_from_its_mjcf_names_the_robot_file() -> None:
     text = BASE_FILES[ROBOT].replace("joints: [left_j1,", "joints: [left_jX,")
     case = Case(ROBOT, text.encode(), TASK, None)
     assert run_case(case) == "error"
-    with pytest.raises(X2Error, match=r"^specs/robots/artixon-g.yaml: arms.left.joints: found joint 'left_jX'"):
-        from helpers.spec_fuzz import compile_case
+    with pytest.raises(X2Error, match=r"^specs/robots/artixon-g.yaml: arms.left.joints: found joint 'left_jX'"), \
+            workspace(case):
+        compile_case(case)
 
-        with workspace(case):
+
+def test_a_world_mujoco_cannot_compile_names_the_scene_and_robot_files() -> None:
+    # A user's asset whose mesh file is missing: its MJCF parses, the world it joins does not compile.
+    case = Case(TASK, BASE_FILES["specs/tasks/pick_place.yaml"].encode(), TASK, None)
+    with workspace(case) as root:
+        (root / "specs/objects").mkdir()
+        (root / "specs/objects/block.yaml").write_text(
+            "name: block\nmjcf: block.xml\ntags: [pickable]\nfootprint_radius: 0.03\nparts: {grasp: grasp}\n")
+        (root / "specs/objects/block.xml").write_text(
+            '<mujoco><asset><mesh name="m" file="missing.stl"/></asset><worldbody><body name="object">'
+            '<geom type="mesh" mesh="m"/><site name="grasp"/></body></worldbody></mujoco>')
+        with pytest.raises(X2Error, match=r"^specs/scenes/tabletop_booth.yaml: <world>: found a world MuJoCo cannot "
+                           r"compile \(.*missing.stl.*\) from this scene \(assets: block, plate\) and robot "
+                           r"specs/robots/artixon-g.yaml; allowed: "):
             compile_case(case)
+
+
+@pytest.mark.parametrize("target, old, new, pattern", [
+    ("specs/scenes/kitchen_booth.yaml", "include: green_booth.yaml", "include: [" + ", ".join(["green_booth.yaml"] * 40)
+     + "]", r"kitchen_booth.yaml:\d+: include\[32\]: found more than 32 included files"),
+    (TASK, "robot: artixon-g\n", "", r"fruit_in_microwave.yaml:\d+: robot: found no robot \(and none given with"),
+    (TASK, "robot: artixon-g", "robot: [artixon-g]", r"fruit_in_microwave.yaml:\d+: robot: found \['artixon-g'\]"),
+    (TASK, "scene: kitchen_booth", "scene: " + "k" * 5000, r"scene: found unknown scene 'k+\.\.\.k+'; allowed"),
+    ("specs/scenes/kitchen_booth.yaml", "  microwave: {", '  "micro wave": {',
+     r"objects.micro wave: found 'micro wave'; allowed: an object name of letters, digits"),
+    ("specs/scenes/green_booth.yaml", "table_half_size: [0.4, 0.6]", "table_half_size: [-0.4, 0.6]",
+     r"green_booth.yaml:\d+: booth.table_half_size\[0\]: found -0.4; allowed: greater than 0"),
+    ("specs/scenes/green_booth.yaml", "table_height: 0.75", "table_height: 0.75\n  wall_rgba: [5, 0, 0, 1]",
+     r"booth.wall_rgba\[0\]: found 5; allowed: less than or equal to 1"),
+    (ROBOT, "home: [0.0, -1.21", "home: [.nan, -1.21", r"arms.left.home\[0\]: found nan; allowed: a finite number"),
+    (TASK, "skill: {name: pick, arm: right,", "skill: {name: pick, lift: .nan, arm: right,",
+     r"fruit_in_microwave.yaml:\d+: nodes.pick_fruit.skill.lift: found nan; allowed: a finite number"),
+    (TASK, "name: fruit_in_microwave", "name: fruit_in_microwave\nhorizon_s: 1\nhorizon_s: 2",
+     r"horizon_s: found a duplicate key"),
+])
+def test_checks_found_by_fuzzing(target: str, old: str, new: str, pattern: str) -> None:
+    assert old in BASE_FILES[target]
+    case = Case(target, BASE_FILES[target].replace(old, new, 1).encode(), TASK, None)
+    with workspace(case), pytest.raises(X2Error) as caught:
+        compile_case(case)
+    assert "\n" not in str(caught.value) and re.search(pattern, str(caught.value)), str(caught.value)
 
 
 # ----- through the real command ------------------------------------------------------------------

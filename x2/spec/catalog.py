@@ -7,6 +7,7 @@ inside these folders.
 
 from __future__ import annotations
 
+import reprlib
 from pathlib import Path
 from typing import Literal
 
@@ -51,14 +52,14 @@ def locate(kind: Kind, name: str) -> Path:
     if name.endswith((".yaml", ".yml")):
         path = Path(name)
         if not is_file(path):
-            raise NotFoundError(f"{name!r}: no such {SINGULAR[kind]} file")
+            raise NotFoundError(f"{reprlib.repr(name)}: no such {SINGULAR[kind]} file")
         return path.resolve()
     for folder in (user_dir(kind), BUILTIN_DIRS[kind]):
         path = folder / f"{name}.yaml"
         if is_file(path):
             return path
     available = ", ".join(names(kind)) or "none"
-    raise NotFoundError(f"unknown {SINGULAR[kind]} {name!r}; available: {available}")
+    raise NotFoundError(f"unknown {SINGULAR[kind]} {reprlib.repr(name)}; available: {available}")
 
 
 def load(kind: Kind, name: str) -> tuple[Path, Fragment]:

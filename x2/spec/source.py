@@ -7,6 +7,7 @@ predicate) can still point at `file:line`.
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,7 @@ def is_file(path: Path) -> bool:
 MAX_SPEC_BYTES = 1 << 20
 MAX_DEPTH = 64  # mappings and lists inside each other, aliases expanded
 MAX_VALUES = 20_000  # scalars, mappings and lists in one file, aliases expanded
+_KINDS = {type(None): "null", str: "a string", list: "a list", int: "a number", float: "a number", bool: "a boolean"}
 _PLAIN_TAGS = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}
 
 
@@ -170,10 +172,12 @@ def read_yaml(path: Path) -> Fragment:
     """One YAML file as a Fragment; bad YAML becomes a one-line SpecError."""
     file = display_path(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_SPEC_BYTES:
-            raise SpecError(file, None, "<file>", f"{size} bytes", f"a spec of at most {MAX_SPEC_BYTES} bytes")
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as f:
+            raw = f.read(MAX_SPEC_BYTES + 1)  # a bounded read: a device or a growing file is no spec either
+        if len(raw) > MAX_SPEC_BYTES:
+            raise SpecError(file, None, "<file>", f"more than {MAX_SPEC_BYTES} bytes",
+                            f"a spec of at most {MAX_SPEC_BYTES} bytes")
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise SpecError(file, None, "<file>", "no such file", "an existing YAML file") from None
     except UnicodeDecodeError as exc:
@@ -212,63 +216,83 @@ def read_yaml(path: Path) -> Fragment:
     finally:
         converter.close()
     if not isinstance(data, dict):
-        raise SpecError(file, 1, "<root>", f"a {type(data).__name__}", "a mapping of fields")
+        raise SpecError(file, 1, "<root>", _KINDS.get(type(data), f"a {type(data).__name__}"), "a mapping of fields")
     return Fragment(data, converter.origins, file)
 
 
 def merge(base: Fragment, over: Fragment) -> Fragment:
     """Deep-merge `over` onto `base`: mappings merge key by key, anything else is replaced."""
-    origins = dict(base.origins)
+    replaced: set[Path_] = set()  # paths whose whole value (and origins) come from `over`
+    merged: list[Path_] = []  # mappings in both, merged key by key
 
     def go(a: Any, b: Any, path: Path_) -> Any:
         if isinstance(a, dict) and isinstance(b, dict):
             out = dict(a)
             for key, value in b.items():
-                out[key] = go(a.get(key), value, (*path, key)) if key in a else _take(value, (*path, key))
-            origins[path] = over.origins.get(path, origins.get(path, Origin(over.file, 1)))
+                sub = (*path, key)
+                if key in a:
+                    out[key] = go(a[key], value, sub)
+                else:
+                    replaced.add(sub)
+                    out[key] = value
+            merged.append(path)
             return out
-        return _take(b, path)
+        replaced.add(path)
+        return b
 
-    def _take(value: Any, path: Path_) -> Any:
-        for key in [k for k in origins if k[: len(path)] == path]:
-            del origins[key]
-        origins.update({k: v for k, v in over.origins.items() if k[: len(path)] == path})
-        return value
+    def from_over(path: Path_) -> bool:
+        return any(path[:n] in replaced for n in range(len(path) + 1))
 
     data = go(base.data, over.data, ())
+    # One pass over each side's origins (not one per merged key: a spec may hold 20000 values).
+    origins = {k: v for k, v in base.origins.items() if not from_over(k)}
+    origins.update({k: v for k, v in over.origins.items() if from_over(k)})
+    for path in merged:
+        origins[path] = over.origins.get(path, origins.get(path, Origin(over.file, 1)))
     return Fragment(data, origins, over.file)
 
 
-def load_fragment(path: Path, roots: tuple[Path, ...], search: tuple[Path, ...] = (),
-                  _chain: tuple[Path, ...] = ()) -> Fragment:
+MAX_INCLUDES = 32  # files one spec may pull in, nested includes counted: a list of 1000 includes is a hang
+
+
+def load_fragment(path: Path, roots: tuple[Path, ...], search: tuple[Path, ...] = ()) -> Fragment:
     """Read `path`, resolving `include:` (a path or list of paths, relative to the including file,
     else a file of that name in the `search` folders, e.g. the built-in specs of the same kind).
 
     Included files are merged in order, then the including file's own fields override them.
     Includes must stay inside `roots` (specs are data; they never reach arbitrary files).
     """
+    return _load(path, roots, search, (), [0])
+
+
+def _load(path: Path, roots: tuple[Path, ...], search: tuple[Path, ...], chain: tuple[Path, ...],
+          included: list[int]) -> Fragment:
     path = path.resolve()
     frag = read_yaml(path)
-    if path in _chain:
-        loop = " -> ".join(display_path(p) for p in (*_chain, path))
+    if path in chain:
+        loop = " -> ".join(display_path(p) for p in (*chain, path))
         raise frag.error(("include",), f"an include loop ({loop})", "includes that form no cycle")
     include = frag.data.pop("include", None)
     if include is None:
         return frag
     items = [include] if isinstance(include, str) else include
     if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
-        raise frag.error(("include",), repr(include), "a file path or a non-empty list of file paths")
+        raise frag.error(("include",), reprlib.repr(include), "a file path or a non-empty list of file paths")
     merged: Fragment | None = None
     for i, rel in enumerate(items):
+        key: Path_ = ("include",) if isinstance(include, str) else ("include", i)
+        included[0] += 1
+        if included[0] > MAX_INCLUDES:
+            raise frag.error(key, f"more than {MAX_INCLUDES} included files", f"at most {MAX_INCLUDES}, "
+                             "nested includes counted")
         target = (path.parent / rel).resolve()
         if not is_file(target):
             target = next((d / rel for d in search if is_file(d / rel)), target).resolve()
-        key: Path_ = ("include",) if isinstance(include, str) else ("include", i)
         if not any(target.is_relative_to(r.resolve()) for r in roots):
-            raise frag.error(key, f"{rel!r} outside the spec folders", "paths inside " +
+            raise frag.error(key, f"{reprlib.repr(rel)} outside the spec folders", "paths inside " +
                              ", ".join(display_path(r) for r in roots))
         if not is_file(target):
-            raise frag.error(key, f"{rel!r} (no such file)", "an existing YAML file next to this one")
-        part = load_fragment(target, roots, search, (*_chain, path))
+            raise frag.error(key, f"{reprlib.repr(rel)} (no such file)", "an existing YAML file next to this one")
+        part = _load(target, roots, search, (*chain, path), included)
         merged = part if merged is None else merge(merged, part)
     return merge(merged, frag)  # type: ignore[arg-type]  # items is non-empty

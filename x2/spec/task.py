@@ -7,6 +7,7 @@ Every name in a task is resolved here, before any simulator starts: objects by i
 from __future__ import annotations
 
 import math
+import reprlib
 import string
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -178,6 +179,10 @@ def load_env(task: str | None, robot: str | None = None, variant: str = "default
     if task is not None:
         task_path, task_frag = catalog.load("tasks", task)
     named_in_task = task_frag.data if task_frag is not None else {}
+    for key in ("robot", "scene"):  # read before the task is validated: they say which files to load
+        value = named_in_task.get(key)
+        if task_frag is not None and value is not None and not isinstance(value, str):
+            raise task_frag.error((key,), reprlib.repr(value), f"a {key} name or the path of its YAML file")
     robot = robot or named_in_task.get("robot")
     scene = scene or named_in_task.get("scene") or "green_booth"
     if robot is None:

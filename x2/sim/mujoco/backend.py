@@ -13,7 +13,6 @@ Two ways to get one:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -23,37 +22,26 @@ from x2.seeding import streams
 from x2.sim.backend import CameraInfo, Contact, ResetInfo, RobotState, SimulationUnstable
 from x2.sim.layout import Placement, solve_layout
 from x2.sim.mujoco.state import STATE_SPEC, state_size
-from x2.sim.mujoco.world import ASSET_ROOT_BODY, free_joint, object_body, world_xml
+from x2.sim.mujoco.world import ASSET_ROOT_BODY, free_joint, object_body, spec_files, world_error, world_xml
 from x2.spec.action import ActionLayout
 from x2.spec.env import AssetModel, EnvSpec
-from x2.spec.source import display_path
 
 _CACHE = 4  # compiled worlds kept: a re-recorded teleop episode or a relabel pass reuses its world
-
-
-def _spec_files(env: EnvSpec) -> tuple[str | None, str | None]:
-    """The scene and robot files an EnvSpec was compiled from (its sources: [task,] scene, robot), as shown."""
-    files = [display_path(Path(f)) for f in env.sources]
-    if len(files) < 2:
-        return None, None
-    return files[-2], files[-1]
 
 
 class _Compiled:
     """One world compiled from its XML text, with the index tables the hot path uses."""
 
     def __init__(self, env: EnvSpec, chosen: Mapping[str, AssetModel], xml: str, recorded: bool = False):
-        scene_file, robot_file = _spec_files(env)
         try:
             self.model = mujoco.MjModel.from_xml_string(xml)
         except ValueError as exc:
-            problem = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            if recorded:  # the stored text of an episode, not the specs, failed
-                raise X2Error(f"robot {env.robot.name!r} / scene {env.scene_name!r}: MuJoCo could not compile the "
-                              f"recorded world: {problem}") from None
-            raise SpecError(scene_file, None, "<world>", f"a world MuJoCo cannot compile ({problem}) from this scene "
-                            f"and robot {robot_file or env.robot.name}",
-                            "specs whose robot, gripper and asset MJCF compile into one world") from None
+            if not recorded:
+                raise world_error(env, chosen, exc) from None
+            # the stored text of an episode, not the specs, failed
+            raise X2Error(f"robot {env.robot.name!r} / scene {env.scene_name!r}: MuJoCo could not compile the "
+                          f"recorded world: {(str(exc).strip().splitlines() or ['?'])[0]}") from None
+        robot_file = spec_files(env)[1]
         self.xml = xml
         self.data = mujoco.MjData(self.model)
         self._ids: dict[tuple[mujoco.mjtObj, str], int] = {}
