@@ -192,6 +192,8 @@ def test_a_world_mujoco_cannot_compile_names_the_scene_and_robot_files() -> None
     (ROBOT, "home: [0.0, -1.21", "home: [.nan, -1.21", r"arms.left.home\[0\]: found nan; allowed: a finite number"),
     (TASK, "skill: {name: pick, arm: right,", "skill: {name: pick, lift: .nan, arm: right,",
      r"fruit_in_microwave.yaml:\d+: nodes.pick_fruit.skill.lift: found nan; allowed: a finite number"),
+    (TASK, "name: fruit_in_microwave", "name: '[red]fruit'", r"name: found '\[red\]fruit'; allowed: a name of"),
+    (TASK, "  open_door:\n", "  open door:\n", r"nodes.open door: found 'open door'; allowed: a name of letters"),
     (TASK, "name: fruit_in_microwave", "name: fruit_in_microwave\nhorizon_s: 1\nhorizon_s: 2",
      r"horizon_s: found a duplicate key"),
 ])
@@ -201,6 +203,23 @@ def test_checks_found_by_fuzzing(target: str, old: str, new: str, pattern: str) 
     with workspace(case), pytest.raises(X2Error) as caught:
         compile_case(case)
     assert "\n" not in str(caught.value) and re.search(pattern, str(caught.value)), str(caught.value)
+
+
+def test_markup_in_spec_text_is_printed_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Descriptions and instructions are free text: rich markup in them used to end `tasks show` in an
+    # internal error (MarkupError); names that would be markup are refused by the spec (test above).
+    from typer.testing import CliRunner
+
+    from x2.cli.app import _mount, app
+
+    _mount()
+    text = BASE_FILES[TASK].replace("Swing the microwave door open.", '"[/] [red"').replace(
+        'instruction: "Open', 'instruction: "[/bold] Open')
+    with workspace(Case(TASK, text.encode(), TASK, None)):
+        monkeypatch.setenv("COLUMNS", "400")
+        result = CliRunner().invoke(app, ["tasks", "show", TASK, "--graph"])
+    assert result.exit_code == 0, result.output
+    assert "[/bold] Open the microwave" in result.output and "[/] [red" in result.output
 
 
 # ----- through the real command ------------------------------------------------------------------

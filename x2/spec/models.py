@@ -14,6 +14,10 @@ from x2.spec.source import Fragment
 
 Vec2 = tuple[float, float]
 Vec3 = tuple[float, float, float]
+# Robot, asset, scene and task names and DAG node ids end up in MuJoCo names, dataset manifests, labels and
+# terminal output (where "[red]" would be markup): letters, digits and a few separators only.
+NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
+Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 Size = Annotated[float, Field(gt=0)]
 Extent = Annotated[float, Field(ge=0)]
 Unit = Annotated[float, Field(ge=0, le=1)]
@@ -47,7 +51,7 @@ class ControlFile(_Strict):
 
 
 class RobotFile(_Strict):
-    name: str
+    name: Name
     description: str = ""
     mjcf: str
     gripper: GripperFile
@@ -64,7 +68,7 @@ class RobotFile(_Strict):
 
 
 class AssetFile(_Strict):
-    name: str
+    name: Name
     mjcf: str
     tags: list[str] = []
     footprint_radius: float = Field(gt=0)
@@ -226,7 +230,7 @@ class SceneryFile(_Strict):
 
 
 class SceneFile(_Strict):
-    name: str
+    name: Name
     description: str = ""
     booth: BoothFile = BoothFile()
     regions: dict[str, RegionFile] = {}
@@ -251,12 +255,12 @@ class NodeFile(_Strict):
 
 
 class TaskFile(_Strict):
-    name: str
+    name: Name
     instruction: str
     scene: str
     robot: str | None = None  # the robot it is usually run with
     horizon_s: float = Field(default=60.0, gt=0)
-    nodes: dict[str, NodeFile] = Field(min_length=1)
+    nodes: dict[Name, NodeFile] = Field(min_length=1)
     edges: list[tuple[str, str]] = []
 
 
@@ -269,6 +273,8 @@ def parse(model: type[_Strict], frag: Fragment) -> Any:
         errors = sorted(exc.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
         err = errors[0]
         loc = tuple(err["loc"])
+        if loc[-1:] == ("[key]",):  # pydantic's marker for a dict key that failed (a node id)
+            loc = loc[:-1]
         found = "nothing" if err["type"] == "missing" else repr(err.get("input"))
         if len(found) > 60:
             found = found[:57] + "..."
@@ -285,6 +291,8 @@ def _allowed(err: Any) -> str:
         return str(ctx["expected"])
     if err["type"] == "missing":
         return "a value (this field is required)"
+    if err["type"] == "string_pattern_mismatch":
+        return "a name of letters, digits, '_', '-' and '.'"
     if err["type"] == "model_type":  # pydantic: "a valid dictionary or instance of NodeFile"
         return "a mapping of fields"
     return err["msg"].removeprefix("Input should be ").removeprefix("Value error, ")
