@@ -1,6 +1,6 @@
 """Fuzz the spec loaders with a large budget: mutated robot, scene and task YAML (structural) and mutated
 text of all of them, each case loaded as `x2 synth --task FILE` would (EnvSpec, skill bindings, MuJoCo
-world, one reset).
+world, one reset); target "show" runs cases of every kind through `x2 tasks show FILE --graph` instead.
 
 The mutations and the loading are tests/helpers/spec_fuzz.py's, as in tests/test_fuzz_specs.py. Here each
 case runs in a worker process with a time bound: a case that outlives it is a hang (the worker is killed and
@@ -27,31 +27,37 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from helpers.spec_fuzz import Case, cases, compile_case, workspace  # noqa: E402
+from helpers.spec_fuzz import Case, cases, compile_case, show_case, workspace  # noqa: E402
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 
-TARGETS = ("robot", "scene", "task", "text")
+TARGETS = ("robot", "scene", "task", "text", "show")
 WORKER_MEMORY = 4 << 30  # bytes of address space per worker
 
 
-def _classify(case: Case) -> tuple[str, str]:
+def _load(kind: str, case: Case) -> str:
+    if kind == "show":
+        return show_case(case)  # 'ok' or 'error'; raises for any other exit
+    with workspace(case):
+        compile_case(case)
+    return "ok"
+
+
+def _classify(kind: str, case: Case) -> tuple[str, str]:
     """(outcome, detail): ok, error (one line), multiline (an X2Error over several lines), traceback."""
     from x2.errors import X2Error
 
-    with workspace(case):
-        try:
-            compile_case(case)
-        except X2Error as exc:
-            message = str(exc)
-            if "\n" in message or "\r" in message or not message.strip():
-                return "multiline", f"{type(exc).__name__}: {message[:300]!r}"
-            return "error", message
-        except Exception as exc:  # what the fuzzing is for: report it with where it came from
-            frames = traceback.extract_tb(exc.__traceback__)
-            where = next((f"{f.filename.rsplit('/x2/', 1)[-1]}:{f.lineno}" for f in reversed(frames)
-                          if "/x2/" in f.filename), "?")
-            return "traceback", f"{type(exc).__name__} at x2/{where}: {str(exc)[:200]}"
-    return "ok", ""
+    try:
+        return _load(kind, case), ""
+    except X2Error as exc:
+        message = str(exc)
+        if "\n" in message or "\r" in message or not message.strip():
+            return "multiline", f"{type(exc).__name__}: {message[:300]!r}"
+        return "error", message
+    except Exception as exc:  # what the fuzzing is for: report it with where it came from
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = next((f"{f.filename.rsplit('/x2/', 1)[-1]}:{f.lineno}" for f in reversed(frames)
+                      if "/x2/" in f.filename), "?")
+        return "traceback", f"{type(exc).__name__} at x2/{where}: {str(exc)[:200]}"
 
 
 def _worker(conn: Connection) -> None:
@@ -61,7 +67,7 @@ def _worker(conn: Connection) -> None:
             case = conn.recv()
         except EOFError:
             return
-        conn.send(_classify(case))
+        conn.send(_classify(*case))
 
 
 class Pool:
@@ -84,9 +90,9 @@ class Pool:
         self.conn.close()
         self._start()
 
-    def run(self, case: Case) -> tuple[str, str]:
+    def run(self, kind: str, case: Case) -> tuple[str, str]:
         # The first case of a fresh worker also pays for its imports (x2, MuJoCo, pydantic), a few seconds.
-        self.conn.send(case)
+        self.conn.send((kind, case))
         if not self.conn.poll(self.timeout):
             self._restart()
             return "hang", f"no answer within {self.timeout:g} s"
@@ -116,10 +122,10 @@ def fuzz(kind: str, examples: int, pool: Pool) -> Tally:
 
     @settings(derandomize=True, max_examples=examples, deadline=None, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
-    @given(cases(kind))
+    @given(cases("any" if kind == "show" else kind))
     def one(case: Case) -> None:
         t0 = time.perf_counter()
-        outcome, detail = pool.run(case)
+        outcome, detail = pool.run(kind, case)
         tally.seconds.append(time.perf_counter() - t0)
         tally.outcomes[outcome] += 1
         if outcome not in ("ok", "error"):
@@ -137,7 +143,8 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("MUJOCO_GL", "egl")
     pool = Pool(args.timeout)
-    pool.run(Case("specs/tasks/pick_place.yaml", b"", "specs/tasks/pick_place.yaml", None))  # warm the imports
+    warm = Case("specs/tasks/pick_place.yaml", b"", "specs/tasks/pick_place.yaml", None)
+    pool.run("show", warm)  # the imports, once
     rows = []
     problems: dict[str, tuple[str, str]] = {}
     started = time.perf_counter()

@@ -20,6 +20,7 @@ from helpers.spec_fuzz import (
     cases,
     compile_case,
     run_case,
+    show_case,
     workspace,
 )
 from hypothesis import HealthCheck, given, note, settings
@@ -29,7 +30,7 @@ from x2.errors import X2Error
 from x2.spec.source import MAX_SPEC_BYTES
 from x2.spec.task import load_env
 
-FUZZ = settings(derandomize=True, max_examples=25, deadline=None, database=None,
+FUZZ = settings(derandomize=True, max_examples=20, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 TASK = "specs/tasks/fruit_in_microwave.yaml"
 ROBOT = "specs/robots/artixon-g.yaml"
@@ -79,10 +80,18 @@ def test_mutated_task(case: Case) -> None:
     _fuzz(case)
 
 
-@settings(FUZZ, max_examples=50)
+@settings(FUZZ, max_examples=40)
 @given(cases("text"))
 def test_mutated_text(case: Case) -> None:
     _fuzz(case)
+
+
+@settings(FUZZ, max_examples=10)
+@given(cases("any"))
+def test_mutated_specs_through_tasks_show(case: Case) -> None:
+    # What the user sees: the command prints the compiled task or one error line (rendering included).
+    note(case.describe())
+    assert show_case(case) in ("ok", "error")
 
 
 def _with_value(field_line: str, snippet: str, target: str = TASK) -> Case:

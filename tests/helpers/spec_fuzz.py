@@ -122,6 +122,29 @@ def run_case(case: Case) -> str:
     return "ok"
 
 
+def show_case(case: Case) -> str:
+    """`x2 tasks show FILE --graph` (in process, typer's test runner): 'ok' (exit 0) or 'error' (exit 2 with
+    one `error:` line); raises for anything else, e.g. an exception escaping the command."""
+    from typer.testing import CliRunner
+
+    from x2.cli.app import _mount, app
+
+    if not app.registered_groups:
+        _mount()
+    args = ["tasks", "show", case.task, "--graph", "--variant", case.variant]
+    args += ["--robot", case.robot] if case.robot else []
+    with workspace(case):
+        result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    if result.exit_code == 0:
+        return "ok"
+    lines = result.output.strip().splitlines()
+    if result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "):
+        return "error"
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    raise AssertionError(f"exit code {result.exit_code}, output {result.output[-2000:]!r}")
+
+
 # ----- structural mutations -------------------------------------------------------------------------
 
 SNIPPET = "SNIPPET_7f3a9"  # a plain scalar placed in the data, then replaced in the text by a raw YAML snippet
@@ -327,5 +350,7 @@ def textual_case(draw: st.DrawFn) -> Case:
 
 
 def cases(kind: str) -> st.SearchStrategy[Case]:
-    """The strategy for one fuzz target: robot, scene, task (structural) or text."""
+    """The strategy for one fuzz target: robot, scene, task (structural), text, or any of them ("any")."""
+    if kind == "any":
+        return st.one_of(*(cases(k) for k in ("robot", "scene", "task", "text")))
     return textual_case() if kind == "text" else structural_case(kind)
