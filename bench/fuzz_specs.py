@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from helpers.spec_fuzz import Case, cases, compile_case, show_case, workspace  # noqa: E402
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 
-TARGETS = ("robot", "scene", "task", "text", "show")
+TARGETS = ("robot", "scene", "task", "asset", "text", "show")
 WORKER_MEMORY = 4 << 30  # bytes of address space per worker
 
 

@@ -80,6 +80,12 @@ def test_mutated_task(case: Case) -> None:
     _fuzz(case)
 
 
+@FUZZ
+@given(cases("asset"))
+def test_mutated_asset(case: Case) -> None:
+    _fuzz(case)
+
+
 @settings(FUZZ, max_examples=40)
 @given(cases("text"))
 def test_mutated_text(case: Case) -> None:
@@ -198,6 +204,8 @@ def test_a_world_mujoco_cannot_compile_names_the_scene_and_robot_files() -> None
      r"green_booth.yaml:\d+: booth.table_half_size\[0\]: found -0.4; allowed: greater than 0"),
     ("specs/scenes/green_booth.yaml", "table_height: 0.75", "table_height: 0.75\n  wall_rgba: [5, 0, 0, 1]",
      r"booth.wall_rgba\[0\]: found 5; allowed: less than or equal to 1"),
+    ("specs/objects/microwave.yaml", "footprint_radius: 0.28", "footprint_radius: .inf",
+     r"^specs/objects/microwave.yaml:\d+: footprint_radius: found inf; allowed: a finite number"),
     (ROBOT, "home: [0.0, -1.21", "home: [.nan, -1.21", r"arms.left.home\[0\]: found nan; allowed: a finite number"),
     (TASK, "skill: {name: pick, arm: right,", "skill: {name: pick, lift: .nan, arm: right,",
      r"fruit_in_microwave.yaml:\d+: nodes.pick_fruit.skill.lift: found nan; allowed: a finite number"),

@@ -31,10 +31,14 @@ PACKAGE = catalog.PACKAGE_ROOT
 ROBOT_MJCF_DIR = PACKAGE / "robots" / "artixon"
 
 
+ASSET_DIR = PACKAGE / "assets" / "objects"
+
+
 def _shipped(rel: str) -> str:
     text = (PACKAGE / rel).read_text(encoding="utf-8")
-    # The copies live in a workspace, away from the robot's MJCF files: point at those by absolute path.
-    return text.replace("artixon/", f"{ROBOT_MJCF_DIR}/")
+    # The copies live in a workspace, away from the MJCF files: point at those by absolute path.
+    return text.replace("artixon/", f"{ROBOT_MJCF_DIR}/").replace("mjcf: ", f"mjcf: {ASSET_DIR}/") \
+        if rel.startswith("assets/objects/") else text.replace("artixon/", f"{ROBOT_MJCF_DIR}/")
 
 
 # The workspace a case runs in: every shipped spec the two tasks use, copied under ./specs (the user's
@@ -47,11 +51,15 @@ BASE_FILES: dict[str, str] = {
     "specs/scenes/tabletop_booth.yaml": _shipped("assets/scenes/tabletop_booth.yaml"),
     "specs/tasks/fruit_in_microwave.yaml": _shipped("tasks/fruit_in_microwave.yaml"),
     "specs/tasks/pick_place.yaml": _shipped("tasks/pick_place.yaml"),
+    # two of the assets the scenes use: an articulated one (joints, parts) and a pickable one
+    "specs/objects/microwave.yaml": _shipped("assets/objects/microwave.yaml"),
+    "specs/objects/apple.yaml": _shipped("assets/objects/apple.yaml"),
 }
 TARGETS: dict[str, tuple[str, ...]] = {
     "robot": ("specs/robots/artixon-g.yaml", "specs/robots/artixon-h.yaml"),
     "scene": ("specs/scenes/green_booth.yaml", "specs/scenes/kitchen_booth.yaml", "specs/scenes/tabletop_booth.yaml"),
     "task": ("specs/tasks/fruit_in_microwave.yaml", "specs/tasks/pick_place.yaml"),
+    "asset": ("specs/objects/microwave.yaml", "specs/objects/apple.yaml"),
 }
 TEXT_TARGETS = tuple(path for paths in TARGETS.values() for path in paths)
 TASKS = ("specs/tasks/fruit_in_microwave.yaml", "specs/tasks/pick_place.yaml")
@@ -350,7 +358,7 @@ def textual_case(draw: st.DrawFn) -> Case:
 
 
 def cases(kind: str) -> st.SearchStrategy[Case]:
-    """The strategy for one fuzz target: robot, scene, task (structural), text, or any of them ("any")."""
+    """The strategy for one fuzz target: robot, scene, task, asset (structural), text, or any of them ("any")."""
     if kind == "any":
-        return st.one_of(*(cases(k) for k in ("robot", "scene", "task", "text")))
+        return st.one_of(*(cases(k) for k in ("robot", "scene", "task", "asset", "text")))
     return textual_case() if kind == "text" else structural_case(kind)
