@@ -138,7 +138,8 @@ class _Converter:
         if isinstance(node, yaml.ScalarNode):
             return self._scalar(node, path)
         if node.tag != _PLAIN_TAGS[type(node)]:
-            raise self.error(node, path, f"a {node.tag} tag", "plain YAML mappings and lists (no tags)")
+            tag = node.tag.replace("tag:yaml.org,2002:", "!!")  # as written
+            raise self.error(node, path, f"a {tag} tag", "plain YAML mappings and lists (no tags)")
         self._open.append(node)
         try:
             if isinstance(node, yaml.MappingNode):
