@@ -96,6 +96,12 @@ class RegionFile(_Strict):
     half_size: tuple[Extent, Extent]
     yaw: Vec2 = (-3.14159, 3.14159)
 
+    @model_validator(mode="after")
+    def _yaw_is_a_range(self) -> RegionFile:
+        if self.yaw[0] > self.yaw[1]:  # each reset draws uniformly from it
+            raise ValueError(f"yaw [lo, hi] with lo <= hi (got [{self.yaw[0]:g}, {self.yaw[1]:g}])")
+        return self
+
 
 class ObjectFile(_Strict):
     asset: str | None = None
