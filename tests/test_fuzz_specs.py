@@ -180,7 +180,7 @@ def test_a_world_mujoco_cannot_compile_names_the_scene_and_robot_files() -> None
     # A user's asset whose mesh file is missing: its MJCF parses, the world it joins does not compile.
     case = Case(TASK, BASE_FILES["specs/tasks/pick_place.yaml"].encode(), TASK, None)
     with workspace(case) as root:
-        (root / "specs/objects").mkdir()
+        (root / "specs/objects").mkdir(exist_ok=True)
         (root / "specs/objects/block.yaml").write_text(
             "name: block\nmjcf: block.xml\ntags: [pickable]\nfootprint_radius: 0.03\nparts: {grasp: grasp}\n")
         (root / "specs/objects/block.xml").write_text(
@@ -204,9 +204,11 @@ def test_a_world_mujoco_cannot_compile_names_the_scene_and_robot_files() -> None
      r"green_booth.yaml:\d+: booth.table_half_size\[0\]: found -0.4; allowed: greater than 0"),
     ("specs/scenes/green_booth.yaml", "table_height: 0.75", "table_height: 0.75\n  wall_rgba: [5, 0, 0, 1]",
      r"booth.wall_rgba\[0\]: found 5; allowed: less than or equal to 1"),
-    ("specs/scenes/kitchen_booth.yaml", "yaw: [-0.08, 0.08]", "yaw: [true, 0.08]",  # true reads as 1.0
-     r"kitchen_booth.yaml:\d+: regions.microwave_spot: found .*; allowed: yaw \[lo, hi\] with lo <= hi "
-     r"\(got \[1, 0.08\]\)"),
+    ("specs/scenes/kitchen_booth.yaml", "yaw: [-0.08, 0.08]", "yaw: [0.5, -0.5]",  # numpy raised at reset
+     r"kitchen_booth.yaml:\d+: regions.microwave_spot: found .*; allowed: yaw \[lo, hi\] with lo <= hi"),
+    ("specs/scenes/kitchen_booth.yaml", "yaw: [-0.08, 0.08]", "yaw: [true, 0.08]",  # was read as 1.0
+     r"kitchen_booth.yaml:\d+: regions.microwave_spot.yaw\[0\]: found True; allowed: a valid number"),
+    (ROBOT, "fps: 30", 'fps: "30"', r"control.fps: found '30'; allowed: a valid integer"),
     ("specs/objects/microwave.yaml", "footprint_radius: 0.28", "footprint_radius: .inf",
      r"^specs/objects/microwave.yaml:\d+: footprint_radius: found inf; allowed: a finite number"),
     (ROBOT, "home: [0.0, -1.21", "home: [.nan, -1.21", r"arms.left.home\[0\]: found nan; allowed: a finite number"),

@@ -8,19 +8,23 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError, model_validator
 
 from x2.spec.source import Fragment
 
-Vec2 = tuple[float, float]
-Vec3 = tuple[float, float, float]
+# Strict: a YAML `true` or `yes` (a bool) or a quoted "0.5" (a string) is no number; an int is.
+Number = Annotated[float, Strict()]
+Whole = Annotated[int, Strict()]
+Flag = Annotated[bool, Strict()]  # true/false, not 1 or "yes" in quotes
+Vec2 = tuple[Number, Number]
+Vec3 = tuple[Number, Number, Number]
 # Robot, asset, scene and task names and DAG node ids end up in MuJoCo names, dataset manifests, labels and
 # terminal output (where "[red]" would be markup): letters, digits and a few separators only.
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
-Size = Annotated[float, Field(gt=0)]
-Extent = Annotated[float, Field(ge=0)]
-Unit = Annotated[float, Field(ge=0, le=1)]
+Size = Annotated[Number, Field(gt=0)]
+Extent = Annotated[Number, Field(ge=0)]
+Unit = Annotated[Number, Field(ge=0, le=1)]
 RGBA = tuple[Unit, Unit, Unit, Unit]
 
 
@@ -35,19 +39,19 @@ class _Strict(BaseModel):
 class GripperFile(_Strict):
     kind: Literal["G", "H"]
     mjcf: str
-    open: float = Field(gt=0, description="actuator ctrl when fully open (finger opening per side, m)")
-    closed: float = Field(ge=0)
+    open: Number = Field(gt=0, description="actuator ctrl when fully open (finger opening per side, m)")
+    closed: Number = Field(ge=0)
 
 
 class ArmFile(_Strict):
     joints: list[str] = Field(min_length=1)
-    home: list[float]
+    home: list[Number]
     actuators: list[str] | None = None  # default: same names as the joints
 
 
 class ControlFile(_Strict):
-    fps: int = Field(default=30, ge=1, le=1000)
-    substeps: int = Field(default=16, ge=1, le=200)
+    fps: Whole = Field(default=30, ge=1, le=1000)
+    substeps: Whole = Field(default=16, ge=1, le=200)
 
 
 class RobotFile(_Strict):
@@ -58,7 +62,7 @@ class RobotFile(_Strict):
     arms: dict[Literal["left", "right"], ArmFile] = Field(min_length=1)
     cameras: list[str] = []
     base_pos: Vec3 = (0.0, 0.0, 0.0)
-    reach: float = Field(default=0.75, gt=0, description="max distance shoulder -> tcp (m)")
+    reach: Number = Field(default=0.75, gt=0, description="max distance shoulder -> tcp (m)")
     shoulders: dict[Literal["left", "right"], Vec3] = {}
     control: ControlFile = ControlFile()
     reference_task: str | None = None
@@ -71,9 +75,9 @@ class AssetFile(_Strict):
     name: Name
     mjcf: str
     tags: list[str] = []
-    footprint_radius: float = Field(gt=0)
-    height: float = Field(default=0.0, ge=0)
-    free: bool = True
+    footprint_radius: Number = Field(gt=0)
+    height: Number = Field(default=0.0, ge=0)
+    free: Flag = True
     parts: dict[str, str] = {}
     joints: list[str] = []
 
@@ -84,11 +88,11 @@ class AssetFile(_Strict):
 class BoothFile(_Strict):
     table_center: Vec2 | None = None
     table_half_size: tuple[Size, Size] | None = None
-    table_height: float | None = Field(default=None, gt=0.2, lt=1.5)
+    table_height: Number | None = Field(default=None, gt=0.2, lt=1.5)
     wall_rgba: RGBA | None = None
     floor_rgba: RGBA | None = None
     table_rgba: RGBA | None = None
-    light_intensity: float | None = Field(default=None, ge=0, le=2)
+    light_intensity: Number | None = Field(default=None, ge=0, le=2)
 
 
 class RegionFile(_Strict):
@@ -108,7 +112,7 @@ class ObjectFile(_Strict):
     pool: list[str] | None = None
     tags: list[str] = []
     region: str | None = None
-    pose: tuple[float, float, float, float] | None = Field(default=None, description="x, y, z, yaw")
+    pose: tuple[Number, Number, Number, Number] | None = Field(default=None, description="x, y, z, yaw")
 
 
 # ----- scenery (replay augmentation: a recorded world's static layer, recomposed) ----------------
@@ -195,7 +199,7 @@ class SurfaceFile(_Strict):
     colour: Colours | None = None  # default: the scene's own booth colour
     texture: Literal["none", "checker", "gradient"] = "none"
     colour2: Colours | None = None  # second texture colour; default: a darker shade of the drawn colour
-    repeat: tuple[Annotated[float, Field(gt=0)], Annotated[float, Field(gt=0)]] | None = None
+    repeat: tuple[Size, Size] | None = None
 
     @model_validator(mode="after")
     def _changes_something(self) -> SurfaceFile:
@@ -210,7 +214,7 @@ class LightingFile(_Strict):
     direction: Directions | None = None  # of the key light; default: the booth's
     colour: Colours | None = None  # default: white
     intensity: Intensity | None = None  # key light; default: the scene's booth light_intensity
-    shadows: bool = False  # does the key light cast shadows (costly on a CPU renderer)
+    shadows: Flag = False  # does the key light cast shadows (costly on a CPU renderer)
 
     @model_validator(mode="after")
     def _changes_something(self) -> LightingFile:
@@ -255,8 +259,8 @@ class NodeFile(_Strict):
     description: str = ""
     success: PredicateBlock = Field(min_length=1)
     failure: PredicateBlock = {}
-    timeout_s: float | None = Field(default=None, gt=0)
-    score: float = Field(default=1.0, gt=0)
+    timeout_s: Number | None = Field(default=None, gt=0)
+    score: Number = Field(default=1.0, gt=0)
     skill: dict[str, Any] | None = None
 
 
@@ -265,7 +269,7 @@ class TaskFile(_Strict):
     instruction: str
     scene: str
     robot: str | None = None  # the robot it is usually run with
-    horizon_s: float = Field(default=60.0, gt=0)
+    horizon_s: Number = Field(default=60.0, gt=0)
     nodes: dict[Name, NodeFile] = Field(min_length=1)
     edges: list[tuple[str, str]] = []
 
