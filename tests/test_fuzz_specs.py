@@ -140,6 +140,9 @@ LIMITS = [
      r"instruction: found placeholder \{fruit:>99999999999\}"),
     ("lone brace", 'instruction: "Open', '"} Open', r"instruction: found Single '}'"),
     ("positional placeholder", 'instruction: "Open', '"{} Open', r"instruction: found placeholder \{\}"),
+    ("lone surrogate", 'instruction: "Open', '"\\ud800 Open',
+     r"instruction: found the escape '\\ud800' \(a lone surrogate\); allowed: text that is valid Unicode"),
+    ("NUL in a path", "scene: kitchen_booth", '"kitchen\\0booth.yaml"', r"scene: found .*no such scene file"),
     ("newline in a key", "horizon_s: 60", '{"a\\nb": 1}', r"horizon_s: found \{'a\\nb': 1\}; allowed: a valid number"),
 ]
 

@@ -62,11 +62,20 @@ def display_path(path: Path) -> str:
 
 
 def is_file(path: Path) -> bool:
-    """Path.is_file, also False for a name the OS refuses (too long): a spec's paths are the user's text."""
+    """Path.is_file, also False for a name the OS refuses (too long, a lone surrogate): a spec's paths are
+    the user's text."""
     try:
         return path.is_file()
-    except OSError:
+    except (OSError, ValueError):
         return False
+
+
+def resolved(base: Path, rel: str) -> Path | None:
+    """`base / rel` made absolute, or None when `rel` is no file name (a lone surrogate, a NUL byte)."""
+    try:
+        return (base / rel).resolve()
+    except (OSError, ValueError):
+        return None
 
 
 # Specs are small hand-written files (the shipped ones are a few kB). These bounds turn what no person
@@ -153,13 +162,24 @@ class _Converter:
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
                 raise self.error(key_node, path, "a non-scalar key", "plain string keys")
-            key = key_node.value
+            key = self._text(key_node, path, key_node.value)
             if key in out:
                 raise self.error(key_node, (*path, key), "a duplicate key", "each key once per mapping")
             out[key] = self.convert(value_node, (*path, key))
         return out
 
+    def _text(self, node: yaml.Node, path: Path_, value: str) -> str:
+        # A "\ud800" escape is a lone surrogate: no UTF-8 text (a terminal, a manifest, an HDF5 attribute) holds it.
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise self.error(node, path, f"the escape {value[exc.start]!r} (a lone surrogate)",
+                             "text that is valid Unicode") from None
+        return value
+
     def _scalar(self, node: yaml.ScalarNode, path: Path_) -> Any:
+        if isinstance(node.value, str):
+            self._text(node, path, node.value)
         try:
             return self._constructor.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
@@ -286,7 +306,9 @@ def _load(path: Path, roots: tuple[Path, ...], search: tuple[Path, ...], chain: 
         if included[0] > MAX_INCLUDES:
             raise frag.error(key, f"more than {MAX_INCLUDES} included files", f"at most {MAX_INCLUDES}, "
                              "nested includes counted")
-        target = (path.parent / rel).resolve()
+        target = resolved(path.parent, rel)
+        if target is None:
+            raise frag.error(key, f"{reprlib.repr(rel)} (no such file)", "a file path")
         if not is_file(target):
             target = next((d / rel for d in search if is_file(d / rel)), target).resolve()
         if not any(target.is_relative_to(r.resolve()) for r in roots):
