@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
+# Line breaks and other control characters (a key or a name written with "\n" in a spec) would break
+# the one-line form of an error; they are shown escaped.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """`text` with its line breaks and control characters escaped, as Python writes them in a repr."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
 
 class X2Error(Exception):
     """An error caused by the user's input or environment, shown as one line with exit code 2."""
@@ -18,7 +29,7 @@ class SpecError(X2Error):
     def __init__(self, file: str | None, line: int | None, field: str, found: str, allowed: str):
         self.file, self.line, self.field, self.found, self.allowed = file, line, field, found, allowed
         where = f"{file}:{line}" if file and line else (file or "<spec>")
-        super().__init__(f"{where}: {field}: found {found}; allowed: {allowed}")
+        super().__init__(one_line(f"{where}: {field}: found {found}; allowed: {allowed}"))
 
     def __reduce__(self) -> tuple[type, tuple[object, ...]]:
         # Raised in a worker process, it must unpickle in the parent that reports it.

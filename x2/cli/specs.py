@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 from rich.columns import Columns
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -37,8 +38,8 @@ def robots_ls() -> None:
     for name in spec.names("robots"):
         info = spec.load_robot(name)
         m = info.model
-        table.add_row(m.name, m.gripper.kind, ", ".join(a.name for a in m.arms), str(m.action_dim),
-                      ", ".join(m.cameras), str(info.fps), info.description)
+        table.add_row(*map(escape, (m.name, m.gripper.kind, ", ".join(a.name for a in m.arms), str(m.action_dim),
+                                    ", ".join(m.cameras), str(info.fps), info.description)))
     console.print(table)
 
 
@@ -48,19 +49,19 @@ def robots_show(name: Annotated[str, typer.Argument(help="robot name or path to 
     """Show a robot's arms, home pose and action layout. Example: [cyan]x2 robots show artixon-h[/cyan]"""
     info = spec.load_robot(name)
     m = info.model
-    console.print(f"[bold]{m.name}[/bold]  {info.description}")
-    console.print(f"file {info.file}\nMJCF {m.mjcf}\ngripper {m.gripper.kind} ({m.gripper.mjcf.name}), ctrl "
-                  f"closed {m.gripper.closed_ctrl} .. open {m.gripper.open_ctrl} m; control {info.fps} Hz x "
-                  f"{info.substeps} substeps; reach {info.reach} m; reference task {info.reference_task}")
+    console.print(f"[bold]{escape(m.name)}[/bold]  {escape(info.description)}")
+    console.print(escape(f"file {info.file}\nMJCF {m.mjcf}\ngripper {m.gripper.kind} ({m.gripper.mjcf.name}), ctrl "
+                         f"closed {m.gripper.closed_ctrl} .. open {m.gripper.open_ctrl} m; control {info.fps} Hz x "
+                         f"{info.substeps} substeps; reach {info.reach} m; reference task {info.reference_task}"))
     table = Table(title="action vector", title_justify="left")
     for col in ("index", "name", "home"):
         table.add_column(col)
     i = 0
     for arm in m.arms:
         for joint, home in zip(arm.joints, arm.home, strict=True):
-            table.add_row(str(i), joint, f"{home:+.3f} rad")
+            table.add_row(str(i), escape(joint), f"{home:+.3f} rad")
             i += 1
-        table.add_row(str(i), f"{arm.name}_gripper", "1.0 (0 = closed, 1 = open)")
+        table.add_row(str(i), escape(f"{arm.name}_gripper"), "1.0 (0 = closed, 1 = open)")
         i += 1
     console.print(table)
 
@@ -75,7 +76,8 @@ def tasks_ls() -> None:
     for name in spec.names("tasks"):
         env = spec.load_env(name)
         assert env.task is not None
-        table.add_row(env.task.name, env.robot.name, env.scene_name, str(len(env.task.nodes)), env.task.instruction)
+        table.add_row(*map(escape, (env.task.name, env.robot.name, env.scene_name, str(len(env.task.nodes)),
+                                    env.task.instruction)))
     console.print(table)
 
 
@@ -94,15 +96,15 @@ def tasks_show(
     env = spec.load_env(name, robot=robot, variant=variant)
     task = env.task
     assert task is not None
-    console.print(f"[bold]{task.name}[/bold]: {task.instruction}")
-    console.print(f"robot {env.robot.name}, scene {env.scene_name} (variant {env.variant}, split {env.split}), "
-                  f"horizon {task.horizon_s:g} s at {env.fps} Hz")
+    console.print(f"[bold]{escape(task.name)}[/bold]: {escape(task.instruction)}")
+    console.print(escape(f"robot {env.robot.name}, scene {env.scene_name} (variant {env.variant}, split {env.split}), "
+                         f"horizon {task.horizon_s:g} s at {env.fps} Hz"))
     objects = Table(title="objects", title_justify="left")
     for col in ("name", "assets", "tags", "placement"):
         objects.add_column(col)
     for obj in env.objects:
         where = f"region {obj.region.name}" if obj.region else f"pose {obj.pose}"
-        objects.add_row(obj.name, ", ".join(a.name for a in obj.candidates), ", ".join(obj.tags), where)
+        objects.add_row(*map(escape, (obj.name, ", ".join(a.name for a in obj.candidates), ", ".join(obj.tags), where)))
     console.print(objects)
     order = topological_order(task.node_ids, task.edges)
     nodes = {n.id: n for n in task.nodes}
@@ -116,8 +118,9 @@ def tasks_show(
             skill = " ".join([n.skill.name, f"arm={n.skill.arm}", *([f"target={n.skill.target}"] if n.skill.target
                               else []), *(f"{k}={v}" for k, v in n.skill.params.items())])
         table.add_row(Text(nid, style=ROLE_STYLE[_role(nid, task.edges)]),
-                      "\n".join(c.describe() for c in n.success), "\n".join(c.describe() for c in n.failure),
-                      f"{n.timeout_s:g} s" if n.timeout_s else "-", f"{n.score:g}", skill)
+                      escape("\n".join(c.describe() for c in n.success)),
+                      escape("\n".join(c.describe() for c in n.failure)),
+                      f"{n.timeout_s:g} s" if n.timeout_s else "-", f"{n.score:g}", escape(skill))
     console.print(table)
     if graph:
         console.print(_draw(task.node_ids, task.edges, {n.id: n for n in task.nodes}))
@@ -143,7 +146,7 @@ def _draw(nodes: tuple[str, ...], edges: tuple[tuple[str, str], ...], specs: dic
             body = Text(specs[nid].description or nid)
             if preds:
                 body.append("\nafter " + " + ".join(preds), style="dim")
-            cells.append(Panel(body, title=nid, border_style=ROLE_STYLE[_role(nid, edges)], width=NODE_WIDTH))
+            cells.append(Panel(body, title=escape(nid), border_style=ROLE_STYLE[_role(nid, edges)], width=NODE_WIDTH))
         widest = max(widest, len(cells))
         rows.append(Columns(cells))
         if layer < max(depth.values()):

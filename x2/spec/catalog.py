@@ -7,11 +7,12 @@ inside these folders.
 
 from __future__ import annotations
 
+import reprlib
 from pathlib import Path
 from typing import Literal
 
 from x2.errors import NotFoundError
-from x2.spec.source import Fragment, load_fragment
+from x2.spec.source import Fragment, is_file, load_fragment
 
 Kind = Literal["robots", "tasks", "scenes", "objects"]
 
@@ -50,15 +51,15 @@ def locate(kind: Kind, name: str) -> Path:
     """A spec file by name (built-in or ./specs) or by path."""
     if name.endswith((".yaml", ".yml")):
         path = Path(name)
-        if not path.is_file():
-            raise NotFoundError(f"{name}: no such {SINGULAR[kind]} file")
+        if not is_file(path):
+            raise NotFoundError(f"{reprlib.repr(name)}: no such {SINGULAR[kind]} file")
         return path.resolve()
     for folder in (user_dir(kind), BUILTIN_DIRS[kind]):
         path = folder / f"{name}.yaml"
-        if path.is_file():
+        if is_file(path):
             return path
     available = ", ".join(names(kind)) or "none"
-    raise NotFoundError(f"unknown {SINGULAR[kind]} {name!r}; available: {available}")
+    raise NotFoundError(f"unknown {SINGULAR[kind]} {reprlib.repr(name)}; available: {available}")
 
 
 def load(kind: Kind, name: str) -> tuple[Path, Fragment]:

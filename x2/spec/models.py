@@ -8,16 +8,29 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError, model_validator
 
 from x2.spec.source import Fragment
 
-Vec2 = tuple[float, float]
-Vec3 = tuple[float, float, float]
+# Strict: a YAML `true` or `yes` (a bool) or a quoted "0.5" (a string) is no number; an int is.
+Number = Annotated[float, Strict()]
+Whole = Annotated[int, Strict()]
+Flag = Annotated[bool, Strict()]  # true/false, not 1 or "yes" in quotes
+Vec2 = tuple[Number, Number]
+Vec3 = tuple[Number, Number, Number]
+# Robot, asset, scene and task names and DAG node ids end up in MuJoCo names, dataset manifests, labels and
+# terminal output (where "[red]" would be markup): letters, digits and a few separators only.
+NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
+Name = Annotated[str, Field(pattern=NAME_PATTERN)]
+Size = Annotated[Number, Field(gt=0)]
+Extent = Annotated[Number, Field(ge=0)]
+Unit = Annotated[Number, Field(ge=0, le=1)]
+RGBA = tuple[Unit, Unit, Unit, Unit]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan: a `.nan` or `.inf` (YAML floats) is no position, size or time.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # ----- robots ---------------------------------------------------------------------------------
@@ -26,30 +39,30 @@ class _Strict(BaseModel):
 class GripperFile(_Strict):
     kind: Literal["G", "H"]
     mjcf: str
-    open: float = Field(gt=0, description="actuator ctrl when fully open (finger opening per side, m)")
-    closed: float = Field(ge=0)
+    open: Number = Field(gt=0, description="actuator ctrl when fully open (finger opening per side, m)")
+    closed: Number = Field(ge=0)
 
 
 class ArmFile(_Strict):
     joints: list[str] = Field(min_length=1)
-    home: list[float]
+    home: list[Number]
     actuators: list[str] | None = None  # default: same names as the joints
 
 
 class ControlFile(_Strict):
-    fps: int = Field(default=30, ge=1, le=1000)
-    substeps: int = Field(default=16, ge=1, le=200)
+    fps: Whole = Field(default=30, ge=1, le=1000)
+    substeps: Whole = Field(default=16, ge=1, le=200)
 
 
 class RobotFile(_Strict):
-    name: str
+    name: Name
     description: str = ""
     mjcf: str
     gripper: GripperFile
     arms: dict[Literal["left", "right"], ArmFile] = Field(min_length=1)
     cameras: list[str] = []
     base_pos: Vec3 = (0.0, 0.0, 0.0)
-    reach: float = Field(default=0.75, gt=0, description="max distance shoulder -> tcp (m)")
+    reach: Number = Field(default=0.75, gt=0, description="max distance shoulder -> tcp (m)")
     shoulders: dict[Literal["left", "right"], Vec3] = {}
     control: ControlFile = ControlFile()
     reference_task: str | None = None
@@ -59,12 +72,12 @@ class RobotFile(_Strict):
 
 
 class AssetFile(_Strict):
-    name: str
+    name: Name
     mjcf: str
     tags: list[str] = []
-    footprint_radius: float = Field(gt=0)
-    height: float = Field(default=0.0, ge=0)
-    free: bool = True
+    footprint_radius: Number = Field(gt=0)
+    height: Number = Field(default=0.0, ge=0)
+    free: Flag = True
     parts: dict[str, str] = {}
     joints: list[str] = []
 
@@ -74,18 +87,24 @@ class AssetFile(_Strict):
 
 class BoothFile(_Strict):
     table_center: Vec2 | None = None
-    table_half_size: Vec2 | None = None
-    table_height: float | None = Field(default=None, gt=0.2, lt=1.5)
-    wall_rgba: tuple[float, float, float, float] | None = None
-    floor_rgba: tuple[float, float, float, float] | None = None
-    table_rgba: tuple[float, float, float, float] | None = None
-    light_intensity: float | None = Field(default=None, ge=0, le=2)
+    table_half_size: tuple[Size, Size] | None = None
+    table_height: Number | None = Field(default=None, gt=0.2, lt=1.5)
+    wall_rgba: RGBA | None = None
+    floor_rgba: RGBA | None = None
+    table_rgba: RGBA | None = None
+    light_intensity: Number | None = Field(default=None, ge=0, le=2)
 
 
 class RegionFile(_Strict):
     center: Vec2
-    half_size: Vec2
+    half_size: tuple[Extent, Extent]
     yaw: Vec2 = (-3.14159, 3.14159)
+
+    @model_validator(mode="after")
+    def _yaw_is_a_range(self) -> RegionFile:
+        if self.yaw[0] > self.yaw[1]:  # each reset draws uniformly from it
+            raise ValueError(f"yaw [lo, hi] with lo <= hi (got [{self.yaw[0]:g}, {self.yaw[1]:g}])")
+        return self
 
 
 class ObjectFile(_Strict):
@@ -93,7 +112,7 @@ class ObjectFile(_Strict):
     pool: list[str] | None = None
     tags: list[str] = []
     region: str | None = None
-    pose: tuple[float, float, float, float] | None = Field(default=None, description="x, y, z, yaw")
+    pose: tuple[Number, Number, Number, Number] | None = Field(default=None, description="x, y, z, yaw")
 
 
 # ----- scenery (replay augmentation: a recorded world's static layer, recomposed) ----------------
@@ -180,7 +199,7 @@ class SurfaceFile(_Strict):
     colour: Colours | None = None  # default: the scene's own booth colour
     texture: Literal["none", "checker", "gradient"] = "none"
     colour2: Colours | None = None  # second texture colour; default: a darker shade of the drawn colour
-    repeat: tuple[Annotated[float, Field(gt=0)], Annotated[float, Field(gt=0)]] | None = None
+    repeat: tuple[Size, Size] | None = None
 
     @model_validator(mode="after")
     def _changes_something(self) -> SurfaceFile:
@@ -195,7 +214,7 @@ class LightingFile(_Strict):
     direction: Directions | None = None  # of the key light; default: the booth's
     colour: Colours | None = None  # default: white
     intensity: Intensity | None = None  # key light; default: the scene's booth light_intensity
-    shadows: bool = False  # does the key light cast shadows (costly on a CPU renderer)
+    shadows: Flag = False  # does the key light cast shadows (costly on a CPU renderer)
 
     @model_validator(mode="after")
     def _changes_something(self) -> LightingFile:
@@ -221,7 +240,7 @@ class SceneryFile(_Strict):
 
 
 class SceneFile(_Strict):
-    name: str
+    name: Name
     description: str = ""
     booth: BoothFile = BoothFile()
     regions: dict[str, RegionFile] = {}
@@ -240,18 +259,18 @@ class NodeFile(_Strict):
     description: str = ""
     success: PredicateBlock = Field(min_length=1)
     failure: PredicateBlock = {}
-    timeout_s: float | None = Field(default=None, gt=0)
-    score: float = Field(default=1.0, gt=0)
+    timeout_s: Number | None = Field(default=None, gt=0)
+    score: Number = Field(default=1.0, gt=0)
     skill: dict[str, Any] | None = None
 
 
 class TaskFile(_Strict):
-    name: str
+    name: Name
     instruction: str
     scene: str
     robot: str | None = None  # the robot it is usually run with
-    horizon_s: float = Field(default=60.0, gt=0)
-    nodes: dict[str, NodeFile] = Field(min_length=1)
+    horizon_s: Number = Field(default=60.0, gt=0)
+    nodes: dict[Name, NodeFile] = Field(min_length=1)
     edges: list[tuple[str, str]] = []
 
 
@@ -264,6 +283,8 @@ def parse(model: type[_Strict], frag: Fragment) -> Any:
         errors = sorted(exc.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
         err = errors[0]
         loc = tuple(err["loc"])
+        if loc[-1:] == ("[key]",):  # pydantic's marker for a dict key that failed (a node id)
+            loc = loc[:-1]
         found = "nothing" if err["type"] == "missing" else repr(err.get("input"))
         if len(found) > 60:
             found = found[:57] + "..."
@@ -280,6 +301,10 @@ def _allowed(err: Any) -> str:
         return str(ctx["expected"])
     if err["type"] == "missing":
         return "a value (this field is required)"
+    if err["type"] == "string_pattern_mismatch":
+        return "a name of letters, digits, '_', '-' and '.'"
+    if err["type"] == "model_type":  # pydantic: "a valid dictionary or instance of NodeFile"
+        return "a mapping of fields"
     return err["msg"].removeprefix("Input should be ").removeprefix("Value error, ")
 
 

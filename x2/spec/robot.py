@@ -8,7 +8,7 @@ from pathlib import Path
 from x2.spec import catalog
 from x2.spec.env import ArmModel, GripperModel, RobotModel, Vec3
 from x2.spec.models import RobotFile, parse
-from x2.spec.source import Fragment
+from x2.spec.source import Fragment, is_file, resolved
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,8 @@ class RobotInfo:
 def _file_next_to(frag: Fragment, key: tuple[str, ...], rel: str) -> Path:
     """A path field resolves relative to the YAML file that set it (which may be an include)."""
     base = Path(frag.origin(key).file).resolve().parent
-    path = (base / rel).resolve()
-    if not path.is_file():
+    path = resolved(base, rel)
+    if path is None or not is_file(path):
         raise frag.error(key, f"{rel!r} (no such file)", f"a path relative to {frag.origin(key).file}")
     return path
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from x2.spec.models import SceneFile, parse
 from x2.spec.robot import RobotInfo
 from x2.spec.scenery import compile_scenery, scene_booth
 from x2.spec.source import Fragment, merge
+
+OBJECT_NAME = re.compile(r"[A-Za-z0-9_-]+")
 
 __all__ = ["SceneInfo", "compile_scene", "load_asset", "load_scene"]
 
@@ -44,6 +47,11 @@ def _variant_overlay(frag: Fragment, variant: str) -> Fragment:
     return merge(frag, overlay)
 
 
+def _metres(value: float) -> str:
+    """A coordinate as written in errors: centimetres, or 3 digits for a number no table has (1e300)."""
+    return f"{value:.2f}" if abs(value) < 1e6 else f"{value:.3g}"
+
+
 def _check_region(frag: Fragment, key: tuple[str, ...], region: Region, footprint: float,
                   booth: BoothModel, robot: RobotInfo) -> None:
     """A region must keep the whole object on the table and inside some arm's reach."""
@@ -52,7 +60,8 @@ def _check_region(frag: Fragment, key: tuple[str, ...], region: Region, footprin
                for sx in (-1, 1) for sy in (-1, 1)]
     for x, y in corners:
         if abs(x - cx) > hx - footprint or abs(y - cy) > hy - footprint:
-            raise frag.error(key, f"corner ({x:.2f}, {y:.2f}) off the table for an object of radius {footprint}",
+            raise frag.error(key, f"corner ({_metres(x)}, {_metres(y)}) off the table for an object of radius "
+                             f"{footprint}",
                              f"regions within x {cx - hx + footprint:.2f}..{cx + hx - footprint:.2f}, "
                              f"y {cy - hy + footprint:.2f}..{cy + hy - footprint:.2f}")
     if not robot.shoulders:
@@ -62,7 +71,7 @@ def _check_region(frag: Fragment, key: tuple[str, ...], region: Region, footprin
         dist = min(math.dist((x, y, region.z), (base[0] + s[0], base[1] + s[1], base[2] + s[2]))
                    for s in robot.shoulders.values())
         if dist > robot.reach:
-            raise frag.error(key, f"corner ({x:.2f}, {y:.2f}) {dist:.2f} m from the nearest shoulder "
+            raise frag.error(key, f"corner ({_metres(x)}, {_metres(y)}) {_metres(dist)} m from the nearest shoulder "
                              f"(unreachable by {robot.model.name})", f"points within {robot.reach} m of a shoulder")
 
 
@@ -77,8 +86,8 @@ def compile_scene(frag: Fragment, file: Path, robot: RobotInfo, variant: str = "
     objects = []
     for name, obj in spec.objects.items():
         key = ("objects", name)
-        if "/" in name or name.startswith("@"):
-            raise frag.error(key, repr(name), "object names without '/' or a leading '@'")
+        if not OBJECT_NAME.fullmatch(name):  # it prefixes MuJoCo names and is an instruction placeholder
+            raise frag.error(key, repr(name), "an object name of letters, digits, '_' and '-'")
         if (obj.asset is None) == (obj.pool is None):
             raise frag.error(key, "both asset and pool" if obj.asset else "neither asset nor pool",
                              "exactly one of asset: NAME or pool: [NAMES]")

@@ -6,6 +6,8 @@ Every name in a task is resolved here, before any simulator starts: objects by i
 
 from __future__ import annotations
 
+import math
+import reprlib
 import string
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -54,6 +56,8 @@ class _Resolver:
         if kind == "float":
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise self.frag.error(key, repr(value), _KIND_HELP[kind])
+            if not math.isfinite(value):  # .nan compares false with everything: a predicate that never holds
+                raise self.frag.error(key, repr(value), "a finite number")
             return float(value)
         if kind == "object":
             return self.object(key, value).name
@@ -130,6 +134,21 @@ def _skill(resolver: _Resolver, key: Path_, block: dict[str, object] | None) -> 
     return SkillBinding(name, str(arm), target_name, target_object, params, (origin.file, origin.line))
 
 
+def _check_instruction(frag: Fragment, text: str, objects: list[str]) -> None:
+    """Placeholders are bare `{OBJECT}` names: each reset formats the instruction with the drawn assets'
+    names, so a conversion, a format spec or an index (`{fruit!r}`, `{fruit:>9999999}`, `{0}`) is refused."""
+    allowed = "placeholders naming scene objects: " + (", ".join(objects) or "none")
+    try:
+        parts = list(string.Formatter().parse(text))
+    except ValueError as exc:  # a lone brace
+        raise frag.error(("instruction",), f"{exc} in {text!r}", "text with {OBJECT} placeholders, "
+                         "literal braces doubled ({{ }})") from None
+    for _, field, format_spec, conversion in parts:
+        if field is not None and (field not in objects or format_spec or conversion):
+            shown = field + (f"!{conversion}" if conversion else "") + (f":{format_spec}" if format_spec else "")
+            raise frag.error(("instruction",), f"placeholder {{{shown}}}", allowed)
+
+
 def compile_task(frag: Fragment, scene: SceneInfo, robot: RobotInfo) -> TaskModel:
     spec: TaskFile = parse(TaskFile, frag)
     node_ids = list(spec.nodes)
@@ -140,11 +159,7 @@ def compile_task(frag: Fragment, scene: SceneInfo, robot: RobotInfo) -> TaskMode
     cycle = find_cycle(node_ids, [tuple(e) for e in spec.edges])
     if cycle:
         raise frag.error(("edges",), "a cycle " + " -> ".join([*cycle, cycle[0]]), "edges that form a DAG")
-    fields = {f for _, f, _, _ in string.Formatter().parse(spec.instruction) if f}
-    unknown = sorted(fields - {o.name for o in scene.objects})
-    if unknown:
-        raise frag.error(("instruction",), f"placeholder {{{unknown[0]}}}",
-                         "placeholders naming scene objects: " + ", ".join(o.name for o in scene.objects))
+    _check_instruction(frag, spec.instruction, [o.name for o in scene.objects])
     resolver = _Resolver(frag, scene, robot)
     nodes = tuple(
         NodeSpec(id=nid, success=resolver.calls(("nodes", nid, "success"), node.success),
@@ -164,10 +179,17 @@ def load_env(task: str | None, robot: str | None = None, variant: str = "default
     if task is not None:
         task_path, task_frag = catalog.load("tasks", task)
     named_in_task = task_frag.data if task_frag is not None else {}
+    for key in ("robot", "scene"):  # read before the task is validated: they say which files to load
+        value = named_in_task.get(key)
+        if task_frag is not None and value is not None and not isinstance(value, str):
+            raise task_frag.error((key,), reprlib.repr(value), f"a {key} name or the path of its YAML file")
     robot = robot or named_in_task.get("robot")
     scene = scene or named_in_task.get("scene") or "green_booth"
     if robot is None:
-        raise NotFoundError("no robot given and the task names none; robots: " + ", ".join(catalog.names("robots")))
+        robots = ", ".join(catalog.names("robots"))
+        if task_frag is not None:
+            raise task_frag.error(("robot",), "no robot (and none given with --robot)", f"one of {robots}")
+        raise NotFoundError(f"no robot given; robots: {robots}")
     with _reported_at(task_frag, ("robot",), named_in_task.get("robot") == robot):
         robot_info = load_robot(str(robot))
     with _reported_at(task_frag, ("scene",), named_in_task.get("scene") == scene):

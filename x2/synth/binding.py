@@ -4,6 +4,7 @@ predicate really holds (synthesis is verified by the same DAG that labels the da
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -46,8 +47,9 @@ def check_bindings(env: EnvSpec) -> None:
                 raise SpecError(file, line, f"{key}.{param}", f"unknown parameter {param!r}",
                                 f"parameters of {binding.name}: " + (", ".join(sdef.params) or "none"))
             ok = isinstance(value, kind) or (kind is float and isinstance(value, int)) and not isinstance(value, bool)
-            if not ok:
-                raise SpecError(file, line, f"{key}.{param}", repr(value), f"a {kind.__name__}")
+            if not ok or (kind is float and not math.isfinite(value)):  # type: ignore[arg-type]  # a number here
+                raise SpecError(file, line, f"{key}.{param}", repr(value),
+                                "a finite number" if kind is float else f"a {kind.__name__}")
 
 
 def _resolve_arm(ctx: SynthContext, node: NodeSpec) -> str:

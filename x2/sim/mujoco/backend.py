@@ -17,13 +17,13 @@ from collections.abc import Mapping
 import mujoco
 import numpy as np
 
-from x2.errors import DatasetError, NotFoundError, X2Error
+from x2.errors import DatasetError, NotFoundError, SpecError, X2Error
 from x2.seeding import streams
 from x2.sim.backend import CameraInfo, Contact, ResetInfo, RobotState, SimulationUnstable
 from x2.sim.layout import Placement, solve_layout
 from x2.sim.mujoco.recorded_xml import check_world_xml, compile_world, make_data
 from x2.sim.mujoco.state import STATE_SPEC, state_size
-from x2.sim.mujoco.world import ASSET_ROOT_BODY, free_joint, object_body, world_xml
+from x2.sim.mujoco.world import ASSET_ROOT_BODY, free_joint, object_body, spec_files, world_error, world_xml
 from x2.spec.action import ActionLayout
 from x2.spec.env import AssetModel, EnvSpec
 
@@ -44,25 +44,35 @@ class _Compiled:
             try:
                 self.model = mujoco.MjModel.from_xml_string(xml)
             except ValueError as exc:
-                raise X2Error(f"robot {env.robot.name!r} / scene {env.scene_name!r}: MuJoCo could not compile the "
-                              f"world: {str(exc).strip().splitlines()[0]}") from None
+                raise world_error(env, chosen, exc) from None
             self.data = mujoco.MjData(self.model)
+        robot_file = spec_files(env)[1]
         self.xml = xml
         self._ids: dict[tuple[mujoco.mjtObj, str], int] = {}
         m = self.model
         self.chosen = dict(chosen)
 
-        def jid(name: str) -> int:
-            i = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
+        def named(kind: mujoco.mjtObj, name: str) -> int:
+            # The names come from the robot spec (an arm's joints and actuators) or are derived from its
+            # gripper (`<arm>_finger_a`): a robot file naming what its MJCF lacks is a mistake in that file.
+            i = mujoco.mj_name2id(m, kind, name)
             if i < 0:
-                raise NotFoundError(f"robot {env.robot.name!r}: joint {name!r} is not in its MJCF")
+                what = kind.name.removeprefix("mjOBJ_").lower()
+                if source is not None:  # the file's world lacks what its own world record names
+                    raise DatasetError(f"{source}: model_xml: found no {what} {name!r}; allowed: the world its "
+                                       "world record describes")
+                field = next((f"arms.{a.name}.{f}" for a in env.robot.arms for f in ("joints", "actuators")
+                              if name in getattr(a, f)), "gripper.mjcf")
+                raise SpecError(robot_file, None, field, f"{what} {name!r}, which is not in the robot's world",
+                                f"{what}s that its MJCF ({env.robot.mjcf.name}) and gripper MJCF "
+                                f"({env.robot.gripper.mjcf.name}) define")
             return i
 
+        def jid(name: str) -> int:
+            return named(mujoco.mjtObj.mjOBJ_JOINT, name)
+
         def aid(name: str) -> int:
-            i = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, name)
-            if i < 0:
-                raise NotFoundError(f"robot {env.robot.name!r}: actuator {name!r} is not in its MJCF")
-            return i
+            return named(mujoco.mjtObj.mjOBJ_ACTUATOR, name)
 
         self.arm_qadr = {a.name: np.array([m.jnt_qposadr[jid(j)] for j in a.joints]) for a in env.robot.arms}
         self.arm_home = {a.name: np.array(a.home) for a in env.robot.arms}

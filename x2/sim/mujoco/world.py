@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from pathlib import Path
 
 import mujoco
 
@@ -31,6 +32,7 @@ from x2.sim.layout import Placement
 from x2.sim.mujoco.booth import add_booth
 from x2.sim.mujoco.robot import load_mjcf, load_robot
 from x2.spec.env import AssetModel, EnvSpec, ObjectInstance
+from x2.spec.source import display_path
 
 ASSET_ROOT_BODY = "object"
 
@@ -116,4 +118,23 @@ def world_text(spec: mujoco.MjSpec, timestep: float) -> str:
 
 def world_xml(env: EnvSpec, chosen: Mapping[str, AssetModel], layout: Mapping[str, Placement] | None = None) -> str:
     """The world as MJCF text, the one source the simulated model is compiled from (see `world_text`)."""
-    return world_text(build_world(env, chosen, layout), env.booth.timestep)
+    try:
+        return world_text(build_world(env, chosen, layout), env.booth.timestep)
+    except ValueError as exc:  # MuJoCo's: printing the spec compiles it (a mesh file missing, a name twice)
+        raise world_error(env, chosen, exc) from None
+
+
+def spec_files(env: EnvSpec) -> tuple[str | None, str | None]:
+    """The scene and robot files an EnvSpec was compiled from (its sources: [task,] scene, robot), as shown."""
+    files = [display_path(Path(f)) for f in env.sources]
+    return (files[-2], files[-1]) if len(files) >= 2 else (None, None)
+
+
+def world_error(env: EnvSpec, chosen: Mapping[str, AssetModel], exc: Exception) -> SpecError:
+    """MuJoCo refusing a world built from specs, as one line naming the scene and robot files."""
+    scene_file, robot_file = spec_files(env)
+    problem = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    assets = ", ".join(sorted({a.name for a in chosen.values()})) or "none"
+    return SpecError(scene_file, None, "<world>", f"a world MuJoCo cannot compile ({problem}) from this scene "
+                     f"(assets: {assets}) and robot {robot_file or env.robot.name}",
+                     "specs whose robot, gripper and asset MJCF compile into one world")
