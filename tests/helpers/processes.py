@@ -27,6 +27,15 @@ class Proc:
         except OSError:
             return ""
 
+    def kind(self) -> str:
+        """A short name for reports: a multiprocessing role, else the program's name."""
+        line = self.cmdline()
+        for marker, name in (("resource_tracker", "resource tracker"), ("spawn_main", "spawned worker"),
+                             ("forkserver", "forkserver")):
+            if marker in line:
+                return name
+        return Path(line.split(" ", 1)[0]).name or "?"
+
 
 def _stat(pid: int) -> tuple[str, int, int] | None:
     """(state, ppid, start time), or None when the process is gone."""

@@ -1,0 +1,78 @@
+"""A chaos campaign: for each command, one run never killed (the calibration), then runs SIGKILLed at seeded
+random moments until `kills` of them were really killed; what every kill left, summed per command."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from helpers.chaos_kills import calibrate, kill_once
+from helpers.chaos_scenarios import SCENARIOS, Fixtures
+
+
+@dataclass
+class CommandStats:
+    command: str
+    kills: int = 0
+    finished: int = 0  # runs that ended before their signal
+    episodes_checked: int = 0
+    processes_seen: int = 0
+    repaired: int = 0  # kills after which validate() found something repairable
+    lost: list[str] = field(default_factory=list)
+    changed_sources: list[str] = field(default_factory=list)
+    left_behind: list[str] = field(default_factory=list)
+    complete: int = 0
+    absent: int = 0
+    half_made: list[str] = field(default_factory=list)
+    window_s: float = 0.0
+    target_episodes: int = 0  # what a run never killed left at its target
+    process_kinds: set[str] = field(default_factory=set)
+
+    @property
+    def has_target(self) -> bool:
+        return bool(self.complete or self.absent or self.half_made)
+
+    @property
+    def clean(self) -> bool:
+        return not (self.lost or self.changed_sources or self.left_behind or self.half_made)
+
+
+def run_command(command: str, fixtures: Fixtures, kills: int, rng: random.Random, scratch: Path) -> CommandStats:
+    build = SCENARIOS[command]
+    stats = CommandStats(command)
+    scratch.mkdir(parents=True, exist_ok=True)
+    calibration = calibrate(lambda work: build(fixtures, work), scratch)
+    stats.window_s, stats.target_episodes = calibration.window_s, calibration.target_episodes
+    for attempt in range(3 * kills):
+        if stats.kills >= kills:
+            break
+        work = scratch / f"run{attempt}"
+        work.mkdir()
+        result = kill_once(build(fixtures, work), calibration, rng, scratch / f"run{attempt}.log")
+        stats.kills += result.killed
+        stats.finished += not result.killed
+        v = result.verdict
+        stats.episodes_checked += v.episodes_checked
+        stats.processes_seen += result.processes_seen
+        stats.process_kinds |= result.kinds
+        stats.repaired += v.repaired > 0
+        stats.lost += [f"run {attempt}: {m}" for m in v.lost]
+        stats.changed_sources += [f"run {attempt}: {m}" for m in v.changed_sources]
+        stats.left_behind += [f"run {attempt}: {m}" for m in result.left_behind]
+        if v.target_state == "complete":
+            stats.complete += 1
+        elif v.target_state == "absent":
+            stats.absent += 1
+        elif v.target_state:
+            stats.half_made.append(f"run {attempt}: {v.target_state}")
+        if v.clean and not result.left_behind:  # keep what a failure left, for a person to look at
+            shutil.rmtree(work)
+            (scratch / f"run{attempt}.log").unlink()
+    return stats
+
+
+def campaign(commands: list[str], kills: int, seed: int, scratch: Path, fixtures: Fixtures) -> list[CommandStats]:
+    rng = random.Random(seed)
+    return [run_command(c, fixtures, kills, rng, scratch / c.replace(" ", "-")) for c in commands]
