@@ -17,6 +17,8 @@ from pathlib import Path
 from helpers.processes import Proc, descendants, kill_all, wait_gone
 from x2_cli import HEADLESS_ENV
 
+from x2.worker_life import process_pool
+
 HANG_GUARD_S = 120.0  # only so a broken build fails instead of hanging; the benchmark measures the time
 
 
@@ -100,3 +102,15 @@ def test_a_worker_whose_parent_is_already_gone_exits_at_once(tmp_path: Path) -> 
     ours = subprocess.run([sys.executable, "-c", _ORPHAN, str(os.getpid())], cwd=tmp_path, env=HEADLESS_ENV,
                           capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert ours.returncode == 0 and "still running" in ours.stdout, (ours.returncode, ours.stdout, ours.stderr)
+
+
+def test_the_death_signal_is_armed_before_the_initializer_is_imported() -> None:
+    # Heavy initializer modules (x2.synth.runner) take seconds to import: a worker must not live that long
+    # after its parent was killed, so the signal comes first.
+    import signal as signals
+
+    from helpers import armed_at_import
+
+    with process_pool(1, armed_at_import.initialise) as pool:
+        initialised, armed = pool.submit(armed_at_import.armed_at_import).result()
+    assert initialised and armed == signals.SIGKILL

@@ -10,11 +10,16 @@ stay with it. So every process x2 starts arms this in its first lines:
 - otherwise, or where prctl is missing, a daemon thread polls the parent pid every 0.2 s;
 - a parent that died before either was armed is seen at once: the process was reparented, so
   os.getppid() is no longer the pid it was given.
+
+A pool worker arms this before it imports the pool's initializer: that is passed by name, because
+unpickling the function itself would import its module first (x2.synth.runner takes seconds to
+import on a loaded machine, seconds in which a SIGKILLed parent's worker would live on).
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib
 import multiprocessing as mp
 import os
 import signal
@@ -64,10 +69,22 @@ def die_with(parent: Parent) -> None:
         os._exit(1)
 
 
-def _init(parent: Parent, initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
+def _name_of(function: Callable[..., None]) -> str:
+    return f"{function.__module__}:{function.__qualname__}"
+
+
+def _resolve(name: str) -> Callable[..., None]:
+    module, _, qualname = name.partition(":")
+    found: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return found
+
+
+def _init(parent: Parent, initializer: str | None, initargs: tuple[Any, ...]) -> None:
     die_with(parent)
     if initializer is not None:
-        initializer(*initargs)
+        _resolve(initializer)(*initargs)
 
 
 def process_pool(workers: int, initializer: Callable[..., None] | None = None,
@@ -76,4 +93,4 @@ def process_pool(workers: int, initializer: Callable[..., None] | None = None,
     context) that die with this one. Submit from the thread that creates the pool: the pool spawns
     its workers lazily, in the submitting thread."""
     return ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init,
-                               initargs=(Parent.here(), initializer, initargs))
+                               initargs=(Parent.here(), initializer and _name_of(initializer), initargs))

@@ -39,13 +39,15 @@ class CommandStats:
         return not (self.lost or self.changed_sources or self.left_behind or self.half_made)
 
 
-def run_command(command: str, fixtures: Fixtures, kills: int, rng: random.Random, scratch: Path) -> CommandStats:
+def run_command(command: str, fixtures: Fixtures, kills: int, rng: random.Random, scratch: Path,
+                max_runs: int | None = None) -> CommandStats:
+    """Runs until `kills` were really killed, at most `max_runs` (default 3 kills) of them."""
     build = SCENARIOS[command]
     stats = CommandStats(command)
     scratch.mkdir(parents=True, exist_ok=True)
     calibration = calibrate(lambda work: build(fixtures, work), scratch)
     stats.window_s, stats.target_episodes = calibration.window_s, calibration.target_episodes
-    for attempt in range(3 * kills):
+    for attempt in range(max_runs or 3 * kills):
         if stats.kills >= kills:
             break
         work = scratch / f"run{attempt}"
