@@ -53,7 +53,7 @@ def fault_table(stats: list[FaultStats]) -> str:
 def _details(kills: list[CommandStats], faults: list[FaultStats]) -> list[str]:
     out = []
     for s in kills:
-        out += [f"- {s.command}: {m}" for m in s.lost + s.changed_sources + s.left_behind + s.half_made]
+        out += [f"- {s.command}: {m}" for m in s.lost + s.changed_sources + s.left_behind + s.half_made + s.failed_runs]
     for f in faults:
         out += [f"- {f.command} {f.errno}: {m}" for m in f.lost + f.half_made]
     return out

@@ -30,6 +30,7 @@ def test_sigkill_loses_nothing_and_leaves_no_process(command: str, fixtures: Fix
     assert not stats.changed_sources, stats.changed_sources
     assert not stats.left_behind, stats.left_behind
     assert not stats.half_made, stats.half_made
+    assert not stats.failed_runs, stats.failed_runs
     assert stats.episodes_checked > 0 or stats.complete + stats.absent == stats.kills + stats.finished
 
 

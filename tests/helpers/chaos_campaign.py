@@ -26,6 +26,7 @@ class CommandStats:
     complete: int = 0
     absent: int = 0
     half_made: list[str] = field(default_factory=list)
+    failed_runs: list[str] = field(default_factory=list)  # runs that finished before the signal, not with 0
     window_s: float = 0.0
     target_episodes: int = 0  # what a run never killed left at its target
     process_kinds: set[str] = field(default_factory=set)
@@ -36,7 +37,7 @@ class CommandStats:
 
     @property
     def clean(self) -> bool:
-        return not (self.lost or self.changed_sources or self.left_behind or self.half_made)
+        return not (self.lost or self.changed_sources or self.left_behind or self.half_made or self.failed_runs)
 
 
 def run_command(command: str, fixtures: Fixtures, kills: int, rng: random.Random, scratch: Path,
@@ -55,6 +56,8 @@ def run_command(command: str, fixtures: Fixtures, kills: int, rng: random.Random
         result = kill_once(build(fixtures, work), calibration, rng, scratch / f"run{attempt}.log")
         stats.kills += result.killed
         stats.finished += not result.killed
+        if not result.killed and result.exit_code != 0:
+            stats.failed_runs.append(f"run {attempt}: exit {result.exit_code}, see {scratch / f'run{attempt}.log'}")
         v = result.verdict
         stats.episodes_checked += v.episodes_checked
         stats.processes_seen += result.processes_seen
@@ -69,12 +72,9 @@ def run_command(command: str, fixtures: Fixtures, kills: int, rng: random.Random
             stats.absent += 1
         elif v.target_state:
             stats.half_made.append(f"run {attempt}: {v.target_state}")
-        if v.clean and not result.left_behind:  # keep what a failure left, for a person to look at
+        # Keep what a failure left, for a person to look at.
+        if v.clean and not result.left_behind and (result.killed or result.exit_code == 0):
             shutil.rmtree(work)
             (scratch / f"run{attempt}.log").unlink()
     return stats
 
-
-def campaign(commands: list[str], kills: int, seed: int, scratch: Path, fixtures: Fixtures) -> list[CommandStats]:
-    rng = random.Random(seed)
-    return [run_command(c, fixtures, kills, rng, scratch / c.replace(" ", "-")) for c in commands]

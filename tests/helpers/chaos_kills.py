@@ -117,6 +117,7 @@ class Calibration:
 @dataclass
 class KillResult:
     killed: bool  # False: the command finished before the signal
+    exit_code: int  # -9 when killed; a run that finished first must have exited 0
     verdict: Verdict
     processes_seen: int
     kinds: set[str]  # what the command's processes were (besides the command itself)
@@ -175,7 +176,7 @@ def kill_once(run: Run, calibration: Calibration, rng: random.Random, log: Path)
     killed = proc.poll() is None
     if killed:
         proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    exit_code = proc.wait()
     left = wait_gone(watch.procs, LEFTOVER_GRACE_S)
     left_lines = [p.cmdline()[:160] for p in left]
     kill_all(left)
@@ -185,4 +186,4 @@ def kill_once(run: Run, calibration: Calibration, rng: random.Random, log: Path)
     check_sources(sources, verdict)
     if run.target is not None:
         check_target(run.target, calibration.target_episodes, verdict)
-    return KillResult(killed, verdict, len(watch.procs) + 1, watch.kinds, left_lines)
+    return KillResult(killed, exit_code, verdict, len(watch.procs) + 1, watch.kinds, left_lines)
