@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.processes import Proc, descendants, wait_gone
 from helpers.real_dataset import record_short_dataset
 from x2_cli import HEADLESS_ENV, run_x2
 
@@ -23,33 +24,6 @@ from x2.render import ImageSize, render_dataset
 ARGS = ["--cameras", "head,left_wrist", "--size", "96x128", "--workers", "2"]
 KILLS = 3
 EPISODES = 8
-
-
-def _children(pid: int) -> set[int]:
-    """Every live descendant of `pid` (from /proc)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[0] != "Z":
-                parents[int(entry.name)] = int(fields[1])
-    out: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - out
-        out |= frontier
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"  # a zombie has exited; only its exit status waits for a reaper
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -88,21 +62,18 @@ def test_sigkill_leaves_old_or_rendered_episodes_and_a_rerun_finishes(datasets: 
                                 env=HEADLESS_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL)
         # Kill `kill` episodes into the run (0: while the first ones render), then a random moment later.
-        workers: set[int] = set()
+        workers: set[Proc] = set()
         deadline = None
         while proc.poll() is None and (deadline is None or time.monotonic() < deadline):
-            workers |= _children(proc.pid)
+            workers |= descendants(proc.pid)
             if deadline is None and _changed(root, old) >= kill and workers:
                 deadline = time.monotonic() + rng.uniform(0.0, 0.6)
             time.sleep(0.02)
         assert proc.poll() is None, "the render finished before it could be killed"
-        workers |= _children(proc.pid)
+        workers |= descendants(proc.pid)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        gone_by = time.monotonic() + 3.0
-        while any(_alive(p) for p in workers) and time.monotonic() < gone_by:
-            time.sleep(0.05)
-        assert not [p for p in workers if _alive(p)], "a render worker outlived its killed parent"
+        assert not wait_gone(workers, 120.0), "a render worker outlived its killed parent"  # a hang guard only
         now = _files(root)
         assert now.keys() == old.keys()
         for name, data in now.items():

@@ -3,24 +3,21 @@
 Each worker renders whole episodes into staged files (x2.render.episode_file) and reports its frame
 count through a queue so the parent can show frames/s. A worker must never outlive the `x2 render`
 that started it, even a SIGKILLed one (nothing would then wait for it, and it would keep a core busy
-writing a file nobody commits): on Linux the kernel kills it with its parent (PR_SET_PDEATHSIG);
-elsewhere a watchdog thread polls the parent pid every 0.2 s.
+writing a file nobody commits): x2.worker_life arms that before the worker does anything else.
 """
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing as mp
 import os
-import signal
-import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_PR_SET_PDEATHSIG = 1
+from x2.worker_life import process_pool
+
 _progress: Any = None  # this worker's end of the parent's progress queue
 
 
@@ -41,24 +38,7 @@ class JobResult:
     seconds: float  # wall time in the worker, world rebuild included
 
 
-def _die_with(parent: int) -> None:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl")
-    except (OSError, AttributeError):
-        def watch() -> None:
-            while os.getppid() == parent:
-                time.sleep(0.2)
-            os._exit(1)
-
-        threading.Thread(target=watch, name="x2-render-parent-watch", daemon=True).start()
-    if os.getppid() != parent:  # the parent died before the death signal was armed
-        os._exit(1)
-
-
-def _init_worker(parent: int, progress: Any) -> None:
-    _die_with(parent)
+def _init_worker(progress: Any) -> None:
     # Nothing numeric is imported yet (x2.render resolves its names lazily), so these still take effect:
     # two renderers with two BLAS threads each on 2 cores only thrash, and EGL is the headless GL.
     os.environ["MUJOCO_GL"] = "egl"
@@ -83,10 +63,8 @@ def run_job(job: RenderJob) -> JobResult:
 
 
 def worker_pool(workers: int, progress: Any) -> ProcessPoolExecutor:
-    """A pool of `workers` spawned processes (fresh interpreters: no inherited GL context or threads)."""
-    ctx = mp.get_context("spawn")
-    return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                               initargs=(os.getpid(), progress))
+    """A pool of `workers` spawned processes that die with this one (x2.worker_life)."""
+    return process_pool(workers, _init_worker, (progress,))
 
 
 def progress_queue() -> Any:

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import multiprocessing as mp
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +26,7 @@ from x2.rollout.memory import replay_into
 from x2.rollout.session import episode_attrs, episode_extra, open_dataset, timing_attrs, versions
 from x2.seeding import slot_seed
 from x2.synth.attempt import AttemptOutcome, SynthSession, outcome_summary
+from x2.worker_life import process_pool
 
 REPORT_NAME = "synth_report.json"
 
@@ -125,9 +125,8 @@ class SynthRun:
 
     def _run_pool(self, ds: Dataset, on_update: Callable[[SynthProgress], None] | None) -> None:
         cfg = self.config
-        ctx = mp.get_context("spawn")  # a clean interpreter per worker: no inherited simulator state
-        with ProcessPoolExecutor(cfg.workers, mp_context=ctx, initializer=_init_worker,
-                                 initargs=(cfg.task, cfg.robot, cfg.variant)) as pool:
+        # Clean interpreters (no inherited simulator state) that die with this process, even SIGKILLed.
+        with process_pool(cfg.workers, _init_worker, (cfg.task, cfg.robot, cfg.variant)) as pool:
             pending: dict[int, Future[AttemptOutcome]] = {}
             done: dict[int, AttemptOutcome] = {}
             next_submit = next_commit = self.first_attempt

@@ -1,0 +1,116 @@
+"""Worker processes die with their parent (x2.worker_life): a SIGKILLed `x2 synth --workers 2` leaves no
+pool worker and no multiprocessing resource tracker behind; a pool whose workers were spawned by a thread
+that then ends keeps working (the kernel's parent-death signal follows the spawning thread, not the process);
+a worker whose parent is already gone when it starts exits at once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from helpers.processes import Proc, descendants, kill_all, wait_gone
+from x2_cli import HEADLESS_ENV
+
+from x2.worker_life import process_pool
+
+HANG_GUARD_S = 120.0  # only so a broken build fails instead of hanging; the benchmark measures the time
+
+
+def _pool_processes(procs: set[Proc]) -> tuple[set[Proc], set[Proc]]:
+    """(spawned pool workers, resource trackers) among `procs`."""
+    workers = {p for p in procs if "spawn_main" in p.cmdline()}
+    trackers = {p for p in procs if "resource_tracker" in p.cmdline()}
+    return workers, trackers
+
+
+def test_sigkilled_synth_leaves_no_worker_and_no_resource_tracker(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "x2", "synth", "--task", "fruit_in_microwave", "-n", "3",
+                             "--workers", "2", "--dataset", str(tmp_path / "fruit")], cwd=tmp_path,
+                            env=HEADLESS_ENV, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    seen: set[Proc] = set()
+    try:
+        until = time.monotonic() + HANG_GUARD_S
+        while proc.poll() is None and time.monotonic() < until:
+            seen |= descendants(proc.pid)
+            workers, trackers = _pool_processes(seen)
+            if len(workers) >= 2 and trackers:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, f"synth ended before its workers were seen: {proc.stderr.read()[-2000:]}"
+        seen |= descendants(proc.pid)
+        workers, trackers = _pool_processes(seen)
+        assert len(workers) >= 2 and trackers, [p.cmdline() for p in seen]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        left = wait_gone(seen, HANG_GUARD_S)
+        assert not left, f"outlived their SIGKILLed parent: {[p.cmdline() for p in left]}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kill_all(seen)
+
+
+_THREAD_SPAWNED_POOL = textwrap.dedent("""
+    import os, threading
+    from x2.worker_life import process_pool
+    box = {}
+    def start():  # this thread spawns the workers, then ends
+        box["pool"] = pool = process_pool(2)
+        box["first"] = {pool.submit(os.getpid).result() for _ in range(4)}
+    t = threading.Thread(target=start)
+    t.start()
+    t.join()
+    with box["pool"] as pool:
+        later = {pool.submit(os.getpid).result() for _ in range(8)}
+    print("same workers" if later <= box["first"] else f"new workers {later} vs {box['first']}")
+""")
+
+
+def test_workers_spawned_by_a_thread_outlive_that_thread(tmp_path: Path) -> None:
+    run = subprocess.run([sys.executable, "-c", _THREAD_SPAWNED_POOL], cwd=tmp_path, env=HEADLESS_ENV,
+                         capture_output=True, text=True, timeout=HANG_GUARD_S)
+    # With the death signal armed, the workers would be killed when the thread ends: BrokenProcessPool.
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip() == "same workers", run.stdout
+
+
+_ORPHAN = textwrap.dedent("""
+    import os, sys
+    from x2.worker_life import Parent, die_with
+    die_with(Parent(int(sys.argv[1]), spawned_by_main_thread=True))
+    print("still running")
+""")
+
+
+def test_a_worker_whose_parent_is_already_gone_exits_at_once(tmp_path: Path) -> None:
+    # The pid given is not this process's parent: as if the parent died (and the worker was reparented)
+    # before the death signal was armed.
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    run = subprocess.run([sys.executable, "-c", _ORPHAN, gone.stdout.strip()], cwd=tmp_path, env=HEADLESS_ENV,
+                         capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert run.returncode == 1 and "still running" not in run.stdout, (run.returncode, run.stdout, run.stderr)
+    # The control: given its real parent (this process), the same script runs on.
+    ours = subprocess.run([sys.executable, "-c", _ORPHAN, str(os.getpid())], cwd=tmp_path, env=HEADLESS_ENV,
+                          capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert ours.returncode == 0 and "still running" in ours.stdout, (ours.returncode, ours.stdout, ours.stderr)
+
+
+def test_the_death_signal_is_armed_before_the_initializer_is_imported() -> None:
+    # Heavy initializer modules (x2.synth.runner) take seconds to import: a worker must not live that long
+    # after its parent was killed, so the signal comes first.
+    import signal as signals
+
+    from helpers import armed_at_import
+
+    with process_pool(1, armed_at_import.initialise) as pool:
+        initialised, armed = pool.submit(armed_at_import.armed_at_import).result()
+    assert initialised and armed == signals.SIGKILL

@@ -1,0 +1,96 @@
+"""Worker processes that never outlive the x2 command that started them, even a SIGKILLed one.
+
+Nothing waits for a worker whose parent died: it would keep a core busy on work nobody commits, and
+the multiprocessing resource tracker (which exits only when every holder of its pipe is gone) would
+stay with it. So every process x2 starts arms this in its first lines:
+
+- on Linux the kernel kills it with its parent (PR_SET_PDEATHSIG). The signal fires when the parent
+  *thread* that spawned it ends, so it is only armed when that thread is the parent's main thread
+  (x2 submits to its pools from the main thread; a helper thread that spawned would end too early);
+- otherwise, or where prctl is missing, a daemon thread polls the parent pid every 0.2 s;
+- a parent that died before either was armed is seen at once: the process was reparented, so
+  os.getppid() is no longer the pid it was given.
+
+A pool worker arms this before it imports the pool's initializer: that is passed by name, because
+unpickling the function itself would import its module first (x2.synth.runner takes seconds to
+import on a loaded machine, seconds in which a SIGKILLed parent's worker would live on).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import multiprocessing as mp
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+_POLL_S = 0.2
+
+
+@dataclass(frozen=True)
+class Parent:
+    """Who a worker must die with: the parent's pid, and whether the thread spawning it is the main one."""
+
+    pid: int
+    spawned_by_main_thread: bool
+
+    @classmethod
+    def here(cls) -> Parent:
+        """The calling process, as the parent of the workers the calling thread is about to spawn."""
+        return cls(os.getpid(), threading.current_thread() is threading.main_thread())
+
+
+def _kernel_kills_us_with_parent() -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):  # not Linux, or no prctl in this libc
+        return False
+
+
+def _watch(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(_POLL_S)
+    os._exit(1)
+
+
+def die_with(parent: Parent) -> None:
+    """Arm this process to end when `parent` does; end now if it already has."""
+    if not (parent.spawned_by_main_thread and _kernel_kills_us_with_parent()):
+        threading.Thread(target=_watch, args=(parent.pid,), name="x2-parent-watch", daemon=True).start()
+    if os.getppid() != parent.pid:  # the parent died before the death signal was armed
+        os._exit(1)
+
+
+def _name_of(function: Callable[..., None]) -> str:
+    return f"{function.__module__}:{function.__qualname__}"
+
+
+def _resolve(name: str) -> Callable[..., None]:
+    module, _, qualname = name.partition(":")
+    found: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return found
+
+
+def _init(parent: Parent, initializer: str | None, initargs: tuple[Any, ...]) -> None:
+    die_with(parent)
+    if initializer is not None:
+        _resolve(initializer)(*initargs)
+
+
+def process_pool(workers: int, initializer: Callable[..., None] | None = None,
+                 initargs: tuple[Any, ...] = ()) -> ProcessPoolExecutor:
+    """`workers` spawned processes (fresh interpreters: no inherited simulator state, threads or GL
+    context) that die with this one. Submit from the thread that creates the pool: the pool spawns
+    its workers lazily, in the submitting thread."""
+    return ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init,
+                               initargs=(Parent.here(), initializer and _name_of(initializer), initargs))
