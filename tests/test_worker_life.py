@@ -14,6 +14,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from helpers.processes import Proc, descendants, kill_all, wait_gone
 from x2_cli import HEADLESS_ENV
 
@@ -29,8 +30,11 @@ def _pool_processes(procs: set[Proc]) -> tuple[set[Proc], set[Proc]]:
     return workers, trackers
 
 
-def test_sigkilled_synth_leaves_no_worker_and_no_resource_tracker(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "x2", "synth", "--task", "fruit_in_microwave", "-n", "3",
+@pytest.mark.parametrize("entry", ["module", "script"])
+def test_sigkilled_synth_leaves_no_worker_and_no_resource_tracker(tmp_path: Path, entry: str) -> None:
+    # `python -m x2` and the console script: spawned workers of the latter import the script's module first.
+    x2 = [sys.executable, "-m", "x2"] if entry == "module" else [str(Path(sys.executable).with_name("x2"))]
+    proc = subprocess.Popen([*x2, "synth", "--task", "fruit_in_microwave", "-n", "3",
                              "--workers", "2", "--dataset", str(tmp_path / "fruit")], cwd=tmp_path,
                             env=HEADLESS_ENV, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
