@@ -29,9 +29,10 @@ from typing import Any
 
 import h5py
 
-from x2.disk import os_error_of
+from x2.disk import is_refusal, os_error_of
 
 _unclosed: list[Path] = []
+_left_open: list[h5py.File] = []  # files whose close could crash HDF5: never closed, never freed
 _failed: dict[str, int] = {}  # absolute path -> errno of a write HDF5 reported only by printing
 _WHERE = re.compile(r"filename = '([^']*)', file descriptor = (\d+), errno = (\d+)")
 
@@ -49,17 +50,25 @@ def check_writes(path: str | Path) -> None:
         raise OSError(code, os.strerror(code), str(path))
 
 
-def discard(file: h5py.File | None, path: str | Path) -> None:
-    """Close (when given) and remove a file being written that will not be kept, whatever a failed write
-    left it in. Never raises: it runs while another error is on its way up."""
+def discard(file: h5py.File | None, path: str | Path, failed: bool = False) -> None:
+    """Close (when given) and remove a file being written that will not be kept. `failed`: a write to it
+    failed, and closing it may crash HDF5 (it did, after a failed start of SWMR writing, even with every
+    later write succeeding): such a file is left open, kept referenced so Python never frees it, pointed at
+    /dev/null and removed, and the process counts as `in_doubt`. Never raises: it runs while another
+    error is on its way up."""
     path = Path(path)
+    failed = failed or os.path.abspath(path) in _failed
     if file is not None and file.id.valid:
         with contextlib.suppress(Exception):  # another driver than sec2 has no descriptor: close as it is
             _point_at_nothing(file.id.get_vfd_handle())
-        try:
-            file.close()
-        except Exception:  # noqa: BLE001 - HDF5 raises RuntimeError, OSError, ValueError here
+        if failed:
+            _left_open.append(file)
             _unclosed.append(path)
+        else:
+            try:
+                file.close()
+            except Exception:  # noqa: BLE001 - HDF5 raises RuntimeError, OSError, ValueError here
+                _unclosed.append(path)
     with contextlib.suppress(OSError):
         path.unlink()
 
@@ -75,7 +84,7 @@ def kept_if_complete(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterat
         yield file
         check_writes(path)
     except BaseException as exc:
-        discard(file, path)
+        discard(file, path, failed=is_refusal(exc))
         check_writes(path)  # the write that failed first explains what came after it
         found = os_error_of(exc)
         if found is not None and not isinstance(exc, OSError):

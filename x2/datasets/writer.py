@@ -13,6 +13,7 @@ import contextlib
 import json
 import math
 import os
+import sys
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -103,6 +104,7 @@ class EpisodeWriter:
         self._lateness: list[float] = []
         self._stages: dict[str, list[float]] = {}
         self._closed = False
+        self._write_failed = False
         self._file: h5py.File | None = None
         self._shapes = dict(shapes) if shapes is not None else None
 
@@ -122,9 +124,10 @@ class EpisodeWriter:
     def __enter__(self) -> EpisodeWriter:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, *rest: object) -> None:
         if self._closed:
             return
+        self._write_failed |= exc is not None and is_refusal(exc)
         self.abort()
         if exc_type is None:
             raise DatasetError(f"{self.path}: finish: found context exited without finish(); "
@@ -144,7 +147,9 @@ class EpisodeWriter:
         if self._present is None:
             try:
                 self._setup_from_tick(values, images)
-            except BaseException:
+            except BaseException as exc:
+                if is_refusal(exc):
+                    self._refused(exc)
                 self.abort()  # a half-set-up writer must not take more ticks
                 raise
         if present != self._present or bool(images) != bool(self._cams):
@@ -347,6 +352,7 @@ class EpisodeWriter:
 
     def _refused(self, exc: BaseException) -> NoReturn:
         """Discard the episode after a failed write and say what happened; a bug is re-raised as it is."""
+        self._write_failed = is_refusal(exc)
         self.abort()
         if not is_refusal(exc):
             raise exc
@@ -397,7 +403,9 @@ class EpisodeWriter:
         with contextlib.suppress(Exception):  # a compression thread's failure must not stop the discard
             self._shutdown_pool()
         file, self._file = self._file, None
-        discard(file, self.path)
+        # Called while a refused write is being handled (from any caller's except block): the file is suspect.
+        failed = self._write_failed or is_refusal(sys.exc_info()[1] or Exception())
+        discard(file, self.path, failed=failed)
         self._close()
 
     def _shutdown_pool(self) -> None:
