@@ -9,9 +9,10 @@ exit end the process in a segmentation fault. Two defences, both below the code 
   those swallowed failures, remembers the file and its errno, and points the file's descriptor at
   /dev/null at once: HDF5's later writes then succeed into nothing and its state stays consistent. The
   writer learns of it at its next `check_writes` or at the end of `kept_if_complete`, as an OSError.
-- A file x2 is about to throw away (`discard`) gets the same /dev/null descriptor before its close, so the
-  close completes, and is then removed. When a close still fails the path is remembered (`in_doubt`):
-  `x2.cli` then ends the process without HDF5's exit-time flush, after its one-line error.
+- A file x2 throws away (`discard`) gets the same /dev/null descriptor and is removed. If a write to it
+  failed it is not closed at all (HDF5 crashed closing such files): it stays referenced, so Python never
+  frees it, and the process is `in_doubt`, as after any close that fails. `x2.cli` then ends the
+  process without HDF5's exit-time cleanup, after its one-line error.
 """
 
 from __future__ import annotations
