@@ -1,4 +1,4 @@
-"""The chaos benchmark (bench/chaos.py) in small: two real SIGKILLs of a few writing commands at seeded random
+"""The chaos benchmark (bench/chaos.py) in small: one or two real SIGKILLs of a few writing commands at seeded random
 moments after real progress, and one refused write. Nothing committed is lost, sources are unchanged,
 targets are absent or complete, and no process of a killed command is left behind."""
 
@@ -14,6 +14,9 @@ from helpers.chaos_faults import FaultStats, fault_campaign
 from helpers.chaos_scenarios import Fixtures
 
 KILLS = 2
+# One kill of the commands with worker pools: each run starts its workers first, which takes seconds
+# (tests/test_worker_life.py and tests/test_render_crash.py kill them more; bench/chaos.py 20 times).
+KILLS_OF = {"synth": 1, "render": 1}
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +26,9 @@ def fixtures(tmp_path_factory: pytest.TempPathFactory) -> Fixtures:
 
 @pytest.mark.parametrize("command", ["synth", "render", "export zarr", "datasets merge", "datasets rm"])
 def test_sigkill_loses_nothing_and_leaves_no_process(command: str, fixtures: Fixtures, tmp_path: Path) -> None:
-    stats = run_command(command, fixtures, KILLS, random.Random(zlib.crc32(command.encode())), tmp_path,
-                        max_runs=KILLS + 1)
+    kills = KILLS_OF.get(command, KILLS)
+    stats = run_command(command, fixtures, kills, random.Random(zlib.crc32(command.encode())), tmp_path,
+                        max_runs=kills + 1)
     assert stats.kills >= 1, f"{command}: every run finished before its signal ({stats.finished} runs)"
     assert not stats.lost, stats.lost
     assert not stats.changed_sources, stats.changed_sources

@@ -178,7 +178,8 @@ def test_every_export_on_a_full_disk_leaves_no_export(kind: str, short: Path, tm
     intact(root, before)
 
 
-@pytest.mark.parametrize("kind", ["lerobot", "zarr", "hdf5"])
+# (lerobot meets the read-only folder in the same staging code as these; its own writer is tested above)
+@pytest.mark.parametrize("kind", ["zarr", "hdf5"])
 def test_every_export_into_a_read_only_folder(kind: str, short: Path, tmp_path: Path) -> None:
     root = shutil.copytree(short, tmp_path / "ds")
     target = tmp_path / "out" / f"x.{kind}"
