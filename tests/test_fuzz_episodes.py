@@ -84,6 +84,16 @@ def test_the_cli_validates_a_corrupted_dataset_without_a_traceback(short_episode
         assert len(errors) == 1 and EPISODE.split("/")[1] in errors[0], done.stderr
 
 
+def test_replaying_nan_states_is_one_line_and_no_simulator_warning(short_episode: Path, tmp_path: Path) -> None:
+    """NaN (or values MuJoCo calls unstable) in the stored states: refused before the simulator prints."""
+    root = corrupted_copy(short_episode, tmp_path / "ds", ("nonfinite", "states", float("nan"), 0.5))
+    done = run_x2(["replay", "0", "--check", "--dataset", str(root)], tmp_path)
+    assert done.returncode == 2, (done.stdout[-2000:], done.stderr[-2000:])
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "states: found nan at (" in lines[0], done.stderr
+    assert "WARNING" not in done.stdout + done.stderr
+
+
 @pytest.mark.parametrize(("path", "value"), [
     (("robot", "arms", 0, "gripper_joints", 1), None),  # MuJoCo's name lookup dereferenced it: a segfault
     (("robot", "arms", 1, "joints", 4), -1),  # TypeError from the name lookup's binding

@@ -320,14 +320,22 @@ class Episode:
         with hdf5_errors(self.path, name):
             return self._file[name]
 
-    def numeric(self, name: str, ndim: int, min_rows: int = 0) -> np.ndarray:
+    def numeric(self, name: str, ndim: int, min_rows: int = 0, bound: float | None = None) -> np.ndarray:
         """Dataset `name` read whole, refused unless it is a real-valued array of `ndim` dimensions with at
-        least `min_rows` rows (what arithmetic on it needs)."""
+        least `min_rows` rows (what arithmetic on it needs) and, with `bound`, every value finite and within
+        +-bound (what a simulator may be given)."""
         arr = self[name]
         if arr.dtype.kind not in "biuf" or arr.ndim != ndim or (arr.shape[0] if arr.ndim else 0) < min_rows:
             rows = f" and at least {min_rows} rows" if min_rows else ""
             raise DatasetError(f"{self.path}: {name}: found {arr.dtype}{arr.shape}; "
                                f"allowed: a numeric array of {ndim} dimension(s){rows}")
+        if bound is not None and arr.size:
+            bad = ~(np.abs(arr.astype(np.float64, copy=False)) <= bound)  # NaN fails the comparison too
+            if bad.any():
+                where = np.argwhere(bad)[0]
+                at = tuple(int(i) for i in where)
+                raise DatasetError(f"{self.path}: {name}: found {float(arr[at])!r} at {at}; "
+                                   f"allowed: finite values within +-{bound:g}")
         return arr
 
     def dataset_attrs(self, name: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from x2.errors import DatasetError
 from x2.hdf5_files import kept_if_complete
 from x2.render.frames import ImageSize, StateRenderer
 from x2.render.source import CAMERA_POSES, IMAGES, stored_cameras
-from x2.rollout.world import open_world
+from x2.rollout.world import SIM_BOUND, open_world
 
 POSE_CONVENTION = "x y z (m), quaternion w x y z; MuJoCo camera axes: looking along -z, image up +y"
 
@@ -86,7 +86,7 @@ def write_rendered(src: Path, dst: Path, cameras: Sequence[str], size: ImageSize
     with Episode(src) as ep, open_world(ep) as world, StateRenderer(world, cameras, size) as renderer, \
             h5py.File(src, "r") as old, kept_if_complete(dst, "w", libver="latest") as new:
         _copy_without(old, new, drop)
-        states = ep.dataset("states")
+        states = ep.numeric("states", 2, 1, bound=SIM_BOUND)
         frames = int(states.shape[0])
         images = _group(_group(new, "observations"), "images")
         poses_group = _group(new["observations"], "camera_poses")

@@ -16,7 +16,7 @@ import numpy as np
 
 from x2.datasets import Episode
 from x2.rollout.loop import Penetration
-from x2.rollout.world import open_world
+from x2.rollout.world import SIM_BOUND, open_world
 
 PENETRATION_LIMIT_M = 0.005  # deeper than this, a contact is bodies passing through each other, not contact
 
@@ -41,9 +41,9 @@ class ReplayReport:
 def replay_actions(ep: Episode) -> ReplayReport:
     with open_world(ep) as world:
         backend = world.backend
-        states = ep.numeric("states", 2, 1)
+        states = ep.numeric("states", 2, 1, bound=SIM_BOUND)
         frames = len(states)
-        actions = ep.numeric("action", 2, frames - 1)
+        actions = ep.numeric("action", 2, frames - 1, bound=SIM_BOUND)
         deviation, worst = np.zeros(frames), np.zeros(frames, dtype=np.intp)
         backend.set_state(states[0])
         for t in range(frames - 1):
@@ -59,7 +59,7 @@ def deepest_penetration(ep: Episode) -> Penetration:
     deepest = Penetration(0.0, 0, None)
     with open_world(ep) as world:
         backend = world.backend
-        states = ep.numeric("states", 2, 1)
+        states = ep.numeric("states", 2, 1, bound=SIM_BOUND)
         for t in range(len(states)):
             backend.set_state(states[t])
             deepest = deepest.then(backend, t)

@@ -18,6 +18,10 @@ from x2.sim import Backend, Placement, recorded_backend
 from x2.spec.env import EnvSpec
 from x2.spec.record import env_from_record
 
+# Stored states and actions a rebuilt world may be given: MuJoCo calls anything beyond this unstable
+# (mjMAXVAL) and prints warnings, so a file holding such values (or NaN) is refused in one line instead.
+SIM_BOUND = 1e10
+
 
 @dataclass
 class RecordedWorld:
