@@ -388,7 +388,10 @@ def test_kill_9_leaves_no_half_written_export(workspace: Path, tmp_path: Path,
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert all(k is not None for k in kill_at), "a victim never started writing"
+    # A victim the poll never saw writing (a loaded machine can starve the poll) must have finished whole.
+    for proc, space, k in zip(procs, spaces, kill_at, strict=True):
+        assert k is not None or proc.returncode == 0, f"{space}: exited {proc.returncode} before it wrote"
+    assert any(k is not None for k in kill_at), "no victim was seen writing"
     for space in spaces:
         target = space / "exports" / "booth-lerobot"
         assert not target.exists() or _complete(target)
