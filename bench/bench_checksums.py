@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 import x2.datasets.writer as writer_module
-from x2.datasets import Dataset, validate
+from x2.datasets import Dataset, EpisodeStart, Tick, validate
 from x2.datasets.digest import file_digest
 
 MANIFEST = {"robot": "artixon-g", "task": "fruit_in_microwave", "fps": 30,
@@ -34,15 +34,15 @@ def make_dataset(root: Path, episodes: int, frames: int) -> float:
     started = time.perf_counter()
     with Dataset.create(root, MANIFEST) as ds:
         for i in range(episodes):
-            with ds.begin_episode({"source": "synth", "seed": i, "model_xml": f"<mujoco n='{i}'/>"},
+            with ds.begin_episode(EpisodeStart(source="synth", seed=i),
                                   object_names=["apple"]) as w:
                 for t in range(frames):
-                    w.append(timestamp=(t + 1) / 30, action=rng.normal(size=14).astype(np.float32),
+                    w.append(Tick(timestamp=(t + 1) / 30, action=rng.normal(size=14).astype(np.float32),
                              state=rng.normal(size=120), qpos=rng.normal(size=16).astype(np.float32),
                              object_poses=rng.normal(size=(1, 7)),
-                             images={"head": rng.integers(0, 256, SIZE, dtype=np.uint8)})
+                             images={"head": rng.integers(0, 256, SIZE, dtype=np.uint8)}))
                 w.finish({"subtask_index": np.zeros(frames, np.int16)}, {"nodes": MANIFEST["dag"]["nodes"]},
-                         success=True)
+                         success=True, extra_attrs={"model_xml": f"<mujoco n='{i}'/>"})
     total = time.perf_counter() - started
     return total
 

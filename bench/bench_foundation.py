@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from x2.datasets import EpisodeStart, Tick
 from x2.labeling import DagRuntime
 from x2.rollout import TaskMonitor, open_dataset
 from x2.sim.mujoco.backend import MujocoBackend
@@ -61,12 +62,12 @@ def bench_physics(backend: MujocoBackend, action: np.ndarray) -> float:
 
 
 def bench_recorder(backend: MujocoBackend, ds, action: np.ndarray) -> float:
-    writer = ds.begin_episode({"seed": 0, "source": "scripted"}, object_names=backend.object_names)
+    writer = ds.begin_episode(EpisodeStart(source="scripted", seed=0), object_names=backend.object_names)
     rs, objects = backend.robot_state(), backend.object_poses()
     t0 = time.perf_counter()
     for t in range(TICKS):
-        writer.append(timestamp=t / 30.0, action=action, qpos=rs.qpos, qvel=rs.qvel, ee_pose=rs.ee_pose,
-                      object_poses=objects, state=backend.get_state(), lateness_ms=0.0)
+        writer.append(Tick(timestamp=t / 30.0, action=action, qpos=rs.qpos, qvel=rs.qvel, ee_pose=rs.ee_pose,
+                      object_poses=objects, state=backend.get_state(), lateness_ms=0.0))
     dt = (time.perf_counter() - t0) / TICKS
     writer.abort()
     return dt

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from x2.atomic import fsync_dir, fsync_file
-from x2.datasets import Dataset
+from x2.datasets import Dataset, EpisodeStart, Tick
 from x2.datasets.manage import Filter, filter_dataset, merge
 from x2.datasets.select import Selection
 from x2.datasets.stats import dataset_stats
@@ -36,17 +36,18 @@ def make_dataset(root: Path, episodes: int, frames: int, seed_base: int) -> Path
     rng = np.random.default_rng(seed_base)
     with Dataset.create(root, MANIFEST) as ds:
         for i in range(episodes):
-            with ds.begin_episode({"source": "synth", "seed": seed_base + i, "model_xml": f"<mujoco n='{i}'/>"},
+            with ds.begin_episode(EpisodeStart(source="synth", seed=seed_base + i),
                                   object_names=["apple", "microwave"]) as w:
                 for t in range(frames):
-                    w.append(timestamp=t / 30, action=rng.normal(size=14).astype(np.float32),
+                    w.append(Tick(timestamp=t / 30, action=rng.normal(size=14).astype(np.float32),
                              state=rng.normal(size=120), qpos=rng.normal(size=16).astype(np.float32),
                              qvel=rng.normal(size=16).astype(np.float32),
                              ee_pose=rng.normal(size=(2, 7)).astype(np.float32),
-                             object_poses=rng.normal(size=(2, 7)))
+                             object_poses=rng.normal(size=(2, 7))))
                 cut = sorted(rng.choice(np.arange(1, frames - 1), 2, replace=False).tolist())
                 labels = np.repeat(np.arange(3, dtype=np.int16), np.diff([0, *cut, frames]))
-                w.finish({"subtask_index": labels}, {"nodes": MANIFEST["dag"]["nodes"]}, success=i % 4 != 0)
+                w.finish({"subtask_index": labels}, {"nodes": MANIFEST["dag"]["nodes"]}, success=i % 4 != 0,
+                         extra_attrs={"model_xml": f"<mujoco n='{i}'/>"})
     return root
 
 

@@ -18,16 +18,17 @@ import time
 from pathlib import Path
 
 from x2.datasets import Dataset
+from x2.format import SYNTH_REPORT_FILE
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.spec import load_env
-from x2.synth.runner import REPORT_NAME, SynthConfig, SynthRun
+from x2.synth.runner import SynthConfig, SynthRun
 
 
 def synthesise(task: str, n: int, workers: int, out: Path, seed: int) -> tuple[float, dict]:
     t0 = time.perf_counter()
     SynthRun(SynthConfig(task, n=n, workers=workers, seed=seed), out).run()
     wall = time.perf_counter() - t0
-    return wall, json.loads((out / REPORT_NAME).read_text())
+    return wall, json.loads((out / SYNTH_REPORT_FILE).read_text())
 
 
 def step_accepted(task: str, path: Path) -> float:

@@ -16,7 +16,7 @@ import pytest
 
 from x2.datasets import Dataset, Episode, repair, validate
 from x2.rollout import Rollout, reach_and_return, record_episode
-from x2.rollout.session import open_dataset
+from x2.rollout.episodes import open_dataset
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.spec import load_env
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ def _write_mixed(root: Path, plan: list[tuple[str, str]], manifest: dict[str, An
     try:
         for task, source in plan:
             index = ds.next_index()
-            with ds.begin_episode({**attrs(seed=seed_base + index), "task": task, "source": source},
+            with ds.begin_episode(replace(attrs(seed=seed_base + index), task=task, source=source),
                                   object_names=OBJECTS) as writer:
                 data = content(content_base + writer.index)
                 fill(writer, data)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import h5py
@@ -19,6 +20,8 @@ from helpers.write_episodes import MANIFEST, NODES, OBJECTS, attrs, check, conte
 
 from x2.datasets import (
     Dataset,
+    EpisodeStart,
+    Tick,
     last_dataset,
     remember_dataset,
     repair,
@@ -247,7 +250,7 @@ def test_a_used_seed_is_refused(ds: Dataset) -> None:
 
 def test_slots_continue_after_every_used_one(ds: Dataset) -> None:
     assert ds.next_slot(0) == 0
-    with ds.begin_episode({**attrs(seed=1), "master_seed": 0, "slot": 4}, object_names=OBJECTS) as w:
+    with ds.begin_episode(replace(attrs(seed=1), master_seed=0, slot=4), object_names=OBJECTS) as w:
         data = content(0)
         fill(w, data)
         record = w.finish(data["labels"], data["dag"], data["success"])
@@ -312,20 +315,20 @@ def test_manifest_contract(tmp_path: Path) -> None:
 
 def test_writer_rejects_bad_ticks_and_aborts(ds: Dataset) -> None:
     with pytest.raises(DatasetError, match="source: found 'robot'"):
-        ds.begin_episode({"source": "robot", "seed": 1})
+        ds.begin_episode(EpisodeStart(source="robot", seed=1))
     with pytest.raises(DatasetError, match=r"action: found shape \(13,\)"), \
             ds.begin_episode(attrs()) as w:
-        w.append(timestamp=0.0, action=np.zeros(14), state=np.zeros(5))
-        w.append(timestamp=0.1, action=np.zeros(13), state=np.zeros(5))
+        w.append(Tick(timestamp=0.0, action=np.zeros(14), state=np.zeros(5)))
+        w.append(Tick(timestamp=0.1, action=np.zeros(13), state=np.zeros(5)))
     with pytest.raises(DatasetError, match="qpos: found missing at tick 1"), ds.begin_episode(attrs()) as w:
-        w.append(timestamp=0.0, action=np.zeros(14), state=np.zeros(5), qpos=np.zeros(3))
-        w.append(timestamp=0.1, action=np.zeros(14), state=np.zeros(5))
+        w.append(Tick(timestamp=0.0, action=np.zeros(14), state=np.zeros(5), qpos=np.zeros(3)))
+        w.append(Tick(timestamp=0.1, action=np.zeros(14), state=np.zeros(5)))
     with pytest.raises(DatasetError, match="strictly increasing"), ds.begin_episode(attrs()) as w:
-        w.append(timestamp=0.1, action=np.zeros(14), state=np.zeros(5))
-        w.append(timestamp=0.1, action=np.zeros(14), state=np.zeros(5))
+        w.append(Tick(timestamp=0.1, action=np.zeros(14), state=np.zeros(5)))
+        w.append(Tick(timestamp=0.1, action=np.zeros(14), state=np.zeros(5)))
     with ds.begin_episode(attrs()) as w:
         for t in range(5):
-            w.append(timestamp=t / 30, action=np.zeros(14), state=np.zeros(5))
+            w.append(Tick(timestamp=t / 30, action=np.zeros(14), state=np.zeros(5)))
         with pytest.raises(DatasetError, match=r"labels/progress: found float32\(4,\)"):
             w.finish({"progress": np.zeros(4)}, {"nodes": NODES}, success=False)
         with pytest.raises(DatasetError, match="dag/events: found \\['nope', 1\\]"):
@@ -339,7 +342,7 @@ def test_state_only_episode_with_declared_shapes(ds: Dataset) -> None:
     w = ds.begin_episode(attrs(), shapes={"action": (14,), "state": (100,)}, flush_every=7)
     states = np.random.default_rng(0).normal(size=(20, 100))
     for t in range(20):
-        w.append(timestamp=t / 30, action=np.zeros(14), state=states[t])
+        w.append(Tick(timestamp=t / 30, action=np.zeros(14), state=states[t]))
     with pytest.raises(DatasetError, match=r"timing/step: found shape \(3,\)"):
         w.finish({}, {}, success=True, timing={"step": np.zeros(3)})
     record = w.finish({}, {}, success=True, timing={"step": np.arange(20)})

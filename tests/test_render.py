@@ -23,7 +23,8 @@ from x2.datasets.digest import file_digest
 from x2.datasets.index import write_index
 from x2.datasets.rewrite import staged_path
 from x2.errors import DatasetError
-from x2.render import CAMERA_POSES, IMAGES, ImageSize, render_dataset
+from x2.format import CAMERA_POSES, IMAGES
+from x2.render import ImageSize, render_dataset
 from x2.render.episode_file import write_rendered
 from x2.rollout.world import open_world
 from x2.sim.mujoco.state import STATE_SPEC

@@ -22,8 +22,9 @@ from x2_cli import run_x2
 
 from x2.datasets import Dataset, validate
 from x2.errors import DatasetError
+from x2.format import AUGMENTATION_REPORT_FILE
 from x2.render import ImageSize, render_dataset
-from x2.replay_aug.augment import REPORT_NAME, AugmentRequest, augment_dataset
+from x2.replay_aug.augment import AugmentRequest, augment_dataset
 from x2.replay_aug.check import check_world, restless, settle
 from x2.replay_aug.compose import compose_world
 from x2.replay_aug.envelope import build_envelope
@@ -130,7 +131,7 @@ def test_same_seed_same_bytes_and_a_rerun_resumes(source: Path, augmented: Path,
     assert [o.k for o in first.written] == [0]
     second = augment_dataset(source, again, AugmentRequest(variants=2, scenery=("clutter", "studio"), objects=3))
     assert [o.existed for o in second.outcomes] == [True, False]  # resumed: k=0 kept, k=1 made
-    assert (again / REPORT_NAME).read_bytes() == (augmented / REPORT_NAME).read_bytes()
+    assert (again / AUGMENTATION_REPORT_FILE).read_bytes() == (augmented / AUGMENTATION_REPORT_FILE).read_bytes()
     for name in ("episode_000000.h5", "episode_000001.h5"):
         with h5py.File(again / "episodes" / name) as a, h5py.File(augmented / "episodes" / name) as b:
             assert _same_attrs(a.attrs, b.attrs)
@@ -140,7 +141,7 @@ def test_same_seed_same_bytes_and_a_rerun_resumes(source: Path, augmented: Path,
             assert all(_same_bytes(da[n], db[n]) for n in da)
     other = tmp_path / "other"
     augment_dataset(source, other, AugmentRequest(variants=2, scenery=("clutter", "studio"), objects=3, seed=1))
-    assert (other / REPORT_NAME).read_bytes() != (augmented / REPORT_NAME).read_bytes()
+    assert (other / AUGMENTATION_REPORT_FILE).read_bytes() != (augmented / AUGMENTATION_REPORT_FILE).read_bytes()
 
 
 # ---- the safety margin ------------------------------------------------------------------------------
@@ -287,7 +288,7 @@ def test_kill_9_loses_nothing_and_the_rerun_gives_the_same_bytes(source: Path, t
     rerun = run_x2([*args, "--out", str(out)], tmp_path, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     assert not (out / ".staging").exists() or not any((out / ".staging").iterdir())
-    assert (out / REPORT_NAME).read_bytes() == (reference / REPORT_NAME).read_bytes()
+    assert (out / AUGMENTATION_REPORT_FILE).read_bytes() == (reference / AUGMENTATION_REPORT_FILE).read_bytes()
     names = sorted(p.name for p in (reference / "episodes").glob("*.h5"))
     assert names == sorted(p.name for p in (out / "episodes").glob("*.h5")) and len(names) == 5
     for name in names:

@@ -18,11 +18,12 @@ from typer.testing import CliRunner
 import x2
 from x2.cli.app import _mount, app
 from x2.datasets import Dataset
+from x2.format import SYNTH_REPORT_FILE
 from x2.labeling import topological_order
 from x2.seeding import slot_seed
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.spec import load_env
-from x2.synth.runner import REPORT_NAME, SynthConfig, SynthRun
+from x2.synth.runner import SynthConfig, SynthRun
 from x2.tasks.predicates import evaluate
 
 _mount()
@@ -79,7 +80,7 @@ def test_n2_twice_is_n4_once_byte_for_byte_whatever_the_workers(two_runs: tuple[
     assert {"states", "action", "labels/subtask_index", "labels/progress", "dag/completion_frame"} <= set(a[0])
     records = Dataset.open(once).episodes()
     assert [(r.master_seed, r.slot) for r in records] == [(11, r.slot) for r in records]
-    report = json.loads((once / REPORT_NAME).read_text())
+    report = json.loads((once / SYNTH_REPORT_FILE).read_text())
     accepted_attempts = [a["index"] for a in report["attempts"] if a["accepted"]]
     assert [r.seed for r in records] == [slot_seed(11, i) for i in accepted_attempts]
     assert len({r.seed for r in records}) == 4
@@ -131,7 +132,7 @@ def test_accepted_episodes_respect_the_dag_and_end_in_every_sink(two_runs: tuple
 
 
 def test_report_counts_and_reasons(two_runs: tuple[Path, Path]) -> None:
-    report = json.loads((two_runs[1] / REPORT_NAME).read_text())  # the second of the two runs
+    report = json.loads((two_runs[1] / SYNTH_REPORT_FILE).read_text())  # the second of the two runs
     assert report["accepted"] == 2 and report["attempted"] == len(report["attempts"])
     assert sum(report["rejections"].values()) == report["attempted"]
     assert report["rejections"].get("accepted") == 2 and report["first_attempt"] >= 2

@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 
 from x2.datasets import Episode
 from x2.datasets.digest import file_digest
-from x2.datasets.episode import parse_episode_filename
-from x2.datasets.index import INDEX_NAME, read_index, write_index
+from x2.datasets.index import read_index, write_index
 from x2.datasets.validate import repair, validate
 from x2.errors import X2Error
+from x2.format import INDEX_FILE, parse_episode_filename
 from x2.rollout.replay import deepest_penetration, replay_actions
 
 EPISODE = "episodes/episode_000000.h5"
@@ -317,8 +317,8 @@ def restamp(root: Path) -> None:
     ones under test. (A file damaged after its commit is the checksum's case: tests/test_checksums.py.)"""
     index = parse_episode_filename(Path(EPISODE).name)
     records = [replace(r, bytes=(root / EPISODE).stat().st_size, digest=file_digest(root / EPISODE))
-               if r.index == index else r for r in read_index(root / INDEX_NAME)]
-    write_index(root / INDEX_NAME, records)
+               if r.index == index else r for r in read_index(root / INDEX_FILE)]
+    write_index(root / INDEX_FILE, records)
 
 
 def corrupted_copy(source: Path, target: Path, mutation: tuple) -> Path:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from x2.datasets import Dataset, EpisodeRecord
+from x2.rollout.episodes import open_dataset, record_episode
 from x2.rollout.loop import Rollout, RolloutOptions
-from x2.rollout.session import open_dataset, record_episode
 from x2.rollout.teacher import reach_and_return
 from x2.seeding import slot_seed
 from x2.sim import make_backend

@@ -7,6 +7,7 @@ tests/test_datasets_crash.py: it writes episodes into DATASET with the real Epis
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from x2.datasets import Dataset, EpisodeRecord, EpisodeWriter
+from x2.datasets import Dataset, EpisodeRecord, EpisodeStart, EpisodeWriter, Tick
 
 NODES = ["open_door", "pick_fruit", "place_fruit"]
 MANIFEST: dict[str, Any] = {
@@ -61,19 +62,22 @@ def content(index: int, images: bool | None = None) -> dict[str, Any]:
     }
 
 
-def attrs(seed: int = 7) -> dict[str, Any]:
-    return {"source": "scripted", "seed": seed, "instruction": "put the fruit in the microwave",
-            "sim_dt": 0.002, "versions": {"mujoco": "test"}, "layout": {"apple": [0.1, 0.2]}}
+def attrs(seed: int = 7) -> EpisodeStart:
+    return EpisodeStart(source="scripted", seed=seed, sim_dt=0.002, versions=json.dumps({"mujoco": "test"}))
+
+
+# Root attributes the test episodes add when they finish (a collector's EpisodeEnd, in miniature).
+END_ATTRS = {"instruction": "put the fruit in the microwave", "layout": {"apple": [0.1, 0.2]}}
 
 
 def fill(writer: EpisodeWriter, data: dict[str, Any], tick_sleep: float = 0.0) -> None:
     for t in range(len(data["timestamps"])):
         images = None if data["images"] is None else {"front": data["images"][t]}
-        writer.append(timestamp=float(data["timestamps"][t]), action=data["action"][t],
-                      state=data["states"][t],
-                      qpos=data["qpos"][t], qvel=data["qvel"][t], ee_pose=data["ee_pose"][t],
-                      object_poses=data["object_poses"][t], lateness_ms=float(data["lateness"][t]),
-                      stage_ms={"physics": 1.0}, images=images)
+        writer.append(Tick(timestamp=float(data["timestamps"][t]), action=data["action"][t],
+                           state=data["states"][t],
+                           qpos=data["qpos"][t], qvel=data["qvel"][t], ee_pose=data["ee_pose"][t],
+                           object_poses=data["object_poses"][t], lateness_ms=float(data["lateness"][t]),
+                           stage_ms={"physics": 1.0}, images=images))
         if tick_sleep:
             time.sleep(tick_sleep)
 
@@ -85,7 +89,7 @@ def write_one(ds: Dataset, tick_sleep: float = 0.0, images: bool | None = None) 
                           camera_attrs={"front": {"fovy": 45.0, "extrinsics": np.eye(4)}}) as writer:
         data = content(writer.index, images)
         fill(writer, data, tick_sleep)
-        return writer.finish(data["labels"], data["dag"], data["success"], extra_attrs={"operator": "bot"},
+        return writer.finish(data["labels"], data["dag"], data["success"], extra_attrs={**END_ATTRS, "operator": "bot"},
                              device={"keyboard": {"keys": np.arange(3)}})
 
 

@@ -14,10 +14,11 @@ from x2.cli._common import console, translate_errors, typer_group
 from x2.datasets import Dataset, remember_dataset, resolve_dataset, resolve_output
 from x2.datasets.select import Selection, parse_episode_list
 from x2.errors import DatasetError
+from x2.format import AUGMENTATION_REPORT_FILE
 from x2.render import DEFAULT_SIZE, ImageSize, render_dataset
 from x2.render.frames import parse_cameras
 from x2.render.source import default_cameras, stored_cameras
-from x2.replay_aug.augment import DEFAULT_VARIANTS, REPORT_NAME, AugmentRequest, augment_dataset
+from x2.replay_aug.augment import DEFAULT_VARIANTS, AugmentRequest, augment_dataset
 from x2.replay_aug.preview import draw_preview
 
 app = typer_group(
@@ -103,7 +104,7 @@ def replay(
     made = len(summary.written)
     if made:
         console.print(f"envelope + placement + check: {summary.geometry_s:.2f} s for {made} variant(s); "
-                      f"report: {summary.out / REPORT_NAME}")
+                      f"report: {summary.out / AUGMENTATION_REPORT_FILE}")
     if render:
         rendered = render_dataset(target, names, image_size, workers)
         console.print(f"rendered {rendered.frames_rendered} frames of {len(rendered.rendered)} episode(s) in "
@@ -132,7 +133,7 @@ def _preview(source: Path, target: Path, out: Path, cameras: tuple[str, ...], si
     if not records:
         raise DatasetError(f"{target}: episodes: found none; allowed: a dataset with augmented episodes to preview")
     with ds.load(records[0].index) as child:
-        parent_index = int(child.attrs.get("parent_episode", -1))
+        parent_index = child.parent_episode
         with src.load(parent_index) as parent:
             draw_preview(parent, child, out, camera=cameras[0], size=size)
     console.print(f"preview of episode {records[0].index} (variant of source episode {parent_index}): {out}")

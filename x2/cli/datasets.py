@@ -112,7 +112,7 @@ def show_command(
     """Attributes, outcome, events and segments of one episode."""
     ds = open_dataset_arg(dataset)
     with ds.load(episode) as ep:
-        fps = float(ep.attrs.get("fps") or ds.manifest.fps)
+        fps = ep.fps or ds.manifest.fps
         attrs = Table(title=f"episode {ep.index} ({ep.frames} frames, {ep.frames / fps:.1f} s)",
                       show_header=False)
         attrs.add_column("attr", style="bold")

@@ -27,11 +27,11 @@ from x2.datasets.manage import (
     plan_removal,
     remove,
 )
-from x2.datasets.removal import REMOVED_DIR
 from x2.datasets.select import parse_episode_list
 from x2.datasets.splitting import assign_splits
 from x2.datasets.stats import DatasetStats, dataset_stats, plot_durations, write_json
 from x2.errors import DatasetError
+from x2.format import REMOVED_DIR, SPLITS_FILE
 
 OutOpt = Annotated[str, typer.Option(
     "--out", "-o", help="The new dataset: a name under ./data or a path (must not exist).", show_default=False)]
@@ -180,7 +180,7 @@ def split_command(
     total = [sum(len(getattr(s, k)) for s in strata) for k in ("train", "val", "test")]
     table.add_row("all", "", str(sum(total)), *map(str, total), style="bold")
     console.print(table)
-    console.print(f"wrote {ds.root / 'splits.json'}")
+    console.print(f"wrote {ds.root / SPLITS_FILE}")
 
 
 def _stats_tables(stats: DatasetStats) -> None:

@@ -13,7 +13,8 @@ from rich.table import Table
 
 from x2.cli._common import console, translate_errors
 from x2.datasets import workspace
-from x2.synth.runner import REPORT_NAME, SynthConfig, SynthProgress, SynthRun
+from x2.format import SYNTH_REPORT_FILE
+from x2.synth.runner import SynthConfig, SynthProgress, SynthRun
 
 
 @translate_errors
@@ -72,6 +73,6 @@ def synth(
         console.print(view(progress))
     first, last = run.first_attempt, run.first_attempt + progress.attempted - 1
     where = "" if first == 0 else f" (continuing the dataset's seed {seed} after its {first} earlier attempts)"
-    console.print(f"{progress.stop_reason}: attempts {first}-{last}{where}. Report: {run.path / REPORT_NAME}")
+    console.print(f"{progress.stop_reason}: attempts {first}-{last}{where}. Report: {run.path / SYNTH_REPORT_FILE}")
     if progress.accepted < n:
         raise typer.Exit(1)

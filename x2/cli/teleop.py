@@ -11,6 +11,7 @@ from rich.live import Live
 from rich.prompt import Prompt
 from rich.table import Table
 
+from x2 import format as fmt
 from x2.cli._common import console, fail, translate_errors
 from x2.datasets import workspace
 from x2.devices import EXAMPLES, Device, make_device
@@ -101,7 +102,7 @@ def teleop(
     source = dev.stream.source if isinstance(dev, ReplayDevice) else {}
     robot = robot or str(source.get("robot") or DEFAULT_ROBOT)
     task_name = _choose_task(task or source.get("task") or None, robot)
-    env = load_env(task_name, robot=robot, variant=variant or str(source.get("scene_variant") or "default"))
+    env = load_env(task_name, robot=robot, variant=variant or str(source.get(fmt.SCENE_VARIANT_ATTR) or "default"))
     first_seed = int(source["seed"]) if seed is None and "seed" in source else None
     backend = make_backend(env)
     path = workspace.resolve_output(dataset, default_name=env.task.name if env.task else env.scene_name)

@@ -1,13 +1,14 @@
 """Native dataset store: one self-contained HDF5 file per finished episode, a manifest and a commit log.
 
 Simulator-free on purpose (no mujoco, no x2.sim, no x2.rollout): the rollout calls into it, and a
-stranger's dataset can be inspected without a simulator.
+stranger's dataset can be inspected without a simulator. The format itself (names, paths, typed
+records, writer-side checks) is x2.format.
 """
 
-from x2.datasets.episode import EPISODE_FORMAT, FIELDS, REQUIRED_DATASETS, SOURCES, Episode
+from x2.datasets.episode import Episode
 from x2.datasets.index import EpisodeRecord, Segment
 from x2.datasets.inspect import DatasetSummary, summarize
-from x2.datasets.store import SCHEMA, Dataset, Manifest, lock_holder
+from x2.datasets.store import Dataset, lock_holder
 from x2.datasets.timeline import plot_timeline
 from x2.datasets.validate import Problem, RepairResult, Report, repair, validate
 from x2.datasets.workspace import (
@@ -19,23 +20,35 @@ from x2.datasets.workspace import (
     resolve_output,
 )
 from x2.datasets.writer import EpisodeWriter
+from x2.format import (
+    FORMAT_VERSION,
+    SOURCES,
+    EpisodeEnd,
+    EpisodeStart,
+    Manifest,
+    Rejection,
+    TeleopEnd,
+    Tick,
+)
 
 __all__ = [
-    "EPISODE_FORMAT",
-    "FIELDS",
-    "REQUIRED_DATASETS",
-    "SCHEMA",
+    "FORMAT_VERSION",
     "SOURCES",
     "Dataset",
     "DatasetSummary",
     "Episode",
+    "EpisodeEnd",
     "EpisodeRecord",
+    "EpisodeStart",
     "EpisodeWriter",
     "Manifest",
     "Problem",
+    "Rejection",
     "RepairResult",
     "Report",
     "Segment",
+    "TeleopEnd",
+    "Tick",
     "dataset_path",
     "last_dataset",
     "list_datasets",

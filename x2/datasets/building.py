@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from x2 import format as fmt
 from x2.atomic import fsync_dir, fsync_tree, remove_orphans
 from x2.disk import is_refusal, refused
 from x2.errors import DatasetError
@@ -47,7 +48,7 @@ def building(target: str | Path) -> Iterator[Path]:
         shutil.rmtree(box, ignore_errors=True)
         box.mkdir()
         yield inner
-        if not (inner / "manifest.json").is_file():
+        if not (inner / fmt.MANIFEST_FILE).is_file():
             raise DatasetError(f"{target}: dataset: found nothing built; allowed: a finished dataset")
         fsync_tree(inner)
         refuse_existing(target)  # made meanwhile by someone else

@@ -13,8 +13,7 @@ import functools
 import hashlib
 import json
 import os
-import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,41 +21,11 @@ import h5py
 import hdf5plugin  # noqa: F401  (registers the Zstd filter that image datasets use)
 import numpy as np
 
+from x2 import format as fmt
 from x2.datasets.digest import file_digest
 from x2.datasets.index import EpisodeRecord, Segment
 from x2.datasets.untrusted import as_int, check_backed, hdf5_errors, parse_events, parse_failure, parse_json
 from x2.errors import DatasetError
-
-# x2/2: the file rebuilds its world (model_xml as stepped, the world record), seeds carry their master
-# seed and slot, and everything the wall clock decides lives under /timing.
-EPISODE_FORMAT = "x2/2"
-SOURCES = ("teleop", "synth", "augment", "scripted")
-RESERVED_ATTRS = ("x2_format", "episode_index", "success")  # set by the writer, never by the caller
-SEED_ORIGIN = ("master_seed", "slot")  # optional root attrs: where the seed came from (see EpisodeRecord)
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
-REQUIRED_DATASETS = ("timestamps", "action", "states")
-# append keyword -> (dataset path, stored dtype), in append's argument order.
-FIELDS: dict[str, tuple[str, type]] = {
-    "timestamp": ("timestamps", np.float64),
-    "action": ("action", np.float32),
-    "qpos": ("observations/qpos", np.float32),
-    "qvel": ("observations/qvel", np.float32),
-    "ee_pose": ("observations/ee_pose", np.float32),
-    "object_poses": ("observations/object_poses", np.float64),
-    "state": ("states", np.float64),
-}
-# Groups whose datasets are per-episode constants, not one row per tick.
-_UNTIMED = ("dag", "device", "augmentation")
-_NAME = re.compile(r"^episode_(\d{6,})\.h5$")
-
-
-def episode_filename(index: int) -> str:
-    return f"episode_{index:06d}.h5"
-
-
-def parse_episode_filename(name: str) -> int | None:
-    match = _NAME.match(name)
-    return int(match.group(1)) if match else None
 
 
 def segments_from_labels(subtask_index: np.ndarray, names: Sequence[str]) -> list[Segment]:
@@ -77,171 +46,6 @@ def _label_name(value: int, names: Sequence[str]) -> str:
     if value == len(names):
         return "done"
     return "unfinished" if value == -1 else str(value)
-
-
-def attr_value(value: Any, where: str = "attr") -> Any:
-    """Python value -> HDF5 attr: dicts, lists and None become JSON text; numbers, strings and numeric
-    or string arrays stay as they are. Anything else (which HDF5 could only pickle) is refused."""
-    if isinstance(value, dict | list | tuple) or value is None:
-        try:
-            return json.dumps(value, sort_keys=True)
-        except (TypeError, ValueError) as exc:
-            raise DatasetError(f"{where}: found {exc}; allowed: JSON-serialisable values "
-                               "(pass arrays as numpy arrays, not inside dicts)") from None
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind in "OUS":
-            return np.array([str(v) for v in value.ravel()], dtype=h5py.string_dtype())
-        if value.dtype.kind in "biuf":
-            return value
-    elif isinstance(value, str | bool | int | float | np.bool_ | np.integer | np.floating):
-        return value
-    raise DatasetError(f"{where}: found {type(value).__name__}; "
-                       "allowed: str, number, bool, numeric array, or JSON (dict/list/None)")
-
-
-def string_array(values: Sequence[str]) -> np.ndarray:
-    return np.array([str(v) for v in values], dtype=h5py.string_dtype())
-
-
-def safe_name(name: str, what: str, where: Path) -> str:
-    if not _SAFE_NAME.match(name):
-        raise DatasetError(f"{where}: {what}: found {name!r}; allowed: letters, digits, '_', '.', '-'")
-    return name
-
-
-# ---- writing side: what may go into a file (checked before the first byte is written) --------------
-def root_attrs(index: int, attrs: Mapping[str, Any], manifest: Mapping[str, Any],
-               where: Path) -> dict[str, Any]:
-    bad = [k for k in attrs if k in RESERVED_ATTRS]
-    if bad:
-        raise DatasetError(f"{where}: attrs: found reserved {bad}; "
-                           f"allowed: anything but {list(RESERVED_ATTRS)}")
-    source = attrs.get("source")
-    if source not in SOURCES:
-        raise DatasetError(f"{where}: source: found {source!r}; allowed: {list(SOURCES)}")
-    for key in ("seed", *SEED_ORIGIN):
-        value = attrs.get(key)
-        if key in SEED_ORIGIN and value is None:
-            continue
-        if not isinstance(value, int | np.integer) or isinstance(value, bool) or (key == "slot" and value < 0):
-            bound = " >= 0" if key == "slot" else ""
-            raise DatasetError(f"{where}: {key}: found {value!r}; allowed: an integer{bound}")
-    root: dict[str, Any] = {
-        "x2_format": EPISODE_FORMAT, "episode_index": index, "task": manifest.get("task", ""),
-        "instruction": "", "robot": manifest.get("robot", ""), "fps": manifest.get("fps", 0.0),
-        "sim_dt": 0.0, "scene_variant": "", "split": "train", "parent_episode": -1,
-        "versions": {}, "env_args": {}, "model_xml": "", "success": False,
-    }
-    root.update(attrs)
-    for key in ("seed", *SEED_ORIGIN):
-        if root.get(key) is not None:
-            root[key] = int(root[key])
-        else:
-            root.pop(key, None)
-    return {safe_name(k, "attrs", where): attr_value(v, f"{where}: attrs/{k}") for k, v in root.items()}
-
-
-def check_shapes(shapes: Mapping[str, Any], where: Path) -> dict[str, tuple[int, ...]]:
-    """Per-row shapes of one episode's streams: ``FIELDS`` names, and ``images/<cam>`` as (H, W, 3)."""
-    out = {key: tuple(int(n) for n in shape) for key, shape in shapes.items()}
-    for required in ("action", "state"):
-        if required not in out:
-            raise DatasetError(f"{where}: {required}: found missing; "
-                               "allowed: every tick has timestamp, action and state")
-    for key, shape in out.items():
-        if key.startswith("images/"):
-            safe_name(key.removeprefix("images/"), "images", where)
-            if len(shape) != 3 or shape[2] != 3:
-                raise DatasetError(f"{where}: {key}: found shape {shape}; allowed: (H, W, 3) uint8")
-        elif key not in FIELDS:
-            raise DatasetError(f"{where}: {key}: found an unknown stream; "
-                               f"allowed: {list(FIELDS)} or images/<cam>")
-        elif key in ("ee_pose", "object_poses") and (len(shape) != 2 or shape[1] != 7):
-            raise DatasetError(f"{where}: {key}: found shape {shape}; "
-                               "allowed: (n, 7) position + wxyz quaternion per row")
-    return out
-
-
-def check_labels(labels: Mapping[str, Any], dag: Mapping[str, Any], frames: int,
-                 where: Path) -> tuple[dict[str, np.ndarray], list[str]]:
-    names = [str(n) for n in labels.get("subtask_names", dag.get("nodes", []))]
-    dtypes = {"subtask_index": np.int16, "active_mask": np.bool_, "progress": np.float32}
-    out: dict[str, np.ndarray] = {}
-    for key, value in labels.items():
-        if key == "subtask_names":
-            continue
-        try:
-            arr = np.asarray(value, dtype=dtypes.get(safe_name(key, "labels", where)))
-        except (TypeError, ValueError):
-            arr = np.asarray(value, dtype=object)
-        rows_ok = arr.ndim >= 1 and arr.shape[0] == frames and (key != "active_mask" or arr.ndim == 2)
-        if arr.dtype.kind not in "biuf" or not rows_ok:
-            raise DatasetError(f"{where}: labels/{key}: found {arr.dtype}{arr.shape}; "
-                               f"allowed: a numeric array with {frames} rows")
-        out[key] = arr
-    return out, names
-
-
-def check_dag(dag: Mapping[str, Any], frames: int, where: Path) -> tuple[dict[str, Any], np.ndarray]:
-    """Normalised /dag attrs (nodes, edges, scores, events, failure) and completion_frame."""
-    try:
-        nodes = [str(n) for n in dag.get("nodes", [])]
-        events = [[str(node), int(frame)] for node, frame in dag.get("events", [])]
-        failure = dag.get("failure")
-        failure = None if failure is None else [str(failure[0]), int(failure[1]), str(failure[2])]
-        edges = [[str(u), str(v)] for u, v in dag.get("edges", [])]
-        scores = json.loads(json.dumps(dag.get("scores", {})))
-        first = {node: frame for node, frame in reversed(events)}
-        completion = np.asarray(dag.get("completion_frame", [first.get(n, -1) for n in nodes]), np.int64)
-    except (TypeError, ValueError, IndexError):
-        raise DatasetError(f"{where}: dag: found malformed nodes/edges/events/failure/scores; allowed: "
-                           "nodes [str], edges [[u, v]], events [[node, frame]], failure null or "
-                           "[node, frame, reason], scores JSON, completion_frame [int]") from None
-    for node, frame in events + ([failure[:2]] if failure else []):
-        if node not in nodes or not 0 <= frame < frames:
-            raise DatasetError(f"{where}: dag/events: found [{node!r}, {frame}]; "
-                               f"allowed: a node of {nodes} and a frame in [0, {frames})")
-    if completion.shape != (len(nodes),):
-        raise DatasetError(f"{where}: dag/completion_frame: found {completion.dtype}{completion.shape}; "
-                           f"allowed: ({len(nodes)},), one frame per node (-1 never)")
-    attrs = {"nodes": nodes, "edges": edges, "scores": scores, "events": events, "failure": failure}
-    return attrs, completion.astype(np.int32)
-
-
-def check_timing(per_tick: Mapping[str, Sequence[float]], given: Mapping[str, Any], frames: int,
-                 where: Path) -> dict[str, np.ndarray]:
-    """/timing/<name>_ms arrays: stages appended tick by tick plus (T,) arrays handed to finish."""
-    out = {name: np.asarray(times, np.float32) for name, times in per_tick.items()}
-    for name, values in given.items():
-        if safe_name(name, "timing", where) in out:
-            raise DatasetError(f"{where}: timing/{name}: found it given per tick and at finish; allowed: one")
-        arr = np.asarray(values, dtype=np.float32)
-        if arr.shape != (frames,):
-            raise DatasetError(f"{where}: timing/{name}: found shape {arr.shape}; allowed: ({frames},) in ms")
-        out[name] = arr
-    return out
-
-
-def check_extra(extra: Mapping[str, Any], where: Path) -> dict[str, Any]:
-    """Encoded extra root attrs; the writer's own and the indexed ones (seed, source) are refused."""
-    fixed = (*RESERVED_ATTRS, "seed", "source", *SEED_ORIGIN)
-    bad = [k for k in extra if k in fixed]
-    if bad:
-        raise DatasetError(f"{where}: extra_attrs: found {bad}; allowed: anything but {list(fixed)}")
-    return {safe_name(k, "extra_attrs", where): attr_value(v, f"{where}: extra_attrs/{k}")
-            for k, v in extra.items()}
-
-
-def check_device(device: Mapping[str, Mapping[str, Any]], where: Path) -> dict[str, dict[str, np.ndarray]]:
-    out: dict[str, dict[str, np.ndarray]] = {}
-    for name, streams in device.items():
-        out[safe_name(name, "device", where)] = {}
-        for key, value in streams.items():
-            arr = np.asarray(value)
-            if arr.dtype.kind not in "biuf":  # object arrays would need pickling: refused (principle 8)
-                raise DatasetError(f"{where}: device/{name}/{key}: found dtype {arr.dtype}; allowed: numeric")
-            out[name][safe_name(key, "device stream", where)] = arr
-    return out
 
 
 def _plain(value: Any) -> Any:
@@ -362,39 +166,76 @@ class Episode:
     # facts
     @property
     def index(self) -> int:
-        value = self._attr("episode_index", -1)
+        value = self._attr(fmt.INDEX_ATTR, -1)
         if as_int(value) is None:
             raise DatasetError(f"{self.path}: episode_index: found {value!r:.60}; allowed: an integer")
         return int(value)
 
     @property
     def frames(self) -> int:
-        shape = self._shapes.get("timestamps")
+        shape = self._shapes.get(fmt.TIMESTAMPS)
         if not shape:
             raise DatasetError(f"{self.path}: timestamps: found missing; allowed: a (T,) dataset")
         return int(shape[0])
 
     @property
     def success(self) -> bool:
-        value = self._attr("success", False)
+        value = self._attr(fmt.SUCCESS_ATTR, False)
         if not isinstance(value, bool | int):
             raise DatasetError(f"{self.path}: success: found {value!r:.60}; allowed: true or false")
         return bool(value)
 
+    # Root attributes as readers use them: text (empty when absent) and numbers (None when absent).
+    def text(self, name: str) -> str:
+        """A root attr as text ("" when absent)."""
+        value = self._attr(name)
+        return "" if value is None else str(value)
+
+    @property
+    def task(self) -> str:
+        return self.text(fmt.TASK_ATTR)
+
+    @property
+    def instruction(self) -> str:
+        return self.text(fmt.INSTRUCTION_ATTR)
+
+    @property
+    def model_xml(self) -> str:
+        return self.text(fmt.MODEL_XML_ATTR)
+
+    @property
+    def source(self) -> str:
+        return self.text(fmt.SOURCE_ATTR)
+
+    @property
+    def split(self) -> str:
+        """The split it was recorded for; "train" when the file says nothing."""
+        return self.text(fmt.SPLIT_ATTR) or "train"
+
+    @property
+    def fps(self) -> float | None:
+        value = self._attr(fmt.FPS_ATTR)
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    @property
+    def parent_episode(self) -> int:
+        value = self._attr(fmt.PARENT_EPISODE_ATTR, -1)
+        return int(value) if as_int(value) is not None else -1
+
     @property
     def cameras(self) -> list[str]:
-        group = self._group("observations/images")
+        group = self._group(fmt.IMAGES)
         if group is None:
             return []
-        with hdf5_errors(self.path, "observations/images"):
+        with hdf5_errors(self.path, fmt.IMAGES):
             return sorted(group.keys())
 
     @property
     def subtask_names(self) -> list[str]:
-        labels = self._group("labels")
-        if labels is not None and "subtask_names" in labels.attrs:
-            with hdf5_errors(self.path, "labels/subtask_names"):
-                names = _plain(labels.attrs["subtask_names"])
+        labels = self._group(fmt.LABELS)
+        if labels is not None and fmt.SUBTASK_NAMES_ATTR in labels.attrs:
+            with hdf5_errors(self.path, fmt.label_path(fmt.SUBTASK_NAMES_ATTR)):
+                names = _plain(labels.attrs[fmt.SUBTASK_NAMES_ATTR])
             if not isinstance(names, list):
                 raise DatasetError(f"{self.path}: labels/subtask_names: found {names!r:.60}; allowed: a list of names")
             return [str(n) for n in names]
@@ -405,9 +246,9 @@ class Episode:
 
     @property
     def segments(self) -> list[Segment]:
-        if "labels/subtask_index" not in self:
+        if fmt.SUBTASK_INDEX not in self:
             return []
-        labels = self["labels/subtask_index"]
+        labels = self[fmt.SUBTASK_INDEX]
         if labels.dtype.kind not in "iu" or labels.ndim != 1:
             raise DatasetError(f"{self.path}: labels/subtask_index: found {labels.dtype}{labels.shape}; "
                                "allowed: a (T,) integer array")
@@ -416,7 +257,7 @@ class Episode:
     @property
     def dag(self) -> dict[str, Any]:
         """nodes, edges and scores of the task DAG this episode was labelled with."""
-        group = self._group("dag")
+        group = self._group(fmt.DAG)
         if group is None:
             return {"nodes": [], "edges": [], "scores": {}}
         return {key: _json_attr(group.attrs, key, default, self.path)
@@ -424,12 +265,12 @@ class Episode:
 
     @property
     def events(self) -> list[tuple[str, int]]:
-        group = self._group("dag")
+        group = self._group(fmt.DAG)
         return parse_events(_json_attr(group.attrs, "events", [], self.path) if group is not None else [], self.path)
 
     @property
     def failure(self) -> tuple[str, int, str] | None:
-        group = self._group("dag")
+        group = self._group(fmt.DAG)
         return parse_failure(_json_attr(group.attrs, "failure", None, self.path) if group is not None else None,
                         self.path)
 
@@ -444,15 +285,15 @@ class Episode:
 
     def problems(self) -> Iterator[str]:
         """Breaches of the file contract: missing required datasets, inconsistent T."""
-        for name in REQUIRED_DATASETS:
+        for name in fmt.REQUIRED_DATASETS:
             if name not in self:
                 yield (f"{self.path}: {name}: found missing; "
-                       f"allowed: required datasets {list(REQUIRED_DATASETS)}")
-        if "timestamps" not in self:
+                       f"allowed: required datasets {list(fmt.REQUIRED_DATASETS)}")
+        if fmt.TIMESTAMPS not in self:
             return
         frames = self.frames
         for name, shape in sorted(self._shapes.items()):
-            if name.split("/")[0] in _UNTIMED:
+            if name.split("/")[0] in fmt.UNTIMED_GROUPS:
                 continue
             rows = shape[0] if shape else 0
             if rows != frames:
@@ -461,8 +302,8 @@ class Episode:
     def record(self, root: Path, digest: bool = True) -> EpisodeRecord:
         """The index line this file stands for (used to rebuild ``episodes.jsonl``); ``digest=False`` leaves
         the checksum out (a quick check that does not read every byte)."""
-        seed, source = self._attr("seed"), self._attr("source")
-        master_seed, slot = self._attr("master_seed"), self._attr("slot")
+        seed, source = self._attr(fmt.SEED_ATTR), self._attr(fmt.SOURCE_ATTR)
+        master_seed, slot = self._attr(fmt.MASTER_SEED_ATTR), self._attr(fmt.SLOT_ATTR)
         if not isinstance(seed, int) or not isinstance(source, str) or \
                 not all(v is None or isinstance(v, int) for v in (master_seed, slot)):
             raise DatasetError(f"{self.path}: seed/source/master_seed/slot: found {seed!r}/{source!r}/"
@@ -477,11 +318,11 @@ class Episode:
     def initial_digest(self) -> str:
         """What makes two episodes the same demonstration: the world they were stepped in and the state
         they started from (sha256 of model_xml and /states[0])."""
-        h = hashlib.sha256(str(self._attr("model_xml", "")).encode("utf-8", errors="replace"))
-        states = self.dataset("states")
+        h = hashlib.sha256(str(self._attr(fmt.MODEL_XML_ATTR, "")).encode("utf-8", errors="replace"))
+        states = self.dataset(fmt.STATES)
         if len(states.shape) != 2 or states.shape[0] < 1 or states.dtype.kind not in "biuf":
             raise DatasetError(f"{self.path}: states: found {states.dtype}{states.shape}; "
                                "allowed: a (T, n) numeric array with T >= 1")
-        with hdf5_errors(self.path, "states"):
+        with hdf5_errors(self.path, fmt.STATES):
             h.update(np.ascontiguousarray(states[0], dtype=np.float64).tobytes())
         return h.hexdigest()

@@ -19,8 +19,6 @@ from x2.datasets.digest import DIGEST_FORM
 from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError
 
-INDEX_NAME = "episodes.jsonl"
-
 
 class Segment(NamedTuple):
     """Frames ``start <= t < end`` carry the label ``node``."""
@@ -197,3 +195,7 @@ def format_indices(indices: Sequence[int], limit: int = 12) -> str:
             start = prev = i
     text = ", ".join(runs[:limit])
     return text + (", ..." if len(runs) > limit else "")
+
+
+# The fields of an index line that its file's own attrs and datasets decide (validate compares them).
+FILE_FACTS = ("index", "frames", "success", "bytes", "seed", "master_seed", "slot", "source", "segments", "failure")

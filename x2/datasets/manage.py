@@ -33,15 +33,25 @@ from typing import Any
 
 from x2.datasets.building import building
 from x2.datasets.difference import describe, first_difference
-from x2.datasets.episode import Episode, episode_filename
+from x2.datasets.episode import Episode
 from x2.datasets.index import EpisodeRecord, format_indices, write_index
 from x2.datasets.removal import Progress, begin_removal, finish_removal, pending_removal, removed_files
 from x2.datasets.select import Selection
 from x2.datasets.splits import read_splits, write_splits
-from x2.datasets.store import EPISODES_DIR, INPROGRESS_DIR, MANIFEST_NAME, Dataset, Manifest
+from x2.datasets.store import Dataset
 from x2.datasets.untrusted import json_loads
 from x2.disk import is_refusal
 from x2.errors import DatasetError
+from x2.format import (
+    EPISODES_DIR,
+    FILTERED_FROM_ATTR,
+    INDEX_ATTR,
+    INPROGRESS_DIR,
+    MANIFEST_FILE,
+    MERGED_FROM_ATTR,
+    Manifest,
+    episode_filename,
+)
 from x2.hdf5_files import kept_if_complete
 
 # What must agree for episodes to be trained on together: the same robot, observed and commanded alike.
@@ -69,7 +79,7 @@ def copy_episode(source: Path, target: Dataset, index: int, origin_key: str,
     try:
         shutil.copyfile(source, tmp)
         with kept_if_complete(tmp, "r+", libver="latest") as f:
-            f.attrs["episode_index"] = index
+            f.attrs[INDEX_ATTR] = index
             earlier = f.attrs.get(origin_key)
             value = dict(origin)
             if earlier is not None:
@@ -139,7 +149,7 @@ def check_mergeable(datasets: Sequence[Dataset]) -> None:
         found = first_difference(have, {k: other.manifest.to_dict()[k] for k in MERGE_ALIKE})
         if found is not None:
             where, was, now = found
-            raise DatasetError(f"{other.root / MANIFEST_NAME}: {where}: found {describe(now)} where {first.name} "
+            raise DatasetError(f"{other.root / MANIFEST_FILE}: {where}: found {describe(now)} where {first.name} "
                                f"has {describe(was)}; allowed: datasets of the same robot, fps, joint and action "
                                "names and cameras")
     seen: dict[int, tuple[str, int]] = {}
@@ -175,12 +185,12 @@ def merged_manifest(datasets: Sequence[Dataset], counts: Sequence[int]) -> Manif
                 "episodes": n} for d, n in zip(datasets, counts, strict=True)]
     manifests = [d.manifest for d in datasets]
     if all(m.task == first.task and m.world == first.world for m in manifests):
-        return replace(first, created="", extra={**first.extra, "merged_from": sources})
+        return replace(first, created="", extra={**first.extra, MERGED_FROM_ATTR: sources})
     tasks = list(dict.fromkeys(m.task for m in manifests))
     worlds = len({json.dumps(m.world, sort_keys=True) for m in manifests})
     nodes = list(dict.fromkeys(str(n) for m in manifests for n in m.dag.get("nodes", [])))
     agreed = {k: v for k, v in first.extra.items()
-              if k != "merged_from" and all(m.extra.get(k) == v for m in manifests)}
+              if k != MERGED_FROM_ATTR and all(m.extra.get(k) == v for m in manifests)}
     versions = first.versions if all(m.versions == first.versions for m in manifests) else \
         {"by_source": [m.versions for m in manifests]}
     return replace(
@@ -188,7 +198,7 @@ def merged_manifest(datasets: Sequence[Dataset], counts: Sequence[int]) -> Manif
         dag={"nodes": nodes, "by_source": [m.dag for m in manifests]},
         # Never equal to a collector's compiled world: appends are refused, naming this key.
         world={MIXED_WORLD_KEY: f"a merge of {worlds} worlds: append to a source"},
-        extra={**agreed, "merged_from": sources})
+        extra={**agreed, MERGED_FROM_ATTR: sources})
 
 
 def merge(sources: Sequence[str | Path], out: str | Path, progress: Progress | None = None) -> CopyResult:
@@ -200,7 +210,7 @@ def merge(sources: Sequence[str | Path], out: str | Path, progress: Progress | N
     per_source = [sorted(d.episodes(), key=lambda r: r.index) for d in datasets]
     plan = [(d, r) for d, records in zip(datasets, per_source, strict=True) for r in records]
     manifest = merged_manifest(datasets, [len(r) for r in per_source])
-    records = _build(Path(out), manifest, [(d, r, i) for i, (d, r) in enumerate(plan)], "merged_from", progress)
+    records = _build(Path(out), manifest, [(d, r, i) for i, (d, r) in enumerate(plan)], MERGED_FROM_ATTR, progress)
     return CopyResult(Path(out), records, tuple((d.name, r.index) for d, r in plan),
                       multi_task=MIXED_WORLD_KEY in manifest.world)
 
@@ -272,7 +282,7 @@ def episode_tasks(ds: Dataset, records: Sequence[EpisodeRecord],
     out: dict[int, str] = {}
     for done, record in enumerate(records, 1):
         with Episode(ds.episode_path(record.index)) as ep:
-            out[record.index] = str(ep.attrs.get("task") or ds.manifest.task)
+            out[record.index] = ep.task or ds.manifest.task
         if progress is not None:
             progress(done, len(records))
     return out
@@ -285,9 +295,9 @@ def filter_dataset(source: str | Path, out: str | Path, keep: Filter, renumber: 
     records = keep.apply(ds)
     info = {"dataset": ds.name, "path": str(ds.root), "created": ds.manifest.created, "filter": keep.describe(),
             "episodes": len(records), "renumbered": renumber}
-    manifest = replace(ds.manifest, created="", extra={**ds.manifest.extra, "filtered_from": info})
+    manifest = replace(ds.manifest, created="", extra={**ds.manifest.extra, FILTERED_FROM_ATTR: info})
     plan = [(ds, r, i if renumber else r.index) for i, r in enumerate(records)]
-    built = _build(Path(out), manifest, plan, "filtered_from", progress)
+    built = _build(Path(out), manifest, plan, FILTERED_FROM_ATTR, progress)
     return CopyResult(Path(out), built, tuple((ds.name, r.index) for r in records))
 
 

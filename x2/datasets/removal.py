@@ -20,21 +20,17 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from x2 import format as fmt
 from x2.atomic import fsync_dir, write_text
-from x2.datasets.episode import episode_filename
-from x2.datasets.index import INDEX_NAME, read_index, write_index
+from x2.datasets.index import read_index, write_index
 from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError
-
-REMOVED_DIR = ".removed"
-JOURNAL_NAME = "removing.json"
-_EPISODES_DIR = "episodes"  # the store's name for it (x2.datasets.store imports this module)
 
 Progress = Callable[[int, int], None]  # (done, total)
 
 
 def journal_path(root: Path) -> Path:
-    return Path(root) / REMOVED_DIR / JOURNAL_NAME
+    return Path(root) / fmt.REMOVED_DIR / fmt.REMOVAL_JOURNAL_FILE
 
 
 def pending_removal(root: Path) -> tuple[int, ...]:
@@ -56,14 +52,14 @@ def pending_removal(root: Path) -> tuple[int, ...]:
 
 def removed_files(root: Path, index: int) -> list[Path]:
     """Files of episode `index` that an earlier removal put into `.removed/`."""
-    folder = Path(root) / REMOVED_DIR
-    stem = episode_filename(index).removesuffix(".h5")
+    folder = Path(root) / fmt.REMOVED_DIR
+    stem = fmt.episode_filename(index).removesuffix(".h5")
     return sorted(folder.glob(f"{stem}*.h5")) if folder.is_dir() else []
 
 
 def begin_removal(root: Path, indices: Iterable[int]) -> None:
     """Write the journal (step 2); the caller holds the lock and has marked the slots used."""
-    folder = Path(root) / REMOVED_DIR
+    folder = Path(root) / fmt.REMOVED_DIR
     created = not folder.is_dir()
     folder.mkdir(exist_ok=True)
     if created:
@@ -73,9 +69,9 @@ def begin_removal(root: Path, indices: Iterable[int]) -> None:
 
 def _clear_stale_journals(root: Path) -> None:
     # A kill during step 2's atomic write leaves its temp file; under the lock no other writer is alive.
-    folder = Path(root) / REMOVED_DIR
-    mine = f".{JOURNAL_NAME}.tmp-{os.getpid()}"
-    for path in folder.glob(f".{JOURNAL_NAME}.tmp-*") if folder.is_dir() else ():
+    folder = Path(root) / fmt.REMOVED_DIR
+    mine = f".{fmt.REMOVAL_JOURNAL_FILE}.tmp-{os.getpid()}"
+    for path in folder.glob(f".{fmt.REMOVAL_JOURNAL_FILE}.tmp-*") if folder.is_dir() else ():
         if path.name != mine:
             path.unlink(missing_ok=True)
 
@@ -90,13 +86,13 @@ def finish_removal(root: Path, progress: Progress | None = None) -> tuple[int, .
     if not indices:
         return ()
     wanted = set(indices)
-    records = read_index(root / INDEX_NAME)
+    records = read_index(root / fmt.INDEX_FILE)
     kept = [r for r in records if r.index not in wanted]
     if len(kept) != len(records):
-        write_index(root / INDEX_NAME, kept)
-    episodes, removed = root / _EPISODES_DIR, root / REMOVED_DIR
+        write_index(root / fmt.INDEX_FILE, kept)
+    episodes, removed = root / fmt.EPISODES_DIR, root / fmt.REMOVED_DIR
     for done, index in enumerate(indices, 1):
-        source = episodes / episode_filename(index)
+        source = episodes / fmt.episode_filename(index)
         if source.exists():  # a rerun finds the ones moved before the kill gone already
             os.replace(source, _free_name(removed, source.name))
         if progress is not None:

@@ -20,23 +20,21 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from x2 import format as fmt
 from x2.atomic import fsync_dir, fsync_file
 from x2.datasets.digest import file_digest
-from x2.datasets.episode import Episode, episode_filename, parse_episode_filename
-from x2.datasets.index import INDEX_NAME, EpisodeRecord, write_index
+from x2.datasets.episode import Episode
+from x2.datasets.index import EpisodeRecord, write_index
 from x2.errors import DatasetError
-
-REWRITE_DIR = ".rendering"
-_EPISODES_DIR = "episodes"  # as x2.datasets.store (which imports this module)
 
 
 def staged_path(root: Path, index: int) -> Path:
     """Where the new version of episode `index` is built."""
-    return Path(root) / REWRITE_DIR / episode_filename(index)
+    return Path(root) / fmt.RENDERING_DIR / fmt.episode_filename(index)
 
 
 def staged_files(root: Path) -> list[Path]:
-    folder = Path(root) / REWRITE_DIR
+    folder = Path(root) / fmt.RENDERING_DIR
     return sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
 
 
@@ -45,9 +43,9 @@ def interrupted_renames(root: Path, records: Sequence[EpisodeRecord]) -> dict[in
     listed = {r.index: r for r in records}
     out: dict[int, Path] = {}
     for path in staged_files(root):
-        index = parse_episode_filename(path.name)
+        index = fmt.parse_episode_filename(path.name)
         record = listed.get(index) if index is not None else None
-        final = Path(root) / _EPISODES_DIR / path.name
+        final = Path(root) / fmt.EPISODES_DIR / path.name
         if record is None or path.stat().st_size != record.bytes or \
                 (final.exists() and final.stat().st_size == record.bytes):
             continue
@@ -70,15 +68,15 @@ def finish_interrupted(root: Path, records: Sequence[EpisodeRecord]) -> list[str
     actions: list[str] = []
     pending = interrupted_renames(root, records)
     for index, path in sorted(pending.items()):
-        os.replace(path, root / _EPISODES_DIR / path.name)
-        actions.append(f"finished the interrupted rewrite of episode {index} ({REWRITE_DIR}/{path.name} -> "
-                       f"{_EPISODES_DIR}/)")
+        os.replace(path, root / fmt.EPISODES_DIR / path.name)
+        actions.append(f"finished the interrupted rewrite of episode {index} ({fmt.RENDERING_DIR}/{path.name} -> "
+                       f"{fmt.EPISODES_DIR}/)")
     for path in staged_files(root):
         path.unlink()
-        actions.append(f"removed {REWRITE_DIR}/{path.name} (left by an interrupted render)")
+        actions.append(f"removed {fmt.RENDERING_DIR}/{path.name} (left by an interrupted render)")
     if actions:
-        fsync_dir(root / _EPISODES_DIR)
-        fsync_dir(root / REWRITE_DIR)
+        fsync_dir(root / fmt.EPISODES_DIR)
+        fsync_dir(root / fmt.RENDERING_DIR)
     return actions
 
 
@@ -89,8 +87,8 @@ def commit_rewrite(root: Path, records: Sequence[EpisodeRecord], index: int) -> 
     fsync_file(staged)
     size, digest = staged.stat().st_size, file_digest(staged)
     updated = [replace(r, bytes=size, digest=digest) if r.index == index else r for r in records]
-    write_index(root / INDEX_NAME, updated)
-    os.replace(staged, root / _EPISODES_DIR / staged.name)
-    fsync_dir(root / _EPISODES_DIR)
+    write_index(root / fmt.INDEX_FILE, updated)
+    os.replace(staged, root / fmt.EPISODES_DIR / staged.name)
+    fsync_dir(root / fmt.EPISODES_DIR)
     fsync_dir(staged.parent)
     return updated

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from x2.datasets.episode import SOURCES
 from x2.datasets.index import EpisodeRecord, format_indices
 from x2.datasets.splits import episode_splits
 from x2.datasets.store import Dataset
 from x2.errors import DatasetError
+from x2.format import SOURCES
 
 
 def parse_episode_list(text: str, where: str = "--episodes") -> tuple[int, ...]:

@@ -11,18 +11,17 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from x2 import format as fmt
 from x2.atomic import write_text
 from x2.datasets.episode import Episode
 from x2.datasets.store import Dataset
 from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError
 
-SPLITS_NAME = "splits.json"
-
 
 def read_splits(root: Path) -> dict[int, str]:
     """The assignments in `splits.json` ({} when there is none)."""
-    path = Path(root) / SPLITS_NAME
+    path = Path(root) / fmt.SPLITS_FILE
     try:
         data = json_loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -38,7 +37,7 @@ def read_splits(root: Path) -> dict[int, str]:
 
 def write_splits(root: Path, splits: Mapping[int, str]) -> None:
     text = json.dumps({str(k): str(v) for k, v in sorted(splits.items())}, indent=1, sort_keys=False)
-    write_text(Path(root) / SPLITS_NAME, text + "\n")
+    write_text(Path(root) / fmt.SPLITS_FILE, text + "\n")
 
 
 def episode_splits(ds: Dataset, indices: Iterable[int]) -> dict[int, str]:
@@ -50,5 +49,5 @@ def episode_splits(ds: Dataset, indices: Iterable[int]) -> dict[int, str]:
             out[index] = assigned[index]
             continue
         with Episode(ds.episode_path(index)) as ep:
-            out[index] = str(ep.attrs.get("split", "train") or "train")
+            out[index] = ep.split
     return out

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from x2 import format as fmt
 from x2.datasets.episode import Episode
 from x2.datasets.removal import Progress
-from x2.datasets.splits import SPLITS_NAME, write_splits
+from x2.datasets.splits import write_splits
 from x2.datasets.store import Dataset
 from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError
@@ -100,11 +101,11 @@ def _episode_facts(ds: Dataset, records: list, progress: Progress | None) -> dic
     out: dict[int, _Facts] = {}
     for done, record in enumerate(records, 1):
         with Episode(ds.episode_path(record.index)) as ep:
-            attrs = ep.attrs
-        augmented = _origin(attrs, "augmentation", "parent") if attrs.get("source") == "augment" else None
-        recording = augmented or _origin(attrs, "merged_from") or _origin(attrs, "filtered_from") \
+            attrs, task, source = ep.attrs, ep.task, ep.source
+        augmented = _origin(attrs, fmt.AUGMENTATION_ATTR, "parent") if source == "augment" else None
+        recording = augmented or _origin(attrs, fmt.MERGED_FROM_ATTR) or _origin(attrs, fmt.FILTERED_FROM_ATTR) \
             or (ds.name, record.index)
-        out[record.index] = _Facts(str(attrs.get("task") or ds.manifest.task), recording, augmented is None)
+        out[record.index] = _Facts(task or ds.manifest.task, recording, augmented is None)
         if progress is not None:
             progress(done, len(records))
     return out
@@ -136,4 +137,4 @@ def assign_splits(root: str | Path, val: float, test: float = 0.0, seed: int = 0
     return strata
 
 
-__all__ = ["SPLITS_NAME", "Stratum", "assign_splits", "plan_splits", "split_counts"]
+__all__ = ["Stratum", "assign_splits", "plan_splits", "split_counts"]

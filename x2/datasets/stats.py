@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from x2 import format as fmt
 from x2.atomic import replacing, write_text
 from x2.datasets.episode import Episode
 from x2.datasets.index import EpisodeRecord
@@ -23,8 +24,7 @@ from x2.datasets.inspect import segment_lengths
 from x2.datasets.removal import Progress
 from x2.datasets.store import Dataset
 
-FEATURES = {"action": "action", "qpos": "observations/qpos", "qvel": "observations/qvel",
-            "ee_pose": "observations/ee_pose"}
+FEATURES = {"action": fmt.ACTION, "qpos": fmt.QPOS, "qvel": fmt.QVEL, "ee_pose": fmt.EE_POSE}
 POSE_PARTS = ("x", "y", "z", "qw", "qx", "qy", "qz")
 
 
@@ -111,7 +111,7 @@ def _names(ds: Dataset, ep: Episode, feature: str, dims: int, shape: tuple[int, 
         if len(arms) != shape[1]:
             arms = [f"arm{i}" for i in range(shape[1])]
         return tuple(f"{arm}.{part}" for arm in arms for part in POSE_PARTS)
-    names = ep.dataset_attrs(FEATURES[feature]).get("names")
+    names = ep.dataset_attrs(FEATURES[feature]).get(fmt.NAMES_ATTR)
     if isinstance(names, list) and len(names) == dims:
         return tuple(str(n) for n in names)
     return tuple(f"{feature}[{i}]" for i in range(dims))

@@ -12,12 +12,11 @@ import contextlib
 import fcntl
 import json
 import os
-import re
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,85 +24,35 @@ from typing import Any
 from x2.atomic import fsync_dir, fsync_file, write_bytes
 from x2.datasets.difference import describe, first_difference
 from x2.datasets.digest import verify_digest
-from x2.datasets.episode import Episode, episode_filename, parse_episode_filename
-from x2.datasets.index import INDEX_NAME, EpisodeRecord, append_record, drop_torn_tail, format_indices, read_index
-from x2.datasets.removal import REMOVED_DIR, finish_removal
+from x2.datasets.episode import Episode
+from x2.datasets.index import EpisodeRecord, append_record, drop_torn_tail, format_indices, read_index
+from x2.datasets.removal import finish_removal
 from x2.datasets.rewrite import finish_interrupted
 from x2.datasets.untrusted import json_loads
 from x2.datasets.writer import EpisodeWriter
 from x2.disk import is_refusal, refused
 from x2.errors import DatasetError, NotFoundError, X2Error
+from x2.format import (
+    ANY_EPISODE_FILE,
+    EPISODES_DIR,
+    INDEX_FILE,
+    INPROGRESS_DIR,
+    LOCK_FILE,
+    MANIFEST_FILE,
+    MANIFEST_MUST_MATCH,
+    QUARANTINE_DIR,
+    REMOVED_DIR,
+    SALVAGED_DIR,
+    SEED_ATTR,
+    SLOTS_FILE,
+    STAGING_DIR,
+    EpisodeStart,
+    Manifest,
+    episode_filename,
+    parse_episode_filename,
+)
 
-SCHEMA = "x2/2"
-MANIFEST_NAME = "manifest.json"
-SLOTS_NAME = "slots.json"
-EPISODES_DIR, INPROGRESS_DIR = "episodes", ".inprogress"
-STAGING_DIR = ".staging"  # episode files being built from finished ones (Dataset.add_file)
-QUARANTINE_DIR, SALVAGED_DIR = ".quarantine", ".salvaged"
-LOCK_NAME = ".lock"
-# Facts that must agree when a run appends to an existing dataset: mixing them would corrupt training.
-# `world` is the compiled task, scene, robot description, control rate and action layout (x2.spec.record).
-_MUST_MATCH = ("robot", "task", "fps", "joint_names", "action_names", "world")
 LOCK_WAIT_S = 2.0  # a reader probing the lock (lock_holder) holds it for microseconds; a writer waits that out
-_ANY_INDEX = re.compile(r"^episode_(\d+)")  # also matches quarantined/salvaged copies with suffixes
-
-
-@dataclass(frozen=True)
-class Manifest:
-    """Dataset-level facts. ``extra`` is the caller's free-form JSON object."""
-
-    robot: str
-    task: str
-    fps: float
-    joint_names: tuple[str, ...] = ()
-    action_names: tuple[str, ...] = ()
-    cameras: Any = field(default_factory=list)  # names, or {name: {width, height, intrinsics, ...}}
-    dag: dict[str, Any] = field(default_factory=dict)  # nodes, edges, scores
-    world: dict[str, Any] = field(default_factory=dict)  # everything the specs decided (x2.spec.record)
-    versions: dict[str, Any] = field(default_factory=dict)
-    created: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-    schema: str = SCHEMA
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], where: str) -> Manifest:
-        allowed = [f.name for f in fields(cls)]
-        unknown = sorted(set(data) - set(allowed))
-        if unknown:
-            raise DatasetError(f"{where}: {unknown[0]}: found an unknown key; allowed: {allowed} "
-                               "(put free-form facts under 'extra')")
-        for key in ("robot", "task", "fps"):
-            if key not in data:
-                raise DatasetError(f"{where}: {key}: found missing; allowed: required keys robot, task, fps")
-        checks: dict[str, tuple[type | tuple[type, ...], str]] = {
-            "robot": (str, "a string"), "task": (str, "a string"), "fps": ((int, float), "a positive number"),
-            "joint_names": ((list, tuple), "a list of strings"),
-            "action_names": ((list, tuple), "a list of strings"),
-            "cameras": ((list, tuple, dict), "a list or an object"), "dag": (dict, "an object"),
-            "world": (dict, "an object"),
-            "versions": (dict, "an object"), "created": (str, "a string"), "extra": (dict, "an object"),
-            "schema": (str, f"{SCHEMA!r}"),
-        }
-        for key, value in data.items():
-            kind, text = checks[key]
-            if not isinstance(value, kind) or isinstance(value, bool):
-                raise DatasetError(f"{where}: {key}: found {value!r:.60}; allowed: {text}")
-        if data.get("schema", SCHEMA) != SCHEMA:
-            older = " (an older x2's dataset: its episodes cannot rebuild their worlds; record it again)" \
-                if data["schema"] == "x2/1" else ""
-            raise DatasetError(f"{where}: schema: found {data['schema']!r}; allowed: {SCHEMA!r}{older}")
-        if data["fps"] <= 0:
-            raise DatasetError(f"{where}: fps: found {data['fps']!r}; allowed: a positive number")
-        values = dict(data)
-        for key in ("joint_names", "action_names"):
-            values[key] = tuple(str(n) for n in values.get(key, ()))
-        return cls(**values)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        for key in ("joint_names", "action_names"):
-            data[key] = list(data[key])
-        return data
 
 
 class Dataset:
@@ -123,8 +72,8 @@ class Dataset:
         """Make a new empty dataset at ``path``, or (``exist_ok``) open one whose core facts agree."""
         root = Path(path)
         wanted = manifest if isinstance(manifest, Manifest) else \
-            Manifest.from_dict(manifest, f"{root / MANIFEST_NAME}")
-        if (root / MANIFEST_NAME).exists():
+            Manifest.from_dict(manifest, f"{root / MANIFEST_FILE}")
+        if (root / MANIFEST_FILE).exists():
             if not exist_ok:
                 raise DatasetError(f"{root}: dataset: found an existing dataset; allowed: a new folder")
             ds = cls.open(root)
@@ -133,7 +82,7 @@ class Dataset:
         if root.exists() and not root.is_dir():
             raise DatasetError(f"{root}: dataset: found a file; allowed: a new or empty folder")
         if root.exists() and any(root.iterdir()):
-            raise DatasetError(f"{root}: dataset: found a non-empty folder without {MANIFEST_NAME}; "
+            raise DatasetError(f"{root}: dataset: found a non-empty folder without {MANIFEST_FILE}; "
                                "allowed: a new or empty folder")
         if not wanted.created:
             wanted = replace(wanted, created=_now())
@@ -145,9 +94,9 @@ class Dataset:
             shutil.rmtree(tmp, ignore_errors=True)
             for sub in (EPISODES_DIR, INPROGRESS_DIR):
                 (tmp / sub).mkdir(parents=True)
-            write_bytes(tmp / INDEX_NAME, b"")
+            write_bytes(tmp / INDEX_FILE, b"")
             text = json.dumps(wanted.to_dict(), indent=2, sort_keys=True) + "\n"
-            write_bytes(tmp / MANIFEST_NAME, text.encode("utf-8"))
+            write_bytes(tmp / MANIFEST_FILE, text.encode("utf-8"))
         except OSError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             if not is_refusal(exc):
@@ -167,9 +116,9 @@ class Dataset:
         root = Path(path)
         if not root.is_dir():
             raise NotFoundError(f"{root}: dataset: found no such folder; allowed: an x2 dataset folder")
-        where = str(root / MANIFEST_NAME)
+        where = str(root / MANIFEST_FILE)
         try:
-            data = json_loads((root / MANIFEST_NAME).read_text(encoding="utf-8"))
+            data = json_loads((root / MANIFEST_FILE).read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise DatasetError(f"{where}: manifest: found missing; allowed: an x2 dataset folder "
                                "(made by x2 collect, synth or augment)") from None
@@ -182,10 +131,10 @@ class Dataset:
 
     def _check_compatible(self, wanted: Manifest) -> None:
         have, new = self.manifest.to_dict(), wanted.to_dict()
-        found = first_difference({k: have[k] for k in _MUST_MATCH}, {k: new[k] for k in _MUST_MATCH})
+        found = first_difference({k: have[k] for k in MANIFEST_MUST_MATCH}, {k: new[k] for k in MANIFEST_MUST_MATCH})
         if found is not None:
             where, was, now = found
-            raise DatasetError(f"{self.root / MANIFEST_NAME}: {where}: found {describe(now)} for a dataset recorded "
+            raise DatasetError(f"{self.root / MANIFEST_FILE}: {where}: found {describe(now)} for a dataset recorded "
                                f"with {describe(was)}; allowed: the same world (write to a new dataset: --dataset NEW)")
 
     # ---- reading --------------------------------------------------------------------------------
@@ -195,7 +144,7 @@ class Dataset:
 
     @property
     def index_path(self) -> Path:
-        return self.root / INDEX_NAME
+        return self.root / INDEX_FILE
 
     def episodes(self) -> list[EpisodeRecord]:
         """Committed episodes from the log (a torn last line is skipped)."""
@@ -219,14 +168,14 @@ class Dataset:
         Whatever makes a new file from episodes (export, augment, merge, render) calls this first, so a
         damaged file is never carried into one under a fresh digest."""
         for record in records:
-            verify_digest(self.episode_path(record.index), record.digest, f"{INDEX_NAME} (episode {record.index})")
+            verify_digest(self.episode_path(record.index), record.digest, f"{INDEX_FILE} (episode {record.index})")
 
     def _files(self, sub: str) -> list[Path]:
         folder = self.root / sub
         return sorted(p for p in folder.iterdir() if p.suffix == ".h5") if folder.is_dir() else []
 
     # ---- writing --------------------------------------------------------------------------------
-    def begin_episode(self, attrs: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]] | None = None,
+    def begin_episode(self, start: EpisodeStart, shapes: Mapping[str, tuple[int, ...]] | None = None,
                       *, object_names: Sequence[str] = (),
                       camera_attrs: Mapping[str, Mapping[str, Any]] | None = None,
                       flush_every: int = 30) -> EpisodeWriter:
@@ -237,14 +186,14 @@ class Dataset:
                                "(finish or abort it first)")
         with self.refusals(self.root / INPROGRESS_DIR):
             self.lock()
-            self._refuse_repeated_seed(attrs)
+            self._refuse_repeated_seed(start.seed)
             if self._next is None:
                 self._next = self.next_index()
         index = self._next
         name = episode_filename(index)
         writer = EpisodeWriter(
             index=index, inprogress=self.root / INPROGRESS_DIR / name, final=self.root / EPISODES_DIR / name,
-            index_path=self.index_path, attrs=attrs, manifest=self.manifest.to_dict(), shapes=shapes,
+            index_path=self.index_path, start=start, manifest=self.manifest, shapes=shapes,
             object_names=object_names, camera_attrs=camera_attrs or {}, flush_every=flush_every,
             on_close=self._writer_closed, safe_note=self.safe_note,
         )
@@ -278,7 +227,7 @@ class Dataset:
                 problem = next(ep.problems(), None)
                 if problem is not None:
                     raise DatasetError(problem)
-                self._refuse_repeated_seed(ep.attrs)
+                self._refuse_repeated_seed(ep.attrs.get(SEED_ATTR))
             fsync_file(tmp)
             os.replace(tmp, final)
             fsync_dir(final.parent)
@@ -330,11 +279,10 @@ class Dataset:
         if committed is not None and self._seeds is not None:
             self._seeds[committed.seed] = committed.index
 
-    def _refuse_repeated_seed(self, attrs: Mapping[str, Any]) -> None:
+    def _refuse_repeated_seed(self, seed: object) -> None:
         """The same seed is the same scene: a second episode from it would be the same demonstration."""
         if self._seeds is None:  # read once under the lock: only this process commits from here on
             self._seeds = {r.seed: r.index for r in self.episodes()}
-        seed = attrs.get("seed")
         if seed in self._seeds:
             raise DatasetError(f"{self.root}: seed: found {seed!r}, already used by episode {self._seeds[seed]}; "
                                "allowed: a seed this dataset has not used (seeds never repeat in a dataset; "
@@ -354,15 +302,15 @@ class Dataset:
         if slots.get(str(master_seed), 0) > upto:
             return
         slots[str(master_seed)] = upto + 1
-        with self.refusals(self.root / SLOTS_NAME):
-            write_bytes(self.root / SLOTS_NAME, (json.dumps({"next_slot": slots}, indent=1, sort_keys=True) + "\n")
+        with self.refusals(self.root / SLOTS_FILE):
+            write_bytes(self.root / SLOTS_FILE, (json.dumps({"next_slot": slots}, indent=1, sort_keys=True) + "\n")
                         .encode("utf-8"))
 
     def _slots(self) -> dict[str, int]:
         """master seed (as text) -> next free slot; a missing or unreadable ledger counts as empty (the
         index still has every committed slot; validate reports an unreadable one)."""
         try:
-            data = json_loads((self.root / SLOTS_NAME).read_text(encoding="utf-8"))
+            data = json_loads((self.root / SLOTS_FILE).read_text(encoding="utf-8"))
             slots = data["next_slot"]
             return {str(k): int(v) for k, v in slots.items() if isinstance(v, int) and not isinstance(v, bool)}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -374,7 +322,7 @@ class Dataset:
         for sub in (EPISODES_DIR, INPROGRESS_DIR, QUARANTINE_DIR, SALVAGED_DIR, REMOVED_DIR):
             folder = self.root / sub
             names = [p.name for p in folder.iterdir()] if folder.is_dir() else []
-            seen += [int(m.group(1)) for m in map(_ANY_INDEX.match, names) if m]
+            seen += [int(m.group(1)) for m in map(ANY_EPISODE_FILE.match, names) if m]
         return max(seen, default=-1) + 1
 
     # ---- the writer lock ------------------------------------------------------------------------
@@ -382,11 +330,11 @@ class Dataset:
         """Become the dataset's only writer (non-blocking), then heal the log a crash may have left."""
         if self._lock_fd is not None:
             return
-        with self.refusals(self.root / LOCK_NAME, prefix="nothing was changed, "):
+        with self.refusals(self.root / LOCK_FILE, prefix="nothing was changed, "):
             self._take_lock(heal)
 
     def _take_lock(self, heal: bool) -> None:
-        fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
             try:
@@ -399,7 +347,7 @@ class Dataset:
                     time.sleep(0.02)
                     continue
                 os.close(fd)
-                raise DatasetError(f"{self.root / LOCK_NAME}: lock: found held by pid {lock_holder(self.root)}; "
+                raise DatasetError(f"{self.root / LOCK_FILE}: lock: found held by pid {lock_holder(self.root)}; "
                                    "allowed: one writer process per dataset") from None
         self._lock_fd = fd
         try:
@@ -448,7 +396,7 @@ class Dataset:
 
 def lock_holder(root: Path) -> int | None:
     """pid of the process writing ``root`` right now, or None."""
-    path = Path(root) / LOCK_NAME
+    path = Path(root) / LOCK_FILE
     if not path.exists():
         return None
     fd = os.open(path, os.O_RDONLY)

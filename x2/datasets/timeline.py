@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from x2 import format as fmt
 from x2.atomic import replacing
 from x2.datasets.episode import Episode
 
@@ -21,7 +22,7 @@ def plot_timeline(episode: Episode, out: str | Path, title: str | None = None) -
     from matplotlib.figure import Figure
 
     out = Path(out)
-    t = np.asarray(episode["timestamps"], dtype=float)
+    t = np.asarray(episode[fmt.TIMESTAMPS], dtype=float)
     t = t - t[0]
     # Bars span [t[start], t[end]); the last one ends one tick after the last stamp.
     step = float(np.median(np.diff(t))) if t.size > 1 else 1.0
@@ -42,10 +43,10 @@ def plot_timeline(episode: Episode, out: str | Path, title: str | None = None) -
             ax_seg.text((start + end) / 2, 0.5, seg.node, ha="center", va="center", fontsize=8, clip_on=True)
     ax_seg.set_yticks([])
     ax_seg.set_ylim(0, 1)
-    fig.suptitle(title or f"episode {episode.index}: {episode.attrs.get('task', '')} "
+    fig.suptitle(title or f"episode {episode.index}: {episode.task} "
                           f"({episode.outcome})", fontsize=10)
 
-    name = "observations/qpos" if "observations/qpos" in episode else "action"
+    name = fmt.QPOS if fmt.QPOS in episode else fmt.ACTION
     values = np.asarray(episode[name], dtype=float).reshape(len(t), -1)
     labels = episode.dataset_attrs(name).get("names") or [f"{name.split('/')[-1]}[{i}]"
                                                          for i in range(values.shape[1])]

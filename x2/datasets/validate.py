@@ -20,23 +20,28 @@ import h5py
 
 from x2.atomic import fsync_dir
 from x2.datasets.digest import ALGORITHM
-from x2.datasets.episode import Episode, episode_filename, parse_episode_filename
-from x2.datasets.index import INDEX_NAME, EpisodeRecord, format_indices, scan_index, write_index
-from x2.datasets.removal import REMOVED_DIR, finish_removal, journal_path, pending_removal
+from x2.datasets.episode import Episode
+from x2.datasets.index import FILE_FACTS, EpisodeRecord, format_indices, scan_index, write_index
+from x2.datasets.removal import finish_removal, journal_path, pending_removal
 from x2.datasets.rewrite import finish_interrupted, interrupted_renames, staged_files
-from x2.datasets.splits import SPLITS_NAME, read_splits
-from x2.datasets.store import (
-    EPISODES_DIR,
-    INPROGRESS_DIR,
-    MANIFEST_NAME,
-    QUARANTINE_DIR,
-    SALVAGED_DIR,
-    SLOTS_NAME,
-    Dataset,
-    lock_holder,
-)
+from x2.datasets.splits import read_splits
+from x2.datasets.store import Dataset, lock_holder
 from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError
+from x2.format import (
+    EPISODES_DIR,
+    INDEX_FILE,
+    INPROGRESS_DIR,
+    MANIFEST_FILE,
+    QUARANTINE_DIR,
+    REMOVED_DIR,
+    SALVAGED_DIR,
+    SLOTS_FILE,
+    SPLITS_FILE,
+    TIMESTAMPS,
+    episode_filename,
+    parse_episode_filename,
+)
 
 Severity = Literal["error", "repairable", "info"]
 
@@ -78,16 +83,16 @@ def validate(path: str | Path, quick: bool = False) -> Report:
     try:
         Dataset.open(root)  # NotFoundError (no folder) propagates: there is nothing to report on
     except DatasetError as exc:
-        report.add("error", root / MANIFEST_NAME, str(exc))
-    scan = scan_index(root / INDEX_NAME)
+        report.add("error", root / MANIFEST_FILE, str(exc))
+    scan = scan_index(root / INDEX_FILE)
     if scan.torn_tail:
-        report.add("repairable", root / INDEX_NAME, f"{scan.torn_tail} (a crash during an append)")
+        report.add("repairable", root / INDEX_FILE, f"{scan.torn_tail} (a crash during an append)")
     for _, message in scan.bad_lines:
-        report.add("error", root / INDEX_NAME, message)
+        report.add("error", root / INDEX_FILE, message)
     counts = Counter(r.index for r in scan.records)
     for index, n in sorted(counts.items()):
         if n > 1:
-            report.add("error", root / INDEX_NAME, f"episode {index} is listed {n} times")
+            report.add("error", root / INDEX_FILE, f"episode {index} is listed {n} times")
     starts: dict[str, int] = {}  # initial-state digest -> first episode starting there
     holder = lock_holder(root)
     renames = interrupted_renames(root, scan.records) if holder is None else {}
@@ -115,7 +120,7 @@ def validate(path: str | Path, quick: bool = False) -> Report:
         elif index not in counts:
             problems, _, _ = _examine(path, root, quick)
             severity: Severity = "error" if problems else "repairable"
-            report.add(severity, path, problems[0] if problems else f"finished but missing from {INDEX_NAME}")
+            report.add(severity, path, problems[0] if problems else f"finished but missing from {INDEX_FILE}")
     for path in staged_files(root):
         if holder is not None:
             report.add("info", path, f"being rendered by pid {holder}")
@@ -139,7 +144,7 @@ def _check_splits(root: Path, report: Report) -> None:
     try:
         read_splits(root)
     except DatasetError as exc:
-        report.add("error", root / SPLITS_NAME, str(exc))
+        report.add("error", root / SPLITS_FILE, str(exc))
 
 
 def _check_removal(root: Path, report: Report) -> set[int]:
@@ -159,7 +164,7 @@ def _check_listed(root: Path, record: EpisodeRecord, report: Report, staged: Pat
                   quick: bool = False) -> str | None:
     """Check one listed episode against its file (its `staged` new version when a render was killed
     after rewriting the log, before the rename); its initial-state digest when it checks out."""
-    where = root / INDEX_NAME
+    where = root / INDEX_FILE
     expected = f"{EPISODES_DIR}/{episode_filename(record.index)}"
     if record.file != expected:
         report.add("error", where, f"episode {record.index}: file: found {record.file!r}; "
@@ -172,25 +177,24 @@ def _check_listed(root: Path, record: EpisodeRecord, report: Report, staged: Pat
                                    f"--repair moves it into {EPISODES_DIR}/)")
         path = staged
     if not path.is_file():
-        report.add("error", path, f"listed in {INDEX_NAME} but missing (episode {record.index})")
+        report.add("error", path, f"listed in {INDEX_FILE} but missing (episode {record.index})")
         return None
     problems, actual, digest = _examine(path, root, quick)
     if actual is None:
         report.add("error", path, problems[0])
         return None
-    for name in ("index", "frames", "success", "bytes", "seed", "master_seed", "slot", "source", "segments",
-                 "failure"):
+    for name in FILE_FACTS:
         have, listed = getattr(actual, name), getattr(record, name)
         if have != listed:
             report.add("error", path, f"{name}: found {have!r:.60} in the file, {listed!r:.60} in "
-                                      f"{INDEX_NAME}; allowed: equal (repair rebuilds the index)")
+                                      f"{INDEX_FILE}; allowed: equal (repair rebuilds the index)")
             return None
     if record.digest is None:
-        report.add("info", path, f"episode {record.index}: no checksum in {INDEX_NAME} (committed before x2 kept "
+        report.add("info", path, f"episode {record.index}: no checksum in {INDEX_FILE} (committed before x2 kept "
                                  "them; --repair records the file's as it is now)")
     elif not quick and actual.digest != record.digest:
         report.add("error", path, f"episode {record.index}: {ALGORITHM}: found {actual.digest[7:19]}... in the file, "
-                                  f"{record.digest[7:19]}... in {INDEX_NAME}; allowed: equal (the file changed after "
+                                  f"{record.digest[7:19]}... in {INDEX_FILE}; allowed: equal (the file changed after "
                                   f"it was committed: bit rot or a bad copy; restore it from a copy, or --repair "
                                   f"moves it to {QUARANTINE_DIR}/)")
         return None
@@ -218,7 +222,7 @@ def _examine(path: Path, root: Path, quick: bool = False) -> tuple[list[str], Ep
 
 
 def _check_slots(root: Path, report: Report) -> None:
-    path = root / SLOTS_NAME
+    path = root / SLOTS_FILE
     if not path.exists():
         return
     try:
@@ -278,10 +282,10 @@ def repair(path: str | Path) -> RepairResult:
             for r in records:
                 if r.master_seed is not None and r.slot is not None:
                     used[r.master_seed] = max(used.get(r.master_seed, 0), r.slot)
-            moved = _move_aside(ds.root / SLOTS_NAME, ds.root / QUARANTINE_DIR)
+            moved = _move_aside(ds.root / SLOTS_FILE, ds.root / QUARANTINE_DIR)
             for master, slot in sorted(used.items()):
                 ds.use_slots(master, slot)
-            result.actions.append(f"rebuilt {SLOTS_NAME} from the index (the unreadable one is "
+            result.actions.append(f"rebuilt {SLOTS_FILE} from the index (the unreadable one is "
                                   f"{moved.relative_to(ds.root)})")
         for file in _h5(ds.root / INPROGRESS_DIR):
             frames = _salvageable_frames(file)
@@ -303,7 +307,7 @@ def _salvageable_frames(path: Path) -> int:
     # A writer killed mid-episode leaves the file marked "open for SWMR write"; only an SWMR reader opens it.
     try:
         with h5py.File(path, "r", libver="latest", swmr=True) as f:
-            ts = f.get("timestamps")
+            ts = f.get(TIMESTAMPS)
             return int(ts.shape[0]) if isinstance(ts, h5py.Dataset) else 0
     except (OSError, ValueError, KeyError):
         return 0

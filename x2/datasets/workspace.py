@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from x2 import format as fmt
 from x2.atomic import write_bytes
 from x2.datasets.untrusted import json_loads
 from x2.errors import NotFoundError
 
 DATA_DIR = "data"
 STATE_PATH = Path(".x2") / "state.json"
-_MANIFEST = "manifest.json"
 
 
 def _base(root: str | Path | None) -> Path:
@@ -37,7 +37,7 @@ def list_datasets(root: str | Path | None = None) -> list[Path]:
     folder = data_dir(root)
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir() if not p.name.startswith(".") and (p / _MANIFEST).is_file())
+    return sorted(p for p in folder.iterdir() if not p.name.startswith(".") and (p / fmt.MANIFEST_FILE).is_file())
 
 
 def last_dataset(root: str | Path | None = None) -> Path | None:

@@ -24,10 +24,19 @@ from typing import Any, NoReturn
 import h5py
 import numpy as np
 
+from x2 import format as fmt
 from x2.atomic import fsync_dir, fsync_file
 from x2.datasets.digest import file_digest
-from x2.datasets.episode import (
-    FIELDS,
+from x2.datasets.episode import segments_from_labels
+from x2.datasets.index import EpisodeRecord, append_record
+from x2.datasets.zstd import compress_frame, image_filter, zstd_lib
+from x2.disk import is_refusal, refused
+from x2.errors import DatasetError
+from x2.format import (
+    TICK_STREAMS,
+    EpisodeStart,
+    Manifest,
+    Tick,
     attr_value,
     check_dag,
     check_device,
@@ -37,13 +46,8 @@ from x2.datasets.episode import (
     check_timing,
     root_attrs,
     safe_name,
-    segments_from_labels,
     string_array,
 )
-from x2.datasets.index import EpisodeRecord, append_record
-from x2.datasets.zstd import compress_frame, image_filter, zstd_lib
-from x2.disk import is_refusal, refused
-from x2.errors import DatasetError
 from x2.hdf5_files import check_writes, discard, kept_if_complete, watch
 
 _CHUNK_BYTES = 16 * 1024  # low-dim chunks: a short episode wastes little, a long one reads in few chunks
@@ -81,8 +85,8 @@ class EpisodeWriter:
     """Writes one episode; made by ``Dataset.begin_episode``. Use as a context manager to abort on error."""
 
     def __init__(self, *, index: int, inprogress: Path, final: Path, index_path: Path,
-                 attrs: Mapping[str, Any],
-                 manifest: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]] | None,
+                 start: EpisodeStart,
+                 manifest: Manifest, shapes: Mapping[str, tuple[int, ...]] | None,
                  object_names: Sequence[str], camera_attrs: Mapping[str, Mapping[str, Any]],
                  flush_every: int, on_close: Callable[[EpisodeRecord | None], None],
                  safe_note: Callable[[], str] = lambda: "finished episodes are intact") -> None:
@@ -90,7 +94,7 @@ class EpisodeWriter:
         self._safe_note = safe_note  # what a refused write leaves safe, in words (the dataset knows)
         self._manifest, self._object_names = manifest, list(object_names)
         self._camera_attrs, self._block, self._on_close = dict(camera_attrs), max(1, flush_every), on_close
-        self._root = root_attrs(index, attrs, manifest, inprogress)
+        self._root = root_attrs(index, start, manifest, inprogress)
         # Wall-clock facts go to /timing, apart from the data: same seed, same bytes everywhere else.
         self._created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self._columns: list[tuple[int, _Column]] = []  # (position in append's values, column)
@@ -134,15 +138,13 @@ class EpisodeWriter:
                                "allowed: call finish() or abort() (the episode was discarded)")
 
     # ---- per tick -------------------------------------------------------------------------------
-    def append(self, timestamp: float, action: Any, state: Any, *, qpos: Any = None, qvel: Any = None,
-               ee_pose: Any = None, object_poses: Any = None, lateness_ms: float | None = None,
-               stage_ms: Mapping[str, float] | None = None,
-               images: Mapping[str, np.ndarray] | None = None) -> None:
+    def append(self, tick: Tick) -> None:
         """Record one tick. The set of streams (and image cameras) is fixed by the first tick."""
         if self._closed:
             raise DatasetError(f"{self.path}: append: found a closed writer; "
                                "allowed: append before finish/abort")
-        values = (timestamp, action, qpos, qvel, ee_pose, object_poses, state)
+        timestamp, images = tick.timestamp, tick.images
+        values = (timestamp, tick.action, tick.qpos, tick.qvel, tick.ee_pose, tick.object_poses, tick.state)
         present = tuple(v is not None for v in values)
         if self._present is None:
             try:
@@ -167,16 +169,16 @@ class EpisodeWriter:
         if images:
             self._add_images(images)
         self._last_t = timestamp
-        tick = self.frames
-        self._lateness.append(math.nan if lateness_ms is None else float(lateness_ms))
-        if stage_ms:
-            for name, ms in stage_ms.items():
+        row_index = self.frames
+        self._lateness.append(math.nan if tick.lateness_ms is None else float(tick.lateness_ms))
+        if tick.stage_ms:
+            for name, ms in tick.stage_ms.items():
                 times = self._stages.get(name)
                 if times is None:
-                    times = self._stages[safe_name(name, "stage_ms", self.path)] = [math.nan] * tick
+                    times = self._stages[safe_name(name, "stage_ms", self.path)] = [math.nan] * row_index
                 times.append(float(ms))
         for times in self._stages.values():
-            if len(times) <= tick:
+            if len(times) <= row_index:
                 times.append(math.nan)
         self._pending += 1
         try:
@@ -204,21 +206,21 @@ class EpisodeWriter:
 
     # ---- setup ----------------------------------------------------------------------------------
     def _setup_from_tick(self, values: tuple[Any, ...], images: Mapping[str, np.ndarray] | None) -> None:
-        shapes = {name: np.shape(v) for name, v in zip(FIELDS, values, strict=True) if v is not None}
-        shapes.update({f"images/{cam}": np.shape(frame) for cam, frame in (images or {}).items()})
+        shapes = {name: np.shape(v) for name, v in zip(TICK_STREAMS, values, strict=True) if v is not None}
+        shapes.update({fmt.IMAGE_STREAM_PREFIX + cam: np.shape(frame) for cam, frame in (images or {}).items()})
         self._setup_from_shapes(shapes)
 
     def _setup_from_shapes(self, shapes: Mapping[str, tuple[int, ...]]) -> None:
         shapes = check_shapes(shapes, self.path)
-        self._present = tuple(name == "timestamp" or name in shapes for name in FIELDS)
-        for pos, (name, (path, dtype)) in enumerate(FIELDS.items()):
+        self._present = tuple(name == "timestamp" or name in shapes for name in TICK_STREAMS)
+        for pos, (name, (path, dtype)) in enumerate(TICK_STREAMS.items()):
             if self._present[pos]:
                 shape = () if name == "timestamp" else shapes[name]
                 self._columns.append((pos, _Column(path, dtype, shape, self._block)))
         for key, shape in shapes.items():
-            if key.startswith("images/"):
-                cam = key.removeprefix("images/")
-                self._cams[cam] = _Column(f"observations/images/{cam}", np.uint8, shape, 0, image=True)
+            if key.startswith(fmt.IMAGE_STREAM_PREFIX):
+                cam = key.removeprefix(fmt.IMAGE_STREAM_PREFIX)
+                self._cams[cam] = _Column(fmt.image_path(cam), np.uint8, shape, 0, image=True)
                 self._frames[cam] = deque()
         if self._cams and zstd_lib() is not None:
             workers = min(2, os.cpu_count() or 1)
@@ -227,20 +229,18 @@ class EpisodeWriter:
 
     def _create_datasets(self) -> None:
         assert self._file is not None
-        names = {"action": self._manifest.get("action_names") or [],
-                 "observations/qpos": self._manifest.get("joint_names") or [],
-                 "observations/qvel": self._manifest.get("joint_names") or []}
+        names = self._manifest.stream_names()
         for _, col in self._columns:
             attrs: dict[str, Any] = {}
             wanted = names.get(col.path, [])
             if wanted and col.row_shape == (len(wanted),):
-                attrs["names"] = string_array(wanted)
-            if col.path == "observations/object_poses":
+                attrs[fmt.NAMES_ATTR] = string_array(wanted)
+            if col.path == fmt.OBJECT_POSES:
                 if len(self._object_names) != col.row_shape[0]:
                     raise DatasetError(f"{self.path}: object_names: found {len(self._object_names)} names; "
                                        f"allowed: {col.row_shape[0]}, one per object_poses row "
                                        "(begin_episode(object_names=...))")
-                attrs["names"] = string_array(self._object_names)
+                attrs[fmt.NAMES_ATTR] = string_array(self._object_names)
             col.create(self._file, attrs)
         for cam, col in self._cams.items():
             col.create(self._file, self._camera_attrs.get(cam, {}))
@@ -249,7 +249,7 @@ class EpisodeWriter:
 
     def _mismatch(self, values: tuple[Any, ...], images: Mapping[str, np.ndarray] | None) -> None:
         assert self._present is not None
-        for name, value, expected in zip(FIELDS, values, self._present, strict=True):
+        for name, value, expected in zip(TICK_STREAMS, values, self._present, strict=True):
             if (value is not None) != expected:
                 found = "missing" if value is None else "given"
                 raise DatasetError(f"{self.path}: {name}: found {found} at tick {self.frames}; "
@@ -336,8 +336,9 @@ class EpisodeWriter:
         failure = dag_attrs["failure"]
         record = EpisodeRecord(
             index=self.index, file=f"{self._final.parent.name}/{self._final.name}", frames=frames,
-            success=bool(success), seed=int(self._root["seed"]), source=str(self._root["source"]),
-            master_seed=self._root.get("master_seed"), slot=self._root.get("slot"),
+            success=bool(success), seed=int(self._root[fmt.SEED_ATTR]),
+            source=str(self._root[fmt.SOURCE_ATTR]), master_seed=self._root.get(fmt.MASTER_SEED_ATTR),
+            slot=self._root.get(fmt.SLOT_ATTR),
             segments=tuple(segments_from_labels(label_arrays.get("subtask_index", np.zeros(0)), names)),
             bytes=self._final.stat().st_size, digest=digest,
             failure=None if failure is None else (str(failure[0]), int(failure[1]), str(failure[2])),
@@ -372,25 +373,25 @@ class EpisodeWriter:
         file, self._file = self._file, None
         file.close()
         with kept_if_complete(self.path, "r+", libver="latest") as f:
-            f.attrs["success"] = bool(success)
+            f.attrs[fmt.SUCCESS_ATTR] = bool(success)
             for key, value in extra.items():  # encoded and checked by check_extra
                 f.attrs[key] = value
-            group = f.create_group("labels")
-            group.attrs["subtask_names"] = string_array(names)
+            group = f.create_group(fmt.LABELS)
+            group.attrs[fmt.SUBTASK_NAMES_ATTR] = string_array(names)
             for key, arr in label_arrays.items():
                 group.create_dataset(key, data=arr, track_times=False)
-            group = f.create_group("dag")
+            group = f.create_group(fmt.DAG)
             for key, value in dag_attrs.items():
                 group.attrs[key] = json.dumps(value, sort_keys=True)
-            group.create_dataset("completion_frame", data=completion, track_times=False)
-            group = f.create_group("timing")
-            group.attrs["created_utc"] = self._created
+            f.create_dataset(fmt.COMPLETION_FRAME, data=completion, track_times=False)
+            group = f.create_group(fmt.TIMING)
+            group.attrs[fmt.CREATED_UTC_ATTR] = self._created
             for key, value in timing_attrs.items():
                 group.attrs[key] = value
             for stage, times in sorted(timing_arrays.items()):
-                group.create_dataset(f"{stage}_ms", data=times, track_times=False)
+                f.create_dataset(fmt.timing_path(stage), data=times, track_times=False)
             for name, streams in device_arrays.items():
-                group = f.create_group(f"device/{name}")
+                group = f.create_group(fmt.device_path(name))
                 for key, arr in streams.items():
                     group.create_dataset(key, data=arr, track_times=False)
                 for key, value in device_attrs.get(name, {}).items():

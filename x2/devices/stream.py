@@ -27,6 +27,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from x2 import format as fmt
 from x2.atomic import replacing
 from x2.devices.base import EVENTS, KINDS, DeviceError, DeviceEvent, Sample
 from x2.hdf5_files import kept_if_complete
@@ -98,7 +99,7 @@ class StreamBuilder:
 def write_stream(path: Path, name: str, arrays: Mapping[str, np.ndarray], attrs: Mapping[str, str]) -> None:
     """A standalone stream file (temporary name, then renamed into place)."""
     with replacing(path) as tmp, kept_if_complete(tmp, "w") as f:
-        group = f.create_group(f"device/{name}")
+        group = f.create_group(fmt.device_path(name))
         for key, arr in arrays.items():
             group.create_dataset(key, data=arr, track_times=False)
         for key, value in attrs.items():
@@ -121,20 +122,21 @@ def read_stream(path: Path, name: str | None = None) -> Stream:
         raise _fail(path, "replay file", "not an HDF5 file", "a stream .h5 or an episode file") from None
     with f:
         source = {k: _plain(f.attrs[k]) for k in SOURCE_ATTRS if k in f.attrs}
-        names = sorted(f["device"]) if isinstance(f.get("device"), h5py.Group) else []
+        names = sorted(f[fmt.DEVICE]) if isinstance(f.get(fmt.DEVICE), h5py.Group) else []
         if not names:
-            if name is None and isinstance(f.get("action"), h5py.Dataset) and "fps" in f.attrs:
+            if name is None and isinstance(f.get(fmt.ACTION), h5py.Dataset) and fmt.FPS_ATTR in f.attrs:
                 return _from_actions(f, path, source)
             raise _fail(path, "device", "no /device group and no /action",
                         "a file recorded by x2 collect teleop, or any x2 episode")
         name = name or names[0]
         if name not in names:
             raise _fail(path, "device", repr(name), ", ".join(names))
-        g = f["device"][name]
-        return _parse(g, dict(g.attrs), path, f"device/{name}", source)
+        g = f[fmt.DEVICE][name]
+        return _parse(g, dict(g.attrs), path, fmt.device_path(name), source)
 
 
-SOURCE_ATTRS = ("task", "robot", "seed", "scene_variant", "episode_index")  # where a recorded episode came from
+# Where a recorded episode came from.
+SOURCE_ATTRS = (fmt.TASK_ATTR, fmt.ROBOT_ATTR, fmt.SEED_ATTR, fmt.SCENE_VARIANT_ATTR, fmt.INDEX_ATTR)
 
 
 def _plain(value: Any) -> Any:
@@ -144,14 +146,14 @@ def _plain(value: Any) -> Any:
 
 
 def _from_actions(f: h5py.File, path: Path, source: dict[str, Any]) -> Stream:
-    actions = _read(f, "action", path, "", np.float64, ndim=2)
-    names = [_plain(n) for n in f["action"].attrs.get("names", [])]
+    actions = _read(f, fmt.ACTION, path, "", np.float64, ndim=2)
+    names = [_plain(n) for n in f[fmt.ACTION].attrs.get(fmt.NAMES_ATTR, [])]
     layout = ActionLayout.from_names(names)
     if layout is None or layout.dim != actions.shape[1] or not len(actions):
         raise _fail(path, "action", f"shape {actions.shape} named {names[:8]}",
                     "(T, A) actions named per arm: its joints, then <arm>_gripper (x2.spec.action)")
-    arrays, attrs = joint_stream(actions, float(f.attrs["fps"]), layout)
-    return _parse(arrays, attrs, path, "action", source)
+    arrays, attrs = joint_stream(actions, float(f.attrs[fmt.FPS_ATTR]), layout)
+    return _parse(arrays, attrs, path, fmt.ACTION, source)
 
 
 def _parse(g: Mapping[str, Any], attrs: Mapping[str, Any], path: Path, where: str, source: dict[str, Any]) -> Stream:

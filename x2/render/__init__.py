@@ -14,19 +14,19 @@ if TYPE_CHECKING:
     from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
     from x2.render.frames import ImageSize, StateRenderer
     from x2.render.sheet import contact_sheet
-    from x2.render.source import CAMERA_POSES, IMAGES, episode_frames, frames_at, stored_cameras
+    from x2.render.source import episode_frames, frames_at, stored_cameras
 
 _WHERE = {
     "ImageSize": "frames", "StateRenderer": "frames",
     "DEFAULT_CAMERAS": "defaults", "DEFAULT_SIZE": "defaults",
-    "IMAGES": "source", "CAMERA_POSES": "source", "episode_frames": "source", "frames_at": "source",
+    "episode_frames": "source", "frames_at": "source",
     "stored_cameras": "source",
     "render_dataset": "dataset", "RenderSummary": "dataset", "RenderProgress": "dataset",
     "contact_sheet": "sheet",
 }
 
 __all__ = [
-    "CAMERA_POSES", "DEFAULT_CAMERAS", "DEFAULT_SIZE", "IMAGES", "ImageSize", "RenderProgress", "RenderSummary",
+    "DEFAULT_CAMERAS", "DEFAULT_SIZE", "ImageSize", "RenderProgress", "RenderSummary",
     "StateRenderer", "contact_sheet", "episode_frames", "frames_at", "render_dataset", "stored_cameras",
 ]
 

@@ -80,7 +80,7 @@ def _check_request(cameras: Sequence[str], size: ImageSize, workers: int, ep: Ep
         raise DatasetError(f"--cameras: found {list(cameras)}; allowed: one or more distinct camera names")
     if workers < 1:
         raise DatasetError(f"--workers: found {workers}; allowed: 1 or more")
-    model = compile_world(str(ep.attrs.get("model_xml", "")), str(ep.path))
+    model = compile_world(ep.model_xml, str(ep.path))
     have = [model.camera(i).name for i in range(model.ncam)]
     missing = [c for c in cameras if c not in have]
     if missing:

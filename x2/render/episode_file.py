@@ -16,13 +16,14 @@ import h5py
 import mujoco
 import numpy as np
 
+from x2 import format as fmt
 from x2.atomic import fsync_file
 from x2.datasets import Episode
 from x2.datasets.zstd import compress_frame, image_filter, zstd_lib
 from x2.errors import DatasetError
 from x2.hdf5_files import kept_if_complete
 from x2.render.frames import ImageSize, StateRenderer
-from x2.render.source import CAMERA_POSES, IMAGES, stored_cameras
+from x2.render.source import stored_cameras
 from x2.rollout.world import SIM_BOUND, open_world
 
 POSE_CONVENTION = "x y z (m), quaternion w x y z; MuJoCo camera axes: looking along -z, image up +y"
@@ -35,10 +36,10 @@ def cameras_to_draw(ep: Episode, cameras: Sequence[str], size: ImageSize, overwr
     todo: list[str] = []
     for cam in cameras:
         have = stored.get(cam)
-        if have == size and f"{CAMERA_POSES}/{cam}" in ep:
+        if have == size and fmt.camera_pose_path(cam) in ep:
             continue
         if have is not None and have != size and not overwrite:
-            raise DatasetError(f"{ep.path}: {IMAGES}/{cam}: found {have}; allowed: {size} as asked "
+            raise DatasetError(f"{ep.path}: {fmt.image_path(cam)}: found {have}; allowed: {size} as asked "
                                f"(--size {have} keeps it, --overwrite renders it again at {size})")
         todo.append(cam)
     return tuple(todo)
@@ -51,10 +52,13 @@ def _untimed_gcpl() -> h5py.h5p.PropGCID:
     return gcpl
 
 
-def _group(parent: h5py.Group, name: str) -> h5py.Group:
-    if name not in parent:
-        h5py.h5g.create(parent.id, name.encode(), gcpl=_untimed_gcpl())
-    return parent[name]
+def _group(parent: h5py.Group, path: str) -> h5py.Group:
+    """The group at `path` under `parent`, each missing part of it created without times."""
+    for name in path.split("/"):
+        if name not in parent:
+            h5py.h5g.create(parent.id, name.encode(), gcpl=_untimed_gcpl())
+        parent = parent[name]
+    return parent
 
 
 def _copy_attrs(src: h5py.AttributeManager, dst: h5py.AttributeManager) -> None:
@@ -82,14 +86,14 @@ def write_rendered(src: Path, dst: Path, cameras: Sequence[str], size: ImageSize
     rendered. `on_frames(n)` is told every `report_every` frames how many are done."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.unlink(missing_ok=True)
-    drop = {f"{root}/{cam}" for cam in cameras for root in (IMAGES, CAMERA_POSES)}
+    drop = {f"{root}/{cam}" for cam in cameras for root in (fmt.IMAGES, fmt.CAMERA_POSES)}
     with Episode(src) as ep, open_world(ep) as world, StateRenderer(world, cameras, size) as renderer, \
             h5py.File(src, "r") as old, kept_if_complete(dst, "w", libver="latest") as new:
         _copy_without(old, new, drop)
-        states = ep.numeric("states", 2, 1, bound=SIM_BOUND)
+        states = ep.numeric(fmt.STATES, 2, 1, bound=SIM_BOUND)
         frames = int(states.shape[0])
-        images = _group(_group(new, "observations"), "images")
-        poses_group = _group(new["observations"], "camera_poses")
+        images = _group(new, fmt.IMAGES)
+        poses_group = _group(new, fmt.CAMERA_POSES)
         streams: dict[str, h5py.Dataset] = {}
         for cam in cameras:
             ds = images.create_dataset(cam, shape=(frames, size.height, size.width, 3), dtype=np.uint8,
@@ -97,7 +101,7 @@ def write_rendered(src: Path, dst: Path, cameras: Sequence[str], size: ImageSize
             for key, value in renderer.intrinsics(cam).items():
                 ds.attrs[key] = value
             ds.attrs["body"] = renderer.camera_body(cam)
-            ds.attrs["poses"] = f"{CAMERA_POSES}/{cam}"
+            ds.attrs["poses"] = fmt.camera_pose_path(cam)
             ds.attrs["renderer"] = f"mujoco {mujoco.__version__}"
             streams[cam] = ds
         poses = {cam: np.empty((frames, 7), np.float64) for cam in cameras}

@@ -51,7 +51,7 @@ def contact_sheet(ep: Episode, cameras: Sequence[str], size: ImageSize, out: str
     height = title_h + head_h + len(cameras) * (size.height + _GAP)
     sheet = Image.new("RGB", (width, height), _PAPER)
     draw = ImageDraw.Draw(sheet)
-    task = ep.attrs.get("task", "")
+    task = ep.task
     draw.text((_GAP, 2), f"episode {ep.index} · {task} · {ep.outcome} · {ep.frames} frames · {size}",
               fill=_TEXT, font=font)
     for col, (_, label) in enumerate(moments):

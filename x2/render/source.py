@@ -7,20 +7,18 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 import h5py
 import numpy as np
 
+from x2 import format as fmt
 from x2.datasets import Episode
 from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.render.frames import ImageSize, StateRenderer
 from x2.rollout.world import open_world
-
-IMAGES = "observations/images"  # <cam>: (T, H, W, 3) uint8, docs/format.md
-CAMERA_POSES = "observations/camera_poses"  # <cam>: (T, 7) float64 world pose of the camera per frame
 
 
 def stored_cameras(ep: Episode) -> dict[str, ImageSize]:
     """Cameras whose stream is in the file, with its size."""
     out: dict[str, ImageSize] = {}
     for cam in ep.cameras:
-        shape = ep.dataset(f"{IMAGES}/{cam}").shape
+        shape = ep.dataset(fmt.image_path(cam)).shape
         if len(shape) == 4 and shape[0] == ep.frames:
             out[cam] = ImageSize(int(shape[1]), int(shape[2]))
     return out
@@ -74,13 +72,13 @@ def frames_at(ep: Episode, cameras: Sequence[str], frames: Sequence[int],
               size: ImageSize | None = None) -> Iterator[dict[str, np.ndarray]]:
     """As `episode_frames`, for the given frame numbers only (in the order given)."""
     read, draw = _split(ep, cameras, size)
-    stored = _stored({c: ep.dataset(f"{IMAGES}/{c}") for c in read}, frames)
+    stored = _stored({c: ep.dataset(fmt.image_path(c)) for c in read}, frames)
     if not draw:
         for shot in stored:
             yield {c: shot[c] for c in cameras}
         return
     with open_world(ep) as world, StateRenderer(world, draw, size or DEFAULT_SIZE) as renderer:
-        states = ep.dataset("states")
+        states = ep.dataset(fmt.STATES)
         for t in frames:
             frame = renderer.frame(states[t])
             frame.update(next(stored) if read else {})

@@ -25,6 +25,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from x2 import format as fmt
 from x2.errors import DatasetError
 from x2.sim.mujoco.recorded_xml import world_spec
 from x2.sim.mujoco.world import world_text
@@ -225,7 +226,7 @@ def apply_look(spec: mujoco.MjSpec, look: Mapping[str, Any]) -> None:
         _style_lights(lights[0], lights[1:], look["lighting"])
 
 
-def restyled_world(model_xml: str, look: Mapping[str, Any], source: str = "model_xml") -> str:
+def restyled_world(model_xml: str, look: Mapping[str, Any], source: str = fmt.MODEL_XML_ATTR) -> str:
     """A recorded world's MJCF text (read from the file `source` names, so checked first) with `look`
     applied, printed as the recorder prints worlds."""
     spec = world_spec(model_xml, source)

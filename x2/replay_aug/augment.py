@@ -28,6 +28,7 @@ import h5py
 import hdf5plugin  # noqa: F401  (the Zstd filter of stored image streams must be known to copy files)
 
 import x2
+from x2 import format as fmt
 from x2.atomic import write_text
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.datasets.select import Selection, require_some
@@ -36,12 +37,12 @@ from x2.errors import DatasetError
 from x2.hdf5_files import kept_if_complete
 from x2.replay_aug.envelope import Envelope, EnvelopeParams
 from x2.replay_aug.variant import Parent, Variant, make_variant, variant_seed
+from x2.rollout.world import recorded_env
 from x2.spec.scenery import SceneryVariant, load_scenery
 
-REPORT_NAME = "augmentation.json"
 # One variant per source episode: as many new episodes to render and encode as the source has; ask for more.
 DEFAULT_VARIANTS = 1
-_LEFT_OUT = ("observations/images",)
+_LEFT_OUT = (fmt.IMAGES,)
 
 
 @dataclass(frozen=True)
@@ -107,11 +108,7 @@ def _check_request(request: AugmentRequest) -> None:
 
 
 def scene_of(ep: Episode) -> str:
-    world = ep.json_attr("world")
-    try:
-        return str(world["scene"]["name"])
-    except (TypeError, KeyError):
-        raise DatasetError(f"{ep.path}: world: found no scene name; allowed: an x2/2 episode") from None
+    return recorded_env(ep).scene_name
 
 
 def choose_scenery(scene: str, request: AugmentRequest) -> list[SceneryVariant]:
@@ -159,17 +156,15 @@ def _copy_episode(parent: Path, path: Path, index: int, *, variant: Variant, con
                     group_src.copy(obj, group_dst, name=name)
         visit(src, dst, "")
         for key, value in src.attrs.items():
-            if key not in ("master_seed", "slot"):
+            if key not in fmt.SEED_ORIGIN:
                 dst.attrs[key] = value
-        dst.attrs.update({
-            "episode_index": index, "source": "augment", "parent_episode": int(src.attrs["episode_index"]),
-            "scene_variant": variant.scenery.name, "split": variant.scenery.split, "seed": variant.seed,
-            "model_xml": variant.model_xml, "augmentation": json.dumps(config, sort_keys=True),
-        })
-        group = dst.create_group("augmentation")
-        group.create_dataset("envelope", data=envelope.as_array(), compression="gzip", compression_opts=4)
-        group["envelope"].attrs["columns"] = json.dumps(["x0", "y0", "z0", "x1", "y1", "z1", "radius"])
-        group["envelope"].attrs["params"] = json.dumps(envelope.summary(), sort_keys=True)
+        dst.attrs.update(fmt.derived_attrs(
+            index=index, parent_episode=int(src.attrs[fmt.INDEX_ATTR]), scene_variant=variant.scenery.name,
+            split=variant.scenery.split, seed=variant.seed, model_xml=variant.model_xml, augmentation=config))
+        dst.create_group(fmt.AUGMENTATION)
+        stored = dst.create_dataset(fmt.ENVELOPE, data=envelope.as_array(), compression="gzip", compression_opts=4)
+        stored.attrs["columns"] = json.dumps(["x0", "y0", "z0", "x1", "y1", "z1", "radius"])
+        stored.attrs["params"] = json.dumps(envelope.summary(), sort_keys=True)
 
 
 def _existing(out: Dataset) -> dict[tuple[str, int, int], dict[str, Any]]:
@@ -177,7 +172,7 @@ def _existing(out: Dataset) -> dict[tuple[str, int, int], dict[str, Any]]:
     found = {}
     for record in out.episodes():
         with out.load(record.index) as ep:
-            config = ep.json_attr("augmentation") or {}
+            config = ep.json_attr(fmt.AUGMENTATION_ATTR) or {}
         parent = config.get("parent") or {}
         if "dataset" in parent and "episode" in parent and "k" in config:
             key = (str(parent["dataset"]), int(parent["episode"]), int(config["k"]))
@@ -197,12 +192,12 @@ def _write_report(out: Dataset, source: Dataset, request: AugmentRequest,
                       "min_distance_m": c["check"]["min_distance_m"]} for c in made],
         "rejected": [rejected[key] for key in sorted(rejected)],
     }
-    write_text(out.root / REPORT_NAME, json.dumps(report, indent=1, sort_keys=True) + "\n")
+    write_text(out.root / fmt.AUGMENTATION_REPORT_FILE, json.dumps(report, indent=1, sort_keys=True) + "\n")
 
 
 def _read_rejected(out: Path) -> dict[tuple[int, int], dict]:
     try:
-        data = json_loads((out / REPORT_NAME).read_text(encoding="utf-8"))
+        data = json_loads((out / fmt.AUGMENTATION_REPORT_FILE).read_text(encoding="utf-8"))
         return {(int(r["parent"]), int(r["k"])): r for r in data.get("rejected", [])}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
@@ -250,9 +245,8 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
                     t0 = time.perf_counter()
                     if parent is None:
                         with src.load(record.index) as ep:
-                            parent = Parent.of(str(ep.attrs.get("model_xml", "")), ep["states"],
-                                               request.envelope_params(),
-                                               [str(a) for a in (ep.json_attr("assets") or {}).values()],
+                            parent = Parent.of(ep.model_xml, ep[fmt.STATES], request.envelope_params(),
+                                               [str(a) for a in (ep.json_attr(fmt.ASSETS_ATTR) or {}).values()],
                                                str(ep.path))
                     variant = make_variant(parent, scenery_for(scenery, record.index, k),
                                            variant_seed(request.seed, record.seed, k), request.objects, request.mode)

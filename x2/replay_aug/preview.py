@@ -19,10 +19,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.patches import Circle, Rectangle  # noqa: E402
 
+from x2 import format as fmt  # noqa: E402
 from x2.atomic import replacing  # noqa: E402
 from x2.datasets import Episode  # noqa: E402
 from x2.render.frames import ImageSize  # noqa: E402
 from x2.render.source import frames_at  # noqa: E402
+from x2.rollout.world import recorded_env  # noqa: E402
 from x2.spec.scene import load_asset  # noqa: E402
 
 LOW_LAYER = 0.03  # m above the support: every distractor fills this slab, so this footprint is off limits
@@ -57,16 +59,15 @@ def _closest_frame(config: dict, frames: int) -> int:
 def draw_preview(parent: Episode, child: Episode, out: str | Path, camera: str = "head",
                  size: ImageSize = ImageSize(240, 320), frame: int | None = None) -> Path:
     out = Path(out)
-    config = child.json_attr("augmentation") or {}
+    config = child.json_attr(fmt.AUGMENTATION_ATTR) or {}
     t = _closest_frame(config, child.frames) if frame is None else frame
     (before,) = frames_at(parent, [camera], [t], size)
     (after,) = frames_at(child, [camera], [t], size)
-    capsules = child["augmentation/envelope"]
+    capsules = child[fmt.ENVELOPE]
     support = config.get("support", {})
     z = float(support.get("z", 0.75))
-    world = parent.json_attr("world") or {}
-    booth = (world.get("scene") or {}).get("booth") or {}
-    (cx, cy), (hx, hy) = booth.get("table_center", (0.6, 0.0)), booth.get("table_half_size", (0.4, 0.6))
+    booth = recorded_env(parent).booth
+    (cx, cy), (hx, hy) = booth.table_center, booth.table_half_size
     lo, hi = np.array([cx - hx, cy - hy]), np.array([cx + hx, cy + hy])
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), gridspec_kw={"width_ratios": [1, 1, 1.05]})
@@ -100,7 +101,7 @@ def draw_preview(parent: Episode, child: Episode, out: str | Path, camera: str =
                  f"dark: within {LOW_LAYER * 100:.0f} cm of the table", fontsize=9)
     check = config.get("check") or {}
     dist = check.get("min_distance_m")
-    fig.suptitle(f"{parent.attrs.get('task', '')}: same states, new static layer · closest approach "
+    fig.suptitle(f"{parent.task}: same states, new static layer · closest approach "
                  f"{'n/a' if dist is None else f'{dist * 1000:.1f} mm'} (clearance "
                  f"{check.get('clearance_m', math.nan) * 1000:.0f} mm)", fontsize=11)
     fig.tight_layout()

@@ -15,6 +15,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from x2 import format as fmt
 from x2.replay_aug.appearance import sample_look
 from x2.replay_aug.check import CheckResult, check_world, restless, settle
 from x2.replay_aug.compose import compose_world
@@ -94,7 +95,7 @@ class Parent:
 
     @classmethod
     def of(cls, xml: str, states: np.ndarray, params: EnvelopeParams, task_assets: Sequence[str],
-           source: str = "model_xml") -> Parent:
+           source: str = fmt.MODEL_XML_ATTR) -> Parent:
         model = compile_world(xml, source)
         envelope = build_envelope(model, states, params)
         support = box_support(model)

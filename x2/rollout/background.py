@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any
 
+from x2.format import Tick
 from x2.rollout.loop import Recorder
 
 
 class BackgroundRecorder:
     def __init__(self, recorder: Recorder, period_s: float = 0.1):
         self.recorder, self.period_s = recorder, period_s
-        self._ticks: deque[dict[str, Any]] = deque()
+        self._ticks: deque[Tick] = deque()
         self._error: BaseException | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="x2-recorder", daemon=True)
@@ -29,7 +29,7 @@ class BackgroundRecorder:
     def _write_queued(self) -> None:
         while self._ticks and self._error is None:
             try:
-                self.recorder.append(**self._ticks.popleft())
+                self.recorder.append(self._ticks.popleft())
             except BaseException as exc:  # re-raised in the control thread
                 self._error = exc
 
@@ -38,7 +38,7 @@ class BackgroundRecorder:
             self._write_queued()
         self._write_queued()
 
-    def append(self, **tick: Any) -> None:
+    def append(self, tick: Tick) -> None:
         if self._error is not None:
             self._raise()
         self._ticks.append(tick)

@@ -14,10 +14,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
+from x2.format import Tick
 from x2.rollout.clock import Clock, FreeClock
 from x2.rollout.monitor import TaskMonitor
 from x2.rollout.teacher import Observation, Teacher
@@ -30,7 +31,7 @@ STAGES = ("teacher", "label", "record", "step")
 class Recorder(Protocol):
     """What the loop needs from an episode writer (`x2.datasets.EpisodeWriter` is one)."""
 
-    def append(self, **tick: Any) -> None: ...
+    def append(self, tick: Tick) -> None: ...
 
 
 @dataclass
@@ -120,9 +121,9 @@ class Rollout:
             t2 = perf()
             lateness.append(late)
             if recorder is not None:
-                recorder.append(timestamp=backend.time, action=action, qpos=robot.qpos, qvel=robot.qvel,
-                                ee_pose=robot.ee_pose, object_poses=objects, state=backend.get_state(),
-                                lateness_ms=late)
+                recorder.append(Tick(timestamp=backend.time, action=action, qpos=robot.qpos, qvel=robot.qvel,
+                                     ee_pose=robot.ee_pose, object_poses=objects, state=backend.get_state(),
+                                     lateness_ms=late))
             t3 = perf()
             finished = monitor is not None and (
                 (opts.stop_on_success and monitor.runtime.success)

@@ -8,17 +8,21 @@ from typing import Any
 
 import numpy as np
 
-_COLUMNS = ("timestamp", "action", "qpos", "qvel", "ee_pose", "object_poses", "state", "lateness_ms")
+from x2.format import Tick
+from x2.rollout.loop import Recorder
+
+# The Tick fields the loop fills, in Tick's order; each becomes one array to send between processes.
+_COLUMNS = ("timestamp", "action", "state", "qpos", "qvel", "ee_pose", "object_poses", "lateness_ms")
 
 
 @dataclass
 class MemoryRecorder:
     ticks: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _COLUMNS})
 
-    def append(self, **tick: Any) -> None:
+    def append(self, tick: Tick) -> None:
         # The loop hands over fresh arrays every tick (copies from the simulator), so no copy here.
         for name in _COLUMNS:
-            self.ticks[name].append(tick.get(name))
+            self.ticks[name].append(getattr(tick, name))
 
     def __len__(self) -> int:
         return len(self.ticks["timestamp"])
@@ -28,9 +32,10 @@ class MemoryRecorder:
         return {name: np.asarray(values) for name, values in self.ticks.items()}
 
 
-def replay_into(writer: Any, arrays: dict[str, np.ndarray]) -> None:
+def replay_into(writer: Recorder, arrays: dict[str, np.ndarray]) -> None:
     """Append recorded ticks to an episode writer, tick by tick, exactly as the loop would have."""
     for t in range(len(arrays["timestamp"])):
-        writer.append(timestamp=float(arrays["timestamp"][t]), action=arrays["action"][t], qpos=arrays["qpos"][t],
-                      qvel=arrays["qvel"][t], ee_pose=arrays["ee_pose"][t], object_poses=arrays["object_poses"][t],
-                      state=arrays["state"][t], lateness_ms=float(arrays["lateness_ms"][t]))
+        writer.append(Tick(timestamp=float(arrays["timestamp"][t]), action=arrays["action"][t],
+                           state=arrays["state"][t], qpos=arrays["qpos"][t], qvel=arrays["qvel"][t],
+                           ee_pose=arrays["ee_pose"][t], object_poses=arrays["object_poses"][t],
+                           lateness_ms=float(arrays["lateness_ms"][t])))

@@ -13,6 +13,7 @@ from typing import Literal
 
 import numpy as np
 
+from x2 import format as fmt
 from x2.datasets import Episode
 from x2.datasets.difference import describe, first_difference
 from x2.errors import DatasetError, X2Error
@@ -78,7 +79,7 @@ def relabel(ep: Episode, specs: Specs = "file") -> RelabelReport:
                                 "(--specs current uses today's)")
         backend = world.backend
         monitor = TaskMonitor(task, backend, env.fps)
-        states = ep["states"]
+        states = ep[fmt.STATES]
         for t in range(len(states)):
             backend.set_state(states[t])
             monitor.step(t)
@@ -87,21 +88,22 @@ def relabel(ep: Episode, specs: Specs = "file") -> RelabelReport:
     fresh = monitor.labels()
     report.labels = fresh
     for key, arr in fresh.items():
-        if f"labels/{key}" not in ep:
-            report.differences.append(f"labels/{key}: missing in the episode")
+        path = fmt.label_path(key)
+        if path not in ep:
+            report.differences.append(f"{path}: missing in the episode")
             continue
-        stored = ep[f"labels/{key}"]
+        stored = ep[path]
         if stored.shape != arr.shape or not np.array_equal(stored, arr):
             bad = np.flatnonzero((stored != arr).reshape(len(arr), -1).any(axis=1)) if stored.shape == arr.shape \
                 else []
             where = (f"first at frame {bad[0]}, {len(bad)} frames" if len(bad)
                      else f"shape {stored.shape} vs {arr.shape}")
-            report.differences.append(f"labels/{key}: differs ({where})")
+            report.differences.append(f"{path}: differs ({where})")
     if [tuple(e) for e in ep.events] != [tuple(e) for e in rt.events]:
         report.differences.append(f"events: stored {ep.events} vs recomputed {rt.events}")
     stored_failure = ep.failure
     if (tuple(stored_failure) if stored_failure else None) != (tuple(rt.failure) if rt.failure else None):
         report.differences.append(f"failure: stored {stored_failure} vs recomputed {rt.failure}")
-    if bool(ep.attrs.get("success")) != rt.success:
-        report.differences.append(f"success: stored {bool(ep.attrs.get('success'))} vs recomputed {rt.success}")
+    if ep.success != rt.success:
+        report.differences.append(f"success: stored {ep.success} vs recomputed {rt.success}")
     return report

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from x2 import format as fmt
 from x2.datasets import Episode
 from x2.rollout.loop import Penetration
 from x2.rollout.world import SIM_BOUND, open_world
@@ -41,9 +42,9 @@ class ReplayReport:
 def replay_actions(ep: Episode) -> ReplayReport:
     with open_world(ep) as world:
         backend = world.backend
-        states = ep.numeric("states", 2, 1, bound=SIM_BOUND)
+        states = ep.numeric(fmt.STATES, 2, 1, bound=SIM_BOUND)
         frames = len(states)
-        actions = ep.numeric("action", 2, frames - 1, bound=SIM_BOUND)
+        actions = ep.numeric(fmt.ACTION, 2, frames - 1, bound=SIM_BOUND)
         deviation, worst = np.zeros(frames), np.zeros(frames, dtype=np.intp)
         backend.set_state(states[0])
         for t in range(frames - 1):
@@ -59,7 +60,7 @@ def deepest_penetration(ep: Episode) -> Penetration:
     deepest = Penetration(0.0, 0, None)
     with open_world(ep) as world:
         backend = world.backend
-        states = ep.numeric("states", 2, 1, bound=SIM_BOUND)
+        states = ep.numeric(fmt.STATES, 2, 1, bound=SIM_BOUND)
         for t in range(len(states)):
             backend.set_state(states[t])
             deepest = deepest.then(backend, t)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from x2 import format as fmt
 from x2.datasets import Episode
 from x2.errors import DatasetError
 from x2.sim import Backend, Placement, recorded_backend
@@ -47,14 +48,24 @@ def _json(ep: Episode, name: str) -> Any:
     return value
 
 
+def recorded_env(ep: Episode) -> EnvSpec:
+    """The compiled environment the episode's `world` record describes (robot, scene, task), typed and
+    checked, without building a simulator."""
+    return _world_record(ep)[1]
+
+
+def _world_record(ep: Episode) -> tuple[dict[str, Any], EnvSpec]:
+    record = _json(ep, fmt.WORLD_ATTR)
+    return record, env_from_record(record, f"{ep.path}: {fmt.WORLD_ATTR}")
+
+
 def open_world(ep: Episode) -> RecordedWorld:
     """The episode's world, compiled from the file. Raises DatasetError naming what is missing."""
-    xml = ep.attrs.get("model_xml")
+    xml = ep.attrs.get(fmt.MODEL_XML_ATTR)
     if not isinstance(xml, str) or not xml.strip():
         raise DatasetError(f"{ep.path}: model_xml: found none; allowed: the compiled world as MJCF text")
-    record = _json(ep, "world")
-    env = env_from_record(record, f"{ep.path}: world")
-    assets, layout = _json(ep, "assets"), _json(ep, "layout")
+    record, env = _world_record(ep)
+    assets, layout = _json(ep, fmt.ASSETS_ATTR), _json(ep, fmt.LAYOUT_ATTR)
     try:
         placements = {str(k): Placement(*(float(x) for x in v)) for k, v in layout.items()}
     except (TypeError, ValueError, AttributeError):
@@ -63,7 +74,7 @@ def open_world(ep: Episode) -> RecordedWorld:
     if not isinstance(assets, dict):
         raise DatasetError(f"{ep.path}: assets: found {str(assets)[:60]}; allowed: {{object: asset name}}")
     backend = recorded_backend(env, xml, {str(k): str(v) for k, v in assets.items()}, placements, str(ep.path))
-    states = ep.dataset("states")
+    states = ep.dataset(fmt.STATES)
     if len(states.shape) != 2 or states.shape[0] < 1 or states.shape[1] != backend.state_size \
             or states.dtype.kind not in "biuf":
         backend.close()

@@ -2,6 +2,7 @@
 
 from collections.abc import Mapping
 
+from x2 import format as fmt
 from x2.sim.backend import Backend, CameraInfo, Contact, ResetInfo, RobotState, SimulationUnstable
 from x2.sim.layout import LayoutError, Placement, solve_layout
 from x2.spec.env import EnvSpec
@@ -18,7 +19,7 @@ def make_backend(env: EnvSpec) -> Backend:
 
 
 def recorded_backend(env: EnvSpec, model_xml: str, assets: Mapping[str, str],
-                     layout: Mapping[str, Placement], source: str = "model_xml") -> Backend:
+                     layout: Mapping[str, Placement], source: str = fmt.MODEL_XML_ATTR) -> Backend:
     """The world of a recorded episode, compiled from its stored model XML (no spec file is read) once
     it is known to be self-contained (x2.sim.mujoco.recorded_xml); `source` names the file in errors."""
     from x2.sim.mujoco.backend import MujocoBackend

@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from x2.atomic import write_bytes
-from x2.datasets import Dataset
+from x2.datasets import Dataset, Rejection
+from x2.format import SYNTH_REPORT_FILE
+from x2.rollout.episodes import EpisodeOutcome, commit_episode, episode_start, open_dataset, versions
+from x2.rollout.loop import EpisodeResult, Recorder
 from x2.rollout.memory import replay_into
-from x2.rollout.session import episode_attrs, episode_extra, open_dataset, timing_attrs, versions
 from x2.seeding import slot_seed
 from x2.synth.attempt import AttemptOutcome, SynthSession, outcome_summary
 from x2.worker_life import process_pool
-
-REPORT_NAME = "synth_report.json"
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class SynthRun:
                 self._write_report(ds)
             raise
         else:
-            with ds.refusals(ds.root / REPORT_NAME, f"every accepted episode is committed ({ds.safe_note()}); "
+            with ds.refusals(ds.root / SYNTH_REPORT_FILE, f"every accepted episode is committed ({ds.safe_note()}); "
                                                     "only the run's report is missing"):
                 self._write_report(ds)
         finally:
@@ -179,17 +179,18 @@ class SynthRun:
     def _commit(self, ds: Dataset, outcome: AttemptOutcome) -> None:
         result, arrays = outcome.result, outcome.arrays
         assert result is not None and arrays is not None
-        attrs = episode_attrs(self.env, outcome.seed, "synth", self.config.seed, outcome.index)
-        more: dict[str, Any] = {}
-        if not outcome.accepted:
-            more.update({"rejected": True, "rejection_reason": outcome.reason, "rejection_detail": outcome.detail})
-        with ds.begin_episode(attrs, object_names=outcome.object_names) as writer:
+        start = episode_start(self.env, outcome.seed, "synth", self.config.seed, outcome.index)
+        stored = EpisodeOutcome(success=outcome.accepted, model_xml=outcome.model_xml,
+                                object_names=outcome.object_names,
+                                rejection=None if outcome.accepted else Rejection(outcome.reason, outcome.detail))
+
+        def replay(writer: Recorder) -> EpisodeResult:
             replay_into(writer, arrays)
-            record = writer.finish(labels=result.labels, dag=result.dag, success=outcome.accepted,
-                                   extra_attrs=episode_extra(self.env, result, outcome.model_xml, outcome.object_names,
-                                                             more), timing=result.stage_ms,
-                                   timing_attrs=timing_attrs(result))
-        self.committed.append(record.index)
+            return result
+
+        _, record = commit_episode(ds, self.env, start, replay, lambda _: stored, outcome.object_names)
+        if record is not None:  # None only for an attempt without a tick, which nothing stores
+            self.committed.append(record.index)
 
     def _write_report(self, ds: Dataset) -> None:
         cfg, p = self.config, self.progress
@@ -206,4 +207,4 @@ class SynthRun:
             "attempt_time_s": timing, "episodes": self.committed, "attempts": self.attempts,
             "versions": versions(), "finished": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
-        write_bytes(ds.root / REPORT_NAME, (json.dumps(report, indent=1) + "\n").encode())
+        write_bytes(ds.root / SYNTH_REPORT_FILE, (json.dumps(report, indent=1) + "\n").encode())

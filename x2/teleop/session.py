@@ -20,6 +20,7 @@ from x2.datasets import Dataset
 from x2.devices import Device
 from x2.rollout import RealTimeClock, Rollout, RolloutOptions, record_episode
 from x2.rollout.clock import Clock
+from x2.rollout.episodes import DeviceRecord
 from x2.rollout.loop import EpisodeResult, TickHook
 from x2.seeding import slot_seed
 from x2.sim.backend import Backend
@@ -75,7 +76,7 @@ class TeleopSession:
     def _keep(self, result: EpisodeResult) -> bool:
         return self.teacher.ending not in ("rerecord", "discard")
 
-    def _finish(self, result: EpisodeResult) -> dict[str, object]:
+    def _device_record(self, result: EpisodeResult) -> DeviceRecord:
         self.status.phase = "saving"
         return self.teacher.device_record(result.ticks, self._ending(result))
 
@@ -116,7 +117,7 @@ class TeleopSession:
             teacher = self.teacher
             result, record = record_episode(
                 self.dataset, self.rollout, teacher, seed, source="teleop", options=options,
-                keep=self._keep, finish=self._finish, background=True,
+                keep=self._keep, device=self._device_record, background=True,
                 master_seed=None if replaying else cfg.seed, slot=None if replaying else slot)
             ending = self._ending(result)
             lat = result.lateness_ms

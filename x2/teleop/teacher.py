@@ -13,8 +13,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from x2.datasets import TeleopEnd
 from x2.devices import Device, DeviceEvent, StreamBuilder
 from x2.rollout.clock import Clock
+from x2.rollout.episodes import DeviceRecord
 from x2.rollout.monitor import TaskMonitor
 from x2.rollout.teacher import Observation
 from x2.sim.backend import Backend, ResetInfo
@@ -116,13 +118,13 @@ class DeviceTeacher:
             st.active_nodes = frozenset(rt.active_nodes)
             st.failure = "" if rt.failure is None else f"{rt.failure[0]}: {rt.failure[2]}"
 
-    def device_record(self, frames: int, ending: str) -> dict[str, object]:
-        """`finish` kwargs for `record_episode`: the raw stream under /device/<kind>/ (`tick_seq` has one
-        entry per recorded frame: the tick that ended the episode was not recorded)."""
+    def device_record(self, frames: int, ending: str) -> DeviceRecord:
+        """The episode's raw stream under /device/<kind>/ (`tick_seq` has one entry per recorded frame:
+        the tick that ended the episode was not recorded) and how it ended."""
         name = self.device.kind
         arrays = self.stream.arrays()
         arrays["tick_seq"] = arrays["tick_seq"][:frames]
-        return {"device": {name: arrays}, "device_attrs": {name: self.stream.attrs()},
-                "extra_attrs": {"teleop_end": ending, "device": self.status.device,
-                                "safety_clamped_ticks": self.safety.clamped,
-                                "safety_rejected_ticks": self.safety.rejected}}
+        return DeviceRecord(streams={name: arrays}, attrs={name: self.stream.attrs()},
+                            teleop=TeleopEnd(ending=ending, device=self.status.device,
+                                             safety_clamped_ticks=self.safety.clamped,
+                                             safety_rejected_ticks=self.safety.rejected))

@@ -31,11 +31,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from x2 import format as fmt
 from x2.datasets import Episode
 from x2.errors import DatasetError, ExportError
 from x2.render.defaults import DEFAULT_SIZE
 from x2.render.frames import ImageSize
 from x2.render.source import default_cameras, episode_frames, stored_cameras
+from x2.rollout.world import recorded_env
+from x2.spec.env import ArmModel
 from x2.view.layout import ArmJoints, default_blueprint
 
 if TYPE_CHECKING:
@@ -119,7 +122,7 @@ def record_episode(ep: Episode, *, dataset: str, plan: CameraPlan, path: Path | 
     rr = rerun_sdk()
     rec = rr.RecordingStream(_APPLICATION, recording_id=recording_id(dataset, ep, plan), send_properties=False)
     arms = _arm_joints(ep)
-    blueprint = default_blueprint(plan.cameras, arms, has_labels="labels/subtask_index" in ep)
+    blueprint = default_blueprint(plan.cameras, arms, has_labels=fmt.SUBTASK_INDEX in ep)
     sinks: list[Any] = []
     if spawn:
         rec.spawn(port=port, connect=False)
@@ -140,7 +143,7 @@ def log_episode(rec: rerun.RecordingStream, ep: Episode, plan: CameraPlan,
                 on_frame: Callable[[int], None] | None = None) -> RecordingSummary:
     rr = rerun_sdk()
     # Whole nanoseconds, rounded: rerun would truncate float seconds (0.2 s -> 199999999 ns).
-    times = np.round(np.asarray(ep["timestamps"], np.float64) * 1e9).astype("timedelta64[ns]")
+    times = np.round(np.asarray(ep[fmt.TIMESTAMPS], np.float64) * 1e9).astype("timedelta64[ns]")
     frames = np.arange(times.size, dtype=np.int64)
 
     def index(rows: slice | np.ndarray = slice(None)) -> list[Any]:
@@ -159,7 +162,7 @@ Index = Callable[..., list[Any]]
 
 
 def _names(ep: Episode, key: str, width: int) -> list[str]:
-    names = ep.dataset_attrs(key).get("names")
+    names = ep.dataset_attrs(key).get(fmt.NAMES_ATTR)
     if isinstance(names, list | tuple | np.ndarray) and len(names) == width:
         return [str(n) for n in names]
     return [f"{key.rsplit('/', 1)[-1]}_{i}" for i in range(width)]
@@ -167,7 +170,7 @@ def _names(ep: Episode, key: str, width: int) -> list[str]:
 
 def _log_joints(rec: rerun.RecordingStream, rr: Any, ep: Episode, index: Index) -> int:
     count = 0
-    for key, kind in (("observations/qpos", "qpos"), ("action", "action")):
+    for key, kind in ((fmt.QPOS, "qpos"), (fmt.ACTION, "action")):
         if key not in ep:
             continue
         values = np.asarray(ep[key], np.float64)
@@ -179,33 +182,31 @@ def _log_joints(rec: rerun.RecordingStream, rr: Any, ep: Episode, index: Index) 
     return count
 
 
+def _arms(ep: Episode) -> tuple[ArmModel, ...]:
+    """The robot's arms from the episode's world record; none for a file that has no world."""
+    return recorded_env(ep).robot.arms if fmt.WORLD_ATTR in ep.attrs else ()
+
+
 def _arm_names(ep: Episode, arms: int) -> list[str]:
-    record = ep.json_attr("world") or {}
-    names = [str(a.get("name")) for a in record.get("robot", {}).get("arms", []) if isinstance(a, dict)]
+    names = [arm.name for arm in _arms(ep)]
     return names if len(names) == arms else [f"arm_{i}" for i in range(arms)]
 
 
 def _arm_joints(ep: Episode) -> list[ArmJoints]:
     """Per arm, the qpos and action names that belong to it (for the blueprint's per-arm plots)."""
-    arms = (ep.json_attr("world") or {}).get("robot", {}).get("arms", [])
-    out: list[ArmJoints] = []
-    for arm in arms if isinstance(arms, list) else []:
-        if not isinstance(arm, dict):
-            continue
-        names = [*arm.get("joints", []), arm.get("gripper_actuator"), *arm.get("gripper_joints", [])]
-        out.append(ArmJoints(str(arm.get("name")), tuple(str(n) for n in names if n)))
-    return out
+    return [ArmJoints(arm.name, tuple(n for n in (*arm.joints, arm.gripper_actuator, *arm.gripper_joints) if n))
+            for arm in _arms(ep)]
 
 
 def _log_poses(rec: rerun.RecordingStream, rr: Any, ep: Episode, index: Index) -> tuple[str, ...]:
     rec.log("world", rr.ViewCoordinates.RIGHT_HAND_Z_UP, static=True)  # MuJoCo's world is z-up
     tracks: list[tuple[str, str, np.ndarray]] = []
-    if "observations/object_poses" in ep:
-        poses = np.asarray(ep["observations/object_poses"], np.float64)
-        for k, name in enumerate(_names(ep, "observations/object_poses", poses.shape[1])):
+    if fmt.OBJECT_POSES in ep:
+        poses = np.asarray(ep[fmt.OBJECT_POSES], np.float64)
+        for k, name in enumerate(_names(ep, fmt.OBJECT_POSES, poses.shape[1])):
             tracks.append((f"world/objects/{rr.escape_entity_path_part(name)}", name, poses[:, k]))
-    if "observations/ee_pose" in ep:
-        poses = np.asarray(ep["observations/ee_pose"], np.float64)
+    if fmt.EE_POSE in ep:
+        poses = np.asarray(ep[fmt.EE_POSE], np.float64)
         for a, arm in enumerate(_arm_names(ep, poses.shape[1])):
             tracks.append((f"world/tcp/{rr.escape_entity_path_part(arm)}", f"{arm} tcp", poses[:, a]))
     for entity, label, pose in tracks:
@@ -228,17 +229,17 @@ def frame_subtasks(ep: Episode) -> list[str]:
 
 
 def _log_subtasks(rec: rerun.RecordingStream, rr: Any, ep: Episode, index: Index) -> tuple[int, tuple[str, ...]]:
-    if "labels/subtask_index" not in ep:
+    if fmt.SUBTASK_INDEX not in ep:
         return 0, ()
     nodes = ep.subtask_names
-    values = np.asarray(ep["labels/subtask_index"], np.float64)
+    values = np.asarray(ep[fmt.SUBTASK_INDEX], np.float64)
     rec.log("subtask/index", rr.SeriesLines(names="subtask index"), static=True)
     rec.send_columns("subtask/index", indexes=index(), columns=rr.Scalars.columns(scalars=values))
     rec.send_columns("subtask/name", indexes=index(), columns=rr.TextDocument.columns(text=frame_subtasks(ep)))
-    if "labels/progress" in ep:
+    if fmt.PROGRESS in ep:
         rec.log("subtask/progress", rr.SeriesLines(names="progress"), static=True)
         rec.send_columns("subtask/progress", indexes=index(),
-                         columns=rr.Scalars.columns(scalars=np.asarray(ep["labels/progress"], np.float64)))
+                         columns=rr.Scalars.columns(scalars=np.asarray(ep[fmt.PROGRESS], np.float64)))
     last = ep.frames - 1
     lines = [(min(max(frame, 0), last), f"{node} done", "INFO") for node, frame in ep.events]
     failure = ep.failure
@@ -304,12 +305,11 @@ def _log_cameras(rec: rerun.RecordingStream, rr: Any, ep: Episode, plan: CameraP
 
 
 def _describe(ep: Episode) -> str:
-    attrs = ep.attrs
-    fps = float(attrs.get("fps") or 0.0)
+    fps = ep.fps or 0.0
     seconds = f" ({ep.frames / fps:.1f} s at {fps:g} fps)" if fps else ""
-    rows = [("task", attrs.get("task", "")), ("instruction", attrs.get("instruction", "")),
-            ("robot", attrs.get("robot", "")), ("source", attrs.get("source", "")),
-            ("outcome", ep.outcome), ("seed", attrs.get("seed", "")), ("split", attrs.get("split", ""))]
+    rows = [("task", ep.task), ("instruction", ep.instruction), ("robot", ep.text(fmt.ROBOT_ATTR)),
+            ("source", ep.source), ("outcome", ep.outcome), ("seed", ep.text(fmt.SEED_ATTR)),
+            ("split", ep.text(fmt.SPLIT_ATTR))]
     lines = [f"# episode {ep.index}", "", f"{ep.frames} frames{seconds}", ""]
     lines += [f"- **{key}**: {value}" for key, value in rows if value != ""]
     return "\n".join(lines) + "\n"

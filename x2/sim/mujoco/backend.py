@@ -17,6 +17,7 @@ from collections.abc import Mapping
 import mujoco
 import numpy as np
 
+from x2 import format as fmt
 from x2.errors import DatasetError, NotFoundError, SpecError, X2Error
 from x2.seeding import streams
 from x2.sim.backend import CameraInfo, Contact, ResetInfo, RobotState, SimulationUnstable
@@ -161,7 +162,7 @@ class MujocoBackend:
 
     @classmethod
     def recorded(cls, env: EnvSpec, model_xml: str, assets: Mapping[str, str],
-                 layout: Mapping[str, Placement], source: str = "model_xml") -> MujocoBackend:
+                 layout: Mapping[str, Placement], source: str = fmt.MODEL_XML_ATTR) -> MujocoBackend:
         """The world of a recorded episode: its stored XML as it is (checked by x2.sim.mujoco.recorded_xml
         first), `assets` naming each object's drawn asset among `env`'s candidates (an env rebuilt from the
         same file). `source` names the file in every error."""

@@ -1,0 +1,486 @@
+"""The x2 dataset format in one place: names on disk, paths inside an episode, typed records, checks.
+
+One sentence: a dataset is a folder with ``manifest.json``, the commit log ``episodes.jsonl`` and one
+self-contained HDF5 file per finished episode under ``episodes/``, whose time-first datasets all have
+``T`` rows. docs/format.md describes it for people; tests/test_format_module.py checks that every name
+defined here is described there, and that no other module of x2 spells one of them.
+
+Everything else in x2 reads and writes datasets through these names, the typed records (``Tick``,
+``EpisodeStart``, ``EpisodeEnd``, ``Manifest``) and the writer-side checks at the bottom, which refuse
+what may not go into a file before its first byte is written. A leaf: it imports nothing from x2 but
+its error type.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import h5py
+import numpy as np
+
+from x2.errors import DatasetError
+
+# x2/2: the file rebuilds its world (model_xml as stepped, the world record), seeds carry their master
+# seed and slot, and everything the wall clock decides lives under /timing.
+FORMAT_VERSION = "x2/2"
+FORMAT_VERSION_WITHOUT_WORLDS = "x2/1"  # an older x2's: its episodes cannot rebuild their worlds
+SOURCES = ("teleop", "synth", "augment", "scripted")
+
+# ---- the dataset folder ------------------------------------------------------------------------------
+MANIFEST_FILE = "manifest.json"  # dataset-level facts, written once
+INDEX_FILE = "episodes.jsonl"  # the commit log, one line per committed episode
+SLOTS_FILE = "slots.json"  # seed slots used per master seed
+SPLITS_FILE = "splits.json"  # splits assigned after recording
+LOCK_FILE = ".lock"  # held by the one writing process
+SYNTH_REPORT_FILE = "synth_report.json"  # the last synthesis run's report (not data)
+AUGMENTATION_REPORT_FILE = "augmentation.json"  # an augmented dataset's variants, made and rejected
+EPISODES_DIR = "episodes"  # finished episodes
+INPROGRESS_DIR = ".inprogress"  # the episode being recorded
+RENDERING_DIR = ".rendering"  # new versions of finished episodes being rendered
+STAGING_DIR = ".staging"  # episodes being built whole from finished ones
+QUARANTINE_DIR = ".quarantine"  # files that no longer match their checksum (validate --repair)
+SALVAGED_DIR = ".salvaged"  # unreadable or unfinished files set aside (validate --repair)
+REMOVED_DIR = ".removed"  # episodes taken out by `x2 datasets rm`
+REMOVAL_JOURNAL_FILE = "removing.json"  # inside REMOVED_DIR while a removal is under way
+EPISODE_SUFFIX = ".h5"
+
+_EPISODE_FILE = re.compile(r"^episode_(\d{6,})\.h5$")
+# Also matches quarantined or salvaged copies, which carry suffixes after the index.
+ANY_EPISODE_FILE = re.compile(r"^episode_(\d+)")
+
+
+def episode_filename(index: int) -> str:
+    return f"episode_{index:06d}{EPISODE_SUFFIX}"
+
+
+def parse_episode_filename(name: str) -> int | None:
+    match = _EPISODE_FILE.match(name)
+    return int(match.group(1)) if match else None
+
+
+# ---- paths inside an episode file ---------------------------------------------------------------------
+TIMESTAMPS = "timestamps"  # (T,) float64 simulation time
+ACTION = "action"  # (T, A) float32, the action layout of x2/spec/action.py
+STATES = "states"  # (T, D) float64, MuJoCo's integration state
+OBSERVATIONS = "observations"
+QPOS = "observations/qpos"  # (T, J) float32
+QVEL = "observations/qvel"  # (T, J) float32
+EE_POSE = "observations/ee_pose"  # (T, arms, 7) float32
+OBJECT_POSES = "observations/object_poses"  # (T, K, 7) float64
+IMAGES = "observations/images"  # /<cam>: (T, H, W, 3) uint8
+CAMERA_POSES = "observations/camera_poses"  # /<cam>: (T, 7) float64
+LABELS = "labels"
+SUBTASK_INDEX = "labels/subtask_index"  # (T,) int16
+ACTIVE_MASK = "labels/active_mask"  # (T, N) bool
+PROGRESS = "labels/progress"  # (T,) float32
+SUBTASK_NAMES_ATTR = "subtask_names"  # attr of LABELS
+DAG = "dag"  # attrs nodes, edges, scores, events, failure
+COMPLETION_FRAME = "dag/completion_frame"  # (N,) int32
+DEVICE = "device"  # /<kind>/<stream>: a teleoperated episode's raw device stream
+TIMING = "timing"  # /<stage>_ms (T,) float32; attrs: the wall clock's other facts
+CREATED_UTC_ATTR = "created_utc"  # attr of TIMING
+MISSED_SLOTS_ATTR = "missed_slots"  # attr of TIMING
+AUGMENTATION = "augmentation"
+ENVELOPE = "augmentation/envelope"  # (N, 7) float64: an augmented episode's swept capsules
+REQUIRED_DATASETS = (TIMESTAMPS, ACTION, STATES)
+UNTIMED_GROUPS = (DAG, DEVICE, AUGMENTATION)  # per-episode constants, not one row per tick
+
+
+def image_path(camera: str) -> str:
+    return f"{IMAGES}/{camera}"
+
+
+def camera_pose_path(camera: str) -> str:
+    return f"{CAMERA_POSES}/{camera}"
+
+
+def label_path(name: str) -> str:
+    return f"{LABELS}/{name}"
+
+
+def timing_path(stage: str) -> str:
+    return f"{TIMING}/{stage}_ms"
+
+
+def device_path(kind: str) -> str:
+    return f"{DEVICE}/{kind}"
+
+
+# ---- root attributes ---------------------------------------------------------------------------------
+# Every root attribute x2 writes, by name; ``EpisodeStart``/``EpisodeEnd`` below are the typed records
+# behind most of them. The writer sets the first three itself.
+FORMAT_ATTR, INDEX_ATTR, SUCCESS_ATTR = "x2_format", "episode_index", "success"
+RESERVED_ATTRS = (FORMAT_ATTR, INDEX_ATTR, SUCCESS_ATTR)
+SEED_ATTR, SOURCE_ATTR, MASTER_SEED_ATTR, SLOT_ATTR = "seed", "source", "master_seed", "slot"
+SEED_ORIGIN = (MASTER_SEED_ATTR, SLOT_ATTR)  # optional: where the seed came from (see EpisodeRecord)
+TASK_ATTR, ROBOT_ATTR, FPS_ATTR, SIM_DT_ATTR = "task", "robot", "fps", "sim_dt"
+SCENE_VARIANT_ATTR, SPLIT_ATTR, VERSIONS_ATTR = "scene_variant", "split", "versions"
+INSTRUCTION_ATTR, MODEL_XML_ATTR, WORLD_ATTR = "instruction", "model_xml", "world"
+LAYOUT_ATTR, ASSETS_ATTR, ENV_ARGS_ATTR, OBJECT_NAMES_ATTR = "layout", "assets", "env_args", "object_names"
+END_REASON_ATTR, MAX_PENETRATION_ATTR = "end_reason", "max_penetration_m"
+PARENT_EPISODE_ATTR, AUGMENTATION_ATTR = "parent_episode", "augmentation"
+MERGED_FROM_ATTR, FILTERED_FROM_ATTR = "merged_from", "filtered_from"
+REJECTED_ATTR, REJECTION_REASON_ATTR, REJECTION_DETAIL_ATTR = "rejected", "rejection_reason", "rejection_detail"
+TELEOP_END_ATTR, DEVICE_ATTR = "teleop_end", "device"
+SAFETY_CLAMPED_ATTR, SAFETY_REJECTED_ATTR = "safety_clamped_ticks", "safety_rejected_ticks"
+ROOT_ATTRS = (
+    FORMAT_ATTR, INDEX_ATTR, TASK_ATTR, INSTRUCTION_ATTR, ROBOT_ATTR, FPS_ATTR, SIM_DT_ATTR, SCENE_VARIANT_ATTR,
+    SPLIT_ATTR, PARENT_EPISODE_ATTR, VERSIONS_ATTR, ENV_ARGS_ATTR, MODEL_XML_ATTR, SUCCESS_ATTR, SEED_ATTR,
+    SOURCE_ATTR, MASTER_SEED_ATTR, SLOT_ATTR, WORLD_ATTR, LAYOUT_ATTR, ASSETS_ATTR, END_REASON_ATTR,
+    MAX_PENETRATION_ATTR, OBJECT_NAMES_ATTR, AUGMENTATION_ATTR, MERGED_FROM_ATTR, FILTERED_FROM_ATTR,
+    REJECTED_ATTR, REJECTION_REASON_ATTR, REJECTION_DETAIL_ATTR, TELEOP_END_ATTR, DEVICE_ATTR,
+    SAFETY_CLAMPED_ATTR, SAFETY_REJECTED_ATTR,
+)
+NAMES_ATTR = "names"  # attr of action, qpos, qvel, object_poses: one name per column or row
+
+
+@dataclass(frozen=True)
+class EpisodeStart:
+    """Root attributes known before an episode's first tick. Those left empty take the manifest's
+    values (task, robot, fps). ``versions`` is JSON text, stored as given."""
+
+    source: str
+    seed: int
+    task: str | None = None
+    robot: str | None = None
+    fps: float | None = None
+    sim_dt: float = 0.0
+    scene_variant: str = ""
+    split: str = "train"
+    versions: str | None = None
+    master_seed: int | None = None
+    slot: int | None = None
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why synthesis rejected an attempt it stores anyway (``x2 synth --keep-failed``)."""
+
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class TeleopEnd:
+    """How a teleoperated episode ended and what the safety filter did."""
+
+    ending: str
+    device: str
+    safety_clamped_ticks: int
+    safety_rejected_ticks: int
+
+
+@dataclass(frozen=True)
+class EpisodeEnd:
+    """Root attributes known once an episode has ended: the world it ran in, what was drawn, how it
+    ended. JSON-valued ones are JSON text, written as given (so their bytes are the collector's)."""
+
+    instruction: str
+    model_xml: str
+    world: str
+    layout: str
+    assets: str
+    env_args: str
+    end_reason: str
+    max_penetration_m: float
+    object_names: str
+    rejection: Rejection | None = None
+    teleop: TeleopEnd | None = None
+
+    def attrs(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            INSTRUCTION_ATTR: self.instruction, MODEL_XML_ATTR: self.model_xml, WORLD_ATTR: self.world,
+            LAYOUT_ATTR: self.layout, ASSETS_ATTR: self.assets, ENV_ARGS_ATTR: self.env_args,
+            END_REASON_ATTR: self.end_reason, MAX_PENETRATION_ATTR: self.max_penetration_m,
+            OBJECT_NAMES_ATTR: self.object_names,
+        }
+        if self.rejection is not None:
+            out.update({REJECTED_ATTR: True, REJECTION_REASON_ATTR: self.rejection.reason,
+                        REJECTION_DETAIL_ATTR: self.rejection.detail})
+        if self.teleop is not None:
+            out.update({TELEOP_END_ATTR: self.teleop.ending, DEVICE_ATTR: self.teleop.device,
+                        SAFETY_CLAMPED_ATTR: self.teleop.safety_clamped_ticks,
+                        SAFETY_REJECTED_ATTR: self.teleop.safety_rejected_ticks})
+        return out
+
+
+def derived_attrs(*, index: int, parent_episode: int, scene_variant: str, split: str, seed: int,
+                  model_xml: str, augmentation: Mapping[str, Any]) -> dict[str, Any]:
+    """Root attributes an augmented copy replaces in its parent's set (the parent's seed origin goes)."""
+    return {INDEX_ATTR: index, SOURCE_ATTR: "augment", PARENT_EPISODE_ATTR: parent_episode,
+            SCENE_VARIANT_ATTR: scene_variant, SPLIT_ATTR: split, SEED_ATTR: seed, MODEL_XML_ATTR: model_xml,
+            AUGMENTATION_ATTR: json.dumps(augmentation, sort_keys=True)}
+
+
+# ---- one tick ----------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """What the loop records at one control tick. The set of streams (and cameras) given is fixed by an
+    episode's first tick; ``lateness_ms`` and ``stage_ms`` go to /timing, apart from the data."""
+
+    timestamp: float
+    action: Any
+    state: Any
+    qpos: Any = None
+    qvel: Any = None
+    ee_pose: Any = None
+    object_poses: Any = None
+    lateness_ms: float | None = None
+    stage_ms: Mapping[str, float] | None = None
+    images: Mapping[str, np.ndarray] | None = None
+
+
+# Tick field -> (dataset path, stored dtype), in the order the writer creates them.
+TICK_STREAMS: dict[str, tuple[str, type]] = {
+    "timestamp": (TIMESTAMPS, np.float64),
+    "action": (ACTION, np.float32),
+    "qpos": (QPOS, np.float32),
+    "qvel": (QVEL, np.float32),
+    "ee_pose": (EE_POSE, np.float32),
+    "object_poses": (OBJECT_POSES, np.float64),
+    "state": (STATES, np.float64),
+}
+IMAGE_STREAM_PREFIX = "images/"  # a writer's stream name for a camera: images/<cam>
+
+
+# ---- the manifest ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Manifest:
+    """Dataset-level facts (``manifest.json``). ``extra`` is the caller's free-form JSON object."""
+
+    robot: str
+    task: str
+    fps: float
+    joint_names: tuple[str, ...] = ()
+    action_names: tuple[str, ...] = ()
+    cameras: Any = field(default_factory=list)  # names, or {name: {width, height, intrinsics, ...}}
+    dag: dict[str, Any] = field(default_factory=dict)  # nodes, edges, scores
+    world: dict[str, Any] = field(default_factory=dict)  # everything the specs decided (x2.spec.record)
+    versions: dict[str, Any] = field(default_factory=dict)
+    created: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+    schema: str = FORMAT_VERSION
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str) -> Manifest:
+        allowed = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(allowed))
+        if unknown:
+            raise DatasetError(f"{where}: {unknown[0]}: found an unknown key; allowed: {allowed} "
+                               "(put free-form facts under 'extra')")
+        for key in ("robot", "task", "fps"):
+            if key not in data:
+                raise DatasetError(f"{where}: {key}: found missing; allowed: required keys robot, task, fps")
+        checks: dict[str, tuple[type | tuple[type, ...], str]] = {
+            "robot": (str, "a string"), "task": (str, "a string"), "fps": ((int, float), "a positive number"),
+            "joint_names": ((list, tuple), "a list of strings"),
+            "action_names": ((list, tuple), "a list of strings"),
+            "cameras": ((list, tuple, dict), "a list or an object"), "dag": (dict, "an object"),
+            "world": (dict, "an object"),
+            "versions": (dict, "an object"), "created": (str, "a string"), "extra": (dict, "an object"),
+            "schema": (str, f"{FORMAT_VERSION!r}"),
+        }
+        for key, value in data.items():
+            kind, text = checks[key]
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise DatasetError(f"{where}: {key}: found {value!r:.60}; allowed: {text}")
+        if data.get("schema", FORMAT_VERSION) != FORMAT_VERSION:
+            older = " (an older x2's dataset: its episodes cannot rebuild their worlds; record it again)" \
+                if data["schema"] == FORMAT_VERSION_WITHOUT_WORLDS else ""
+            raise DatasetError(f"{where}: schema: found {data['schema']!r}; allowed: {FORMAT_VERSION!r}{older}")
+        if data["fps"] <= 0:
+            raise DatasetError(f"{where}: fps: found {data['fps']!r}; allowed: a positive number")
+        values = dict(data)
+        for key in ("joint_names", "action_names"):
+            values[key] = tuple(str(n) for n in values.get(key, ()))
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for key in ("joint_names", "action_names"):
+            data[key] = list(data[key])
+        return data
+
+    def stream_names(self) -> dict[str, list[str]]:
+        """The ``names`` attr of each stream whose columns the manifest names."""
+        return {ACTION: list(self.action_names), QPOS: list(self.joint_names), QVEL: list(self.joint_names)}
+
+
+def manifest_extra(*, action_definition: str, object_names: Sequence[str], substeps: int, sim_dt: float,
+                   scene: str, variant: str, spec_sources: Sequence[str]) -> dict[str, Any]:
+    """A collector's ``extra`` in the manifest: how actions and the physics are defined, what was loaded."""
+    return {"action_definition": action_definition, OBJECT_NAMES_ATTR: list(object_names), "substeps": substeps,
+            SIM_DT_ATTR: sim_dt, "scene": scene, "variant": variant, "spec_sources": list(spec_sources)}
+
+
+# Facts that must agree when a run appends to an existing dataset: mixing them would corrupt training.
+# `world` is the compiled task, scene, robot description, control rate and action layout (x2.spec.record).
+MANIFEST_MUST_MATCH = ("robot", "task", "fps", "joint_names", "action_names", "world")
+
+
+# ---- writing side: what may go into a file (checked before the first byte is written) ----------------
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def attr_value(value: Any, where: str = "attr") -> Any:
+    """Python value -> HDF5 attr: dicts, lists and None become JSON text; numbers, strings and numeric
+    or string arrays stay as they are. Anything else (which HDF5 could only pickle) is refused."""
+    if isinstance(value, dict | list | tuple) or value is None:
+        try:
+            return json.dumps(value, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise DatasetError(f"{where}: found {exc}; allowed: JSON-serialisable values "
+                               "(pass arrays as numpy arrays, not inside dicts)") from None
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "OUS":
+            return np.array([str(v) for v in value.ravel()], dtype=h5py.string_dtype())
+        if value.dtype.kind in "biuf":
+            return value
+    elif isinstance(value, str | bool | int | float | np.bool_ | np.integer | np.floating):
+        return value
+    raise DatasetError(f"{where}: found {type(value).__name__}; "
+                       "allowed: str, number, bool, numeric array, or JSON (dict/list/None)")
+
+
+def string_array(values: Sequence[str]) -> np.ndarray:
+    return np.array([str(v) for v in values], dtype=h5py.string_dtype())
+
+
+def safe_name(name: str, what: str, where: object) -> str:
+    if not _SAFE_NAME.match(name):
+        raise DatasetError(f"{where}: {what}: found {name!r}; allowed: letters, digits, '_', '.', '-'")
+    return name
+
+
+def root_attrs(index: int, start: EpisodeStart, manifest: Manifest, where: object) -> dict[str, Any]:
+    """The encoded root attributes written when an episode file is created."""
+    if start.source not in SOURCES:
+        raise DatasetError(f"{where}: source: found {start.source!r}; allowed: {list(SOURCES)}")
+    for key in (SEED_ATTR, *SEED_ORIGIN):
+        value = getattr(start, key)
+        if key in SEED_ORIGIN and value is None:
+            continue
+        if not isinstance(value, int | np.integer) or isinstance(value, bool) or (key == SLOT_ATTR and value < 0):
+            bound = " >= 0" if key == SLOT_ATTR else ""
+            raise DatasetError(f"{where}: {key}: found {value!r}; allowed: an integer{bound}")
+    # The order of creation is part of the file's bytes: the writer's defaults first, then the start's.
+    root: dict[str, Any] = {
+        FORMAT_ATTR: FORMAT_VERSION, INDEX_ATTR: index, TASK_ATTR: manifest.task, INSTRUCTION_ATTR: "",
+        ROBOT_ATTR: manifest.robot, FPS_ATTR: manifest.fps, SIM_DT_ATTR: 0.0, SCENE_VARIANT_ATTR: "",
+        SPLIT_ATTR: "train", PARENT_EPISODE_ATTR: -1, VERSIONS_ATTR: {}, ENV_ARGS_ATTR: {}, MODEL_XML_ATTR: "",
+        SUCCESS_ATTR: False,
+    }
+    given = {TASK_ATTR: start.task, ROBOT_ATTR: start.robot, SEED_ATTR: int(start.seed),
+             SOURCE_ATTR: start.source, FPS_ATTR: start.fps, SIM_DT_ATTR: start.sim_dt,
+             SCENE_VARIANT_ATTR: start.scene_variant, SPLIT_ATTR: start.split, VERSIONS_ATTR: start.versions,
+             MASTER_SEED_ATTR: None if start.master_seed is None else int(start.master_seed),
+             SLOT_ATTR: None if start.slot is None else int(start.slot)}
+    root.update({k: v for k, v in given.items() if v is not None})
+    return {k: attr_value(v, f"{where}: attrs/{k}") for k, v in root.items()}
+
+
+def check_shapes(shapes: Mapping[str, Any], where: object) -> dict[str, tuple[int, ...]]:
+    """Per-row shapes of one episode's streams: ``TICK_STREAMS`` names, and ``images/<cam>`` as (H, W, 3)."""
+    out = {key: tuple(int(n) for n in shape) for key, shape in shapes.items()}
+    for required in ("action", "state"):
+        if required not in out:
+            raise DatasetError(f"{where}: {required}: found missing; "
+                               "allowed: every tick has timestamp, action and state")
+    for key, shape in out.items():
+        if key.startswith(IMAGE_STREAM_PREFIX):
+            safe_name(key.removeprefix(IMAGE_STREAM_PREFIX), "images", where)
+            if len(shape) != 3 or shape[2] != 3:
+                raise DatasetError(f"{where}: {key}: found shape {shape}; allowed: (H, W, 3) uint8")
+        elif key not in TICK_STREAMS:
+            raise DatasetError(f"{where}: {key}: found an unknown stream; "
+                               f"allowed: {list(TICK_STREAMS)} or images/<cam>")
+        elif key in ("ee_pose", "object_poses") and (len(shape) != 2 or shape[1] != 7):
+            raise DatasetError(f"{where}: {key}: found shape {shape}; "
+                               "allowed: (n, 7) position + wxyz quaternion per row")
+    return out
+
+
+def check_labels(labels: Mapping[str, Any], dag: Mapping[str, Any], frames: int,
+                 where: object) -> tuple[dict[str, np.ndarray], list[str]]:
+    names = [str(n) for n in labels.get(SUBTASK_NAMES_ATTR, dag.get("nodes", []))]
+    dtypes = {"subtask_index": np.int16, "active_mask": np.bool_, "progress": np.float32}
+    out: dict[str, np.ndarray] = {}
+    for key, value in labels.items():
+        if key == SUBTASK_NAMES_ATTR:
+            continue
+        try:
+            arr = np.asarray(value, dtype=dtypes.get(safe_name(key, "labels", where)))
+        except (TypeError, ValueError):
+            arr = np.asarray(value, dtype=object)
+        rows_ok = arr.ndim >= 1 and arr.shape[0] == frames and (key != "active_mask" or arr.ndim == 2)
+        if arr.dtype.kind not in "biuf" or not rows_ok:
+            raise DatasetError(f"{where}: {label_path(key)}: found {arr.dtype}{arr.shape}; "
+                               f"allowed: a numeric array with {frames} rows")
+        out[key] = arr
+    return out, names
+
+
+def check_dag(dag: Mapping[str, Any], frames: int, where: object) -> tuple[dict[str, Any], np.ndarray]:
+    """Normalised /dag attrs (nodes, edges, scores, events, failure) and completion_frame."""
+    try:
+        nodes = [str(n) for n in dag.get("nodes", [])]
+        events = [[str(node), int(frame)] for node, frame in dag.get("events", [])]
+        failure = dag.get("failure")
+        failure = None if failure is None else [str(failure[0]), int(failure[1]), str(failure[2])]
+        edges = [[str(u), str(v)] for u, v in dag.get("edges", [])]
+        scores = json.loads(json.dumps(dag.get("scores", {})))
+        first = {node: frame for node, frame in reversed(events)}
+        completion = np.asarray(dag.get("completion_frame", [first.get(n, -1) for n in nodes]), np.int64)
+    except (TypeError, ValueError, IndexError):
+        raise DatasetError(f"{where}: dag: found malformed nodes/edges/events/failure/scores; allowed: "
+                           "nodes [str], edges [[u, v]], events [[node, frame]], failure null or "
+                           "[node, frame, reason], scores JSON, completion_frame [int]") from None
+    for node, frame in events + ([failure[:2]] if failure else []):
+        if node not in nodes or not 0 <= frame < frames:
+            raise DatasetError(f"{where}: dag/events: found [{node!r}, {frame}]; "
+                               f"allowed: a node of {nodes} and a frame in [0, {frames})")
+    if completion.shape != (len(nodes),):
+        raise DatasetError(f"{where}: {COMPLETION_FRAME}: found {completion.dtype}{completion.shape}; "
+                           f"allowed: ({len(nodes)},), one frame per node (-1 never)")
+    attrs = {"nodes": nodes, "edges": edges, "scores": scores, "events": events, "failure": failure}
+    return attrs, completion.astype(np.int32)
+
+
+def check_timing(per_tick: Mapping[str, Sequence[float]], given: Mapping[str, Any], frames: int,
+                 where: object) -> dict[str, np.ndarray]:
+    """/timing/<name>_ms arrays: stages appended tick by tick plus (T,) arrays handed to finish."""
+    out = {name: np.asarray(times, np.float32) for name, times in per_tick.items()}
+    for name, values in given.items():
+        if safe_name(name, "timing", where) in out:
+            raise DatasetError(f"{where}: timing/{name}: found it given per tick and at finish; allowed: one")
+        arr = np.asarray(values, dtype=np.float32)
+        if arr.shape != (frames,):
+            raise DatasetError(f"{where}: timing/{name}: found shape {arr.shape}; allowed: ({frames},) in ms")
+        out[name] = arr
+    return out
+
+
+def check_extra(extra: Mapping[str, Any], where: object) -> dict[str, Any]:
+    """Encoded extra root attrs; the writer's own and the indexed ones (seed, source) are refused."""
+    fixed = (*RESERVED_ATTRS, SEED_ATTR, SOURCE_ATTR, *SEED_ORIGIN)
+    bad = [k for k in extra if k in fixed]
+    if bad:
+        raise DatasetError(f"{where}: extra_attrs: found {bad}; allowed: anything but {list(fixed)}")
+    return {safe_name(k, "extra_attrs", where): attr_value(v, f"{where}: extra_attrs/{k}")
+            for k, v in extra.items()}
+
+
+def check_device(device: Mapping[str, Mapping[str, Any]], where: object) -> dict[str, dict[str, np.ndarray]]:
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for name, streams in device.items():
+        out[safe_name(name, "device", where)] = {}
+        for key, value in streams.items():
+            arr = np.asarray(value)
+            if arr.dtype.kind not in "biuf":  # object arrays would need pickling: refused
+                raise DatasetError(f"{where}: device/{name}/{key}: found dtype {arr.dtype}; allowed: numeric")
+            out[name][safe_name(key, "device stream", where)] = arr
+    return out

@@ -1,0 +1,173 @@
+"""Episodes into a dataset: the one commit path every collector takes, and what it records about them.
+
+An episode file carries its whole world: `model_xml` (the model exactly as stepped, compiled from this
+text), `world` (the compiled task, scene, robot and action layout: x2.spec.record), the drawn `assets`
+and `layout`, and the seed with the master seed and slot it was drawn for. `x2.rollout.world.open_world`
+rebuilds everything from these attrs alone. The names and types are x2.format's; this module
+fills them from a compiled environment and a finished rollout.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+
+import x2
+from x2.datasets import Dataset, EpisodeEnd, EpisodeRecord, EpisodeStart, Manifest, Rejection, TeleopEnd
+from x2.format import MISSED_SLOTS_ATTR, manifest_extra
+from x2.rollout.background import BackgroundRecorder
+from x2.rollout.loop import EpisodeResult, Recorder, Rollout, RolloutOptions
+from x2.rollout.teacher import Teacher
+from x2.sim.backend import Backend
+from x2.spec.action import DEFINITION
+from x2.spec.env import EnvSpec
+from x2.spec.record import env_record
+
+
+def versions() -> dict[str, str]:
+    return {"x2": x2.__version__, "mujoco": mujoco.__version__, "numpy": np.__version__}
+
+
+def dataset_manifest(env: EnvSpec, backend: Backend, cameras: tuple[str, ...] = ()) -> Manifest:
+    task = env.task
+    dag: dict[str, Any] = {}
+    if task is not None:
+        dag = {
+            "nodes": list(task.node_ids),
+            "edges": [list(e) for e in task.edges],
+            "scores": {n.id: n.score for n in task.nodes},
+            "predicates": {n.id: {"success": [c.describe() for c in n.success],
+                                  "failure": [c.describe() for c in n.failure],
+                                  "timeout_s": n.timeout_s} for n in task.nodes},
+        }
+    return Manifest(
+        robot=env.robot.name,
+        task=task.name if task else "",
+        fps=env.fps,
+        joint_names=tuple(backend.robot_joint_names),
+        action_names=tuple(env.robot.action_names),
+        cameras=list(cameras),
+        dag=dag,
+        world=env_record(env),
+        versions=versions(),
+        extra=manifest_extra(action_definition=DEFINITION, object_names=backend.object_names,
+                             substeps=env.substeps, sim_dt=env.booth.timestep, scene=env.scene_name,
+                             variant=env.variant, spec_sources=env.sources),
+    )
+
+
+def open_dataset(path: Path, env: EnvSpec, backend: Backend) -> Dataset:
+    """Create the dataset, or reopen it (the store refuses one made for another world), and become its
+    writer: the lock heals a log that a crash left behind, so counts are right from here."""
+    ds = Dataset.create(path, dataset_manifest(env, backend), exist_ok=True)
+    ds.lock()
+    return ds
+
+
+def episode_start(env: EnvSpec, seed: int, source: str, master_seed: int | None = None,
+                  slot: int | None = None) -> EpisodeStart:
+    """Attributes known before an episode starts."""
+    return EpisodeStart(
+        task=env.task.name if env.task else "", robot=env.robot.name, seed=seed, source=source, fps=env.fps,
+        sim_dt=env.booth.timestep, scene_variant=env.variant, split=env.split, versions=json.dumps(versions()),
+        master_seed=master_seed, slot=None if master_seed is None else slot)
+
+
+def episode_end(env: EnvSpec, result: EpisodeResult, model_xml: str, object_names: tuple[str, ...], *,
+                rejection: Rejection | None = None, teleop: TeleopEnd | None = None) -> EpisodeEnd:
+    """Attributes known once it ended: the world it ran in, what was drawn, how it ended."""
+    pen = result.penetration
+    return EpisodeEnd(
+        instruction=result.reset.instruction,
+        model_xml=model_xml,
+        world=json.dumps(env_record(env), sort_keys=True),
+        layout=json.dumps({k: v.as_list() for k, v in result.reset.layout.items()}),
+        assets=json.dumps(result.reset.assets),
+        env_args=json.dumps({"env_name": env.task.name if env.task else env.scene_name, "type": "x2-mujoco",
+                             "env_kwargs": {"robot": env.robot.name, "variant": env.variant,
+                                            "seed": result.seed}}),
+        end_reason=result.end_reason,
+        max_penetration_m=0.0 if pen is None else pen.depth,
+        object_names=json.dumps(list(object_names)),
+        rejection=rejection, teleop=teleop,
+    )
+
+
+@dataclass(frozen=True)
+class DeviceRecord:
+    """What a teleoperated episode adds: its raw device streams (/device/<kind>/...) and how it ended."""
+
+    streams: Mapping[str, Mapping[str, np.ndarray]]
+    attrs: Mapping[str, Mapping[str, Any]]
+    teleop: TeleopEnd
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """How a recorded episode is committed: what it is stored as, beyond what the rollout says."""
+
+    success: bool
+    model_xml: str
+    object_names: tuple[str, ...]
+    rejection: Rejection | None = None
+    device: DeviceRecord | None = None
+    env: EnvSpec | None = None  # the world it ran in, when not the one it started from
+
+
+def commit_episode(ds: Dataset, env: EnvSpec, start: EpisodeStart, record: Callable[[Recorder], EpisodeResult],
+                   outcome: Callable[[EpisodeResult], EpisodeOutcome | None],
+                   object_names: tuple[str, ...]) -> tuple[EpisodeResult, EpisodeRecord | None]:
+    """The one commit path: open the dataset's next episode, let `record` append its ticks (live or
+    replayed from memory), then commit it as `outcome` says, or discard it when `outcome` gives None
+    (or nothing was recorded)."""
+    with ds.begin_episode(start, object_names=object_names) as writer:
+        result = record(writer)
+        how = outcome(result) if result.ticks > 0 else None
+        if how is None:
+            writer.abort()
+            return result, None
+        device = how.device
+        end = episode_end(how.env or env, result, how.model_xml, how.object_names, rejection=how.rejection,
+                          teleop=device.teleop if device is not None else None)
+        committed = writer.finish(
+            labels=result.labels, dag=result.dag, success=how.success, extra_attrs=end.attrs(),
+            timing=result.stage_ms, timing_attrs={MISSED_SLOTS_ATTR: result.missed_slots},
+            device=device.streams if device is not None else None,
+            device_attrs=device.attrs if device is not None else None)
+    return result, committed
+
+
+def record_episode(ds: Dataset, rollout: Rollout, teacher: Teacher, seed: int, source: str,
+                   options: RolloutOptions | None = None, keep: Callable[[EpisodeResult], bool] | None = None,
+                   device: Callable[[EpisodeResult], DeviceRecord] | None = None,
+                   background: bool = False, master_seed: int | None = None,
+                   slot: int | None = None) -> tuple[EpisodeResult, EpisodeRecord | None]:
+    """Run one episode live into the dataset. It is committed unless `keep` says no (then discarded);
+    `device` adds a teleoperated episode's device record. `background` appends ticks on a writer thread
+    (real-time loops: see `BackgroundRecorder`)."""
+    env, backend = rollout.env, rollout.backend
+
+    def run(writer: Recorder) -> EpisodeResult:
+        if not background:
+            return rollout.run(teacher, seed, writer, options)
+        recorder = BackgroundRecorder(writer)
+        try:
+            return rollout.run(teacher, seed, recorder, options)
+        finally:
+            recorder.close()  # every tick written (or the writer's error raised) before finish/abort
+
+    def outcome(result: EpisodeResult) -> EpisodeOutcome | None:
+        if keep is not None and not keep(result):
+            return None
+        return EpisodeOutcome(success=result.success, model_xml=backend.model_xml(),
+                              object_names=backend.object_names, env=backend.env,
+                              device=device(result) if device is not None else None)
+
+    return commit_episode(ds, env, episode_start(env, seed, source, master_seed, slot), run, outcome,
+                          backend.object_names)
