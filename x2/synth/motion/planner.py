@@ -33,7 +33,7 @@ class Plan:
         return float(np.linalg.norm(np.diff(self.waypoints, axis=0), axis=1).sum())
 
 
-class Planner(Protocol):
+class JointPathPlanner(Protocol):
     def plan(self, world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np.ndarray,
              rng: np.random.Generator) -> Plan: ...
 
