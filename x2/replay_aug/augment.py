@@ -35,7 +35,7 @@ from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError
 from x2.hdf5_files import kept_if_complete
 from x2.replay_aug.envelope import Envelope, EnvelopeParams
-from x2.replay_aug.variant import Parent, Variant, make_variant, variant_seed
+from x2.replay_aug.variant import ParentEpisode, Variant, make_variant, variant_seed
 from x2.spec.scenery import SceneryVariant, load_scenery
 
 REPORT_NAME = "augmentation.json"
@@ -238,7 +238,7 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
         done, rejected = _existing(ds), _read_rejected(ds.root)
         total = len(records) * request.variants
         for record in records:
-            parent: Parent | None = None  # read and worked out once, for the first variant still to make
+            parent: ParentEpisode | None = None  # read and worked out once, for the first variant still to make
             for k in range(request.variants):
                 key = (src.name, record.index, k)
                 if key in done:
@@ -250,7 +250,7 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
                     t0 = time.perf_counter()
                     if parent is None:
                         with src.load(record.index) as ep:
-                            parent = Parent.of(str(ep.attrs.get("model_xml", "")), ep["states"],
+                            parent = ParentEpisode.of(str(ep.attrs.get("model_xml", "")), ep["states"],
                                                request.envelope_params(),
                                                [str(a) for a in (ep.json_attr("assets") or {}).values()],
                                                str(ep.path))

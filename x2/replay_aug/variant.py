@@ -78,7 +78,7 @@ def choose_distractors(scenery: SceneryVariant, count: int | None, task_assets: 
 
 
 @dataclass(frozen=True)
-class Parent:
+class ParentEpisode:
     """What every variant of one recorded episode shares, worked out once."""
 
     xml: str
@@ -94,7 +94,7 @@ class Parent:
 
     @classmethod
     def of(cls, xml: str, states: np.ndarray, params: EnvelopeParams, task_assets: Sequence[str],
-           source: str = "model_xml") -> Parent:
+           source: str = "model_xml") -> ParentEpisode:
         model = compile_world(xml, source)
         envelope = build_envelope(model, states, params)
         support = box_support(model)
@@ -103,7 +103,7 @@ class Parent:
                    hashlib.sha256(xml.encode("utf-8")).hexdigest(), source)
 
 
-def make_variant(parent: Parent, scenery: SceneryVariant, seed: int, objects: int | None = None,
+def make_variant(parent: ParentEpisode, scenery: SceneryVariant, seed: int, objects: int | None = None,
                  mode: str = "uniform") -> Variant:
     rngs = streams(seed, STREAMS)
     look = sample_look(scenery, rngs["look"])
