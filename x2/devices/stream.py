@@ -1,4 +1,4 @@
-"""The raw device stream: what an episode stores under /device/<name>/ and `replay:FILE` plays.
+"""The raw device stream: what an episode stores under /device/<name>/ and `playback:FILE` plays.
 
 Layout (one HDF5 group; a stream file has it at /device/<name>/, as an episode does):
 
