@@ -4,7 +4,7 @@ A scenery variant recomposes only a recorded world's static layer: distractor ob
 look, the walls and floor (the chroma-green booth is there to be replaced) and the lighting. Unlike a
 collection-time `variants:` overlay it never recompiles the task; states, actions and labels of a
 recorded episode stay as they are. Everything here is plain frozen data (no simulator); the look is
-drawn and applied by `x2.replay_aug.appearance`.
+drawn and applied by `x2.augment.appearance`.
 
 Defaults are resolved here, from the scene's own booth, so that a compiled variant needs nothing else:
 a surface without `colour` keeps the booth's colour, lighting without `intensity` keeps the booth's.

@@ -21,8 +21,8 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from x2.replay_aug.envelope import Envelope
-from x2.replay_aug.proxies import body_proxies
+from x2.augment.envelope import Envelope
+from x2.augment.proxies import body_proxies
 from x2.sim.layout import DECIMALS
 from x2.sim.mujoco.robot import load_mjcf
 from x2.sim.mujoco.world import ASSET_ROOT_BODY

@@ -20,8 +20,8 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from x2.replay_aug.envelope import STATE, moving_geoms
-from x2.replay_aug.placement import SUPPORT_GEOM, Placed, Support
+from x2.augment.envelope import STATE, moving_geoms
+from x2.augment.placement import SUPPORT_GEOM, Placed, Support
 from x2.sim.layout import Placement
 from x2.sim.mujoco.booth import set_options
 from x2.sim.mujoco.world import add_object, object_body

@@ -29,13 +29,13 @@ import hdf5plugin  # noqa: F401  (the Zstd filter of stored image streams must b
 
 import x2
 from x2.atomic import write_text
+from x2.augment.envelope import Envelope, EnvelopeParams
+from x2.augment.variant import ParentEpisode, Variant, make_variant, variant_seed
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.datasets.select import Selection, require_some
 from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError
 from x2.hdf5_files import kept_if_complete
-from x2.replay_aug.envelope import Envelope, EnvelopeParams
-from x2.replay_aug.variant import ParentEpisode, Variant, make_variant, variant_seed
 from x2.spec.scenery import SceneryVariant, load_scenery
 
 REPORT_NAME = "augmentation.json"

@@ -15,11 +15,11 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from x2.replay_aug.appearance import sample_look
-from x2.replay_aug.check import CheckResult, check_world, restless, settle
-from x2.replay_aug.compose import compose_world
-from x2.replay_aug.envelope import Envelope, EnvelopeParams, build_envelope
-from x2.replay_aug.placement import (
+from x2.augment.appearance import sample_look
+from x2.augment.check import CheckResult, check_world, restless, settle
+from x2.augment.compose import compose_world
+from x2.augment.envelope import Envelope, EnvelopeParams, build_envelope
+from x2.augment.placement import (
     Obstacle,
     PlacementReport,
     Support,

@@ -20,14 +20,11 @@ import pytest
 from conftest import copy_dataset
 from x2_cli import run_x2
 
-from x2.datasets import Dataset, validate
-from x2.errors import DatasetError
-from x2.render import ImageSize, render_dataset
-from x2.replay_aug.augment import REPORT_NAME, AugmentRequest, augment_dataset
-from x2.replay_aug.check import check_world, restless, settle
-from x2.replay_aug.compose import compose_world
-from x2.replay_aug.envelope import build_envelope
-from x2.replay_aug.placement import (
+from x2.augment.augment import REPORT_NAME, AugmentRequest, augment_dataset
+from x2.augment.check import check_world, restless, settle
+from x2.augment.compose import compose_world
+from x2.augment.envelope import build_envelope
+from x2.augment.placement import (
     Placed,
     Support,
     box_support,
@@ -36,6 +33,9 @@ from x2.replay_aug.placement import (
     spheres_at,
     static_obstacles,
 )
+from x2.datasets import Dataset, validate
+from x2.errors import DatasetError
+from x2.render import ImageSize, render_dataset
 from x2.rollout.replay import replay_actions
 from x2.spec.scene import load_asset
 
@@ -339,7 +339,7 @@ def test_variants_are_not_augmented_again(augmented: Path, tmp_path: Path) -> No
 def test_adaptive_sampling_and_rdp_keep_their_bounds(world: tuple[mujoco.MjModel, np.ndarray, str]) -> None:
     """A tolerance finer than the motion between frames makes the sampler bisect; every dropped sample of
     every path lies within eps of its kept segment."""
-    from x2.replay_aug.envelope import EnvelopeParams, _segment_distance, rdp_keep
+    from x2.augment.envelope import EnvelopeParams, _segment_distance, rdp_keep
 
     model, states, _ = world
     coarse = build_envelope(model, states[100:300])
