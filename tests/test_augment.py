@@ -319,8 +319,8 @@ def test_an_augmented_dataset_exports_to_lerobot(augmented: Path, tmp_path: Path
 def test_split_keeps_a_recording_and_its_variants_together(source: Path, augmented: Path, tmp_path: Path) -> None:
     """Merged with its source, every variant takes its parent's split: no motion in train and val at once."""
     from x2.datasets.manage import merge
-    from x2.datasets.splits import read_splits
-    from x2.datasets.splitting import assign_splits
+    from x2.datasets.splits_json import read_splits
+    from x2.datasets.stratified_split import assign_splits
 
     both = tmp_path / "both"
     merge([source, augmented], both)

@@ -37,7 +37,7 @@ from x2.datasets.episode import Episode, episode_filename
 from x2.datasets.index import EpisodeRecord, format_indices, write_index
 from x2.datasets.removal import Progress, begin_removal, finish_removal, pending_removal, removed_files
 from x2.datasets.select import Selection
-from x2.datasets.splits import read_splits, write_splits
+from x2.datasets.splits_json import read_splits, write_splits
 from x2.datasets.store import EPISODES_DIR, INPROGRESS_DIR, MANIFEST_NAME, Dataset, Manifest
 from x2.datasets.untrusted import json_loads
 from x2.disk import is_refusal

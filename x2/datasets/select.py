@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from x2.datasets.episode import SOURCES
 from x2.datasets.index import EpisodeRecord, format_indices
-from x2.datasets.splits import episode_splits
+from x2.datasets.splits_json import episode_splits
 from x2.datasets.store import Dataset
 from x2.errors import DatasetError
 

@@ -24,7 +24,7 @@ from x2.datasets.episode import Episode, episode_filename, parse_episode_filenam
 from x2.datasets.index import INDEX_NAME, EpisodeRecord, format_indices, scan_index, write_index
 from x2.datasets.removal import REMOVED_DIR, finish_removal, journal_path, pending_removal
 from x2.datasets.rewrite import finish_interrupted, interrupted_renames, staged_files
-from x2.datasets.splits import SPLITS_NAME, read_splits
+from x2.datasets.splits_json import SPLITS_NAME, read_splits
 from x2.datasets.store import (
     EPISODES_DIR,
     INPROGRESS_DIR,

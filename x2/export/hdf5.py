@@ -37,7 +37,7 @@ import h5py
 import numpy as np
 
 from x2.datasets import Dataset, Episode, EpisodeRecord
-from x2.datasets.splits import episode_splits
+from x2.datasets.splits_json import episode_splits
 from x2.errors import ExportError
 from x2.export.episode_arrays import (
     Advance,
