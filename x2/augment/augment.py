@@ -35,7 +35,7 @@ from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.datasets.select import Selection, require_some
 from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError
-from x2.hdf5_files import kept_if_complete
+from x2.hdf5_guard import kept_if_complete
 from x2.spec.scenery import SceneryVariant, load_scenery
 
 REPORT_NAME = "augmentation.json"

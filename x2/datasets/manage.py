@@ -42,7 +42,7 @@ from x2.datasets.store import EPISODES_DIR, INPROGRESS_DIR, MANIFEST_NAME, Datas
 from x2.datasets.untrusted import json_loads
 from x2.disk import is_refusal
 from x2.errors import DatasetError
-from x2.hdf5_files import kept_if_complete
+from x2.hdf5_guard import kept_if_complete
 
 # What must agree for episodes to be trained on together: the same robot, observed and commanded alike.
 MERGE_ALIKE = ("robot", "fps", "joint_names", "action_names", "cameras")

@@ -44,7 +44,7 @@ from x2.datasets.index import EpisodeRecord, append_record
 from x2.datasets.zstd import compress_frame, image_filter, zstd_lib
 from x2.disk import is_refusal, refused
 from x2.errors import DatasetError
-from x2.hdf5_files import check_writes, discard, kept_if_complete, watch
+from x2.hdf5_guard import check_writes, discard, kept_if_complete, watch
 
 _CHUNK_BYTES = 16 * 1024  # low-dim chunks: a short episode wastes little, a long one reads in few chunks
 _IMAGE_LAG = 2  # ticks a frame may spend in the compression pool before append writes it (66 ms at 30 Hz)

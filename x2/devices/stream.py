@@ -29,7 +29,7 @@ import numpy as np
 
 from x2.atomic import replacing
 from x2.devices.base import EVENTS, KINDS, DeviceError, DeviceEvent, Sample
-from x2.hdf5_files import kept_if_complete
+from x2.hdf5_guard import kept_if_complete
 from x2.spec.action import ActionLayout
 
 

@@ -51,7 +51,7 @@ from x2.export.episode_arrays import (
 )
 from x2.export.provenance import provenance
 from x2.export.staging import check_target, staged
-from x2.hdf5_files import check_writes, kept_if_complete
+from x2.hdf5_guard import check_writes, kept_if_complete
 from x2.render import ImageSize
 from x2.render.defaults import DEFAULT_SIZE
 
