@@ -31,7 +31,7 @@ from x2.augment.placement import (
 )
 from x2.seeding import child_seed, streams
 from x2.sim.mujoco.recorded_xml import compile_world
-from x2.spec.env import AssetModel
+from x2.spec.env import AssetSpec
 from x2.spec.scenery import SceneryVariant
 
 STREAMS = ("look", "distractors", "placement")  # order is part of the bytes: append, never reorder
@@ -62,7 +62,7 @@ class Variant:
 
 
 def choose_distractors(scenery: SceneryVariant, count: int | None, task_assets: Sequence[str],
-                       rng: np.random.Generator) -> list[AssetModel]:
+                       rng: np.random.Generator) -> list[AssetSpec]:
     """The distractor assets: `count` (or the scenery's range) drawn from its pool, never an asset a task
     object of the episode is (the instruction names those: a second one would make it ambiguous)."""
     pool = scenery.distractors
