@@ -194,7 +194,7 @@ class MechanismPlanner:
         (default: where the world has it), the fingers at `opening` (0 closed .. 1 open, as the action;
         default: as they are now; open fingers stick out 4-6 cm further than closed ones)."""
         w = self.world
-        state, margin = w.state, w.margin
+        qpos, margin = w.qpos, w.margin
         if part_value is not None:
             w.set_joint(self.mech.joint, part_value)
         if opening is not None:
@@ -212,9 +212,9 @@ class MechanismPlanner:
             return bool(np.all((hand[a] & ok[b]) | (ok[a] & hand[b])))
         finally:
             w.margin = margin
-            w.set_joint(self.mech.joint, state[self._jadr])
+            w.set_joint(self.mech.joint, qpos[self._jadr])
             for (name, *_), adr in zip(self._fingers, self._finger_adr, strict=True):
-                w.set_joint(name, state[adr])
+                w.set_joint(name, qpos[adr])
 
     def timed(self, waypoints: np.ndarray, speed: float, kind: str) -> ArmTrack:
         return self.ctx.timed(self.arm, even(np.asarray(waypoints, dtype=np.float64)), speed, kind)
