@@ -28,11 +28,11 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from x2.augment.check import check_world
+from x2.augment.compose import compose_world
+from x2.augment.envelope import STATE, EnvelopeParams, build_envelope
+from x2.augment.placement import box_support, distractor_shape, place_distractors, static_obstacles, work_area
 from x2.datasets import Dataset
-from x2.replay_aug.check import check_world
-from x2.replay_aug.compose import compose_world
-from x2.replay_aug.envelope import STATE, EnvelopeParams, build_envelope
-from x2.replay_aug.placement import box_support, distractor_shape, place_distractors, static_obstacles, work_area
 from x2.spec.scene import load_asset
 
 ASSETS = ("block", "mug", "orange")

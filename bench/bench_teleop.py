@@ -33,7 +33,7 @@ from rich.live import Live
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from teleop_streams import home_stream  # noqa: E402
 
-from x2.devices.replay import ReplayDevice  # noqa: E402
+from x2.devices.playback import PlaybackDevice  # noqa: E402
 from x2.rollout import RealTimeClock, Rollout, RolloutOptions, open_dataset, record_episode  # noqa: E402
 from x2.sim.mujoco.backend import MujocoBackend  # noqa: E402
 from x2.spec import load_env  # noqa: E402
@@ -65,7 +65,7 @@ def long_loop(tmp: Path, minutes: float) -> dict[str, float]:
             pauses.append((t0, (time.perf_counter() - t0) * 1e3))
 
     gc.callbacks.append(gc_timer)
-    with ReplayDevice(stream) as dev, Preview() as view:
+    with PlaybackDevice(stream) as dev, Preview() as view:
         session = TeleopSession(backend, ds, dev, status, config, hooks=[view.hook])
 
         def picture() -> Picture | None:
@@ -101,7 +101,7 @@ def overhead(tmp: Path, rounds: int, seconds: float) -> dict[bool, dict[str, lis
     out: dict[bool, dict[str, list[float]]] = {True: {"tick": [], "cpu": []}, False: {"tick": [], "cpu": []}}
     for r in range(rounds):
         for recording in ((True, False) if r % 2 == 0 else (False, True)):
-            with ReplayDevice(stream) as dev:
+            with PlaybackDevice(stream) as dev:
                 rollout = Rollout(backend, RealTimeClock(env.fps))
                 teacher = DeviceTeacher(dev, JointMirror(env.fps), backend, TeleopStatus(), monitor=rollout.monitor,
                                         success_hold_s=None, record_stream=recording)

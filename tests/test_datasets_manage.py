@@ -28,9 +28,9 @@ from x2.datasets.index import write_index
 from x2.datasets.manage import Filter, filter_dataset, merge, remove, subtask_frames
 from x2.datasets.removal import begin_removal, journal_path
 from x2.datasets.select import Selection
-from x2.datasets.splits import episode_splits, read_splits
-from x2.datasets.splitting import assign_splits, split_counts
+from x2.datasets.splits_json import episode_splits, read_splits
 from x2.datasets.stats import dataset_stats
+from x2.datasets.stratified_split import assign_splits, split_counts
 from x2.errors import DatasetError
 
 REPO = Path(__file__).resolve().parents[1]

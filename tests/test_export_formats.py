@@ -22,7 +22,7 @@ from helpers.real_dataset import record_short_dataset
 from x2_cli import HEADLESS_ENV, run_x2
 
 from x2.datasets import Dataset, Episode
-from x2.datasets.splits import write_splits
+from x2.datasets.splits_json import write_splits
 from x2.export.hdf5 import Hdf5Options, demo_names, export_hdf5
 from x2.export.zarr import ZarrOptions, export_zarr
 from x2.render import ImageSize

@@ -30,7 +30,7 @@ from x2.cli.app import _mount
 from x2.cli.app import app as x2_app
 from x2.datasets import Dataset, remember_dataset
 from x2.datasets.select import Selection
-from x2.datasets.splits import write_splits
+from x2.datasets.splits_json import write_splits
 from x2.errors import ExportError
 from x2.export.lerobot import export_lerobot, read_back, read_x2_meta
 from x2.export.lerobot_check import PIXEL_TOLERANCE, compare, mean_abs_diff

@@ -18,13 +18,13 @@ from helpers.corrupt_episodes import EPISODE, HOSTILE_WORLDS, apply, restamp
 from helpers.real_dataset import record_short_dataset
 from x2_cli import run_x2
 
+from x2.augment.appearance import restyled_world
+from x2.augment.compose import compose_world
+from x2.augment.envelope import EnvelopeParams
+from x2.augment.variant import ParentEpisode
 from x2.datasets import Episode
 from x2.errors import DatasetError
 from x2.render.dataset import render_dataset
-from x2.replay_aug.appearance import restyled_world
-from x2.replay_aug.compose import compose_world
-from x2.replay_aug.envelope import EnvelopeParams
-from x2.replay_aug.variant import Parent
 from x2.rollout.replay import deepest_penetration, replay_actions
 from x2.rollout.world import open_world
 from x2.sim.mujoco.recorded_xml import MAX_WORLD_BYTES, check_world_xml, compile_world
@@ -66,7 +66,7 @@ def test_every_world_rebuilding_reader_refuses_before_mujoco(recorded: Path, tmp
             with pytest.raises(DatasetError) as refused:
                 reader(ep)
             _assert_refusal(str(refused.value), path)
-    for build in (lambda: Parent.of(xml, states, EnvelopeParams(), [], str(path)),  # x2 augment replay
+    for build in (lambda: ParentEpisode.of(xml, states, EnvelopeParams(), [], str(path)),  # x2 augment replay
                   lambda: restyled_world(xml, {}, str(path)),
                   lambda: compose_world(xml, {}, [], {}, 0.002, str(path))):
         with pytest.raises(DatasetError) as refused:

@@ -13,13 +13,13 @@ from x2.errors import X2Error
 from x2.seeding import streams
 from x2.sim.layout import LayoutError, Placement, check_layout, solve_layout
 from x2.spec import load_env
-from x2.spec.env import AssetModel, BoothModel, ObjectInstance, Region
+from x2.spec.env import AssetSpec, BoothSpec, ObjectInstance, Region
 
 SEEDS = range(200)
 TASKS = ("fruit_in_microwave", "pick_place")
 
 
-def _draw(objects: tuple[ObjectInstance, ...], seed: int) -> tuple[dict[str, AssetModel], dict[str, Placement]]:
+def _draw(objects: tuple[ObjectInstance, ...], seed: int) -> tuple[dict[str, AssetSpec], dict[str, Placement]]:
     """What `MujocoBackend.reset` does: draw each object's asset, then the layout, from the scene stream."""
     rng = streams(seed)["scene"]
     chosen = {o.name: o.candidates[int(rng.integers(len(o.candidates)))] for o in objects}
@@ -84,13 +84,13 @@ def test_check_layout_reports_overlaps() -> None:
 # ----------------------------------------------------------------------------- hand-built scenes
 
 
-def _asset(name: str, radius: float, height: float = 0.0) -> AssetModel:
-    return AssetModel(name=name, mjcf=Path(f"{name}.xml"), tags=(), footprint_radius=radius, height=height,
+def _asset(name: str, radius: float, height: float = 0.0) -> AssetSpec:
+    return AssetSpec(name=name, mjcf=Path(f"{name}.xml"), tags=(), footprint_radius=radius, height=height,
                       free=True)
 
 
 def test_fixed_poses_are_obstacles_and_kept_exactly() -> None:
-    table = BoothModel().table_height
+    table = BoothSpec().table_height
     region = Region("wide", (0.5, 0.0), (0.2, 0.2), table, (-0.5, 0.5))
     post = ObjectInstance("post", (_asset("post", 0.15),), (), pose=(0.5, 0.0, table, 0.25))
     cup = ObjectInstance("cup", (_asset("cup", 0.04, height=0.01),), (), region=region)

@@ -63,10 +63,10 @@ def test_unreachable_raises_cleanly(world):
 
 
 def test_deterministic_and_leaves_world_alone(world):
-    before = world.state
+    before = world.qpos
     ik = ArmIK(world, "right")
     target = np.array([0.45, -0.3, 0.9])
     a = ik.solve(target, rng=np.random.default_rng(7), axis_down=True)
     b = ArmIK(world, "right").solve(target, rng=np.random.default_rng(7), axis_down=True)
     assert a.tobytes() == b.tobytes()
-    np.testing.assert_array_equal(world.state, before)
+    np.testing.assert_array_equal(world.qpos, before)

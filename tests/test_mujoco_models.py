@@ -23,14 +23,14 @@ import yaml  # noqa: E402
 from x2.errors import NotFoundError, SpecError  # noqa: E402
 from x2.sim.mujoco.world import build_world, free_joint, object_body  # noqa: E402
 from x2.spec.env import (  # noqa: E402
-    ArmModel,
-    AssetModel,
-    BoothModel,
+    ArmSpec,
+    AssetSpec,
+    BoothSpec,
     EnvSpec,
-    GripperModel,
+    GripperSpec,
     ObjectInstance,
     Region,
-    RobotModel,
+    RobotSpec,
 )
 
 PKG = Path(__file__).resolve().parents[1] / "x2"
@@ -43,7 +43,7 @@ HOME = (0.0, -1.21, 1.42, 0.0, 1.36, 0.0)  # arms raised in front, tools down, G
 STROKE = {"g": 0.04, "h": 0.06}  # open ctrl per gripper kind (closed = 0)
 TCP_OFFSET = {"g": 0.112, "h": 0.127}  # flange -> tcp along the tool axis (m)
 FPS, SUBSTEPS = 30, 16
-TABLE_Z = BoothModel().table_height
+TABLE_Z = BoothSpec().table_height
 # The reference layout: microwave on the far left of the table, fruit in front of the right arm.
 LAYOUT = {
     "microwave": (0.7, 0.25, TABLE_Z, 0.0),
@@ -60,27 +60,27 @@ LAYOUT = {
 # ---------------------------------------------------------------- spec construction
 
 
-def load_asset(name: str) -> AssetModel:
+def load_asset(name: str) -> AssetSpec:
     d = yaml.safe_load((ASSET_DIR / f"{name}.yaml").read_text())
-    return AssetModel(
+    return AssetSpec(
         name=d["name"], mjcf=ASSET_DIR / d["mjcf"], tags=tuple(d["tags"]),
         footprint_radius=d["footprint_radius"], height=d["height"], free=d["free"], parts=dict(d["parts"]),
         joints=tuple(d["joints"]),
     )
 
 
-def artixon(kind: str) -> RobotModel:
+def artixon(kind: str) -> RobotSpec:
     arms = tuple(
-        ArmModel(
+        ArmSpec(
             name=a, joints=tuple(f"{a}_j{i}" for i in range(1, 7)),
             actuators=tuple(f"{a}_j{i}" for i in range(1, 7)), home=HOME, gripper_actuator=f"{a}_gripper",
             gripper_joints=(f"{a}_finger_a", f"{a}_finger_b"), tcp_site=f"{a}_tcp", wrist_camera=f"{a}_wrist",
         )
         for a in ARMS
     )
-    gripper = GripperModel(kind=kind.upper(), mjcf=ROBOT_DIR / f"gripper_{kind}.xml", open_ctrl=STROKE[kind],
+    gripper = GripperSpec(kind=kind.upper(), mjcf=ROBOT_DIR / f"gripper_{kind}.xml", open_ctrl=STROKE[kind],
                            closed_ctrl=0.0)
-    return RobotModel(name=f"artixon-{kind}", mjcf=ROBOT_DIR / "artixon.xml", gripper=gripper, arms=arms,
+    return RobotSpec(name=f"artixon-{kind}", mjcf=ROBOT_DIR / "artixon.xml", gripper=gripper, arms=arms,
                       cameras=("head", "left_wrist", "right_wrist"))
 
 
@@ -89,7 +89,7 @@ def booth_env(kind: str, objects: dict[str, tuple[float, float, float, float]]) 
         ObjectInstance(name=n, candidates=(load_asset(n),), tags=load_asset(n).tags, pose=pose)
         for n, pose in objects.items()
     )
-    return EnvSpec(robot=artixon(kind), booth=BoothModel(), objects=instances, task=None, fps=FPS,
+    return EnvSpec(robot=artixon(kind), booth=BoothSpec(), objects=instances, task=None, fps=FPS,
                    substeps=SUBSTEPS)
 
 
@@ -205,7 +205,7 @@ def test_world_with_all_assets_compiles_with_stable_names(kind: str) -> None:
 def test_region_objects_start_at_the_region_centre_as_the_chosen_asset(tmp_path: Path) -> None:
     region = Region("front", center=(0.5, -0.2), half_size=(0.1, 0.1), z=TABLE_Z)
     pool = (load_asset("apple"), load_asset("orange"))
-    env = EnvSpec(robot=artixon("g"), booth=BoothModel(), task=None,
+    env = EnvSpec(robot=artixon("g"), booth=BoothSpec(), task=None,
                   objects=(ObjectInstance("fruit", candidates=pool, tags=("fruit",), region=region),))
     m = build_world(env, {"fruit": pool[1]}).compile()
     adr = m.joint(free_joint("fruit")).qposadr[0]
@@ -216,7 +216,7 @@ def test_region_objects_start_at_the_region_centre_as_the_chosen_asset(tmp_path:
     broken = tmp_path / "broken.xml"
     broken.write_text("<mujoco><worldbody><body name='object'><geom size='0.1'/></body></worldbody>")
     for mjcf, error in ((tmp_path / "ghost.xml", NotFoundError), (broken, SpecError)):
-        bad = AssetModel("bad", mjcf, (), 0.05, 0.0, True)
+        bad = AssetSpec("bad", mjcf, (), 0.05, 0.0, True)
         with pytest.raises(error, match=mjcf.name):
             build_world(env, {"fruit": bad})
 

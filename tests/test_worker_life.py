@@ -88,8 +88,8 @@ def test_workers_spawned_by_a_thread_outlive_that_thread(tmp_path: Path) -> None
 
 _ORPHAN = textwrap.dedent("""
     import os, sys
-    from x2.worker_life import Parent, die_with
-    die_with(Parent(int(sys.argv[1]), spawned_by_main_thread=True))
+    from x2.worker_life import ParentProcess, die_with
+    die_with(ParentProcess(int(sys.argv[1]), spawned_by_main_thread=True))
     print("still running")
 """)
 

@@ -35,14 +35,14 @@ _POLL_S = 0.2
 
 
 @dataclass(frozen=True)
-class Parent:
+class ParentProcess:
     """Who a worker must die with: the parent's pid, and whether the thread spawning it is the main one."""
 
     pid: int
     spawned_by_main_thread: bool
 
     @classmethod
-    def here(cls) -> Parent:
+    def here(cls) -> ParentProcess:
         """The calling process, as the parent of the workers the calling thread is about to spawn."""
         return cls(os.getpid(), threading.current_thread() is threading.main_thread())
 
@@ -61,7 +61,7 @@ def _watch(parent: int) -> None:
     os._exit(1)
 
 
-def die_with(parent: Parent) -> None:
+def die_with(parent: ParentProcess) -> None:
     """Arm this process to end when `parent` does; end now if it already has."""
     if not (parent.spawned_by_main_thread and _kernel_kills_us_with_parent()):
         threading.Thread(target=_watch, args=(parent.pid,), name="x2-parent-watch", daemon=True).start()
@@ -81,7 +81,7 @@ def _resolve(name: str) -> Callable[..., None]:
     return found
 
 
-def _init(parent: Parent, initializer: str | None, initargs: tuple[Any, ...]) -> None:
+def _init(parent: ParentProcess, initializer: str | None, initargs: tuple[Any, ...]) -> None:
     die_with(parent)
     if initializer is not None:
         _resolve(initializer)(*initargs)
@@ -93,4 +93,4 @@ def process_pool(workers: int, initializer: Callable[..., None] | None = None,
     context) that die with this one. Submit from the thread that creates the pool: the pool spawns
     its workers lazily, in the submitting thread."""
     return ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init,
-                               initargs=(Parent.here(), initializer and _name_of(initializer), initargs))
+                               initargs=(ParentProcess.here(), initializer and _name_of(initializer), initargs))

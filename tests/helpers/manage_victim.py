@@ -12,7 +12,7 @@ import sys
 
 from x2.datasets.manage import Filter, filter_dataset, merge, remove
 from x2.datasets.select import Selection, parse_episode_list
-from x2.datasets.splitting import assign_splits
+from x2.datasets.stratified_split import assign_splits
 
 
 def _step(done: int, total: int) -> None:

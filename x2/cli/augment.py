@@ -10,6 +10,8 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from x2.augment.augment import DEFAULT_VARIANTS, AugmentRequest, augment_dataset
+from x2.augment.preview import draw_preview
 from x2.cli._common import console, translate_errors, typer_group
 from x2.datasets import Dataset, remember_dataset, resolve_dataset, resolve_output
 from x2.datasets.select import Selection, parse_episode_list
@@ -18,8 +20,6 @@ from x2.format import AUGMENTATION_REPORT_FILE
 from x2.render import DEFAULT_SIZE, ImageSize, render_dataset
 from x2.render.frames import parse_cameras
 from x2.render.source import default_cameras, stored_cameras
-from x2.replay_aug.augment import DEFAULT_VARIANTS, AugmentRequest, augment_dataset
-from x2.replay_aug.preview import draw_preview
 
 app = typer_group(
     "augment", "Enlarge a dataset: its recorded motion in new scenery, labels untouched.",

@@ -28,8 +28,8 @@ from x2.datasets.manage import (
     remove,
 )
 from x2.datasets.select import parse_episode_list
-from x2.datasets.splitting import assign_splits
 from x2.datasets.stats import DatasetStats, dataset_stats, plot_durations, write_json
+from x2.datasets.stratified_split import assign_splits
 from x2.errors import DatasetError
 from x2.format import REMOVED_DIR, SPLITS_FILE
 

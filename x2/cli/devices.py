@@ -33,7 +33,7 @@ NEEDS = {
     "keyboard": ("pynput", "x2[keyboard]; without a display the terminal backend needs nothing"),
     "vr": ("openvr", "x2[vr], and SteamVR running with the headset connected"),
     "master-arm": ("dynamixel_sdk", "x2[master-arm] (Dynamixel and Feetech SDKs, pyserial)"),
-    "replay": (None, "a stream or episode file"),
+    "playback": (None, "a stream or episode file (alias: replay)"),
 }
 
 

@@ -16,7 +16,7 @@ from x2.cli._common import console, fail, translate_errors
 from x2.datasets import workspace
 from x2.devices import EXAMPLES, Device, make_device
 from x2.devices.keyboard import KeyboardConfig, KeyboardDevice, keymap_lines
-from x2.devices.replay import ReplayDevice
+from x2.devices.playback import PlaybackDevice
 from x2.errors import X2Error
 from x2.rollout import open_dataset
 from x2.sim import Backend, make_backend
@@ -92,14 +92,14 @@ def teleop(
 
       [cyan]x2 collect teleop --device vr --keys terminal[/cyan]
 
-      [cyan]x2 collect teleop --device replay:data/fruit_in_microwave/episodes/episode_000003.h5 -n 1[/cyan]
+      [cyan]x2 collect teleop --device playback:data/fruit_in_microwave/episodes/episode_000003.h5 -n 1[/cyan]
       (replays that episode's device stream, or its actions as a leader arm, in its own scene)
     """
     if keys not in ("auto", "x11", "terminal", "none"):
         raise fail(f"--keys: found {keys!r}; allowed: auto, x11, terminal, none")
     dev = make_device(device)  # reads a replay file / checks the spec before anything is written
     # Replaying a recorded episode: its task, robot, variant and scene unless told otherwise.
-    source = dev.stream.source if isinstance(dev, ReplayDevice) else {}
+    source = dev.stream.source if isinstance(dev, PlaybackDevice) else {}
     robot = robot or str(source.get("robot") or DEFAULT_ROBOT)
     task_name = _choose_task(task or source.get("task") or None, robot)
     env = load_env(task_name, robot=robot, variant=variant or str(source.get(fmt.SCENE_VARIANT_ATTR) or "default"))

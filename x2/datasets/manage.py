@@ -37,7 +37,7 @@ from x2.datasets.episode import Episode
 from x2.datasets.index import EpisodeRecord, format_indices, write_index
 from x2.datasets.removal import Progress, begin_removal, finish_removal, pending_removal, removed_files
 from x2.datasets.select import Selection
-from x2.datasets.splits import read_splits, write_splits
+from x2.datasets.splits_json import read_splits, write_splits
 from x2.datasets.store import Dataset
 from x2.datasets.untrusted import json_loads
 from x2.disk import is_refusal
@@ -52,7 +52,7 @@ from x2.format import (
     Manifest,
     episode_filename,
 )
-from x2.hdf5_files import kept_if_complete
+from x2.hdf5_guard import kept_if_complete
 
 # What must agree for episodes to be trained on together: the same robot, observed and commanded alike.
 MERGE_ALIKE = ("robot", "fps", "joint_names", "action_names", "cameras")

@@ -24,7 +24,7 @@ from x2.datasets.episode import Episode
 from x2.datasets.index import FILE_FACTS, EpisodeRecord, format_indices, scan_index, write_index
 from x2.datasets.removal import finish_removal, journal_path, pending_removal
 from x2.datasets.rewrite import finish_interrupted, interrupted_renames, staged_files
-from x2.datasets.splits import read_splits
+from x2.datasets.splits_json import read_splits
 from x2.datasets.store import Dataset, lock_holder
 from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError

@@ -48,7 +48,7 @@ from x2.format import (
     safe_name,
     string_array,
 )
-from x2.hdf5_files import check_writes, discard, kept_if_complete, watch
+from x2.hdf5_guard import check_writes, discard, kept_if_complete, watch
 
 _CHUNK_BYTES = 16 * 1024  # low-dim chunks: a short episode wastes little, a long one reads in few chunks
 _IMAGE_LAG = 2  # ticks a frame may spend in the compression pool before append writes it (66 ms at 30 Hz)

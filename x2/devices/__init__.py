@@ -17,28 +17,32 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "keyboard": ("x2.devices.keyboard", "KeyboardDevice"),
     "vr": ("x2.devices.vr", "VRDevice"),
     "master-arm": ("x2.devices.master_arm", "MasterArmDevice"),
-    "replay": ("x2.devices.replay", "ReplayDevice"),
+    "playback": ("x2.devices.playback", "PlaybackDevice"),
 }
+# Older spellings, kept so command lines typed before a rename still work.
+ALIASES: dict[str, str] = {"replay": "playback"}
 EXAMPLES = ("keyboard", "keyboard:terminal", "vr", "master-arm:/dev/ttyUSB0", "master-arm:feetech:/dev/ttyACM0",
-            "replay:FILE.h5")
+            "playback:FILE.h5 (alias replay:FILE.h5)")
 
 
 def make_device(spec: str) -> Device:
-    """`keyboard[:x11|terminal]`, `vr`, `master-arm[:[dynamixel|feetech:]PORT]` or `replay:FILE`."""
-    name, _, arg = spec.partition(":")
+    """`keyboard[:x11|terminal]`, `vr`, `master-arm[:[dynamixel|feetech:]PORT]` or `playback:FILE`
+    (alias `replay:FILE`)."""
+    typed, _, arg = spec.partition(":")
+    name = ALIASES.get(typed, typed)
     if name not in REGISTRY:
         raise DeviceError(f"--device: found {spec!r}; allowed: {', '.join(EXAMPLES)}")
-    if name == "replay":
+    if name == "playback":
         if not arg:
-            raise DeviceError("--device: found 'replay' without a file; allowed: replay:FILE.h5")
-        from x2.devices.replay import ReplayDevice
+            raise DeviceError(f"--device: found {typed!r} without a file; allowed: playback:FILE.h5, replay:FILE.h5")
+        from x2.devices.playback import PlaybackDevice
 
-        return ReplayDevice(Path(arg))
+        return PlaybackDevice(Path(arg))
     module, cls = REGISTRY[name]
     return getattr(importlib.import_module(module), cls).from_arg(arg or None)
 
 
 __all__ = [
-    "EVENTS", "EXAMPLES", "KINDS", "REGISTRY", "Device", "DeviceBase", "DeviceError", "DeviceEvent", "DeviceHealth",
-    "Sample", "Stream", "StreamBuilder", "make_device", "read_stream", "write_stream",
+    "ALIASES", "EVENTS", "EXAMPLES", "KINDS", "REGISTRY", "Device", "DeviceBase", "DeviceError", "DeviceEvent",
+    "DeviceHealth", "Sample", "Stream", "StreamBuilder", "make_device", "read_stream", "write_stream",
 ]

@@ -3,7 +3,7 @@
 A device is an asynchronous reader: a thread (or the SDK's own listener) reads the hardware and
 publishes samples; the control loop asks for the `latest()` one once per tick and never waits.
 Every published sample is also kept in a bounded stream buffer that the loop `drain()`s, so an
-episode can store the raw device stream (and `replay:FILE` can play it back with its timing).
+episode can store the raw device stream (and `playback:FILE` can play it back with its timing).
 
 Sample values per kind (float64 arrays, fixed keys; the teleop mappers read these):
 

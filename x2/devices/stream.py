@@ -1,4 +1,4 @@
-"""The raw device stream: what an episode stores under /device/<name>/ and `replay:FILE` plays.
+"""The raw device stream: what an episode stores under /device/<name>/ and `playback:FILE` plays.
 
 Layout (one HDF5 group; a stream file has it at /device/<name>/, as an episode does):
 
@@ -30,7 +30,7 @@ import numpy as np
 from x2 import format as fmt
 from x2.atomic import replacing
 from x2.devices.base import EVENTS, KINDS, DeviceError, DeviceEvent, Sample
-from x2.hdf5_files import kept_if_complete
+from x2.hdf5_guard import kept_if_complete
 from x2.spec.action import ActionLayout
 
 

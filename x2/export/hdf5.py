@@ -37,7 +37,7 @@ import h5py
 import numpy as np
 
 from x2.datasets import Dataset, Episode, EpisodeRecord
-from x2.datasets.splits import episode_splits
+from x2.datasets.splits_json import episode_splits
 from x2.errors import ExportError
 from x2.export.episode_arrays import (
     Advance,
@@ -51,7 +51,7 @@ from x2.export.episode_arrays import (
 )
 from x2.export.provenance import provenance
 from x2.export.staging import check_target, staged
-from x2.hdf5_files import check_writes, kept_if_complete
+from x2.hdf5_guard import check_writes, kept_if_complete
 from x2.render import ImageSize
 from x2.render.defaults import DEFAULT_SIZE
 

@@ -21,7 +21,7 @@ from x2.atomic import fsync_file
 from x2.datasets import Episode
 from x2.datasets.zstd import compress_frame, image_filter, zstd_lib
 from x2.errors import DatasetError
-from x2.hdf5_files import kept_if_complete
+from x2.hdf5_guard import kept_if_complete
 from x2.render.frames import ImageSize, StateRenderer
 from x2.render.source import stored_cameras
 from x2.rollout.world import SIM_BOUND, open_world

@@ -11,12 +11,12 @@ import math
 import numpy as np
 
 from x2.labeling import DagRuntime, Event
-from x2.spec.env import TaskModel
+from x2.spec.env import TaskSpec
 from x2.tasks.predicates import PREDICATES, WorldView
 
 
 class TaskMonitor:
-    def __init__(self, task: TaskModel, world: WorldView, fps: int):
+    def __init__(self, task: TaskSpec, world: WorldView, fps: int):
         self.task, self.world, self.fps = task, world, fps
         # Bound once: the per-tick path is a dict hit and plain calls, no registry lookups.
         self._success_calls = {n.id: [(PREDICATES[c.name].fn, c.args) for c in n.success] for n in task.nodes}

@@ -20,7 +20,7 @@ from x2.errors import DatasetError, X2Error
 from x2.rollout.monitor import TaskMonitor
 from x2.rollout.world import open_world
 from x2.spec import load_env
-from x2.spec.env import EnvSpec, TaskModel
+from x2.spec.env import EnvSpec, TaskSpec
 from x2.spec.record import env_record
 
 Specs = Literal["file", "current"]
@@ -69,7 +69,7 @@ def relabel(ep: Episode, specs: Specs = "file") -> RelabelReport:
             raise DatasetError(f"{ep.path}: task: found none; allowed: an episode recorded with a task")
         report = RelabelReport(ep.index, ep.frames, specs)
         drift = spec_drift(world.record, env)
-        task: TaskModel = env.task
+        task: TaskSpec = env.task
         if specs == "current":
             task = _today(env).task or task
             if drift:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from x2.errors import X2Error
-from x2.spec.env import AssetModel, ObjectInstance
+from x2.spec.env import AssetSpec, ObjectInstance
 
 
 class LayoutError(X2Error):
@@ -39,7 +39,7 @@ class Placement:
         return Placement(*(round(float(v), DECIMALS) for v in self.as_list()))
 
 
-def solve_layout(objects: Sequence[ObjectInstance], chosen: Mapping[str, AssetModel], rng: np.random.Generator,
+def solve_layout(objects: Sequence[ObjectInstance], chosen: Mapping[str, AssetSpec], rng: np.random.Generator,
                  clearance: float = 0.01, max_tries: int = 200) -> dict[str, Placement]:
     placed: dict[str, Placement] = {}
     radius = {o.name: chosen[o.name].footprint_radius for o in objects}
@@ -67,7 +67,7 @@ def solve_layout(objects: Sequence[ObjectInstance], chosen: Mapping[str, AssetMo
     return {o.name: placed[o.name] for o in objects}
 
 
-def check_layout(objects: Sequence[ObjectInstance], chosen: Mapping[str, AssetModel],
+def check_layout(objects: Sequence[ObjectInstance], chosen: Mapping[str, AssetSpec],
                  placements: Mapping[str, Placement], clearance: float = 0.0) -> list[tuple[str, str]]:
     """Pairs of objects whose footprints overlap (used by tests and by replay augmentation)."""
     names = [o.name for o in objects]

@@ -1,4 +1,4 @@
-"""Object assets by name: the catalog's asset YAMLs compiled into `AssetModel`s."""
+"""Object assets by name: the catalog's asset YAMLs compiled into `AssetSpec`s."""
 
 from __future__ import annotations
 
@@ -6,22 +6,22 @@ from functools import cache
 
 from x2.errors import NotFoundError
 from x2.spec import catalog
-from x2.spec.env import AssetModel
-from x2.spec.models import AssetFile, parse
+from x2.spec.env import AssetSpec
+from x2.spec.files import AssetFile, parse
 from x2.spec.robot import _file_next_to
 from x2.spec.source import Fragment, Path_
 
 
 @cache
-def load_asset(name: str) -> AssetModel:
+def load_asset(name: str) -> AssetSpec:
     path, frag = catalog.load("objects", name)
     spec: AssetFile = parse(AssetFile, frag)
-    return AssetModel(name=spec.name, mjcf=_file_next_to(frag, ("mjcf",), spec.mjcf), tags=tuple(spec.tags),
+    return AssetSpec(name=spec.name, mjcf=_file_next_to(frag, ("mjcf",), spec.mjcf), tags=tuple(spec.tags),
                       footprint_radius=spec.footprint_radius, height=spec.height, free=spec.free,
                       parts=dict(spec.parts), joints=tuple(spec.joints))
 
 
-def asset_at(frag: Fragment, key: Path_, name: str) -> AssetModel:
+def asset_at(frag: Fragment, key: Path_, name: str) -> AssetSpec:
     """The asset `name` written at `key` of `frag`; an unknown name is an error there listing the catalog."""
     try:
         return load_asset(name)

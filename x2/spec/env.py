@@ -18,7 +18,7 @@ Quat = tuple[float, float, float, float]  # w, x, y, z (MuJoCo order)
 
 
 @dataclass(frozen=True)
-class ArmModel:
+class ArmSpec:
     """One arm of a robot, with names as they appear in the compiled world model."""
 
     name: str  # "left" | "right"
@@ -32,7 +32,7 @@ class ArmModel:
 
 
 @dataclass(frozen=True)
-class GripperModel:
+class GripperSpec:
     """Gripper variant. Action value g in [0, 1] (0 = closed, 1 = open) maps linearly to
     actuator ctrl = closed + g * (open - closed)."""
 
@@ -43,11 +43,11 @@ class GripperModel:
 
 
 @dataclass(frozen=True)
-class RobotModel:
+class RobotSpec:
     name: str
     mjcf: Path  # body description: torso + arms, flange sites "<arm>_flange"
-    gripper: GripperModel
-    arms: tuple[ArmModel, ...]
+    gripper: GripperSpec
+    arms: tuple[ArmSpec, ...]
     cameras: tuple[str, ...]  # all camera names in the compiled model that belong to the robot
     base_pos: Vec3 = (0.0, 0.0, 0.0)
 
@@ -67,7 +67,7 @@ class RobotModel:
         """Every arm at home, grippers open."""
         return self.action.compose([a.home for a in self.arms], [1.0] * len(self.arms))
 
-    def arm(self, name: str) -> ArmModel:
+    def arm(self, name: str) -> ArmSpec:
         for a in self.arms:
             if a.name == name:
                 return a
@@ -77,7 +77,7 @@ class RobotModel:
 
 
 @dataclass(frozen=True)
-class AssetModel:
+class AssetSpec:
     """An object asset: an MJCF file whose worldbody holds one top-level body named ``object``."""
 
     name: str
@@ -106,7 +106,7 @@ class ObjectInstance:
     """One object in the scene. Its bodies, joints and sites are prefixed ``<name>/`` in the model."""
 
     name: str
-    candidates: tuple[AssetModel, ...]  # asset pool; one is drawn per reset from the scene stream
+    candidates: tuple[AssetSpec, ...]  # asset pool; one is drawn per reset from the scene stream
     tags: tuple[str, ...]  # instance tags + asset tags
     region: Region | None = None  # sampled placement, or
     pose: tuple[float, float, float, float] | None = None  # fixed x, y, z, yaw
@@ -123,7 +123,7 @@ FILL_LIGHT_RATIO = 0.45
 
 
 @dataclass(frozen=True)
-class BoothModel:
+class BoothSpec:
     """The green booth: chroma-green walls and floor, a table, fixed lights, a head camera."""
 
     table_center: tuple[float, float] = (0.6, 0.0)
@@ -174,7 +174,7 @@ class SkillBinding:
 
 
 @dataclass(frozen=True)
-class TaskModel:
+class TaskSpec:
     name: str
     instruction: str
     horizon_s: float
@@ -190,10 +190,10 @@ class TaskModel:
 class EnvSpec:
     """Robot + scene + task, compiled and cross-checked."""
 
-    robot: RobotModel
-    booth: BoothModel
+    robot: RobotSpec
+    booth: BoothSpec
     objects: tuple[ObjectInstance, ...]
-    task: TaskModel | None
+    task: TaskSpec | None
     fps: int = 30
     substeps: int = 16
     scene_name: str = "green_booth"

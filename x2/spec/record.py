@@ -24,18 +24,18 @@ from typing import Any
 from x2.errors import DatasetError
 from x2.spec.action import DEFINITION
 from x2.spec.env import (
-    ArmModel,
-    AssetModel,
-    BoothModel,
+    ArmSpec,
+    AssetSpec,
+    BoothSpec,
     EnvSpec,
-    GripperModel,
+    GripperSpec,
     NodeSpec,
     ObjectInstance,
     PredicateCall,
     Region,
-    RobotModel,
+    RobotSpec,
     SkillBinding,
-    TaskModel,
+    TaskSpec,
 )
 from x2.spec.record_types import check_types
 from x2.tasks.predicates import PREDICATES
@@ -68,7 +68,7 @@ def _tuple(value: Any) -> Any:
 
 
 # ----- to JSON ---------------------------------------------------------------------------------------
-def task_record(task: TaskModel) -> dict[str, Any]:
+def task_record(task: TaskSpec) -> dict[str, Any]:
     def calls(cs: tuple[PredicateCall, ...]) -> list[dict[str, Any]]:
         return [{"name": c.name, "args": dict(c.args)} for c in cs]
 
@@ -86,19 +86,19 @@ def task_record(task: TaskModel) -> dict[str, Any]:
     }
 
 
-def _asset(a: AssetModel) -> dict[str, Any]:
+def _asset(a: AssetSpec) -> dict[str, Any]:
     return {"name": a.name, "mjcf": _file(a.mjcf), "tags": list(a.tags),
             "footprint_radius": a.footprint_radius, "height": a.height, "free": a.free, "parts": dict(a.parts),
             "joints": list(a.joints)}
 
 
-def robot_record(robot: RobotModel) -> dict[str, Any]:
+def robot_record(robot: RobotSpec) -> dict[str, Any]:
     g = robot.gripper
     return {
         "name": robot.name, "mjcf": _file(robot.mjcf), "base_pos": list(robot.base_pos),
         "cameras": list(robot.cameras),
         "gripper": {"kind": g.kind, "mjcf": _file(g.mjcf), "open_ctrl": g.open_ctrl, "closed_ctrl": g.closed_ctrl},
-        "arms": [{f.name: _plain(getattr(a, f.name)) for f in fields(ArmModel)} for a in robot.arms],
+        "arms": [{f.name: _plain(getattr(a, f.name)) for f in fields(ArmSpec)} for a in robot.arms],
     }
 
 
@@ -119,7 +119,7 @@ def env_record(env: EnvSpec) -> dict[str, Any]:
         "version": RECORD_VERSION,
         "robot": robot_record(env.robot),
         "scene": {"name": env.scene_name, "variant": env.variant, "split": env.split,
-                  "booth": {f.name: _plain(getattr(env.booth, f.name)) for f in fields(BoothModel)},
+                  "booth": {f.name: _plain(getattr(env.booth, f.name)) for f in fields(BoothSpec)},
                   "objects": objects},
         "task": None if env.task is None else task_record(env.task),
         "control": {"fps": env.fps, "substeps": env.substeps, "timestep": env.booth.timestep},
@@ -135,12 +135,12 @@ def env_from_record(record: Mapping[str, Any], where: str = "world") -> EnvSpec:
             raise DatasetError(f"{where}: version: found {record.get('version')!r}; allowed: {RECORD_VERSION}")
         r, sc, ctl = record["robot"], record["scene"], record["control"]
         g = r["gripper"]
-        robot = RobotModel(
+        robot = RobotSpec(
             name=r["name"], mjcf=Path(r["mjcf"]["name"]),
-            gripper=GripperModel(g["kind"], Path(g["mjcf"]["name"]), float(g["open_ctrl"]), float(g["closed_ctrl"])),
-            arms=tuple(ArmModel(**{k: _tuple(v) for k, v in a.items()}) for a in r["arms"]),
+            gripper=GripperSpec(g["kind"], Path(g["mjcf"]["name"]), float(g["open_ctrl"]), float(g["closed_ctrl"])),
+            arms=tuple(ArmSpec(**{k: _tuple(v) for k, v in a.items()}) for a in r["arms"]),
             cameras=tuple(r["cameras"]), base_pos=tuple(r["base_pos"]))
-        booth = BoothModel(**{k: _tuple(v) for k, v in sc["booth"].items()})
+        booth = BoothSpec(**{k: _tuple(v) for k, v in sc["booth"].items()})
         objects = tuple(_object(o) for o in sc["objects"])
         task = None if record["task"] is None else _task(record["task"], where)
         env = EnvSpec(robot=robot, booth=booth, objects=objects, task=task, fps=int(ctl["fps"]),
@@ -155,7 +155,7 @@ def env_from_record(record: Mapping[str, Any], where: str = "world") -> EnvSpec:
 
 
 def _object(o: Mapping[str, Any]) -> ObjectInstance:
-    candidates = tuple(AssetModel(name=a["name"], mjcf=Path(a["mjcf"]["name"]), tags=tuple(a["tags"]),
+    candidates = tuple(AssetSpec(name=a["name"], mjcf=Path(a["mjcf"]["name"]), tags=tuple(a["tags"]),
                                   footprint_radius=float(a["footprint_radius"]), height=float(a["height"]),
                                   free=bool(a["free"]), parts=dict(a["parts"]), joints=tuple(a["joints"]))
                        for a in o["candidates"])
@@ -164,7 +164,7 @@ def _object(o: Mapping[str, Any]) -> ObjectInstance:
                           None if o["pose"] is None else tuple(o["pose"]))
 
 
-def _task(t: Mapping[str, Any], where: str) -> TaskModel:
+def _task(t: Mapping[str, Any], where: str) -> TaskSpec:
     def calls(cs: list[dict[str, Any]]) -> tuple[PredicateCall, ...]:
         out = []
         for c in cs:
@@ -189,5 +189,5 @@ def _task(t: Mapping[str, Any], where: str) -> TaskModel:
     nodes = tuple(NodeSpec(id=n["id"], success=calls(n["success"]), failure=calls(n["failure"]),
                            timeout_s=n["timeout_s"], score=float(n["score"]), description=n["description"],
                            skill=skill(n["skill"])) for n in t["nodes"])
-    return TaskModel(t["name"], t["instruction"], float(t["horizon_s"]), nodes,
+    return TaskSpec(t["name"], t["instruction"], float(t["horizon_s"]), nodes,
                      tuple((str(a), str(b)) for a, b in t["edges"]))

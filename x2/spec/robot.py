@@ -1,4 +1,4 @@
-"""Robot YAML -> RobotModel."""
+"""Robot YAML -> RobotSpec."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from x2.spec import catalog
-from x2.spec.env import ArmModel, GripperModel, RobotModel, Vec3
-from x2.spec.models import RobotFile, parse
+from x2.spec.env import ArmSpec, GripperSpec, RobotSpec, Vec3
+from x2.spec.files import RobotFile, parse
 from x2.spec.source import Fragment, is_file, resolved
 
 
@@ -15,7 +15,7 @@ from x2.spec.source import Fragment, is_file, resolved
 class RobotInfo:
     """A compiled robot plus what the scene checks need (reach) and where it came from."""
 
-    model: RobotModel
+    model: RobotSpec
     reach: float
     shoulders: dict[str, Vec3]
     reference_task: str | None
@@ -46,14 +46,14 @@ def compile_robot(frag: Fragment, file: Path) -> RobotInfo:
         actuators = arm.actuators or arm.joints
         if len(actuators) != len(arm.joints):
             raise frag.error(("arms", name, "actuators"), f"{len(actuators)} names", f"{len(arm.joints)} names")
-        arms.append(ArmModel(
+        arms.append(ArmSpec(
             name=name, joints=tuple(arm.joints), actuators=tuple(actuators), home=tuple(arm.home),
             gripper_actuator=f"{name}_gripper", gripper_joints=(f"{name}_finger_a", f"{name}_finger_b"),
             tcp_site=f"{name}_tcp", wrist_camera=f"{name}_wrist",
         ))
-    gripper = GripperModel(kind=spec.gripper.kind, mjcf=_file_next_to(frag, ("gripper", "mjcf"), spec.gripper.mjcf),
+    gripper = GripperSpec(kind=spec.gripper.kind, mjcf=_file_next_to(frag, ("gripper", "mjcf"), spec.gripper.mjcf),
                            open_ctrl=spec.gripper.open, closed_ctrl=spec.gripper.closed)
-    model = RobotModel(name=spec.name, mjcf=_file_next_to(frag, ("mjcf",), spec.mjcf), gripper=gripper,
+    model = RobotSpec(name=spec.name, mjcf=_file_next_to(frag, ("mjcf",), spec.mjcf), gripper=gripper,
                        arms=tuple(arms), cameras=tuple(spec.cameras), base_pos=spec.base_pos)
     return RobotInfo(model, spec.reach, dict(spec.shoulders), spec.reference_task, spec.description, file,
                      spec.control.fps, spec.control.substeps)

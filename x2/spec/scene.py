@@ -9,8 +9,8 @@ from pathlib import Path
 
 from x2.spec import catalog
 from x2.spec.assets import asset_at, load_asset
-from x2.spec.env import BoothModel, ObjectInstance, Region
-from x2.spec.models import SceneFile, parse
+from x2.spec.env import BoothSpec, ObjectInstance, Region
+from x2.spec.files import SceneFile, parse
 from x2.spec.robot import RobotInfo
 from x2.spec.scenery import compile_scenery, scene_booth
 from x2.spec.source import Fragment, merge
@@ -23,7 +23,7 @@ __all__ = ["SceneInfo", "compile_scene", "load_asset", "load_scene"]
 @dataclass(frozen=True)
 class SceneInfo:
     name: str
-    booth: BoothModel
+    booth: BoothSpec
     regions: dict[str, Region]
     objects: tuple[ObjectInstance, ...]
     split: str
@@ -53,7 +53,7 @@ def _metres(value: float) -> str:
 
 
 def _check_region(frag: Fragment, key: tuple[str, ...], region: Region, footprint: float,
-                  booth: BoothModel, robot: RobotInfo) -> None:
+                  booth: BoothSpec, robot: RobotInfo) -> None:
     """A region must keep the whole object on the table and inside some arm's reach."""
     (cx, cy), (hx, hy) = booth.table_center, booth.table_half_size
     corners = [(region.center[0] + sx * region.half_size[0], region.center[1] + sy * region.half_size[1])

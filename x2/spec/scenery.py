@@ -4,7 +4,7 @@ A scenery variant recomposes only a recorded world's static layer: distractor ob
 look, the walls and floor (the chroma-green booth is there to be replaced) and the lighting. Unlike a
 collection-time `variants:` overlay it never recompiles the task; states, actions and labels of a
 recorded episode stay as they are. Everything here is plain frozen data (no simulator); the look is
-drawn and applied by `x2.replay_aug.appearance`.
+drawn and applied by `x2.augment.appearance`.
 
 Defaults are resolved here, from the scene's own booth, so that a compiled variant needs nothing else:
 a surface without `colour` keeps the booth's colour, lighting without `intensity` keeps the booth's.
@@ -18,8 +18,8 @@ from dataclasses import dataclass, fields
 from x2.errors import NotFoundError, X2Error
 from x2.spec import catalog
 from x2.spec.assets import load_asset
-from x2.spec.env import KEY_LIGHT_DIRECTION, AssetModel, BoothModel, Vec3
-from x2.spec.models import RGB, DistractorsFile, LightingFile, SceneFile, SurfaceFile, parse
+from x2.spec.env import KEY_LIGHT_DIRECTION, AssetSpec, BoothSpec, Vec3
+from x2.spec.files import RGB, DistractorsFile, LightingFile, SceneFile, SurfaceFile, parse
 from x2.spec.source import Fragment
 
 __all__ = ["RGB", "SURFACES", "DistractorPool", "LightingLook", "SceneryVariant", "SurfaceLook", "compile_scenery",
@@ -58,7 +58,7 @@ class LightingLook:
 class DistractorPool:
     """Static assets (no joints) to scatter, `count` of them, inclusive range."""
 
-    assets: tuple[AssetModel, ...]
+    assets: tuple[AssetSpec, ...]
     count: tuple[int, int]
 
 
@@ -74,10 +74,10 @@ class SceneryVariant:
     lighting: LightingLook | None
 
 
-def scene_booth(spec: SceneFile) -> BoothModel:
+def scene_booth(spec: SceneFile) -> BoothSpec:
     """The booth of a validated scene: its `booth:` fields over the defaults."""
-    over = {f.name: v for f in fields(BoothModel) if (v := getattr(spec.booth, f.name, None)) is not None}
-    return BoothModel(**over)
+    over = {f.name: v for f in fields(BoothSpec) if (v := getattr(spec.booth, f.name, None)) is not None}
+    return BoothSpec(**over)
 
 
 def _surface(block: SurfaceFile, booth_rgba: tuple[float, float, float, float], surface: str) -> SurfaceLook:
@@ -86,7 +86,7 @@ def _surface(block: SurfaceFile, booth_rgba: tuple[float, float, float, float], 
                        colours2=block.colour2 or (), repeat=repeat)
 
 
-def _lighting(block: LightingFile, booth: BoothModel) -> LightingLook:
+def _lighting(block: LightingFile, booth: BoothSpec) -> LightingLook:
     return LightingLook(directions=block.direction or (KEY_LIGHT_DIRECTION,), colours=block.colour or (WHITE,),
                         intensity=block.intensity or (booth.light_intensity, booth.light_intensity),
                         shadows=block.shadows)

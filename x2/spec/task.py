@@ -1,4 +1,4 @@
-"""Task YAML -> TaskModel, and the whole EnvSpec (task + scene + robot), cross-checked.
+"""Task YAML -> TaskSpec, and the whole EnvSpec (task + scene + robot), cross-checked.
 
 Every name in a task is resolved here, before any simulator starts: objects by instance name or
 `@tag`, joints and parts as `object/name`, predicates in `x2.tasks.predicates.PREDICATES`.
@@ -16,8 +16,8 @@ from pathlib import Path
 from x2.errors import NotFoundError
 from x2.labeling import find_cycle
 from x2.spec import catalog
-from x2.spec.env import EnvSpec, NodeSpec, ObjectInstance, PredicateCall, SkillBinding, TaskModel
-from x2.spec.models import TaskFile, parse
+from x2.spec.env import EnvSpec, NodeSpec, ObjectInstance, PredicateCall, SkillBinding, TaskSpec
+from x2.spec.files import TaskFile, parse
 from x2.spec.robot import RobotInfo, load_robot
 from x2.spec.scene import SceneInfo, load_scene
 from x2.spec.source import Fragment, Path_
@@ -149,7 +149,7 @@ def _check_instruction(frag: Fragment, text: str, objects: list[str]) -> None:
             raise frag.error(("instruction",), f"placeholder {{{shown}}}", allowed)
 
 
-def compile_task(frag: Fragment, scene: SceneInfo, robot: RobotInfo) -> TaskModel:
+def compile_task(frag: Fragment, scene: SceneInfo, robot: RobotInfo) -> TaskSpec:
     spec: TaskFile = parse(TaskFile, frag)
     node_ids = list(spec.nodes)
     for i, (a, b) in enumerate(spec.edges):
@@ -168,7 +168,7 @@ def compile_task(frag: Fragment, scene: SceneInfo, robot: RobotInfo) -> TaskMode
                  skill=_skill(resolver, ("nodes", nid, "skill"), node.skill))
         for nid, node in spec.nodes.items()
     )
-    return TaskModel(spec.name, spec.instruction, spec.horizon_s, nodes, tuple(tuple(e) for e in spec.edges))
+    return TaskSpec(spec.name, spec.instruction, spec.horizon_s, nodes, tuple(tuple(e) for e in spec.edges))
 
 
 def load_env(task: str | None, robot: str | None = None, variant: str = "default",

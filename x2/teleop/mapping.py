@@ -131,9 +131,9 @@ class _TcpTargets:
         self.limited = [False] * n
         self.blocked = [False] * n  # the leash held the target back this tick: a contact stops the arm
         # RobotState.qpos / qvel hold, per arm, its joints and then its finger joints
-        self.state_slices, start = [], 0
+        self.qpos_slices, start = [], 0
         for arm in backend.env.robot.arms:
-            self.state_slices.append(slice(start, start + len(arm.joints)))
+            self.qpos_slices.append(slice(start, start + len(arm.joints)))
             start += len(arm.joints) + len(arm.gripper_joints)
         self.measured: list[tuple[np.ndarray, np.ndarray]] = [(p.copy(), r.copy()) for p, r in zip(self.pos, self.rot,
                                                                                                    strict=True)]
@@ -142,7 +142,7 @@ class _TcpTargets:
 
     def observe(self, robot: RobotState) -> None:
         """This tick's measured tcp poses, arm joint angles and whether each arm is at rest."""
-        for a, sl in enumerate(self.state_slices):
+        for a, sl in enumerate(self.qpos_slices):
             self.measured[a] = (np.asarray(robot.ee_pose[a, :3], dtype=np.float64).copy(),
                                 _quat_matrix(robot.ee_pose[a, 3:]))
             self.q_measured[a] = np.asarray(robot.qpos[sl], dtype=np.float64).copy()

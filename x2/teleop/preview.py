@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from x2.sim.backend import Backend
-from x2.worker_life import Parent, die_with
+from x2.worker_life import ParentProcess, die_with
 
 MAX_STATE = 8192  # doubles: the booth's integration state is a few hundred
 
@@ -47,7 +47,7 @@ class Preview:
         self._stop = ctx.Event()
         self._proc = ctx.Process(target=_render_loop, name="x2-preview", daemon=True, args=(
             c, self._lock, self._state, self._state_len, self._state_seq, self._image, self._image_seq,
-            self._worlds, self._stop, Parent.here()))
+            self._worlds, self._stop, ParentProcess.here()))
         self._seen = 0
 
     def start(self) -> Preview:
@@ -97,7 +97,7 @@ class Preview:
 
 
 def _render_loop(c: PreviewConfig, lock: Any, state: Any, state_len: Any, state_seq: Any, image: Any,
-                 image_seq: Any, worlds: Any, stop: Any, parent: Parent) -> None:
+                 image_seq: Any, worlds: Any, stop: Any, parent: ParentProcess) -> None:
     die_with(parent)  # a SIGKILLed session never sets `stop`
     import mujoco  # in the child: it picks up MUJOCO_GL=egl from x2's import below
 

@@ -38,7 +38,7 @@ from x2.render.defaults import DEFAULT_SIZE
 from x2.render.frames import ImageSize
 from x2.render.source import default_cameras, episode_frames, stored_cameras
 from x2.rollout.world import recorded_env
-from x2.spec.env import ArmModel
+from x2.spec.env import ArmSpec
 from x2.view.layout import ArmJoints, default_blueprint
 
 if TYPE_CHECKING:
@@ -182,7 +182,7 @@ def _log_joints(rec: rerun.RecordingStream, rr: Any, ep: Episode, index: Index) 
     return count
 
 
-def _arms(ep: Episode) -> tuple[ArmModel, ...]:
+def _arms(ep: Episode) -> tuple[ArmSpec, ...]:
     """The robot's arms from the episode's world record; none for a file that has no world."""
     return recorded_env(ep).robot.arms if fmt.WORLD_ATTR in ep.attrs else ()
 

@@ -26,7 +26,7 @@ from x2.sim.mujoco.recorded_xml import check_world_xml, compile_world, make_data
 from x2.sim.mujoco.state import STATE_SPEC, state_size
 from x2.sim.mujoco.world import ASSET_ROOT_BODY, free_joint, object_body, spec_files, world_error, world_xml
 from x2.spec.action import ActionLayout
-from x2.spec.env import AssetModel, EnvSpec
+from x2.spec.env import AssetSpec, EnvSpec
 
 _CACHE = 4  # compiled worlds kept: a re-recorded teleop episode or a relabel pass reuses its world
 
@@ -34,7 +34,7 @@ _CACHE = 4  # compiled worlds kept: a re-recorded teleop episode or a relabel pa
 class _Compiled:
     """One world compiled from its XML text, with the index tables the hot path uses."""
 
-    def __init__(self, env: EnvSpec, chosen: Mapping[str, AssetModel], xml: str, source: str | None = None):
+    def __init__(self, env: EnvSpec, chosen: Mapping[str, AssetSpec], xml: str, source: str | None = None):
         if source is not None:  # read from a file: checked before MuJoCo opens anything it names
             self.model = compile_world(xml, source)
             self.data = make_data(self.model, source)
@@ -129,7 +129,7 @@ class _Compiled:
         return body
 
 
-def _compiled(env: EnvSpec, chosen: Mapping[str, AssetModel], xml: str, source: str | None) -> _Compiled:
+def _compiled(env: EnvSpec, chosen: Mapping[str, AssetSpec], xml: str, source: str | None) -> _Compiled:
     try:
         return _Compiled(env, chosen, xml, source)
     except NotFoundError as exc:
@@ -142,7 +142,7 @@ def _compiled(env: EnvSpec, chosen: Mapping[str, AssetModel], xml: str, source: 
 class MujocoBackend:
     """A MuJoCo world for one EnvSpec (see the module docstring for the two ways to make one)."""
 
-    def __init__(self, env: EnvSpec, *, _recorded: tuple[str, dict[str, AssetModel], dict[str, Placement], str]
+    def __init__(self, env: EnvSpec, *, _recorded: tuple[str, dict[str, AssetSpec], dict[str, Placement], str]
                  | None = None):
         self.env = env
         self._cache: dict[str, _Compiled] = {}  # by XML text, newest last
@@ -177,7 +177,7 @@ class MujocoBackend:
         return cls(env, _recorded=(model_xml, chosen, dict(layout), source))
 
     # ----- world selection -------------------------------------------------------------------
-    def _use(self, chosen: Mapping[str, AssetModel], xml: str, source: str | None = None) -> None:
+    def _use(self, chosen: Mapping[str, AssetSpec], xml: str, source: str | None = None) -> None:
         c = self._cache.pop(xml, None) or _compiled(self.env, chosen, xml, source)
         self._cache[xml] = c
         while len(self._cache) > _CACHE:

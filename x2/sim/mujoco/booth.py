@@ -11,7 +11,7 @@ import math
 
 import mujoco
 
-from x2.spec.env import FILL_LIGHT_RATIO, KEY_LIGHT_DIRECTION, BoothModel
+from x2.spec.env import FILL_LIGHT_RATIO, KEY_LIGHT_DIRECTION, BoothSpec
 
 TABLE_TOP_THICKNESS = 0.04  # m, a laminated tabletop
 TABLE_LEG_HALF = 0.025  # m, square steel legs
@@ -38,7 +38,7 @@ def _matte(spec: mujoco.MjSpec, name: str, rgba: tuple[float, float, float, floa
     return name
 
 
-def set_options(spec: mujoco.MjSpec, booth: BoothModel) -> None:
+def set_options(spec: mujoco.MjSpec, booth: BoothSpec) -> None:
     spec.option.timestep = booth.timestep
     # implicitfast integrates the position servos' damping implicitly: stiff arm gains stay stable at 480 Hz.
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
@@ -71,7 +71,7 @@ def set_options(spec: mujoco.MjSpec, booth: BoothModel) -> None:
     spec.visual.map.zfar = 10.0
 
 
-def add_room(spec: mujoco.MjSpec, booth: BoothModel) -> None:
+def add_room(spec: mujoco.MjSpec, booth: BoothSpec) -> None:
     cx, cy = booth.table_center
     hx, hy, hz = booth.booth_half_size
     wall = _matte(spec, "booth_wall", booth.wall_rgba)
@@ -95,7 +95,7 @@ def add_room(spec: mujoco.MjSpec, booth: BoothModel) -> None:
         world.add_body(name=name).add_geom(name=name, type=_BOX, pos=pos, size=size, material=wall)
 
 
-def add_table(spec: mujoco.MjSpec, booth: BoothModel) -> None:
+def add_table(spec: mujoco.MjSpec, booth: BoothSpec) -> None:
     cx, cy = booth.table_center
     hx, hy = booth.table_half_size
     top_z = booth.table_height
@@ -113,7 +113,7 @@ def add_table(spec: mujoco.MjSpec, booth: BoothModel) -> None:
                    type=_BOX, group=4, rgba=[1, 1, 1, 0.1])
 
 
-def add_lights(spec: mujoco.MjSpec, booth: BoothModel) -> None:
+def add_lights(spec: mujoco.MjSpec, booth: BoothSpec) -> None:
     cx, cy = booth.table_center
     height = 2 * booth.booth_half_size[2]
     k = booth.light_intensity
@@ -138,7 +138,7 @@ def add_front_camera(spec: mujoco.MjSpec) -> None:
     cam.alt.xyaxes = [0.0, -1.0, 0.0, s, 0.0, c]
 
 
-def add_booth(spec: mujoco.MjSpec, booth: BoothModel) -> None:
+def add_booth(spec: mujoco.MjSpec, booth: BoothSpec) -> None:
     """Everything in the booth except the robot and the objects."""
     set_options(spec, booth)
     add_room(spec, booth)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from x2.spec.env import ArmModel
+from x2.spec.env import ArmSpec
 
 
 class ArmDLS:
@@ -31,7 +31,7 @@ class ArmDLS:
         self.iterations = 0  # cumulative, for effort reports
 
     @classmethod
-    def for_arm(cls, model: mujoco.MjModel, arm: ArmModel, **options: float) -> ArmDLS:
+    def for_arm(cls, model: mujoco.MjModel, arm: ArmSpec, **options: float) -> ArmDLS:
         jids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in arm.joints]
         site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, arm.tcp_site)
         return cls(model, model.jnt_qposadr[jids].copy(), model.jnt_range[jids].copy(), site, **options)

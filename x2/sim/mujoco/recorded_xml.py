@@ -79,7 +79,7 @@ class _Refused(Exception):
         self.found, self.line = found, line
 
 
-class _Checker:
+class _XmlChecker:
     """One expat pass over the text; raises _Refused at the first thing a recorded world may not hold."""
 
     def __init__(self) -> None:
@@ -169,7 +169,7 @@ def check_world_xml(text: str, where: str) -> None:
     if len(data) > MAX_WORLD_BYTES:
         raise DatasetError(f"{where}: model_xml: found {len(data)} bytes; allowed: {ALLOWED} of at most "
                            f"{MAX_WORLD_BYTES} bytes")
-    checker = _Checker()
+    checker = _XmlChecker()
     try:
         checker.run(data)
     except _Refused as refused:

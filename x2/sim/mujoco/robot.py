@@ -14,7 +14,7 @@ from pathlib import Path
 import mujoco
 
 from x2.errors import NotFoundError, SpecError
-from x2.spec.env import RobotModel
+from x2.spec.env import RobotSpec
 
 
 def load_mjcf(path: Path, what: str) -> mujoco.MjSpec:
@@ -36,7 +36,7 @@ def gripper_prefix(arm: str) -> str:
     return f"{arm}_"
 
 
-def load_robot(robot: RobotModel) -> mujoco.MjSpec:
+def load_robot(robot: RobotSpec) -> mujoco.MjSpec:
     """The robot body with one gripper per arm, its base moved to ``robot.base_pos``."""
     spec = load_mjcf(robot.mjcf, f"robot {robot.name!r}")
     for body in spec.worldbody.bodies:

@@ -31,7 +31,7 @@ from x2.errors import SpecError
 from x2.sim.layout import Placement
 from x2.sim.mujoco.booth import add_booth
 from x2.sim.mujoco.robot import load_mjcf, load_robot
-from x2.spec.env import AssetModel, EnvSpec, ObjectInstance
+from x2.spec.env import AssetSpec, EnvSpec, ObjectInstance
 from x2.spec.source import display_path
 
 ASSET_ROOT_BODY = "object"
@@ -49,7 +49,7 @@ def free_joint(instance: str) -> str:
     return f"{instance}/free"
 
 
-def initial_pose(obj: ObjectInstance, asset: AssetModel) -> tuple[float, float, float, float]:
+def initial_pose(obj: ObjectInstance, asset: AssetSpec) -> tuple[float, float, float, float]:
     """(x, y, z, yaw) of the asset origin when no layout is given: its fixed pose or its region's centre."""
     if obj.pose is not None:
         return obj.pose
@@ -66,7 +66,7 @@ def yaw_quat(yaw: float) -> list[float]:
     return [math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]
 
 
-def add_object(spec: mujoco.MjSpec, obj: ObjectInstance, asset: AssetModel,
+def add_object(spec: mujoco.MjSpec, obj: ObjectInstance, asset: AssetSpec,
                place: Placement | None = None) -> mujoco.MjsBody:
     """Attach one asset under the world at `place` (default: its initial pose); free assets get a free joint."""
     x, y, z, yaw = place.as_list() if place is not None else initial_pose(obj, asset)
@@ -83,7 +83,7 @@ def add_object(spec: mujoco.MjSpec, obj: ObjectInstance, asset: AssetModel,
     return body
 
 
-def build_world(env: EnvSpec, chosen: Mapping[str, AssetModel],
+def build_world(env: EnvSpec, chosen: Mapping[str, AssetSpec],
                 layout: Mapping[str, Placement] | None = None) -> mujoco.MjSpec:
     """The complete world spec; ``chosen`` maps instance names to the drawn asset (default: the
     instance's first candidate), ``layout`` to their placements (default: `initial_pose`)."""
@@ -116,7 +116,7 @@ def world_text(spec: mujoco.MjSpec, timestep: float) -> str:
     return xml
 
 
-def world_xml(env: EnvSpec, chosen: Mapping[str, AssetModel], layout: Mapping[str, Placement] | None = None) -> str:
+def world_xml(env: EnvSpec, chosen: Mapping[str, AssetSpec], layout: Mapping[str, Placement] | None = None) -> str:
     """The world as MJCF text, the one source the simulated model is compiled from (see `world_text`)."""
     try:
         return world_text(build_world(env, chosen, layout), env.booth.timestep)
@@ -130,7 +130,7 @@ def spec_files(env: EnvSpec) -> tuple[str | None, str | None]:
     return (files[-2], files[-1]) if len(files) >= 2 else (None, None)
 
 
-def world_error(env: EnvSpec, chosen: Mapping[str, AssetModel], exc: Exception) -> SpecError:
+def world_error(env: EnvSpec, chosen: Mapping[str, AssetSpec], exc: Exception) -> SpecError:
     """MuJoCo refusing a world built from specs, as one line naming the scene and robot files."""
     scene_file, robot_file = spec_files(env)
     problem = (str(exc).strip().splitlines() or [type(exc).__name__])[0]

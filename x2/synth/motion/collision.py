@@ -1,6 +1,6 @@
 """A collision checker on the simulator's own geometry, for planning.
 
-`CollisionWorld` snapshots a backend's MuJoCo view (a copy of its model and state; the live sim is never
+`CollisionWorld` snapshots a backend's MuJoCo view (a copy of its model and qpos; the live sim is never
 touched) and checks the pairs the simulator itself puts in contact: every robot geom against the world
 (table, walls, objects, the microwave and its door at the angle it had when the world was built or last
 synced) and against the rest of the robot (the other arm, the torso and head, its own links), subject
@@ -167,13 +167,13 @@ class CollisionWorld:
             self.model.geom_margin[self._object_geoms(obj)] = self._margin
 
     def sync(self, backend: Backend) -> None:
-        """Take the live state (arms, fingers, door, objects) and welded poses; keep attachments."""
+        """Take the live qpos (arms, fingers, door, objects) and welded poses; keep attachments."""
         if backend.model.ngeom != self.model.ngeom:
             raise NotFoundError("the backend switched to another asset draw; build a new CollisionWorld after reset")
         self.model.body_pos[:] = backend.model.body_pos
         self.model.body_quat[:] = backend.model.body_quat
-        self._state = backend.data.qpos.copy()  # the configuration checks start from
-        self.data.qpos[:] = self._state
+        self._qpos = backend.data.qpos.copy()  # the configuration checks start from
+        self.data.qpos[:] = self._qpos
         mujoco.mj_kinematics(self.model, self.data)
 
     def _object_geoms(self, name: str) -> np.ndarray:
@@ -218,7 +218,7 @@ class CollisionWorld:
         m, d = self.model, self.data
         joint = self._id(mujoco.mjtObj.mjOBJ_JOINT, free_joint(obj))
         site = self.tcp_site[self._arm(arm)]
-        d.qpos[:] = self._state
+        d.qpos[:] = self._qpos
         mujoco.mj_kinematics(m, d)
         self._attached[obj] = _Carried(arm, site, int(m.jnt_qposadr[joint]), d)
         self._regroup()
@@ -229,7 +229,7 @@ class CollisionWorld:
             self._update({})
             self.checks -= 1  # bookkeeping, not a check
             carried = self._attached.pop(obj)
-            self._state[carried.qadr:carried.qadr + 7] = self.data.qpos[carried.qadr:carried.qadr + 7]
+            self._qpos[carried.qadr:carried.qadr + 7] = self.data.qpos[carried.qadr:carried.qadr + 7]
         self._regroup()
 
     def _regroup(self) -> None:
@@ -258,26 +258,26 @@ class CollisionWorld:
 
     # ----- queries ---------------------------------------------------------------------------
     def set_arm(self, arm: str, q: np.ndarray) -> None:
-        """Move an arm in the world's state: checks that do not mention this arm see it here."""
-        self._state[self.arm_qadr[self._arm(arm)]] = q
+        """Move an arm in the world's qpos: checks that do not mention this arm see it here."""
+        self._qpos[self.arm_qadr[self._arm(arm)]] = q
 
     def set_joint(self, joint: str, value: float) -> None:
-        """Set an object's joint (a door hinge, a drawer slide) in the state checks start from, so a
+        """Set an object's joint (a door hinge, a drawer slide) in the qpos checks start from, so a
         pose along an articulated motion is checked with the part where it will be then."""
-        self._state[self.model.jnt_qposadr[self._id(mujoco.mjtObj.mjOBJ_JOINT, joint)]] = value
+        self._qpos[self.model.jnt_qposadr[self._id(mujoco.mjtObj.mjOBJ_JOINT, joint)]] = value
 
     def arm_q(self, arm: str) -> np.ndarray:
-        return self._state[self.arm_qadr[self._arm(arm)]].copy()
+        return self._qpos[self.arm_qadr[self._arm(arm)]].copy()
 
     @property
-    def state(self) -> np.ndarray:
+    def qpos(self) -> np.ndarray:
         """A copy of the full qpos checks start from (arms, fingers, door, objects)."""
-        return self._state.copy()
+        return self._qpos.copy()
 
     def _update(self, q_by_arm: Mapping[str, np.ndarray]) -> None:
         m, d = self.model, self.data
-        # Checks never change the state: each one starts from it, so results do not depend on history.
-        d.qpos[:] = self._state
+        # Checks never change the qpos: each one starts from it, so results do not depend on history.
+        d.qpos[:] = self._qpos
         for arm, q in q_by_arm.items():
             d.qpos[self._arm_slice[arm]] = q
         mujoco.mj_kinematics(m, d)
@@ -320,8 +320,8 @@ class CollisionWorld:
         return np.stack([self.data.contact.geom1[i], self.data.contact.geom2[i]], axis=1)
 
     def tcp_pose(self, arm: str) -> tuple[np.ndarray, np.ndarray]:
-        """Tcp position and rotation matrix at the arm's state configuration."""
-        self.data.qpos[:] = self._state
+        """Tcp position and rotation matrix at the world's qpos."""
+        self.data.qpos[:] = self._qpos
         mujoco.mj_kinematics(self.model, self.data)
         site = self.tcp_site[self._arm(arm)]
         return self.data.site_xpos[site].copy(), self.data.site_xmat[site].reshape(3, 3).copy()

@@ -2,7 +2,7 @@
 
 Differential IK (a QP per iteration, joint limits as constraints, a light posture pull toward a
 reference configuration) iterated to convergence, restarted from rng-sampled seeds when it stalls.
-Only the chosen arm moves; everything else in the model stays at the world's current state. The
+Only the chosen arm moves; everything else in the model stays at the world's current qpos. The
 result depends only on the inputs (the QP solver is deterministic), so attempts replay exactly.
 
 Modes: a full pose (position + tool orientation), or `axis_down=True`: position plus the tool's
@@ -58,7 +58,7 @@ class ArmIK:
         or position only if both are unset). Raises `IKError` if no seed converges."""
         o = self.options
         pos = np.asarray(pos, dtype=np.float64)
-        base = self.world.state
+        base = self.world.qpos
         q_ref = self.world.arm_q(self.arm) if q_ref is None else np.asarray(q_ref, dtype=np.float64)
         if rot is not None:
             target_rot, ori_cost = np.asarray(rot, dtype=np.float64), np.ones(3)
@@ -121,7 +121,7 @@ class ArmIK:
 
     def fk(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Tcp position and rotation for arm angles `q` (the rest of the world as it is now)."""
-        q_full = self.world.state
+        q_full = self.world.qpos
         q_full[self.qadr] = q
         self.config.update(q_full)
         t = self.config.get_transform_frame_to_world(self._site, "site")

@@ -33,7 +33,7 @@ class Plan:
         return float(np.linalg.norm(np.diff(self.waypoints, axis=0), axis=1).sum())
 
 
-class Planner(Protocol):
+class JointPathPlanner(Protocol):
     def plan(self, world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np.ndarray,
              rng: np.random.Generator) -> Plan: ...
 
@@ -42,7 +42,7 @@ class _OutOfChecks(Exception):
     pass
 
 
-class _Checker:
+class _BudgetChecker:
     """Collision checks for one arm with a budget; raises _OutOfChecks when it is spent."""
 
     def __init__(self, world: CollisionWorld, arm: str, budget: int, resolution: float):
@@ -147,7 +147,7 @@ class RRTConnect:
             if pairs:
                 raise PlanningError(f"arm {arm!r}: {name} configuration is in collision "
                                     f"(margin {world.margin * 1e3:.0f} mm): {pairs[:3]}")
-        checker = _Checker(world, arm, self.max_checks, self.resolution)
+        checker = _BudgetChecker(world, arm, self.max_checks, self.resolution)
         try:
             if checker.edge_free(start, goal):
                 return Plan(arm, np.stack([start, goal]), checker.used, 0, world.margin)
@@ -161,7 +161,7 @@ class RRTConnect:
             path = self._shortcut(checker, path, rng)
         return Plan(arm, np.stack(path), checker.used, nodes, world.margin)
 
-    def _detour(self, checker: _Checker, start: np.ndarray, goal: np.ndarray, lo: np.ndarray,
+    def _detour(self, checker: _BudgetChecker, start: np.ndarray, goal: np.ndarray, lo: np.ndarray,
                 hi: np.ndarray) -> list[np.ndarray] | None:
         """The first of the fixed `detours` whose three edges are free at full resolution, or None."""
         for offset in self.detours:
@@ -175,7 +175,7 @@ class RRTConnect:
                 return path
         return None
 
-    def _grow(self, checker: _Checker, start: np.ndarray, goal: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+    def _grow(self, checker: _BudgetChecker, start: np.ndarray, goal: np.ndarray, lo: np.ndarray, hi: np.ndarray,
               rng: np.random.Generator) -> tuple[list[np.ndarray], int]:
         ta, tb = _Tree(start), _Tree(goal)
         a_is_start = True
@@ -190,7 +190,7 @@ class RRTConnect:
                     return path, len(ta) + len(tb)
             ta, tb, a_is_start = tb, ta, not a_is_start
 
-    def _step(self, checker: _Checker, tree: _Tree, target: np.ndarray) -> int | None:
+    def _step(self, checker: _BudgetChecker, tree: _Tree, target: np.ndarray) -> int | None:
         near = tree.nearest(target)
         q_near = tree.nodes[near].copy()
         delta = target - q_near
@@ -200,7 +200,7 @@ class RRTConnect:
             return None
         return tree.add(q_new, near)
 
-    def _connect(self, checker: _Checker, tree: _Tree, target: np.ndarray) -> int | None:
+    def _connect(self, checker: _BudgetChecker, tree: _Tree, target: np.ndarray) -> int | None:
         while True:
             i = self._step(checker, tree, target)
             if i is None:
@@ -208,7 +208,7 @@ class RRTConnect:
             if np.allclose(tree.nodes[i], target, atol=1e-12):
                 return i
 
-    def _shortcut(self, checker: _Checker, path: list[np.ndarray], rng: np.random.Generator) -> list[np.ndarray]:
+    def _shortcut(self, checker: _BudgetChecker, path: list[np.ndarray], rng: np.random.Generator) -> list[np.ndarray]:
         # Random shortcuts between points anywhere on the path, then drop waypoints whose
         # neighbours see each other; both only ever replace checked edges by checked edges.
         for _ in range(self.shortcut_rounds):

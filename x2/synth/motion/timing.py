@@ -22,7 +22,7 @@ import ruckig
 
 from x2.synth.motion.collision import CollisionWorld
 from x2.synth.motion.errors import PlanningError
-from x2.synth.motion.planner import Plan, Planner, RRTConnect
+from x2.synth.motion.planner import JointPathPlanner, Plan, RRTConnect
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ class MotionPlan:
 
 
 def plan_motion(world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np.ndarray,
-                rng: np.random.Generator, limits: Limits | None = None, *, planner: Planner | None = None,
+                rng: np.random.Generator, limits: Limits | None = None, *, planner: JointPathPlanner | None = None,
                 dt: float = 1.0 / 30.0, clearance: float = 0.005, retries: int = 3,
                 clearance_step: float = 0.01, substeps: int = 4) -> MotionPlan:
     """Plan (with `clearance` added to the world's margin), time and post-check (at the world's own

@@ -4,7 +4,7 @@ filtered collision checks and timing along it.
 `Mechanism` is the hinge or slide joint that moves a target site, with its world axis and anchor
 (`data.xaxis` / `xanchor`), the moving part's geoms and its largest box (the door panel, the drawer
 front: the face a push acts on); `along` gives the tcp poses of a hand fixed to the part as it moves
-(a screw about the hinge, a line along the slide: motion/paths.py). `Planner` follows such paths, and
+(a screw about the hinge, a line along the slide: motion/paths.py). `MechanismPlanner` follows such paths, and
 straight lines, with seeded IK (`paths.follow`: each waypoint from the previous solution, so the arm
 keeps its IK branch) and checks each waypoint and midpoint with the part where it will be then,
 allowing only contacts between the gripper and the part (its handle while grasping, all of it while
@@ -129,7 +129,7 @@ def refresh(ctx: SynthContext, mech: Mechanism) -> Mechanism:
     return replace(mech, value=float(d.qpos[m.jnt_qposadr[j]]), axis=d.xaxis[j].copy(), anchor=d.xanchor[j].copy())
 
 
-class Planner:
+class MechanismPlanner:
     """Seeded IK, filtered collision checks and timing for one arm during one skill."""
 
     def __init__(self, ctx: SynthContext, arm: str, mech: Mechanism):
@@ -194,7 +194,7 @@ class Planner:
         (default: where the world has it), the fingers at `opening` (0 closed .. 1 open, as the action;
         default: as they are now; open fingers stick out 4-6 cm further than closed ones)."""
         w = self.world
-        state, margin = w.state, w.margin
+        qpos, margin = w.qpos, w.margin
         if part_value is not None:
             w.set_joint(self.mech.joint, part_value)
         if opening is not None:
@@ -212,9 +212,9 @@ class Planner:
             return bool(np.all((hand[a] & ok[b]) | (ok[a] & hand[b])))
         finally:
             w.margin = margin
-            w.set_joint(self.mech.joint, state[self._jadr])
+            w.set_joint(self.mech.joint, qpos[self._jadr])
             for (name, *_), adr in zip(self._fingers, self._finger_adr, strict=True):
-                w.set_joint(name, state[adr])
+                w.set_joint(name, qpos[adr])
 
     def timed(self, waypoints: np.ndarray, speed: float, kind: str) -> ArmTrack:
         return self.ctx.timed(self.arm, even(np.asarray(waypoints, dtype=np.float64)), speed, kind)

@@ -16,7 +16,7 @@ the way. `close` pushes the outer face (or the drawer front). Both are closed-lo
 guarded move that ends when the joint reaches its goal on the live simulator; if the part lags, the
 rest is re-planned from the joint's actual value, at most ROUNDS times, then "guard timeout".
 
-Waypoints are coarse (0.1 rad / 3 cm of joint motion), solved and checked by `mechanism.Planner`;
+Waypoints are coarse (0.1 rad / 3 cm of joint motion), solved and checked by `mechanism.MechanismPlanner`;
 `time_polyline` interpolates between them at the control rate. All randomness (the order push spots
 are tried in) comes from the attempt's "grasp" stream.
 """
@@ -37,7 +37,7 @@ from x2.synth.skills.mechanism import (
     CHECK_MARGIN,
     DOWN,
     Mechanism,
-    Planner,
+    MechanismPlanner,
     read_mechanism,
     refresh,
 )
@@ -113,7 +113,7 @@ class _Grasp:
     reach: float  # joint value at the end of `arc`
 
 
-def _grasp_candidates(plan: Planner, goal: float, sign: float) -> Iterator[_Grasp]:
+def _grasp_candidates(plan: MechanismPlanner, goal: float, sign: float) -> Iterator[_Grasp]:
     ctx, mech = plan.ctx, plan.mech
     m, d = ctx.backend.model, ctx.backend.data
     frames = []
@@ -155,7 +155,7 @@ def _furthest[C: (_Grasp, _Push)](candidates: Iterable[C], goal: float, sign: fl
     return best
 
 
-def _pull(ctx: SynthContext, plan: Planner, goal: float, sign: float,
+def _pull(ctx: SynthContext, plan: MechanismPlanner, goal: float, sign: float,
           allow_short: bool) -> Generator[Segment, None, str]:
     """Grasp the part and carry it toward `goal`, let go and back out. With `allow_short` the carry may
     end early where the arm cannot follow (a push takes over). Returns "carried", "lagging" (the part
@@ -200,7 +200,7 @@ def _pull(ctx: SynthContext, plan: Planner, goal: float, sign: float,
     return status
 
 
-def _back_out(ctx: SynthContext, plan: Planner, approach: np.ndarray, touching: str, opening: float | None,
+def _back_out(ctx: SynthContext, plan: MechanismPlanner, approach: np.ndarray, touching: str, opening: float | None,
               distance: float = APPROACH) -> Iterator[Segment]:
     """Straight back by `distance` from the commanded pose (contacts with the part allowed on the way
     out), so the next free-space plan starts clear: along -approach, else straight up, else up and away
@@ -231,7 +231,7 @@ class _Push:
     clear: float  # m the hand must rise from the push height for its fingertips to clear the face's top
 
 
-def _push_candidates(plan: Planner, goal: float, sign: float) -> Iterator[_Push]:
+def _push_candidates(plan: MechanismPlanner, goal: float, sign: float) -> Iterator[_Push]:
     ctx, mech, hand = plan.ctx, plan.mech, plan.hand
     d, m = ctx.backend.data, ctx.backend.model
     g = mech.panel
@@ -287,7 +287,7 @@ def _push(ctx: SynthContext, arm: str, mech: Mechanism, goal: float, sign: float
     """Push the part's trailing face toward `goal` with the closed hand, and back out upward."""
     kind = "screw" if mech.hinge else "cartesian"
     for _ in range(ROUNDS):
-        plan = Planner(ctx, arm, mech)
+        plan = MechanismPlanner(ctx, arm, mech)
         best = _furthest(_push_candidates(plan, goal, sign), goal, sign)
         if best is None or sign * (best.reach - goal) < -TOLERANCE[mech.hinge]:
             got = f"only to {best.reach:.2f}" if best else "nowhere"
@@ -342,7 +342,7 @@ def _clear_path(ctx: SynthContext, arm: str, mech: Mechanism, goal: float) -> It
         if blocked and np.max(np.abs(q - home)) > 1e-6:
             # A hand left inside something (touching it, as after putting the fruit in) is no start for a
             # free-space plan: it first backs straight out along its tool axis, the way it went in.
-            plan = Planner(ctx, other, mech)
+            plan = MechanismPlanner(ctx, other, mech)
             pos, rot = plan.ik.fk(q)
             for distance in (2 * APPROACH, APPROACH):  # further back can fold the elbow into the torso
                 out = plan.line(q, rot, pos, pos - distance * rot[:, 2], "anything")
@@ -369,7 +369,7 @@ def open(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment
     if _reached(ctx, mech, goal, 1.0, settled=True):
         return
     yield from _clear_path(ctx, arm, mech, goal)
-    plan = Planner(ctx, arm, mech)
+    plan = MechanismPlanner(ctx, arm, mech)
     status = yield from _pull(ctx, plan, goal, 1.0, allow_short=mech.hinge)
     mech = refresh(ctx, mech)
     if not _reached(ctx, mech, goal, 1.0, settled=True):

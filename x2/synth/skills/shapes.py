@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from x2.spec.env import ArmModel
+from x2.spec.env import ArmSpec
 from x2.synth.motion.paths import rotations
 
 UP = np.array([0.0, 0.0, 1.0])
@@ -139,7 +139,7 @@ class GripperGeometry:
         return float(np.clip((gap - self.gap_closed) / (2 * self.stroke), 0.0, 1.0))
 
 
-def gripper_geometry(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmModel, finger_bodies: tuple[str, str],
+def gripper_geometry(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmSpec, finger_bodies: tuple[str, str],
                      closed: float, opened: float) -> GripperGeometry:
     """The jaw of `arm`'s gripper from its geoms at the current opening; `closed` / `opened` are the finger
     joint's stroke ends (the robot yaml's closed/open ctrl, one finger's travel in metres)."""
@@ -159,7 +159,7 @@ def gripper_geometry(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmModel, 
                            palm=shape_of(model, data, own, pos, rot))
 
 
-def gripper_shape(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmModel, finger_bodies: tuple[str, str]) -> Shape:
+def gripper_shape(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmSpec, finger_bodies: tuple[str, str]) -> Shape:
     """Every collision geom of the gripper (palm and fingers as they are now), tcp frame."""
     tcp = model.site(arm.tcp_site).id
     root = int(model.body_parentid[model.body(finger_bodies[0]).id])
@@ -182,7 +182,7 @@ class ArmReach:
         return self.radius - float(np.linalg.norm(wrist - self.shoulder))
 
 
-def arm_reach(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmModel) -> ArmReach:
+def arm_reach(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmSpec) -> ArmReach:
     j2, j5 = (model.joint(arm.joints[i]).id for i in (1, 4))
     b2, b5 = int(model.jnt_bodyid[j2]), int(model.jnt_bodyid[j5])
     radius, b = 0.0, b5

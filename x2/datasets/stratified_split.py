@@ -1,4 +1,5 @@
-"""`x2 datasets split`: assign train / val / test by episode, stratified by task and source.
+"""`x2 datasets split`: assign train / val / test by episode, stratified by task and source
+(written to `splits.json` by splits_json.py).
 
 Each stratum (one task recorded by one source) is shuffled on its own, from a generator seeded by the
 split seed and the stratum's name, and keeps about the asked fractions: at least one val episode once it
@@ -19,7 +20,7 @@ import numpy as np
 from x2 import format as fmt
 from x2.datasets.episode import Episode
 from x2.datasets.removal import Progress
-from x2.datasets.splits import write_splits
+from x2.datasets.splits_json import write_splits
 from x2.datasets.store import Dataset
 from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError

@@ -21,12 +21,12 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from x2.replay_aug.envelope import Envelope
-from x2.replay_aug.proxies import body_proxies
+from x2.augment.envelope import Envelope
+from x2.augment.proxies import body_proxies
 from x2.sim.layout import DECIMALS
 from x2.sim.mujoco.robot import load_mjcf
 from x2.sim.mujoco.world import ASSET_ROOT_BODY
-from x2.spec.env import AssetModel
+from x2.spec.env import AssetSpec
 
 SUPPORT_GEOM = "table_top"
 EDGE_MARGIN = 0.01  # m kept between a footprint and the support's edge
@@ -54,7 +54,7 @@ class GeomCopy:
 
 @dataclass(frozen=True)
 class DistractorShape:
-    asset: AssetModel
+    asset: AssetSpec
     geoms: tuple[GeomCopy, ...]
     centres: np.ndarray  # (n, 3) covering spheres relative to the asset origin
     radii: np.ndarray  # (n,)
@@ -64,7 +64,7 @@ class DistractorShape:
         return self.asset.name
 
 
-def distractor_shape(asset: AssetModel, cell: float = 0.02) -> DistractorShape:
+def distractor_shape(asset: AssetSpec, cell: float = 0.02) -> DistractorShape:
     """The asset compiled alone, its body at the origin; the geoms and covering spheres of that body."""
     geoms, centres, radii = _asset_geometry(asset.mjcf, asset.name, cell)
     return DistractorShape(asset, geoms, centres, radii)

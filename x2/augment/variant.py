@@ -16,11 +16,11 @@ import mujoco
 import numpy as np
 
 from x2 import format as fmt
-from x2.replay_aug.appearance import sample_look
-from x2.replay_aug.check import CheckResult, check_world, restless, settle
-from x2.replay_aug.compose import compose_world
-from x2.replay_aug.envelope import Envelope, EnvelopeParams, build_envelope
-from x2.replay_aug.placement import (
+from x2.augment.appearance import sample_look
+from x2.augment.check import CheckResult, check_world, restless, settle
+from x2.augment.compose import compose_world
+from x2.augment.envelope import Envelope, EnvelopeParams, build_envelope
+from x2.augment.placement import (
     Obstacle,
     PlacementReport,
     Support,
@@ -32,7 +32,7 @@ from x2.replay_aug.placement import (
 )
 from x2.seeding import child_seed, streams
 from x2.sim.mujoco.recorded_xml import compile_world
-from x2.spec.env import AssetModel
+from x2.spec.env import AssetSpec
 from x2.spec.scenery import SceneryVariant
 
 STREAMS = ("look", "distractors", "placement")  # order is part of the bytes: append, never reorder
@@ -63,7 +63,7 @@ class Variant:
 
 
 def choose_distractors(scenery: SceneryVariant, count: int | None, task_assets: Sequence[str],
-                       rng: np.random.Generator) -> list[AssetModel]:
+                       rng: np.random.Generator) -> list[AssetSpec]:
     """The distractor assets: `count` (or the scenery's range) drawn from its pool, never an asset a task
     object of the episode is (the instruction names those: a second one would make it ambiguous)."""
     pool = scenery.distractors
@@ -79,7 +79,7 @@ def choose_distractors(scenery: SceneryVariant, count: int | None, task_assets: 
 
 
 @dataclass(frozen=True)
-class Parent:
+class ParentEpisode:
     """What every variant of one recorded episode shares, worked out once."""
 
     xml: str
@@ -95,7 +95,7 @@ class Parent:
 
     @classmethod
     def of(cls, xml: str, states: np.ndarray, params: EnvelopeParams, task_assets: Sequence[str],
-           source: str = fmt.MODEL_XML_ATTR) -> Parent:
+           source: str = fmt.MODEL_XML_ATTR) -> ParentEpisode:
         model = compile_world(xml, source)
         envelope = build_envelope(model, states, params)
         support = box_support(model)
@@ -104,7 +104,7 @@ class Parent:
                    hashlib.sha256(xml.encode("utf-8")).hexdigest(), source)
 
 
-def make_variant(parent: Parent, scenery: SceneryVariant, seed: int, objects: int | None = None,
+def make_variant(parent: ParentEpisode, scenery: SceneryVariant, seed: int, objects: int | None = None,
                  mode: str = "uniform") -> Variant:
     rngs = streams(seed, STREAMS)
     look = sample_look(scenery, rngs["look"])

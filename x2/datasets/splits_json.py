@@ -1,8 +1,9 @@
 """Which split (train, val, ...) each episode belongs to.
 
 An episode file carries the split it was recorded for (its `split` attr: the scene variant's tag).
-`x2 datasets split` assigns splits afterwards without touching a finished file: it writes
-`splits.json` (`{"<episode index>": "<split>"}`) atomically, and what it lists overrides the file attr.
+`x2 datasets split` (stratified_split.py) assigns splits afterwards without touching a finished file:
+it writes `splits.json` (`{"<episode index>": "<split>"}`) atomically, and what it lists overrides the
+file attr.
 """
 
 from __future__ import annotations

@@ -30,13 +30,13 @@ import hdf5plugin  # noqa: F401  (the Zstd filter of stored image streams must b
 import x2
 from x2 import format as fmt
 from x2.atomic import write_text
+from x2.augment.envelope import Envelope, EnvelopeParams
+from x2.augment.variant import ParentEpisode, Variant, make_variant, variant_seed
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.datasets.select import Selection, require_some
 from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError
-from x2.hdf5_files import kept_if_complete
-from x2.replay_aug.envelope import Envelope, EnvelopeParams
-from x2.replay_aug.variant import Parent, Variant, make_variant, variant_seed
+from x2.hdf5_guard import kept_if_complete
 from x2.rollout.world import recorded_env
 from x2.spec.scenery import SceneryVariant, load_scenery
 
@@ -233,7 +233,7 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
         done, rejected = _existing(ds), _read_rejected(ds.root)
         total = len(records) * request.variants
         for record in records:
-            parent: Parent | None = None  # read and worked out once, for the first variant still to make
+            parent: ParentEpisode | None = None  # read and worked out once, for the first variant still to make
             for k in range(request.variants):
                 key = (src.name, record.index, k)
                 if key in done:
@@ -245,7 +245,7 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
                     t0 = time.perf_counter()
                     if parent is None:
                         with src.load(record.index) as ep:
-                            parent = Parent.of(ep.model_xml, ep[fmt.STATES], request.envelope_params(),
+                            parent = ParentEpisode.of(ep.model_xml, ep[fmt.STATES], request.envelope_params(),
                                                [str(a) for a in (ep.json_attr(fmt.ASSETS_ATTR) or {}).values()],
                                                str(ep.path))
                     variant = make_variant(parent, scenery_for(scenery, record.index, k),

@@ -20,15 +20,11 @@ import pytest
 from conftest import copy_dataset
 from x2_cli import run_x2
 
-from x2.datasets import Dataset, validate
-from x2.errors import DatasetError
-from x2.format import AUGMENTATION_REPORT_FILE
-from x2.render import ImageSize, render_dataset
-from x2.replay_aug.augment import AugmentRequest, augment_dataset
-from x2.replay_aug.check import check_world, restless, settle
-from x2.replay_aug.compose import compose_world
-from x2.replay_aug.envelope import build_envelope
-from x2.replay_aug.placement import (
+from x2.augment.augment import AugmentRequest, augment_dataset
+from x2.augment.check import check_world, restless, settle
+from x2.augment.compose import compose_world
+from x2.augment.envelope import build_envelope
+from x2.augment.placement import (
     Placed,
     Support,
     box_support,
@@ -37,6 +33,10 @@ from x2.replay_aug.placement import (
     spheres_at,
     static_obstacles,
 )
+from x2.datasets import Dataset, validate
+from x2.errors import DatasetError
+from x2.format import AUGMENTATION_REPORT_FILE
+from x2.render import ImageSize, render_dataset
 from x2.rollout.replay import replay_actions
 from x2.spec.scene import load_asset
 
@@ -320,8 +320,8 @@ def test_an_augmented_dataset_exports_to_lerobot(augmented: Path, tmp_path: Path
 def test_split_keeps_a_recording_and_its_variants_together(source: Path, augmented: Path, tmp_path: Path) -> None:
     """Merged with its source, every variant takes its parent's split: no motion in train and val at once."""
     from x2.datasets.manage import merge
-    from x2.datasets.splits import read_splits
-    from x2.datasets.splitting import assign_splits
+    from x2.datasets.splits_json import read_splits
+    from x2.datasets.stratified_split import assign_splits
 
     both = tmp_path / "both"
     merge([source, augmented], both)
@@ -340,7 +340,7 @@ def test_variants_are_not_augmented_again(augmented: Path, tmp_path: Path) -> No
 def test_adaptive_sampling_and_rdp_keep_their_bounds(world: tuple[mujoco.MjModel, np.ndarray, str]) -> None:
     """A tolerance finer than the motion between frames makes the sampler bisect; every dropped sample of
     every path lies within eps of its kept segment."""
-    from x2.replay_aug.envelope import EnvelopeParams, _segment_distance, rdp_keep
+    from x2.augment.envelope import EnvelopeParams, _segment_distance, rdp_keep
 
     model, states, _ = world
     coarse = build_envelope(model, states[100:300])

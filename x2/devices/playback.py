@@ -1,4 +1,4 @@
-"""`replay:FILE`: play a recorded device stream with its original timing.
+"""`playback:FILE` (alias `replay:FILE`): play a recorded device stream with its original timing.
 
 The playback clock starts at the first `latest()` call, i.e. the first control tick of the episode,
 which is where the recorded stream's time zero was. Samples and events are re-published at their
@@ -15,18 +15,18 @@ from x2.devices.base import DeviceBase, Sample
 from x2.devices.stream import Stream, read_stream
 
 
-class ReplayDevice(DeviceBase):
+class PlaybackDevice(DeviceBase):
     def __init__(self, path: str | Path, stream_name: str | None = None):
         super().__init__()
         self.path = Path(path)
         self.stream: Stream = read_stream(self.path, stream_name)
         self.kind = self.stream.kind
-        self.name = "replay"
+        self.name = "playback"
         self._go = threading.Event()
 
     def _open(self) -> None:
         self._set_detail(f"{self.path.name}: {len(self.stream)} samples, {self.stream.duration:.1f} s")
-        self._run_reader(self._play_all, "x2-replay")
+        self._run_reader(self._play_all, "x2-playback")
 
     def latest(self) -> Sample | None:
         self._go.set()

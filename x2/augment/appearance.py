@@ -30,7 +30,7 @@ from x2.errors import DatasetError
 from x2.sim.mujoco.recorded_xml import world_spec
 from x2.sim.mujoco.world import world_text
 from x2.spec.env import FILL_LIGHT_RATIO
-from x2.spec.models import TEXTURES
+from x2.spec.files import TEXTURES
 from x2.spec.scenery import SURFACES, LightingLook, SceneryVariant, SurfaceLook
 
 LOOK_DECIMALS = 4

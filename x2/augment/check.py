@@ -20,12 +20,12 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from x2.replay_aug.envelope import STATE, moving_geoms
-from x2.replay_aug.placement import SUPPORT_GEOM, Placed, Support
+from x2.augment.envelope import STATE, moving_geoms
+from x2.augment.placement import SUPPORT_GEOM, Placed, Support
 from x2.sim.layout import Placement
 from x2.sim.mujoco.booth import set_options
 from x2.sim.mujoco.world import add_object, object_body
-from x2.spec.env import AssetModel, BoothModel, ObjectInstance
+from x2.spec.env import AssetSpec, BoothSpec, ObjectInstance
 
 INSERTED_PREFIX = "augment/"
 MEASURED_BEYOND = 0.03  # m past the clearance
@@ -152,8 +152,8 @@ def check_world(model: mujoco.MjModel, states: np.ndarray, clearance: float,
     return result
 
 
-def settle(placed: Sequence[Placed], assets: dict[str, AssetModel], support: Support,
-           booth: BoothModel = BoothModel(), seconds: float = SETTLE_SECONDS) -> dict[str, dict[str, float]]:
+def settle(placed: Sequence[Placed], assets: dict[str, AssetSpec], support: Support,
+           booth: BoothSpec = BoothSpec(), seconds: float = SETTLE_SECONDS) -> dict[str, dict[str, float]]:
     """Each distractor as a free body on a copy of the support, simulated for `seconds`: how far each
     origin moved (m) and how far it tilted (rad). At rest means under SETTLE_MOVE and SETTLE_TILT."""
     if not placed:

@@ -1,5 +1,5 @@
-"""The raw device stream format and `replay:FILE`: round trip, original timing, episodes recorded
-without a device (their actions as a leader arm), and one-line errors for malformed files."""
+"""The raw device stream format and `playback:FILE` (alias `replay:FILE`): round trip, original timing,
+episodes recorded without a device (their actions as a leader arm), and one-line errors for malformed files."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_round_trip_and_original_timing(tmp_path: Path) -> None:
     path = _leader_file(tmp_path / "s.h5", 0.3, [(0.15, "gripper", 1), (0.25, "next", -1)])
     stream = read_stream(path)
     assert stream.kind == "master-arm" and len(stream) == 27 and stream.events[0] == (0.15, "gripper", 1)
-    dev = make_device(f"replay:{path}")
+    dev = make_device(f"playback:{path}")
     with dev:
         assert dev.kind == "master-arm"
         time.sleep(0.2)

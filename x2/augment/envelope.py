@@ -4,7 +4,7 @@ From the file's own model and `/states`:
 
 1. Forward kinematics of every recorded state. Every geom of a moving body (robot links and fingers,
    visual and collision alike, the task's free objects, an articulated door) gets sphere-chain proxies
-   that provably cover it (x2.replay_aug.proxies).
+   that provably cover it (x2.augment.proxies).
 2. Adaptive temporal sampling. Between two recorded frames the joints are interpolated on their manifold
    (mj_differentiatePos / mj_integratePos); an interval is bisected while the proxies at its midpoint
    stray more than `temporal_tol` from the straight chord between its ends, up to `max_depth` times.
@@ -16,7 +16,7 @@ From the file's own model and `/states`:
 
 So at every recorded frame (and, as far as the midpoint test sees, between them) every moving geom
 lies inside the capsules shrunk by the clearance: a static object outside all capsules keeps at least
-the clearance from everything that moved. x2.replay_aug.check verifies that independently.
+the clearance from everything that moved. x2.augment.check verifies that independently.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from x2.replay_aug.proxies import Proxies, body_proxies
+from x2.augment.proxies import Proxies, body_proxies
 
 STATE = mujoco.mjtState.mjSTATE_INTEGRATION
 
