@@ -21,8 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from x2 import format as fmt
-from x2.atomic import fsync_dir, fsync_file
-from x2.datasets.digest import file_digest
+from x2.atomic import fsync_dir
+from x2.datasets.commit import move_into_place, seal
 from x2.datasets.episode import Episode
 from x2.datasets.index import EpisodeRecord, write_index
 from x2.errors import DatasetError
@@ -84,11 +84,8 @@ def commit_rewrite(root: Path, records: Sequence[EpisodeRecord], index: int) -> 
     """Steps 2 and 3 for the complete staged file of episode `index`; the index's new records."""
     root = Path(root)
     staged = staged_path(root, index)
-    fsync_file(staged)
-    size, digest = staged.stat().st_size, file_digest(staged)
-    updated = [replace(r, bytes=size, digest=digest) if r.index == index else r for r in records]
+    digest = seal(staged)
+    updated = [replace(r, bytes=staged.stat().st_size, digest=digest) if r.index == index else r for r in records]
     write_index(root / fmt.INDEX_FILE, updated)
-    os.replace(staged, root / fmt.EPISODES_DIR / staged.name)
-    fsync_dir(root / fmt.EPISODES_DIR)
-    fsync_dir(staged.parent)
+    move_into_place(staged, root / fmt.EPISODES_DIR / staged.name)
     return updated

@@ -21,7 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from x2.atomic import fsync_dir, fsync_file, write_bytes
+from x2.atomic import fsync_dir, write_bytes
+from x2.datasets.commit import move_into_place, seal
 from x2.datasets.difference import describe, first_difference
 from x2.datasets.digest import verify_digest
 from x2.datasets.episode import Episode
@@ -228,9 +229,8 @@ class Dataset:
                 if problem is not None:
                     raise DatasetError(problem)
                 self._refuse_repeated_seed(ep.attrs.get(SEED_ATTR))
-            fsync_file(tmp)
-            os.replace(tmp, final)
-            fsync_dir(final.parent)
+            digest = seal(tmp)
+            move_into_place(tmp, final)
         except BaseException as exc:
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
@@ -239,7 +239,7 @@ class Dataset:
             raise
         self._next = index + 1
         with Episode(final) as ep:
-            record = ep.record(self.root)
+            record = replace(ep.record(self.root, digest=False), digest=digest)
         with self.refusals(self.index_path, f"episode {index} is committed in {final.parent} (the next writer or "
                                             "`x2 datasets validate --repair` lists it)"):
             append_record(self.index_path, record)

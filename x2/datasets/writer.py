@@ -25,8 +25,7 @@ import h5py
 import numpy as np
 
 from x2 import format as fmt
-from x2.atomic import fsync_dir, fsync_file
-from x2.datasets.digest import file_digest
+from x2.datasets.commit import move_into_place, seal
 from x2.datasets.episode import segments_from_labels
 from x2.datasets.index import EpisodeRecord, append_record
 from x2.datasets.zstd import compress_frame, image_filter, zstd_lib
@@ -326,11 +325,8 @@ class EpisodeWriter:
         try:
             self._write_rest(success, extra, label_arrays, names, dag_attrs, completion, device_arrays,
                              timing_arrays, group_attrs, clock)
-            fsync_file(self.path)
-            digest = file_digest(self.path)
-            os.replace(self.path, self._final)
-            fsync_dir(self._final.parent)
-            fsync_dir(self.path.parent)
+            digest = seal(self.path)
+            move_into_place(self.path, self._final)
         except (OSError, RuntimeError) as exc:
             self._refused(exc)
         failure = dag_attrs["failure"]
