@@ -387,6 +387,10 @@ def compare(before: Side, after: Side, exclusions: tuple[Exclusion, ...], show: 
         print(f"{name:<{width}}  {max(len(b), len(a)):>7}  {result}")
         for line in extra:
             print(f"{'':<{width}}           and {line}")
+    if exclusions:
+        print("\nexcluded (the entry must exist on both sides; its value is not compared):")
+        for e in exclusions:
+            print(f"  {e.pattern}: {e.reason}")
     unused = [e.pattern for i, e in enumerate(exclusions) if i not in b_used | a_used]
     if unused:
         print("exclusions that matched nothing: " + ", ".join(unused))
