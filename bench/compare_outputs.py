@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -445,6 +446,8 @@ def main() -> int:
                         help="differing entries to print per artefact (default: the first)")
     parser.add_argument("--no-exclusions", action="store_true", help="compare everything, wall-clock fields too")
     args = parser.parse_args()
+    # A SIGTERM (a timeout, a kill) unwinds like an exception: the checkout and workspaces are removed.
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
     top = Path(tempfile.mkdtemp(prefix="x2-compare-")).resolve()
     checkouts: list[Path] = []
     try:
