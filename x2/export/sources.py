@@ -34,13 +34,25 @@ MANIFEST_NAMES = {"action": "action_names", "observations/qpos": "joint_names", 
 _SPARE_FILES = 64  # descriptors left for everything else while every source episode is open
 
 
-@dataclass
 class SourceEpisode:
-    """One selected episode: its index line, its open file, and the camera streams it stores."""
+    """One selected episode: its index line and its open file, until the exporter releases it."""
 
-    record: EpisodeRecord
-    episode: Episode
-    stored: dict[str, ImageSize]
+    def __init__(self, record: EpisodeRecord, episode: Episode) -> None:
+        self.record, self._episode = record, episode
+        self.stored: dict[str, ImageSize] = {}  # the camera streams it stores (set by open_sources)
+
+    @property
+    def episode(self) -> Episode:
+        if self._episode is None:
+            raise ExportError(f"{self.record.file}: episode: found it released; allowed: reading it before "
+                              "the exporter is done with it")
+        return self._episode
+
+    def release(self) -> None:
+        """Close the file and let go of the arrays read from it (an export holds one episode's at a time)."""
+        if self._episode is not None:
+            self._episode.close()
+            self._episode = None
 
 
 @dataclass(frozen=True)
@@ -89,7 +101,7 @@ class ExportSources:
         """The episodes in export order, each closed once the exporter has taken what it needs from it."""
         for source in self.episodes:
             yield source
-            source.episode.close()
+            source.release()
 
 
 @contextlib.contextmanager
@@ -101,15 +113,19 @@ def open_sources(request: ExportRequest, kind: str) -> Iterator[ExportSources]:
     target = request.target_path(kind)
     check_target(target, request.overwrite)
     _make_room(len(request.records))
-    with contextlib.ExitStack() as stack:
-        opened = []
+    opened: list[SourceEpisode] = []
+    try:
         for record in request.records:
             ds.verify([record])  # the digest, right before its one open: damage is refused before any write
-            ep = stack.enter_context(ds.load(record.index))
-            check_names(ep, ds)
-            opened.append(SourceEpisode(record, ep, stored_cameras(ep)))
+            source = SourceEpisode(record, ds.load(record.index))
+            opened.append(source)
+            source.stored = stored_cameras(source.episode)
+            check_names(source.episode, ds)
         cameras, why = choose_cameras(opened, request)
         yield ExportSources(request, target, tuple(opened), cameras, why)
+    finally:
+        for source in opened:
+            source.release()
 
 
 def choose_cameras(opened: Sequence[SourceEpisode], request: ExportRequest) -> tuple[tuple[str, ...], str]:
