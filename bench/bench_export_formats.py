@@ -23,6 +23,7 @@ from helpers.real_dataset import record_short_dataset  # noqa: E402
 
 from x2.datasets import Dataset  # noqa: E402
 from x2.export.hdf5 import Hdf5Options, export_hdf5  # noqa: E402
+from x2.export.request import ExportRequest  # noqa: E402
 from x2.export.zarr import ZarrOptions, export_zarr  # noqa: E402
 from x2.render import ImageSize  # noqa: E402
 from x2.render.source import episode_frames  # noqa: E402
@@ -49,14 +50,17 @@ def main() -> None:
                     for _ in episode_frames(ep, ["head"], size):
                         pass
 
+        def ask(target: Path, state_only: bool = False) -> ExportRequest:
+            return ExportRequest(ds, tuple(records), target, state_only=state_only)
+
         variants: dict[str, Callable[[Path], object]] = {
             "render only (head)": lambda out: render_only(),
-            "zarr, head camera": lambda out: export_zarr(ds, records, out / "a.zarr", ZarrOptions(render_size=size)),
-            "zarr zip, head camera": lambda out: export_zarr(ds, records, out / "a.zarr.zip",
+            "zarr, head camera": lambda out: export_zarr(ask(out / "a.zarr"), ZarrOptions(render_size=size)),
+            "zarr zip, head camera": lambda out: export_zarr(ask(out / "a.zarr.zip"),
                                                              ZarrOptions(render_size=size, zip=True)),
-            "hdf5, head camera": lambda out: export_hdf5(ds, records, out / "a.hdf5", Hdf5Options(render_size=size)),
-            "zarr, state only": lambda out: export_zarr(ds, records, out / "s.zarr", ZarrOptions(state_only=True)),
-            "hdf5, state only": lambda out: export_hdf5(ds, records, out / "s.hdf5", Hdf5Options(state_only=True)),
+            "hdf5, head camera": lambda out: export_hdf5(ask(out / "a.hdf5"), Hdf5Options(render_size=size)),
+            "zarr, state only": lambda out: export_zarr(ask(out / "s.zarr", state_only=True)),
+            "hdf5, state only": lambda out: export_hdf5(ask(out / "s.hdf5", state_only=True)),
         }
         times: dict[str, list[float]] = {k: [] for k in variants}
         for _ in range(args.rounds):

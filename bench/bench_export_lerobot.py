@@ -33,18 +33,17 @@ from helpers.stored_images import store_images  # noqa: E402
 
 from x2.datasets import Dataset  # noqa: E402
 from x2.export.lerobot import export_lerobot, quiet_lerobot  # noqa: E402
-from x2.export.lerobot_plan import ExportPlan, plan_export  # noqa: E402
+from x2.export.lerobot_plan import ExportPlan, LeRobotOptions, plan_export  # noqa: E402
+from x2.export.request import ExportProgress, ExportRequest  # noqa: E402
+from x2.export.sources import ExportSources, open_sources  # noqa: E402
 from x2.render.frames import ImageSize  # noqa: E402
 
 
-def in_memory(plan: ExportPlan) -> list[list[dict]]:
+def in_memory(plan: ExportPlan, sources: ExportSources) -> list[list[dict]]:
     """Every add_frame dict of the export, read into memory (outside the timed part of the direct side)."""
-    episodes = []
-    for episode in plan.episodes:
-        with plan.dataset.load(episode.record.index) as ep:
-            episodes.append([{k: (v.copy() if hasattr(v, "copy") else v) for k, v in f.items()}
-                             for f in plan.frames_of(ep, episode)])
-    return episodes
+    return [[{k: (v.copy() if hasattr(v, "copy") else v) for k, v in f.items()}
+             for f in plan.frames_of(source.episode, episode)]
+            for episode, source in zip(plan.episodes, sources.episodes, strict=True)]
 
 
 def lerobot_direct(plan: ExportPlan, frames: list[list[dict]], root: Path) -> float:
@@ -66,6 +65,10 @@ def lerobot_direct(plan: ExportPlan, frames: list[list[dict]], root: Path) -> fl
     return time.perf_counter() - start
 
 
+def ask(ds: Dataset, target: Path, cameras: list[str]) -> ExportRequest:
+    return ExportRequest(ds, tuple(ds.episodes()), target, cameras=tuple(cameras))
+
+
 def x2_export(ds: Dataset, target: Path, cameras: list[str], size: ImageSize) -> tuple[float, dict[str, float]]:
     phases: dict[str, float] = {}
     mark = [time.perf_counter(), "plan"]
@@ -75,9 +78,12 @@ def x2_export(ds: Dataset, target: Path, cameras: list[str], size: ImageSize) ->
         phases[mark[1]] = phases.get(mark[1], 0.0) + now - mark[0]
         mark[:] = [now, name]
 
+    def progress(step: ExportProgress) -> None:
+        if step.phase != mark[1]:
+            phase(step.phase)
+
     start = time.perf_counter()
-    plan = plan_export(ds, ds.episodes(), cameras, size)
-    export_lerobot(plan, target, "bench/x2", on_phase=phase)
+    export_lerobot(ask(ds, target, cameras), LeRobotOptions(size=size, repo_id="bench/x2"), progress)
     phase("end")
     return time.perf_counter() - start, phases
 
@@ -96,8 +102,9 @@ def main() -> None:
         record_short_dataset(root, episodes=args.episodes, ticks=args.ticks)
         store_images(root, cameras, size)
         ds = Dataset.open(root)
-        plan = plan_export(ds, ds.episodes(), cameras, size)
-        frames = in_memory(plan)
+        with open_sources(ask(ds, Path(tmp) / "unused", cameras), "lerobot") as sources:
+            plan = plan_export(sources, LeRobotOptions(size=size))
+            frames = in_memory(plan, sources)
         import lerobot.datasets.lerobot_dataset  # noqa: F401  (both sides start with LeRobot imported)
 
         x2_times: list[float] = []

@@ -18,8 +18,9 @@ from x2.datasets.digest import DigestMismatch, file_digest
 from x2.datasets.index import write_index
 from x2.datasets.manage import merge
 from x2.errors import X2Error
-from x2.export.hdf5 import Hdf5Options, export_hdf5
-from x2.export.zarr import ZarrOptions, export_zarr
+from x2.export.hdf5 import export_hdf5
+from x2.export.request import ExportRequest
+from x2.export.zarr import export_zarr
 
 
 @pytest.fixture(scope="module")
@@ -126,17 +127,17 @@ def test_exports_carry_the_digests_and_refuse_a_damaged_source(real: Path, tmp_p
     records = ds.episodes()
     digests = [r.digest for r in records]
     assert all(d and d.startswith("sha256:") for d in digests)
-    export_zarr(ds, records, tmp_path / "z.zarr", ZarrOptions(state_only=True))
+    export_zarr(ExportRequest(ds, tuple(records), tmp_path / "z.zarr", state_only=True))
     meta = zarr.open_group(str(tmp_path / "z.zarr"), mode="r").attrs["x2_provenance"]
     assert [e["digest"] for e in meta["episodes"]] == digests
-    export_hdf5(ds, records, tmp_path / "r.hdf5", Hdf5Options(state_only=True))
+    export_hdf5(ExportRequest(ds, tuple(records), tmp_path / "r.hdf5", state_only=True))
     with h5py.File(tmp_path / "r.hdf5", "r") as f:
         meta = json.loads(f.attrs["x2_provenance"])
     assert [e["digest"] for e in meta["episodes"]] == digests
 
     flip_bit(ds.episode_path(1))
     with pytest.raises(DigestMismatch) as caught:
-        export_zarr(ds, records, tmp_path / "z2.zarr", ZarrOptions(state_only=True))
+        export_zarr(ExportRequest(ds, tuple(records), tmp_path / "z2.zarr", state_only=True))
     assert str(ds.episode_path(1)) in str(caught.value) and "\n" not in str(caught.value)
     assert not (tmp_path / "z2.zarr").exists()
     with pytest.raises(X2Error):

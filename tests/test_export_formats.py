@@ -24,6 +24,7 @@ from x2_cli import HEADLESS_ENV, run_x2
 from x2.datasets import Dataset, Episode
 from x2.datasets.splits_json import write_splits
 from x2.export.hdf5 import Hdf5Options, demo_names, export_hdf5
+from x2.export.request import ExportRequest
 from x2.export.zarr import ZarrOptions, export_zarr
 from x2.render import ImageSize
 from x2.render.source import episode_frames
@@ -188,7 +189,7 @@ def test_zarr_refuses_an_existing_target_and_selects_episodes(zarr_exports, shor
     assert "Traceback" not in refused.stderr
     ds = Dataset.open(short)
     records = [r for r in ds.episodes() if r.index in (0, 2)]
-    summary = export_zarr(ds, records, target, ZarrOptions(state_only=True, overwrite=True))
+    summary = export_zarr(ExportRequest(ds, tuple(records), target, state_only=True, overwrite=True))
     assert summary.episode_ends == [30, 60]
     root = zarr.open_group(str(target), mode="r")
     assert np.array_equal(root["data/action"][:], source_arrays(short, [0, 2])["action"])
@@ -198,7 +199,7 @@ def test_zarr_refuses_an_existing_target_and_selects_episodes(zarr_exports, shor
 def test_zarr_format3_and_resize(short, rendered, tmp_path):
     ds = Dataset.open(short)
     options = ZarrOptions(render_size=SIZE, image_size=ImageSize(48, 64), zarr_format=3)
-    export_zarr(ds, ds.episodes()[:1], tmp_path / "v3.zarr", options)
+    export_zarr(ExportRequest(ds, tuple(ds.episodes()[:1]), tmp_path / "v3.zarr"), options)
     root = zarr.open_group(str(tmp_path / "v3.zarr"), mode="r")
     assert root.metadata.zarr_format == 3
     small = root["data/head"][:]
@@ -211,7 +212,7 @@ def test_zarr_format3_and_resize(short, rendered, tmp_path):
 def test_zarr_same_input_same_bytes(short, tmp_path):
     ds = Dataset.open(short)
     for name in ("a", "b"):
-        export_zarr(ds, ds.episodes(), tmp_path / f"{name}.zarr", ZarrOptions(state_only=True))
+        export_zarr(ExportRequest(ds, tuple(ds.episodes()), tmp_path / f"{name}.zarr", state_only=True))
     files = sorted(p.relative_to(tmp_path / "a.zarr") for p in (tmp_path / "a.zarr").rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(tmp_path / "b.zarr") for p in (tmp_path / "b.zarr").rglob("*")
                            if p.is_file())
@@ -301,7 +302,7 @@ def test_hdf5_has_robomimic_layout(hdf5_export, short, rendered):
 def test_hdf5_term_signals_switch_at_the_dag_events(synth, tmp_path):
     ds = Dataset.open(synth)
     records = ds.episodes()
-    export_hdf5(ds, records, tmp_path / "fruit.hdf5", Hdf5Options(state_only=True))
+    export_hdf5(ExportRequest(ds, tuple(records), tmp_path / "fruit.hdf5", state_only=True))
     with ds.load(records[0].index) as ep:
         events = dict(reversed(ep.events))  # first completion of each node
         frames, segments = ep.frames, ep.segments
@@ -343,13 +344,13 @@ def test_without_cameras_both_export_what_x2_render_stored(short, tmp_path):
     store_images(tmp_path / "ds", ["head"], SIZE, invert=True)
     ds = Dataset.open(tmp_path / "ds")
     records = ds.episodes()[:1]
-    export_zarr(ds, records, tmp_path / "z.zarr", ZarrOptions())
+    export_zarr(ExportRequest(ds, tuple(records), tmp_path / "z.zarr"), ZarrOptions())
     root = zarr.open_group(str(tmp_path / "z.zarr"), mode="r")
     assert sorted(k for k in root["data"].array_keys() if root["data"][k].ndim == 4) == ["head"]
     with ds.load(records[0].index) as ep:
         stored = ep["observations/images/head"]
     assert np.array_equal(root["data/head"][:], stored)  # read, not drawn again at the default size
-    export_hdf5(ds, records, tmp_path / "h.hdf5", Hdf5Options())
+    export_hdf5(ExportRequest(ds, tuple(records), tmp_path / "h.hdf5"), Hdf5Options())
     with h5py.File(tmp_path / "h.hdf5", "r") as f:
         demo = f["data"][sorted(f["data"])[0]]
         assert sorted(k for k in demo["obs"] if k.endswith("_image")) == ["head_image"]

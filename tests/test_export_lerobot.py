@@ -34,7 +34,8 @@ from x2.datasets.splits_json import write_splits
 from x2.errors import ExportError
 from x2.export.lerobot import export_lerobot, read_back, read_x2_meta
 from x2.export.lerobot_check import PIXEL_TOLERANCE, compare, mean_abs_diff
-from x2.export.lerobot_plan import plan_export
+from x2.export.lerobot_plan import LeRobotOptions
+from x2.export.request import ExportRequest
 from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.render.frames import ImageSize
 
@@ -57,10 +58,13 @@ def active_subtask(item: dict) -> str:
     return row["content"]
 
 
-def export(ds: Dataset, target: Path, episodes: tuple[int, ...], **plan_kw):
+def export(ds: Dataset, target: Path, episodes: tuple[int, ...], cameras: list[str] | None = None,
+           size: ImageSize | None = None, state_only: bool = False):
     records = Selection(episodes=episodes).apply(ds)
-    plan = plan_export(ds, records, **plan_kw)
-    return plan, export_lerobot(plan, target, "x2/test", selection=f"episodes {episodes}")
+    request = ExportRequest(ds, tuple(records), target, f"episodes {episodes}",
+                            None if cameras is None else tuple(cameras), state_only)
+    result = export_lerobot(request, LeRobotOptions(size=size, repo_id="x2/test"))
+    return result.plan, result
 
 
 @pytest.fixture(autouse=True, scope="module")

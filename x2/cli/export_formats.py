@@ -1,4 +1,4 @@
-"""`x2 export zarr` and `x2 export hdf5`: parsing, a progress bar and a summary; the work is x2.export."""
+"""`x2 export zarr` and `x2 export hdf5`: parsing, progress and a summary; the work is x2.export's."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from x2.cli._common import console, open_dataset_arg, translate_errors
 from x2.cli.export import (
@@ -19,11 +18,12 @@ from x2.cli.export import (
     app,
     selection,
 )
-from x2.datasets import EpisodeRecord
+from x2.cli.export_progress import export_progress
 from x2.datasets.select import require_some
 from x2.export import hdf5 as hdf5_export
 from x2.export import zarr as zarr_export
-from x2.export.episode_arrays import RESIZE_DESCRIPTION, Advance
+from x2.export.episode_arrays import RESIZE_DESCRIPTION
+from x2.export.request import ExportRequest
 from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.render.frames import ImageSize, parse_cameras
 
@@ -35,17 +35,6 @@ CamerasOpt = Annotated[str | None, typer.Option(
     show_default=False)]
 SizeOpt = Annotated[str, typer.Option("--size", help="Render size HxW for episodes without stored images.")]
 StateOnlyOpt = Annotated[bool, typer.Option("--state-only", help="No images: low-dimensional arrays only.")]
-
-
-def _progress(total: int) -> tuple[Progress, Advance]:
-    bar = Progress(TextColumn("exporting frames"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                   console=console, transient=True)
-    job = bar.add_task("export", total=total)
-    return bar, lambda n: bar.advance(job, n)
-
-
-def _frames(records: list[EpisodeRecord]) -> int:
-    return sum(r.frames for r in records)
 
 
 @app.command("zarr")
@@ -75,14 +64,13 @@ def zarr_command(
     chosen = selection(success_only, source, split, episodes)
     records = chosen.apply(ds)
     require_some(records, ds, chosen)
+    request = ExportRequest(ds, tuple(records), out, chosen.describe(), parse_cameras(cameras), state_only, overwrite)
     options = zarr_export.ZarrOptions(
-        cameras=parse_cameras(cameras), render_size=ImageSize.parse(size),
+        render_size=ImageSize.parse(size),
         image_size=None if image_size is None else ImageSize.parse(image_size, "--image-size"),
-        state_only=state_only, zarr_format=zarr_format, zip=zip_, overwrite=overwrite)
-    target = out or zarr_export.default_target(ds, zip_)
-    bar, advance = _progress(_frames(records))
-    with bar:
-        summary = zarr_export.export_zarr(ds, records, target, options, chosen.describe(), advance)
+        zarr_format=zarr_format, zip=zip_)
+    with export_progress(console) as progress:
+        summary = zarr_export.export_zarr(request, options, progress)
     console.print(f"zarr {options.zarr_format}{' (zip)' if zip_ else ''}: {summary.path}", soft_wrap=True)
     console.print(f"  {summary.episodes} episodes ({chosen.describe()}), {summary.frames} frames, "
                   f"{summary.bytes / 1e6:.1f} MB; read back and checked")
@@ -114,12 +102,10 @@ def hdf5_command(
     chosen = selection(success_only, source, split, episodes)
     records = chosen.apply(ds)
     require_some(records, ds, chosen)
-    options = hdf5_export.Hdf5Options(cameras=parse_cameras(cameras), render_size=ImageSize.parse(size),
-                                      state_only=state_only, overwrite=overwrite)
-    target = out or hdf5_export.default_target(ds)
-    bar, advance = _progress(_frames(records))
-    with bar:
-        summary = hdf5_export.export_hdf5(ds, records, target, options, chosen.describe(), advance)
+    request = ExportRequest(ds, tuple(records), out, chosen.describe(), parse_cameras(cameras), state_only, overwrite)
+    options = hdf5_export.Hdf5Options(render_size=ImageSize.parse(size))
+    with export_progress(console) as progress:
+        summary = hdf5_export.export_hdf5(request, options, progress)
     console.print(f"hdf5: {summary.path}", soft_wrap=True)
     console.print(f"  {len(summary.demos)} demos ({chosen.describe()}), {summary.frames} frames, "
                   f"{summary.bytes / 1e6:.1f} MB; read back and checked")

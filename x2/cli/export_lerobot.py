@@ -1,4 +1,4 @@
-"""`x2 export lerobot`: parsing, a progress bar and the summary; the work is x2.export.lerobot's."""
+"""`x2 export lerobot`: parsing, progress and the summary; the work is x2.export.lerobot's."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from x2.cli._common import console, open_dataset_arg, translate_errors
 from x2.cli.export import (
@@ -19,14 +18,14 @@ from x2.cli.export import (
     app,
     selection,
 )
+from x2.cli.export_progress import export_progress
 from x2.datasets.select import require_some
 from x2.export.lerobot import export_lerobot
-from x2.export.lerobot_plan import plan_export
+from x2.export.lerobot_plan import LeRobotOptions
+from x2.export.request import ExportProgress, ExportRequest, default_target
 from x2.export.staging import check_target
 from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.render.frames import ImageSize, parse_cameras
-
-EXPORTS_DIR = Path("exports")
 
 
 def _count(n: int, word: str) -> str:
@@ -65,23 +64,22 @@ def lerobot_command(
     Example: [cyan]x2 export lerobot[/cyan] (the last dataset, to ./exports/<dataset>-lerobot)
     """
     ds = open_dataset_arg(dataset)
-    target = out if out is not None else EXPORTS_DIR / f"{ds.name}-lerobot"
+    target = out if out is not None else default_target(ds, "lerobot")
     check_target(target.absolute(), overwrite)  # before reading every episode to plan the export
     chosen = selection(success_only, source, split, episodes)
     records = chosen.apply(ds)
     require_some(records, ds, chosen)
-    image_size = None if size is None else ImageSize.parse(size)
-    plan = plan_export(ds, records, parse_cameras(cameras), image_size, state_only)
-    console.print(f"exporting {_count(len(records), 'episode')}, {_count(plan.frames, 'frame')} "
-                  f"({chosen.describe()}); "
-                  f"{plan.images.reason}")
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=console, transient=True, disable=not console.is_terminal) as bar:
-        job = bar.add_task("frames", total=plan.frames)
-        result = export_lerobot(plan, target, repo_id or f"x2/{ds.name}", overwrite=overwrite,
-                                selection=chosen.describe(),
-                                on_frames=lambda n: bar.advance(job, n),
-                                on_phase=lambda text: bar.update(job, description=text))
+    request = ExportRequest(ds, tuple(records), target, chosen.describe(), parse_cameras(cameras), state_only,
+                            overwrite)
+    options = LeRobotOptions(size=None if size is None else ImageSize.parse(size), repo_id=repo_id)
+
+    def planned(step: ExportProgress) -> None:
+        console.print(f"exporting {_count(step.episodes, 'episode')}, {_count(step.frames, 'frame')} "
+                      f"({chosen.describe()}); {step.detail}")
+
+    with export_progress(console, on_plan=planned) as progress:
+        result = export_lerobot(request, options, progress)
+    plan = result.plan
     console.print(f"[green]LeRobot dataset written[/green]: {result.target} ({_count(result.episodes, 'episode')}, "
                   f"{_count(result.frames, 'frame')} at {plan.fps} fps, {result.bytes / 1e6:.1f} MB), read back "
                   "with LeRobot: counts, tasks, state, action, subtasks and first/last frames match", soft_wrap=True)

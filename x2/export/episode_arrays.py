@@ -7,7 +7,7 @@ first exported episode fixes the layout and `check_layout` names the first episo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,8 +17,9 @@ from PIL import Image
 
 from x2.datasets import Episode
 from x2.errors import DatasetError, ExportError
+from x2.export.sources import names_by_column
 from x2.render.frames import ImageSize
-from x2.render.source import default_cameras, episode_frames, stored_cameras
+from x2.render.source import episode_frames, stored_cameras
 from x2.spec.action import ActionLayout
 
 # export name -> path in the episode file; the first three are in every x2 episode, the others optional.
@@ -57,13 +58,16 @@ class EpisodeArrays:
     attrs: dict[str, Any]  # seed, success, split, source, instruction, model_xml, env_args (parsed)
 
 
-def read_episode(ep: Episode) -> EpisodeArrays:
+def read_episode(ep: Episode, manifest_names: Mapping[str, Sequence[str]]) -> EpisodeArrays:
+    """The episode's arrays; action, state and qvel named by `manifest_names` (episode column path ->
+    names, `x2.export.sources.ExportSources.column_names`), the other columns by the file."""
     missing = [LOW_DIM[k] for k in _REQUIRED if LOW_DIM[k] not in ep]
     if missing:
         raise DatasetError(f"{ep.path}: {missing[0]}: found missing; allowed: an x2 episode with "
                            f"{[LOW_DIM[k] for k in _REQUIRED]}")
     low_dim = {key: ep[path] for key, path in LOW_DIM.items() if path in ep}
-    names = {key: [str(n) for n in ep.dataset_attrs(path).get("names", [])]
+    given = names_by_column(ep, manifest_names)
+    names = {key: list(given[path]) if path in given else [str(n) for n in ep.dataset_attrs(path).get("names", [])]
              for key, path in LOW_DIM.items() if path in ep}
     layout = ActionLayout.from_names(names["action"])
     arms = [a.name for a in layout.arms] if layout else []
@@ -109,34 +113,6 @@ def check_layout(arrays: EpisodeArrays, first: Mapping[str, tuple[tuple[int, ...
                               "exported episode (export episodes of one world: --episodes)")
 
 
-def choose_cameras(paths: Sequence[Path], asked: Sequence[str] | None) -> tuple[str, ...]:
-    """What was asked, else `x2.render.source.default_cameras` of the exported episodes."""
-    if asked is not None:
-        return tuple(asked)
-    return default_cameras(_stored(path) for path in paths)[0]
-
-
-def _stored(path: Path) -> dict[str, ImageSize]:
-    with Episode(path) as ep:
-        return stored_cameras(ep)
-
-
-def plan_image_sizes(paths: Sequence[Path], cameras: Sequence[str], render_size: ImageSize,
-                     image_size: ImageSize | None) -> dict[str, ImageSize]:
-    """The size each camera's stream has in the export: `image_size` when given; else the stored size
-    when every exported episode stores that camera at one size; else the render size."""
-    if image_size is not None:
-        return dict.fromkeys(cameras, image_size)
-    seen: dict[str, set[ImageSize | None]] = {c: set() for c in cameras}
-    for path in paths:
-        with Episode(path) as ep:
-            stored = stored_cameras(ep)
-        for cam in cameras:
-            seen[cam].add(stored.get(cam))
-    return {cam: next(iter(s)) if len(s) == 1 and None not in s else render_size  # type: ignore[misc]
-            for cam, s in seen.items()}
-
-
 def resize(frame: np.ndarray, size: ImageSize) -> np.ndarray:
     if frame.shape[:2] == (size.height, size.width):
         return frame
@@ -164,5 +140,3 @@ def camera_batches(ep: Episode, cameras: Sequence[str], render_size: ImageSize, 
     if pending[cameras[0]]:
         yield {c: np.stack(v) for c, v in pending.items()}
 
-
-Advance = Callable[[int], None]  # told how many more frames were exported

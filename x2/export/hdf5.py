@@ -36,21 +36,13 @@ from typing import Any
 import h5py
 import numpy as np
 
-from x2.datasets import Dataset, Episode, EpisodeRecord
+from x2.datasets import Episode
 from x2.datasets.splits_json import episode_splits
 from x2.errors import ExportError
-from x2.export.episode_arrays import (
-    Advance,
-    EpisodeArrays,
-    camera_batches,
-    check_layout,
-    choose_cameras,
-    plan_image_sizes,
-    read_episode,
-    row_layout,
-)
-from x2.export.provenance import provenance
-from x2.export.staging import check_target, staged
+from x2.export.episode_arrays import EpisodeArrays, camera_batches, check_layout, read_episode, row_layout
+from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
+from x2.export.sources import ExportSources, open_sources
+from x2.export.staging import staged
 from x2.hdf5_guard import check_writes, kept_if_complete
 from x2.render import ImageSize
 from x2.render.defaults import DEFAULT_SIZE
@@ -61,10 +53,7 @@ VALID_SPLITS = ("val", "valid")  # robomimic's validation filter key is "valid"
 
 @dataclass(frozen=True)
 class Hdf5Options:
-    cameras: tuple[str, ...] | None = None  # None: the stored ones, else the render defaults
-    render_size: ImageSize = DEFAULT_SIZE
-    state_only: bool = False
-    overwrite: bool = False
+    render_size: ImageSize = DEFAULT_SIZE  # for episodes without stored streams
 
 
 @dataclass(frozen=True)
@@ -75,10 +64,6 @@ class Hdf5Summary:
     masks: dict[str, int]  # filter key -> number of demos
     image_sizes: dict[str, ImageSize] = field(default_factory=dict)
     bytes: int = 0
-
-
-def default_target(ds: Dataset) -> Path:
-    return Path("exports") / f"{ds.name}.hdf5"
 
 
 def demo_names(count: int) -> list[str]:
@@ -170,75 +155,74 @@ class _Digests:
         self.sums[f"{group.name}/{name}"] = hashlib.sha256(data.tobytes())
 
 
-def export_hdf5(ds: Dataset, records: Sequence[EpisodeRecord], out: str | Path, options: Hdf5Options,
-                selection: str = "all episodes", advance: Advance | None = None) -> Hdf5Summary:
-    """Write `records` of `ds` as one robomimic / Isaac Lab Mimic HDF5 file at `out`."""
-    if not records:
-        raise ExportError(f"{ds.root}: episodes: found none selected; allowed: at least one")
-    ds.verify(records)
-    target = Path(out).absolute()
-    check_target(target, options.overwrite)
-    paths = [ds.episode_path(r.index) for r in records]
-    cameras = () if options.state_only else choose_cameras(paths, options.cameras)
-    sizes = plan_image_sizes(paths, cameras, options.render_size, None)
-    splits = episode_splits(ds, [r.index for r in records])
-    names = demo_names(len(records))
-    masks: dict[str, list[str]] = {"train": [], "valid": []}
-    for name, record in zip(names, records, strict=True):
-        masks.setdefault(mask_key(splits[record.index]), []).append(name)
-    meta = provenance(ds, records, selection, format="robomimic hdf5 with Isaac Lab Mimic datagen_info",
-                      cameras={c: str(s) for c, s in sizes.items()},
-                      demos={n: r.index for n, r in zip(names, records, strict=True)})
-    digests = _Digests()
-    with staged(target, options.overwrite) as tmp:
-        with kept_if_complete(tmp, "w") as f:
-            f.attrs["x2_provenance"] = json.dumps(meta, sort_keys=True)
-            data = f.create_group("data")
-            total = _fill(data, paths, records, names, cameras, sizes, options, digests, advance, splits)
-            mask = f.create_group("mask")
-            for key in sorted(masks):
-                digests.put(mask, key, np.array([n.encode() for n in masks[key]], dtype="S"))
-        _read_back(tmp, target, digests, names, total)
+def export_hdf5(request: ExportRequest, options: Hdf5Options = Hdf5Options(),
+                progress: ProgressCallback = ignore_progress) -> Hdf5Summary:
+    """Write the requested episodes as one robomimic / Isaac Lab Mimic HDF5 file."""
+    with open_sources(request, "hdf5") as sources:
+        target, records = sources.target, sources.records
+        sizes = sources.image_sizes(options.render_size, None)
+        splits = episode_splits(sources.dataset, [r.index for r in records])
+        names = demo_names(len(records))
+        masks: dict[str, list[str]] = {"train": [], "valid": []}
+        for name, record in zip(names, records, strict=True):
+            masks.setdefault(mask_key(splits[record.index]), []).append(name)
+        meta = sources.provenance(format="robomimic hdf5 with Isaac Lab Mimic datagen_info",
+                                  cameras={c: str(s) for c, s in sizes.items()},
+                                  demos={n: r.index for n, r in zip(names, records, strict=True)})
+        tracker = ProgressTracker(progress, len(records), sources.frames)
+        digests = _Digests()
+        with staged(target, request.overwrite) as tmp:
+            with kept_if_complete(tmp, "w") as f:
+                f.attrs["x2_provenance"] = json.dumps(meta, sort_keys=True)
+                data = f.create_group("data")
+                tracker.enter("writing")
+                total = _fill(data, sources, names, sizes, options, digests, tracker, splits)
+                mask = f.create_group("mask")
+                for key in sorted(masks):
+                    digests.put(mask, key, np.array([n.encode() for n in masks[key]], dtype="S"))
+            tracker.enter("reading back")
+            _read_back(tmp, target, digests, names, total)
     return Hdf5Summary(target, names, total, {k: len(v) for k, v in sorted(masks.items())}, sizes,
                        target.stat().st_size)
 
 
-def _fill(data: h5py.Group, paths: Sequence[Path], records: Sequence[EpisodeRecord], names: Sequence[str],
-          cameras: Sequence[str], sizes: dict[str, ImageSize], options: Hdf5Options, digests: _Digests,
-          advance: Advance | None, splits: dict[int, str]) -> int:
+def _fill(data: h5py.Group, sources: ExportSources, names: Sequence[str], sizes: dict[str, ImageSize],
+          options: Hdf5Options, digests: _Digests, tracker: ProgressTracker, splits: dict[int, str]) -> int:
     layout, total = None, 0
-    for path, record, name in zip(paths, records, names, strict=True):
-        with Episode(path) as ep:
-            arrays = read_episode(ep)
-            if layout is None:
-                layout = row_layout(arrays)
-                env_args = dict(arrays.attrs["env_args"])
-                kwargs = {k: v for k, v in dict(env_args.get("env_kwargs", {})).items() if k != "seed"}
-                data.attrs["env_args"] = json.dumps({**env_args, "env_kwargs": kwargs}, sort_keys=True)
-            check_layout(arrays, layout)
-            demo = data.create_group(name)
-            _demo_attrs(demo, arrays, splits[record.index])
-            rewards, dones = rewards_dones(arrays)
-            digests.put(demo, "actions", arrays.low_dim["action"])
-            digests.put(demo, "states", arrays.states)
-            digests.put(demo, "rewards", rewards)
-            digests.put(demo, "dones", dones)
-            obs = demo.create_group("obs")
-            for key, values in observations(arrays).items():
-                digests.put(obs, key, values)
-            for kind, per_name in datagen_info(arrays).items():
-                group = obs.create_group(f"datagen_info/{kind}")
-                for key, values in per_name.items():
-                    digests.put(group, key, values)
-            image_keys = _write_images(obs, ep, cameras, sizes, options, digests, advance)
-            if advance and not cameras:
-                advance(arrays.frames)
-            _next_obs(demo, [*observations(arrays), *image_keys], arrays.frames)
+    cameras, columns = sources.cameras, sources.column_names()
+    for source, name in zip(sources.written(), names, strict=True):
+        ep = source.episode
+        arrays = read_episode(ep, columns)
+        if layout is None:
+            layout = row_layout(arrays)
+            env_args = dict(arrays.attrs["env_args"])
+            kwargs = {k: v for k, v in dict(env_args.get("env_kwargs", {})).items() if k != "seed"}
+            data.attrs["env_args"] = json.dumps({**env_args, "env_kwargs": kwargs}, sort_keys=True)
+        check_layout(arrays, layout)
+        demo = data.create_group(name)
+        _demo_attrs(demo, arrays, splits[source.record.index])
+        rewards, dones = rewards_dones(arrays)
+        digests.put(demo, "actions", arrays.low_dim["action"])
+        digests.put(demo, "states", arrays.states)
+        digests.put(demo, "rewards", rewards)
+        digests.put(demo, "dones", dones)
+        obs = demo.create_group("obs")
+        for key, values in observations(arrays).items():
+            digests.put(obs, key, values)
+        for kind, per_name in datagen_info(arrays).items():
+            group = obs.create_group(f"datagen_info/{kind}")
+            for key, values in per_name.items():
+                digests.put(group, key, values)
+        image_keys = _write_images(obs, ep, cameras, sizes, options, digests, tracker)
+        if not cameras:
+            tracker.advance(arrays.frames)
+        _next_obs(demo, [*observations(arrays), *image_keys], arrays.frames)
         # HDF5 writes its cache when it likes and reports a failure there only as a printed warning: flush
         # each demo so a full or failing disk raises here, with the export still discardable.
         data.file.flush()
         check_writes(data.file.filename)
         total += arrays.frames
+        tracker.episode_done()
     data.attrs["total"] = total
     return total
 
@@ -256,7 +240,7 @@ def _demo_attrs(demo: h5py.Group, arrays: EpisodeArrays, split: str) -> None:
 
 
 def _write_images(obs: h5py.Group, ep: Episode, cameras: Sequence[str], sizes: dict[str, ImageSize],
-                  options: Hdf5Options, digests: _Digests, advance: Advance | None) -> list[str]:
+                  options: Hdf5Options, digests: _Digests, tracker: ProgressTracker) -> list[str]:
     if not cameras:
         return []
     keys = {cam: f"{cam}_image" for cam in cameras}
@@ -272,8 +256,7 @@ def _write_images(obs: h5py.Group, ep: Episode, cameras: Sequence[str], sizes: d
             sets[cam][done:done + n] = rows
             sums[cam].update(rows.tobytes())
         done += n
-        if advance:
-            advance(n)
+        tracker.advance(n)
     for cam in cameras:
         digests.sums[sets[cam].name] = sums[cam]
     return list(keys.values())

@@ -19,7 +19,7 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,8 +31,9 @@ from x2.datasets.untrusted import json_loads
 from x2.errors import ExportError
 from x2.export.lerobot_check import Edges, EpisodeReadback, Readback, compare
 from x2.export.lerobot_language import SUBTASK_STYLE, subtask_rows
-from x2.export.lerobot_plan import ACTION, STATE, SUBTASK, ExportPlan
-from x2.export.provenance import provenance
+from x2.export.lerobot_plan import ACTION, STATE, SUBTASK, ExportPlan, LeRobotOptions, plan_export
+from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
+from x2.export.sources import ExportSources, open_sources
 from x2.export.staging import staged
 
 X2_META = "meta/x2.json"
@@ -47,14 +48,7 @@ class LeRobotExport:
     frames: int
     images: str
     bytes: int
-
-
-FrameCallback = Callable[[int], None]
-PhaseCallback = Callable[[str], None]
-
-
-def _nothing(*_: object) -> None:
-    return None
+    plan: ExportPlan
 
 
 @contextlib.contextmanager
@@ -97,7 +91,8 @@ def _hf_cache(folder: Path) -> Iterator[None]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _write_frames(plan: ExportPlan, root: Path, repo_id: str, on_frames: FrameCallback) -> list[Edges]:
+def _write_frames(plan: ExportPlan, sources: ExportSources, root: Path, repo_id: str,
+                  tracker: ProgressTracker) -> list[Edges]:
     """create / add_frame / save_episode / finalize; returns the source pixels of each episode's first and
     last frame per camera (what the check compares the decoded videos with)."""
     import datasets
@@ -118,17 +113,16 @@ def _write_frames(plan: ExportPlan, root: Path, repo_id: str, on_frames: FrameCa
                           "LeRobot's default codec (libsvtav1), or --state-only") from None
     edges: list[Edges] = []
     try:
-        for episode in plan.episodes:
+        for episode, source in zip(plan.episodes, sources.written(), strict=True):
             first: dict[str, np.ndarray] = {}
             last: dict[str, np.ndarray] = {}
-            with plan.dataset.load(episode.record.index) as ep:
-                for t, frame in enumerate(plan.frames_of(ep, episode)):
-                    if t == 0:
-                        first = {c: np.array(frame[images.key(c)]) for c in images.cameras}
-                    if t == episode.frames - 1:
-                        last = {c: np.array(frame[images.key(c)]) for c in images.cameras}
-                    ds.add_frame(frame)
-                    on_frames(1)
+            for t, frame in enumerate(plan.frames_of(source.episode, episode)):
+                if t == 0:
+                    first = {c: np.array(frame[images.key(c)]) for c in images.cameras}
+                if t == episode.frames - 1:
+                    last = {c: np.array(frame[images.key(c)]) for c in images.cameras}
+                ds.add_frame(frame)
+                tracker.advance(1)
             # LeRobot's own loader turns HF's bars back on whenever it ran (SuppressProgressBars).
             datasets.disable_progress_bars()
             # One camera after the other: parallel encoding forks a process pool from this one, which
@@ -136,6 +130,7 @@ def _write_frames(plan: ExportPlan, root: Path, repo_id: str, on_frames: FrameCa
             # SVT-AV1 spreads one video over the cores anyway.
             ds.save_episode(parallel_encoding=False)
             edges.append({c: (first[c], last[c]) for c in images.cameras})
+            tracker.episode_done()
     except BaseException:
         with contextlib.suppress(Exception):  # close LeRobot's writers; the error that stopped us is the news
             ds.finalize()
@@ -163,13 +158,11 @@ def _write_language(plan: ExportPlan, root: Path) -> None:
     write_text(info_path, json.dumps(info, indent=4) + "\n")
 
 
-def _write_x2_meta(plan: ExportPlan, root: Path, repo_id: str, selection: str) -> None:
+def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id: str) -> None:
     import lerobot
 
-    records = [e.record for e in plan.episodes]
     size = plan.images.size
-    facts = provenance(
-        plan.dataset, records, selection,
+    facts = sources.provenance(
         format={"name": "lerobot", "codebase_version": "v3.0", "lerobot_version": lerobot.__version__,
                 "repo_id": repo_id},
         images={"cameras": list(plan.images.cameras), "size": None if size is None else [size.height, size.width],
@@ -237,26 +230,31 @@ def _folder_bytes(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
-def export_lerobot(plan: ExportPlan, target: str | Path, repo_id: str, *, overwrite: bool = False,
-                   selection: str = "all episodes", on_frames: FrameCallback = _nothing,
-                   on_phase: PhaseCallback = _nothing) -> LeRobotExport:
-    """Write `plan` as a LeRobot v3.0 dataset at `target`, read it back with LeRobot, then rename it there."""
-    target = Path(target).absolute()
+def export_lerobot(request: ExportRequest, options: LeRobotOptions = LeRobotOptions(),
+                   progress: ProgressCallback = ignore_progress) -> LeRobotExport:
+    """Write the requested episodes as a LeRobot v3.0 dataset, read it back with LeRobot, then rename it
+    into place. The first progress report ("planned") carries what the export will contain."""
+    repo_id = options.repo_id or f"x2/{request.dataset.name}"
     if "/" not in repo_id or repo_id.startswith("/") or repo_id.endswith("/"):
-        raise ExportError(f"--repo-id: found {repo_id!r}; allowed: owner/name, e.g. x2/{plan.dataset.name}")
-    with quiet_lerobot(), staged(target, overwrite) as tmp:
-        on_phase("writing")
-        edges = _write_frames(plan, tmp, repo_id, on_frames)
-        on_phase("language columns")
-        _write_language(plan, tmp)
-        _write_x2_meta(plan, tmp, repo_id, selection)
-        _tidy(tmp)
-        on_phase("reading back with LeRobot")
-        back = read_back(plan, tmp, repo_id)
-        compare(plan, edges, back, str(target))
-        on_phase("renaming into place")
-        size = _folder_bytes(tmp)
-    return LeRobotExport(target, repo_id, len(plan.episodes), plan.frames, plan.images.reason, size)
+        raise ExportError(f"--repo-id: found {repo_id!r}; allowed: owner/name, e.g. x2/{request.dataset.name}")
+    with open_sources(request, "lerobot") as sources:
+        plan = plan_export(sources, options)
+        target = sources.target
+        tracker = ProgressTracker(progress, len(plan.episodes), plan.frames)
+        tracker.enter("planned", plan.images.reason)
+        with quiet_lerobot(), staged(target, request.overwrite) as tmp:
+            tracker.enter("writing")
+            edges = _write_frames(plan, sources, tmp, repo_id, tracker)
+            tracker.enter("language columns")
+            _write_language(plan, tmp)
+            _write_x2_meta(plan, sources, tmp, repo_id)
+            _tidy(tmp)
+            tracker.enter("reading back with LeRobot")
+            back = read_back(plan, tmp, repo_id)
+            compare(plan, edges, back, str(target))
+            tracker.enter("renaming into place")
+            size = _folder_bytes(tmp)
+    return LeRobotExport(target, repo_id, len(plan.episodes), plan.frames, plan.images.reason, size, plan)
 
 
 def read_x2_meta(root: str | Path) -> dict[str, Any]:

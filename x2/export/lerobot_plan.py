@@ -1,14 +1,14 @@
 """What a LeRobot export will contain, decided before anything is written (no LeRobot import here).
 
-`plan_export` opens every selected episode once and refuses what LeRobot could not represent
-faithfully: an fps that is not a whole number, sim-time ticks that are not `frame_index / fps`, labels
-outside the DAG. It also fixes the cameras and image size, and how x2's subtask labels become LeRobot's
-int64 `subtask_index` (see `SubtaskCodes`).
+`plan_export` reads every selected episode from the export's open sources (x2.export.sources) and
+refuses what LeRobot could not represent faithfully: an fps that is not a whole number, sim-time ticks
+that are not `frame_index / fps`, labels outside the DAG. It also fixes the image size, and how x2's
+subtask labels become LeRobot's int64 `subtask_index` (see `SubtaskCodes`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,15 +16,22 @@ import numpy as np
 
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.errors import ExportError
+from x2.export.sources import ExportSources
 from x2.render.defaults import DEFAULT_SIZE
 from x2.render.frames import ImageSize
-from x2.render.source import default_cameras, episode_frames, stored_cameras
+from x2.render.source import episode_frames
 
 # Sim time is accumulated in float64 (865 ticks drift ~1e-11 s); LeRobot's own sync tolerance is 1e-4 s.
 TICK_TOLERANCE_S = 1e-4
 STATE, ACTION, SUBTASK = "observation.state", "action", "subtask_index"
 IMAGE_PREFIX = "observation.images."
 DONE, UNFINISHED = "done", "unfinished"
+
+
+@dataclass(frozen=True)
+class LeRobotOptions:
+    size: ImageSize | None = None  # every stream's size; None: the stored size, else x2 render's default
+    repo_id: str | None = None  # None: x2/<dataset>
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,8 @@ class EpisodePlan:
     task: str  # the episode's instruction, every frame's LeRobot "task"
     subtask_index: np.ndarray  # (T,) int64, already encoded (SubtaskCodes)
     labels: tuple[str, ...]  # (T,) the name of x2's label of every frame
+    state: np.ndarray  # (T, J) float32 observations/qpos, as the file has it
+    action: np.ndarray  # (T, A) float32
 
 
 @dataclass(frozen=True)
@@ -109,8 +118,7 @@ class ExportPlan:
 
     def frames_of(self, ep: Episode, plan: EpisodePlan) -> Iterator[dict[str, Any]]:
         """`add_frame` dicts of one episode, in order: every feature at its exact dtype and shape, + task."""
-        qpos = ep["observations/qpos"].astype(np.float32, copy=False)
-        action = ep["action"].astype(np.float32, copy=False)
+        qpos, action = plan.state, plan.action
         subtask = plan.subtask_index.reshape(-1, 1)
         pictures: Iterator[dict[str, np.ndarray]] | None = None
         if self.images.cameras:
@@ -124,21 +132,18 @@ class ExportPlan:
             yield frame
 
 
-def choose_images(ds: Dataset, records: Sequence[EpisodeRecord], cameras: Sequence[str] | None,
-                  size: ImageSize | None, state_only: bool) -> Images:
-    """What was asked, else what `x2 render` already stored (no second rendering), else the render
-    pass's defaults."""
-    if state_only:
-        if cameras:
-            raise ExportError(f"--cameras: found {','.join(cameras)} with --state-only; "
+def choose_images(sources: ExportSources, size: ImageSize | None) -> Images:
+    """The cameras the prologue chose (what was asked, else what `x2 render` already stored: no second
+    rendering, else the render pass's defaults), at one size: --size, else the stored one, else x2
+    render's default."""
+    request = sources.request
+    if request.state_only:
+        if request.cameras:
+            raise ExportError(f"--cameras: found {','.join(request.cameras)} with --state-only; "
                               "allowed: one of them (state-only exports have no images)")
         return Images((), None, "state only")
-    every: list[dict[str, ImageSize]] = []
-    for record in records:
-        with ds.load(record.index) as ep:
-            every.append(stored_cameras(ep))
-    stored = every[0]
-    chosen, why = (tuple(cameras), "--cameras") if cameras else default_cameras(every)
+    stored = sources.episodes[0].stored
+    chosen, why = sources.cameras, sources.cameras_reason
     if size is not None:
         pick, size_why = size, "--size"
     elif (stored_size := next((stored[c] for c in chosen if c in stored), None)) is not None:
@@ -197,20 +202,16 @@ def plan_episode(ep: Episode, record: EpisodeRecord, fps: int, ds: Dataset, code
     raw = ep["labels/subtask_index"]
     encoded = codes.encode(raw, where)
     task = str(ep.attrs.get("instruction") or "") or ds.manifest.task
-    return EpisodePlan(record, ep.frames, task, encoded, tuple(codes.names[int(v)] for v in encoded))
+    return EpisodePlan(record, ep.frames, task, encoded, tuple(codes.names[int(v)] for v in encoded),
+                       state=ep["observations/qpos"].astype(np.float32, copy=False),
+                       action=ep["action"].astype(np.float32, copy=False))
 
 
-def plan_export(ds: Dataset, records: Sequence[EpisodeRecord], cameras: Sequence[str] | None = None,
-                size: ImageSize | None = None, state_only: bool = False) -> ExportPlan:
-    if not records:
-        raise ExportError(f"{ds.root}: episodes: found none selected; allowed: at least one committed episode")
-    ds.verify(records)
+def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
+    ds = sources.dataset
     fps = dataset_fps(ds)
     codes = SubtaskCodes(tuple(str(n) for n in ds.manifest.dag.get("nodes", [])))
-    episodes = []
-    for record in records:
-        with ds.load(record.index) as ep:
-            episodes.append(plan_episode(ep, record, fps, ds, codes))
-    images = choose_images(ds, records, cameras, size, state_only)
-    return ExportPlan(ds, fps, tuple(ds.manifest.joint_names), tuple(ds.manifest.action_names), codes, images,
-                      tuple(episodes))
+    episodes = tuple(plan_episode(s.episode, s.record, fps, ds, codes) for s in sources.episodes)
+    images = choose_images(sources, options.size)
+    names = sources.column_names()
+    return ExportPlan(ds, fps, names["observations/qpos"], names["action"], codes, images, episodes)

@@ -36,20 +36,11 @@ import zarr
 import zarr.core.sync as zarr_sync
 from zarr.storage import LocalStore, ZipStore
 
-from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.errors import ExportError
-from x2.export.episode_arrays import (
-    Advance,
-    EpisodeArrays,
-    camera_batches,
-    check_layout,
-    choose_cameras,
-    plan_image_sizes,
-    read_episode,
-    row_layout,
-)
-from x2.export.provenance import provenance
-from x2.export.staging import check_target, clear_leftovers, staged
+from x2.export.episode_arrays import EpisodeArrays, camera_batches, check_layout, read_episode, row_layout
+from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
+from x2.export.sources import ExportSources, open_sources
+from x2.export.staging import clear_leftovers, staged
 from x2.render import ImageSize
 from x2.render.defaults import DEFAULT_SIZE
 
@@ -60,13 +51,10 @@ _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed entry times: the same export gives th
 
 @dataclass(frozen=True)
 class ZarrOptions:
-    cameras: tuple[str, ...] | None = None  # None: the stored ones, else the render defaults
     render_size: ImageSize = DEFAULT_SIZE  # for episodes without stored streams
     image_size: ImageSize | None = None  # resize every stream to this size
-    state_only: bool = False
     zarr_format: int = 2
     zip: bool = False
-    overwrite: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,10 +66,6 @@ class ZarrSummary:
     episode_ends: list[int]
     image_sizes: dict[str, ImageSize] = field(default_factory=dict)
     bytes: int = 0
-
-
-def default_target(ds: Dataset, zip_: bool) -> Path:
-    return Path("exports") / f"{ds.name}.zarr{'.zip' if zip_ else ''}"
 
 
 def _image_codec(zarr_format: int) -> Any:
@@ -116,41 +100,40 @@ class _Writer:
         self.digests[key].update(rows.tobytes())
 
 
-def export_zarr(ds: Dataset, records: Sequence[EpisodeRecord], out: str | Path, options: ZarrOptions,
-                selection: str = "all episodes", advance: Advance | None = None) -> ZarrSummary:
-    """Write `records` of `ds` as one replay buffer at `out` (a folder, or a .zip with options.zip)."""
+def export_zarr(request: ExportRequest, options: ZarrOptions = ZarrOptions(),
+                progress: ProgressCallback = ignore_progress) -> ZarrSummary:
+    """Write the requested episodes as one replay buffer (a folder, or a .zip with options.zip)."""
     if options.zarr_format not in FORMATS:
         raise ExportError(f"--zarr-format: found {options.zarr_format}; allowed: {list(FORMATS)}")
-    if not records:
-        raise ExportError(f"{ds.root}: episodes: found none selected; allowed: at least one")
-    ds.verify(records)
-    target = Path(out).absolute()
-    check_target(target, options.overwrite)
-    paths = [ds.episode_path(r.index) for r in records]
-    cameras = () if options.state_only else choose_cameras(paths, options.cameras)
-    sizes = plan_image_sizes(paths, cameras, options.render_size, options.image_size)
-    total = sum(r.frames for r in records)
-    meta = provenance(ds, records, selection, format=f"diffusion_policy replay buffer (zarr {options.zarr_format})",
-                      cameras={c: str(s) for c, s in sizes.items()})
-    with staged(target, options.overwrite) as tmp:
-        build = _build_dir(target, tmp, options.zip)
-        try:
-            root = zarr.open_group(store=LocalStore(str(build)), mode="w", zarr_format=options.zarr_format)
-            root.attrs["x2_provenance"] = meta
-            ends, expected = _fill(root, paths, records, cameras, sizes, options, total, advance)
-            _read_back(LocalStore(str(build), read_only=True), expected, ends, target)
-            if options.zip:
-                _pack(build, tmp)
-                _read_back(ZipStore(str(tmp), mode="r"), expected, ends, target)
-        except BaseException:
-            _settle_writes()  # before the partial tree is removed, or a late chunk write makes it again
-            raise
-        finally:
-            if build != tmp:
-                shutil.rmtree(build, ignore_errors=True)
+    with open_sources(request, "zarr zip" if options.zip else "zarr") as sources:
+        target = sources.target
+        sizes = sources.image_sizes(options.render_size, options.image_size)
+        total = sources.frames
+        meta = sources.provenance(format=f"diffusion_policy replay buffer (zarr {options.zarr_format})",
+                                  cameras={c: str(s) for c, s in sizes.items()})
+        tracker = ProgressTracker(progress, len(sources.episodes), total)
+        with staged(target, request.overwrite) as tmp:
+            build = _build_dir(target, tmp, options.zip)
+            try:
+                root = zarr.open_group(store=LocalStore(str(build)), mode="w", zarr_format=options.zarr_format)
+                root.attrs["x2_provenance"] = meta
+                tracker.enter("writing")
+                ends, expected = _fill(root, sources, sizes, options, tracker)
+                tracker.enter("reading back")
+                _read_back(LocalStore(str(build), read_only=True), expected, ends, target)
+                if options.zip:
+                    tracker.enter("packing")
+                    _pack(build, tmp)
+                    _read_back(ZipStore(str(tmp), mode="r"), expected, ends, target)
+            except BaseException:
+                _settle_writes()  # before the partial tree is removed, or a late chunk write makes it again
+                raise
+            finally:
+                if build != tmp:
+                    shutil.rmtree(build, ignore_errors=True)
     size = target.stat().st_size if target.is_file() else sum(p.stat().st_size for p in target.rglob("*")
                                                                 if p.is_file())
-    return ZarrSummary(target, len(records), total, {k: (v[0], v[1]) for k, v in expected.items()}, ends,
+    return ZarrSummary(target, len(sources.episodes), total, {k: (v[0], v[1]) for k, v in expected.items()}, ends,
                        sizes, size)
 
 
@@ -176,36 +159,37 @@ def _build_dir(target: Path, tmp: Path, zip_: bool) -> Path:
     return pseudo.with_name(f".{pseudo.name}{tmp.name.removeprefix(f'.{target.name}')}")
 
 
-def _fill(root: zarr.Group, paths: Sequence[Path], records: Sequence[EpisodeRecord], cameras: Sequence[str],
-          sizes: dict[str, ImageSize], options: ZarrOptions, total: int,
-          advance: Advance | None) -> tuple[list[int], dict[str, tuple[tuple[int, ...], str, str]]]:
+def _fill(root: zarr.Group, sources: ExportSources, sizes: dict[str, ImageSize], options: ZarrOptions,
+          tracker: ProgressTracker) -> tuple[list[int], dict[str, tuple[tuple[int, ...], str, str]]]:
+    cameras, total = sources.cameras, sources.frames
     writer = _Writer(root, total, options.zarr_format)
     layout: dict[str, tuple[tuple[int, ...], str]] | None = None
+    names = sources.column_names()
     start, ends = 0, []
-    for path, record in zip(paths, records, strict=True):
-        with Episode(path) as ep:
-            arrays = read_episode(ep)
-            if arrays.frames != record.frames:
-                raise ExportError(f"{path}: frames: found {arrays.frames}, the index says {record.frames}; "
-                                  "allowed: an index that matches its files (x2 datasets validate --repair)")
-            if layout is None:
-                layout = row_layout(arrays)
-                _create_arrays(writer, arrays, cameras, sizes)
-            check_layout(arrays, layout)
-            for key, values in _low_dim(arrays).items():
-                writer.write(key, start, values)
-            done = 0
-            for batch in (camera_batches(ep, cameras, options.render_size, sizes) if cameras else ()):
-                n = len(batch[cameras[0]])
-                for cam in cameras:
-                    writer.write(cam, start + done, batch[cam])
-                done += n
-                if advance:
-                    advance(n)
-            if advance and not cameras:
-                advance(arrays.frames)
+    for source in sources.written():
+        ep, record = source.episode, source.record
+        arrays = read_episode(ep, names)
+        if arrays.frames != record.frames:
+            raise ExportError(f"{ep.path}: frames: found {arrays.frames}, the index says {record.frames}; "
+                              "allowed: an index that matches its files (x2 datasets validate --repair)")
+        if layout is None:
+            layout = row_layout(arrays)
+            _create_arrays(writer, arrays, cameras, sizes)
+        check_layout(arrays, layout)
+        for key, values in _low_dim(arrays).items():
+            writer.write(key, start, values)
+        done = 0
+        for batch in (camera_batches(ep, cameras, options.render_size, sizes) if cameras else ()):
+            n = len(batch[cameras[0]])
+            for cam in cameras:
+                writer.write(cam, start + done, batch[cam])
+            done += n
+            tracker.advance(n)
+        if not cameras:
+            tracker.advance(arrays.frames)
         start += arrays.frames
         ends.append(start)
+        tracker.episode_done()
     # The commit point: written last, so a tree without it has no episodes to a replay-buffer reader.
     meta = root.create_group("meta")
     meta.create_array("episode_ends", shape=(len(ends),), dtype=np.int64, chunks=(max(1, len(ends)),),

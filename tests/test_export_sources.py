@@ -1,0 +1,75 @@
+"""The prologue and reports every exporter shares (x2/export/sources.py, x2/export/request.py): default
+targets, names from the manifest, progress as episodes and frames are written."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import h5py
+import pytest
+from helpers.real_dataset import record_short_dataset
+from x2_cli import run_x2
+
+from x2.datasets import Dataset
+from x2.datasets.digest import file_digest
+from x2.datasets.episode import string_array
+from x2.datasets.index import write_index
+from x2.errors import ExportError
+from x2.export.hdf5 import export_hdf5
+from x2.export.request import ExportProgress, ExportRequest, default_target
+from x2.export.zarr import export_zarr
+
+
+@pytest.fixture(scope="module")
+def booth(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two real 8-frame episodes."""
+    root = tmp_path_factory.mktemp("sources") / "booth"
+    record_short_dataset(root, episodes=2, ticks=8, seed=7)
+    return root
+
+
+def test_default_targets_are_named_after_the_dataset(booth: Path) -> None:
+    ds = Dataset.open(booth)
+    assert {k: str(default_target(ds, k)) for k in ("lerobot", "zarr", "zarr zip", "hdf5")} == {
+        "lerobot": "exports/booth-lerobot", "zarr": "exports/booth.zarr", "zarr zip": "exports/booth.zarr.zip",
+        "hdf5": "exports/booth.hdf5"}
+    assert ExportRequest(ds, tuple(ds.episodes())).target_path("hdf5") == (Path("exports") / "booth.hdf5").absolute()
+
+
+@pytest.mark.parametrize("exporter", [export_zarr, export_hdf5])
+def test_progress_counts_every_episode_and_frame(booth: Path, tmp_path: Path, exporter) -> None:
+    ds = Dataset.open(booth)
+    steps: list[ExportProgress] = []
+    exporter(ExportRequest(ds, tuple(ds.episodes()), tmp_path / "out", state_only=True), progress=steps.append)
+    writing = [s for s in steps if s.phase == "writing"]
+    assert [(s.episodes_done, s.frames_done) for s in writing][-1] == (2, 16)
+    assert all(s.episodes == 2 and s.frames == 16 for s in steps)
+    assert [s.frames_done for s in writing] == sorted(s.frames_done for s in writing)
+    assert steps[-1].phase == "reading back"
+
+
+def test_names_that_disagree_with_the_manifest_are_refused(booth: Path, tmp_path: Path) -> None:
+    root = shutil.copytree(booth, tmp_path / "renamed")
+    ds = Dataset.open(root)
+    path = ds.episode_path(1)
+    with h5py.File(path, "r+") as f:
+        names = [n.decode() if isinstance(n, bytes) else str(n) for n in f["observations/qpos"].attrs["names"]]
+        f["observations/qpos"].attrs["names"] = string_array([*names[:-1], "elbow"])
+    # restamp: the file is as committed, so the names check (not the checksum) is what refuses it
+    write_index(ds.index_path, [replace(r, bytes=path.stat().st_size, digest=file_digest(path)) if r.index == 1
+                                else r for r in ds.episodes()])
+    with pytest.raises(ExportError) as caught:
+        export_zarr(ExportRequest(ds, tuple(ds.episodes()), tmp_path / "z.zarr", state_only=True))
+    message = str(caught.value)
+    assert message.startswith(f"{path}: observations/qpos: names: found") and "'elbow'" in message
+    assert "manifest.json joint_names" in message and "\n" not in message
+    assert not (tmp_path / "z.zarr").exists()
+
+
+def test_off_a_terminal_the_command_prints_progress_lines(booth: Path, tmp_path: Path) -> None:
+    run = run_x2(["export", "hdf5", str(booth), "--out", str(tmp_path / "h.hdf5"), "--state-only"], cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "export: writing: 0/2 episodes, 0/16 frames" in run.stdout.splitlines()
+    assert "export: reading back: 2/2 episodes, 16/16 frames" in run.stdout.splitlines()
