@@ -27,14 +27,16 @@ def _format_names() -> dict[str, str]:
 
 
 # Names that are also ordinary words elsewhere in x2 (a report's "episodes" or "master_seed" key, a spec's
-# "action" layout, a table column "task", LeRobot's "episode_index" column): for these only a read of an
-# episode counts, see _episode_reads.
+# "action" layout, a table column "task", LeRobot's "episode_index" column, robomimic's "env_args"): for
+# these only a read of an episode counts, see _episode_reads.
 GENERIC = {fmt.TIMESTAMPS, fmt.ACTION, fmt.STATES, fmt.OBSERVATIONS, fmt.LABELS, fmt.DAG, fmt.DEVICE, fmt.TIMING,
            fmt.AUGMENTATION, fmt.EPISODES_DIR, fmt.TASK_ATTR, fmt.ROBOT_ATTR, fmt.FPS_ATTR, fmt.SEED_ATTR,
            fmt.SOURCE_ATTR, fmt.SPLIT_ATTR, fmt.SUCCESS_ATTR, fmt.WORLD_ATTR, fmt.LAYOUT_ATTR, fmt.ASSETS_ATTR,
            fmt.INSTRUCTION_ATTR, fmt.VERSIONS_ATTR, fmt.DEVICE_ATTR, fmt.SLOT_ATTR, fmt.NAMES_ATTR,
-           fmt.REJECTED_ATTR, fmt.EPISODE_SUFFIX, fmt.IMAGE_STREAM_PREFIX, fmt.MASTER_SEED_ATTR, fmt.INDEX_ATTR}
-# Episode reads: ep[NAME], NAME in ep, ep.<method>(NAME) for the reader's methods, attrs.get(NAME).
+           fmt.REJECTED_ATTR, fmt.EPISODE_SUFFIX, fmt.IMAGE_STREAM_PREFIX, fmt.MASTER_SEED_ATTR, fmt.INDEX_ATTR,
+           fmt.ENV_ARGS_ATTR}
+# Episode reads: ep[NAME] (a read, not a write into another format's attrs), NAME in ep,
+# ep.<method>(NAME) for the reader's methods, attrs.get(NAME).
 _READERS = {"dataset", "numeric", "json_attr", "dataset_attrs", "text", "_attr"}
 _EPISODE_NAMES = {"ep", "episode", "child", "parent", "src", "attrs"}
 
@@ -50,8 +52,8 @@ def _base_name(node: ast.AST) -> str | None:
 def _episode_reads(tree: ast.AST) -> list[ast.Constant]:
     found: list[ast.Constant] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and \
-                _base_name(node.value) in _EPISODE_NAMES:
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and \
+                isinstance(node.slice, ast.Constant) and _base_name(node.value) in _EPISODE_NAMES:
             found.append(node.slice)
         elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant) and \
                 any(isinstance(op, ast.In | ast.NotIn) for op in node.ops) and \

@@ -307,7 +307,12 @@ class Manifest:
 
     def stream_names(self) -> dict[str, list[str]]:
         """The ``names`` attr of each stream whose columns the manifest names."""
-        return {ACTION: list(self.action_names), QPOS: list(self.joint_names), QVEL: list(self.joint_names)}
+        return {path: list(getattr(self, field)) for path, field in NAMED_STREAMS.items()}
+
+
+# Streams whose columns the manifest names: stream path -> the manifest field with the names. The writer
+# gives a stream these names when its row width matches; readers name the columns under the same rule.
+NAMED_STREAMS = {ACTION: "action_names", QPOS: "joint_names", QVEL: "joint_names"}
 
 
 def manifest_extra(*, action_definition: str, object_names: Sequence[str], substeps: int, sim_dt: float,

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from x2 import format as fmt
 from x2.datasets import Episode
 from x2.errors import DatasetError, ExportError
 from x2.export.sources import names_by_column
@@ -24,20 +25,32 @@ from x2.spec.action import ActionLayout
 
 # export name -> path in the episode file; the first three are in every x2 episode, the others optional.
 LOW_DIM: dict[str, str] = {
-    "action": "action",
-    "timestamp": "timestamps",
-    "state": "observations/qpos",
-    "qvel": "observations/qvel",
-    "ee_pose": "observations/ee_pose",
-    "object_poses": "observations/object_poses",
-    "subtask_index": "labels/subtask_index",
-    "progress": "labels/progress",
+    "action": fmt.ACTION,
+    "timestamp": fmt.TIMESTAMPS,
+    "state": fmt.QPOS,
+    "qvel": fmt.QVEL,
+    "ee_pose": fmt.EE_POSE,
+    "object_poses": fmt.OBJECT_POSES,
+    "subtask_index": fmt.SUBTASK_INDEX,
+    "progress": fmt.PROGRESS,
 }
 _REQUIRED = ("action", "timestamp", "state")
 # Pillow's bilinear filter widens its support by the scale factor when shrinking, so a downscale averages
 # every source pixel (no aliasing) and an upscale interpolates linearly.
 RESIZE_FILTER = Image.Resampling.BILINEAR
 RESIZE_DESCRIPTION = "bilinear, antialiased when shrinking (Pillow)"
+
+
+@dataclass(frozen=True)
+class EpisodeFacts:
+    """The root attributes exporters carry over: what the episode is and how it ended."""
+
+    seed: int
+    success: bool
+    source: str
+    instruction: str
+    model_xml: str
+    env_args: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -55,7 +68,7 @@ class EpisodeArrays:
     active_mask: np.ndarray | None
     arms: list[str]  # arm names in action-layout order (ee_pose's second axis)
     gripper_slots: list[int]  # each arm's gripper opening in `action`
-    attrs: dict[str, Any]  # seed, success, split, source, instruction, model_xml, env_args (parsed)
+    facts: EpisodeFacts
 
 
 def read_episode(ep: Episode, manifest_names: Mapping[str, Sequence[str]]) -> EpisodeArrays:
@@ -80,13 +93,14 @@ def read_episode(ep: Episode, manifest_names: Mapping[str, Sequence[str]]) -> Ep
     for node, frame in ep.events:  # the first event of a node is its completion (a latch may re-fire)
         if node in completion and completion[node] < 0:
             completion[node] = frame
-    attrs = {k: ep.attrs.get(k) for k in ("seed", "success", "split", "source", "instruction", "model_xml")}
-    attrs["env_args"] = ep.json_attr("env_args", {}) or {}
+    facts = EpisodeFacts(seed=int(ep.attrs.get(fmt.SEED_ATTR) or 0), success=bool(ep.attrs.get(fmt.SUCCESS_ATTR)),
+                         source=ep.source, instruction=ep.instruction, model_xml=ep.model_xml,
+                         env_args=ep.json_attr(fmt.ENV_ARGS_ATTR, {}) or {})
     return EpisodeArrays(
         path=ep.path, index=ep.index, frames=ep.frames, low_dim=low_dim, names=names,
-        states=ep["states"], nodes=nodes, completion=completion,
-        active_mask=_optional(ep, "labels/active_mask"),
-        arms=arms, gripper_slots=[a.gripper for a in layout.arms] if layout else [], attrs=attrs)
+        states=ep[fmt.STATES], nodes=nodes, completion=completion,
+        active_mask=_optional(ep, fmt.ACTIVE_MASK),
+        arms=arms, gripper_slots=[a.gripper for a in layout.arms] if layout else [], facts=facts)
 
 
 def _optional(ep: Episode, name: str) -> np.ndarray | None:

@@ -105,7 +105,7 @@ def start_signals(arrays: EpisodeArrays) -> dict[str, np.ndarray]:
 def rewards_dones(arrays: EpisodeArrays) -> tuple[np.ndarray, np.ndarray]:
     frames = arrays.frames
     rewards = np.zeros(frames)
-    if arrays.attrs.get("success") and arrays.completion and min(arrays.completion.values()) >= 0:
+    if arrays.facts.success and arrays.completion and min(arrays.completion.values()) >= 0:
         done_at = max(arrays.completion.values())  # every node complete: the task succeeded
         rewards[np.minimum(np.arange(frames) + 1, frames - 1) >= done_at] = 1.0
     dones = (rewards > 0).astype(np.int64)
@@ -195,7 +195,7 @@ def _fill(data: h5py.Group, sources: ExportSources, names: Sequence[str], sizes:
         arrays = read_episode(ep, columns)
         if layout is None:
             layout = row_layout(arrays)
-            env_args = dict(arrays.attrs["env_args"])
+            env_args = dict(arrays.facts.env_args)
             kwargs = {k: v for k, v in dict(env_args.get("env_kwargs", {})).items() if k != "seed"}
             data.attrs["env_args"] = json.dumps({**env_args, "env_kwargs": kwargs}, sort_keys=True)
         check_layout(arrays, layout)
@@ -228,15 +228,15 @@ def _fill(data: h5py.Group, sources: ExportSources, names: Sequence[str], sizes:
 
 
 def _demo_attrs(demo: h5py.Group, arrays: EpisodeArrays, split: str) -> None:
-    a = arrays.attrs
+    facts = arrays.facts
     demo.attrs["num_samples"] = arrays.frames
-    demo.attrs["success"] = bool(a.get("success"))
-    demo.attrs["seed"] = int(a.get("seed") or 0)
-    demo.attrs["model_file"] = str(a.get("model_xml") or "")
+    demo.attrs["success"] = facts.success
+    demo.attrs["seed"] = facts.seed
+    demo.attrs["model_file"] = facts.model_xml
     demo.attrs["x2_episode"] = arrays.index
-    demo.attrs["source"] = str(a.get("source") or "")
+    demo.attrs["source"] = facts.source
     demo.attrs["split"] = split
-    demo.attrs["instruction"] = str(a.get("instruction") or "")
+    demo.attrs["instruction"] = facts.instruction
 
 
 def _write_images(obs: h5py.Group, ep: Episode, cameras: Sequence[str], sizes: dict[str, ImageSize],

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from x2 import format as fmt
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.errors import ExportError
 from x2.export.sources import ExportSources
@@ -161,7 +162,7 @@ def choose_images(sources: ExportSources, size: ImageSize | None) -> Images:
 
 def check_ticks(ep: Episode, fps: int) -> None:
     """Refuse an episode whose frame t was not recorded at sim time t / fps (LeRobot's timestamps are)."""
-    ts = np.asarray(ep["timestamps"], dtype=np.float64)
+    ts = np.asarray(ep[fmt.TIMESTAMPS], dtype=np.float64)
     expected = np.arange(ts.size, dtype=np.float64) / fps
     if ts.size == 0:
         raise ExportError(f"{ep.path}: timestamps: found 0 frames; allowed: at least one")
@@ -175,36 +176,36 @@ def check_ticks(ep: Episode, fps: int) -> None:
 def dataset_fps(ds: Dataset) -> int:
     fps = float(ds.manifest.fps)
     if not fps.is_integer():
-        raise ExportError(f"{ds.root / 'manifest.json'}: fps: found {fps:g}; allowed: a whole number "
+        raise ExportError(f"{ds.root / fmt.MANIFEST_FILE}: fps: found {fps:g}; allowed: a whole number "
                           "(LeRobot stores an integer fps)")
     return int(fps)
 
 
 def plan_episode(ep: Episode, record: EpisodeRecord, fps: int, ds: Dataset, codes: SubtaskCodes) -> EpisodePlan:
     where = str(ep.path)
-    own_fps = ep.attrs.get("fps", fps)
-    if float(own_fps) != fps:
+    own_fps = ep.fps if fmt.FPS_ATTR in ep.attrs else fps
+    if own_fps is None or float(own_fps) != fps:
         raise ExportError(f"{where}: fps: found {own_fps}; allowed: the dataset's {fps}")
     check_ticks(ep, fps)
     joints = len(ds.manifest.joint_names)
-    for name, width in (("observations/qpos", joints), ("action", len(ds.manifest.action_names))):
+    for name, width in ((fmt.QPOS, joints), (fmt.ACTION, len(ds.manifest.action_names))):
         if name not in ep:
             raise ExportError(f"{where}: {name}: found missing; allowed: episodes recorded by x2's loop")
         shape = ep.dataset(name).shape
         if len(shape) != 2 or shape[1] != width:
             raise ExportError(f"{where}: {name}: found shape {shape}; allowed: ({ep.frames}, {width}) "
                               "(the manifest's names)")
-    if "labels/subtask_index" not in ep:
-        raise ExportError(f"{where}: labels/subtask_index: found missing; allowed: episodes labelled by a task DAG")
+    if fmt.SUBTASK_INDEX not in ep:
+        raise ExportError(f"{where}: {fmt.SUBTASK_INDEX}: found missing; allowed: episodes labelled by a task DAG")
     if tuple(ep.subtask_names) != codes.nodes:
         raise ExportError(f"{where}: labels/subtask_names: found {ep.subtask_names}; allowed: the dataset's DAG "
                           f"nodes {list(codes.nodes)}")
-    raw = ep["labels/subtask_index"]
+    raw = ep[fmt.SUBTASK_INDEX]
     encoded = codes.encode(raw, where)
-    task = str(ep.attrs.get("instruction") or "") or ds.manifest.task
+    task = ep.instruction or ds.manifest.task
     return EpisodePlan(record, ep.frames, task, encoded, tuple(codes.names[int(v)] for v in encoded),
-                       state=ep["observations/qpos"].astype(np.float32, copy=False),
-                       action=ep["action"].astype(np.float32, copy=False))
+                       state=ep[fmt.QPOS].astype(np.float32, copy=False),
+                       action=ep[fmt.ACTION].astype(np.float32, copy=False))
 
 
 def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
@@ -214,4 +215,4 @@ def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
     episodes = tuple(plan_episode(s.episode, s.record, fps, ds, codes) for s in sources.episodes)
     images = choose_images(sources, options.size)
     names = sources.column_names()
-    return ExportPlan(ds, fps, names["observations/qpos"], names["action"], codes, images, episodes)
+    return ExportPlan(ds, fps, names[fmt.QPOS], names[fmt.ACTION], codes, images, episodes)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from x2 import format as fmt
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.errors import ExportError
 from x2.export.provenance import provenance
@@ -28,9 +29,6 @@ from x2.export.staging import check_target
 from x2.render.frames import ImageSize
 from x2.render.source import default_cameras, stored_cameras
 
-# Episode columns named by the manifest (docs/format.md): the writer gives a column these names when its
-# row width matches, so an exporter gives them under the same rule.
-MANIFEST_NAMES = {"action": "action_names", "observations/qpos": "joint_names", "observations/qvel": "joint_names"}
 _SPARE_FILES = 64  # descriptors left for everything else while every source episode is open
 
 
@@ -80,7 +78,7 @@ class ExportSources:
     def column_names(self) -> dict[str, tuple[str, ...]]:
         """Episode column path -> its names, from the manifest."""
         manifest = self.dataset.manifest
-        return {path: tuple(getattr(manifest, field)) for path, field in MANIFEST_NAMES.items()}
+        return {path: tuple(getattr(manifest, field)) for path, field in fmt.NAMED_STREAMS.items()}
 
     def image_sizes(self, render_size: ImageSize, image_size: ImageSize | None) -> dict[str, ImageSize]:
         """The size of each camera's exported stream: `image_size` when given; else the stored size when
@@ -142,13 +140,13 @@ def choose_cameras(opened: Sequence[SourceEpisode], request: ExportRequest) -> t
 
 def check_names(ep: Episode, ds: Dataset) -> None:
     """Refuse an episode whose columns carry other names than the manifest gives them."""
-    for path, field in MANIFEST_NAMES.items():
+    for path, field in fmt.NAMED_STREAMS.items():
         if path not in ep:
             continue
-        own = [str(n) for n in ep.dataset_attrs(path).get("names", [])]
+        own = [str(n) for n in ep.dataset_attrs(path).get(fmt.NAMES_ATTR, [])]
         wanted = names_for(getattr(ds.manifest, field), ep.dataset(path).shape)
         if own and own != list(wanted):
-            raise ExportError(f"{ep.path}: {path}: names: found {own}; allowed: {list(wanted)} (manifest.json "
+            raise ExportError(f"{ep.path}: {path}: names: found {own}; allowed: {list(wanted)} ({fmt.MANIFEST_FILE} "
                               f"{field}: the dataset's episodes must agree)")
 
 
