@@ -8,17 +8,9 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from x2.cli._common import console, open_dataset_arg, translate_errors
-from x2.cli.export import (
-    DatasetArg,
-    EpisodesOpt,
-    OverwriteOpt,
-    SourceOpt,
-    SplitOpt,
-    SuccessOnly,
-    app,
-    selection,
-)
+from x2.cli._common import console, open_dataset_arg
+from x2.cli.export import app
+from x2.cli.options import DatasetArg, EpisodesOpt, OverwriteOpt, SourceOpt, SplitOpt, SuccessOnly, selection
 from x2.datasets import EpisodeRecord
 from x2.datasets.select import require_some
 from x2.export import hdf5 as hdf5_export
@@ -49,7 +41,6 @@ def _frames(records: list[EpisodeRecord]) -> int:
 
 
 @app.command("zarr")
-@translate_errors
 def zarr_command(
     dataset: DatasetArg = None,
     out: OutOpt = None,
@@ -92,7 +83,6 @@ def zarr_command(
 
 
 @app.command("hdf5")
-@translate_errors
 def hdf5_command(
     dataset: DatasetArg = None,
     out: OutOpt = None,

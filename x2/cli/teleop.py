@@ -11,7 +11,8 @@ from rich.live import Live
 from rich.prompt import Prompt
 from rich.table import Table
 
-from x2.cli._common import console, fail, translate_errors
+from x2.cli._common import console, fail
+from x2.cli.options import OutputDatasetOpt
 from x2.datasets import workspace
 from x2.devices import EXAMPLES, Device, make_device
 from x2.devices.keyboard import KeyboardConfig, KeyboardDevice, keymap_lines
@@ -50,7 +51,6 @@ def _lifecycle_keys(device: Device, keys: str) -> list[Device]:
     return [KeyboardDevice(KeyboardConfig(backend=backend, motion=False))]
 
 
-@translate_errors
 def teleop(
     robot: Annotated[str | None, typer.Option("--robot", "-r", help="robot to drive (default: artixon-g, or "
                                               "the replayed episode's)")] = None,
@@ -59,8 +59,7 @@ def teleop(
     device: Annotated[str, typer.Option("--device", "-D", help=f"input device: {', '.join(EXAMPLES)}")] = "keyboard",
     episodes: Annotated[int | None, typer.Option("--episodes", "-n", min=1, help="episodes to save, then stop "
                                                  "(default: until you quit)")] = None,
-    dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="dataset name or folder "
-                                                "(default: data/<task>)")] = None,
+    dataset: OutputDatasetOpt = None,
     seed: Annotated[int | None, typer.Option("--seed", help="master seed; episode i's scene derives from it "
                                              "(default 0; replaying an episode starts in its scene)")] = None,
     variant: Annotated[str | None, typer.Option("--variant", help="scene variant (default: default, or the "
@@ -119,7 +118,7 @@ def teleop(
             opened.append(d)
         ds = open_dataset(path, env, backend)
         workspace.remember_dataset(path)
-        console.print(f"dataset [bold]{path}[/bold] ({len(ds.episodes())} episodes so far); "
+        console.print(f"dataset: {path} ({len(ds.episodes())} episodes so far); "
                       f"task [bold]{env.task.name if env.task else '-'}[/bold], device [bold]{device}[/bold]")
         config = TeleopConfig(episodes=episodes, seed=seed or 0, first_seed=first_seed, max_seconds=max_seconds,
                               success_hold_s=success_hold or None)
