@@ -163,13 +163,15 @@ def validate_command(
     """Check a dataset against its on-disk contract (and repeated demonstrations); exit 1 when it is
     invalid (and not repaired), or when --physics flags an episode."""
     path = dataset_arg(dataset)
-    report = validate(path, quick=quick)
+    with progress("checking", "episodes") as update:
+        report = validate(path, quick=quick, progress=update)
     _print_report(report)
     if do_repair and not report.valid:
         result = repair(path)
         for action in result.actions:
             console.print(f"repaired: {action}", soft_wrap=True)
-        report = validate(path, quick=quick)
+        with progress("checking again", "episodes") as update:
+            report = validate(path, quick=quick, progress=update)
         _print_report(report, after_repair=True)
     if Path(path).is_dir():
         remember_dataset(path)
