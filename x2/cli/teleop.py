@@ -15,7 +15,7 @@ from rich.table import Table
 from x2.cli._common import console
 from x2.cli.options import OutputDatasetOpt
 from x2.devices import EXAMPLES
-from x2.teleop import panel
+from x2.teleop import EpisodeSummary, panel
 from x2.teleop.run import TeleopRequest, TeleopRun, keymap
 
 
@@ -70,7 +70,7 @@ def teleop(
                             preview=console.is_terminal if preview is None else preview,
                             preview_camera=preview_camera)
     run = TeleopRun(request, ask_task=_ask_task if sys.stdin.isatty() else None)
-    summaries = []
+    summaries: list[EpisodeSummary] = []
     try:
         with run:
             env = run.env
@@ -93,13 +93,13 @@ def teleop(
     _print_table(summaries)
 
 
-def _summary_line(s) -> str:
+def _summary_line(s: EpisodeSummary) -> str:
     where = f"episode {s.index}" if s.index is not None else "dropped"
     return (f"{where}: {s.ending}, success={'yes' if s.success else 'no'}, {s.frames} frames, "
             f"late slots {s.missed_slots}, lateness p99 {s.lateness_p99_ms:.1f} ms")
 
 
-def _print_table(summaries) -> None:
+def _print_table(summaries: list[EpisodeSummary]) -> None:
     if not summaries:
         return
     table = Table(title="teleop episodes", title_justify="left")
