@@ -24,7 +24,7 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_collect_then_label_and_inspect(workspace: Path) -> None:
     result = runner.invoke(app, ["collect", "waypoints", "--task", "pick_place", "--robot", "artixon-h", "-n", "2"])
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[0].startswith("dataset data/pick_place")
+    assert result.output.splitlines()[0].startswith("dataset: data/pick_place")
     ds = Dataset.open(workspace / "data" / "pick_place")
     records = ds.episodes()
     assert [r.index for r in records] == [0, 1] and len({r.seed for r in records}) == 2

@@ -1,21 +1,16 @@
-"""Shared CLI pieces: the console, the error translator and shared option types."""
+"""Shared CLI pieces: the consoles, error lines, the root runner and the opening of a dataset argument."""
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
-from collections.abc import Callable
-from functools import wraps
-from typing import Any
+from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from x2.datasets import Dataset, remember_dataset, resolve_dataset
-from x2.disk import is_refusal, refused
-from x2.errors import X2Error
 
 # Off a terminal (a pipe, a file, CI) x2's output is read by scripts line by line, so nothing may be
 # hard-wrapped. Rich would lay everything out at 80 columns there (no terminal to ask); instead:
@@ -44,20 +39,6 @@ err_console = _console(stderr=True)
 
 def debug_enabled() -> bool:
     return os.environ.get("X2_DEBUG", "") not in ("", "0")
-
-
-def typer_group(name: str, help: str, examples: str = "") -> typer.Typer:
-    """A command group with rich help panels and an examples epilog."""
-    epilog = f"[bold]Examples[/bold]\n\n{examples}" if examples else None
-    return typer.Typer(
-        name=name,
-        help=help,
-        epilog=epilog,
-        rich_markup_mode="rich",
-        no_args_is_help=True,
-        add_completion=False,
-        pretty_exceptions_enable=False,
-    )
 
 
 def run_app(app: typer.Typer) -> None:
@@ -96,38 +77,16 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def translate_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn X2Error into one line and exit 2; tracebacks only with X2_DEBUG=1."""
-
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except X2Error as exc:
-            if debug_enabled():
-                raise
-            raise fail(str(exc), exc.exit_code) from None
-        except (OSError, RuntimeError) as exc:
-            # The machine said no where no writer put it into words (it may be a read, too): never a bug.
-            if debug_enabled() or not is_refusal(exc):
-                raise
-            if getattr(exc, "errno", None) == errno.ENOENT:
-                raise fail(f"{exc.filename or exc}: path: found no such file or folder; allowed: an existing "
-                           "path") from None
-            error = refused(exc, None, "everything committed before it is intact (x2 renames finished files "
-                                       "into place, so a failed write leaves no half-made one)", doing="at")
-            raise fail(str(error), error.exit_code) from None
-        except KeyboardInterrupt:
-            err_console.print("interrupted")
-            sys.exit(130)
-
-    return wrapper
+def dataset_arg(dataset: str | None) -> Path:
+    """Resolve a dataset argument and name it on the first output line, saying when it was not given."""
+    path = resolve_dataset(dataset)
+    console.print(f"dataset: {path}" + ("" if dataset else " (last used)"))
+    return path
 
 
 def open_dataset_arg(dataset: str | None) -> Dataset:
-    """Resolve, open and remember a dataset; say which one when it was not named (first output line)."""
-    path = resolve_dataset(dataset)
-    console.print(f"dataset: {path}" + ("" if dataset else " (last used)"))
+    """Resolve, name (first output line), open and remember a dataset."""
+    path = dataset_arg(dataset)
     ds = Dataset.open(path)
     remember_dataset(path)
     return ds

@@ -9,9 +9,11 @@ import typer
 from rich.markup import escape
 
 from x2.cli._common import debug_enabled, err_console, run_app
+from x2.cli.groups import RootGroup
 
 app = typer.Typer(
     name="x2",
+    cls=RootGroup,
     help="Robot-manipulation training data from a MuJoCo green-booth twin.",
     rich_markup_mode="rich",
     no_args_is_help=True,
@@ -21,9 +23,9 @@ app = typer.Typer(
 
 
 def _mount() -> None:
-    from x2.cli import groups
+    from x2.cli.groups import mount
 
-    groups.mount(app)
+    mount(app)
 
 
 def main() -> None:

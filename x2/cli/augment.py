@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from x2.augment.augment import DEFAULT_VARIANTS, AugmentRequest, augment_dataset
 from x2.augment.preview import draw_preview
-from x2.cli._common import console, translate_errors, typer_group
+from x2.cli._common import console
+from x2.cli.group_class import typer_group
+from x2.cli.progress import progress
 from x2.datasets import Dataset, remember_dataset, resolve_dataset, resolve_output
 from x2.datasets.select import Selection, parse_episode_list
 from x2.errors import DatasetError
@@ -28,7 +28,6 @@ app = typer_group(
 
 
 @app.command("replay")
-@translate_errors
 def replay(
     dataset: Annotated[str | None, typer.Argument(
         help="Source dataset path or name under ./data (default: the last one used).", show_default=False)] = None,
@@ -81,12 +80,8 @@ def replay(
     selection = Selection(episodes=None if episodes is None else parse_episode_list(episodes))
     console.print(f"augmenting {source}" + ("" if dataset else " (last used)") + f" into {target}: "
                   f"{variants} variant(s) per episode, seed {seed}")
-    bar = Progress(TextColumn("augmenting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                   console=console, transient=True)
-    job = bar.add_task("augment", total=None)
-    with bar if console.is_terminal else contextlib.nullcontext():
-        summary = augment_dataset(source, target, request, selection,
-                                  progress=lambda done, total: bar.update(job, completed=done, total=total))
+    with progress("augmenting", "variants") as update:
+        summary = augment_dataset(source, target, request, selection, progress=update)
     remember_dataset(target)
     table = Table(title=f"scenery {', '.join(summary.scenery)}: {len(summary.written)} episode(s) written, "
                         f"{len(summary.rejected)} rejected, "
@@ -106,7 +101,9 @@ def replay(
         console.print(f"envelope + placement + check: {summary.geometry_s:.2f} s for {made} variant(s); "
                       f"report: {summary.out / AUGMENTATION_REPORT_FILE}")
     if render:
-        rendered = render_dataset(target, names, image_size, workers)
+        with progress("rendering", "frames") as update:
+            rendered = render_dataset(target, names, image_size, workers,
+                                      progress=lambda p: update(p.frames_done, p.frames_total))
         console.print(f"rendered {rendered.frames_rendered} frames of {len(rendered.rendered)} episode(s) in "
                       f"{rendered.wall_s:.1f} s")
     if preview is not None:

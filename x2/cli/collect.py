@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from x2.cli._common import console, translate_errors, typer_group
+from x2.cli._common import console
+from x2.cli.group_class import typer_group
+from x2.cli.options import OutputDatasetOpt, RobotOpt, TaskOpt, VariantOpt
+from x2.cli.progress import progress
 from x2.datasets import workspace
 from x2.rollout import RealTimeClock, Rollout, open_dataset, reach_and_return, record_episode
 from x2.seeding import slot_seed
@@ -23,21 +25,16 @@ app = typer_group(
     "  x2 collect waypoints --task pick_place --robot artixon-h --realtime --dataset smoke",
 )
 
-TaskOpt = Annotated[str, typer.Option("--task", "-t", help="task name or path to a task YAML")]
-RobotOpt = Annotated[str | None, typer.Option("--robot", "-r", help="robot (default: the task's)")]
-DatasetOpt = Annotated[str | None, typer.Option("--dataset", "-d",
-                                                help="dataset name or folder (default: data/<task>)")]
 
 
 @app.command("waypoints")
-@translate_errors
 def waypoints(
     task: TaskOpt = "fruit_in_microwave",
     robot: RobotOpt = None,
     episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="episodes to record")] = 2,
     seed: Annotated[int, typer.Option("--seed", help="master seed; episode i's seed derives from it")] = 0,
-    dataset: DatasetOpt = None,
-    variant: Annotated[str, typer.Option("--variant", help="scene variant")] = "default",
+    dataset: OutputDatasetOpt = None,
+    variant: VariantOpt = "default",
     realtime: Annotated[bool, typer.Option("--realtime/--free", help="pace at the control rate or run free")] = False,
 ) -> None:
     """Record scripted joint-waypoint episodes: every arm reaches out, closes and opens its gripper and
@@ -52,23 +49,21 @@ def waypoints(
     workspace.remember_dataset(path)
     try:
         done, start = len(ds.episodes()), ds.next_slot(seed)
-        console.print(f"dataset [bold]{path}[/bold] ({done} episodes so far); master seed {seed} from slot {start}")
+        console.print(f"dataset: {path} ({done} episodes so far); master seed {seed} from slot {start}")
         first: int | None = None
         clock = RealTimeClock(env.fps) if realtime else None
         rollout = Rollout(backend, clock)
         table = Table(title="episodes", title_justify="left")
         for col in ("episode", "seed", "frames", "end", "events", "success", "late slots"):
             table.add_column(col)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console, transient=True) as bar:
-            job = bar.add_task("recording", total=episodes)
+        with progress("recording", "episodes") as update:
             for slot in range(start, start + episodes):
+                update(slot - start, episodes)
                 s = slot_seed(seed, slot)  # slots continue after every one used here: no seed repeats
                 teacher = reach_and_return(backend.home_action(), backend.action_layout, env.fps)
                 result, record = record_episode(ds, rollout, teacher, s, source="scripted", master_seed=seed,
                                                 slot=slot)
                 ds.use_slots(seed, slot)
-                bar.advance(job)
                 if record is not None and first is None:
                     first = record.index
                 events = ", ".join(f"{n}@{f}" for n, f in result.events) or "-"

@@ -6,17 +6,18 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from x2.cli._common import console, open_dataset_arg, translate_errors, typer_group
+from x2.cli._common import console, dataset_arg, open_dataset_arg
+from x2.cli.group_class import typer_group
+from x2.cli.options import DatasetArg, DatasetOpt
+from x2.cli.progress import progress
 from x2.datasets import (
     Dataset,
     list_datasets,
     plot_timeline,
     remember_dataset,
     repair,
-    resolve_dataset,
     summarize,
     validate,
 )
@@ -31,8 +32,6 @@ app = typer_group(
              "  x2 datasets show 3 --plot ep3.png\n\n  x2 datasets validate --repair",
 )
 
-DatasetArg = Annotated[str | None, typer.Argument(
-    help="Dataset path or name under ./data (default: the last one used).", show_default=False)]
 _SEVERITY_STYLE = {"error": "bold red", "repairable": "yellow", "info": "dim"}
 
 
@@ -47,7 +46,6 @@ def _rate(rate: float | None) -> str:
 
 
 @app.command("ls", epilog="Example: x2 datasets ls")
-@translate_errors
 def ls_command() -> None:
     """Table of the datasets under ./data."""
     paths = list_datasets()
@@ -68,7 +66,6 @@ def ls_command() -> None:
 
 
 @app.command("info", epilog="Example: x2 datasets info fruit_in_microwave")
-@translate_errors
 def info_command(dataset: DatasetArg = None) -> None:
     """Episodes, frames, duration, success rate, sources, subtask durations and failure reasons."""
     ds = open_dataset_arg(dataset)
@@ -101,11 +98,9 @@ def info_command(dataset: DatasetArg = None) -> None:
 
 
 @app.command("show", epilog="Example: x2 datasets show 3 --dataset fruit_in_microwave --plot ep3.png")
-@translate_errors
 def show_command(
     episode: Annotated[int, typer.Argument(help="Episode index (see x2 datasets info).", show_default=False)],
-    dataset: Annotated[str | None, typer.Option(
-        "--dataset", "-d", help="Dataset path or name (default: last used).", show_default=False)] = None,
+    dataset: DatasetOpt = None,
     plot: Annotated[Path | None, typer.Option(
         "--plot", help="Write a PNG timeline (segments, joints, events).", show_default=False)] = None,
 ) -> None:
@@ -150,7 +145,6 @@ def _short(value: Any) -> str:
 
 @app.command("validate", epilog="Examples: x2 datasets validate data/fruit_in_microwave --repair\n\n"
              "  x2 datasets validate --quick\n\n  x2 datasets validate --physics --threshold-mm 3")
-@translate_errors
 def validate_command(
     dataset: DatasetArg = None,
     do_repair: Annotated[bool, typer.Option(
@@ -168,15 +162,16 @@ def validate_command(
 ) -> None:
     """Check a dataset against its on-disk contract (and repeated demonstrations); exit 1 when it is
     invalid (and not repaired), or when --physics flags an episode."""
-    path = resolve_dataset(dataset)
-    console.print(f"dataset: {path}" + ("" if dataset else " (last used)"))
-    report = validate(path, quick=quick)
+    path = dataset_arg(dataset)
+    with progress("checking", "episodes") as update:
+        report = validate(path, quick=quick, progress=update)
     _print_report(report)
     if do_repair and not report.valid:
         result = repair(path)
         for action in result.actions:
             console.print(f"repaired: {action}", soft_wrap=True)
-        report = validate(path, quick=quick)
+        with progress("checking again", "episodes") as update:
+            report = validate(path, quick=quick, progress=update)
         _print_report(report, after_repair=True)
     if Path(path).is_dir():
         remember_dataset(path)
@@ -194,10 +189,9 @@ def _physics(ds: Dataset, limit: float) -> int:
         table.add_column(col, justify="right" if col in ("episode", "depth (mm)", "frame") else "left")
     worst: tuple[float, int] = (0.0, -1)
     flagged = 0
-    with Progress(TextColumn("replaying states"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=console, transient=True) as bar:
-        job = bar.add_task("physics", total=len(records))
-        for record in records:
+    with progress("replaying states", "episodes") as update:
+        for done, record in enumerate(records):
+            update(done, len(records))
             with ds.load(record.index) as ep:
                 pen = deepest_penetration(ep)
             bad = pen.depth > limit
@@ -207,7 +201,6 @@ def _physics(ds: Dataset, limit: float) -> int:
             pair = f"{c.geom1 or c.body1} / {c.geom2 or c.body2}" if c is not None and pen.depth > 0 else "-"
             table.add_row(str(record.index), f"{pen.depth * 1e3:.2f}", str(pen.frame), pair,
                           "[red]flagged[/red]" if bad else "")
-            bar.advance(job)
     console.print(table)
     summary = f"physics: {len(records)} episodes, deepest penetration {worst[0] * 1e3:.2f} mm"
     summary += f" (episode {worst[1]})" if worst[1] >= 0 else ""

@@ -4,18 +4,16 @@ Parsing and rich output only; the work is in x2.datasets.manage, splitting and s
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from x2.cli._common import console, open_dataset_arg, translate_errors
-from x2.cli.datasets import DatasetArg, app
-from x2.cli.export import EpisodesOpt, SourceOpt, SplitOpt, SuccessOnly, selection
+from x2.cli._common import console, dataset_arg, open_dataset_arg
+from x2.cli.datasets import app
+from x2.cli.options import DatasetArg, EpisodesOpt, SourceOpt, SplitOpt, SuccessOnly, selection
+from x2.cli.progress import progress
 from x2.datasets import Dataset, remember_dataset, resolve_dataset, resolve_output
 from x2.datasets.index import format_indices
 from x2.datasets.manage import (
@@ -37,19 +35,6 @@ OutOpt = Annotated[str, typer.Option(
     "--out", "-o", help="The new dataset: a name under ./data or a path (must not exist).", show_default=False)]
 
 
-@contextmanager
-def _progress(what: str) -> Iterator[Callable[[int, int], None]]:
-    # Off a terminal even a transient bar leaves an empty line behind: scripts read these lines.
-    with Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=console, transient=True, disable=not console.is_terminal) as bar:
-        job = bar.add_task(what, total=None)
-
-        def advance(done: int, total: int) -> None:
-            bar.update(job, completed=done, total=total)
-
-        yield advance
-
-
 def _copied(result: CopyResult, title: str) -> None:
     per_source: dict[str, list[int]] = {}
     for name, index in result.origins:
@@ -65,7 +50,6 @@ def _copied(result: CopyResult, title: str) -> None:
 
 @app.command("merge", epilog="Examples: x2 datasets merge fruit_a fruit_b --out fruit_all\n\n"
              "  x2 datasets merge data/fruit_in_microwave data/pick_place --out multi_task")
-@translate_errors
 def merge_command(
     datasets: Annotated[list[str], typer.Argument(help="Two or more datasets (paths or names under ./data).",
                                                   show_default=False)],
@@ -77,7 +61,7 @@ def merge_command(
     two episodes share a seed. Sources of several tasks give a multi-task dataset no collector appends to."""
     paths = [resolve_dataset(d) for d in datasets]
     target = resolve_output(out, "merged")
-    with _progress("copying episodes") as advance:
+    with progress("copying episodes") as advance:
         result = merge(paths, target, advance)
     _copied(result, f"merged into {target}")
     kind = "multi-task (collectors append to its sources, not to it)" if result.multi_task else \
@@ -88,7 +72,6 @@ def merge_command(
 
 @app.command("filter", epilog="Examples: x2 datasets filter --success-only --out fruit_ok\n\n"
              "  x2 datasets filter multi_task --task pick_place --min-subtask-frames pick_fruit=60 --out picks")
-@translate_errors
 def filter_command(
     out: OutOpt,
     dataset: DatasetArg = None,
@@ -114,7 +97,7 @@ def filter_command(
                   min_frames=dict(parse_subtask_bound(t, "--min-subtask-frames") for t in min_frames or ()),
                   max_frames=dict(parse_subtask_bound(t, "--max-subtask-frames") for t in max_frames or ()))
     target = resolve_output(out, f"{ds.name}_filtered")
-    with _progress("copying episodes") as advance:
+    with progress("copying episodes") as advance:
         result = filter_dataset(ds.root, target, keep, renumber=renumber, progress=advance)
     _copied(result, f"filtered into {target} ({keep.describe()})")
     console.print(f"{target}: {len(result.records)} of {len(ds.episodes())} episodes")
@@ -122,7 +105,6 @@ def filter_command(
 
 
 @app.command("rm", epilog="Examples: x2 datasets rm 3,5-7\n\n  x2 datasets rm fruit_in_microwave 12 --yes")
-@translate_errors
 def rm_command(
     args: Annotated[list[str], typer.Argument(
         metavar="[DATASET] EPISODES", help="Optional dataset (default: the last one used), then episode "
@@ -135,8 +117,7 @@ def rm_command(
         raise DatasetError(f"arguments: found {len(args)} ({' '.join(args)}); allowed: [DATASET] EPISODES")
     dataset, text = (None, args[0]) if len(args) == 1 else (args[0], args[1])
     indices = parse_episode_list(text, "EPISODES")
-    path = resolve_dataset(dataset)
-    console.print(f"dataset: {path}" + ("" if dataset else " (last used)"))
+    path = dataset_arg(dataset)
     ds = Dataset.open(path)
     plan = plan_removal(ds, indices)
     if plan.already:
@@ -147,7 +128,7 @@ def rm_command(
                                f"episodes {format_indices(plan.remove)} without asking")
         typer.confirm(f"remove episodes {format_indices(plan.remove)} ({len(plan.remove)}) from {path}? "
                       f"(their files move to {REMOVED_DIR}/, nothing is deleted)", abort=True)
-    with _progress("moving files") as advance:
+    with progress("moving files") as advance:
         done = remove(path, indices, advance)
     remember_dataset(path)
     left = len(Dataset.open(path).episodes())
@@ -160,7 +141,6 @@ def rm_command(
 
 @app.command("split", epilog="Examples: x2 datasets split --val 0.1 --seed 0\n\n"
              "  x2 datasets split multi_task --val 0.1 --test 0.1 --seed 3")
-@translate_errors
 def split_command(
     dataset: DatasetArg = None,
     val: Annotated[float, typer.Option("--val", help="Fraction of each stratum for validation.")] = 0.1,
@@ -170,7 +150,7 @@ def split_command(
     """Assign train/val/test by episode, stratified by task and source, into splits.json (it overrides the
     split each episode file was recorded with; files are not changed)."""
     ds = open_dataset_arg(dataset)
-    with _progress("reading tasks") as advance:
+    with progress("reading tasks") as advance:
         strata = assign_splits(ds.root, val, test, seed, advance)
     table = Table(title=f"splits of {ds.name} (seed {seed})", title_justify="left")
     for column in ("task", "source", "episodes", "train", "val", "test"):
@@ -204,7 +184,6 @@ def _stats_tables(stats: DatasetStats) -> None:
 
 @app.command("stats", epilog="Examples: x2 datasets stats --plot durations.png\n\n"
              "  x2 datasets stats fruit_in_microwave --success-only --json stats.json")
-@translate_errors
 def stats_command(
     dataset: DatasetArg = None,
     plot: Annotated[Path | None, typer.Option(
@@ -220,7 +199,7 @@ def stats_command(
     ds = open_dataset_arg(dataset)
     chosen = selection(success_only, source, split, episodes)
     records = chosen.apply(ds)
-    with _progress("reading episodes") as advance:
+    with progress("reading episodes") as advance:
         stats = dataset_stats(ds, records, advance)
     console.print(f"{ds.name}: {stats.episodes} episodes ({chosen.describe()}), {stats.frames} frames at "
                   f"{stats.fps:g} fps")

@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from x2.cli._common import console, open_dataset_arg, translate_errors
+from x2.cli._common import console, open_dataset_arg
 from x2.cli.datasets import app
+from x2.cli.options import DatasetOpt
+from x2.cli.progress import progress
 from x2.export.staging import staged
 from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.render.frames import ImageSize, parse_cameras
@@ -27,11 +28,9 @@ from x2.view import (
 
 @app.command("view", epilog="Examples: x2 datasets view 3\n\n"
              "  x2 datasets view 0 --dataset fruit_in_microwave --out ep0.rrd --cameras head,left_wrist --size 240x320")
-@translate_errors
 def view_command(
     episode: Annotated[int, typer.Argument(help="Episode index (see x2 datasets info).", show_default=False)],
-    dataset: Annotated[str | None, typer.Option(
-        "--dataset", "-d", help="Dataset path or name (default: last used).", show_default=False)] = None,
+    dataset: DatasetOpt = None,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Write the recording here (default without a viewer: "
                             "exports/<dataset>-episode_N.rrd).", show_default=False)] = None,
@@ -63,12 +62,9 @@ def view_command(
     with ds.load(episode) as ep:
         plan = plan_cameras(ep, wanted_cameras, wanted_size)
         label = f"episode {ep.index}: " + (f"rendering {', '.join(plan.rendered)}" if plan.rendered else "logging")
-        with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                      console=console, transient=True) as bar:
-            job = bar.add_task("view", total=ep.frames)
-
+        with progress(label, "frames") as update:
             def advance(done: int) -> None:
-                bar.update(job, completed=done)
+                update(done, ep.frames)
 
             if target is None:
                 summary = record_episode(ep, dataset=ds.name, plan=plan, spawn=True, port=port, on_frame=advance)

@@ -13,11 +13,12 @@ import typer
 from rich.live import Live
 from rich.table import Table
 
-from x2.cli._common import console, fail, translate_errors, typer_group
+from x2.cli._common import console, fail
+from x2.cli.group_class import typer_group
 from x2.devices import EXAMPLES, Device, make_device
-from x2.devices.calibration import GRIPPER_SLOTS, JOINTS, Calibration, calibration_dir, calibration_path
+from x2.devices.calibration import JOINTS, calibration_dir, calibration_path
+from x2.devices.leader_calibration import calibrate_leader, parse_flips
 from x2.devices.master_arm import MasterArmDevice
-from x2.errors import X2Error
 from x2.spec import load_robot
 
 app = typer_group(
@@ -38,7 +39,6 @@ NEEDS = {
 
 
 @app.command("ls")
-@translate_errors
 def ls() -> None:
     """List device kinds, whether their SDK is installed, serial ports and stored calibrations.
 
@@ -75,7 +75,6 @@ def _sample_table(dev: Device) -> Table:
 
 
 @app.command("check")
-@translate_errors
 def check(device: DeviceOpt = "keyboard",
           seconds: Annotated[float, typer.Option("--seconds", min=0.5, help="how long to watch")] = 10.0) -> None:
     """Connect a device and show its live samples, rate, sample age and events (Ctrl-C stops).
@@ -97,19 +96,7 @@ def check(device: DeviceOpt = "keyboard",
     console.print(f"{device}: {h.rate_hz:.0f} Hz, drops {h.drops}, {len(events)} events")
 
 
-def _mean_ticks(dev: MasterArmDevice, seconds: float = 0.5) -> np.ndarray:
-    """Average raw readings over a short window: a hand-held leader trembles by a few ticks."""
-    dev.drain()
-    time.sleep(seconds)
-    samples = dev.drain()
-    if not samples:
-        raise X2Error(f"{dev.config.port}: ticks: found no readings in {seconds} s; allowed: a leader arm that "
-                      "answers (x2 devices check)")
-    return np.mean([s.values["ticks"] for s in samples], axis=0)
-
-
 @app.command("calibrate")
-@translate_errors
 def calibrate(
     device: DeviceOpt = "master-arm",
     robot: Annotated[str, typer.Option("--robot", "-r", help="robot whose home pose the leader is held in")] = (
@@ -122,35 +109,18 @@ def calibrate(
 
     Example: [cyan]x2 devices calibrate --device master-arm:/dev/ttyUSB0 --robot artixon-g[/cyan]
     """
-    try:
-        flipped = {int(x) for x in flip.split(",") if x.strip()}
-    except ValueError:
-        raise fail(f"--flip: found {flip!r}; allowed: joint numbers 1-{JOINTS} separated by commas") from None
-    if not flipped <= set(range(1, JOINTS + 1)):
-        raise fail(f"--flip: found {sorted(flipped)}; allowed: joint numbers 1-{JOINTS}")
+    signs = parse_flips(flip)
     dev = make_device(device)
     if not isinstance(dev, MasterArmDevice):
         raise fail(f"--device: found {device!r}; allowed: master-arm[:[dynamixel|feetech:]PORT]")
-    info = load_robot(robot)
-    arms = info.model.arms
+    arms = load_robot(robot).model.arms
     home = np.concatenate([np.asarray(a.home, dtype=np.float64) for a in arms])
     if home.shape != (JOINTS,):
         raise fail(f"--robot: found {robot} with {home.size} arm joints; allowed: a robot with 2 arms of 6 joints")
-    signs = [-1 if k + 1 in flipped else 1 for k in range(JOINTS)]
+    pose = ", ".join(f"{a.name} [{', '.join(f'{q:.2f}' for q in a.home)}]" for a in arms)
     with dev:
         console.print(f"leader arm on {dev.config.port} (device id [bold]{dev.device_id}[/bold])")
-        pose = ", ".join(f"{a.name} [{', '.join(f'{q:.2f}' for q in a.home)}]" for a in arms)
-        typer.prompt(f"1/2 hold the leader in {robot}'s home pose ({pose} rad), grippers closed; then Enter",
-                     default="", show_default=False)
-        at_home = _mean_ticks(dev)
-        typer.prompt("2/2 keep the arms there and open both grippers fully; then Enter", default="",
-                     show_default=False)
-        opened = _mean_ticks(dev)
-        grip = list(GRIPPER_SLOTS)
-        if np.any(np.abs(opened[grip] - at_home[grip]) < 20):
-            raise X2Error(f"{dev.config.port}: gripper: found {opened[grip] - at_home[grip]} ticks between closed "
-                          "and open; allowed: a clear opening (>= 20 ticks); open the grippers fully and retry")
-        calib = Calibration.from_pose(dev.device_id, dev.calibration.ids if dev.calibration else dev.config.ids,
-                                      at_home, home, signs, tuple(at_home[grip]), tuple(opened[grip]))
+        calib = calibrate_leader(dev, home, signs, f"{robot}'s home pose ({pose} rad)",
+                                 confirm=lambda step: typer.prompt(step, default="", show_default=False))
     path = calib.save(calibration_path(dev.device_id))
     console.print(f"saved [bold]{path}[/bold]; check it with [cyan]x2 devices check --device {device}[/cyan]")

@@ -7,7 +7,7 @@ import contextlib
 import typer
 from rich.markup import escape
 
-from x2.cli._common import console, translate_errors
+from x2.cli._common import console
 from x2.datasets.workspace import data_dir
 from x2.doctor import MISSING, OK, WARN, diagnose
 
@@ -15,7 +15,6 @@ _STYLE = {OK: "green", MISSING: "red", WARN: "yellow"}
 _ESSENTIAL = ("renderer", "python")  # without these no x2 command that simulates or renders works
 
 
-@translate_errors
 def doctor() -> None:
     """Check the renderer, Python and the extras, SteamVR, serial ports, the display and free disk.
 

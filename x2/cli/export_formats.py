@@ -7,18 +7,10 @@ from typing import Annotated
 
 import typer
 
-from x2.cli._common import console, open_dataset_arg, translate_errors
-from x2.cli.export import (
-    DatasetArg,
-    EpisodesOpt,
-    OverwriteOpt,
-    SourceOpt,
-    SplitOpt,
-    SuccessOnly,
-    app,
-    selection,
-)
+from x2.cli._common import console, open_dataset_arg
+from x2.cli.export import app
 from x2.cli.export_progress import export_progress
+from x2.cli.options import DatasetArg, EpisodesOpt, OverwriteOpt, SourceOpt, SplitOpt, SuccessOnly, selection
 from x2.datasets.select import require_some
 from x2.export import hdf5 as hdf5_export
 from x2.export import zarr as zarr_export
@@ -38,7 +30,6 @@ StateOnlyOpt = Annotated[bool, typer.Option("--state-only", help="No images: low
 
 
 @app.command("zarr")
-@translate_errors
 def zarr_command(
     dataset: DatasetArg = None,
     out: OutOpt = None,
@@ -80,7 +71,6 @@ def zarr_command(
 
 
 @app.command("hdf5")
-@translate_errors
 def hdf5_command(
     dataset: DatasetArg = None,
     out: OutOpt = None,

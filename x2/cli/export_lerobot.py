@@ -7,18 +7,10 @@ from typing import Annotated
 
 import typer
 
-from x2.cli._common import console, open_dataset_arg, translate_errors
-from x2.cli.export import (
-    DatasetArg,
-    EpisodesOpt,
-    OverwriteOpt,
-    SourceOpt,
-    SplitOpt,
-    SuccessOnly,
-    app,
-    selection,
-)
+from x2.cli._common import console, open_dataset_arg
+from x2.cli.export import app
 from x2.cli.export_progress import export_progress
+from x2.cli.options import DatasetArg, EpisodesOpt, OverwriteOpt, SourceOpt, SplitOpt, SuccessOnly, selection
 from x2.datasets.select import require_some
 from x2.export.lerobot import export_lerobot
 from x2.export.lerobot_plan import LeRobotOptions
@@ -34,7 +26,6 @@ def _count(n: int, word: str) -> str:
 
 @app.command("lerobot", epilog="Example: x2 export lerobot fruit_in_microwave --cameras head,left_wrist "
                                "--size 240x320 --success-only")
-@translate_errors
 def lerobot_command(
     dataset: DatasetArg = None,
     out: Annotated[Path | None, typer.Option(

@@ -1,4 +1,6 @@
-"""The one place where command groups are mounted on the root app."""
+"""The one place where command groups are mounted on the root app, in the order `x2 --help` lists them:
+the workflow's (make episodes, enlarge and render them, hand them to trainers), then the checks and the
+look-ups."""
 
 from __future__ import annotations
 
@@ -6,9 +8,23 @@ import importlib
 
 import typer
 
+from x2.cli.group_class import X2Group
+
 # Modules that add commands to a group defined elsewhere (`x2 export <format>`, `x2 datasets <verb>`):
 # importing one registers its commands.
 _COMMAND_MODULES = ("export_lerobot", "export_formats", "datasets_manage", "datasets_view")
+
+MAKE = "Make episodes"
+USE = "Use a dataset"
+CHECK = "Check episodes"
+LOOK = "Robots, tasks, devices, this machine"
+
+
+
+
+class RootGroup(X2Group):
+    command_order = ("collect", "synth", "augment", "render", "export", "datasets", "label", "replay", "robots",
+                     "tasks", "devices", "doctor")
 
 
 def mount(app: typer.Typer) -> None:
@@ -16,16 +32,16 @@ def mount(app: typer.Typer) -> None:
 
     for name in _COMMAND_MODULES:
         importlib.import_module(f"x2.cli.{name}")
-    app.add_typer(specs.robots_app)
-    app.add_typer(specs.tasks_app)
     collect.app.command("teleop")(teleop.teleop)
-    app.add_typer(collect.app)
-    app.add_typer(datasets.app)
-    app.add_typer(devices.app)
-    app.add_typer(export.app)
-    app.add_typer(augment.app)
-    app.command("label")(label.label)
-    app.command("render")(render.render)
-    app.command("replay")(replay.replay)
-    app.command("synth")(synth.synth)
-    app.command("doctor")(doctor.doctor)
+    app.add_typer(collect.app, rich_help_panel=MAKE)
+    app.command("synth", rich_help_panel=MAKE)(synth.synth)
+    app.add_typer(augment.app, rich_help_panel=MAKE)
+    app.command("render", rich_help_panel=MAKE)(render.render)
+    app.add_typer(export.app, rich_help_panel=USE)
+    app.add_typer(datasets.app, rich_help_panel=USE)
+    app.command("label", rich_help_panel=CHECK)(label.label)
+    app.command("replay", rich_help_panel=CHECK)(replay.replay)
+    app.add_typer(specs.robots_app, rich_help_panel=LOOK)
+    app.add_typer(specs.tasks_app, rich_help_panel=LOOK)
+    app.add_typer(devices.app, rich_help_panel=LOOK)
+    app.command("doctor", rich_help_panel=LOOK)(doctor.doctor)

@@ -7,15 +7,14 @@ from typing import Annotated, Literal
 import typer
 from rich.table import Table
 
-from x2.cli._common import console, translate_errors
-from x2.datasets import Dataset, workspace
+from x2.cli._common import console, open_dataset_arg
+from x2.cli.options import DatasetOpt
 from x2.rollout.relabel import relabel
 
 
-@translate_errors
 def label(
     episode: Annotated[int, typer.Argument(help="episode index in the dataset")],
-    dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="dataset (default: the last one used)")] = None,
+    dataset: DatasetOpt = None,
     specs: Annotated[Literal["file", "current"], typer.Option(
         "--specs", help="the task as stored in the episode (file), or as today's specs compile it (current)")
     ] = "file",
@@ -28,10 +27,7 @@ def label(
 
     Examples: [cyan]x2 label 0 --dataset data/fruit_in_microwave[/cyan]   [cyan]x2 label 3 --specs current[/cyan]
     """
-    path = workspace.resolve_dataset(dataset)
-    console.print(f"dataset [bold]{path}[/bold]" + ("" if dataset else " (last used)"))
-    ds = Dataset.open(path)
-    workspace.remember_dataset(path)
+    ds = open_dataset_arg(dataset)
     with ds.load(episode) as ep:
         report = relabel(ep, specs)
     table = Table(title=f"episode {episode}: {report.frames} frames recomputed ({specs} specs)", title_justify="left")

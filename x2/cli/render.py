@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from x2.cli._common import console, translate_errors
-from x2.datasets import Dataset, remember_dataset, resolve_dataset
+from x2.cli._common import console, open_dataset_arg
+from x2.cli.options import DatasetArg
+from x2.cli.progress import progress
+from x2.datasets import Dataset
 from x2.datasets.select import parse_episode_list
 from x2.errors import DatasetError
 from x2.render import DEFAULT_CAMERAS, DEFAULT_SIZE, ImageSize, RenderProgress, contact_sheet, render_dataset
@@ -22,10 +22,8 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:.1f}"
 
 
-@translate_errors
 def render(
-    dataset: Annotated[str | None, typer.Argument(
-        help="Dataset path or name under ./data (default: the last one used).", show_default=False)] = None,
+    dataset: DatasetArg = None,
     cameras: Annotated[str | None, typer.Option(
         "--cameras", help=f"Cameras, comma-separated (default: {','.join(DEFAULT_CAMERAS)}).",
         show_default=False)] = None,
@@ -53,22 +51,16 @@ def render(
     """
     names, image_size = parse_cameras(cameras) or DEFAULT_CAMERAS, ImageSize.parse(size)
     selected = None if episodes is None else parse_episode_list(episodes)
-    path = resolve_dataset(dataset)
-    console.print(f"dataset: {path}" + ("" if dataset else " (last used)"))
-    ds = Dataset.open(path)
-    remember_dataset(path)
+    ds = open_dataset_arg(dataset)
+    path = ds.root
     if sheet is not None:
         _sheet(ds, names, image_size, sheet, episode, selected)
         return
-    bar = Progress(TextColumn("rendering"), BarColumn(), TextColumn("{task.completed}/{task.total} frames"),
-                   TextColumn("{task.fields[rate]}"), TimeRemainingColumn(), console=console, transient=True)
-    job = bar.add_task("render", total=None, rate="")
+    with progress("rendering", "frames") as update:
+        def advance(p: RenderProgress) -> None:
+            update(p.frames_done, p.frames_total,
+                   f"{p.frames_per_s:.1f} frames/s, episode {p.episodes_done}/{p.episodes_total}")
 
-    def advance(p: RenderProgress) -> None:
-        bar.update(job, completed=p.frames_done, total=p.frames_total,
-                   rate=f"{p.frames_per_s:.1f} frames/s, episode {p.episodes_done}/{p.episodes_total}")
-
-    with bar if console.is_terminal else contextlib.nullcontext():  # off a terminal: the summary only
         summary = render_dataset(path, names, image_size, workers, overwrite, progress=advance, episodes=selected)
     table = Table(title=f"{', '.join(names)} at {image_size}: {len(summary.rendered)} episode(s) rendered, "
                         f"{len(summary.skipped)} already done", title_justify="left")

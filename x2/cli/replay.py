@@ -8,30 +8,28 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from x2.cli._common import console, translate_errors
-from x2.datasets import Dataset, workspace
+from x2.cli._common import console, open_dataset_arg
+from x2.cli.options import DatasetOpt
 from x2.rollout.replay import replay_actions
 
 
-@translate_errors
 def replay(
     episode: Annotated[int, typer.Argument(help="episode index in the dataset")],
-    dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="dataset (default: the last one used)")] = None,
+    dataset: DatasetOpt = None,
     check: Annotated[bool, typer.Option("--check", help="exit 1 when a replayed state deviates by more than "
                                         "--tolerance")] = False,
     tolerance: Annotated[float, typer.Option("--tolerance", min=0.0, help="largest deviation --check accepts "
                                              "(state units: rad, m, s)")] = 0.0,
 ) -> None:
-    """Action replay: rebuild the episode's world from its file, reset to its first stored state, step its
+    """Step an episode's stored actions again and report how far the states drift from the stored ones.
+
+    Action replay: rebuild the episode's world from its file, reset to its first stored state, step its
     stored actions (action t between frame t and t + 1) and report how far each reached state is from the
     stored one. On the machine that recorded it, an episode reproduces exactly (deviation 0).
 
     Example: [cyan]x2 replay 3 --check[/cyan]
     """
-    path = workspace.resolve_dataset(dataset)
-    console.print(f"dataset [bold]{path}[/bold]" + ("" if dataset else " (last used)"))
-    ds = Dataset.open(path)
-    workspace.remember_dataset(path)
+    ds = open_dataset_arg(dataset)
     with ds.load(episode) as ep:
         report = replay_actions(ep)
     dev = report.deviation

@@ -12,7 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from x2 import spec
-from x2.cli._common import console, translate_errors, typer_group
+from x2.cli._common import console
+from x2.cli.group_class import typer_group
 from x2.labeling import topological_order
 
 robots_app = typer_group(
@@ -29,7 +30,6 @@ NODE_WIDTH = 36  # one DAG node's panel in `tasks show --graph`
 
 
 @robots_app.command("ls")
-@translate_errors
 def robots_ls() -> None:
     """List robots. Example: [cyan]x2 robots ls[/cyan]"""
     table = Table(title="robots", title_justify="left")
@@ -44,7 +44,6 @@ def robots_ls() -> None:
 
 
 @robots_app.command("show")
-@translate_errors
 def robots_show(name: Annotated[str, typer.Argument(help="robot name or path to a robot YAML")]) -> None:
     """Show a robot's arms, home pose and action layout. Example: [cyan]x2 robots show artixon-h[/cyan]"""
     info = spec.load_robot(name)
@@ -67,7 +66,6 @@ def robots_show(name: Annotated[str, typer.Argument(help="robot name or path to 
 
 
 @tasks_app.command("ls")
-@translate_errors
 def tasks_ls() -> None:
     """List tasks. Example: [cyan]x2 tasks ls[/cyan]"""
     table = Table(title="tasks", title_justify="left")
@@ -82,7 +80,6 @@ def tasks_ls() -> None:
 
 
 @tasks_app.command("show")
-@translate_errors
 def tasks_show(
     name: Annotated[str, typer.Argument(help="task name or path to a task YAML")],
     graph: Annotated[bool, typer.Option("--graph", help="draw the DAG")] = False,

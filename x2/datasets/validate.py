@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -74,9 +75,10 @@ class RepairResult:
     actions: list[str] = field(default_factory=list)  # what was changed, one line each
 
 
-def validate(path: str | Path, quick: bool = False) -> Report:
+def validate(path: str | Path, quick: bool = False, progress: Callable[[int, int], None] | None = None) -> Report:
     """Every problem of the dataset at ``path``; raises NotFoundError only when there is no folder.
-    Every listed file is hashed and compared with its index line's digest unless ``quick``."""
+    Every listed file is hashed and compared with its index line's digest unless ``quick``; ``progress``
+    hears (episodes checked, episodes listed) before each one."""
     root = Path(path)
     report = Report(root)
     report.quick = quick
@@ -96,7 +98,10 @@ def validate(path: str | Path, quick: bool = False) -> Report:
     starts: dict[str, int] = {}  # initial-state digest -> first episode starting there
     holder = lock_holder(root)
     renames = interrupted_renames(root, scan.records) if holder is None else {}
-    for record in {r.index: r for r in sorted(scan.records, key=lambda r: r.index)}.values():
+    listed = {r.index: r for r in sorted(scan.records, key=lambda r: r.index)}
+    for done, record in enumerate(listed.values()):
+        if progress is not None:
+            progress(done, len(listed))
         digest = _check_listed(root, record, report, renames.get(record.index), quick)
         if digest is None:
             continue

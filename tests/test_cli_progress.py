@@ -1,0 +1,27 @@
+"""x2.cli.progress off a terminal: a plain line on stderr every few seconds, none for a short job."""
+
+from __future__ import annotations
+
+import pytest
+
+from x2.cli.progress import progress
+
+
+def test_off_a_terminal_a_line_every_interval_and_none_before(capsys: pytest.CaptureFixture[str]) -> None:
+    now = [100.0]
+    with progress("rendering", "frames", every_s=5.0, clock=lambda: now[0]) as update:
+        for t, done in ((101.0, 10), (104.9, 20), (105.0, 30), (107.0, 40), (110.5, 50)):
+            now[0] = t
+            update(done, 90, f"{done / 10:.1f} frames/s")
+        now[0] = 111.0
+        update(60)
+    out, err = capsys.readouterr()
+    assert out == ""  # stdout keeps the results
+    assert err.splitlines() == ["rendering: 30/90 frames (3.0 frames/s)", "rendering: 50/90 frames (5.0 frames/s)"]
+
+
+def test_a_short_job_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    with progress("copying episodes") as update:
+        for done in range(5):
+            update(done, 5)
+    assert capsys.readouterr() == ("", "")

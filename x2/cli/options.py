@@ -1,0 +1,41 @@
+"""The option and argument types more than one command takes, so that each reads and behaves the same
+everywhere (`x2 ... --help`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from x2.datasets.select import Selection, parse_episode_list
+
+# A dataset that exists, read by the command.
+DatasetArg = Annotated[str | None, typer.Argument(
+    help="Dataset path or name under ./data (default: the last one used).", show_default=False)]
+DatasetOpt = Annotated[str | None, typer.Option(
+    "--dataset", "-d", help="Dataset path or name under ./data (default: the last one used).", show_default=False)]
+# The dataset a collector writes into: made when it does not exist, appended to when it does.
+OutputDatasetOpt = Annotated[str | None, typer.Option(
+    "--dataset", "-d", help="Dataset name under ./data or folder (default: data/<task>).", show_default=False)]
+
+TaskOpt = Annotated[str, typer.Option("--task", "-t", help="Task name or path to a task YAML.")]
+RobotOpt = Annotated[str | None, typer.Option("--robot", "-r", help="Robot (default: the task's).",
+                                              show_default=False)]
+VariantOpt = Annotated[str, typer.Option("--variant", help="Scene variant.")]
+
+# Which episodes of a dataset a command reads (x2 export *, x2 datasets filter | stats).
+SuccessOnly = Annotated[bool, typer.Option("--success-only", help="Only episodes whose task succeeded.")]
+SourceOpt = Annotated[list[str] | None, typer.Option(
+    "--source", help="Only episodes from this source (teleop, synth, augment, scripted); repeatable.",
+    show_default=False)]
+SplitOpt = Annotated[str | None, typer.Option("--split", help="Only episodes of this split (train, val, ...).",
+                                              show_default=False)]
+EpisodesOpt = Annotated[str | None, typer.Option(
+    "--episodes", help="Only these episode indices, e.g. 0-9,12.", show_default=False)]
+OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="Replace an existing target.")]
+
+
+def selection(success_only: bool, source: list[str] | None, split: str | None,
+              episodes: str | None) -> Selection:
+    return Selection(success_only=success_only, sources=tuple(source or ()), split=split,
+                     episodes=None if episodes is None else parse_episode_list(episodes))

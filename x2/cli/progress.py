@@ -1,0 +1,58 @@
+"""Progress of a long command, one way for all: a live bar at a terminal; off one (a log, a pipe, CI) a plain
+line on stderr every few seconds, so that a log never goes silent for minutes and stdout keeps only results."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Protocol
+
+from rich.console import Group, RenderableType
+from rich.live import Live
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+from x2.cli._common import console, err_console
+
+LINE_EVERY_S = 10.0
+
+
+class Update(Protocol):
+    def __call__(self, done: int, total: int | None = None, note: str = "") -> None: ...
+
+
+def progress_line(what: str, done: int, total: int | None, unit: str = "", note: str = "") -> str:
+    return f"{what}: {done}/{'?' if total is None else total}{f' {unit}' if unit else ''}" + (
+        f" ({note})" if note else "")
+
+
+@contextmanager
+def progress(what: str, unit: str = "", below: Callable[[], RenderableType] | None = None,
+             every_s: float = LINE_EVERY_S, clock: Callable[[], float] = time.monotonic) -> Iterator[Update]:
+    """Yields update(done, total, note). At a terminal a bar (with `below` drawn under it and kept at the
+    end, when given; else gone at the end); off one a line at most every `every_s` seconds, none for a job
+    shorter than that."""
+    if console.is_terminal:
+        count = "{task.completed}/{task.total}" + (f" {unit}" if unit else "")
+        bar = Progress(TextColumn(what), BarColumn(), TextColumn(count), TextColumn("{task.fields[note]}"),
+                       TimeRemainingColumn(), console=console, transient=below is None)
+        job = bar.add_task(what, total=None, note="")
+
+        def redraw(done: int, total: int | None = None, note: str = "") -> None:
+            bar.update(job, completed=done, total=total, note=note)
+
+        view = bar if below is None else Live(get_renderable=lambda: Group(bar, below()), console=console,
+                                              refresh_per_second=4)
+        with view:
+            yield redraw
+        return
+    due = clock() + every_s
+
+    def line(done: int, total: int | None = None, note: str = "") -> None:
+        nonlocal due
+        now = clock()
+        if now >= due:
+            due = now + every_s
+            err_console.print(progress_line(what, done, total, unit, note), markup=False)
+
+    yield line

@@ -1,0 +1,181 @@
+"""One `x2 collect teleop` run put together: the device (and the keyboard's episode keys beside it), the
+task and world (a replayed episode's unless told otherwise), the dataset, the camera preview and the
+session, connected in order and closed in reverse. The caller draws and prints; it passes in how to ask
+for a task when a person is there to answer."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from x2 import format as fmt
+from x2.datasets import remember_dataset, resolve_output
+from x2.devices import Device, make_device
+from x2.devices.keyboard import KeyboardConfig, KeyboardDevice, keymap_lines
+from x2.devices.playback import PlaybackDevice
+from x2.errors import X2Error
+from x2.rollout import open_dataset
+from x2.sim import Backend, make_backend
+from x2.spec import load_env, load_robot, names
+from x2.teleop.live import Picture
+from x2.teleop.preview import Preview, PreviewConfig
+from x2.teleop.session import EpisodeSummary, TeleopConfig, TeleopSession
+from x2.teleop.status import TeleopStatus
+
+DEFAULT_ROBOT = "artixon-g"
+KEYS = ("auto", "x11", "terminal", "none")
+# Asks a person for the task: (the tasks there are, the default) -> the chosen one.
+AskTask = Callable[[Sequence[str], str], str]
+
+
+@dataclass(frozen=True)
+class TeleopRequest:
+    device: str = "keyboard"
+    robot: str | None = None
+    task: str | None = None
+    dataset: str | None = None
+    variant: str | None = None
+    seed: int | None = None
+    episodes: int | None = None
+    max_seconds: float | None = None
+    success_hold_s: float = 1.0
+    keys: str = "auto"
+    preview: bool = False
+    preview_camera: str | None = None
+
+
+def choose_task(task: str | None, robot: str, ask: AskTask | None) -> str:
+    """The task: given, else asked (when `ask` is given), else the robot's reference task."""
+    if task:
+        return task
+    default = load_robot(robot).reference_task
+    if ask is None:
+        if default:
+            return default
+        raise X2Error(f"--task: found none and no terminal to ask; allowed: {', '.join(names('tasks'))}")
+    choices = names("tasks")
+    return ask(choices, default or choices[0])
+
+
+def lifecycle_keys(device: Device, keys: str) -> list[Device]:
+    """Episode keys beside a non-keyboard device: the keyboard with motion keys off."""
+    if device.kind == "keyboard" or keys == "none":
+        return []
+    if keys == "auto" and not (os.environ.get("DISPLAY") or sys.stdin.isatty()):
+        return []  # nobody at a keyboard (CI, a replay in the background): the device ends episodes
+    backend = "auto" if keys == "auto" else keys
+    return [KeyboardDevice(KeyboardConfig(backend=backend, motion=False))]
+
+
+def preview_for(backend: Backend, camera: str | None) -> Preview:
+    m = backend.model
+    cameras = [m.camera(i).name for i in range(m.ncam)]
+    camera = camera or (backend.env.robot.cameras[0] if backend.env.robot.cameras else "front")
+    if camera not in cameras:
+        raise X2Error(f"--preview-camera: found {camera!r}; allowed: {', '.join(cameras)}")
+    return Preview(PreviewConfig(camera=camera))
+
+
+class PictureCache:
+    """The panel's picture, rebuilt only when the preview has a new frame (2 Hz), not at every refresh."""
+
+    def __init__(self, view: Preview):
+        self.view, self.seen, self.picture = view, 0, None
+
+    def __call__(self) -> Picture | None:
+        if self.view.frames != self.seen:
+            self.seen = self.view.frames
+            image = self.view.image()
+            self.picture = Picture(image) if image is not None else None
+        return self.picture
+
+
+def keymap(dev: Device) -> list[str]:
+    """The keyboard's motion keys for the panel (the lifecycle keys have their own row there)."""
+    if dev.kind != "keyboard" or not isinstance(dev, KeyboardDevice):
+        return []
+    shown = ("Right", "Left", "Bksp", "Esc")
+    return [line for line in keymap_lines(motion=True) if not line.startswith(shown)]
+
+
+class TeleopRun:
+    """Built (and checked) on construction, before anything is written; connected by `with`, where
+    `dataset` is open and remembered; `run()` records the episodes."""
+
+    def __init__(self, request: TeleopRequest, ask_task: AskTask | None = None):
+        if request.keys not in KEYS:
+            raise X2Error(f"--keys: found {request.keys!r}; allowed: {', '.join(KEYS)}")
+        self.request = request
+        self.device = make_device(request.device)  # reads a replay file / checks the spec first
+        # Replaying a recorded episode: its task, robot, variant and scene unless told otherwise.
+        source = self.device.stream.source if isinstance(self.device, PlaybackDevice) else {}
+        robot = request.robot or str(source.get(fmt.ROBOT_ATTR) or DEFAULT_ROBOT)
+        task = choose_task(request.task or source.get(fmt.TASK_ATTR) or None, robot, ask_task)
+        variant = request.variant or str(source.get(fmt.SCENE_VARIANT_ATTR) or "default")
+        self.env = load_env(task, robot=robot, variant=variant)
+        seed = source.get(fmt.SEED_ATTR)
+        self.first_seed = int(seed) if request.seed is None and seed is not None else None
+        self.backend = make_backend(self.env)
+        self.path: Path = resolve_output(request.dataset, default_name=self.env.task.name if self.env.task
+                                         else self.env.scene_name)
+        self.status = TeleopStatus(device=request.device)
+        self.keys = lifecycle_keys(self.device, request.keys)
+        self.preview: Preview | None = None
+        self.preview_frames = 0
+        self.dataset = None
+        self._opened: list[Device] = []
+        try:
+            self.preview = preview_for(self.backend, request.preview_camera) if request.preview else None
+        except BaseException:
+            self.backend.close()
+            raise
+
+    def __enter__(self) -> TeleopRun:
+        try:
+            if self.preview is not None:
+                self.preview.start()
+            for d in (self.device, *self.keys):
+                d.connect()
+                self._opened.append(d)
+            self.dataset = open_dataset(self.path, self.env, self.backend)
+            remember_dataset(self.path)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.close()
+
+    def picture(self) -> PictureCache | None:
+        return PictureCache(self.preview) if self.preview is not None else None
+
+    def run(self, on_episode: Callable[[EpisodeSummary], None] | None = None) -> list[EpisodeSummary]:
+        assert self.dataset is not None, "connect first (with TeleopRun(...) as run)"
+        r = self.request
+        config = TeleopConfig(episodes=r.episodes, seed=r.seed or 0, first_seed=self.first_seed,
+                              max_seconds=r.max_seconds, success_hold_s=r.success_hold_s or None)
+        session = TeleopSession(self.backend, self.dataset, self.device, self.status, config, keys=self.keys,
+                                hooks=[self.preview.hook] if self.preview is not None else [])
+        return session.run(on_episode=on_episode)
+
+    def close(self) -> None:
+        """Everything that was opened, in reverse; `preview_frames` says how many frames the preview drew."""
+        if self.preview is not None:
+            self.preview_frames = self.preview.frames
+            self.preview.close()
+            self.preview = None
+        for d in reversed(self._opened):
+            d.close()
+        self._opened = []
+        if self.dataset is not None:
+            self.dataset.close()
+            self.dataset = None
+        if self.backend is not None:
+            self.backend.close()
+            self.backend = None  # type: ignore[assignment]
