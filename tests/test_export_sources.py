@@ -14,12 +14,12 @@ from x2_cli import run_x2
 
 from x2.datasets import Dataset
 from x2.datasets.digest import file_digest
-from x2.datasets.episode import string_array
 from x2.datasets.index import write_index
 from x2.errors import ExportError
 from x2.export.hdf5 import export_hdf5
 from x2.export.request import ExportProgress, ExportRequest, default_target
 from x2.export.zarr import export_zarr
+from x2.format import string_array
 
 
 @pytest.fixture(scope="module")
