@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from x2.spec.action import ActionLayout
 
@@ -63,7 +64,7 @@ class RobotModel:
     def action_dim(self) -> int:
         return self.action.dim
 
-    def home_action(self) -> np.ndarray:
+    def home_action(self) -> npt.NDArray[np.float64]:
         """Every arm at home, grippers open."""
         return self.action.compose([a.home for a in self.arms], [1.0] * len(self.arms))
 

@@ -86,7 +86,7 @@ MAX_SPEC_BYTES = 1 << 20
 MAX_DEPTH = 64  # mappings and lists inside each other, aliases expanded
 MAX_VALUES = 20_000  # scalars, mappings and lists in one file, aliases expanded
 _KINDS = {type(None): "null", str: "a string", list: "a list", int: "a number", float: "a number", bool: "a boolean"}
-_PLAIN_TAGS = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}
+_PLAIN_TAGS: dict[type[yaml.Node], str] = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}
 
 
 class _TooDeep(Exception):
@@ -107,12 +107,12 @@ class _SpecLoader(yaml.SafeLoader):
             raise _TooDeep(self.line + 1)
         super().fetch_flow_collection_start(TokenClass)
 
-    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                raise _TooDeep(self.peek_event().start_mark.line + 1)
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+                raise _TooDeep(self.peek_event().start_mark.line + 1)  # type: ignore[no-untyped-call]  # untyped in types-PyYAML
+            return super().compose_node(parent, index)
         finally:
             self._depth -= 1
 
@@ -202,8 +202,8 @@ def read_yaml(path: Path) -> Fragment:
     except FileNotFoundError:
         raise SpecError(file, None, "<file>", "no such file", "an existing YAML file") from None
     except UnicodeDecodeError as exc:
-        line = exc.object[:exc.start].count(b"\n") + 1
-        raise SpecError(file, line, "<file>", f"byte {exc.object[exc.start]:#04x}, which is not UTF-8 text here",
+        byte_line = exc.object[:exc.start].count(b"\n") + 1
+        raise SpecError(file, byte_line, "<file>", f"byte {exc.object[exc.start]:#04x}, which is not UTF-8 text here",
                         "a UTF-8 YAML file") from None
     except OSError as exc:
         raise SpecError(file, None, "<file>", type(exc).__name__, "a readable UTF-8 YAML file") from None
