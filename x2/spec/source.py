@@ -86,7 +86,8 @@ MAX_SPEC_BYTES = 1 << 20
 MAX_DEPTH = 64  # mappings and lists inside each other, aliases expanded
 MAX_VALUES = 20_000  # scalars, mappings and lists in one file, aliases expanded
 _KINDS = {type(None): "null", str: "a string", list: "a list", int: "a number", float: "a number", bool: "a boolean"}
-_PLAIN_TAGS: dict[type[yaml.Node], str] = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}
+_PLAIN_TAGS: dict[type[yaml.Node], str] = {yaml.MappingNode: "tag:yaml.org,2002:map",
+                                           yaml.SequenceNode: "tag:yaml.org,2002:seq"}
 
 
 class _TooDeep(Exception):
