@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from x2.errors import X2Error
 
@@ -172,7 +173,7 @@ class DeviceBase(ABC):
     def _close(self) -> None:  # noqa: B027  (optional: devices whose reader thread owns everything)
         """Release the hardware after the reader thread stopped."""
 
-    def _publish(self, values: Mapping[str, np.ndarray], t: float | None = None) -> Sample:
+    def _publish(self, values: Mapping[str, npt.ArrayLike], t: float | None = None) -> Sample:
         arrays = {k: np.array(v, dtype=np.float64) for k, v in values.items()}
         with self._lock:
             sample = Sample(self._seq, time.monotonic() if t is None else t, arrays)

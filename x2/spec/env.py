@@ -173,6 +173,12 @@ class SkillBinding:
     params: dict[str, object]
     origin: tuple[str, int]  # file, line of the skill block, for errors found later
 
+    def number(self, name: str, default: float) -> float:
+        """Parameter `name` as a float, or `default` when the task leaves it out."""
+        value = self.params.get(name, default)
+        assert isinstance(value, int | float)  # x2.synth.binding checked the type against the skill registry
+        return float(value)
+
 
 @dataclass(frozen=True)
 class TaskModel:

@@ -126,6 +126,7 @@ def _render_loop(c: PreviewConfig, lock: Any, state: Any, state_len: Any, state_
                 if n == mujoco.mj_stateSize(model, STATE_SPEC):
                     mujoco.mj_setState(model, data, buf[:n], STATE_SPEC)
                     mujoco.mj_forward(model, data)
+                    assert renderer is not None  # made with the model
                     renderer.update_scene(data, camera=c.camera)
                     frame = renderer.render()
                     with lock:
