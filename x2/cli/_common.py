@@ -112,8 +112,8 @@ def translate_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             if debug_enabled() or not is_refusal(exc):
                 raise
             if getattr(exc, "errno", None) == errno.ENOENT:
-                raise fail(f"{exc.filename or exc}: path: found no such file or folder; allowed: an existing "
-                           "path") from None
+                raise fail(f"{getattr(exc, 'filename', None) or exc}: path: found no such file or folder; "
+                           "allowed: an existing path") from None
             error = refused(exc, None, "everything committed before it is intact (x2 renames finished files "
                                        "into place, so a failed write leaves no half-made one)", doing="at")
             raise fail(str(error), error.exit_code) from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 from rich.live import Live
@@ -14,6 +14,7 @@ from rich.table import Table
 from x2.cli._common import console, fail, translate_errors
 from x2.datasets import workspace
 from x2.devices import EXAMPLES, Device, make_device
+from x2.devices.keyboard import Backend as KeyboardBackend
 from x2.devices.keyboard import KeyboardConfig, KeyboardDevice, keymap_lines
 from x2.devices.replay import ReplayDevice
 from x2.errors import X2Error
@@ -46,7 +47,7 @@ def _lifecycle_keys(device: Device, keys: str) -> list[Device]:
         return []
     if keys == "auto" and not (os.environ.get("DISPLAY") or sys.stdin.isatty()):
         return []  # nobody at a keyboard (CI, a replay in the background): the device ends episodes
-    backend = "auto" if keys == "auto" else keys
+    backend = cast(KeyboardBackend, keys)  # auto, x11 or terminal: the option's choices
     return [KeyboardDevice(KeyboardConfig(backend=backend, motion=False))]
 
 
@@ -163,7 +164,8 @@ class _PictureCache:
     """The panel's picture, rebuilt only when the preview has a new frame (2 Hz), not at every refresh."""
 
     def __init__(self, view: Preview):
-        self.view, self.seen, self.picture = view, 0, None
+        self.view, self.seen = view, 0
+        self.picture: Picture | None = None
 
     def __call__(self) -> Picture | None:
         if self.view.frames != self.seen:

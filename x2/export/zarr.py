@@ -28,11 +28,12 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import numcodecs
 import numpy as np
 import zarr
+import zarr.codecs
 import zarr.core.sync as zarr_sync
 from zarr.storage import LocalStore, ZipStore
 
@@ -135,7 +136,8 @@ def export_zarr(ds: Dataset, records: Sequence[EpisodeRecord], out: str | Path, 
     with staged(target, options.overwrite) as tmp:
         build = _build_dir(target, tmp, options.zip)
         try:
-            root = zarr.open_group(store=LocalStore(str(build)), mode="w", zarr_format=options.zarr_format)
+            root = zarr.open_group(store=LocalStore(str(build)), mode="w",
+                                   zarr_format=cast(Literal[2, 3], options.zarr_format))  # checked: FORMATS
             root.attrs["x2_provenance"] = meta
             ends, expected = _fill(root, paths, records, cameras, sizes, options, total, advance)
             _read_back(LocalStore(str(build), read_only=True), expected, ends, target)
@@ -232,14 +234,18 @@ def _read_back(store: Any, expected: dict[str, tuple[tuple[int, ...], str, str]]
     """Open what was written with zarr and compare every array's shape, dtype and bytes, and the ends."""
     where = f"{target}: read back"
     root = zarr.open_group(store=store, mode="r")
-    got_ends = [int(e) for e in root["meta/episode_ends"][:]]
+    ends_array, data = root["meta/episode_ends"], root["data"]
+    if not isinstance(ends_array, zarr.Array) or not isinstance(data, zarr.Group):
+        raise ExportError(f"{where}: found meta/episode_ends or data of another kind; allowed: an array and a group")
+    got_ends = [int(e) for e in np.asarray(ends_array[:])]
     if got_ends != ends:
         raise ExportError(f"{where}: meta/episode_ends: found {got_ends[:5]}...; allowed: {ends[:5]}...")
-    have = sorted(root["data"].array_keys())
+    have = sorted(data.array_keys())
     if have != sorted(expected):
         raise ExportError(f"{where}: data: found keys {have}; allowed: {sorted(expected)}")
     for key, (shape, dtype, digest) in expected.items():
         arr = root[f"data/{key}"]
+        assert isinstance(arr, zarr.Array)  # one of data's array keys
         if tuple(arr.shape) != shape or arr.dtype.str != dtype:
             raise ExportError(f"{where}: data/{key}: found {arr.dtype}{arr.shape}; allowed: {dtype}{shape}")
         h = hashlib.sha256()

@@ -14,10 +14,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
+from x2.arrays import Floats
 from x2.rollout.clock import Clock, FreeClock
 from x2.rollout.monitor import TaskMonitor
 from x2.rollout.teacher import Observation, Teacher
@@ -28,9 +29,11 @@ STAGES = ("teacher", "label", "record", "step")
 
 
 class Recorder(Protocol):
-    """What the loop needs from an episode writer (`x2.datasets.EpisodeWriter` is one)."""
+    """What the loop needs from an episode writer (`x2.datasets.EpisodeWriter` is one): one tick, by keyword."""
 
-    def append(self, **tick: Any) -> None: ...
+    def append(self, *, timestamp: float, action: Floats, state: Floats, qpos: Floats | None = ...,
+               qvel: Floats | None = ..., ee_pose: Floats | None = ..., object_poses: Floats | None = ...,
+               lateness_ms: float | None = ...) -> None: ...
 
 
 @dataclass
@@ -134,6 +137,7 @@ class Rollout:
                 stages[name].append(dt * 1e3)
             t += 1
             if finished:
+                assert monitor is not None  # (only a monitor finishes an episode)
                 end_reason = "success" if monitor.runtime.success else "failure"
                 break
             clock.wait()

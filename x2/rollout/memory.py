@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from x2.rollout.loop import Recorder
+
 _COLUMNS = ("timestamp", "action", "qpos", "qvel", "ee_pose", "object_poses", "state", "lateness_ms")
 
 
@@ -28,7 +30,7 @@ class MemoryRecorder:
         return {name: np.asarray(values) for name, values in self.ticks.items()}
 
 
-def replay_into(writer: Any, arrays: dict[str, np.ndarray]) -> None:
+def replay_into(writer: Recorder, arrays: dict[str, np.ndarray]) -> None:
     """Append recorded ticks to an episode writer, tick by tick, exactly as the loop would have."""
     for t in range(len(arrays["timestamp"])):
         writer.append(timestamp=float(arrays["timestamp"][t]), action=arrays["action"][t], qpos=arrays["qpos"][t],
