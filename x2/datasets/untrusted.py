@@ -63,6 +63,11 @@ def json_loads(text: str | bytes) -> Any:
     except RecursionError:
         doc = text if isinstance(text, str) else text.decode("utf-8", errors="replace")
         raise json.JSONDecodeError("nested too deep to parse", doc[:100], 0) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # an int of more digits than Python converts (sys.get_int_max_str_digits)
+        doc = text if isinstance(text, str) else text.decode("utf-8", errors="replace")
+        raise json.JSONDecodeError(str(exc).split(";")[0], doc[:100], 0) from None
 
 
 def parse_json(raw: Any, path: Path, name: str) -> Any:
