@@ -21,6 +21,7 @@ from typing import Any
 import h5py
 import hdf5plugin  # noqa: F401  (registers the Zstd filter that image datasets use)
 import numpy as np
+import numpy.typing as npt
 
 from x2.datasets.digest import file_digest
 from x2.datasets.index import EpisodeRecord, Segment
@@ -59,7 +60,7 @@ def parse_episode_filename(name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def segments_from_labels(subtask_index: np.ndarray, names: Sequence[str]) -> list[Segment]:
+def segments_from_labels(subtask_index: npt.NDArray[np.generic], names: Sequence[str]) -> list[Segment]:
     """Runs of equal ``subtask_index``; -1 is "unfinished", ``len(names)`` is "done" (frames after the
     task succeeded, e.g. a teleop episode's success hold), anything else past ``names`` keeps its number."""
     values = np.asarray(subtask_index)
@@ -99,7 +100,7 @@ def attr_value(value: Any, where: str = "attr") -> Any:
                        "allowed: str, number, bool, numeric array, or JSON (dict/list/None)")
 
 
-def string_array(values: Sequence[str]) -> np.ndarray:
+def string_array(values: Sequence[str]) -> npt.NDArray[np.generic]:
     return np.array([str(v) for v in values], dtype=h5py.string_dtype())
 
 
@@ -163,10 +164,10 @@ def check_shapes(shapes: Mapping[str, Any], where: Path) -> dict[str, tuple[int,
 
 
 def check_labels(labels: Mapping[str, Any], dag: Mapping[str, Any], frames: int,
-                 where: Path) -> tuple[dict[str, np.ndarray], list[str]]:
+                 where: Path) -> tuple[dict[str, npt.NDArray[np.generic]], list[str]]:
     names = [str(n) for n in labels.get("subtask_names", dag.get("nodes", []))]
     dtypes = {"subtask_index": np.int16, "active_mask": np.bool_, "progress": np.float32}
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, npt.NDArray[np.generic]] = {}
     for key, value in labels.items():
         if key == "subtask_names":
             continue
@@ -182,7 +183,7 @@ def check_labels(labels: Mapping[str, Any], dag: Mapping[str, Any], frames: int,
     return out, names
 
 
-def check_dag(dag: Mapping[str, Any], frames: int, where: Path) -> tuple[dict[str, Any], np.ndarray]:
+def check_dag(dag: Mapping[str, Any], frames: int, where: Path) -> tuple[dict[str, Any], npt.NDArray[np.generic]]:
     """Normalised /dag attrs (nodes, edges, scores, events, failure) and completion_frame."""
     try:
         nodes = [str(n) for n in dag.get("nodes", [])]
@@ -209,7 +210,7 @@ def check_dag(dag: Mapping[str, Any], frames: int, where: Path) -> tuple[dict[st
 
 
 def check_timing(per_tick: Mapping[str, Sequence[float]], given: Mapping[str, Any], frames: int,
-                 where: Path) -> dict[str, np.ndarray]:
+                 where: Path) -> dict[str, npt.NDArray[np.float32]]:
     """/timing/<name>_ms arrays: stages appended tick by tick plus (T,) arrays handed to finish."""
     out = {name: np.asarray(times, np.float32) for name, times in per_tick.items()}
     for name, values in given.items():
@@ -232,8 +233,8 @@ def check_extra(extra: Mapping[str, Any], where: Path) -> dict[str, Any]:
             for k, v in extra.items()}
 
 
-def check_device(device: Mapping[str, Mapping[str, Any]], where: Path) -> dict[str, dict[str, np.ndarray]]:
-    out: dict[str, dict[str, np.ndarray]] = {}
+def check_device(device: Mapping[str, Mapping[str, Any]], where: Path) -> dict[str, dict[str, npt.NDArray[np.generic]]]:
+    out: dict[str, dict[str, npt.NDArray[np.generic]]] = {}
     for name, streams in device.items():
         out[safe_name(name, "device", where)] = {}
         for key, value in streams.items():
@@ -276,7 +277,7 @@ class Episode:
         except (OSError, ValueError, RuntimeError) as exc:
             raise DatasetError(f"{self.path}: file: found unreadable HDF5 ({exc}); "
                                "allowed: an x2 episode file (x2 datasets validate --repair)") from None
-        self._cache: dict[str, np.ndarray] = {}
+        self._cache: dict[str, npt.NDArray[np.generic]] = {}
 
     # lifecycle
     def close(self) -> None:
@@ -305,7 +306,7 @@ class Episode:
     def __contains__(self, name: str) -> bool:
         return name in self._shapes
 
-    def __getitem__(self, name: str) -> np.ndarray:
+    def __getitem__(self, name: str) -> npt.NDArray[np.generic]:
         if name not in self._cache:
             ds = self.dataset(name)
             check_backed(ds, self.path, name)
@@ -320,7 +321,7 @@ class Episode:
         with hdf5_errors(self.path, name):
             return self._file[name]
 
-    def numeric(self, name: str, ndim: int, min_rows: int = 0, bound: float | None = None) -> np.ndarray:
+    def numeric(self, name: str, ndim: int, min_rows: int = 0, bound: float | None = None) -> npt.NDArray[np.generic]:
         """Dataset `name` read whole, refused unless it is a real-valued array of `ndim` dimensions with at
         least `min_rows` rows (what arithmetic on it needs) and, with `bound`, every value finite and within
         +-bound (what a simulator may be given)."""
