@@ -181,12 +181,15 @@ def load_env(task: str | None, robot: str | None = None, variant: str = "default
     if task is not None:
         task_path, task_frag = catalog.load("tasks", task)
     named_in_task = task_frag.data if task_frag is not None else {}
+    named: dict[str, str] = {}
     for key in ("robot", "scene"):  # read before the task is validated: they say which files to load
         value = named_in_task.get(key)
         if task_frag is not None and value is not None and not isinstance(value, str):
             raise task_frag.error((key,), reprlib.repr(value), f"a {key} name or the path of its YAML file")
-    robot = robot or named_in_task.get("robot")
-    scene = scene or named_in_task.get("scene") or "green_booth"
+        if isinstance(value, str):
+            named[key] = value
+    robot = robot or named.get("robot")
+    scene = scene or named.get("scene") or "green_booth"
     if robot is None:
         robots = ", ".join(catalog.names("robots"))
         if task_frag is not None:
