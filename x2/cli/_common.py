@@ -7,7 +7,6 @@ import os
 import sys
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
 
 import typer
 from rich.console import Console
@@ -96,11 +95,11 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def translate_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+def translate_errors[**P, R](fn: Callable[P, R]) -> Callable[P, R]:
     """Turn X2Error into one line and exit 2; tracebacks only with X2_DEBUG=1."""
 
     @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except X2Error as exc:

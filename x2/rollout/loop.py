@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from x2.arrays import Floats
 from x2.rollout.clock import Clock, FreeClock
@@ -46,10 +47,10 @@ class EpisodeResult:
     events: list[tuple[str, int]]
     missed_slots: int
     end_reason: str  # success | failure | teacher | horizon
-    labels: dict[str, np.ndarray] = field(default_factory=dict)
+    labels: dict[str, npt.NDArray[np.generic]] = field(default_factory=dict)
     dag: dict[str, object] = field(default_factory=dict)
-    lateness_ms: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
-    stage_ms: dict[str, np.ndarray] = field(default_factory=dict)
+    lateness_ms: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
+    stage_ms: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
     penetration: Penetration | None = None  # the deepest contact over the recorded frames
 
 
