@@ -35,6 +35,7 @@ venv: $(STAMP) $(ZARR2_STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check x2 tests bench
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 # Xvfb and xdotool: the keyboard tests type on a virtual X server (Debian packages).
 system-deps:

@@ -29,6 +29,7 @@ from x2.datasets import (
     summarize,
     validate,
 )
+from x2.datasets.index import EpisodeRecord
 from x2.datasets.workspace import resolve_output
 from x2.errors import DatasetError, NotFoundError
 
@@ -392,3 +393,9 @@ def test_datasets_package_stays_simulator_free() -> None:
             "       if m == 'mujoco' or m.startswith(('x2.sim', 'x2.rollout', 'x2.cli'))]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_an_index_line_with_a_huge_number_is_one_dataset_error() -> None:
+    # json.loads refuses an int longer than Python converts with a plain ValueError (no JSONDecodeError.msg)
+    with pytest.raises(DatasetError, match=r"^index.jsonl:1: line: found invalid JSON \(Exceeds the limit"):
+        EpisodeRecord.from_json('{"index": ' + "9" * 5000 + "}", "index.jsonl:1")

@@ -21,8 +21,12 @@ from typing import Any
 
 import h5py
 import numpy as np
+import numpy.typing as npt
 
+from x2.arrays import Image
 from x2.errors import DatasetError
+
+Array = npt.NDArray[Any]  # a stream, label or device array of any dtype
 
 # x2/2: the file rebuilds its world (model_xml as stepped, the world record), seeds carry their master
 # seed and slot, and everything the wall clock decides lives under /timing.
@@ -231,7 +235,7 @@ class Tick:
     object_poses: Any = None
     lateness_ms: float | None = None
     stage_ms: Mapping[str, float] | None = None
-    images: Mapping[str, np.ndarray] | None = None
+    images: Mapping[str, Image] | None = None
 
 
 # Tick field -> (dataset path, stored dtype), in the order the writer creates them.
@@ -351,7 +355,7 @@ def attr_value(value: Any, where: str = "attr") -> Any:
                        "allowed: str, number, bool, numeric array, or JSON (dict/list/None)")
 
 
-def string_array(values: Sequence[str]) -> np.ndarray:
+def string_array(values: Sequence[str]) -> Array:
     return np.array([str(v) for v in values], dtype=h5py.string_dtype())
 
 
@@ -410,10 +414,10 @@ def check_shapes(shapes: Mapping[str, Any], where: object) -> dict[str, tuple[in
 
 
 def check_labels(labels: Mapping[str, Any], dag: Mapping[str, Any], frames: int,
-                 where: object) -> tuple[dict[str, np.ndarray], list[str]]:
+                 where: object) -> tuple[dict[str, Array], list[str]]:
     names = [str(n) for n in labels.get(SUBTASK_NAMES_ATTR, dag.get("nodes", []))]
     dtypes = {"subtask_index": np.int16, "active_mask": np.bool_, "progress": np.float32}
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, Array] = {}
     for key, value in labels.items():
         if key == SUBTASK_NAMES_ATTR:
             continue
@@ -429,7 +433,7 @@ def check_labels(labels: Mapping[str, Any], dag: Mapping[str, Any], frames: int,
     return out, names
 
 
-def check_dag(dag: Mapping[str, Any], frames: int, where: object) -> tuple[dict[str, Any], np.ndarray]:
+def check_dag(dag: Mapping[str, Any], frames: int, where: object) -> tuple[dict[str, Any], Array]:
     """Normalised /dag attrs (nodes, edges, scores, events, failure) and completion_frame."""
     try:
         nodes = [str(n) for n in dag.get("nodes", [])]
@@ -456,7 +460,7 @@ def check_dag(dag: Mapping[str, Any], frames: int, where: object) -> tuple[dict[
 
 
 def check_timing(per_tick: Mapping[str, Sequence[float]], given: Mapping[str, Any], frames: int,
-                 where: object) -> dict[str, np.ndarray]:
+                 where: object) -> dict[str, Array]:
     """/timing/<name>_ms arrays: stages appended tick by tick plus (T,) arrays handed to finish."""
     out = {name: np.asarray(times, np.float32) for name, times in per_tick.items()}
     for name, values in given.items():
@@ -479,8 +483,8 @@ def check_extra(extra: Mapping[str, Any], where: object) -> dict[str, Any]:
             for k, v in extra.items()}
 
 
-def check_device(device: Mapping[str, Mapping[str, Any]], where: object) -> dict[str, dict[str, np.ndarray]]:
-    out: dict[str, dict[str, np.ndarray]] = {}
+def check_device(device: Mapping[str, Mapping[str, Any]], where: object) -> dict[str, dict[str, Array]]:
+    out: dict[str, dict[str, Array]] = {}
     for name, streams in device.items():
         out[safe_name(name, "device", where)] = {}
         for key, value in streams.items():

@@ -129,7 +129,7 @@ def _swallowed_write_failure(exc: BaseException | None) -> bool:
 _next: dict[str, Any] = {}
 
 
-def _unraisable(unraisable: Any) -> None:
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
     if not _swallowed_write_failure(unraisable.exc_value):
         _next["unraisablehook"](unraisable)
 

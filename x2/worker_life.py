@@ -50,7 +50,8 @@ class ParentProcess:
 def _kernel_kills_us_with_parent() -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+        result: int = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        return result == 0
     except (OSError, AttributeError):  # not Linux, or no prctl in this libc
         return False
 
@@ -78,17 +79,18 @@ def _resolve(name: str) -> Callable[..., None]:
     found: Any = importlib.import_module(module)
     for part in qualname.split("."):
         found = getattr(found, part)
-    return found
+    resolved: Callable[..., None] = found
+    return resolved
 
 
-def _init(parent: ParentProcess, initializer: str | None, initargs: tuple[Any, ...]) -> None:
+def _init(parent: ParentProcess, initializer: str | None, initargs: tuple[object, ...]) -> None:
     die_with(parent)
     if initializer is not None:
         _resolve(initializer)(*initargs)
 
 
 def process_pool(workers: int, initializer: Callable[..., None] | None = None,
-                 initargs: tuple[Any, ...] = ()) -> ProcessPoolExecutor:
+                 initargs: tuple[object, ...] = ()) -> ProcessPoolExecutor:
     """`workers` spawned processes (fresh interpreters: no inherited simulator state, threads or GL
     context) that die with this one. Submit from the thread that creates the pool: the pool spawns
     its workers lazily, in the submitting thread."""

@@ -54,7 +54,7 @@ def _round(values: Sequence[float] | np.ndarray) -> list[float]:
     return [round(float(v), LOOK_DECIMALS) for v in values]
 
 
-def _pick(options: Sequence[Any], u: float) -> Any:
+def _pick[T](options: Sequence[T], u: float) -> T:
     return options[min(int(u * len(options)), len(options) - 1)]  # u < 1, but u * n may round up to n
 
 
@@ -94,7 +94,7 @@ def sample_look(variant: SceneryVariant, rng: np.random.Generator) -> dict[str, 
 # ----- checking a look (it may come back from a file) ------------------------------------------------
 
 
-def _bad(field: str, value: Any, allowed: str) -> DatasetError:
+def _bad(field: str, value: object, allowed: str) -> DatasetError:
     return DatasetError(f"look.{field}: found {value!r}; allowed: {allowed}")
 
 
@@ -109,7 +109,7 @@ def _numbers(field: str, value: Any, n: int, lo: float | None = None, hi: float 
     return [float(v) for v in value]
 
 
-def _check_keys(field: str, part: Any, required: set[str]) -> None:
+def _check_keys(field: str, part: object, required: set[str]) -> None:
     if not isinstance(part, Mapping) or set(part) != required:
         found = sorted(part) if isinstance(part, Mapping) else part
         raise _bad(field, found, "a mapping with exactly the keys " + ", ".join(sorted(required)))
@@ -154,7 +154,7 @@ def check_look(look: Mapping[str, Any]) -> None:
 # ----- applying a look -------------------------------------------------------------------------------
 
 
-def _element(found: Any, kind: str, name: str) -> Any:
+def _element[T](found: T | None, kind: str, name: str) -> T:
     if found is None:
         raise DatasetError(f"world: found no {kind} {name!r}; allowed: a green-booth world (materials "
                            f"{WALL_MATERIAL}, {FLOOR_MATERIAL}; geom {TABLE_GEOM}; lights "

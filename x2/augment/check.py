@@ -137,9 +137,9 @@ def check_world(model: mujoco.MjModel, states: np.ndarray, clearance: float,
         if dist < clearance:
             result.violations += 1
     if result.violations:
-        t, a, b = result.closest or (0, "?", "?")
+        frame, first, second = result.closest or (0, "?", "?")
         result.problems.append(f"{result.violations} frame-pairs closer than the clearance {clearance} m; closest "
-                               f"{result.min_distance_m:.4f} m between {a} and {b} at frame {t}")
+                               f"{result.min_distance_m:.4f} m between {first} and {second} at frame {frame}")
     if result.static_min_m < clearance:
         result.problems.append(f"{result.static_min_m:.4f} m from the world's static geometry "
                                f"(clearance {clearance} m)")

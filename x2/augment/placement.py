@@ -70,6 +70,16 @@ def distractor_shape(asset: AssetSpec, cell: float = 0.02) -> DistractorShape:
     return DistractorShape(asset, geoms, centres, radii)
 
 
+def _three(v: np.ndarray) -> tuple[float, float, float]:
+    x, y, z = (float(c) for c in v)
+    return x, y, z
+
+
+def _four(v: np.ndarray) -> tuple[float, float, float, float]:
+    w, x, y, z = (float(c) for c in v)
+    return w, x, y, z
+
+
 @cache
 def _asset_geometry(mjcf: Path, name: str, cell: float) -> tuple[tuple[GeomCopy, ...], np.ndarray, np.ndarray]:
     model = load_mjcf(mjcf, f"asset {name!r}").compile()
@@ -83,9 +93,8 @@ def _asset_geometry(mjcf: Path, name: str, cell: float) -> tuple[tuple[GeomCopy,
         mujoco.mju_mat2Quat(quat, data.geom_xmat[g])
         rgba = model.mat_rgba[model.geom_matid[g]] if model.geom_matid[g] >= 0 else model.geom_rgba[g]
         copies.append(GeomCopy(model.geom(g).name or f"geom{g}", int(model.geom_type[g]),
-                               tuple(float(v) for v in model.geom_size[g]),
-                               tuple(float(v) for v in data.geom_xpos[g]), tuple(float(v) for v in quat),
-                               tuple(float(v) for v in rgba), tuple(float(v) for v in model.geom_friction[g]),
+                               _three(model.geom_size[g]), _three(data.geom_xpos[g]), _four(quat), _four(rgba),
+                               _three(model.geom_friction[g]),
                                int(model.geom_condim[g]), int(model.geom_contype[g]),
                                int(model.geom_conaffinity[g])))
     proxies = body_proxies(model, ids, cell)

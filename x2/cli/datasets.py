@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -138,7 +138,7 @@ def show_command(
             console.print(f"wrote {plot_timeline(ep, plot)}")
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = str(value)
     return text if len(text) <= 100 else f"{text[:97]}... ({len(text)} chars)"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -35,7 +36,7 @@ def export_progress(console: Console, on_plan: Callable[[ExportProgress], None] 
 
 
 def _lines(console: Console, on_plan: Callable[[ExportProgress], None] | None) -> ProgressCallback:
-    last = {"phase": "", "at": 0.0}
+    last: dict[str, Any] = {"phase": "", "at": 0.0}
 
     def write(step: ExportProgress) -> None:
         if step.phase == "planned":

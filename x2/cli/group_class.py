@@ -7,7 +7,7 @@ import errno
 import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperGroup, TyperOption
@@ -15,6 +15,9 @@ from typer.core import TyperGroup, TyperOption
 from x2.cli._common import debug_enabled, err_console, fail
 from x2.disk import is_refusal, refused
 from x2.errors import X2Error
+
+if TYPE_CHECKING:  # typer vendors click: its base classes take the vendored Context
+    from typer._click.core import Context as ClickContext
 
 
 @contextmanager
@@ -33,8 +36,8 @@ def translated_errors() -> Iterator[None]:
         if debug_enabled() or not is_refusal(exc):
             raise
         if getattr(exc, "errno", None) == errno.ENOENT:
-            raise fail(f"{exc.filename or exc}: path: found no such file or folder; allowed: an existing "
-                       "path") from None
+            where = getattr(exc, "filename", None) or exc
+            raise fail(f"{where}: path: found no such file or folder; allowed: an existing path") from None
         error = refused(exc, None, "everything committed before it is intact (x2 renames finished files "
                                    "into place, so a failed write leaves no half-made one)", doing="at")
         raise fail(str(error), error.exit_code) from None
@@ -68,20 +71,20 @@ class X2Group(TyperGroup):
 
     command_order: tuple[str, ...] = ()
 
-    def list_commands(self, ctx: typer.Context) -> list[str]:
+    def list_commands(self, ctx: ClickContext) -> list[str]:
         rank = {name: i for i, name in enumerate(self.command_order)}
         return sorted(super().list_commands(ctx), key=lambda name: rank.get(name, len(rank)))
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: ClickContext) -> Any:
         if ctx.parent is not None:  # a group under the root: the root translates
             return super().invoke(ctx)
         with translated_errors():
             return super().invoke(ctx)
 
-    def get_params(self, ctx: typer.Context) -> list[Any]:
+    def get_params(self, ctx: ClickContext) -> list[Any]:
         return _flags_as_flags(super().get_params(ctx))
 
-    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
+    def get_command(self, ctx: ClickContext, cmd_name: str) -> Any:
         cmd = super().get_command(ctx, cmd_name)
         if cmd is not None and not isinstance(cmd, X2Group):
             _flags_as_flags(cmd.get_params(ctx))

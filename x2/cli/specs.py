@@ -129,12 +129,12 @@ def _role(node: str, edges: tuple[tuple[str, str], ...]) -> str:
     return "sink" if not any(a == node for a, _ in edges) else "inner"
 
 
-def _draw(nodes: tuple[str, ...], edges: tuple[tuple[str, str], ...], specs: dict) -> Panel:  # type: ignore[type-arg]
+def _draw(nodes: tuple[str, ...], edges: tuple[tuple[str, str], ...], specs: dict) -> Panel:
     """Layers by longest path from a source; each node a panel listing what it waits for."""
     depth: dict[str, int] = {}
     for nid in topological_order(nodes, edges):
         depth[nid] = max((depth[a] + 1 for a, b in edges if b == nid), default=0)
-    rows = []
+    rows: list[Columns | Text] = []
     widest = 0  # cells in the fullest layer
     for layer in range(max(depth.values()) + 1):
         cells = []

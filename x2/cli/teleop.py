@@ -74,7 +74,7 @@ def teleop(
     try:
         with run:
             env = run.env
-            console.print(f"dataset: {run.path} ({len(run.dataset.episodes())} episodes so far); "
+            console.print(f"dataset: {run.path} ({run.episodes_so_far()} episodes so far); "
                           f"task [bold]{env.task.name if env.task else '-'}[/bold], device [bold]{device}[/bold]")
             if console.is_terminal:
                 dev, keys_shown, picture = run.device, keymap(run.device), run.picture()

@@ -55,7 +55,8 @@ def building(target: str | Path) -> Iterator[Path]:
         try:
             os.rename(inner, target)
         except OSError as exc:
-            raise DatasetError(f"{target}: --out: found {exc.strerror.lower()}; allowed: a new path") from None
+            found = (exc.strerror or str(exc)).lower()
+            raise DatasetError(f"{target}: --out: found {found}; allowed: a new path") from None
         fsync_dir(target.parent)
     except (OSError, RuntimeError) as exc:
         if not is_refusal(exc):

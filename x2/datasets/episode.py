@@ -20,6 +20,7 @@ from typing import Any
 import h5py
 import hdf5plugin  # noqa: F401  (registers the Zstd filter that image datasets use)
 import numpy as np
+import numpy.typing as npt
 
 from x2 import format as fmt
 from x2.datasets.digest import file_digest
@@ -28,7 +29,7 @@ from x2.datasets.untrusted import as_int, check_backed, hdf5_errors, parse_event
 from x2.errors import DatasetError
 
 
-def segments_from_labels(subtask_index: np.ndarray, names: Sequence[str]) -> list[Segment]:
+def segments_from_labels(subtask_index: npt.NDArray[np.generic], names: Sequence[str]) -> list[Segment]:
     """Runs of equal ``subtask_index``; -1 is "unfinished", ``len(names)`` is "done" (frames after the
     task succeeded, e.g. a teleop episode's success hold), anything else past ``names`` keeps its number."""
     values = np.asarray(subtask_index)
@@ -80,7 +81,7 @@ class Episode:
         except (OSError, ValueError, RuntimeError) as exc:
             raise DatasetError(f"{self.path}: file: found unreadable HDF5 ({exc}); "
                                "allowed: an x2 episode file (x2 datasets validate --repair)") from None
-        self._cache: dict[str, np.ndarray] = {}
+        self._cache: dict[str, npt.NDArray[np.generic]] = {}
 
     # lifecycle
     def close(self) -> None:
@@ -109,7 +110,7 @@ class Episode:
     def __contains__(self, name: str) -> bool:
         return name in self._shapes
 
-    def __getitem__(self, name: str) -> np.ndarray:
+    def __getitem__(self, name: str) -> npt.NDArray[np.generic]:
         if name not in self._cache:
             ds = self.dataset(name)
             check_backed(ds, self.path, name)
@@ -124,7 +125,7 @@ class Episode:
         with hdf5_errors(self.path, name):
             return self._file[name]
 
-    def numeric(self, name: str, ndim: int, min_rows: int = 0, bound: float | None = None) -> np.ndarray:
+    def numeric(self, name: str, ndim: int, min_rows: int = 0, bound: float | None = None) -> npt.NDArray[np.generic]:
         """Dataset `name` read whole, refused unless it is a real-valued array of `ndim` dimensions with at
         least `min_rows` rows (what arithmetic on it needs) and, with `bound`, every value finite and within
         +-bound (what a simulator may be given)."""

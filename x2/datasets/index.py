@@ -62,7 +62,7 @@ class EpisodeRecord:
         """Parse one log line; anything off-contract raises DatasetError naming ``where``."""
         try:
             data = json_loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:  # (json_loads raises no other ValueError)
             raise DatasetError(f"{where}: line: found invalid JSON ({exc.msg}); "
                                "allowed: one JSON object") from None
         if not isinstance(data, dict):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from x2 import format as fmt
 from x2.atomic import replacing, write_text
@@ -33,10 +34,10 @@ class FeatureStats:
     feature: str
     names: tuple[str, ...]
     frames: int
-    mean: np.ndarray
-    std: np.ndarray
-    min: np.ndarray
-    max: np.ndarray
+    mean: npt.NDArray[np.float64]
+    std: npt.NDArray[np.float64]
+    min: npt.NDArray[np.float64]
+    max: npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ class _Running:
         self.min = np.full(dims, np.inf)
         self.max = np.full(dims, -np.inf)
 
-    def add(self, rows: np.ndarray) -> None:
+    def add(self, rows: npt.NDArray[np.generic]) -> None:
         x = np.asarray(rows, np.float64)
         if x.shape[0] == 0:
             return

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import zlib
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from x2 import format as fmt
 from x2.datasets.episode import Episode
+from x2.datasets.index import EpisodeRecord
 from x2.datasets.removal import Progress
 from x2.datasets.splits_json import write_splits
 from x2.datasets.store import Dataset
@@ -79,7 +82,7 @@ def plan_splits(ds: Dataset, val: float, test: float = 0.0, seed: int = 0,
     return strata
 
 
-def _origin(attrs: dict, name: str, inner: str | None = None) -> tuple[str, int] | None:
+def _origin(attrs: Mapping[str, Any], name: str, inner: str | None = None) -> tuple[str, int] | None:
     """(dataset, episode) named by the JSON attr `name` (or its field `inner`)."""
     try:
         value = json_loads(attrs[name]) if name in attrs else None
@@ -97,7 +100,7 @@ class _Facts:
     original: bool  # the recording itself (or a copy of it), not an augmented variant
 
 
-def _episode_facts(ds: Dataset, records: list, progress: Progress | None) -> dict[int, _Facts]:
+def _episode_facts(ds: Dataset, records: Sequence[EpisodeRecord], progress: Progress | None) -> dict[int, _Facts]:
     """Each episode's task and recording, from its own file (one pass: a merged dataset holds several)."""
     out: dict[int, _Facts] = {}
     for done, record in enumerate(records, 1):

@@ -63,9 +63,14 @@ def json_loads(text: str | bytes) -> Any:
     except RecursionError:
         doc = text if isinstance(text, str) else text.decode("utf-8", errors="replace")
         raise json.JSONDecodeError("nested too deep to parse", doc[:100], 0) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # an int of more digits than Python converts (sys.get_int_max_str_digits)
+        doc = text if isinstance(text, str) else text.decode("utf-8", errors="replace")
+        raise json.JSONDecodeError(str(exc).split(";")[0], doc[:100], 0) from None
 
 
-def parse_json(raw: Any, path: Path, name: str) -> Any:
+def parse_json(raw: object, path: Path, name: str) -> Any:
     """A JSON attr's text (already a plain str) parsed, or one DatasetError line saying why not."""
     if not isinstance(raw, str):
         raise DatasetError(f"{path}: {name}: found {type(raw).__name__}; allowed: JSON text")
@@ -94,27 +99,23 @@ def check_backed(ds: h5py.Dataset, path: Path, name: str) -> None:
                            f"allowed: a dataset whose rows were written (at most {MAX_INFLATION}x its stored size)")
 
 
-def as_int(value: Any) -> int | None:
+def as_int(value: object) -> int | None:
     """`value` when it is an integer (not a bool), else None."""
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def parse_events(raw: Any, path: Path) -> list[tuple[str, int]]:
+def parse_events(raw: object, path: Path) -> list[tuple[str, int]]:
     """/dag events JSON -> [(node, frame)], or one DatasetError line."""
-    pairs = raw if isinstance(raw, list) else None
-    out = [] if pairs is not None else None
-    for pair in pairs or []:
-        frame = as_int(pair[1]) if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) else None
-        if frame is None:
-            out = None
-            break
+    out: list[tuple[str, int]] = []
+    for pair in raw if isinstance(raw, list) else [None]:  # (None: not a list, refused below)
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)) \
+                or (frame := as_int(pair[1])) is None:
+            raise DatasetError(f"{path}: dag/events: found {json.dumps(raw)[:60]}; allowed: [[node, frame], ...]")
         out.append((pair[0], frame))
-    if out is None:
-        raise DatasetError(f"{path}: dag/events: found {json.dumps(raw)[:60]}; allowed: [[node, frame], ...]")
     return out
 
 
-def parse_failure(raw: Any, path: Path) -> tuple[str, int, str] | None:
+def parse_failure(raw: object, path: Path) -> tuple[str, int, str] | None:
     """/dag failure JSON -> (node, frame, reason) or None, or one DatasetError line."""
     if not raw:
         return None

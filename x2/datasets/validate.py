@@ -116,13 +116,13 @@ def validate(path: str | Path, quick: bool = False, progress: Callable[[int, int
     leaving = _check_removal(root, report)
     finished = _h5(root / EPISODES_DIR)
     for path in finished:
-        index = parse_episode_filename(path.name)
-        if index is None:
+        named = parse_episode_filename(path.name)
+        if named is None:
             report.add("info", path, "not an episode file name (ignored)")
-        elif index in leaving and index not in counts:
+        elif named in leaving and named not in counts:
             report.add("info", path, f"on its way to {REMOVED_DIR}/ (an interrupted x2 datasets rm; the next "
                                      "writer or --repair finishes it)")
-        elif index not in counts:
+        elif named not in counts:
             problems, _, _ = _examine(path, root, quick)
             severity: Severity = "error" if problems else "repairable"
             report.add(severity, path, problems[0] if problems else f"finished but missing from {INDEX_FILE}")
@@ -198,7 +198,8 @@ def _check_listed(root: Path, record: EpisodeRecord, report: Report, staged: Pat
         report.add("info", path, f"episode {record.index}: no checksum in {INDEX_FILE} (committed before x2 kept "
                                  "them; --repair records the file's as it is now)")
     elif not quick and actual.digest != record.digest:
-        report.add("error", path, f"episode {record.index}: {ALGORITHM}: found {actual.digest[7:19]}... in the file, "
+        found = (actual.digest or "")[7:19]
+        report.add("error", path, f"episode {record.index}: {ALGORITHM}: found {found}... in the file, "
                                   f"{record.digest[7:19]}... in {INDEX_FILE}; allowed: equal (the file changed after "
                                   f"it was committed: bit rot or a bad copy; restore it from a copy, or --repair "
                                   f"moves it to {QUARANTINE_DIR}/)")

@@ -23,8 +23,10 @@ from typing import Any, NoReturn
 
 import h5py
 import numpy as np
+import numpy.typing as npt
 
 from x2 import format as fmt
+from x2.arrays import Image
 from x2.datasets.commit import move_into_place, seal
 from x2.datasets.episode import segments_from_labels
 from x2.datasets.index import EpisodeRecord, append_record
@@ -53,7 +55,7 @@ _CHUNK_BYTES = 16 * 1024  # low-dim chunks: a short episode wastes little, a lon
 _IMAGE_LAG = 2  # ticks a frame may spend in the compression pool before append writes it (66 ms at 30 Hz)
 
 
-def _write_rows(ds: h5py.Dataset, start: int, rows: np.ndarray) -> None:
+def _write_rows(ds: h5py.Dataset, start: int, rows: npt.NDArray[np.generic]) -> None:
     # The low-level call skips h5py's fancy-index parsing: ~3x cheaper per block (measured).
     space = ds.id.get_space()
     space.select_hyperslab((start,) + (0,) * (rows.ndim - 1), rows.shape)
@@ -188,7 +190,7 @@ class EpisodeWriter:
         except (OSError, RuntimeError) as exc:  # full disk, I/O error: this episode is lost, finished ones are not
             self._refused(exc)
 
-    def _add_images(self, images: Mapping[str, np.ndarray]) -> None:
+    def _add_images(self, images: Mapping[str, npt.NDArray[np.generic]]) -> None:
         if images.keys() != self._cams.keys():
             raise DatasetError(f"{self.path}: images: found cameras {sorted(images)}; "
                                f"allowed: {sorted(self._cams)} (fixed by the first tick)")
@@ -204,7 +206,7 @@ class EpisodeWriter:
             self._frames[cam].append(self._pool.submit(compress_frame, copy) if self._pool else copy)
 
     # ---- setup ----------------------------------------------------------------------------------
-    def _setup_from_tick(self, values: tuple[Any, ...], images: Mapping[str, np.ndarray] | None) -> None:
+    def _setup_from_tick(self, values: tuple[Any, ...], images: Mapping[str, Image] | None) -> None:
         shapes = {name: np.shape(v) for name, v in zip(TICK_STREAMS, values, strict=True) if v is not None}
         shapes.update({fmt.IMAGE_STREAM_PREFIX + cam: np.shape(frame) for cam, frame in (images or {}).items()})
         self._setup_from_shapes(shapes)
@@ -246,7 +248,7 @@ class EpisodeWriter:
         # From here on the file only grows datasets: a crash leaves it readable by an SWMR reader.
         self._file.swmr_mode = True
 
-    def _mismatch(self, values: tuple[Any, ...], images: Mapping[str, np.ndarray] | None) -> None:
+    def _mismatch(self, values: tuple[Any, ...], images: Mapping[str, npt.NDArray[np.generic]] | None) -> None:
         assert self._present is not None
         for name, value, expected in zip(TICK_STREAMS, values, self._present, strict=True):
             if (value is not None) != expected:
@@ -355,10 +357,10 @@ class EpisodeWriter:
             raise exc
         raise refused(exc, self.path, f"the episode in progress was discarded, {self._safe_note()}") from None
 
-    def _write_rest(self, success: bool, extra: Mapping[str, Any], label_arrays: Mapping[str, np.ndarray],
-                    names: Sequence[str], dag_attrs: Mapping[str, Any], completion: np.ndarray,
-                    device_arrays: Mapping[str, Mapping[str, np.ndarray]],
-                    timing_arrays: Mapping[str, np.ndarray],
+    def _write_rest(self, success: bool, extra: Mapping[str, Any], label_arrays: Mapping[str, npt.NDArray[np.generic]],
+                    names: Sequence[str], dag_attrs: Mapping[str, Any], completion: npt.NDArray[np.generic],
+                    device_arrays: Mapping[str, Mapping[str, npt.NDArray[np.generic]]],
+                    timing_arrays: Mapping[str, npt.NDArray[np.generic]],
                     device_attrs: Mapping[str, Mapping[str, Any]], timing_attrs: Mapping[str, Any]) -> None:
         """Last frames, then (SWMR allows no new objects) reopen to add labels, DAG, timing, device."""
         self._drain_images(keep=0)

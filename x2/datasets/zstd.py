@@ -15,6 +15,7 @@ from typing import Any
 
 import hdf5plugin
 import numpy as np
+import numpy.typing as npt
 
 from x2.errors import DatasetError
 
@@ -39,7 +40,7 @@ def zstd_lib() -> ctypes.CDLL | None:
     return lib
 
 
-def compress_frame(frame: np.ndarray) -> bytes:
+def compress_frame(frame: npt.NDArray[np.generic]) -> bytes:
     """One C-contiguous uint8 frame -> the bytes of its Zstd chunk. Only call when `zstd_lib()` loaded."""
     lib = zstd_lib()
     assert lib is not None

@@ -19,12 +19,14 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
+from x2.arrays import Floats
 from x2.errors import X2Error
 
 KINDS = ("keyboard", "vr", "master-arm")
@@ -37,7 +39,7 @@ STREAM_LIMIT = 1 << 16  # samples kept between drains; more are counted as drops
 class Sample:
     seq: int  # 0, 1, ... per connection
     t: float  # time.monotonic() when the device produced it
-    values: Mapping[str, np.ndarray]
+    values: Mapping[str, Floats]  # float64
 
 
 @dataclass(frozen=True)
@@ -172,7 +174,7 @@ class DeviceBase(ABC):
     def _close(self) -> None:  # noqa: B027  (optional: devices whose reader thread owns everything)
         """Release the hardware after the reader thread stopped."""
 
-    def _publish(self, values: Mapping[str, np.ndarray], t: float | None = None) -> Sample:
+    def _publish(self, values: Mapping[str, npt.ArrayLike], t: float | None = None) -> Sample:
         arrays = {k: np.array(v, dtype=np.float64) for k, v in values.items()}
         with self._lock:
             sample = Sample(self._seq, time.monotonic() if t is None else t, arrays)
@@ -202,7 +204,7 @@ class DeviceBase(ABC):
             self._detail = detail
             self._finished = self._finished or finished
 
-    def _run_reader(self, read_once, name: str | None = None) -> None:
+    def _run_reader(self, read_once: Callable[[], None], name: str | None = None) -> None:
         def loop() -> None:
             try:
                 while not self._stop.is_set():

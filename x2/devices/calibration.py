@@ -177,11 +177,11 @@ def device_id_for_port(port: str) -> str:
 
 
 # ---- validation ----------------------------------------------------------------------------------
-def _fail(where: str, field: str, found: Any, allowed: str) -> DeviceError:
+def _fail(where: str, field: str, found: object, allowed: str) -> DeviceError:
     return DeviceError(f"{where}: {field}: found {found!r}; allowed: {allowed}")
 
 
-def _is_number(x: Any) -> bool:
+def _is_number(x: object) -> bool:
     return isinstance(x, int | float | np.integer | np.floating) and not isinstance(x, bool) and math.isfinite(x)
 
 

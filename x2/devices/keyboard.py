@@ -34,7 +34,7 @@ import termios
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -143,7 +143,7 @@ class KeyboardDevice(DeviceBase):
     def from_arg(cls, arg: str | None) -> KeyboardDevice:
         if arg not in (None, "x11", "terminal"):
             raise DeviceError(f"--device: found 'keyboard:{arg}'; allowed: keyboard, keyboard:x11, keyboard:terminal")
-        return cls(KeyboardConfig(backend=arg or "auto"))
+        return cls(KeyboardConfig(backend=cast(Backend, arg or "auto")))
 
     @property
     def backend(self) -> str:

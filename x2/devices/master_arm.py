@@ -206,7 +206,7 @@ class MasterArmDevice(DeviceBase):
             return cls(MasterArmConfig())
         sdk, sep, rest = arg.partition(":")
         if sdk in SDKS:
-            return cls(MasterArmConfig(port=rest if sep and rest else DEFAULT_PORT, sdk=sdk))  # type: ignore[arg-type]
+            return cls(MasterArmConfig(port=rest if sep and rest else DEFAULT_PORT, sdk=sdk))
         return cls(MasterArmConfig(port=arg))  # a plain port, which may itself contain ':' (COM ports do not)
 
     # ---- connection -------------------------------------------------------------------------------

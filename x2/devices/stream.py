@@ -185,9 +185,9 @@ def _parse(g: Mapping[str, Any], attrs: Mapping[str, Any], path: Path, where: st
 
 def _read(g: Mapping[str, Any], key: str, path: Path, where: str, dtype: type, ndim: int | None = None) -> np.ndarray:
     ds = g.get(key)
-    if not hasattr(ds, "dtype") or ds.dtype.kind not in "biuf":  # an h5py dataset or a numpy array
+    if ds is None or not hasattr(ds, "dtype") or ds.dtype.kind not in "biuf":  # an h5py dataset or a numpy array
         raise _fail(path, f"{where}/{key}", "missing or not numeric", "a numeric array")
-    arr = np.asarray(ds[()], dtype=dtype)
+    arr: np.ndarray = np.asarray(ds[()], dtype=dtype)
     if ndim is not None and arr.ndim != ndim:
         raise _fail(path, f"{where}/{key}", f"{arr.ndim} dimensions", str(ndim))
     return arr

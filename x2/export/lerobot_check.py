@@ -72,11 +72,12 @@ def compare(plan: ExportPlan, source_edges: Sequence[Edges], back: Readback, whe
         name = f"episode {i} (x2 episode {want.record.index})"
         if got.length != want.frames or len(got.frame_index) != want.frames:
             raise fail(f"{name} length", f"{got.length} ({len(got.frame_index)} rows)", want.frames)
+        t: int | None  # the first row that differs
         frames = np.arange(want.frames)
         if not np.array_equal(got.frame_index, frames):
             t = int(np.flatnonzero(got.frame_index != frames)[0])
             raise fail(f"{name} frame_index at row {t}", int(got.frame_index[t]), t)
-        stamps = np.array([frame_timestamp(t, plan.fps) for t in frames], dtype=np.float32)
+        stamps = np.array([frame_timestamp(t, plan.fps) for t in range(want.frames)], dtype=np.float32)
         if not np.array_equal(np.asarray(got.timestamp, np.float32), stamps):
             t = int(np.flatnonzero(np.asarray(got.timestamp, np.float32) != stamps)[0])
             raise fail(f"{name} frame {t} timestamp", float(got.timestamp[t]), f"{stamps[t]} (frame_index / fps)")

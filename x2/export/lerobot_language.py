@@ -11,7 +11,6 @@ get rows too: otherwise the subtask before them would look active until the end.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -23,9 +22,9 @@ def frame_timestamp(frame_index: int, fps: int) -> float:
     return float(np.float32(frame_index / fps))
 
 
-def subtask_rows(labels: Sequence[str], fps: int) -> list[dict[str, Any]]:
+def subtask_rows(labels: Sequence[str], fps: int) -> list[dict[str, object]]:
     """One persistent row per run of equal labels, at the run's first frame."""
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     for t, name in enumerate(labels):
         if t == 0 or name != labels[t - 1]:
             rows.append({"role": "assistant", "content": str(name), "style": SUBTASK_STYLE,

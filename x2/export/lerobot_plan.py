@@ -58,7 +58,7 @@ class SubtaskCodes:
                               f"0..{len(self.nodes) - 1} ({', '.join(self.nodes)}) or {len(self.nodes)} (done)")
         return np.where(values == -1, len(self.nodes) + 1, values)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         """For meta/x2.json: the names each exported value stands for and where x2's values went."""
         n = len(self.nodes)
         return {"names": list(self.names), "x2_to_export": {**{str(i): i for i in range(n + 1)}, "-1": n + 1},

@@ -36,7 +36,8 @@ class SourceEpisode:
     """One selected episode: its index line and its open file, until the exporter releases it."""
 
     def __init__(self, record: EpisodeRecord, episode: Episode) -> None:
-        self.record, self._episode = record, episode
+        self.record = record
+        self._episode: Episode | None = episode
         self.stored: dict[str, ImageSize] = {}  # the camera streams it stores (set by open_sources)
 
     @property

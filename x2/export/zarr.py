@@ -28,11 +28,12 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numcodecs
 import numpy as np
 import zarr
+import zarr.codecs
 import zarr.core.sync as zarr_sync
 from zarr.storage import LocalStore, ZipStore
 
@@ -115,7 +116,8 @@ def export_zarr(request: ExportRequest, options: ZarrOptions = ZarrOptions(),
         with staged(target, request.overwrite) as tmp:
             build = _build_dir(target, tmp, options.zip)
             try:
-                root = zarr.open_group(store=LocalStore(str(build)), mode="w", zarr_format=options.zarr_format)
+                version: Literal[2, 3] = 3 if options.zarr_format == 3 else 2
+                root = zarr.open_group(store=LocalStore(str(build)), mode="w", zarr_format=version)
                 root.attrs["x2_provenance"] = meta
                 tracker.enter("writing")
                 ends, expected = _fill(root, sources, sizes, options, tracker)
@@ -216,14 +218,18 @@ def _read_back(store: Any, expected: dict[str, tuple[tuple[int, ...], str, str]]
     """Open what was written with zarr and compare every array's shape, dtype and bytes, and the ends."""
     where = f"{target}: read back"
     root = zarr.open_group(store=store, mode="r")
-    got_ends = [int(e) for e in root["meta/episode_ends"][:]]
+    ends_array, data = root["meta/episode_ends"], root["data"]
+    if not isinstance(ends_array, zarr.Array) or not isinstance(data, zarr.Group):
+        raise ExportError(f"{where}: found meta/episode_ends or data of another kind; allowed: an array and a group")
+    got_ends = [int(e) for e in np.asarray(ends_array[:])]
     if got_ends != ends:
         raise ExportError(f"{where}: meta/episode_ends: found {got_ends[:5]}...; allowed: {ends[:5]}...")
-    have = sorted(root["data"].array_keys())
+    have = sorted(data.array_keys())
     if have != sorted(expected):
         raise ExportError(f"{where}: data: found keys {have}; allowed: {sorted(expected)}")
     for key, (shape, dtype, digest) in expected.items():
         arr = root[f"data/{key}"]
+        assert isinstance(arr, zarr.Array)  # one of data's array keys
         if tuple(arr.shape) != shape or arr.dtype.str != dtype:
             raise ExportError(f"{where}: data/{key}: found {arr.dtype}{arr.shape}; allowed: {dtype}{shape}")
         h = hashlib.sha256()

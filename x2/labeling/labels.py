@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 DONE = "done"
 UNFINISHED = "unfinished"
@@ -34,7 +35,7 @@ def segment_owners(events: Sequence[tuple[str, int]], first_frame: int, n_frames
 
 
 def label_arrays(nodes: Sequence[str], owners: Sequence[str], active: Sequence[Sequence[int]],
-                 progress: Sequence[float]) -> dict[str, np.ndarray]:
+                 progress: Sequence[float]) -> dict[str, npt.NDArray[np.generic]]:
     """Arrays over T frames: subtask_index (T,) int16, active_mask (T, N) bool, progress (T,) float32.
 
     subtask_index indexes the declared `nodes`; len(nodes) means DONE and -1 UNFINISHED.

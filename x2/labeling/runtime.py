@@ -13,6 +13,7 @@ import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from x2.labeling.dag import Dag, DagError
 from x2.labeling.labels import label_arrays, segment_owners
@@ -209,6 +210,6 @@ class DagRuntime:
             return []
         return segment_owners(self._events, self._first_frame, self.n_frames, self.success)
 
-    def label_arrays(self) -> dict[str, np.ndarray]:
+    def label_arrays(self) -> dict[str, npt.NDArray[np.generic]]:
         """subtask_index (T,) int16, active_mask (T, N) bool, progress (T,) float32 over frames seen."""
         return label_arrays(self._dag.nodes, self.labels(), self._active_log, self._progress_log)

@@ -43,6 +43,7 @@ def contact_sheet(ep: Episode, cameras: Sequence[str], size: ImageSize, out: str
     moments = sheet_moments(ep)
     frames = list(frames_at(ep, cameras, [f for f, _ in moments], size))
     font = ImageFont.load_default(size=max(11, size.height // 16))
+    assert isinstance(font, ImageFont.FreeTypeFont)  # a sized font: FreeType, which Pillow's wheels include
     line = int(font.size * 1.4)
     label_w = max(int(font.getlength(c)) for c in cameras) + 2 * _GAP
     title_h = line

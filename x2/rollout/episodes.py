@@ -20,7 +20,7 @@ import numpy as np
 
 import x2
 from x2.datasets import Dataset, EpisodeEnd, EpisodeRecord, EpisodeStart, Manifest, Rejection, TeleopEnd
-from x2.format import MISSED_SLOTS_ATTR, manifest_extra
+from x2.format import MISSED_SLOTS_ATTR, Array, manifest_extra
 from x2.rollout.background import BackgroundRecorder
 from x2.rollout.loop import EpisodeResult, Recorder, Rollout, RolloutOptions
 from x2.rollout.teacher import Teacher
@@ -103,7 +103,7 @@ def episode_end(env: EnvSpec, result: EpisodeResult, model_xml: str, object_name
 class DeviceRecord:
     """What a teleoperated episode adds: its raw device streams (/device/<kind>/...) and how it ended."""
 
-    streams: Mapping[str, Mapping[str, np.ndarray]]
+    streams: Mapping[str, Mapping[str, Array]]
     attrs: Mapping[str, Mapping[str, Any]]
     teleop: TeleopEnd
 

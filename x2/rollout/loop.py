@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from x2.format import Tick
 from x2.rollout.clock import Clock, FreeClock
@@ -29,7 +30,7 @@ STAGES = ("teacher", "label", "record", "step")
 
 
 class Recorder(Protocol):
-    """What the loop needs from an episode writer (`x2.datasets.EpisodeWriter` is one)."""
+    """What the loop needs from an episode writer (`x2.datasets.EpisodeWriter` is one): one tick, by keyword."""
 
     def append(self, tick: Tick) -> None: ...
 
@@ -44,10 +45,10 @@ class EpisodeResult:
     events: list[tuple[str, int]]
     missed_slots: int
     end_reason: str  # success | failure | teacher | horizon
-    labels: dict[str, np.ndarray] = field(default_factory=dict)
+    labels: dict[str, npt.NDArray[np.generic]] = field(default_factory=dict)
     dag: dict[str, object] = field(default_factory=dict)
-    lateness_ms: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
-    stage_ms: dict[str, np.ndarray] = field(default_factory=dict)
+    lateness_ms: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
+    stage_ms: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
     penetration: Penetration | None = None  # the deepest contact over the recorded frames
 
 
@@ -135,6 +136,7 @@ class Rollout:
                 stages[name].append(dt * 1e3)
             t += 1
             if finished:
+                assert monitor is not None  # (only a monitor finishes an episode)
                 end_reason = "success" if monitor.runtime.success else "failure"
                 break
             clock.wait()

@@ -94,8 +94,9 @@ def relabel(ep: Episode, specs: Specs = "file") -> RelabelReport:
             continue
         stored = ep[path]
         if stored.shape != arr.shape or not np.array_equal(stored, arr):
-            bad = np.flatnonzero((stored != arr).reshape(len(arr), -1).any(axis=1)) if stored.shape == arr.shape \
-                else []
+            bad: np.ndarray | list[int] = []
+            if stored.shape == arr.shape:
+                bad = np.flatnonzero((stored != arr).reshape(len(arr), -1).any(axis=1))
             where = (f"first at frame {bad[0]}, {len(bad)} frames" if len(bad)
                      else f"shape {stored.shape} vs {arr.shape}")
             report.differences.append(f"{path}: differs ({where})")

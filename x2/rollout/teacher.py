@@ -8,6 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
+from x2.arrays import Floats
 from x2.sim.backend import ResetInfo, RobotState
 from x2.spec.action import ActionLayout
 
@@ -17,7 +18,7 @@ class Observation:
     tick: int
     time: float
     robot: RobotState
-    object_poses: np.ndarray
+    object_poses: Floats
     instruction: str
     lateness_ms: float = 0.0  # how late this tick started against the clock's slot (0 when unpaced)
 
@@ -25,8 +26,8 @@ class Observation:
 class Teacher(Protocol):
     """`act` returns the action for this tick, or None when the teacher ends the episode."""
 
-    def reset(self, info: ResetInfo, home_action: np.ndarray) -> None: ...
-    def act(self, obs: Observation) -> np.ndarray | None: ...
+    def reset(self, info: ResetInfo, home_action: Floats) -> None: ...
+    def act(self, obs: Observation) -> Floats | None: ...
 
 
 @dataclass(frozen=True)
@@ -42,9 +43,9 @@ class JointWaypointTeacher:
         if not waypoints:
             raise ValueError("a waypoint teacher needs at least one waypoint")
         self.waypoints, self.fps, self.hold_s = list(waypoints), fps, hold_s
-        self._track: np.ndarray | None = None
+        self._track: Floats | None = None
 
-    def reset(self, info: ResetInfo, home_action: np.ndarray) -> None:
+    def reset(self, info: ResetInfo, home_action: Floats) -> None:
         points = [np.asarray(home_action, dtype=np.float64)]
         segments = []
         for wp in self.waypoints:
@@ -55,13 +56,13 @@ class JointWaypointTeacher:
         hold = np.repeat(points[-1][None], max(1, round(self.hold_s * self.fps)), axis=0)
         self._track = np.concatenate([*segments, hold])
 
-    def act(self, obs: Observation) -> np.ndarray | None:
+    def act(self, obs: Observation) -> Floats | None:
         if self._track is None:
             raise RuntimeError("reset() the teacher before act()")
         return self._track[obs.tick] if obs.tick < len(self._track) else None
 
 
-def reach_and_return(home_action: np.ndarray, layout: ActionLayout, fps: int) -> JointWaypointTeacher:
+def reach_and_return(home_action: Floats, layout: ActionLayout, fps: int) -> JointWaypointTeacher:
     """A short scripted motion for demos and smoke runs: each arm reaches out, closes and opens its
     gripper, and comes home. It exercises the loop; it is not meant to solve a task."""
     home = np.asarray(home_action, dtype=np.float64)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from x2.errors import NotFoundError
 
@@ -34,7 +35,8 @@ class ActionLayout:
     @classmethod
     def for_arms(cls, arms: Sequence[tuple[str, Sequence[str]]]) -> ActionLayout:
         """From (arm name, joint names) in the robot's arm order."""
-        slots, names = [], []
+        slots: list[ArmSlots] = []
+        names: list[str] = []
         for arm, joints in arms:
             start = len(names)
             names += [*joints, f"{arm}{GRIPPER_SUFFIX}"]
@@ -62,7 +64,7 @@ class ActionLayout:
         return len(self.names)
 
     @property
-    def gripper_slots(self) -> np.ndarray:
+    def gripper_slots(self) -> npt.NDArray[np.intp]:
         return np.array([a.gripper for a in self.arms], dtype=np.intp)
 
     def arm(self, name: str) -> ArmSlots:
@@ -71,7 +73,7 @@ class ActionLayout:
                 return a
         raise NotFoundError(f"action layout has no arm {name!r}; arms: {[a.name for a in self.arms]}")
 
-    def compose(self, joints: Sequence[Sequence[float]], grippers: Sequence[float]) -> np.ndarray:
+    def compose(self, joints: Sequence[Sequence[float]], grippers: Sequence[float]) -> npt.NDArray[np.float64]:
         """The action with each arm's joint targets and gripper opening, in arm order."""
         out = np.zeros(self.dim)
         for slots, q, g in zip(self.arms, joints, grippers, strict=True):

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from x2.spec.action import ActionLayout
 
@@ -63,7 +64,7 @@ class RobotSpec:
     def action_dim(self) -> int:
         return self.action.dim
 
-    def home_action(self) -> np.ndarray:
+    def home_action(self) -> npt.NDArray[np.float64]:
         """Every arm at home, grippers open."""
         return self.action.compose([a.home for a in self.arms], [1.0] * len(self.arms))
 
@@ -171,6 +172,12 @@ class SkillBinding:
     target_object: str | None  # the object the target belongs to
     params: dict[str, object]
     origin: tuple[str, int]  # file, line of the skill block, for errors found later
+
+    def number(self, name: str, default: float) -> float:
+        """Parameter `name` as a float, or `default` when the task leaves it out."""
+        value = self.params.get(name, default)
+        assert isinstance(value, int | float)  # x2.synth.binding checked the type against the skill registry
+        return float(value)
 
 
 @dataclass(frozen=True)

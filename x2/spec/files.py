@@ -6,9 +6,11 @@ a silently ignored setting.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError, model_validator
+from pydantic_core import ErrorDetails
 
 from x2.spec.source import Fragment
 
@@ -124,46 +126,46 @@ TEXTURES = ("none", "checker", "gradient")  # MuJoCo builtin procedural textures
 MAX_LIGHT_INTENSITY = 2.0  # as BoothFile.light_intensity
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     """A YAML int or float as a float; None for anything else (bool included: YAML `yes` is no number)."""
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _vector(value: Any) -> Vec3 | None:
+def _vector(value: object) -> Vec3 | None:
     if not isinstance(value, list | tuple) or len(value) != 3:
         return None
     x, y, z = (_number(v) for v in value)
     return None if x is None or y is None or z is None else (x, y, z)
 
 
-def _one_or_many(value: Any, one: Any, what: str) -> tuple[Any, ...]:
+def _one_or_many[T](value: object, one: Callable[[object], T | None], what: str) -> tuple[T, ...]:
     """`value` as one item (accepted by `one`) or a non-empty list of them, always a tuple of items."""
     if (item := one(value)) is not None:
         return (item,)
     if isinstance(value, list) and value and all(one(v) is not None for v in value):
-        return tuple(one(v) for v in value)
+        return tuple(item for v in value if (item := one(v)) is not None)
     raise ValueError(f"{what}, or a non-empty list of them (one is drawn per episode)")
 
 
-def _colour(value: Any) -> RGB | None:
+def _colour(value: object) -> RGB | None:
     rgb = _vector(value)
     return rgb if rgb is not None and all(0.0 <= c <= 1.0 for c in rgb) else None
 
 
-def _direction(value: Any) -> Vec3 | None:
+def _direction(value: object) -> Vec3 | None:
     xyz = _vector(value)
     return xyz if xyz is not None and xyz[2] < 0.0 else None
 
 
-def _colours(value: Any) -> tuple[RGB, ...]:
+def _colours(value: object) -> tuple[RGB, ...]:
     return _one_or_many(value, _colour, "an [r, g, b] colour with r, g, b in 0..1")
 
 
-def _directions(value: Any) -> tuple[Vec3, ...]:
+def _directions(value: object) -> tuple[Vec3, ...]:
     return _one_or_many(value, _direction, "an [x, y, z] light direction pointing down (z < 0)")
 
 
-def _intensity(value: Any) -> tuple[float, float]:
+def _intensity(value: object) -> tuple[float, float]:
     one = _number(value)
     lo, hi = (one, one) if one is not None else (
         (_number(value[0]), _number(value[1])) if isinstance(value, list) and len(value) == 2 else (None, None))
@@ -173,8 +175,8 @@ def _intensity(value: Any) -> tuple[float, float]:
     return (lo, hi)
 
 
-def _count(value: Any) -> tuple[int, int]:
-    def whole(v: Any) -> int | None:
+def _count(value: object) -> tuple[int, int]:
+    def whole(v: object) -> int | None:
         return v if isinstance(v, int) and not isinstance(v, bool) else None
 
     lo, hi = (whole(value), whole(value)) if whole(value) is not None else (
@@ -274,7 +276,7 @@ class TaskFile(_Strict):
     edges: list[tuple[str, str]] = []
 
 
-def parse(model: type[_Strict], frag: Fragment) -> Any:
+def parse[M: _Strict](model: type[M], frag: Fragment) -> M:
     """Validate a fragment; the first problem becomes a one-line SpecError at its file:line."""
     try:
         return model.model_validate(frag.data)
@@ -295,7 +297,7 @@ def parse(model: type[_Strict], frag: Fragment) -> Any:
         raise frag.error(loc, found, allowed) from None
 
 
-def _allowed(err: Any) -> str:
+def _allowed(err: ErrorDetails) -> str:
     ctx = err.get("ctx") or {}
     if "expected" in ctx:
         return str(ctx["expected"])
@@ -308,9 +310,9 @@ def _allowed(err: Any) -> str:
     return err["msg"].removeprefix("Input should be ").removeprefix("Value error, ")
 
 
-def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+def _fields_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
     """Field names of the sub-model at `loc` (dict keys and list indices are stepped over)."""
-    current: Any = model
+    current: object = model
     skip = False
     for part in loc:
         if skip or isinstance(part, int):

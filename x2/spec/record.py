@@ -68,11 +68,11 @@ def _tuple(value: Any) -> Any:
 
 
 # ----- to JSON ---------------------------------------------------------------------------------------
-def task_record(task: TaskSpec) -> dict[str, Any]:
-    def calls(cs: tuple[PredicateCall, ...]) -> list[dict[str, Any]]:
+def task_record(task: TaskSpec) -> dict[str, object]:
+    def calls(cs: tuple[PredicateCall, ...]) -> list[dict[str, object]]:
         return [{"name": c.name, "args": dict(c.args)} for c in cs]
 
-    def skill(b: SkillBinding | None) -> dict[str, Any] | None:
+    def skill(b: SkillBinding | None) -> dict[str, object] | None:
         if b is None:
             return None
         return {"name": b.name, "arm": b.arm, "target": b.target, "target_object": b.target_object,
@@ -86,13 +86,13 @@ def task_record(task: TaskSpec) -> dict[str, Any]:
     }
 
 
-def _asset(a: AssetSpec) -> dict[str, Any]:
+def _asset(a: AssetSpec) -> dict[str, object]:
     return {"name": a.name, "mjcf": _file(a.mjcf), "tags": list(a.tags),
             "footprint_radius": a.footprint_radius, "height": a.height, "free": a.free, "parts": dict(a.parts),
             "joints": list(a.joints)}
 
 
-def robot_record(robot: RobotSpec) -> dict[str, Any]:
+def robot_record(robot: RobotSpec) -> dict[str, object]:
     g = robot.gripper
     return {
         "name": robot.name, "mjcf": _file(robot.mjcf), "base_pos": list(robot.base_pos),
@@ -102,11 +102,11 @@ def robot_record(robot: RobotSpec) -> dict[str, Any]:
     }
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     return [_plain(v) for v in value] if isinstance(value, tuple) else value
 
 
-def env_record(env: EnvSpec) -> dict[str, Any]:
+def env_record(env: EnvSpec) -> dict[str, object]:
     """The JSON description of `env` as compiled from spec files (see the module docstring)."""
     objects = []
     for o in env.objects:
@@ -128,6 +128,8 @@ def env_record(env: EnvSpec) -> dict[str, Any]:
 
 
 # ----- from JSON -------------------------------------------------------------------------------------
+# (Read duck-typed, hence Any: a missing key or a wrong kind raises below, and check_types then checks every
+# field of the rebuilt spec against its declared type.)
 def env_from_record(record: Mapping[str, Any], where: str = "world") -> EnvSpec:
     """The `EnvSpec` an `env_record` describes. Malformed records raise the one-line DatasetError."""
     try:

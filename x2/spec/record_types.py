@@ -14,9 +14,12 @@ import functools
 import types
 import typing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from x2.errors import DatasetError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 @functools.cache
@@ -24,7 +27,10 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def _mismatch(value: Any, hint: Any, path: str) -> tuple[str, Any, Any] | None:
+
+
+# `hint` is a type form (a class, `X | None`, `tuple[str, ...]`, a Literal): typing has no type for those.
+def _mismatch(value: object, hint: Any, path: str) -> tuple[str, object, Any] | None:
     """(path, value, expected) of the first part of `value` that is not a `hint`; None when it is."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is Any or hint is object:
@@ -47,7 +53,7 @@ def _mismatch(value: Any, hint: Any, path: str) -> tuple[str, Any, Any] | None:
             return path, value, hint
         return next((m for k, v in value.items()
                      if (m := _mismatch(k, args[0], path) or _mismatch(v, args[1], f"{path}.{k}")) is not None), None)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return mismatch(value, path) if isinstance(value, hint) else (path, value, hint)
     plain = {bool: bool, str: str, Path: Path, type(None): type(None)}
     if hint in plain:
@@ -58,7 +64,7 @@ def _mismatch(value: Any, hint: Any, path: str) -> tuple[str, Any, Any] | None:
     return None  # a kind no record holds (slices, callables): built by x2, not read from the file
 
 
-def mismatch(obj: Any, path: str = "") -> tuple[str, Any, Any] | None:
+def mismatch(obj: DataclassInstance, path: str = "") -> tuple[str, object, Any] | None:
     """The first field of dataclass `obj` (recursively) whose value does not have its declared type."""
     hints = _hints(type(obj))
     for f in dataclasses.fields(obj):
@@ -68,7 +74,7 @@ def mismatch(obj: Any, path: str = "") -> tuple[str, Any, Any] | None:
     return None
 
 
-def check_types(obj: Any, where: str) -> None:
+def check_types(obj: DataclassInstance, where: str) -> None:
     """Raise one DatasetError line unless every field of `obj` has its declared type."""
     found = mismatch(obj)
     if found is not None:

@@ -55,7 +55,8 @@ def compile_robot(frag: Fragment, file: Path) -> RobotInfo:
                            open_ctrl=spec.gripper.open, closed_ctrl=spec.gripper.closed)
     model = RobotSpec(name=spec.name, mjcf=_file_next_to(frag, ("mjcf",), spec.mjcf), gripper=gripper,
                        arms=tuple(arms), cameras=tuple(spec.cameras), base_pos=spec.base_pos)
-    return RobotInfo(model, spec.reach, dict(spec.shoulders), spec.reference_task, spec.description, file,
+    shoulders: dict[str, Vec3] = dict(spec.shoulders.items())
+    return RobotInfo(model, spec.reach, shoulders, spec.reference_task, spec.description, file,
                      spec.control.fps, spec.control.substeps)
 
 

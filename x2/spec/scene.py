@@ -36,6 +36,8 @@ def _variant_overlay(frag: Fragment, variant: str) -> Fragment:
     blocks = frag.data.get("variants") or {}
     if variant == "default":
         return frag
+    if not isinstance(blocks, dict):
+        blocks = {}  # no variant is named (validating the scene reports the field itself)
     if variant not in blocks:
         raise frag.error(("variants",), f"no variant {variant!r}",
                          "one of " + ", ".join(["default", *blocks]))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import reprlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -29,7 +28,7 @@ class Origin:
 class Fragment:
     """Plain data (dicts, lists, scalars) plus the origin of every path in it."""
 
-    data: dict[str, Any]
+    data: dict[str, object]
     origins: dict[Path_, Origin] = field(default_factory=dict)
     file: str = "<spec>"
 
@@ -86,7 +85,8 @@ MAX_SPEC_BYTES = 1 << 20
 MAX_DEPTH = 64  # mappings and lists inside each other, aliases expanded
 MAX_VALUES = 20_000  # scalars, mappings and lists in one file, aliases expanded
 _KINDS = {type(None): "null", str: "a string", list: "a list", int: "a number", float: "a number", bool: "a boolean"}
-_PLAIN_TAGS = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}
+_PLAIN_TAGS: dict[type[yaml.Node], str] = {yaml.MappingNode: "tag:yaml.org,2002:map",
+                                           yaml.SequenceNode: "tag:yaml.org,2002:seq"}
 
 
 class _TooDeep(Exception):
@@ -107,12 +107,12 @@ class _SpecLoader(yaml.SafeLoader):
             raise _TooDeep(self.line + 1)
         super().fetch_flow_collection_start(TokenClass)
 
-    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                raise _TooDeep(self.peek_event().start_mark.line + 1)
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+                raise _TooDeep(self.peek_event().start_mark.line + 1)  # type: ignore[no-untyped-call]  # untyped in types-PyYAML
+            return super().compose_node(parent, index)
         finally:
             self._depth -= 1
 
@@ -133,7 +133,7 @@ class _Converter:
     def error(self, node: yaml.Node, path: Path_, found: str, allowed: str) -> SpecError:
         return SpecError(self.file, node.start_mark.line + 1, dotted(path), found, allowed)
 
-    def convert(self, node: yaml.Node, path: Path_) -> Any:
+    def convert(self, node: yaml.Node, path: Path_) -> object:
         if any(node is n for n in self._open):
             raise self.error(node, path, "an alias inside its own anchor (a recursive structure)",
                              "aliases to values defined before and outside them")
@@ -157,8 +157,8 @@ class _Converter:
         finally:
             self._open.pop()
 
-    def _mapping(self, node: yaml.MappingNode, path: Path_) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def _mapping(self, node: yaml.MappingNode, path: Path_) -> dict[str, object]:
+        out: dict[str, object] = {}
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
                 raise self.error(key_node, path, "a non-scalar key", "plain string keys")
@@ -177,7 +177,7 @@ class _Converter:
                              "text that is valid Unicode") from None
         return value
 
-    def _scalar(self, node: yaml.ScalarNode, path: Path_) -> Any:
+    def _scalar(self, node: yaml.ScalarNode, path: Path_) -> object:
         if isinstance(node.value, str):
             self._text(node, path, node.value)
         try:
@@ -202,8 +202,8 @@ def read_yaml(path: Path) -> Fragment:
     except FileNotFoundError:
         raise SpecError(file, None, "<file>", "no such file", "an existing YAML file") from None
     except UnicodeDecodeError as exc:
-        line = exc.object[:exc.start].count(b"\n") + 1
-        raise SpecError(file, line, "<file>", f"byte {exc.object[exc.start]:#04x}, which is not UTF-8 text here",
+        byte_line = exc.object[:exc.start].count(b"\n") + 1
+        raise SpecError(file, byte_line, "<file>", f"byte {exc.object[exc.start]:#04x}, which is not UTF-8 text here",
                         "a UTF-8 YAML file") from None
     except OSError as exc:
         raise SpecError(file, None, "<file>", type(exc).__name__, "a readable UTF-8 YAML file") from None
@@ -246,7 +246,7 @@ def merge(base: Fragment, over: Fragment) -> Fragment:
     replaced: set[Path_] = set()  # paths whose whole value (and origins) come from `over`
     merged: list[Path_] = []  # mappings in both, merged key by key
 
-    def go(a: Any, b: Any, path: Path_) -> Any:
+    def go(a: object, b: object, path: Path_) -> object:
         if isinstance(a, dict) and isinstance(b, dict):
             out = dict(a)
             for key, value in b.items():
@@ -265,6 +265,7 @@ def merge(base: Fragment, over: Fragment) -> Fragment:
         return any(path[:n] in replaced for n in range(len(path) + 1))
 
     data = go(base.data, over.data, ())
+    assert isinstance(data, dict)  # two mappings merge into one
     # One pass over each side's origins (not one per merged key: a spec may hold 20000 values).
     origins = {k: v for k, v in base.origins.items() if not from_over(k)}
     origins.update({k: v for k, v in over.origins.items() if from_over(k)})

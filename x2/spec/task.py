@@ -6,6 +6,7 @@ Every name in a task is resolved here, before any simulator starts: objects by i
 
 from __future__ import annotations
 
+import builtins
 import math
 import reprlib
 import string
@@ -52,7 +53,8 @@ class _Resolver:
             raise self.frag.error(key, repr(ref), "one of " + ", ".join(self.objects) + " or an @tag")
         return self.objects[ref]
 
-    def arg(self, key: Path_, kind: str, value: object) -> object:
+    # (`builtins.object`: below the method `object`, a bare `object` names the method.)
+    def arg(self, key: Path_, kind: str, value: builtins.object) -> builtins.object:
         if kind == "float":
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise self.frag.error(key, repr(value), _KIND_HELP[kind])
@@ -85,7 +87,7 @@ class _Resolver:
             return f"{obj.name}/{obj.candidates[0].parts[name]}"
         return f"{obj.name}/{name}"
 
-    def calls(self, key: Path_, block: dict[str, dict[str, object]]) -> tuple[PredicateCall, ...]:
+    def calls(self, key: Path_, block: dict[str, dict[str, builtins.object]]) -> tuple[PredicateCall, ...]:
         out = []
         for name, args in block.items():
             here = (*key, name)
@@ -156,7 +158,7 @@ def compile_task(frag: Fragment, scene: SceneInfo, robot: RobotInfo) -> TaskSpec
         for end, name in ((0, a), (1, b)):
             if name not in spec.nodes:
                 raise frag.error(("edges", i, end), f"edge to missing node {name!r}", "one of " + ", ".join(node_ids))
-    cycle = find_cycle(node_ids, [tuple(e) for e in spec.edges])
+    cycle = find_cycle(node_ids, [(a, b) for a, b in spec.edges])
     if cycle:
         raise frag.error(("edges",), "a cycle " + " -> ".join([*cycle, cycle[0]]), "edges that form a DAG")
     _check_instruction(frag, spec.instruction, [o.name for o in scene.objects])
@@ -168,7 +170,7 @@ def compile_task(frag: Fragment, scene: SceneInfo, robot: RobotInfo) -> TaskSpec
                  skill=_skill(resolver, ("nodes", nid, "skill"), node.skill))
         for nid, node in spec.nodes.items()
     )
-    return TaskSpec(spec.name, spec.instruction, spec.horizon_s, nodes, tuple(tuple(e) for e in spec.edges))
+    return TaskSpec(spec.name, spec.instruction, spec.horizon_s, nodes, tuple((a, b) for a, b in spec.edges))
 
 
 def load_env(task: str | None, robot: str | None = None, variant: str = "default",
@@ -179,12 +181,15 @@ def load_env(task: str | None, robot: str | None = None, variant: str = "default
     if task is not None:
         task_path, task_frag = catalog.load("tasks", task)
     named_in_task = task_frag.data if task_frag is not None else {}
+    named: dict[str, str] = {}
     for key in ("robot", "scene"):  # read before the task is validated: they say which files to load
         value = named_in_task.get(key)
         if task_frag is not None and value is not None and not isinstance(value, str):
             raise task_frag.error((key,), reprlib.repr(value), f"a {key} name or the path of its YAML file")
-    robot = robot or named_in_task.get("robot")
-    scene = scene or named_in_task.get("scene") or "green_booth"
+        if isinstance(value, str):
+            named[key] = value
+    robot = robot or named.get("robot")
+    scene = scene or named.get("scene") or "green_booth"
     if robot is None:
         robots = ", ".join(catalog.names("robots"))
         if task_frag is not None:

@@ -99,7 +99,8 @@ def _verdict(result: EpisodeResult, executor: SkillExecutor) -> tuple[str, str]:
         return kind, f"{node} at frame {frame}: {why}"
     if result.end_reason == "horizon":
         return "horizon", f"task not done after {result.ticks} ticks"
-    completed = [node for node, _ in result.dag.get("events", [])]
+    events = result.dag.get("events", [])  # [[node id, frame], ...] as the DAG monitor records them
+    completed = [node for node, _ in events] if isinstance(events, list) else []
     return "predicate false", f"program ended; completed: {completed}"
 
 

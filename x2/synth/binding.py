@@ -4,6 +4,7 @@ predicate really holds (synthesis is verified by the same DAG that labels the da
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 
@@ -77,5 +78,5 @@ def task_program(ctx: SynthContext) -> Iterator[Segment]:
         binding = node.skill
         assert binding is not None
         yield from SKILLS[binding.name].run(ctx, binding, _resolve_arm(ctx, node))
-        yield Wait(verify_ticks, until=lambda nid=nid: ctx.node_done(nid), required=True,
+        yield Wait(verify_ticks, until=functools.partial(ctx.node_done, nid), required=True,
                    name=f"{nid}'s success predicate")

@@ -8,10 +8,11 @@ and a `SkillFailure` ends the episode with its reason.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 
 import numpy as np
 
+from x2.arrays import Floats
 from x2.rollout.teacher import Observation
 from x2.sim.backend import ResetInfo
 from x2.spec.action import ActionLayout
@@ -27,7 +28,7 @@ class SkillExecutor:
         self.program = program
         self._arm_slices = {a.name: a.joints for a in layout.arms}
         self._gripper_index = {a.name: a.gripper for a in layout.arms}
-        self.targets = np.zeros(0)
+        self.targets: Floats = np.zeros(0)
         self.failure: SkillFailure | None = None
         self.finished = False
         self._gen: Iterator[Segment] | None = None
@@ -89,8 +90,9 @@ class SkillExecutor:
     def _fail(self, failure: SkillFailure) -> None:
         # Deliver the failure into the program so it can clean up, then stop.
         assert self._gen is not None
-        with contextlib.suppress(SkillFailure, StopIteration):
-            self._gen.throw(failure)
+        if isinstance(self._gen, Generator):  # (a program is a generator; a plain iterator cannot clean up)
+            with contextlib.suppress(SkillFailure, StopIteration):
+                self._gen.throw(failure)
         self.failure = failure
         self._gen = iter(())
 

@@ -15,6 +15,8 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from x2.arrays import Floats
+
 ArgKind = Literal["object", "joint", "part", "arm", "float"]
 
 
@@ -24,9 +26,9 @@ class WorldView(Protocol):
 
     table_height: float
 
-    def object_pos(self, obj: str) -> np.ndarray: ...
+    def object_pos(self, obj: str) -> Floats: ...
     def object_rest_height(self, obj: str) -> float: ...
-    def site_box(self, site: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...  # pos, rot 3x3, half size
+    def site_box(self, site: str) -> tuple[Floats, Floats, Floats]: ...  # pos, rot 3x3, half size
     def joint_value(self, joint: str) -> float: ...
     def touching(self, body_a: str, body_b: str) -> bool: ...  # any geom of a's subtree touches one of b's
     def finger_bodies(self, arm: str) -> tuple[str, str]: ...

@@ -24,6 +24,7 @@ from typing import Protocol
 import mujoco
 import numpy as np
 
+from x2.arrays import Floats
 from x2.devices import DeviceEvent, Sample
 from x2.sim.backend import Backend, RobotState
 from x2.sim.mujoco.kinematics import ArmDLS
@@ -97,14 +98,15 @@ class JointMirror:
         parts = []
         for a, sl in enumerate(self.slices):
             grip = sl.stop
-            if self.engaged_at[a] is None:
+            engaged = self.engaged_at[a]
+            if engaged is None:
                 err = float(np.max(np.abs(leader[sl] - self.cmd[sl])))
                 if err <= c.gate_tol_rad:
-                    self.engaged_at[a] = self.tick
+                    self.engaged_at[a] = engaged = self.tick
                 else:
                     parts.append(f"{self.names[a]}: align leader (off by {err:.2f} rad)")
                     continue
-            since = (self.tick - self.engaged_at[a]) / (c.ramp_s * self.fps)
+            since = (self.tick - engaged) / (c.ramp_s * self.fps)
             ramp = min(1.0, c.ramp_floor + (1 - c.ramp_floor) * since)
             step = c.max_speed / self.fps * ramp
             self.cmd[sl] += np.clip(leader[sl] - self.cmd[sl], -step, step)
@@ -155,6 +157,7 @@ class _TcpTargets:
         self.blocked[a] = self._leash(a)
         sl, ik = self.slices[a], self.ik[a]
         q = ik.solve(self.pos[a], self.rot[a], self.cmd[sl], iters=8, max_step=0.1, best_effort=True)
+        assert q is not None  # best_effort returns the last iterate
         self.cmd[sl] = q
         p, r = ik.fk(q)
         self.limited[a] = bool(np.linalg.norm(p - self.pos[a]) > 0.01)
@@ -239,7 +242,7 @@ class EEVelocity:
                 a = self.active if ev.arm < 0 else ev.arm
                 grip = tg.slices[a].stop
                 tg.cmd[grip] = 0.0 if tg.cmd[grip] > 0.5 else 1.0
-        twist = np.zeros((len(tg.slices), 6))  # a stale sample or a pause commands nothing
+        twist: Floats = np.zeros((len(tg.slices), 6))  # a stale sample or a pause commands nothing
         if sample is not None and age_s <= STALE_S and not self.paused:
             twist = np.asarray(sample.values["twist"], dtype=np.float64)
         for a in range(len(tg.slices)):
@@ -306,9 +309,10 @@ class VRClutch:
                 continue
             ctrl_pos = VR_TO_ROBOT @ v["pose"][a, :3]
             ctrl_rot = VR_TO_ROBOT @ _quat_matrix(v["pose"][a, 3:]) @ VR_TO_ROBOT.T
-            if self.anchor[a] is None:
-                self.anchor[a] = (ctrl_pos, ctrl_rot, tg.pos[a].copy(), tg.rot[a].copy())
-            p0, r0, ee_p0, ee_r0 = self.anchor[a]
+            anchor = self.anchor[a]
+            if anchor is None:
+                self.anchor[a] = anchor = (ctrl_pos, ctrl_rot, tg.pos[a].copy(), tg.rot[a].copy())
+            p0, r0, ee_p0, ee_r0 = anchor
             tg.pos[a] = ee_p0 + c.scale * (ctrl_pos - p0)
             tg.rot[a] = (ctrl_rot @ r0.T) @ ee_r0
             tg.follow(a)

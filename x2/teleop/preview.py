@@ -10,11 +10,12 @@ Each episode sends its world's XML (welded objects included) once, at its first 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import multiprocessing as mp
 import queue
 import time
 from dataclasses import dataclass
-from typing import Any
+from multiprocessing.synchronize import Event, Lock
 
 import numpy as np
 
@@ -43,7 +44,7 @@ class Preview:
         self._state_seq = ctx.RawValue("q", 0)
         self._image = ctx.RawArray("B", c.width * c.height * 3)
         self._image_seq = ctx.RawValue("q", 0)
-        self._worlds: Any = ctx.Queue()
+        self._worlds: mp.Queue[str] = ctx.Queue()  # MJCF text of each new world
         self._stop = ctx.Event()
         self._proc = ctx.Process(target=_render_loop, name="x2-preview", daemon=True, args=(
             c, self._lock, self._state, self._state_len, self._state_seq, self._image, self._image_seq,
@@ -96,8 +97,9 @@ class Preview:
         return int(self._image_seq.value)
 
 
-def _render_loop(c: PreviewConfig, lock: Any, state: Any, state_len: Any, state_seq: Any, image: Any,
-                 image_seq: Any, worlds: Any, stop: Any, parent: ParentProcess) -> None:
+def _render_loop(c: PreviewConfig, lock: Lock, state: ctypes.Array[ctypes.c_double], state_len: ctypes.c_int,
+                 state_seq: ctypes.c_longlong, image: ctypes.Array[ctypes.c_ubyte], image_seq: ctypes.c_longlong,
+                 worlds: mp.Queue[str], stop: Event, parent: ParentProcess) -> None:
     die_with(parent)  # a SIGKILLed session never sets `stop`
     import mujoco  # in the child: it picks up MUJOCO_GL=egl from x2's import below
 
@@ -126,6 +128,7 @@ def _render_loop(c: PreviewConfig, lock: Any, state: Any, state_len: Any, state_
                 if n == mujoco.mj_stateSize(model, STATE_SPEC):
                     mujoco.mj_setState(model, data, buf[:n], STATE_SPEC)
                     mujoco.mj_forward(model, data)
+                    assert renderer is not None  # made with the model
                     renderer.update_scene(data, camera=c.camera)
                     frame = renderer.render()
                     with lock:

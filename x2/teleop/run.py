@@ -11,9 +11,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Literal
 
 from x2 import format as fmt
-from x2.datasets import remember_dataset, resolve_output
+from x2.datasets import Dataset, remember_dataset, resolve_output
 from x2.devices import Device, make_device
 from x2.devices.keyboard import KeyboardConfig, KeyboardDevice, keymap_lines
 from x2.devices.playback import PlaybackDevice
@@ -67,7 +68,8 @@ def lifecycle_keys(device: Device, keys: str) -> list[Device]:
         return []
     if keys == "auto" and not (os.environ.get("DISPLAY") or sys.stdin.isatty()):
         return []  # nobody at a keyboard (CI, a replay in the background): the device ends episodes
-    backend = "auto" if keys == "auto" else keys
+    backend: Literal["auto", "x11", "terminal"] = "x11" if keys == "x11" else \
+        "terminal" if keys == "terminal" else "auto"
     return [KeyboardDevice(KeyboardConfig(backend=backend, motion=False))]
 
 
@@ -84,7 +86,8 @@ class PictureCache:
     """The panel's picture, rebuilt only when the preview has a new frame (2 Hz), not at every refresh."""
 
     def __init__(self, view: Preview):
-        self.view, self.seen, self.picture = view, 0, None
+        self.view, self.seen = view, 0
+        self.picture: Picture | None = None
 
     def __call__(self) -> Picture | None:
         if self.view.frames != self.seen:
@@ -126,7 +129,7 @@ class TeleopRun:
         self.keys = lifecycle_keys(self.device, request.keys)
         self.preview: Preview | None = None
         self.preview_frames = 0
-        self.dataset = None
+        self.dataset: Dataset | None = None
         self._opened: list[Device] = []
         try:
             self.preview = preview_for(self.backend, request.preview_camera) if request.preview else None
@@ -154,6 +157,11 @@ class TeleopRun:
 
     def picture(self) -> PictureCache | None:
         return PictureCache(self.preview) if self.preview is not None else None
+
+    def episodes_so_far(self) -> int:
+        """Committed episodes in the dataset the run records into."""
+        assert self.dataset is not None, "connect first (with TeleopRun(...) as run)"
+        return len(self.dataset.episodes())
 
     def run(self, on_episode: Callable[[EpisodeSummary], None] | None = None) -> list[EpisodeSummary]:
         assert self.dataset is not None, "connect first (with TeleopRun(...) as run)"

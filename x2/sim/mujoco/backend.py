@@ -18,6 +18,7 @@ import mujoco
 import numpy as np
 
 from x2 import format as fmt
+from x2.arrays import Floats, Image
 from x2.errors import DatasetError, NotFoundError, SpecError, X2Error
 from x2.seeding import streams
 from x2.sim.backend import CameraInfo, Contact, ResetInfo, RobotState, SimulationUnstable
@@ -142,13 +143,14 @@ def _compiled(env: EnvSpec, chosen: Mapping[str, AssetSpec], xml: str, source: s
 class MujocoBackend:
     """A MuJoCo world for one EnvSpec (see the module docstring for the two ways to make one)."""
 
+    _c: _Compiled  # the world in use: set by _use, which __init__ calls
+
     def __init__(self, env: EnvSpec, *, _recorded: tuple[str, dict[str, AssetSpec], dict[str, Placement], str]
                  | None = None):
         self.env = env
         self._cache: dict[str, _Compiled] = {}  # by XML text, newest last
         self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
         self.table_height = env.booth.table_height
-        self._c: _Compiled | None = None
         self._recorded = _recorded
         source = None
         if _recorded is not None:
@@ -182,7 +184,7 @@ class MujocoBackend:
         self._cache[xml] = c
         while len(self._cache) > _CACHE:
             del self._cache[next(iter(self._cache))]
-        if self._c is not c:
+        if getattr(self, "_c", None) is not c:  # (no `_c` yet on __init__'s first call)
             self._close_renderers()
         self._c = c
         self.model, self.data = c.model, c.data
@@ -244,7 +246,7 @@ class MujocoBackend:
         self.table_height = self.env.booth.table_height
         self._cache.clear()
 
-    def home_action(self) -> np.ndarray:
+    def home_action(self) -> Floats:
         """The action that holds every arm at home with open grippers."""
         return self.env.robot.home_action()
 
@@ -261,13 +263,13 @@ class MujocoBackend:
         self._renderers.clear()
 
     # ----- stepping and state ----------------------------------------------------------------
-    def _action_to_ctrl(self, action: np.ndarray) -> np.ndarray:
+    def _action_to_ctrl(self, action: Floats) -> Floats:
         ctrl = np.asarray(action, dtype=np.float64).copy()
         g = np.clip(ctrl[self._c.gripper_slots], 0.0, 1.0)
         ctrl[self._c.gripper_slots] = self._c.gripper_scale[0] + g * self._c.gripper_scale[1]
         return np.clip(ctrl, self._c.ctrl_lo, self._c.ctrl_hi)
 
-    def step(self, action: np.ndarray) -> None:
+    def step(self, action: Floats) -> None:
         if len(action) != len(self._c.ctrl_ids):
             raise X2Error(f"action has {len(action)} values; {self.env.robot.name} takes {len(self._c.ctrl_ids)}: "
                           + ", ".join(self.env.robot.action_names))
@@ -284,12 +286,12 @@ class MujocoBackend:
         if not np.isfinite(d.qacc).all() or d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number:
             raise SimulationUnstable(f"simulation unstable at t={d.time:.3f} s (non-finite accelerations)")
 
-    def get_state(self) -> np.ndarray:
+    def get_state(self) -> Floats:
         out = np.empty(self.state_size)
         mujoco.mj_getState(self.model, self.data, out, STATE_SPEC)
         return out
 
-    def set_state(self, state: np.ndarray) -> None:
+    def set_state(self, state: Floats) -> None:
         if np.shape(state) != (self.state_size,):
             raise X2Error(f"state has shape {np.shape(state)}; allowed: ({self.state_size},) for this world")
         mujoco.mj_setState(self.model, self.data, np.asarray(state, dtype=np.float64), STATE_SPEC)
@@ -304,11 +306,11 @@ class MujocoBackend:
             mujoco.mju_mat2Quat(ee[i, 3:], d.site_xmat[sid])
         return RobotState(d.qpos[self._c.robot_qadr].copy(), d.qvel[self._c.robot_dadr].copy(), ee)
 
-    def object_poses(self) -> np.ndarray:
+    def object_poses(self) -> Floats:
         ids = self._c.object_ids
         return np.concatenate([self.data.xpos[ids], self.data.xquat[ids]], axis=1) if len(ids) else np.zeros((0, 7))
 
-    def joint_values(self, names: tuple[str, ...]) -> np.ndarray:
+    def joint_values(self, names: tuple[str, ...]) -> Floats:
         return np.array([self.joint_value(n) for n in names])
 
     def set_joint_values(self, values: dict[str, float]) -> None:
@@ -316,7 +318,7 @@ class MujocoBackend:
             self.data.qpos[self.model.jnt_qposadr[self._c.lookup(mujoco.mjtObj.mjOBJ_JOINT, name)]] = value
         mujoco.mj_forward(self.model, self.data)
 
-    def set_object_pose(self, obj: str, pos: np.ndarray, quat: np.ndarray | None = None) -> None:
+    def set_object_pose(self, obj: str, pos: Floats, quat: Floats | None = None) -> None:
         if obj not in self._c.free_qadr:
             raise NotFoundError(f"no movable object {obj!r}; movable: {', '.join(self._c.free_qadr)}")
         a = self._c.free_qadr[obj]
@@ -327,7 +329,7 @@ class MujocoBackend:
         self.data.qvel[dof:dof + 6] = 0.0
         mujoco.mj_forward(self.model, self.data)
 
-    def joint_range(self, names: tuple[str, ...]) -> np.ndarray:
+    def joint_range(self, names: tuple[str, ...]) -> Floats:
         """(n, 2) position limits of the named joints; unlimited joints get -inf..inf."""
         m = self.model
         ids = [self._c.lookup(mujoco.mjtObj.mjOBJ_JOINT, n) for n in names]
@@ -362,13 +364,13 @@ class MujocoBackend:
         return float(mujoco.mj_geomDistance(self.model, self.data, g1, g2, cutoff, None))
 
     # ----- WorldView (what predicates read) --------------------------------------------------
-    def object_pos(self, obj: str) -> np.ndarray:
+    def object_pos(self, obj: str) -> Floats:
         return self.data.xpos[self._c.object_body[obj]]
 
     def object_rest_height(self, obj: str) -> float:
         return self._c.chosen[obj].height
 
-    def site_box(self, site: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def site_box(self, site: str) -> tuple[Floats, Floats, Floats]:
         sid = self._c.lookup(mujoco.mjtObj.mjOBJ_SITE, site)
         return self.data.site_xpos[sid], self.data.site_xmat[sid].reshape(3, 3), self.model.site_size[sid]
 
@@ -396,7 +398,7 @@ class MujocoBackend:
         return float(np.max(np.abs(self.data.qpos[self._c.arm_qadr[arm]] - self._c.arm_home[arm])))
 
     # ----- rendering -------------------------------------------------------------------------
-    def render(self, camera: str, width: int = 640, height: int = 480) -> np.ndarray:
+    def render(self, camera: str, width: int = 640, height: int = 480) -> Image:
         key = (width, height)
         if key not in self._renderers:
             self._renderers[key] = mujoco.Renderer(self.model, height=height, width=width)

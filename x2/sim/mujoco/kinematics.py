@@ -11,13 +11,14 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from x2.arrays import Floats
 from x2.spec.env import ArmSpec
 
 
 class ArmDLS:
     """Tcp pose -> joint angles for one arm chain of `model` (joints at `qadr`, tcp site `site`)."""
 
-    def __init__(self, model: mujoco.MjModel, qadr: np.ndarray, joint_range: np.ndarray, site: int,
+    def __init__(self, model: mujoco.MjModel, qadr: Floats, joint_range: Floats, site: int,
                  damping: float = 0.02, rot_weight: float = 0.25):
         m = model
         self.model = m
@@ -36,15 +37,15 @@ class ArmDLS:
         site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, arm.tcp_site)
         return cls(model, model.jnt_qposadr[jids].copy(), model.jnt_range[jids].copy(), site, **options)
 
-    def fk(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def fk(self, q: Floats) -> tuple[Floats, Floats]:
         """Tcp position and rotation matrix at arm angles `q` (the arm chain depends on nothing else)."""
         self.data.qpos[self.qadr] = q
         mujoco.mj_kinematics(self.model, self.data)
         return self.data.site_xpos[self.site].copy(), self.data.site_xmat[self.site].reshape(3, 3).copy()
 
-    def solve(self, pos: np.ndarray, rot: np.ndarray, seed: np.ndarray, *, iters: int = 40, pos_tol: float = 1e-3,
+    def solve(self, pos: Floats, rot: Floats, seed: Floats, *, iters: int = 40, pos_tol: float = 1e-3,
               rot_tol: float = np.deg2rad(1.0), max_step: float = 0.25, best_effort: bool = False,
-              ) -> np.ndarray | None:
+              ) -> Floats | None:
         """Joint angles within limits putting the tcp at `pos` with rotation `rot`, or None if the
         iteration from `seed` does not converge in `iters` steps (each moves a joint by <= `max_step`).
         With `best_effort` the last iterate is returned instead of None (teleop: follow as far as the

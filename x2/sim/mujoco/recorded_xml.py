@@ -28,6 +28,7 @@ import math
 import re
 import xml.parsers.expat
 from collections.abc import Callable
+from typing import NoReturn
 
 import mujoco
 
@@ -93,7 +94,7 @@ class _XmlChecker:
         self.stack: list[int] = []  # replica multiplier at each open element
         self.seen_root = False
 
-    def _refuse(self, found: str) -> None:
+    def _refuse(self, found: str) -> NoReturn:
         raise _Refused(found, self.parser.CurrentLineNumber)
 
     def _start(self, tag: str, attrs: dict[str, str]) -> None:

@@ -17,6 +17,7 @@ import mink
 import mujoco
 import numpy as np
 
+from x2.arrays import Floats
 from x2.synth.motion.collision import CollisionWorld
 from x2.synth.motion.errors import IKError
 
@@ -60,6 +61,8 @@ class ArmIK:
         pos = np.asarray(pos, dtype=np.float64)
         base = self.world.qpos
         q_ref = self.world.arm_q(self.arm) if q_ref is None else np.asarray(q_ref, dtype=np.float64)
+        target_rot: Floats
+        ori_cost: Floats
         if rot is not None:
             target_rot, ori_cost = np.asarray(rot, dtype=np.float64), np.ones(3)
         elif axis_down:

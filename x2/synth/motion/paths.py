@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from x2.arrays import Floats
 from x2.synth.motion.errors import PathBreak
 from x2.synth.motion.seeded import SeededIK
 
@@ -125,9 +126,10 @@ def follow(ik: SeededIK, q_start: np.ndarray, poses: TcpPoses, collides: Collide
     or `collides` (at each waypoint and, with `midpoints`, each step's midpoint) ends the path: raises
     `PathBreak`, or with `partial` returns the waypoints before it with the break in `broke`. `explain`
     (q, s) -> what q touches, called once at a collision for the message."""
-    q_prev = np.asarray(q_start, dtype=np.float64)
+    q_prev: Floats = np.asarray(q_start, dtype=np.float64)
     s_prev = float(poses.s[0])
-    qs, reached = [q_prev], [s_prev]
+    qs: list[Floats] = [q_prev]
+    reached = [s_prev]
     broke: PathBreak | None = None
     solves = 0
     for k in range(1, len(poses)):
@@ -149,6 +151,7 @@ def follow(ik: SeededIK, q_start: np.ndarray, poses: TcpPoses, collides: Collide
             if not partial:
                 raise broke
             break
+        assert q is not None  # (no q is what set `broke`)
         qs.append(q)
         reached.append(s)
         q_prev, s_prev = q, s

@@ -14,6 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
+from x2.arrays import Floats
 from x2.synth.motion.collision import CollisionWorld
 from x2.synth.motion.errors import PlanningError
 
@@ -84,7 +85,7 @@ def _bisection_order(n: int) -> np.ndarray:
 
 class _Tree:
     def __init__(self, root: np.ndarray):
-        self.nodes = np.zeros((256, len(root)))
+        self.nodes: Floats = np.zeros((256, len(root)))
         self.nodes[0] = root
         self.parent = [-1]
 

@@ -151,6 +151,7 @@ def plan_motion(world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np
                 return MotionPlan(plan, traj, attempt, checks)
     finally:
         world.margin = base
+    assert bad is not None  # (the loop ran, and returned at the first plan that passed)
     raise PlanningError(f"arm {arm!r}: every timed trajectory failed the post-check after {retries + 1} plans "
                         f"(last violation at t={bad * dt:.2f} s)")
 

@@ -143,8 +143,8 @@ class MechanismPlanner:
         fingers = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in ctx.env.robot.arm(arm).gripper_joints]
         self._fingers = [(m.joint(j).name, float(m.jnt_range[j, 0]), float(m.jnt_range[j, 1])) for j in fingers]
         self._finger_adr = [int(m.jnt_qposadr[j]) for j in fingers]
-        self._hand = np.zeros(m.ngeom, dtype=bool)
-        self._hand[self.hand.geoms] = True
+        self._hand_mask = np.zeros(m.ngeom, dtype=bool)
+        self._hand_mask[self.hand.geoms] = True
         handle = np.zeros(m.ngeom, dtype=bool)
         handle[mech.part[mech.part != mech.panel]] = True
         part = np.zeros(m.ngeom, dtype=bool)
@@ -207,7 +207,7 @@ class MechanismPlanner:
                 return True
             if touching is None:
                 return False
-            hand, ok = self._hand, self._touch[touching]
+            hand, ok = self._hand_mask, self._touch[touching]
             a, b = pairs[:, 0], pairs[:, 1]
             return bool(np.all((hand[a] & ok[b]) | (ok[a] & hand[b])))
         finally:

@@ -23,6 +23,7 @@ are tried in) comes from the attempt's "grasp" stream.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -303,8 +304,9 @@ def _push(ctx: SynthContext, arm: str, mech: Mechanism, goal: float, sign: float
         if not early:
             yield Gripper(arm, 0.0, ticks=1)
         yield plan.timed(best.descent, NEAR_SPEED, "cartesian")
-        yield Guarded(plan.timed(best.sweep, SWEEP_SPEED, kind), until=lambda m=mech: _reached(ctx, m, goal, sign),
-                      required=False, name=f"push {mech.joint}")
+        yield Guarded(plan.timed(best.sweep, SWEEP_SPEED, kind),
+                      until=functools.partial(_reached, ctx, mech, goal, sign), required=False,
+                      name=f"push {mech.joint}")
         yield from _back_out(ctx, plan, DOWN, "part", opening=0.0, distance=best.clear)
         if _reached(ctx, mech, goal, sign, settled=True):
             return

@@ -76,8 +76,8 @@ def press(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segmen
     site = target_site(ctx, binding, mujoco.mjtJoint.mjJNT_SLIDE)
     obj = site.split("/", 1)[0]
     joint = ctx.backend.model.joint(joint_of_site(ctx, site, mujoco.mjtJoint.mjJNT_SLIDE)).name
-    depth = float(binding.params.get("depth", PRESS_DEPTH))
-    approach = float(binding.params.get("approach", PRESS_APPROACH))
+    depth = binding.number("depth", PRESS_DEPTH)
+    approach = binding.number("approach", PRESS_APPROACH)
     yield Gripper(arm, 0.0, ticks=GRIPPER_TICKS)  # a fist: both fingertips side by side on the cap
     pos, rot, _ = ctx.backend.site_box(site)
     normal = rot[:, 2].copy()
@@ -129,8 +129,8 @@ def twist(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segmen
     m, d = ctx.backend.model, ctx.backend.data
     jid = joint_of_site(ctx, site, mujoco.mjtJoint.mjJNT_HINGE)
     joint = m.joint(jid).name
-    angle = float(binding.params.get("angle", TWIST_ANGLE))
-    approach = float(binding.params.get("approach", TWIST_APPROACH))
+    angle = binding.number("angle", TWIST_ANGLE)
+    approach = binding.number("approach", TWIST_APPROACH)
     goal = ctx.backend.joint_value(joint) + angle
     lo, hi = m.jnt_range[jid]
     if m.jnt_limited[jid] and not lo <= goal <= hi:

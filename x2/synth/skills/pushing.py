@@ -64,7 +64,7 @@ def _goal(ctx: SynthContext, binding: SkillBinding, start: np.ndarray, default: 
         if not isinstance(raw, list | tuple) or len(raw) != 2:
             raise SkillFailure("target unreachable", f"direction {raw!r} is not [dx, dy]")
         direction, distance = unit(np.array(raw, dtype=np.float64)), DISTANCE
-    distance = float(params.get("distance", distance))
+    distance = binding.number("distance", distance)
     return np.array([direction[0], direction[1], 0.0]), distance
 
 
