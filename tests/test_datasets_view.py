@@ -29,7 +29,7 @@ from x2_cli import HEADLESS_ENV, run_x2
 from x2.datasets import Dataset, Episode
 from x2.render import DEFAULT_CAMERAS, DEFAULT_SIZE, ImageSize, StateRenderer
 from x2.rollout.world import open_world
-from x2.view import plan_cameras, record_episode, wants_viewer
+from x2.view import plan_cameras, record_rerun, wants_viewer
 
 SMALL = ImageSize(96, 128)
 
@@ -112,7 +112,7 @@ def stored_ds(short_ds: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def write(ds_path: Path, episode: int, out: Path, cameras: tuple[str, ...] | None, size: ImageSize | None) -> Path:
     ds = Dataset.open(ds_path)
     with ds.load(episode) as ep:
-        record_episode(ep, dataset=ds.name, plan=plan_cameras(ep, cameras, size), path=out)
+        record_rerun(ep, dataset=ds.name, plan=plan_cameras(ep, cameras, size), path=out)
     return out
 
 

@@ -21,7 +21,7 @@ from x2.view import (
     VIEWER_PORT,
     default_rrd_path,
     plan_cameras,
-    record_episode,
+    record_rerun,
     wants_viewer,
 )
 
@@ -67,10 +67,10 @@ def view_command(
                 update(done, ep.frames)
 
             if target is None:
-                summary = record_episode(ep, dataset=ds.name, plan=plan, spawn=True, port=port, on_frame=advance)
+                summary = record_rerun(ep, dataset=ds.name, plan=plan, spawn=True, port=port, on_frame=advance)
             else:
                 with staged(target, overwrite=True) as tmp:  # a view is derived: a new one replaces the old
-                    summary = record_episode(ep, dataset=ds.name, plan=plan, path=tmp, spawn=viewer, port=port,
+                    summary = record_rerun(ep, dataset=ds.name, plan=plan, path=tmp, spawn=viewer, port=port,
                                              on_frame=advance)
     table = Table(title=f"episode {episode}: {summary.frames} frames", title_justify="left", show_header=False)
     table.add_column("what", style="bold")

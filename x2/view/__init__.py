@@ -9,9 +9,9 @@ from x2.view.recording import (
     RecordingSummary,
     default_rrd_path,
     plan_cameras,
-    record_episode,
+    record_rerun,
     wants_viewer,
 )
 
 __all__ = ["VIEWER_PORT", "CameraPlan", "RecordingSummary", "default_rrd_path",
-           "plan_cameras", "record_episode", "wants_viewer"]
+           "plan_cameras", "record_rerun", "wants_viewer"]

@@ -112,7 +112,7 @@ def recording_id(dataset: str, ep: Episode, plan: CameraPlan) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"x2:{dataset}:{ep.index}:{digest.hexdigest()}:{plan}"))
 
 
-def record_episode(ep: Episode, *, dataset: str, plan: CameraPlan, path: Path | None = None,
+def record_rerun(ep: Episode, *, dataset: str, plan: CameraPlan, path: Path | None = None,
                    spawn: bool = False, port: int = VIEWER_PORT,
                    on_frame: Callable[[int], None] | None = None) -> RecordingSummary:
     """Log the episode to a .rrd at `path` (written in place: the caller stages it) and/or to the viewer
