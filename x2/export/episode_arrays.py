@@ -2,7 +2,7 @@
 completion frames, and camera frames in batches at the export's image size.
 
 Both exporters concatenate or group episodes that must agree on every array's per-row shape, so the
-first exported episode fixes the layout and `check_layout` names the first episode that breaks it.
+first exported episode fixes the layout and `check_row_layout` names the first episode that breaks it.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def row_layout(arrays: EpisodeArrays) -> dict[str, tuple[tuple[int, ...], str]]:
     return out
 
 
-def check_layout(arrays: EpisodeArrays, first: Mapping[str, tuple[tuple[int, ...], str]]) -> None:
+def check_row_layout(arrays: EpisodeArrays, first: Mapping[str, tuple[tuple[int, ...], str]]) -> None:
     """Refuse an episode whose arrays differ from the first exported episode's (one line, first key)."""
     have = row_layout(arrays)
     for key in sorted(set(first) | set(have)):

@@ -39,7 +39,7 @@ import numpy as np
 from x2.datasets import Episode
 from x2.datasets.splits_json import episode_splits
 from x2.errors import ExportError
-from x2.export.episode_arrays import EpisodeArrays, camera_batches, check_layout, read_episode, row_layout
+from x2.export.episode_arrays import EpisodeArrays, camera_batches, check_row_layout, read_episode, row_layout
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
 from x2.export.sources import ExportSources, open_sources
 from x2.export.staging import staged
@@ -198,7 +198,7 @@ def _fill(data: h5py.Group, sources: ExportSources, names: Sequence[str], sizes:
             env_args = dict(arrays.facts.env_args)
             kwargs = {k: v for k, v in dict(env_args.get("env_kwargs", {})).items() if k != "seed"}
             data.attrs["env_args"] = json.dumps({**env_args, "env_kwargs": kwargs}, sort_keys=True)
-        check_layout(arrays, layout)
+        check_row_layout(arrays, layout)
         demo = data.create_group(name)
         _demo_attrs(demo, arrays, splits[source.record.index])
         rewards, dones = rewards_dones(arrays)

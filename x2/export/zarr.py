@@ -38,7 +38,7 @@ import zarr.core.sync as zarr_sync
 from zarr.storage import LocalStore, ZipStore
 
 from x2.errors import ExportError
-from x2.export.episode_arrays import EpisodeArrays, camera_batches, check_layout, read_episode, row_layout
+from x2.export.episode_arrays import EpisodeArrays, camera_batches, check_row_layout, read_episode, row_layout
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
 from x2.export.sources import ExportSources, open_sources
 from x2.export.staging import clear_leftovers, staged
@@ -177,7 +177,7 @@ def _fill(root: zarr.Group, sources: ExportSources, sizes: dict[str, ImageSize],
         if layout is None:
             layout = row_layout(arrays)
             _create_arrays(writer, arrays, cameras, sizes)
-        check_layout(arrays, layout)
+        check_row_layout(arrays, layout)
         for key, values in _low_dim(arrays).items():
             writer.write(key, start, values)
         done = 0

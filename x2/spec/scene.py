@@ -13,7 +13,7 @@ from x2.spec.env import BoothSpec, ObjectInstance, Region
 from x2.spec.files import SceneFile, parse
 from x2.spec.robot import RobotInfo
 from x2.spec.scenery import compile_scenery, scene_booth
-from x2.spec.source import Fragment, merge
+from x2.spec.source import Fragment, merge_fragments
 
 OBJECT_NAME = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -46,7 +46,7 @@ def _variant_overlay(frag: Fragment, variant: str) -> Fragment:
     overlay = Fragment(blocks[variant], origins, frag.origin(prefix).file)
     if not isinstance(overlay.data, dict):
         raise frag.error(prefix, repr(overlay.data), "a mapping of scene fields to override")
-    return merge(frag, overlay)
+    return merge_fragments(frag, overlay)
 
 
 def _metres(value: float) -> str:

@@ -241,7 +241,7 @@ def read_yaml(path: Path) -> Fragment:
     return Fragment(data, converter.origins, file)
 
 
-def merge(base: Fragment, over: Fragment) -> Fragment:
+def merge_fragments(base: Fragment, over: Fragment) -> Fragment:
     """Deep-merge `over` onto `base`: mappings merge key by key, anything else is replaced."""
     replaced: set[Path_] = set()  # paths whose whole value (and origins) come from `over`
     merged: list[Path_] = []  # mappings in both, merged key by key
@@ -318,5 +318,5 @@ def _load(path: Path, roots: tuple[Path, ...], search: tuple[Path, ...], chain: 
         if not is_file(target):
             raise frag.error(key, f"{reprlib.repr(rel)} (no such file)", "an existing YAML file next to this one")
         part = _load(target, roots, search, (*chain, path), included)
-        merged = part if merged is None else merge(merged, part)
-    return merge(merged, frag)  # type: ignore[arg-type]  # items is non-empty
+        merged = part if merged is None else merge_fragments(merged, part)
+    return merge_fragments(merged, frag)  # type: ignore[arg-type]  # items is non-empty

@@ -36,7 +36,7 @@ def gripper_prefix(arm: str) -> str:
     return f"{arm}_"
 
 
-def load_robot(robot: RobotSpec) -> mujoco.MjSpec:
+def robot_mjcf_spec(robot: RobotSpec) -> mujoco.MjSpec:
     """The robot body with one gripper per arm, its base moved to ``robot.base_pos``."""
     spec = load_mjcf(robot.mjcf, f"robot {robot.name!r}")
     for body in spec.worldbody.bodies:

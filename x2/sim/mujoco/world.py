@@ -30,7 +30,7 @@ import mujoco
 from x2.errors import SpecError
 from x2.sim.layout import Placement
 from x2.sim.mujoco.booth import add_booth
-from x2.sim.mujoco.robot import load_mjcf, load_robot
+from x2.sim.mujoco.robot import load_mjcf, robot_mjcf_spec
 from x2.spec.env import AssetSpec, EnvSpec, ObjectInstance
 from x2.spec.source import display_path
 
@@ -87,7 +87,7 @@ def build_world(env: EnvSpec, chosen: Mapping[str, AssetSpec],
                 layout: Mapping[str, Placement] | None = None) -> mujoco.MjSpec:
     """The complete world spec; ``chosen`` maps instance names to the drawn asset (default: the
     instance's first candidate), ``layout`` to their placements (default: `initial_pose`)."""
-    spec = load_robot(env.robot)
+    spec = robot_mjcf_spec(env.robot)
     # Welded objects stay bodies of their own (named, with their sites), not fused into the world.
     spec.compiler.fusestatic = False
     add_booth(spec, env.booth)
