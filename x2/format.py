@@ -227,12 +227,12 @@ class Tick:
     episode's first tick; ``lateness_ms`` and ``stage_ms`` go to /timing, apart from the data."""
 
     timestamp: float
-    action: Any
-    state: Any
-    qpos: Any = None
-    qvel: Any = None
-    ee_pose: Any = None
-    object_poses: Any = None
+    action: Array
+    state: Array
+    qpos: Array | None = None
+    qvel: Array | None = None
+    ee_pose: Array | None = None
+    object_poses: Array | None = None
     lateness_ms: float | None = None
     stage_ms: Mapping[str, float] | None = None
     images: Mapping[str, Image] | None = None

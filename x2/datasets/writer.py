@@ -145,7 +145,9 @@ class EpisodeWriter:
             raise DatasetError(f"{self.path}: append: found a closed writer; "
                                "allowed: append before finish/abort")
         timestamp, images = tick.timestamp, tick.images
-        values = (timestamp, tick.action, tick.qpos, tick.qvel, tick.ee_pose, tick.object_poses, tick.state)
+        # In TICK_STREAMS order: the timestamp (a number), then the arrays (None where the tick has none).
+        values: tuple[Any, ...] = (timestamp, tick.action, tick.qpos, tick.qvel, tick.ee_pose, tick.object_poses,
+                                   tick.state)
         present = tuple(v is not None for v in values)
         if self._present is None:
             try:
