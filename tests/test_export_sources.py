@@ -71,5 +71,5 @@ def test_names_that_disagree_with_the_manifest_are_refused(booth: Path, tmp_path
 def test_off_a_terminal_the_command_prints_progress_lines(booth: Path, tmp_path: Path) -> None:
     run = run_x2(["export", "hdf5", str(booth), "--out", str(tmp_path / "h.hdf5"), "--state-only"], cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    assert "export: writing: 0/2 episodes, 0/16 frames" in run.stdout.splitlines()
-    assert "export: reading back: 2/2 episodes, 16/16 frames" in run.stdout.splitlines()
+    assert "export: writing: 0/16 frames (0/2 episodes)" in run.stderr.splitlines()
+    assert "export: reading back: 16/16 frames (2/2 episodes)" in run.stderr.splitlines()

@@ -60,7 +60,7 @@ def zarr_command(
         render_size=ImageSize.parse(size),
         image_size=None if image_size is None else ImageSize.parse(image_size, "--image-size"),
         zarr_format=zarr_format, zip=zip_)
-    with export_progress(console) as progress:
+    with export_progress() as progress:
         summary = zarr_export.export_zarr(request, options, progress)
     console.print(f"zarr {options.zarr_format}{' (zip)' if zip_ else ''}: {summary.path}", soft_wrap=True)
     console.print(f"  {summary.episodes} episodes ({chosen.describe()}), {summary.frames} frames, "
@@ -94,7 +94,7 @@ def hdf5_command(
     require_some(records, ds, chosen)
     request = ExportRequest(ds, tuple(records), out, chosen.describe(), parse_cameras(cameras), state_only, overwrite)
     options = hdf5_export.Hdf5Options(render_size=ImageSize.parse(size))
-    with export_progress(console) as progress:
+    with export_progress() as progress:
         summary = hdf5_export.export_hdf5(request, options, progress)
     console.print(f"hdf5: {summary.path}", soft_wrap=True)
     console.print(f"  {len(summary.demos)} demos ({chosen.describe()}), {summary.frames} frames, "

@@ -68,7 +68,7 @@ def lerobot_command(
         console.print(f"exporting {_count(step.episodes, 'episode')}, {_count(step.frames, 'frame')} "
                       f"({chosen.describe()}); {step.detail}")
 
-    with export_progress(console, on_plan=planned) as progress:
+    with export_progress(on_plan=planned) as progress:
         result = export_lerobot(request, options, progress)
     plan = result.plan
     console.print(f"[green]LeRobot dataset written[/green]: {result.target} ({_count(result.episodes, 'episode')}, "

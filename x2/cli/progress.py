@@ -18,41 +18,41 @@ LINE_EVERY_S = 10.0
 
 
 class Update(Protocol):
-    def __call__(self, done: int, total: int | None = None, note: str = "") -> None: ...
+    def __call__(self, done: int, total: int | None = None, note: str = "", stage: str = "") -> None: ...
 
 
-def progress_line(what: str, done: int, total: int | None, unit: str = "", note: str = "") -> str:
-    return f"{what}: {done}/{'?' if total is None else total}{f' {unit}' if unit else ''}" + (
-        f" ({note})" if note else "")
+def progress_line(what: str, done: int, total: int | None, unit: str = "", note: str = "", stage: str = "") -> str:
+    return f"{what}: {f'{stage}: ' if stage else ''}{done}/{'?' if total is None else total}" \
+        f"{f' {unit}' if unit else ''}" + (f" ({note})" if note else "")
 
 
 @contextmanager
 def progress(what: str, unit: str = "", below: Callable[[], RenderableType] | None = None,
              every_s: float = LINE_EVERY_S, clock: Callable[[], float] = time.monotonic) -> Iterator[Update]:
-    """Yields update(done, total, note). At a terminal a bar (with `below` drawn under it and kept at the
-    end, when given; else gone at the end); off one a line at most every `every_s` seconds, none for a job
-    shorter than that."""
+    """Yields update(done, total, note, stage). At a terminal a bar (with `below` drawn under it and kept at
+    the end, when given; else gone at the end); off one a line at most every `every_s` seconds, none for a
+    job shorter than that, and a line at once whenever the stage changes (a long job's phases)."""
     if console.is_terminal:
         count = "{task.completed}/{task.total}" + (f" {unit}" if unit else "")
         bar = Progress(TextColumn(what), BarColumn(), TextColumn(count), TextColumn("{task.fields[note]}"),
                        TimeRemainingColumn(), console=console, transient=below is None)
         job = bar.add_task(what, total=None, note="")
 
-        def redraw(done: int, total: int | None = None, note: str = "") -> None:
-            bar.update(job, completed=done, total=total, note=note)
+        def redraw(done: int, total: int | None = None, note: str = "", stage: str = "") -> None:
+            bar.update(job, completed=done, total=total, note=f"{stage}: {note}" if stage and note else stage or note)
 
         view = bar if below is None else Live(get_renderable=lambda: Group(bar, below()), console=console,
                                               refresh_per_second=4)
         with view:
             yield redraw
         return
-    due = clock() + every_s
+    due, last_stage = clock() + every_s, ""
 
-    def line(done: int, total: int | None = None, note: str = "") -> None:
-        nonlocal due
+    def line(done: int, total: int | None = None, note: str = "", stage: str = "") -> None:
+        nonlocal due, last_stage
         now = clock()
-        if now >= due:
-            due = now + every_s
-            err_console.print(progress_line(what, done, total, unit, note), markup=False)
+        if now >= due or stage != last_stage:
+            due, last_stage = now + every_s, stage
+            err_console.print(progress_line(what, done, total, unit, note, stage), markup=False)
 
     yield line
