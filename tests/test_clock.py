@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from x2.format import Tick
 from x2.rollout import FreeClock, JointWaypointTeacher, RealTimeClock, Rollout, RolloutOptions, Waypoint
 from x2.rollout.teacher import Observation
 from x2.sim.backend import ResetInfo
@@ -148,9 +149,9 @@ class SlowTeacher:
 
 class ListRecorder:
     def __init__(self) -> None:
-        self.ticks: list[dict[str, object]] = []
+        self.ticks: list[Tick] = []
 
-    def append(self, **tick: object) -> None:
+    def append(self, tick: Tick) -> None:
         self.ticks.append(tick)
 
 
@@ -192,11 +193,11 @@ def test_rollout_overrun_counts_a_missed_slot_and_drops_no_frame(backend: Mujoco
     assert all(d == pytest.approx(PERIOD, abs=EPS) for d in others)
     # the recorded world is the same, frame for frame, as without any wall-clock trouble
     for a, b in zip(ref_rec.ticks, rec.ticks, strict=True):
-        assert a["timestamp"] == b["timestamp"]
-        assert np.asarray(a["state"]).tobytes() == np.asarray(b["state"]).tobytes()
-        assert np.array_equal(a["action"], b["action"])
+        assert a.timestamp == b.timestamp
+        assert np.asarray(a.state).tobytes() == np.asarray(b.state).tobytes()
+        assert np.array_equal(a.action, b.action)
     dt = backend.env.substeps * backend.model.opt.timestep
-    np.testing.assert_allclose([t["timestamp"] for t in rec.ticks], np.arange(20) * dt, atol=1e-9)
+    np.testing.assert_allclose([t.timestamp for t in rec.ticks], np.arange(20) * dt, atol=1e-9)
 
 
 def test_rollout_records_the_tick_that_started_late(backend: MujocoBackend) -> None:
@@ -208,5 +209,5 @@ def test_rollout_records_the_tick_that_started_late(backend: MujocoBackend) -> N
     expected = np.zeros(20)
     expected[5] = 0.3 * PERIOD * 1e3
     np.testing.assert_allclose(result.lateness_ms, expected, atol=1e-3)  # float32 in the result
-    assert [t["lateness_ms"] for t in rec.ticks] == pytest.approx(list(expected), abs=1e-6)
+    assert [t.lateness_ms for t in rec.ticks] == pytest.approx(list(expected), abs=1e-6)
     assert fake.sleeps[5] == pytest.approx(0.7 * PERIOD, abs=EPS)  # tick 5 keeps slot 6: no slot lost
