@@ -27,12 +27,14 @@ def test_a_short_job_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr() == ("", "")
 
 
-def test_a_new_stage_gets_its_line_at_once(capsys: pytest.CaptureFixture[str]) -> None:
+def test_once_past_the_interval_a_new_stage_gets_its_line_at_once(capsys: pytest.CaptureFixture[str]) -> None:
     now = [0.0]
     with progress("export", "frames", every_s=5.0, clock=lambda: now[0]) as update:
-        update(0, 16, "0/2 episodes", "writing")
-        now[0] = 1.0
-        update(8, 16, "1/2 episodes", "writing")  # the same stage within the interval: quiet
-        update(16, 16, "2/2 episodes", "reading back")
-    assert capsys.readouterr().err.splitlines() == ["export: writing: 0/16 frames (0/2 episodes)",
+        update(0, 16, "0/2 episodes", "writing")  # a job younger than the interval: quiet, stage or not
+        now[0] = 6.0
+        update(8, 16, "1/2 episodes", "writing")  # the interval is up
+        now[0] = 7.0
+        update(12, 16, "1/2 episodes", "writing")  # the same stage within the interval: quiet
+        update(16, 16, "2/2 episodes", "reading back")  # a new stage: at once
+    assert capsys.readouterr().err.splitlines() == ["export: writing: 8/16 frames (1/2 episodes)",
                                                     "export: reading back: 16/16 frames (2/2 episodes)"]

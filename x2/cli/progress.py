@@ -28,10 +28,11 @@ def progress_line(what: str, done: int, total: int | None, unit: str = "", note:
 
 @contextmanager
 def progress(what: str, unit: str = "", below: Callable[[], RenderableType] | None = None,
-             every_s: float = LINE_EVERY_S, clock: Callable[[], float] = time.monotonic) -> Iterator[Update]:
+             every_s: float | None = None, clock: Callable[[], float] = time.monotonic) -> Iterator[Update]:
     """Yields update(done, total, note, stage). At a terminal a bar (with `below` drawn under it and kept at
     the end, when given; else gone at the end); off one a line at most every `every_s` seconds, none for a
-    job shorter than that, and a line at once whenever the stage changes (a long job's phases)."""
+    job shorter than that, and, once it has run that long, a line at once whenever the stage changes (a
+    long job's phases). `every_s` defaults to LINE_EVERY_S."""
     if console.is_terminal:
         count = "{task.completed}/{task.total}" + (f" {unit}" if unit else "")
         bar = Progress(TextColumn(what), BarColumn(), TextColumn(count), TextColumn("{task.fields[note]}"),
@@ -46,13 +47,16 @@ def progress(what: str, unit: str = "", below: Callable[[], RenderableType] | No
         with view:
             yield redraw
         return
-    due, last_stage = clock() + every_s, ""
+    interval = LINE_EVERY_S if every_s is None else every_s
+    started = clock()
+    due, last_stage = started + interval, ""
 
     def line(done: int, total: int | None = None, note: str = "", stage: str = "") -> None:
         nonlocal due, last_stage
         now = clock()
-        if now >= due or stage != last_stage:
-            due, last_stage = now + every_s, stage
+        # A short job stays quiet, a refusal's one error line alone on stderr.
+        if now >= due or (stage != last_stage and now - started >= interval):
+            due, last_stage = now + interval, stage
             err_console.print(progress_line(what, done, total, unit, note, stage), markup=False)
 
     yield line
