@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 import x2.cli.progress as progress_module
 from x2.cli.app import _mount, app
-from x2.datasets import Dataset
+from x2.datasets import Dataset, Episode
 from x2.datasets.digest import file_digest
 from x2.datasets.index import write_index
 from x2.errors import ExportError
@@ -80,3 +80,25 @@ def test_off_a_terminal_the_command_prints_progress_lines(booth: Path, tmp_path:
     assert run.exit_code == 0, run.output
     assert "export: writing: 0/16 frames (0/2 episodes)" in run.stderr.splitlines()
     assert "export: reading back: 16/16 frames (2/2 episodes)" in run.stderr.splitlines()
+
+
+@pytest.mark.parametrize("kind", ["zarr", "hdf5", "lerobot"])
+@pytest.mark.parametrize("images", [False, True], ids=["state-only", "rendered"])
+def test_each_episode_file_is_opened_once_per_export(booth: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      kind: str, images: bool) -> None:
+    """Every reader of the export (names, cameras, arrays, frames rendered on the fly, LeRobot's plan and
+    read-back check) works from the one open Episode the prologue made."""
+    opened: list[Path] = []
+    real_init = Episode.__init__
+
+    def counting_init(self: Episode, path: Path, swmr: bool = False) -> None:
+        opened.append(Path(path))
+        real_init(self, path, swmr)
+
+    monkeypatch.setattr(Episode, "__init__", counting_init)
+    flags = ["--cameras", "head", "--size", "24x32"] if images else ["--state-only"]
+    out = tmp_path / f"out.{kind}"
+    run = CliRunner().invoke(app, ["export", kind, str(booth), "--out", str(out), *flags])
+    assert run.exit_code == 0, run.output
+    ds = Dataset.open(booth)
+    assert sorted(opened) == sorted(ds.episode_path(r.index) for r in ds.episodes())

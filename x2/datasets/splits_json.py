@@ -50,5 +50,10 @@ def episode_splits(ds: Dataset, indices: Iterable[int]) -> dict[int, str]:
             out[index] = assigned[index]
             continue
         with Episode(ds.episode_path(index)) as ep:
-            out[index] = ep.split
+            out[index] = effective_split(assigned, index, ep)
     return out
+
+
+def effective_split(assigned: Mapping[int, str], index: int, episode: Episode) -> str:
+    """Episode `index`'s split: what `splits.json` (`assigned`) says, else what its open file says."""
+    return assigned[index] if index in assigned else episode.split  # noqa: SIM401  (read the file only when needed)

@@ -37,7 +37,6 @@ import h5py
 import numpy as np
 
 from x2.datasets import Episode
-from x2.datasets.splits_json import episode_splits
 from x2.errors import ExportError
 from x2.export.episode_arrays import EpisodeArrays, camera_batches, check_row_layout, read_episode, row_layout
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
@@ -161,7 +160,7 @@ def export_hdf5(request: ExportRequest, options: Hdf5Options = Hdf5Options(),
     with open_sources(request, "hdf5") as sources:
         target, records = sources.target, sources.records
         sizes = sources.image_sizes(options.render_size, None)
-        splits = episode_splits(sources.dataset, [r.index for r in records])
+        splits = sources.splits()
         names = demo_names(len(records))
         masks: dict[str, list[str]] = {"train": [], "valid": []}
         for name, record in zip(names, records, strict=True):

@@ -22,6 +22,7 @@ from typing import Any
 
 from x2 import format as fmt
 from x2.datasets import Dataset, Episode, EpisodeRecord
+from x2.datasets.splits_json import effective_split, read_splits
 from x2.errors import ExportError
 from x2.export.provenance import provenance
 from x2.export.request import ExportRequest
@@ -92,6 +93,11 @@ class ExportSources:
                 seen[cam].add(source.stored.get(cam))
         return {cam: next(iter(s)) if len(s) == 1 and None not in s else render_size  # type: ignore[misc]
                 for cam, s in seen.items()}
+
+    def splits(self) -> dict[int, str]:
+        """Each episode's effective split (`splits.json`, else its own attr), read from the open files."""
+        assigned = read_splits(self.dataset.root)
+        return {s.record.index: effective_split(assigned, s.record.index, s.episode) for s in self.episodes}
 
     def provenance(self, **extra: Any) -> dict[str, Any]:
         return provenance(self.dataset, self.records, self.request.selection, **extra)
