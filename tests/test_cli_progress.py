@@ -1,4 +1,5 @@
-"""x2.cli.progress off a terminal: a plain line on stderr every few seconds, none for a short job."""
+"""x2.cli.progress off a terminal: a plain line on stdout every few seconds (stderr is kept for the one
+error line), none for a short job."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ def test_off_a_terminal_a_line_every_interval_and_none_before(capsys: pytest.Cap
         now[0] = 111.0
         update(60)
     out, err = capsys.readouterr()
-    assert out == ""  # stdout keeps the results
-    assert err.splitlines() == ["rendering: 30/90 frames (3.0 frames/s)", "rendering: 50/90 frames (5.0 frames/s)"]
+    assert err == ""  # stderr is kept for a failure's one line
+    assert out.splitlines() == ["rendering: 30/90 frames (3.0 frames/s)", "rendering: 50/90 frames (5.0 frames/s)"]
 
 
 def test_a_short_job_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
@@ -36,5 +37,5 @@ def test_once_past_the_interval_a_new_stage_gets_its_line_at_once(capsys: pytest
         now[0] = 7.0
         update(12, 16, "1/2 episodes", "writing")  # the same stage within the interval: quiet
         update(16, 16, "2/2 episodes", "reading back")  # a new stage: at once
-    assert capsys.readouterr().err.splitlines() == ["export: writing: 8/16 frames (1/2 episodes)",
+    assert capsys.readouterr().out.splitlines() == ["export: writing: 8/16 frames (1/2 episodes)",
                                                     "export: reading back: 16/16 frames (2/2 episodes)"]

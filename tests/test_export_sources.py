@@ -78,8 +78,8 @@ def test_off_a_terminal_the_command_prints_progress_lines(booth: Path, tmp_path:
     monkeypatch.setattr(progress_module, "LINE_EVERY_S", 0.0)
     run = CliRunner().invoke(app, ["export", "hdf5", str(booth), "--out", str(tmp_path / "h.hdf5"), "--state-only"])
     assert run.exit_code == 0, run.output
-    assert "export: writing: 0/16 frames (0/2 episodes)" in run.stderr.splitlines()
-    assert "export: reading back: 16/16 frames (2/2 episodes)" in run.stderr.splitlines()
+    assert "export: writing: 0/16 frames (0/2 episodes)" in run.stdout.splitlines()
+    assert "export: reading back: 16/16 frames (2/2 episodes)" in run.stdout.splitlines()
 
 
 @pytest.mark.parametrize("kind", ["zarr", "hdf5", "lerobot"])

@@ -1,5 +1,6 @@
 """Progress of a long command, one way for all: a live bar at a terminal; off one (a log, a pipe, CI) a plain
-line on stderr every few seconds, so that a log never goes silent for minutes and stdout keeps only results."""
+line on stdout every few seconds, so that a log never goes silent for minutes. Not on stderr: a command that
+fails says so there in exactly one line, however long it ran before."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from rich.console import Group, RenderableType
 from rich.live import Live
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from x2.cli._common import console, err_console
+from x2.cli._common import console
 
 LINE_EVERY_S = 10.0
 
@@ -54,9 +55,9 @@ def progress(what: str, unit: str = "", below: Callable[[], RenderableType] | No
     def line(done: int, total: int | None = None, note: str = "", stage: str = "") -> None:
         nonlocal due, last_stage
         now = clock()
-        # A short job stays quiet, a refusal's one error line alone on stderr.
+        # A short job stays quiet.
         if now >= due or (stage != last_stage and now - started >= interval):
             due, last_stage = now + interval, stage
-            err_console.print(progress_line(what, done, total, unit, note, stage), markup=False)
+            console.print(progress_line(what, done, total, unit, note, stage), markup=False)
 
     yield line
