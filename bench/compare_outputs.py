@@ -1,8 +1,8 @@
 """Prove that a change of x2's code changed no output byte: one fixed workload, two versions, fingerprints.
 
-    .venv/bin/python bench/compare_outputs.py                    # before-17 vs this working tree
+    .venv/bin/python bench/compare_outputs.py                    # 88fbca4 (before the format module) vs this tree
     .venv/bin/python bench/compare_outputs.py --before REV --keep
-    .venv/bin/python bench/compare_outputs.py --after before-17 --no-exclusions   # one version twice, raw
+    .venv/bin/python bench/compare_outputs.py --after 88fbca4 --no-exclusions   # one version twice, raw
 
 The "before" version is a git revision checked out with `git worktree add --detach` into a temporary
 folder (removed afterwards); the "after" version is the working tree this script lives in (or `--after
@@ -439,7 +439,8 @@ def checkout(rev: str, into: Path) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--before", default="before-17", help="git revision of the old version (default: before-17)")
+    parser.add_argument("--before", default="88fbca4",
+                        help="git revision of the old version (default: 88fbca4, the last before the format module)")
     parser.add_argument("--after", default=None, help="git revision of the new version (default: this working tree)")
     parser.add_argument("--keep", action="store_true", help="keep the workspaces (and their logs) for inspection")
     parser.add_argument("--show", type=int, default=1, metavar="N",
