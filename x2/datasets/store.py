@@ -229,7 +229,9 @@ class Dataset:
                 if problem is not None:
                     raise DatasetError(problem)
                 self._refuse_repeated_seed(ep.attrs.get(SEED_ATTR))
-            digest = seal(tmp)
+                # Its index line, read before the move: once the file is in place only the append is left.
+                listed = replace(ep.record(self.root, digest=False), file=f"{EPISODES_DIR}/{name}")
+            record = replace(listed, digest=seal(tmp))
             move_into_place(tmp, final)
         except BaseException as exc:
             with contextlib.suppress(OSError):
@@ -238,8 +240,6 @@ class Dataset:
                 raise refused(exc, tmp, f"this episode was discarded, {self.safe_note()}") from None
             raise
         self._next = index + 1
-        with Episode(final) as ep:
-            record = replace(ep.record(self.root, digest=False), digest=digest)
         with self.refusals(self.index_path, f"episode {index} is committed in {final.parent} (the next writer or "
                                             "`x2 datasets validate --repair` lists it)"):
             append_record(self.index_path, record)
