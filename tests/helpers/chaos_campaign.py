@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from helpers.chaos_kills import calibrate, kill_once
@@ -56,6 +56,11 @@ def run_command(command: str, fixtures: Fixtures, kills: int, rng: random.Random
         result = kill_once(build(fixtures, work), calibration, rng, scratch / f"run{attempt}.log")
         stats.kills += result.killed
         stats.finished += not result.killed
+        if not result.killed:
+            # The calibration run may have been slowed by a busy machine (or its progress seen early), so
+            # its window overstates this run's: draw the next moment from within what this one really ran.
+            window_s = min(calibration.window_s, result.ran_after_progress_s) / 2
+            calibration = replace(calibration, window_s=window_s)
         if not result.killed and result.exit_code != 0:
             stats.failed_runs.append(f"run {attempt}: exit {result.exit_code}, see {scratch / f'run{attempt}.log'}")
         v = result.verdict

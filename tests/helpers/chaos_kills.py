@@ -3,7 +3,8 @@
 Every process of the command's tree is recorded while it runs (from /proc), so after the kill the ones
 still alive a second later are counted (and killed, so the machine stays clean). The random moment is
 drawn from [0, the time a run never killed took from the same progress signal to its exit], so most
-kills land mid-run and a few after the command finished (those count as "finished", not as kills).
+kills land mid-run and a few after the command finished (those count as "finished", not as kills; the
+campaign then draws from a shorter window, see chaos_campaign.py).
 """
 
 from __future__ import annotations
@@ -122,6 +123,7 @@ class KillResult:
     processes_seen: int
     kinds: set[str]  # what the command's processes were (besides the command itself)
     left_behind: list[str]  # command lines of processes alive LEFTOVER_GRACE_S after the kill
+    ran_after_progress_s: float  # from the progress signal to the exit or the kill
 
 
 def _start(run: Run, log: Path) -> subprocess.Popen:
@@ -177,6 +179,7 @@ def kill_once(run: Run, calibration: Calibration, rng: random.Random, log: Path)
     if killed:
         proc.send_signal(signal.SIGKILL)
     exit_code = proc.wait()
+    ran_after_progress_s = time.monotonic() - shown
     left = wait_gone(watch.procs, LEFTOVER_GRACE_S)
     left_lines = [p.cmdline()[:160] for p in left]
     kill_all(left)
@@ -186,4 +189,5 @@ def kill_once(run: Run, calibration: Calibration, rng: random.Random, log: Path)
     check_sources(sources, verdict)
     if run.target is not None:
         check_target(run.target, calibration.target_episodes, verdict)
-    return KillResult(killed, exit_code, verdict, len(watch.procs) + 1, watch.kinds, left_lines)
+    return KillResult(killed, exit_code, verdict, len(watch.procs) + 1, watch.kinds, left_lines,
+                      ran_after_progress_s)
