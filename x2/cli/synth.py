@@ -29,16 +29,23 @@ def synth(
                                               "marked rejected")] = False,
     dataset: OutputDatasetOpt = None,
     variant: VariantOpt = "default",
+    sequential: Annotated[bool, typer.Option("--sequential", help="run one DAG node at a time (the same bytes "
+                                             "as before the arm scheduler, for comparing datasets); default: "
+                                             "nodes on different arms run at once")] = False,
 ) -> None:
     """Synthesise demonstrations with atomic skills and a motion planner.
 
     Each DAG node's skill runs through the motion planner and the same loop as teleoperation; node
-    predicates verify every stage; accepted attempts are stored in attempt order.
+    predicates verify every stage; accepted attempts are stored in attempt order. Ready nodes on
+    different arms run at once (the left arm opens a door while the right one picks), each arm's
+    motion checked against the other's over time.
 
     Example: [cyan]x2 synth --task fruit_in_microwave -n 300[/cyan]
+
+    One node at a time: [cyan]x2 synth --task fruit_in_microwave -n 20 --sequential[/cyan]
     """
     config = SynthConfig(task=task, robot=robot, variant=variant, n=n, workers=workers or os.cpu_count() or 1,
-                         seed=seed, max_attempts=max_attempts, keep_failed=keep_failed)
+                         seed=seed, max_attempts=max_attempts, keep_failed=keep_failed, sequential=sequential)
     run = SynthRun(config, workspace.resolve_output(dataset, default_name=task.removesuffix(".yaml").split("/")[-1]))
     workspace.remember_dataset(run.path)
     console.print(f"dataset: {run.path}; {config.workers} workers; master seed {seed}")

@@ -23,7 +23,9 @@ from x2.synth.binding import check_bindings, task_program
 from x2.synth.context import SynthContext, SynthStats
 from x2.synth.executor import SkillExecutor
 from x2.synth.motion.errors import MotionError
+from x2.synth.scheduler import ArmScheduler
 from x2.synth.segments import SkillFailure
+from x2.synth.spacetime import SpaceTimeAdmission
 
 
 @dataclass
@@ -45,7 +47,8 @@ class AttemptOutcome:
 class SynthSession:
     """A worker's long-lived simulator for one task; `attempt` may be called any number of times."""
 
-    def __init__(self, task: str, robot: str | None = None, variant: str = "default"):
+    def __init__(self, task: str, robot: str | None = None, variant: str = "default", sequential: bool = False):
+        self.sequential = sequential
         self.env = load_env(task, robot=robot, variant=variant)
         check_bindings(self.env)
         self.backend = make_backend(self.env)
@@ -59,7 +62,11 @@ class SynthSession:
         executor = SkillExecutor(self.backend.action_layout)
         assert self.rollout.monitor is not None  # check_bindings requires a task
         ctx = SynthContext(self.backend, self.rollout.monitor, executor, rngs)
-        executor.program = lambda: task_program(ctx)
+        if self.sequential:
+            executor.program = lambda: task_program(ctx)
+        else:
+            executor.scheduler = ArmScheduler(ctx)
+            executor.admission = admission = SpaceTimeAdmission(ctx.world)
         recorder = MemoryRecorder()
         t0 = time.perf_counter()
         try:
@@ -71,6 +78,8 @@ class SynthSession:
         except SimulationUnstable as exc:
             return AttemptOutcome(index, seed, False, "simulator unstable", str(exc), len(recorder), stats=ctx.stats)
         total = time.perf_counter() - t0
+        if not self.sequential:
+            ctx.stats.space_time_checks, ctx.stats.waited_ticks = admission.checks, sum(admission.delays)
         reason, detail = _verdict(result, executor)
         accepted = reason == "accepted"
         keep = accepted or keep_rejected

@@ -1,6 +1,7 @@
 """Check a task's skill bindings against the registry before any worker starts, and build the
-program that runs them: nodes in topological order, each skill followed by a check that its node's
-predicate really holds (synthesis is verified by the same DAG that labels the data)."""
+programs that run them: a node's skill followed by a check that its predicate really holds (synthesis is
+verified by the same DAG that labels the data), and the sequential program, every node in topological
+order (the concurrent one is x2/synth/scheduler.py)."""
 
 from __future__ import annotations
 
@@ -53,7 +54,8 @@ def check_bindings(env: EnvSpec) -> None:
                                 "a finite number" if kind is float else f"a {kind.__name__}")
 
 
-def _resolve_arm(ctx: SynthContext, node: NodeSpec) -> str:
+def resolve_arm(ctx: SynthContext, node: NodeSpec) -> str:
+    """The arm a node's skill runs on: its binding's (left, right or both), or for `auto` the arm nearest its target."""
     binding = node.skill
     assert binding is not None  # check_bindings ran
     if binding.arm != "auto":
@@ -66,17 +68,21 @@ def _resolve_arm(ctx: SynthContext, node: NodeSpec) -> str:
     return ctx.arm_for(np.asarray(pos))
 
 
+def node_program(ctx: SynthContext, node: NodeSpec, arm: str) -> Iterator[Segment]:
+    """A node's skill, then a check that its success predicate really holds (it may take a moment to settle)."""
+    binding = node.skill
+    assert binding is not None  # check_bindings ran
+    yield from SKILLS[binding.name].run(ctx, binding, arm)
+    yield Wait(round(VERIFY_S * ctx.env.fps), until=functools.partial(ctx.node_done, node.id), required=True,
+               name=f"{node.id}'s success predicate")
+
+
 def task_program(ctx: SynthContext) -> Iterator[Segment]:
+    """Sequential synthesis: every node in topological order, one at a time."""
     task = ctx.env.task
     assert task is not None
     nodes = {n.id: n for n in task.nodes}
-    verify_ticks = round(VERIFY_S * ctx.env.fps)
     for nid in topological_order(task.node_ids, task.edges):
-        node = nodes[nid]
         if ctx.node_done(nid):
             continue
-        binding = node.skill
-        assert binding is not None
-        yield from SKILLS[binding.name].run(ctx, binding, _resolve_arm(ctx, node))
-        yield Wait(verify_ticks, until=functools.partial(ctx.node_done, nid), required=True,
-                   name=f"{nid}'s success predicate")
+        yield from node_program(ctx, nodes[nid], resolve_arm(ctx, nodes[nid]))

@@ -29,6 +29,8 @@ class SynthStats:
     plans: int = 0
     collision_checks: int = 0
     replans: int = 0
+    space_time_checks: int = 0  # concurrent lanes: checks between one arm's new motion and the other's
+    waited_ticks: int = 0  # ticks arms stood still before a motion, to let the other arm pass
     segments: dict[str, int] = field(default_factory=dict)
 
 
@@ -45,14 +47,18 @@ class SynthContext:
 
     # ----- the world as it is now --------------------------------------------------------------
     def world(self) -> CollisionWorld:
-        """The collision world, synced to the live simulator (held objects stay attached)."""
+        """The collision world, synced to the live simulator (held objects stay attached), with every arm where
+        the planning lane will find it."""
         if self._world is None or self._world.model.ngeom != self.backend.model.ngeom:
             self._world = CollisionWorld(self.backend)
             self._ik.clear()
         else:
             self._world.sync(self.backend)
-        for arm in self._world.arms:
-            self._world.set_arm(arm, self.executor.arm_target(arm))
+        lane = self.executor.current
+        if lane is not None:
+            self._world.owner = lane.key
+        for arm in self._world.arms:  # another lane's arm stands where its committed motion ends
+            self._world.set_arm(arm, self.executor.planning_pose(arm))
         return self._world
 
     def ik(self, arm: str) -> ArmIK:

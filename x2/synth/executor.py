@@ -1,14 +1,27 @@
-"""The synthesis teacher: runs a program of skills (a generator of segments) tick by tick.
+"""The synthesis teacher: plays skills (generators of segments) tick by tick, on lanes of arms.
 
-It is an ordinary `Teacher`, so synthesised demos go through the same loop, DAG runtime and
-recorder as teleoperation. Planning happens inside `act` (simulated time stands still meanwhile),
-and a `SkillFailure` ends the episode with its reason.
+A lane is one running program and the arms it occupies. In sequential mode a single lane runs the whole
+task (every node in topological order) and owns every arm. In concurrent mode the arm scheduler
+(x2/synth/scheduler.py) starts a lane per DAG node whenever the node is ready and its arms are free,
+so the left arm opens a door while the right one picks. Every tick each lane plays its segment on its
+own arms, and the lanes' commands interleave into one action stream.
+
+A segment that moves an arm while another lane is running is admitted by `x2/synth/spacetime.py`
+against what the other lanes have committed to: at once, after its lane stands still for a while, or,
+when no wait helps, once another lane moves on. When every lane waits for another, nothing can ever
+move again: the attempt fails as "deadlock" instead of idling to its horizon.
+
+The executor is an ordinary `Teacher`, so synthesised demos go through the same loop, DAG runtime and
+recorder as teleoperation. Planning happens inside `act` (simulated time stands still meanwhile), and
+a `SkillFailure` ends the episode with its reason.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -21,85 +34,287 @@ from x2.synth.segments import ArmTrack, Gripper, Guarded, Segment, SkillFailure,
 Program = Callable[[], Iterator[Segment]]
 
 
+@dataclass
+class Lane:
+    """One running program: the arms it occupies and the segment it plays."""
+
+    key: str  # the node it runs ("task" for the sequential program)
+    arms: set[str]
+    program: Iterator[Segment]
+    segment: Segment | None = None
+    k: int = 0  # ticks of `segment` played
+    hold: int = 0  # ticks to stand still before `segment` starts (its admission delay)
+    waiting: bool = False  # `segment` is not admitted yet: the lane stands still
+    checked_epoch: int = -1  # the executor's epoch when admission last failed
+    started: int = 0  # the frame the lane started in
+    hold_pose: np.ndarray = field(default_factory=lambda: np.zeros(0))  # where it stands during `hold`
+
+    @property
+    def moving_arm(self) -> str | None:
+        seg = self.segment
+        if isinstance(seg, ArmTrack):
+            return seg.arm
+        if isinstance(seg, Guarded):
+            return seg.track.arm
+        return None
+
+    def track(self) -> np.ndarray | None:
+        """What its moving arm is committed to from the next tick on: (n, dof), or None when it stands still."""
+        q = track_of(self.segment)
+        if self.waiting or q is None:
+            return None
+        rest = q[self.k:]
+        if self.hold:
+            rest = np.concatenate([np.repeat(self.hold_pose[None], self.hold, axis=0), rest])
+        return rest if len(rest) else None
+
+
+class Scheduler(Protocol):
+    """Starts lanes at decision points: at the first tick and whenever a lane ends."""
+
+    def start(self, executor: SkillExecutor, free_arms: set[str], frame: int) -> list[Lane]: ...
+    def reset(self) -> None: ...
+
+
+class Admission(Protocol):
+    """Decides when a segment that moves an arm may start beside the other lanes (x2/synth/spacetime.py)."""
+
+    def delay(self, executor: SkillExecutor, lane: Lane) -> int | None:
+        """Ticks `lane` stands still before its segment starts; None: not before another lane moves on."""
+        ...
+
+
+class SequentialProgram:
+    """Today's order: one lane owning every arm runs the whole program."""
+
+    def __init__(self, program: Program, arms: Sequence[str]):
+        self.program, self.arms, self._started = program, tuple(arms), False
+
+    def start(self, executor: SkillExecutor, free_arms: set[str], frame: int) -> list[Lane]:
+        if self._started:
+            return []
+        self._started = True
+        return [Lane("task", set(self.arms), self.program(), started=frame)]
+
+    def reset(self) -> None:
+        self._started = False
+
+
 class SkillExecutor:
-    """A `Teacher` whose actions come from segments; `failure` says why a program stopped early."""
+    """A `Teacher` whose actions come from lanes of segments; `failure` says why the program stopped early."""
 
     def __init__(self, layout: ActionLayout, program: Program | None = None):
-        self.program = program
         self._arm_slices = {a.name: a.joints for a in layout.arms}
         self._gripper_index = {a.name: a.gripper for a in layout.arms}
+        self.arms = tuple(a.name for a in layout.arms)
+        self.scheduler: Scheduler | None = SequentialProgram(program, self.arms) if program else None
+        self.admission: Admission | None = None
         self.targets: Floats = np.zeros(0)
         self.failure: SkillFailure | None = None
         self.finished = False
-        self._gen: Iterator[Segment] | None = None
-        self._segment: Segment | None = None
-        self._k = 0
+        self.lanes: list[Lane] = []
+        self.current: Lane | None = None  # the lane whose program runs (plans) right now
+        self.epoch = 0  # bumped whenever a lane's commitment changes: waiting lanes look again
+        self._started = False
+        self._frame = 0
+
+    @property
+    def program(self) -> Program | None:
+        return self.scheduler.program if isinstance(self.scheduler, SequentialProgram) else None
+
+    @program.setter
+    def program(self, program: Program) -> None:
+        self.scheduler = SequentialProgram(program, self.arms)
 
     def reset(self, info: ResetInfo, home_action: np.ndarray) -> None:
         self.targets = np.asarray(home_action, dtype=np.float64).copy()
         self.failure, self.finished = None, False
-        self._gen, self._segment, self._k = None, None, 0
+        self.lanes, self.current, self.epoch, self._started = [], None, 0, False
+        if self.scheduler is not None:
+            self.scheduler.reset()
 
     def arm_target(self, arm: str) -> np.ndarray:
-        """The joint targets currently commanded to `arm` (what the next plan should start from)."""
+        """The joint targets currently commanded to `arm` (what the next plan of this arm starts from)."""
         return self.targets[self._arm_slices[arm]].copy()
 
+    def planning_pose(self, arm: str) -> np.ndarray:
+        """Where `arm` stands for another lane's plan: the end of what its own lane has committed to."""
+        for lane in self.lanes:
+            q = track_of(lane.segment)
+            if lane is not self.current and lane.moving_arm == arm and not lane.waiting and q is not None:
+                return np.asarray(q[-1], dtype=np.float64).copy()
+        return self.arm_target(arm)
+
+    def lane_of(self, arm: str) -> Lane | None:
+        return next((lane for lane in self.lanes if arm in lane.arms), None)
+
+    # ----- the tick ------------------------------------------------------------------------------
     def act(self, obs: Observation) -> np.ndarray | None:
         if self.finished:
             return None
-        if self._gen is None:
-            if self.program is None:
-                raise RuntimeError("SkillExecutor.program must be set before the episode starts")
-            self._gen = self.program()
-        while self._segment is None or self._done(self._segment):
-            try:
-                self._segment, self._k = next(self._gen), 0
-            except StopIteration:
-                self.finished = True
-                return None
-            except SkillFailure as failure:
-                self.failure, self.finished = failure, True
-                return None
-        self._apply(self._segment)
-        self._k += 1
+        self._frame = obs.tick
+        if not self._started:
+            if self.scheduler is None:
+                raise RuntimeError("SkillExecutor.program (or a scheduler) must be set before the episode starts")
+            self._started = True
+            self._start_lanes()
+        changed = True
+        while changed and self.failure is None:  # a lane that ends frees arms: start what is ready, same tick
+            changed = False
+            for lane in list(self.lanes):
+                if not self._advance(lane):
+                    self.lanes.remove(lane)
+                    self.epoch += 1
+                    changed = True
+                if self.failure is not None:
+                    break
+            if changed and self.failure is None:
+                self._start_lanes()
+        if self.failure is None and self.lanes and all(lane.waiting for lane in self.lanes) \
+                and all(lane.checked_epoch == self.epoch for lane in self.lanes):
+            waits = "; ".join(f"{lane.key} ({_describe(lane.segment)})" for lane in self.lanes)
+            self.failure = SkillFailure("deadlock", f"every lane waits for another: {waits}")
+        if self.failure is not None or not self.lanes:
+            self.finished = True
+            return None
+        for lane in self.lanes:
+            self._apply(lane)
         return self.targets.copy()
 
-    def _done(self, seg: Segment) -> bool:
-        if isinstance(seg, ArmTrack):
-            return self._k >= len(seg)
-        if isinstance(seg, Gripper):
-            return self._k >= seg.ticks
-        if isinstance(seg, Guarded):
-            if self._k > 0 and seg.until():
+    def _start_lanes(self) -> None:
+        assert self.scheduler is not None
+        busy = {arm for lane in self.lanes for arm in lane.arms}
+        new = self.scheduler.start(self, set(self.arms) - busy, self._frame)
+        for lane in new:
+            lane.started = self._frame
+            self.lanes.append(lane)
+            self.epoch += 1
+
+    def _advance(self, lane: Lane) -> bool:
+        """Bring `lane` to a segment it can play (or wait on) this tick; False when its program ended."""
+        while True:
+            seg = lane.segment
+            if seg is not None:
+                if lane.waiting:
+                    return self._admit(lane) or True
+                if lane.hold > 0 or not self._done(lane, seg):
+                    return True
+                if self.failure is not None:
+                    return False
+            self.current = lane
+            try:
+                seg = next(lane.program)
+            except StopIteration:
+                return False
+            except SkillFailure as failure:
+                self.failure = failure
+                return False
+            finally:
+                self.current = None
+            lane.segment, lane.k, lane.hold = seg, 0, 0
+            lane.waiting, lane.checked_epoch = True, -1
+            self._admit(lane)
+            if lane.waiting:
                 return True
-            if self._k >= len(seg.track):
+
+    def _admit(self, lane: Lane) -> bool:
+        """Try to start the lane's segment: claim the arm it moves (if free) and ask admission when other lanes
+        run. True once admitted."""
+        if lane.checked_epoch == self.epoch:
+            return False  # nothing changed since the last refusal
+        seg = lane.segment
+        arm = _arm_of(seg)
+        if arm is not None and arm not in lane.arms:
+            owner = self.lane_of(arm)
+            if owner is not None:
+                lane.checked_epoch = self.epoch
+                return False
+            lane.arms.add(arm)  # a skill clearing the way moves an arm no lane holds
+        if self.admission is not None and lane.moving_arm is not None and len(self.lanes) > 1:
+            delay = self.admission.delay(self, lane)
+            if delay is None:
+                lane.checked_epoch = self.epoch
+                return False
+            lane.hold = delay
+            lane.hold_pose = self.arm_target(lane.moving_arm)
+        lane.waiting = False
+        self.epoch += 1
+        return True
+
+    def _done(self, lane: Lane, seg: Segment) -> bool:
+        k = lane.k
+        if isinstance(seg, ArmTrack):
+            return k >= len(seg)
+        if isinstance(seg, Gripper):
+            return k >= seg.ticks
+        if isinstance(seg, Guarded):
+            if k > 0 and seg.until():
+                self.epoch += 1  # it stops short of what it committed to
+                return True
+            if k >= len(seg.track):
                 if seg.required:
-                    self._fail(SkillFailure("guard timeout", f"{seg.name} did not hold within {len(seg.track)} ticks"))
+                    self._fail(lane, SkillFailure("guard timeout",
+                                                  f"{seg.name} did not hold within {len(seg.track)} ticks"))
                 return True
             return False
         if isinstance(seg, Wait):
             if seg.until is not None and seg.until():
                 return True
-            if self._k >= seg.ticks:
+            if k >= seg.ticks:
                 if seg.required:
-                    self._fail(SkillFailure("predicate false", f"{seg.name} did not hold within {seg.ticks} ticks"))
+                    self._fail(lane, SkillFailure("predicate false",
+                                                  f"{seg.name} did not hold within {seg.ticks} ticks"))
                 return True
             return False
         raise TypeError(f"unknown segment {type(seg).__name__}")
 
-    def _fail(self, failure: SkillFailure) -> None:
+    def _fail(self, lane: Lane, failure: SkillFailure) -> None:
         # Deliver the failure into the program so it can clean up, then stop.
-        assert self._gen is not None
-        if isinstance(self._gen, Generator):  # (a program is a generator; a plain iterator cannot clean up)
+        if isinstance(lane.program, Generator):  # (a program is a generator; a plain iterator cannot clean up)
+            self.current = lane
             with contextlib.suppress(SkillFailure, StopIteration):
-                self._gen.throw(failure)
+                lane.program.throw(failure)
+            self.current = None
         self.failure = failure
-        self._gen = iter(())
 
-    def _apply(self, seg: Segment) -> None:
+    def _apply(self, lane: Lane) -> None:
+        if lane.waiting:
+            return
+        if lane.hold > 0:
+            lane.hold -= 1
+            return
+        seg, k = lane.segment, lane.k
         if isinstance(seg, ArmTrack):
-            self.targets[self._arm_slices[seg.arm]] = seg.q[self._k]
+            self.targets[self._arm_slices[seg.arm]] = seg.q[k]
         elif isinstance(seg, Guarded):
-            self.targets[self._arm_slices[seg.track.arm]] = seg.track.q[min(self._k, len(seg.track) - 1)]
+            self.targets[self._arm_slices[seg.track.arm]] = seg.track.q[min(k, len(seg.track) - 1)]
         elif isinstance(seg, Gripper):
             self.targets[self._gripper_index[seg.arm]] = seg.value
+        lane.k += 1
+
+
+def track_of(seg: Segment | None) -> np.ndarray | None:
+    """The joint targets a segment commands to its arm, one row per tick; None for one that holds the arm."""
+    if isinstance(seg, ArmTrack):
+        return seg.q
+    if isinstance(seg, Guarded):
+        return seg.track.q
+    return None
+
+
+def _arm_of(seg: Segment | None) -> str | None:
+    if isinstance(seg, ArmTrack | Gripper):
+        return seg.arm
+    if isinstance(seg, Guarded):
+        return seg.track.arm
+    return None
+
+
+def _describe(seg: Segment | None) -> str:
+    if isinstance(seg, Guarded):
+        return f"{seg.name} on the {seg.track.arm} arm"
+    if isinstance(seg, ArmTrack):
+        return f"a {seg.kind} motion of the {seg.arm} arm"
+    if isinstance(seg, Gripper):
+        return f"the {seg.arm} gripper"
+    return "nothing"

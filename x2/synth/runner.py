@@ -43,6 +43,7 @@ class SynthConfig:
     keep_failed: bool = False
     hopeless_after: int = 30  # attempts before judging the acceptance rate
     hopeless_rate: float = 0.05
+    sequential: bool = False  # one node at a time, as before the arm scheduler (same bytes for a seed)
 
     @property
     def attempt_cap(self) -> int:
@@ -68,9 +69,9 @@ class SynthProgress:
 _SESSION: SynthSession | None = None
 
 
-def _init_worker(task: str, robot: str | None, variant: str) -> None:
+def _init_worker(task: str, robot: str | None, variant: str, sequential: bool) -> None:
     global _SESSION
-    _SESSION = SynthSession(task, robot, variant)
+    _SESSION = SynthSession(task, robot, variant, sequential)
 
 
 def _run_attempt(index: int, seed: int, keep_rejected: bool) -> AttemptOutcome:
@@ -83,7 +84,7 @@ class SynthRun:
     def __init__(self, config: SynthConfig, dataset: Path):
         self.config, self.path = config, dataset
         # Compile and check every binding here, in the parent: a bad task fails before a worker starts.
-        self.session = SynthSession(config.task, config.robot, config.variant)
+        self.session = SynthSession(config.task, config.robot, config.variant, config.sequential)
         self.env = self.session.env
         self.progress = SynthProgress()
         self.attempts: list[dict[str, Any]] = []
@@ -126,7 +127,7 @@ class SynthRun:
     def _run_pool(self, ds: Dataset, on_update: Callable[[SynthProgress], None] | None) -> None:
         cfg = self.config
         # Clean interpreters (no inherited simulator state) that die with this process, even SIGKILLed.
-        with process_pool(cfg.workers, _init_worker, (cfg.task, cfg.robot, cfg.variant)) as pool:
+        with process_pool(cfg.workers, _init_worker, (cfg.task, cfg.robot, cfg.variant, cfg.sequential)) as pool:
             pending: dict[int, Future[AttemptOutcome]] = {}
             done: dict[int, AttemptOutcome] = {}
             next_submit = next_commit = self.first_attempt
@@ -199,6 +200,7 @@ class SynthRun:
                   for k in ("total", "teacher", "step")}
         report = {
             "task": cfg.task, "robot": self.env.robot.name, "variant": cfg.variant, "master_seed": cfg.seed,
+            "schedule": "sequential" if cfg.sequential else "concurrent",
             "requested": cfg.n, "accepted": p.accepted, "attempted": p.attempted,
             "first_attempt": self.first_attempt,
             "acceptance_rate": round(p.accepted / p.attempted, 4) if p.attempted else None,

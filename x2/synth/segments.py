@@ -19,7 +19,7 @@ class SkillFailure(X2Error):
     """An attempt cannot go on; `reason` is one short category for the rejection histogram."""
 
     REASONS = ("ik infeasible", "no plan", "trajectory collision", "grasp lost", "guard timeout",
-               "predicate false", "simulator unstable", "no grasp", "target unreachable")
+               "predicate false", "simulator unstable", "no grasp", "target unreachable", "deadlock")
 
     def __init__(self, reason: str, detail: str = ""):
         self.reason, self.detail = reason, detail

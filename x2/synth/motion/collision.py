@@ -128,7 +128,9 @@ class CollisionWorld:
         self._collidable = (m.geom_contype | m.geom_conaffinity) != 0
         self._home_type, self._home_aff = body_type[m.geom_bodyid], body_aff[m.geom_bodyid]
         self._robot_geoms = np.flatnonzero(self.robot_body[m.geom_bodyid] & self._collidable)
-        self._allowed = np.zeros((m.ngeom, m.ngeom), dtype=bool)
+        self._allowed = np.zeros((m.ngeom, m.ngeom), dtype=bool)  # the union of every owner's
+        self._allowed_by: dict[str, np.ndarray] = {}
+        self.owner = ""  # who `allow` and `clear_allowed` act for: a skill running beside another keeps its own
         self._attached: dict[str, _Carried] = {}
         self._margin = float(margin)
         self._regroup()  # masks, margins and the per-pair counting rule
@@ -201,15 +203,19 @@ class CollisionWorld:
         return False
 
     def allow(self, pairs: Iterable[tuple[str, str]]) -> None:
-        """Ignore contacts between these (object, body or geom names), e.g. fingers and the fruit."""
+        """Ignore contacts between these (object, body or geom names), e.g. fingers and the fruit, until the
+        same `owner` clears them (another owner's pairs stay: two skills may run side by side)."""
+        mine = self._allowed_by.get(self.owner)
+        if mine is None:
+            mine = self._allowed_by[self.owner] = np.zeros_like(self._allowed)
         for a, b in pairs:
             ga, gb = self._object_geoms(a), self._object_geoms(b)
-            self._allowed[np.ix_(ga, gb)] = True
-            self._allowed[np.ix_(gb, ga)] = True
+            mine[np.ix_(ga, gb)] = True
+            mine[np.ix_(gb, ga)] = True
         self._recount()
 
     def clear_allowed(self) -> None:
-        self._allowed[:] = False
+        self._allowed_by.pop(self.owner, None)
         self._recount()
 
     def attach(self, obj: str, arm: str) -> None:
@@ -243,12 +249,17 @@ class CollisionWorld:
             arm_of_geom[geoms] = ai
         self._apply_masks(contype, aff)
         self._same_arm = (arm_of_geom[:, None] == arm_of_geom[None, :]) & (arm_of_geom[:, None] >= 0)
+        owned = arm_of_geom >= 0
+        self._between_arms = (arm_of_geom[:, None] != arm_of_geom[None, :]) & owned[:, None] & owned[None, :]
         self._recount()
         self.margin = self._margin
 
     def _recount(self) -> None:
         """Per geom pair: ignored (allowed), counted only when touching (one arm's own parts), or
         counted within the margin (everything else)."""
+        self._allowed[:] = False
+        for mine in self._allowed_by.values():
+            self._allowed |= mine
         self._counts = np.where(self._allowed, 0, np.where(self._same_arm, _TOUCHING, _ALWAYS)).astype(np.int8)
 
     def _arm(self, arm: str) -> str:
@@ -304,6 +315,16 @@ class CollisionWorld:
             return False
         contact = d.contact
         return bool((self._counts[contact.geom1, contact.geom2] > (contact.dist >= 0)).any())
+
+    def arms_clash(self, q_by_arm: Mapping[str, np.ndarray]) -> bool:
+        """True if two arms (with what they hold) at these configurations come within the margin of each other;
+        nothing else counts (the space-time check between two lanes' motions)."""
+        self._update(q_by_arm)
+        d = self.data
+        if d.ncon == 0:
+            return False
+        contact = d.contact
+        return bool(self._between_arms[contact.geom1, contact.geom2].any())
 
     def colliding_pairs(self, q_by_arm: Mapping[str, np.ndarray]) -> list[tuple[str, str]]:
         """Names of the geom pairs in contact (for error messages and tests)."""

@@ -1,0 +1,61 @@
+"""The arm scheduler: concurrent synthesis, one lane per DAG node.
+
+At every decision point (the first tick, and whenever a lane ends) every node whose predecessors are
+done starts, in a seeded order, as soon as the arms its skill occupies are free: `arm: left` or `right`
+one arm, `arm: both` every arm, `arm: auto` the arm nearest its target then. A node needing both arms
+waits for both. A node whose predicate already holds (a side effect of another) is not run. The seeded
+order (the attempt's "schedule" stream, drawn only when more than one node is ready) decides which node
+gets a contested arm first and which lane plans first; each start is recorded (`starts`) and the arms a
+node ran on go to the task monitor, which stores them with the episode's DAG.
+"""
+
+from __future__ import annotations
+
+from x2.labeling import topological_order
+from x2.spec.env import NodeSpec
+from x2.synth.binding import node_program, resolve_arm
+from x2.synth.context import SynthContext
+from x2.synth.executor import Lane, SkillExecutor
+
+
+class ArmScheduler:
+    def __init__(self, ctx: SynthContext):
+        task = ctx.env.task
+        assert task is not None  # check_bindings requires one
+        self.ctx = ctx
+        self.nodes: dict[str, NodeSpec] = {n.id: n for n in task.nodes}
+        self.order = topological_order(task.node_ids, task.edges)
+        self.preds: dict[str, list[str]] = {n: [a for a, b in task.edges if b == n] for n in task.node_ids}
+        self.all_arms = tuple(a.name for a in ctx.env.robot.arms)
+        self.started: set[str] = set()
+        self.starts: list[tuple[str, int, tuple[str, ...]]] = []  # (node, frame, arms), in start order
+
+    def reset(self) -> None:
+        self.started.clear()
+        self.starts.clear()
+
+    def start(self, executor: SkillExecutor, free_arms: set[str], frame: int) -> list[Lane]:
+        ctx = self.ctx
+        lanes: list[Lane] = []
+        while True:
+            ready = [n for n in self.order if n not in self.started and all(ctx.node_done(p) for p in self.preds[n])]
+            done_already = [n for n in ready if ctx.node_done(n)]
+            if done_already:  # their successors may be ready now: look again
+                self.started.update(done_already)
+                continue
+            break
+        if len(ready) > 1:
+            ready = [ready[i] for i in ctx.rng["schedule"].permutation(len(ready))]
+        for nid in ready:
+            node = self.nodes[nid]
+            arm = resolve_arm(ctx, node)
+            arms = set(self.all_arms) if arm == "both" else {arm}
+            if not arms <= free_arms:
+                continue
+            free_arms -= arms
+            self.started.add(nid)
+            ordered = tuple(a for a in self.all_arms if a in arms)
+            self.starts.append((nid, frame, ordered))
+            getattr(ctx.monitor, "assign_arms", lambda *_: None)(nid, ordered)  # TEMP until merge
+            lanes.append(Lane(nid, arms, node_program(ctx, node, arm), started=frame))
+        return lanes
