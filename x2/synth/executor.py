@@ -32,6 +32,8 @@ from x2.spec.action import ActionLayout
 from x2.synth.segments import ArmTrack, Gripper, Guarded, Segment, SkillFailure, Wait
 
 Program = Callable[[], Iterator[Segment]]
+REPLANNABLE = ("ik infeasible", "no plan", "target unreachable")  # failures another arm's pose may cause
+MAX_REPLANS = 3  # per lane
 
 
 @dataclass
@@ -47,6 +49,9 @@ class Lane:
     waiting: bool = False  # `segment` is not admitted yet: the lane stands still
     checked_epoch: int = -1  # the executor's epoch when admission last failed
     started: int = 0  # the frame the lane started in
+    restart: Program | None = None  # runs its program again from the live state (a node's skill), if it can
+    retries: int = 0
+    waits_for: frozenset[str] = frozenset()  # after a failed plan: the lanes that must end before it tries again
     hold_pose: np.ndarray = field(default_factory=lambda: np.zeros(0))  # where it stands during `hold`
 
     @property
@@ -74,6 +79,9 @@ class Scheduler(Protocol):
 
     def start(self, executor: SkillExecutor, free_arms: set[str], frame: int) -> list[Lane]: ...
     def reset(self) -> None: ...
+    def make_way(self, executor: SkillExecutor, arm: str) -> Lane | None:
+        """A lane that takes an idle arm out of the way (home), or None when it is there already."""
+        ...
 
 
 class Admission(Protocol):
@@ -99,6 +107,9 @@ class SequentialProgram:
     def reset(self) -> None:
         self._started = False
 
+    def make_way(self, executor: SkillExecutor, arm: str) -> Lane | None:
+        return None  # (the one lane owns every arm: nothing else is ever in its way)
+
 
 class SkillExecutor:
     """A `Teacher` whose actions come from lanes of segments; `failure` says why the program stopped early."""
@@ -115,6 +126,7 @@ class SkillExecutor:
         self.lanes: list[Lane] = []
         self.current: Lane | None = None  # the lane whose program runs (plans) right now
         self.epoch = 0  # bumped whenever a lane's commitment changes: waiting lanes look again
+        self.replans: list[tuple[str, int, str]] = []  # (lane, frame, why) of every skill run again
         self._started = False
         self._frame = 0
 
@@ -129,7 +141,7 @@ class SkillExecutor:
     def reset(self, info: ResetInfo, home_action: np.ndarray) -> None:
         self.targets = np.asarray(home_action, dtype=np.float64).copy()
         self.failure, self.finished = None, False
-        self.lanes, self.current, self.epoch, self._started = [], None, 0, False
+        self.lanes, self.current, self.epoch, self._started, self.replans = [], None, 0, False, []
         if self.scheduler is not None:
             self.scheduler.reset()
 
@@ -170,9 +182,9 @@ class SkillExecutor:
                     break
             if changed and self.failure is None:
                 self._start_lanes()
-        if self.failure is None and self.lanes and all(lane.waiting for lane in self.lanes) \
-                and all(lane.checked_epoch == self.epoch for lane in self.lanes):
-            waits = "; ".join(f"{lane.key} ({_describe(lane.segment)})" for lane in self.lanes)
+        if self.failure is None and self.lanes and all(
+                lane.waiting and (lane.waits_for or lane.checked_epoch == self.epoch) for lane in self.lanes):
+            waits = "; ".join(f"{lane.key} ({_describe(lane)})" for lane in self.lanes)
             self.failure = SkillFailure("deadlock", f"every lane waits for another: {waits}")
         if self.failure is not None or not self.lanes:
             self.finished = True
@@ -193,6 +205,11 @@ class SkillExecutor:
     def _advance(self, lane: Lane) -> bool:
         """Bring `lane` to a segment it can play (or wait on) this tick; False when its program ended."""
         while True:
+            if lane.waits_for:
+                if lane.waits_for & {other.key for other in self.lanes}:
+                    return True
+                assert lane.restart is not None
+                lane.waits_for, lane.program = frozenset(), lane.restart()
             seg = lane.segment
             if seg is not None:
                 if lane.waiting:
@@ -207,8 +224,10 @@ class SkillExecutor:
             except StopIteration:
                 return False
             except SkillFailure as failure:
-                self.failure = failure
-                return False
+                if not self._plan_again_later(lane, failure):
+                    self.failure = failure
+                    return False
+                return True
             finally:
                 self.current = None
             lane.segment, lane.k, lane.hold = seg, 0, 0
@@ -216,6 +235,30 @@ class SkillExecutor:
             self._admit(lane)
             if lane.waiting:
                 return True
+
+    def _plan_again_later(self, lane: Lane, failure: SkillFailure) -> bool:
+        """A plan that failed beside other lanes may have failed because of them (an arm resting where this one
+        must go): the lane stands still until they end (an idle arm in the way goes home first), then runs its
+        skill again from the live state, at most MAX_REPLANS times."""
+        if lane.restart is None or failure.reason not in REPLANNABLE or lane.retries >= MAX_REPLANS:
+            return False
+        assert self.scheduler is not None
+        others = frozenset(other.key for other in self.lanes if other is not lane)
+        for arm in self.arms:
+            if self.lane_of(arm) is None:
+                clear = self.scheduler.make_way(self, arm)
+                if clear is not None:
+                    clear.started = self._frame
+                    self.lanes.append(clear)
+                    others |= {clear.key}
+        if not others:
+            return False  # nothing else moves: the plan failed on the world itself
+        lane.retries += 1
+        lane.waits_for, lane.segment, lane.waiting = others, None, True
+        lane.checked_epoch = self.epoch
+        self.replans.append((lane.key, self._frame, failure.reason))
+        self.epoch += 1
+        return True
 
     def _admit(self, lane: Lane) -> bool:
         """Try to start the lane's segment: claim the arm it moves (if free) and ask admission when other lanes
@@ -310,7 +353,10 @@ def _arm_of(seg: Segment | None) -> str | None:
     return None
 
 
-def _describe(seg: Segment | None) -> str:
+def _describe(lane: Lane) -> str:
+    seg = lane.segment
+    if lane.waits_for:
+        return "to plan again after " + ", ".join(sorted(lane.waits_for))
     if isinstance(seg, Guarded):
         return f"{seg.name} on the {seg.track.arm} arm"
     if isinstance(seg, ArmTrack):

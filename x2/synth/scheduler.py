@@ -7,15 +7,24 @@ waits for both. A node whose predicate already holds (a side effect of another) 
 order (the attempt's "schedule" stream, drawn only when more than one node is ready) decides which node
 gets a contested arm first and which lane plans first; each start is recorded (`starts`) and the arms a
 node ran on go to the task monitor, which stores them with the episode's DAG.
+
+A node whose plan fails while the other arm is busy (it rests where this one must go) runs its skill
+again once the other lane has ended; an idle arm in the way is first sent home (`make_way`).
 """
 
 from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+
+import numpy as np
 
 from x2.labeling import topological_order
 from x2.spec.env import NodeSpec
 from x2.synth.binding import node_program, resolve_arm
 from x2.synth.context import SynthContext
 from x2.synth.executor import Lane, SkillExecutor
+from x2.synth.segments import Segment
 
 
 class ArmScheduler:
@@ -57,5 +66,16 @@ class ArmScheduler:
             ordered = tuple(a for a in self.all_arms if a in arms)
             self.starts.append((nid, frame, ordered))
             getattr(ctx.monitor, "assign_arms", lambda *_: None)(nid, ordered)  # TEMP until merge
-            lanes.append(Lane(nid, arms, node_program(ctx, node, arm), started=frame))
+            lanes.append(Lane(nid, arms, node_program(ctx, node, arm), started=frame,
+                              restart=functools.partial(self._again, node, arm)))
         return lanes
+
+    def _again(self, node: NodeSpec, arm: str) -> Iterator[Segment]:
+        if not self.ctx.node_done(node.id):  # (the other arm may have done it meanwhile)
+            yield from node_program(self.ctx, node, arm)
+
+    def make_way(self, executor: SkillExecutor, arm: str) -> Lane | None:
+        home = np.array(self.ctx.env.robot.arm(arm).home)
+        if np.max(np.abs(executor.arm_target(arm) - home)) <= 1e-6:
+            return None
+        return Lane(f"{arm} arm out of the way", {arm}, self.ctx.move_to(arm, home))
