@@ -13,7 +13,7 @@ import numpy as np
 
 from x2.rollout.monitor import TaskMonitor
 from x2.sim.backend import Backend
-from x2.synth.executor import SkillExecutor
+from x2.synth.executor import Lane, SkillExecutor
 from x2.synth.motion.collision import CollisionWorld
 from x2.synth.motion.errors import IKError, PlanningError
 from x2.synth.motion.ik import ArmIK
@@ -66,6 +66,17 @@ class SynthContext:
         if arm not in self._ik:
             self._ik[arm] = ArmIK(world, arm)
         return self._ik[arm]
+
+    @property
+    def concurrent(self) -> bool:
+        """Lanes run side by side (the arm scheduler), so a skill may hand another arm's motion to a lane."""
+        return self.executor.admission is not None
+
+    def run_beside(self, arm: str, key: str, program: Iterator[Segment]) -> Lane:
+        """Start `program` on the free `arm` in a lane of its own, beside the calling skill's."""
+        if self.executor.lane_of(arm) is not None:
+            raise RuntimeError(f"the {arm} arm is not free")
+        return self.executor.add_lane(Lane(key, {arm}, program))
 
     def node_done(self, node: str) -> bool:
         return self.monitor.runtime.completion_frames.get(node) is not None

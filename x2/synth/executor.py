@@ -75,7 +75,8 @@ class Lane:
 
 
 class Scheduler(Protocol):
-    """Starts lanes at decision points: at the first tick and whenever a lane ends."""
+    """Starts lanes at decision points: asked every tick (and again whenever a lane ends); it starts what the
+    DAG's completions and the free arms allow."""
 
     def start(self, executor: SkillExecutor, free_arms: set[str], frame: int) -> list[Lane]: ...
     def reset(self) -> None: ...
@@ -170,6 +171,8 @@ class SkillExecutor:
                 raise RuntimeError("SkillExecutor.program (or a scheduler) must be set before the episode starts")
             self._started = True
             self._start_lanes()
+        else:
+            self._start_lanes()  # a node completed this frame is a decision point too (the scheduler knows)
         changed = True
         while changed and self.failure is None:  # a lane that ends frees arms: start what is ready, same tick
             changed = False
@@ -193,14 +196,19 @@ class SkillExecutor:
             self._apply(lane)
         return self.targets.copy()
 
+    def add_lane(self, lane: Lane) -> Lane:
+        """Start a lane now (a skill handing another arm's motion to a lane of its own); it plays from the next
+        tick on."""
+        lane.started = self._frame
+        self.lanes.append(lane)
+        self.epoch += 1
+        return lane
+
     def _start_lanes(self) -> None:
         assert self.scheduler is not None
         busy = {arm for lane in self.lanes for arm in lane.arms}
-        new = self.scheduler.start(self, set(self.arms) - busy, self._frame)
-        for lane in new:
-            lane.started = self._frame
-            self.lanes.append(lane)
-            self.epoch += 1
+        for lane in self.scheduler.start(self, set(self.arms) - busy, self._frame):
+            self.add_lane(lane)
 
     def _advance(self, lane: Lane) -> bool:
         """Bring `lane` to a segment it can play (or wait on) this tick; False when its program ended."""
@@ -248,9 +256,7 @@ class SkillExecutor:
             if self.lane_of(arm) is None:
                 clear = self.scheduler.make_way(self, arm)
                 if clear is not None:
-                    clear.started = self._frame
-                    self.lanes.append(clear)
-                    others |= {clear.key}
+                    others |= {self.add_lane(clear).key}
         if not others:
             return False  # nothing else moves: the plan failed on the world itself
         lane.retries += 1

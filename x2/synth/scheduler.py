@@ -1,9 +1,10 @@
 """The arm scheduler: concurrent synthesis, one lane per DAG node.
 
-At every decision point (the first tick, and whenever a lane ends) every node whose predecessors are
+At every decision point (the first tick, a node's completion, a lane's end) every node whose predecessors are
 done starts, in a seeded order, as soon as the arms its skill occupies are free: `arm: left` or `right`
 one arm, `arm: both` every arm, `arm: auto` the arm nearest its target then. A node needing both arms
-waits for both. A node whose predicate already holds (a side effect of another) is not run. The seeded
+waits for both; when its skill is the same on each arm alone (`retract`), each arm runs it in a lane of
+its own, at once. A node whose predicate already holds (a side effect of another) is not run. The seeded
 order (the attempt's "schedule" stream, drawn only when more than one node is ready) decides which node
 gets a contested arm first and which lane plans first; each start is recorded (`starts`) and the arms a
 node ran on go to the task monitor, which stores them with the episode's DAG.
@@ -25,6 +26,7 @@ from x2.synth.binding import node_program, resolve_arm
 from x2.synth.context import SynthContext
 from x2.synth.executor import Lane, SkillExecutor
 from x2.synth.segments import Segment
+from x2.synth.skills import SKILLS
 
 
 class ArmScheduler:
@@ -38,21 +40,30 @@ class ArmScheduler:
         self.all_arms = tuple(a.name for a in ctx.env.robot.arms)
         self.started: set[str] = set()
         self.starts: list[tuple[str, int, tuple[str, ...]]] = []  # (node, frame, arms), in start order
+        self._last: tuple[frozenset[str], frozenset[str]] | None = None  # (done, free arms) at the last decision
 
     def reset(self) -> None:
         self.started.clear()
         self.starts.clear()
+        self._last = None
+
+    def _state(self, free_arms: set[str]) -> tuple[frozenset[str], frozenset[str]]:
+        return frozenset(n for n in self.order if self.ctx.node_done(n)), frozenset(free_arms)
+
+    def _ready(self) -> list[str]:
+        return [n for n in self.order if n not in self.started and all(self.ctx.node_done(p) for p in self.preds[n])]
 
     def start(self, executor: SkillExecutor, free_arms: set[str], frame: int) -> list[Lane]:
         ctx = self.ctx
         lanes: list[Lane] = []
-        while True:
-            ready = [n for n in self.order if n not in self.started and all(ctx.node_done(p) for p in self.preds[n])]
-            done_already = [n for n in ready if ctx.node_done(n)]
-            if done_already:  # their successors may be ready now: look again
-                self.started.update(done_already)
-                continue
-            break
+        state = self._state(free_arms)
+        if state == self._last:
+            return lanes  # nothing completed and no arm freed since the last decision
+        self._last = state
+        ready = self._ready()
+        while done_already := [n for n in ready if ctx.node_done(n)]:  # their successors may be ready now
+            self.started.update(done_already)
+            ready = self._ready()
         if len(ready) > 1:
             ready = [ready[i] for i in ctx.rng["schedule"].permutation(len(ready))]
         for nid in ready:
@@ -66,8 +77,12 @@ class ArmScheduler:
             ordered = tuple(a for a in self.all_arms if a in arms)
             self.starts.append((nid, frame, ordered))
             getattr(ctx.monitor, "assign_arms", lambda *_: None)(nid, ordered)  # TEMP until merge
-            lanes.append(Lane(nid, arms, node_program(ctx, node, arm), started=frame,
-                              restart=functools.partial(self._again, node, arm)))
+            binding = node.skill
+            assert binding is not None  # check_bindings ran
+            split = arm == "both" and SKILLS[binding.name].arm_by_arm
+            for key, lane_arm in ([(f"{nid}/{a}", a) for a in ordered] if split else [(nid, arm)]):
+                lanes.append(Lane(key, {lane_arm} if split else arms, node_program(ctx, node, lane_arm),
+                                  started=frame, restart=functools.partial(self._again, node, lane_arm)))
         return lanes
 
     def _again(self, node: NodeSpec, arm: str) -> Iterator[Segment]:

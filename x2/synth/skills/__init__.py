@@ -22,6 +22,7 @@ SKILLS: dict[str, SkillDef] = {
                       doc="put the held object on a surface (object or site; `approach`: the height it comes down "
                           "from) or into a box site through its open side, let go, back out"),
     "retract": SkillDef("retract", retract, {"open_gripper": bool}, needs_target=False, both_arms=True,
+                        arm_by_arm=True,
                         doc="move the arm(s) home along a collision-free path"),
     "press": SkillDef("press", press, {"depth": float, "approach": float},
                       doc="press a button (part site on a slide joint) in with a closed fist, hold, retreat"),

@@ -19,4 +19,5 @@ class SkillDef:
     params: dict[str, type]  # optional parameters and their types (float accepts int)
     needs_target: bool = True
     both_arms: bool = False  # may be bound to arm: both
+    arm_by_arm: bool = False  # bound to both, it is the same skill on each arm alone: the arms may move at once
     doc: str = ""

@@ -24,7 +24,7 @@ are tried in) comes from the attempt's "grasp" stream.
 from __future__ import annotations
 
 import functools
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import mujoco
@@ -32,8 +32,9 @@ import numpy as np
 
 from x2.spec.env import SkillBinding
 from x2.synth.context import SynthContext
+from x2.synth.executor import Lane
 from x2.synth.motion.paths import steps
-from x2.synth.segments import Gripper, Guarded, Segment, SkillFailure
+from x2.synth.segments import Gripper, Guarded, Segment, SkillFailure, Wait
 from x2.synth.skills.mechanism import (
     CHECK_MARGIN,
     DOWN,
@@ -57,6 +58,8 @@ MIN_PUSH_START = 0.45  # rad: a door opened less leaves the closed hand no room 
 PUSH_GAP = 0.015  # m between the fingers and the face where a push starts
 PALM_CLEAR = 0.012  # m kept between the palm and the top edge of a pushed face
 APPROACH = 0.07  # m: pre-grasp / pre-push standoff, and how far the gripper backs out afterwards
+WAIT_FOR_ARM_S = 20  # s this arm waits for the other to be free, or out of the part's way, before it gives up
+GATE_EVERY = 5  # ticks between looks at whether an arm going aside has cleared the part's way
 ROUNDS = 3  # guarded sweeps (each re-planned from the actual joint value) before "guard timeout"
 SWEEP_SPEED = 1.0  # fraction of the context's joint limits while moving the part (they track 1 rad/s)
 NEAR_SPEED = 1.0  # ... for the straight moves onto and off it
@@ -284,8 +287,10 @@ def _push_candidates(plan: MechanismPlanner, goal: float, sign: float) -> Iterat
             yield _Push(q_pre, descent.waypoints, sweep.waypoints, sweep.reached, pre[2] - pos0[2])
 
 
-def _push(ctx: SynthContext, arm: str, mech: Mechanism, goal: float, sign: float) -> Iterator[Segment]:
-    """Push the part's trailing face toward `goal` with the closed hand, and back out upward."""
+def _push(ctx: SynthContext, arm: str, mech: Mechanism, goal: float, sign: float,
+          aside: Sequence[Aside] = ()) -> Iterator[Segment]:
+    """Push the part's trailing face toward `goal` with the closed hand, and back out upward; the sweep waits
+    until every arm going `aside` is clear of the part's way."""
     kind = "screw" if mech.hinge else "cartesian"
     for _ in range(ROUNDS):
         plan = MechanismPlanner(ctx, arm, mech)
@@ -304,6 +309,9 @@ def _push(ctx: SynthContext, arm: str, mech: Mechanism, goal: float, sign: float
         if not early:
             yield Gripper(arm, 0.0, ticks=1)
         yield plan.timed(best.descent, NEAR_SPEED, "cartesian")
+        if aside:
+            yield Wait(ctx.env.fps * WAIT_FOR_ARM_S, until=lambda: all(a.clear() for a in aside), required=True,
+                       name=f"{mech.joint}'s way clear of the other arm")
         yield Guarded(plan.timed(best.sweep, SWEEP_SPEED, kind),
                       until=functools.partial(_reached, ctx, mech, goal, sign), required=False,
                       name=f"push {mech.joint}")
@@ -316,42 +324,97 @@ def _push(ctx: SynthContext, arm: str, mech: Mechanism, goal: float, sign: float
 
 
 # ----- the skills ---------------------------------------------------------------------------------------
-def _clear_path(ctx: SynthContext, arm: str, mech: Mechanism, goal: float) -> Iterator[Segment]:
+def _clear_path(ctx: SynthContext, arm: str, mech: Mechanism, goal: float) -> Generator[Segment, None, list[Aside]]:
     """Send the other arm(s) home first if the part, moving to `goal`, would sweep through them (as a
-    hand that has just put something in the oven and backed out only a little would block its door)."""
+    hand that has just put something in the oven and backed out only a little would block its door).
+
+    One node at a time, the other arm goes home before this one moves. Beside other lanes it goes home in a
+    lane of its own while this arm approaches the part; `_push` holds the sweep until the part's way is
+    clear of it (`Aside.clear`). Returns those arms."""
     world = ctx.world()
-    m = world.model
     values = steps(mech.value, goal, STEP[mech.hinge])[1:]  # where the part will be, not where it is
+    aside: list[Aside] = []
+    executor = ctx.executor
     for other in world.arms:
         if other == arm:
             continue
-        first = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, ctx.env.robot.arm(other).joints[0])
-        mine = subtree_mask(m, int(m.jnt_bodyid[first]))[m.geom_bodyid]  # the other arm's geoms
-        q, margin = ctx.executor.arm_target(other), world.margin
-        world.margin = margin + CHECK_MARGIN
-        try:
-            blocked = False
+        q = ctx.executor.planning_pose(other)
+        blocked = _sweep_hits(ctx, mech, values, other, [q])
+        home = np.array(ctx.env.robot.arm(other).home)
+        if not blocked or np.max(np.abs(q - home)) <= 1e-6:
+            continue
+        if not ctx.concurrent:
+            yield from _out_of_the_way(ctx, other, mech)
+            continue
+        yield Wait(ctx.env.fps * WAIT_FOR_ARM_S, until=lambda o=other: executor.lane_of(o) is None, required=True,
+                   name=f"the {other} arm free to go out of the way")
+        lane = ctx.run_beside(other, f"{other} arm out of the way", _out_of_the_way(ctx, other, mech))
+        # until it has committed to its first motion: this arm's plans see it where that motion ends
+        yield Wait(ctx.env.fps * WAIT_FOR_ARM_S, until=lambda lane=lane: lane not in executor.lanes
+                   or (lane.segment is not None and not lane.waiting), name=f"the {other} arm on its way")
+        aside.append(Aside(ctx, mech, values, other, lane))
+    return aside
+
+
+def _sweep_hits(ctx: SynthContext, mech: Mechanism, values: Iterable[float], other: str,
+                poses: Iterable[np.ndarray]) -> bool:
+    """Does the part, at any of `values`, come within CHECK_MARGIN of the `other` arm at any of `poses`?"""
+    world = ctx.world()
+    m = world.model
+    first = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, ctx.env.robot.arm(other).joints[0])
+    mine = subtree_mask(m, int(m.jnt_bodyid[first]))[m.geom_bodyid]  # the other arm's geoms
+    margin = world.margin
+    world.margin = margin + CHECK_MARGIN
+    try:
+        for q in poses:
             for v in values:
                 world.set_joint(mech.joint, v)
                 pairs = world.colliding_geoms({other: q})
                 if np.any(mine[pairs[:, 0]] | mine[pairs[:, 1]]):
-                    blocked = True
-                    break
-        finally:
-            world.margin = margin
-            world.set_joint(mech.joint, mech.value)
-        home = np.array(ctx.env.robot.arm(other).home)
-        if blocked and np.max(np.abs(q - home)) > 1e-6:
-            # A hand left inside something (touching it, as after putting the fruit in) is no start for a
-            # free-space plan: it first backs straight out along its tool axis, the way it went in.
-            plan = MechanismPlanner(ctx, other, mech)
-            pos, rot = plan.ik.fk(q)
-            for distance in (2 * APPROACH, APPROACH):  # further back can fold the elbow into the torso
-                out = plan.line(q, rot, pos, pos - distance * rot[:, 2], "anything")
-                if out.complete and plan.free(out.waypoints[-1], None):
-                    yield plan.timed(out.waypoints, NEAR_SPEED, "cartesian")
-                    break
-            yield from ctx.move_to(other, home)
+                    return True
+        return False
+    finally:
+        world.margin = margin
+        world.set_joint(mech.joint, mech.value)
+
+
+def _out_of_the_way(ctx: SynthContext, other: str, mech: Mechanism) -> Iterator[Segment]:
+    q = ctx.executor.arm_target(other)
+    # A hand left inside something (touching it, as after putting the fruit in) is no start for a
+    # free-space plan: it first backs straight out along its tool axis, the way it went in.
+    plan = MechanismPlanner(ctx, other, mech)
+    pos, rot = plan.ik.fk(q)
+    for distance in (2 * APPROACH, APPROACH):  # further back can fold the elbow into the torso
+        out = plan.line(q, rot, pos, pos - distance * rot[:, 2], "anything")
+        if out.complete and plan.free(out.waypoints[-1], None):
+            yield plan.timed(out.waypoints, NEAR_SPEED, "cartesian")
+            break
+    yield from ctx.move_to(other, np.array(ctx.env.robot.arm(other).home))
+
+
+@dataclass
+class Aside:
+    """An arm going out of a part's way in a lane of its own; `clear` once the part may sweep."""
+
+    ctx: SynthContext
+    mech: Mechanism
+    values: np.ndarray
+    arm: str
+    lane: Lane
+    _asked: int = 0
+
+    def clear(self) -> bool:
+        executor = self.ctx.executor
+        if self.lane not in executor.lanes:
+            return True
+        self._asked += 1
+        if self._asked % GATE_EVERY:  # a look costs ~len(values) checks per pose: not every tick
+            return False
+        track = self.lane.track()
+        poses = [executor.arm_target(self.arm)]
+        if track is not None:
+            poses += list(track[::GATE_EVERY]) + [track[-1]]
+        return not _sweep_hits(self.ctx, self.mech, self.values, self.arm, poses)
 
 
 def _park(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment]:
@@ -370,7 +433,10 @@ def open(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment
     goal = _goal(ctx, binding, mech, opening=True)
     if _reached(ctx, mech, goal, 1.0, settled=True):
         return
-    yield from _clear_path(ctx, arm, mech, goal)
+    aside = yield from _clear_path(ctx, arm, mech, goal)
+    if aside:  # a pull swings the part from the first tick on
+        yield Wait(ctx.env.fps * WAIT_FOR_ARM_S, until=lambda: all(a.clear() for a in aside), required=True,
+                   name=f"{mech.joint}'s way clear of the other arm")
     plan = MechanismPlanner(ctx, arm, mech)
     status = yield from _pull(ctx, plan, goal, 1.0, allow_short=mech.hinge)
     mech = refresh(ctx, mech)
@@ -389,6 +455,6 @@ def close(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segmen
     goal = _goal(ctx, binding, mech, opening=False)
     if _reached(ctx, mech, goal, -1.0, settled=True):
         return
-    yield from _clear_path(ctx, arm, mech, goal)
-    yield from _push(ctx, arm, mech, goal, -1.0)
+    aside = yield from _clear_path(ctx, arm, mech, goal)
+    yield from _push(ctx, arm, mech, goal, -1.0, aside)
     yield from _park(ctx, binding, arm)
