@@ -1,11 +1,16 @@
-"""Synthesis figures, measured in one run:
+"""Synthesis figures, concurrent against `--sequential`, measured side by side in one run on the same seeds.
 
-1. Throughput: `x2 synth`'s runner with --workers 2 on fruit_in_microwave (state only): accepted demos
-   per minute and acceptance rate (targets: >= 10 / min, >= 80 %).
-2. Overhead: wall time of a 1-worker synthesis / wall time of stepping the same accepted action
-   streams in the simulator without planning (target <= 1.5), with where the rest goes.
+For each schedule (the arm scheduler, and one node at a time):
 
-Usage: python bench/bench_synth.py [--task fruit_in_microwave] [--n 20] [--overhead-n 6]
+1. Throughput: `x2 synth`'s runner with 2 workers on fruit_in_microwave (state only): accepted demos per
+   minute, acceptance rate, mean episode length of the accepted demos.
+2. The physics floor: the same accepted action streams stepped in the simulator alone (reset + step, no
+   planning, no labels, no disk) on as many processes as the synthesis had workers. The overhead ratio is
+   synthesis wall / floor wall (1.0 would be synthesis at the cost of its physics).
+3. Contacts: the deepest penetration in every accepted episode, recomputed from its stored states (what
+   `x2 datasets validate --physics` reports), against the 5 mm limit.
+
+Usage: python bench/bench_synth.py [--task fruit_in_microwave] [--n 100] [--workers 2] [--seed 0]
 """
 
 from __future__ import annotations
@@ -15,65 +20,94 @@ import json
 import platform
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+
+import numpy as np
 
 from x2.datasets import Dataset
 from x2.format import SYNTH_REPORT_FILE
+from x2.rollout.replay import PENETRATION_LIMIT_M, deepest_penetration
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.spec import load_env
 from x2.synth.runner import SynthConfig, SynthRun
 
 
-def synthesise(task: str, n: int, workers: int, out: Path, seed: int) -> tuple[float, dict]:
+def synthesise(task: str, n: int, workers: int, out: Path, seed: int, sequential: bool) -> tuple[float, dict]:
     t0 = time.perf_counter()
-    SynthRun(SynthConfig(task, n=n, workers=workers, seed=seed), out).run()
+    SynthRun(SynthConfig(task, n=n, workers=workers, seed=seed, sequential=sequential), out).run()
     wall = time.perf_counter() - t0
     return wall, json.loads((out / SYNTH_REPORT_FILE).read_text())
 
 
-def step_accepted(task: str, path: Path) -> float:
-    """Replay every accepted episode's actions through the simulator: reset + step, nothing else."""
+def _step_share(task: str, path: str, indices: list[int]) -> float:
+    """In a fresh process: step the actions of these episodes from their seeds; the seconds it took."""
     backend = MujocoBackend(load_env(task))
     ds = Dataset.open(path)
-    total = 0.0
-    for record in ds.episodes():
-        with ds.load(record.index) as ep:
-            actions, seed = ep["action"], int(ep.attrs["seed"])
-        t0 = time.perf_counter()
+    streams = []
+    for index in indices:
+        with ds.load(index) as ep:
+            streams.append((int(ep.attrs["seed"]), np.asarray(ep["action"])))
+    t0 = time.perf_counter()
+    for seed, actions in streams:
         backend.reset(seed)
         for a in actions:
             backend.step(a)
-        total += time.perf_counter() - t0
-    return total
+    return time.perf_counter() - t0
+
+
+def physics_floor(task: str, path: Path, workers: int) -> float:
+    """Wall seconds to step every accepted episode on `workers` processes: the slowest share, each share
+    timed inside its process once its episodes are loaded (process start-up and reading are not physics)."""
+    indices = [r.index for r in Dataset.open(path).episodes()]
+    shares = [indices[w::workers] for w in range(workers)]
+    with ProcessPoolExecutor(workers) as pool:
+        return max(pool.map(_step_share, [task] * workers, [str(path)] * workers, shares))
+
+
+def deepest_mm(path: Path) -> tuple[float, int]:
+    ds = Dataset.open(path)
+    worst = (0.0, -1)
+    for record in ds.episodes():
+        with ds.load(record.index) as ep:
+            worst = max(worst, (deepest_penetration(ep).depth * 1e3, record.index))
+    return worst
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", default="fruit_in_microwave")
-    parser.add_argument("--n", type=int, default=20, help="demos for the throughput run (2 workers)")
-    parser.add_argument("--overhead-n", type=int, default=6, help="demos for the overhead run (1 worker)")
+    parser.add_argument("--n", type=int, default=100, help="accepted demos per schedule")
+    parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    print(f"machine: {platform.node()} {platform.machine()} python {platform.python_version()}; task {args.task}")
+    print(f"machine: {platform.node()} {platform.machine()} python {platform.python_version()}; task {args.task}; "
+          f"n {args.n}, {args.workers} workers, master seed {args.seed}")
+    rows = {}
     with tempfile.TemporaryDirectory() as tmp:
-        wall, report = synthesise(args.task, args.n, 2, Path(tmp) / "throughput", args.seed)
-        rate = 60.0 * report["accepted"] / wall
-        print(f"throughput (2 workers): {report['accepted']} accepted / {report['attempted']} attempted "
-              f"({100 * report['acceptance_rate']:.0f} %) in {wall:.1f} s -> {rate:.1f} accepted/min")
-        print(f"  rejections: {report['rejections']}")
-
-        wall1, report1 = synthesise(args.task, args.overhead_n, 1, Path(tmp) / "overhead", args.seed + 1)
-        stepping = step_accepted(args.task, Path(tmp) / "overhead")
-        t = report1["attempt_time_s"]
-        accepted_total = sum(a["timing_s"].get("total", 0.0) for a in report1["attempts"] if a["accepted"])
-        rejected_total = sum(a["timing_s"].get("total", 0.0) for a in report1["attempts"] if not a["accepted"])
-        print(f"overhead (1 worker, {report1['accepted']} accepted / {report1['attempted']} attempted): "
-              f"synthesis wall {wall1:.2f} s / stepping the accepted actions {stepping:.2f} s = "
-              f"{wall1 / stepping:.2f}")
-        print(f"  where it goes: loop time in accepted attempts {accepted_total:.2f} s, in rejected attempts "
-              f"{rejected_total:.2f} s; teacher (skills: IK, planning, segment play) {t['teacher']:.2f} s, "
-              f"physics step {t['step']:.2f} s; the rest (commit to disk, reset, labels, startup) "
-              f"{wall1 - t['total']:.2f} s")
+        for schedule in ("concurrent", "sequential"):
+            out = Path(tmp) / schedule
+            wall, report = synthesise(args.task, args.n, args.workers, out, args.seed, schedule == "sequential")
+            floor = physics_floor(args.task, out, args.workers)
+            ticks = [a["ticks"] for a in report["attempts"] if a["accepted"]]
+            depth, where = deepest_mm(out)
+            rows[schedule] = row = {
+                "rate": 60.0 * report["accepted"] / wall, "accepted": report["accepted"],
+                "attempted": report["attempted"], "mean_ticks": float(np.mean(ticks)), "wall": wall,
+                "floor": floor, "depth_mm": depth}
+            print(f"{schedule}: {report['accepted']} accepted / {report['attempted']} attempted "
+                  f"({100 * report['accepted'] / report['attempted']:.1f} %) in {wall:.1f} s -> "
+                  f"{row['rate']:.1f} accepted/min; mean length {row['mean_ticks']:.1f} ticks")
+            print(f"  rejections: {report['rejections']}")
+            print(f"  physics floor ({args.workers} processes, the same accepted streams): {floor:.1f} s -> "
+                  f"overhead ratio {wall / floor:.2f}")
+            print(f"  deepest penetration {depth:.2f} mm (episode {where}); limit {PENETRATION_LIMIT_M * 1e3:g} mm")
+            t = report["attempt_time_s"]
+            print(f"  per attempt, summed over workers: loop {t['total']:.1f} s = teacher {t['teacher']:.1f} s + "
+                  f"physics step {t['step']:.1f} s + the rest {t['total'] - t['teacher'] - t['step']:.1f} s")
+    c, s = rows["concurrent"], rows["sequential"]
+    print(f"concurrent / sequential: throughput {c['rate'] / s['rate']:.2f}x, mean length "
+          f"{c['mean_ticks'] / s['mean_ticks']:.2f} ({100 * (1 - c['mean_ticks'] / s['mean_ticks']):.1f} % shorter)")
 
 
 if __name__ == "__main__":

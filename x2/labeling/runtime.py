@@ -180,6 +180,10 @@ class DagRuntime:
     def completion_frames(self) -> dict[str, int | None]:
         return dict(zip(self._dag.nodes, self._done_frame, strict=True))
 
+    def completed(self, node: str) -> bool:
+        """Has `node` completed? (The per-tick question of a scheduler: no dict built.)"""
+        return self._done[self._dag.index[node]]
+
     @property
     def active_nodes(self) -> set[str]:
         return {self._dag.nodes[v] for v in self._active}

@@ -79,7 +79,7 @@ class SynthContext:
         return self.executor.add_lane(Lane(key, {arm}, program))
 
     def node_done(self, node: str) -> bool:
-        return self.monitor.runtime.completion_frames.get(node) is not None
+        return self.monitor.runtime.completed(node)
 
     def arm_for(self, target_pos: np.ndarray) -> str:
         """`arm: auto`: the arm whose tcp is nearest the target (ties: the first arm)."""
