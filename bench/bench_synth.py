@@ -10,14 +10,20 @@ For each schedule (the arm scheduler, and one node at a time):
 3. Contacts: the deepest penetration in every accepted episode, recomputed from its stored states (what
    `x2 datasets validate --physics` reports), against the 5 mm limit.
 
-Usage: python bench/bench_synth.py [--task fruit_in_microwave] [--n 100] [--workers 2] [--seed 0]
+With `--before DIR` (a checkout of an older commit, e.g. `git worktree add /tmp/before COMMIT`), that
+commit's `x2 synth` runs first on the same seeds, in a subprocess on its own code, as the baseline.
+
+Usage: python bench/bench_synth.py [--task fruit_in_microwave] [--n 100] [--workers 2] [--seed 0] [--before DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import subprocess
+import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -36,6 +42,16 @@ from x2.synth.runner import SynthConfig, SynthRun
 def synthesise(task: str, n: int, workers: int, out: Path, seed: int, sequential: bool) -> tuple[float, dict]:
     t0 = time.perf_counter()
     SynthRun(SynthConfig(task, n=n, workers=workers, seed=seed, sequential=sequential), out).run()
+    wall = time.perf_counter() - t0
+    return wall, json.loads((out / SYNTH_REPORT_FILE).read_text())
+
+
+def synthesise_before(code: Path, task: str, n: int, workers: int, out: Path, seed: int) -> tuple[float, dict]:
+    """The older commit's synthesis, run as its CLI would run it, on its own code."""
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    t0 = time.perf_counter()  # (the cwd is the checkout: -m puts the cwd first on sys.path)
+    subprocess.run([sys.executable, "-m", "x2", "synth", "--task", task, "-n", str(n), "--workers", str(workers),
+                    "--seed", str(seed), "--dataset", str(out)], env=env, cwd=code, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
     return wall, json.loads((out / SYNTH_REPORT_FILE).read_text())
 
@@ -80,14 +96,19 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100, help="accepted demos per schedule")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--before", type=Path, help="a checkout of an older commit: its synthesis is the baseline")
     args = parser.parse_args()
     print(f"machine: {platform.node()} {platform.machine()} python {platform.python_version()}; task {args.task}; "
           f"n {args.n}, {args.workers} workers, master seed {args.seed}")
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for schedule in ("concurrent", "sequential"):
+        schedules = (("before",) if args.before else ()) + ("concurrent", "sequential")
+        for schedule in schedules:
             out = Path(tmp) / schedule
-            wall, report = synthesise(args.task, args.n, args.workers, out, args.seed, schedule == "sequential")
+            if schedule == "before":
+                wall, report = synthesise_before(args.before, args.task, args.n, args.workers, out, args.seed)
+            else:
+                wall, report = synthesise(args.task, args.n, args.workers, out, args.seed, schedule == "sequential")
             floor = physics_floor(args.task, out, args.workers)
             ticks = [a["ticks"] for a in report["attempts"] if a["accepted"]]
             depth, where = deepest_mm(out)
@@ -105,9 +126,12 @@ def main() -> None:
             t = report["attempt_time_s"]
             print(f"  per attempt, summed over workers: loop {t['total']:.1f} s = teacher {t['teacher']:.1f} s + "
                   f"physics step {t['step']:.1f} s + the rest {t['total'] - t['teacher'] - t['step']:.1f} s")
-    c, s = rows["concurrent"], rows["sequential"]
-    print(f"concurrent / sequential: throughput {c['rate'] / s['rate']:.2f}x, mean length "
-          f"{c['mean_ticks'] / s['mean_ticks']:.2f} ({100 * (1 - c['mean_ticks'] / s['mean_ticks']):.1f} % shorter)")
+    c = rows["concurrent"]
+    for name in ("sequential", "before") if args.before else ("sequential",):
+        s = rows[name]
+        shorter = 1 - c["mean_ticks"] / s["mean_ticks"]
+        print(f"concurrent / {name}: throughput {c['rate'] / s['rate']:.2f}x, mean length "
+              f"{c['mean_ticks'] / s['mean_ticks']:.2f} ({100 * shorter:.1f} % shorter)")
 
 
 if __name__ == "__main__":
