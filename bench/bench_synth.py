@@ -51,7 +51,8 @@ def synthesise_before(code: Path, task: str, n: int, workers: int, out: Path, se
     env = {**os.environ, "PYTHONPATH": str(code)}
     t0 = time.perf_counter()  # (the cwd is the checkout: -m puts the cwd first on sys.path)
     subprocess.run([sys.executable, "-m", "x2", "synth", "--task", task, "-n", str(n), "--workers", str(workers),
-                    "--seed", str(seed), "--dataset", str(out)], env=env, cwd=code, check=True, stdout=subprocess.DEVNULL)
+                    "--seed", str(seed), "--dataset", str(out)],
+                   env=env, cwd=code, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
     return wall, json.loads((out / SYNTH_REPORT_FILE).read_text())
 
