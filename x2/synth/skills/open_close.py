@@ -32,7 +32,7 @@ import numpy as np
 
 from x2.spec.env import SkillBinding
 from x2.synth.context import SynthContext
-from x2.synth.executor import Lane
+from x2.synth.executor import Lane, SkillExecutor
 from x2.synth.motion.paths import steps
 from x2.synth.segments import Gripper, Guarded, Segment, SkillFailure, Wait
 from x2.synth.skills.mechanism import (
@@ -346,14 +346,22 @@ def _clear_path(ctx: SynthContext, arm: str, mech: Mechanism, goal: float) -> Ge
         if not ctx.concurrent:
             yield from _out_of_the_way(ctx, other, mech)
             continue
-        yield Wait(ctx.env.fps * WAIT_FOR_ARM_S, until=lambda o=other: executor.lane_of(o) is None, required=True,
+        yield Wait(ctx.env.fps * WAIT_FOR_ARM_S, until=functools.partial(_free, executor, other), required=True,
                    name=f"the {other} arm free to go out of the way")
         lane = ctx.run_beside(other, f"{other} arm out of the way", _out_of_the_way(ctx, other, mech))
         # until it has committed to its first motion: this arm's plans see it where that motion ends
-        yield Wait(ctx.env.fps * WAIT_FOR_ARM_S, until=lambda lane=lane: lane not in executor.lanes
-                   or (lane.segment is not None and not lane.waiting), name=f"the {other} arm on its way")
+        yield Wait(ctx.env.fps * WAIT_FOR_ARM_S, until=functools.partial(_under_way, executor, lane),
+                   name=f"the {other} arm on its way")
         aside.append(Aside(ctx, mech, values, other, lane))
     return aside
+
+
+def _free(executor: SkillExecutor, arm: str) -> bool:
+    return executor.lane_of(arm) is None
+
+
+def _under_way(executor: SkillExecutor, lane: Lane) -> bool:
+    return lane not in executor.lanes or (lane.segment is not None and not lane.waiting)
 
 
 def _sweep_hits(ctx: SynthContext, mech: Mechanism, values: Iterable[float], other: str,
