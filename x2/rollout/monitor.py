@@ -7,17 +7,32 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
 from x2.labeling import DagRuntime, Event
-from x2.spec.env import TaskSpec
+from x2.spec.env import NodeSpec, TaskSpec
 from x2.tasks.predicates import PREDICATES, WorldView
 
 
+def default_arms(node: NodeSpec, arm_names: Sequence[str]) -> tuple[str, ...]:
+    """The arms a node is attributed to before anything runs: its skill binding's `left`/`right` arm, else
+    (`both`, `auto`, no skill, or an arm the robot does not have) every arm of the robot, in robot order."""
+    binding = node.skill
+    if binding is not None and binding.arm in arm_names:
+        return (binding.arm,)
+    return tuple(arm_names)
+
+
 class TaskMonitor:
-    def __init__(self, task: TaskSpec, world: WorldView, fps: int):
+    """`arms` names the robot's arms in robot order (none: no per-arm attribution and no per-arm labels)."""
+
+    def __init__(self, task: TaskSpec, world: WorldView, fps: int, arms: Sequence[str] = ()):
         self.task, self.world, self.fps = task, world, fps
+        self.arm_names = tuple(arms)
+        self._default_arms = {n.id: default_arms(n, self.arm_names) for n in task.nodes}
+        self.node_arms: dict[str, tuple[str, ...]] = dict(self._default_arms)
         # Bound once: the per-tick path is a dict hit and plain calls, no registry lookups.
         self._success_calls = {n.id: [(PREDICATES[c.name].fn, c.args) for c in n.success] for n in task.nodes}
         self._failure_calls = {n.id: [(PREDICATES[c.name].fn, c.args, c.describe()) for c in n.failure]
@@ -27,6 +42,17 @@ class TaskMonitor:
 
     def reset(self) -> None:
         self.runtime.reset()
+        self.node_arms = dict(self._default_arms)
+
+    def assign_arms(self, node: str, arms: Sequence[str]) -> None:
+        """Attribute `node` to the arms it really runs on (synthesis resolves `auto` when the node starts)."""
+        if node not in self.node_arms:
+            raise ValueError(f"assign_arms: node {node!r} unknown; nodes: {', '.join(self.node_arms)}")
+        unknown = [a for a in arms if a not in self.arm_names]
+        if unknown:
+            raise ValueError(f"assign_arms: {node}: arm(s) {', '.join(map(repr, unknown))} unknown; "
+                             f"arms: {', '.join(self.arm_names) or 'none'}")
+        self.node_arms[node] = tuple(a for a in self.arm_names if a in arms)  # robot order, once each
 
     def _success(self, node: str) -> bool:
         world = self.world

@@ -78,7 +78,7 @@ def relabel(ep: Episode, specs: Specs = "file") -> RelabelReport:
             report.notes.append(f"today's specs differ from the file's ({drift}); relabelled from the file "
                                 "(--specs current uses today's)")
         backend = world.backend
-        monitor = TaskMonitor(task, backend, env.fps)
+        monitor = TaskMonitor(task, backend, env.fps, [arm.name for arm in env.robot.arms])
         states = ep[fmt.STATES]
         for t in range(len(states)):
             backend.set_state(states[t])
