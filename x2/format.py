@@ -82,7 +82,7 @@ SUBTASK_INDEX = "labels/subtask_index"  # (T,) int16
 ACTIVE_MASK = "labels/active_mask"  # (T, N) bool
 PROGRESS = "labels/progress"  # (T,) float32
 SUBTASK_NAMES_ATTR = "subtask_names"  # attr of LABELS
-DAG = "dag"  # attrs nodes, edges, scores, events, failure
+DAG = "dag"  # attrs nodes, edges, scores, events, failure, arms
 COMPLETION_FRAME = "dag/completion_frame"  # (N,) int32
 DEVICE = "device"  # /<kind>/<stream>: a teleoperated episode's raw device stream
 TIMING = "timing"  # /<stage>_ms (T,) float32; attrs: the wall clock's other facts
@@ -434,7 +434,7 @@ def check_labels(labels: Mapping[str, Any], dag: Mapping[str, Any], frames: int,
 
 
 def check_dag(dag: Mapping[str, Any], frames: int, where: object) -> tuple[dict[str, Any], Array]:
-    """Normalised /dag attrs (nodes, edges, scores, events, failure) and completion_frame."""
+    """Normalised /dag attrs (nodes, edges, scores, events, failure, and arms when given) and completion_frame."""
     try:
         nodes = [str(n) for n in dag.get("nodes", [])]
         events = [[str(node), int(frame)] for node, frame in dag.get("events", [])]
@@ -448,6 +448,7 @@ def check_dag(dag: Mapping[str, Any], frames: int, where: object) -> tuple[dict[
         raise DatasetError(f"{where}: dag: found malformed nodes/edges/events/failure/scores; allowed: "
                            "nodes [str], edges [[u, v]], events [[node, frame]], failure null or "
                            "[node, frame, reason], scores JSON, completion_frame [int]") from None
+    arms = check_arms(dag["arms"], nodes, where) if "arms" in dag else None
     for node, frame in events + ([failure[:2]] if failure else []):
         if node not in nodes or not 0 <= frame < frames:
             raise DatasetError(f"{where}: dag/events: found [{node!r}, {frame}]; "
@@ -456,7 +457,26 @@ def check_dag(dag: Mapping[str, Any], frames: int, where: object) -> tuple[dict[
         raise DatasetError(f"{where}: {COMPLETION_FRAME}: found {completion.dtype}{completion.shape}; "
                            f"allowed: ({len(nodes)},), one frame per node (-1 never)")
     attrs = {"nodes": nodes, "edges": edges, "scores": scores, "events": events, "failure": failure}
+    if arms is not None:  # last, so the attrs an episode had before it are created as they were
+        attrs["arms"] = arms
     return attrs, completion.astype(np.int32)
+
+
+def check_arms(arms: Any, nodes: Sequence[str], where: object) -> dict[str, list[str]]:
+    """/dag `arms`: every node -> the arms it ran on (a list of arm names, possibly empty)."""
+    allowed = f"allowed: {{node: [arm name, ...]}} for every node of {list(nodes)}"
+    if not isinstance(arms, Mapping):
+        raise DatasetError(f"{where}: dag/arms: found {arms!r:.60}; {allowed}")
+    for node, names in arms.items():
+        if node not in nodes:
+            raise DatasetError(f"{where}: dag/arms: found node {node!r}; {allowed}")
+        if isinstance(names, str) or not isinstance(names, Sequence) or \
+                not all(isinstance(a, str) for a in names):
+            raise DatasetError(f"{where}: dag/arms/{node}: found {names!r:.60}; allowed: a list of arm names")
+    missing = [n for n in nodes if n not in arms]
+    if missing:
+        raise DatasetError(f"{where}: dag/arms: found no arms for node {missing[0]!r}; {allowed}")
+    return {n: list(arms[n]) for n in nodes}
 
 
 def check_timing(per_tick: Mapping[str, Sequence[float]], given: Mapping[str, Any], frames: int,

@@ -265,6 +265,17 @@ class Episode:
                 for key, default in (("nodes", []), ("edges", []), ("scores", {}))}
 
     @property
+    def node_arms(self) -> dict[str, list[str]] | None:
+        """/dag `arms`: each node -> the arms it ran on. None in an episode recorded before x2 stored it: read
+        that as every node on every arm."""
+        group = self._group(fmt.DAG)
+        raw = _json_attr(group.attrs, "arms", None, self.path) if group is not None else None
+        if raw is None:
+            return None
+        nodes = _json_attr(group.attrs, "nodes", [], self.path) if group is not None else []
+        return fmt.check_arms(raw, [str(n) for n in nodes] if isinstance(nodes, list) else [], self.path)
+
+    @property
     def events(self) -> list[tuple[str, int]]:
         group = self._group(fmt.DAG)
         return parse_events(_json_attr(group.attrs, "events", [], self.path) if group is not None else [], self.path)

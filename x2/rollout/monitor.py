@@ -73,7 +73,7 @@ class TaskMonitor:
         return self.runtime.success or self.runtime.failure is not None
 
     def dag_record(self) -> dict[str, object]:
-        """What the store keeps under /dag and in /labels."""
+        """What the store keeps under /dag and in /labels (`arms`: the arms each node ran on, see assign_arms)."""
         rt = self.runtime
         nodes = list(self.task.node_ids)
         completion = np.array([-1 if rt.completion_frames[n] is None else rt.completion_frames[n] for n in nodes],
@@ -85,6 +85,7 @@ class TaskMonitor:
             "completion_frame": completion,
             "events": [[n, int(f)] for n, f in rt.events],
             "failure": None if rt.failure is None else [rt.failure[0], int(rt.failure[1]), rt.failure[2]],
+            "arms": {n: list(self.node_arms[n]) for n in nodes},
             "predicates": json.dumps({n.id: {"success": [c.describe() for c in n.success],
                                              "failure": [c.describe() for c in n.failure]} for n in self.task.nodes}),
         }
