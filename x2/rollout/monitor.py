@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from x2.labeling import DagRuntime, Event
+from x2 import format as fmt
+from x2.labeling import DagRuntime, Event, arm_label_arrays, arm_segment_owners
 from x2.spec.env import NodeSpec, TaskSpec
 from x2.tasks.predicates import PREDICATES, WorldView
 
@@ -86,9 +87,18 @@ class TaskMonitor:
             "events": [[n, int(f)] for n, f in rt.events],
             "failure": None if rt.failure is None else [rt.failure[0], int(rt.failure[1]), rt.failure[2]],
             "arms": {n: list(self.node_arms[n]) for n in nodes},
+            fmt.ARM_NAMES_ATTR: list(self.arm_names),  # (for /labels: the arm of each arm_subtask_index column)
             "predicates": json.dumps({n.id: {"success": [c.describe() for c in n.success],
                                              "failure": [c.describe() for c in n.failure]} for n in self.task.nodes}),
         }
 
     def labels(self) -> dict[str, np.ndarray]:
-        return self.runtime.label_arrays()
+        """The runtime's label arrays, and with arms arm_subtask_index (T, A) from the arms each node ran on."""
+        out = self.runtime.label_arrays()
+        rt = self.runtime
+        if self.arm_names and rt.first_frame is not None:
+            nodes = rt.nodes
+            owners = arm_segment_owners(rt.events, nodes, self.node_arms, self.arm_names, rt.first_frame,
+                                        rt.n_frames, None if rt.failure is None else rt.failure[0])
+            out.update(arm_label_arrays(nodes, owners, rt.n_frames))
+        return out
