@@ -82,7 +82,9 @@ SUBTASK_INDEX = "labels/subtask_index"  # (T,) int16
 ACTIVE_MASK = "labels/active_mask"  # (T, N) bool
 PROGRESS = "labels/progress"  # (T,) float32
 SUBTASK_NAMES_ATTR = "subtask_names"  # attr of LABELS
-DAG = "dag"  # attrs nodes, edges, scores, events, failure
+ARM_SUBTASK_INDEX = "labels/arm_subtask_index"  # (T, A) int16: per arm, the subtask it works on
+ARM_NAMES_ATTR = "arm_names"  # attr of ARM_SUBTASK_INDEX: the arm of each column, in robot order
+DAG = "dag"  # attrs nodes, edges, scores, events, failure, arms
 COMPLETION_FRAME = "dag/completion_frame"  # (N,) int32
 DEVICE = "device"  # /<kind>/<stream>: a teleoperated episode's raw device stream
 TIMING = "timing"  # /<stage>_ms (T,) float32; attrs: the wall clock's other facts
@@ -414,12 +416,22 @@ def check_shapes(shapes: Mapping[str, Any], where: object) -> dict[str, tuple[in
 
 
 def check_labels(labels: Mapping[str, Any], dag: Mapping[str, Any], frames: int,
-                 where: object) -> tuple[dict[str, Array], list[str]]:
+                 where: object) -> tuple[dict[str, Array], list[str], list[str]]:
+    """Label arrays as stored, the subtask names and the arm names (``dag[ARM_NAMES_ATTR]``, the arm of each
+    arm_subtask_index column)."""
     names = [str(n) for n in labels.get(SUBTASK_NAMES_ATTR, dag.get("nodes", []))]
+    arm_names = dag.get(ARM_NAMES_ATTR, [])
+    if isinstance(arm_names, str) or not isinstance(arm_names, Sequence) or \
+            not all(isinstance(a, str) for a in arm_names) or len(set(arm_names)) != len(arm_names):
+        raise DatasetError(f"{where}: {ARM_SUBTASK_INDEX}: {ARM_NAMES_ATTR}: found {arm_names!r:.60}; "
+                           "allowed: a list of distinct arm names")
     dtypes = {"subtask_index": np.int16, "active_mask": np.bool_, "progress": np.float32}
     out: dict[str, Array] = {}
     for key, value in labels.items():
         if key == SUBTASK_NAMES_ATTR:
+            continue
+        if label_path(key) == ARM_SUBTASK_INDEX:
+            out[key] = _check_arm_labels(value, len(names), list(arm_names), frames, where)
             continue
         try:
             arr = np.asarray(value, dtype=dtypes.get(safe_name(key, "labels", where)))
@@ -430,11 +442,25 @@ def check_labels(labels: Mapping[str, Any], dag: Mapping[str, Any], frames: int,
             raise DatasetError(f"{where}: {label_path(key)}: found {arr.dtype}{arr.shape}; "
                                f"allowed: a numeric array with {frames} rows")
         out[key] = arr
-    return out, names
+    return out, names, list(arm_names)
+
+
+def _check_arm_labels(value: Any, n_nodes: int, arm_names: Sequence[str], frames: int, where: object) -> Array:
+    arr = np.asarray(value)
+    shape = (frames, len(arm_names))
+    if arr.dtype.kind not in "iu" or arr.shape != shape or not arm_names:
+        raise DatasetError(f"{where}: {ARM_SUBTASK_INDEX}: found {arr.dtype}{arr.shape} for arms {list(arm_names)}; "
+                           f"allowed: an integer array of shape {shape}, one column per arm (at least one)")
+    bad = (arr < -1) | (arr > n_nodes)
+    if bad.any():
+        t, a = (int(i) for i in np.argwhere(bad)[0])
+        raise DatasetError(f"{where}: {ARM_SUBTASK_INDEX}: found {int(arr[t, a])} at frame {t}, arm "
+                           f"{arm_names[a]!r}; allowed: -1 (unfinished) to {n_nodes} (done)")
+    return arr.astype(np.int16)
 
 
 def check_dag(dag: Mapping[str, Any], frames: int, where: object) -> tuple[dict[str, Any], Array]:
-    """Normalised /dag attrs (nodes, edges, scores, events, failure) and completion_frame."""
+    """Normalised /dag attrs (nodes, edges, scores, events, failure, and arms when given) and completion_frame."""
     try:
         nodes = [str(n) for n in dag.get("nodes", [])]
         events = [[str(node), int(frame)] for node, frame in dag.get("events", [])]
@@ -448,6 +474,7 @@ def check_dag(dag: Mapping[str, Any], frames: int, where: object) -> tuple[dict[
         raise DatasetError(f"{where}: dag: found malformed nodes/edges/events/failure/scores; allowed: "
                            "nodes [str], edges [[u, v]], events [[node, frame]], failure null or "
                            "[node, frame, reason], scores JSON, completion_frame [int]") from None
+    arms = check_arms(dag["arms"], nodes, where, dag.get(ARM_NAMES_ATTR)) if "arms" in dag else None
     for node, frame in events + ([failure[:2]] if failure else []):
         if node not in nodes or not 0 <= frame < frames:
             raise DatasetError(f"{where}: dag/events: found [{node!r}, {frame}]; "
@@ -456,7 +483,32 @@ def check_dag(dag: Mapping[str, Any], frames: int, where: object) -> tuple[dict[
         raise DatasetError(f"{where}: {COMPLETION_FRAME}: found {completion.dtype}{completion.shape}; "
                            f"allowed: ({len(nodes)},), one frame per node (-1 never)")
     attrs = {"nodes": nodes, "edges": edges, "scores": scores, "events": events, "failure": failure}
+    if arms is not None:  # last, so the attrs an episode had before it are created as they were
+        attrs["arms"] = arms
     return attrs, completion.astype(np.int32)
+
+
+def check_arms(arms: Any, nodes: Sequence[str], where: object,
+               arm_names: Sequence[str] | None = None) -> dict[str, list[str]]:
+    """/dag `arms`: every node -> the arms it ran on (a list of arm names, possibly empty; with `arm_names`,
+    each one of those)."""
+    allowed = f"allowed: {{node: [arm name, ...]}} for every node of {list(nodes)}"
+    if not isinstance(arms, Mapping):
+        raise DatasetError(f"{where}: dag/arms: found {arms!r:.60}; {allowed}")
+    for node, names in arms.items():
+        if node not in nodes:
+            raise DatasetError(f"{where}: dag/arms: found node {node!r}; {allowed}")
+        if isinstance(names, str) or not isinstance(names, Sequence) or \
+                not all(isinstance(a, str) for a in names):
+            raise DatasetError(f"{where}: dag/arms/{node}: found {names!r:.60}; allowed: a list of arm names")
+        unknown = [a for a in names if arm_names is not None and a not in arm_names]
+        if unknown:
+            raise DatasetError(f"{where}: dag/arms/{node}: found arm {unknown[0]!r}; "
+                               f"allowed: arms of the robot {list(arm_names or [])}")
+    missing = [n for n in nodes if n not in arms]
+    if missing:
+        raise DatasetError(f"{where}: dag/arms: found no arms for node {missing[0]!r}; {allowed}")
+    return {n: list(arms[n]) for n in nodes}
 
 
 def check_timing(per_tick: Mapping[str, Sequence[float]], given: Mapping[str, Any], frames: int,

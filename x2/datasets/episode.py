@@ -256,6 +256,30 @@ class Episode:
         return segments_from_labels(labels, self.subtask_names)
 
     @property
+    def arm_names(self) -> list[str]:
+        """The arm of each arm_subtask_index column, in robot order ([] in an episode without per-arm labels)."""
+        if fmt.ARM_SUBTASK_INDEX not in self:
+            return []
+        names = self.dataset_attrs(fmt.ARM_SUBTASK_INDEX).get(fmt.ARM_NAMES_ATTR)
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise DatasetError(f"{self.path}: {fmt.ARM_SUBTASK_INDEX}: {fmt.ARM_NAMES_ATTR}: found {names!r:.60}; "
+                               "allowed: a list of arm names")
+        return names
+
+    @property
+    def arm_subtask_index(self) -> npt.NDArray[np.generic] | None:
+        """(T, A) per arm, the subtask it works on (codes as subtask_index); None in an episode recorded before
+        x2 kept per-arm labels (`x2 label` computes them for it, with every node on every arm)."""
+        if fmt.ARM_SUBTASK_INDEX not in self:
+            return None
+        arr = self[fmt.ARM_SUBTASK_INDEX]
+        names = self.arm_names
+        if arr.dtype.kind not in "iu" or arr.ndim != 2 or arr.shape[1] != len(names):
+            raise DatasetError(f"{self.path}: {fmt.ARM_SUBTASK_INDEX}: found {arr.dtype}{arr.shape}; "
+                               f"allowed: a (T, {len(names)}) integer array, one column per arm of {names}")
+        return arr
+
+    @property
     def dag(self) -> dict[str, Any]:
         """nodes, edges and scores of the task DAG this episode was labelled with."""
         group = self._group(fmt.DAG)
@@ -263,6 +287,17 @@ class Episode:
             return {"nodes": [], "edges": [], "scores": {}}
         return {key: _json_attr(group.attrs, key, default, self.path)
                 for key, default in (("nodes", []), ("edges", []), ("scores", {}))}
+
+    @property
+    def node_arms(self) -> dict[str, list[str]] | None:
+        """/dag `arms`: each node -> the arms it ran on. None in an episode recorded before x2 stored it: read
+        that as every node on every arm."""
+        group = self._group(fmt.DAG)
+        raw = _json_attr(group.attrs, "arms", None, self.path) if group is not None else None
+        if raw is None:
+            return None
+        nodes = _json_attr(group.attrs, "nodes", [], self.path) if group is not None else []
+        return fmt.check_arms(raw, [str(n) for n in nodes] if isinstance(nodes, list) else [], self.path)
 
     @property
     def events(self) -> list[tuple[str, int]]:

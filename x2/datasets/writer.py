@@ -314,7 +314,7 @@ class EpisodeWriter:
             self.abort()
             raise DatasetError(f"{self.path}: frames: found 0; allowed: at least one appended tick "
                                "(the empty episode was discarded)")
-        label_arrays, names = check_labels(labels, dag, frames, self.path)
+        label_arrays, names, arm_names = check_labels(labels, dag, frames, self.path)
         dag_attrs, completion = check_dag(dag, frames, self.path)
         extra = check_extra(extra_attrs or {}, self.path)
         device_arrays = check_device(device or {}, self.path)
@@ -327,8 +327,8 @@ class EpisodeWriter:
         clock = {safe_name(k, "timing_attrs", self.path): attr_value(v, f"{self.path}: timing/{k}")
                  for k, v in (timing_attrs or {}).items()}
         try:
-            self._write_rest(success, extra, label_arrays, names, dag_attrs, completion, device_arrays,
-                             timing_arrays, group_attrs, clock)
+            self._write_rest(success, extra, label_arrays, (names, arm_names), dag_attrs, completion,
+                             device_arrays, timing_arrays, group_attrs, clock)
             digest = seal(self.path)
             move_into_place(self.path, self._final)
         except (OSError, RuntimeError) as exc:
@@ -360,7 +360,8 @@ class EpisodeWriter:
         raise refused(exc, self.path, f"the episode in progress was discarded, {self._safe_note()}") from None
 
     def _write_rest(self, success: bool, extra: Mapping[str, Any], label_arrays: Mapping[str, npt.NDArray[np.generic]],
-                    names: Sequence[str], dag_attrs: Mapping[str, Any], completion: npt.NDArray[np.generic],
+                    names: tuple[Sequence[str], Sequence[str]], dag_attrs: Mapping[str, Any],
+                    completion: npt.NDArray[np.generic],
                     device_arrays: Mapping[str, Mapping[str, npt.NDArray[np.generic]]],
                     timing_arrays: Mapping[str, npt.NDArray[np.generic]],
                     device_attrs: Mapping[str, Mapping[str, Any]], timing_attrs: Mapping[str, Any]) -> None:
@@ -377,9 +378,12 @@ class EpisodeWriter:
             for key, value in extra.items():  # encoded and checked by check_extra
                 f.attrs[key] = value
             group = f.create_group(fmt.LABELS)
-            group.attrs[fmt.SUBTASK_NAMES_ATTR] = string_array(names)
+            subtask_names, arm_names = names
+            group.attrs[fmt.SUBTASK_NAMES_ATTR] = string_array(subtask_names)
             for key, arr in label_arrays.items():
-                group.create_dataset(key, data=arr, track_times=False)
+                ds = group.create_dataset(key, data=arr, track_times=False)
+                if fmt.label_path(key) == fmt.ARM_SUBTASK_INDEX:
+                    ds.attrs[fmt.ARM_NAMES_ATTR] = string_array(arm_names)
             group = f.create_group(fmt.DAG)
             for key, value in dag_attrs.items():
                 group.attrs[key] = json.dumps(value, sort_keys=True)

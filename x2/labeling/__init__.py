@@ -4,10 +4,20 @@ Pure Python + numpy; no simulator import, so `x2 label` can re-run it offline on
 """
 
 from x2.labeling.dag import Dag, DagError, find_cycle, topological_order
-from x2.labeling.labels import DONE, UNFINISHED, UNFINISHED_INDEX, label_arrays, segment_owners
+from x2.labeling.labels import (
+    ARM_SUBTASK_INDEX_KEY,
+    DONE,
+    UNFINISHED,
+    UNFINISHED_INDEX,
+    arm_label_arrays,
+    arm_segment_owners,
+    label_arrays,
+    segment_owners,
+)
 from x2.labeling.runtime import DagRuntime, Event, Failure, FailurePredicates, Predicates
 
 __all__ = [
+    "ARM_SUBTASK_INDEX_KEY",
     "DONE",
     "UNFINISHED",
     "UNFINISHED_INDEX",
@@ -18,6 +28,8 @@ __all__ = [
     "Failure",
     "FailurePredicates",
     "Predicates",
+    "arm_label_arrays",
+    "arm_segment_owners",
     "find_cycle",
     "label_arrays",
     "segment_owners",

@@ -52,3 +52,38 @@ def label_arrays(nodes: Sequence[str], owners: Sequence[str], active: Sequence[S
         "active_mask": mask,
         "progress": np.asarray(progress, dtype=np.float32).reshape(n_frames),
     }
+
+
+ARM_SUBTASK_INDEX_KEY = "arm_subtask_index"  # the label array's name under /labels
+
+
+def arm_segment_owners(events: Sequence[tuple[str, int]], nodes: Sequence[str],
+                       arms_of_node: Mapping[str, Sequence[str]], arm_names: Sequence[str], first_frame: int,
+                       n_frames: int, failed: str | None = None) -> list[list[str]]:
+    """Per arm (in `arm_names` order), the owner of each frame as `segment_owners` gives it, from the events of
+    the nodes attributed to that arm only. A node missing from `arms_of_node` is on every arm (an episode
+    recorded before the map was kept). Frames after an arm's last event are DONE when every node attributed to
+    it completed and none of them is the `failed` node, else UNFINISHED; an arm without nodes is DONE throughout.
+
+    With one arm carrying every node this is `segment_owners(events, ...)` with success = every node completed
+    and no failure, which is the runtime's success, so the column equals subtask_index.
+    """
+    completed = {node for node, _ in events}
+    out: list[list[str]] = []
+    for arm in arm_names:
+        mine = {n for n in nodes if arm in arms_of_node.get(n, arm_names)}
+        finished = mine <= completed and failed not in mine
+        out.append(segment_owners([e for e in events if e[0] in mine], first_frame, n_frames, finished))
+    return out
+
+
+def arm_label_arrays(nodes: Sequence[str], owners: Sequence[Sequence[str]],
+                     n_frames: int) -> dict[str, npt.NDArray[np.generic]]:
+    """arm_subtask_index (T, A) int16: column a codes `owners[a]` as subtask_index codes its owners
+    (declared node index, len(nodes) DONE, -1 UNFINISHED)."""
+    code: Mapping[str, int] = {**{n: i for i, n in enumerate(nodes)}, DONE: len(nodes),
+                               UNFINISHED: UNFINISHED_INDEX}
+    table = np.full((n_frames, len(owners)), UNFINISHED_INDEX, dtype=np.int16)
+    for a, column in enumerate(owners):
+        table[:, a] = [code[o] for o in column]
+    return {ARM_SUBTASK_INDEX_KEY: table}

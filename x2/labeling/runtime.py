@@ -205,6 +205,11 @@ class DagRuntime:
         return min(1.0, self._score_done / self._total)
 
     @property
+    def first_frame(self) -> int | None:
+        """The frame of the first step (None before it)."""
+        return self._first_frame
+
+    @property
     def n_frames(self) -> int:
         return len(self._progress_log)
 

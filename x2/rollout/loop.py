@@ -85,7 +85,8 @@ class Rollout:
         self.env = backend.env
         self.clock = clock or FreeClock()
         task = self.env.task
-        self.monitor = TaskMonitor(task, backend, self.env.fps) if task is not None else None
+        arms = [arm.name for arm in self.env.robot.arms]
+        self.monitor = TaskMonitor(task, backend, self.env.fps, arms) if task is not None else None
 
     def run(self, teacher: Teacher, seed: int, recorder: Recorder | None = None,
             options: RolloutOptions | None = None) -> EpisodeResult:

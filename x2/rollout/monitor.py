@@ -7,17 +7,33 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
-from x2.labeling import DagRuntime, Event
-from x2.spec.env import TaskSpec
+from x2 import format as fmt
+from x2.labeling import DagRuntime, Event, arm_label_arrays, arm_segment_owners
+from x2.spec.env import NodeSpec, TaskSpec
 from x2.tasks.predicates import PREDICATES, WorldView
 
 
+def default_arms(node: NodeSpec, arm_names: Sequence[str]) -> tuple[str, ...]:
+    """The arms a node is attributed to before anything runs: its skill binding's `left`/`right` arm, else
+    (`both`, `auto`, no skill, or an arm the robot does not have) every arm of the robot, in robot order."""
+    binding = node.skill
+    if binding is not None and binding.arm in arm_names:
+        return (binding.arm,)
+    return tuple(arm_names)
+
+
 class TaskMonitor:
-    def __init__(self, task: TaskSpec, world: WorldView, fps: int):
+    """`arms` names the robot's arms in robot order (none: no per-arm attribution and no per-arm labels)."""
+
+    def __init__(self, task: TaskSpec, world: WorldView, fps: int, arms: Sequence[str] = ()):
         self.task, self.world, self.fps = task, world, fps
+        self.arm_names = tuple(arms)
+        self._default_arms = {n.id: default_arms(n, self.arm_names) for n in task.nodes}
+        self.node_arms: dict[str, tuple[str, ...]] = dict(self._default_arms)
         # Bound once: the per-tick path is a dict hit and plain calls, no registry lookups.
         self._success_calls = {n.id: [(PREDICATES[c.name].fn, c.args) for c in n.success] for n in task.nodes}
         self._failure_calls = {n.id: [(PREDICATES[c.name].fn, c.args, c.describe()) for c in n.failure]
@@ -27,6 +43,17 @@ class TaskMonitor:
 
     def reset(self) -> None:
         self.runtime.reset()
+        self.node_arms = dict(self._default_arms)
+
+    def assign_arms(self, node: str, arms: Sequence[str]) -> None:
+        """Attribute `node` to the arms it really runs on (synthesis resolves `auto` when the node starts)."""
+        if node not in self.node_arms:
+            raise ValueError(f"assign_arms: node {node!r} unknown; nodes: {', '.join(self.node_arms)}")
+        unknown = [a for a in arms if a not in self.arm_names]
+        if unknown:
+            raise ValueError(f"assign_arms: {node}: arm(s) {', '.join(map(repr, unknown))} unknown; "
+                             f"arms: {', '.join(self.arm_names) or 'none'}")
+        self.node_arms[node] = tuple(a for a in self.arm_names if a in arms)  # robot order, once each
 
     def _success(self, node: str) -> bool:
         world = self.world
@@ -47,7 +74,7 @@ class TaskMonitor:
         return self.runtime.success or self.runtime.failure is not None
 
     def dag_record(self) -> dict[str, object]:
-        """What the store keeps under /dag and in /labels."""
+        """What the store keeps under /dag and in /labels (`arms`: the arms each node ran on, see assign_arms)."""
         rt = self.runtime
         nodes = list(self.task.node_ids)
         completion = np.array([-1 if rt.completion_frames[n] is None else rt.completion_frames[n] for n in nodes],
@@ -59,9 +86,19 @@ class TaskMonitor:
             "completion_frame": completion,
             "events": [[n, int(f)] for n, f in rt.events],
             "failure": None if rt.failure is None else [rt.failure[0], int(rt.failure[1]), rt.failure[2]],
+            "arms": {n: list(self.node_arms[n]) for n in nodes},
+            fmt.ARM_NAMES_ATTR: list(self.arm_names),  # (for /labels: the arm of each arm_subtask_index column)
             "predicates": json.dumps({n.id: {"success": [c.describe() for c in n.success],
                                              "failure": [c.describe() for c in n.failure]} for n in self.task.nodes}),
         }
 
     def labels(self) -> dict[str, np.ndarray]:
-        return self.runtime.label_arrays()
+        """The runtime's label arrays, and with arms arm_subtask_index (T, A) from the arms each node ran on."""
+        out = self.runtime.label_arrays()
+        rt = self.runtime
+        if self.arm_names and rt.first_frame is not None:
+            nodes = rt.nodes
+            owners = arm_segment_owners(rt.events, nodes, self.node_arms, self.arm_names, rt.first_frame,
+                                        rt.n_frames, None if rt.failure is None else rt.failure[0])
+            out.update(arm_label_arrays(nodes, owners, rt.n_frames))
+        return out

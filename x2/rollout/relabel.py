@@ -2,8 +2,9 @@
 
 The world comes from the file (`open_world`: its model XML and its compiled task), every stored state is
 set and the same `TaskMonitor` that ran online is stepped on it, so online and offline labels agree
-exactly whatever today's specs say. With `specs="current"` the task is compiled from today's specs
-instead (same world, today's DAG and predicates): relabelling on purpose after a spec change.
+exactly whatever today's specs say; the arms each node ran on come from the file's /dag `arms` too. With
+`specs="current"` the task is compiled from today's specs instead (same world, today's DAG and predicates):
+relabelling on purpose after a spec change.
 """
 
 from __future__ import annotations
@@ -62,6 +63,20 @@ def spec_drift(stored: dict, env: EnvSpec) -> str | None:
     return f"{where} is {describe(now)} today, {describe(was)} in the file"
 
 
+def _stored_arms(ep: Episode, monitor: TaskMonitor) -> None:
+    """Attribute each node to the arms the episode says it ran on (what synthesis decided when it ran, which
+    today's spec cannot say for `arm: auto`); a node the file does not name, or a file from before the map was
+    kept, is on every arm."""
+    stored = ep.node_arms or {}
+    for node in monitor.task.node_ids:
+        arms = stored.get(node, monitor.arm_names)
+        unknown = [a for a in arms if a not in monitor.arm_names]
+        if unknown:
+            raise DatasetError(f"{ep.path}: dag/arms/{node}: found arm {unknown[0]!r}; "
+                               f"allowed: arms of the robot {list(monitor.arm_names)}")
+        monitor.assign_arms(node, arms)
+
+
 def relabel(ep: Episode, specs: Specs = "file") -> RelabelReport:
     with open_world(ep) as world:
         env = world.env
@@ -78,7 +93,8 @@ def relabel(ep: Episode, specs: Specs = "file") -> RelabelReport:
             report.notes.append(f"today's specs differ from the file's ({drift}); relabelled from the file "
                                 "(--specs current uses today's)")
         backend = world.backend
-        monitor = TaskMonitor(task, backend, env.fps)
+        monitor = TaskMonitor(task, backend, env.fps, [arm.name for arm in env.robot.arms])
+        _stored_arms(ep, monitor)
         states = ep[fmt.STATES]
         for t in range(len(states)):
             backend.set_state(states[t])
@@ -89,6 +105,10 @@ def relabel(ep: Episode, specs: Specs = "file") -> RelabelReport:
     report.labels = fresh
     for key, arr in fresh.items():
         path = fmt.label_path(key)
+        if path == fmt.ARM_SUBTASK_INDEX and path not in ep:
+            report.notes.append(f"{path}: not in this episode (recorded before per-arm labels); computed with "
+                                "every node on every arm")
+            continue
         if path not in ep:
             report.differences.append(f"{path}: missing in the episode")
             continue
@@ -100,6 +120,9 @@ def relabel(ep: Episode, specs: Specs = "file") -> RelabelReport:
             where = (f"first at frame {bad[0]}, {len(bad)} frames" if len(bad)
                      else f"shape {stored.shape} vs {arr.shape}")
             report.differences.append(f"{path}: differs ({where})")
+    if fmt.ARM_SUBTASK_INDEX in ep and ep.arm_names != list(monitor.arm_names):
+        report.differences.append(f"{fmt.ARM_SUBTASK_INDEX}: arms stored {ep.arm_names} vs the robot's "
+                                  f"{list(monitor.arm_names)}")
     if [tuple(e) for e in ep.events] != [tuple(e) for e in rt.events]:
         report.differences.append(f"events: stored {ep.events} vs recomputed {rt.events}")
     stored_failure = ep.failure

@@ -76,7 +76,7 @@ class ArmScheduler:
             self.started.add(nid)
             ordered = tuple(a for a in self.all_arms if a in arms)
             self.starts.append((nid, frame, ordered))
-            getattr(ctx.monitor, "assign_arms", lambda *_: None)(nid, ordered)  # TEMP until merge
+            ctx.monitor.assign_arms(nid, ordered)
             binding = node.skill
             assert binding is not None  # check_bindings ran
             split = arm == "both" and SKILLS[binding.name].arm_by_arm
