@@ -188,3 +188,26 @@ def test_an_episode_from_before_per_arm_labels_reads_and_relabels(synthesised_fr
     # Every node on every arm: both columns follow every event, as subtask_index does.
     table = report.labels[ARM_SUBTASK_INDEX_KEY]
     assert (table[:, 0] == report.labels["subtask_index"]).all() and (table[:, 1] == table[:, 0]).all()
+
+
+def test_show_and_the_timeline_draw_one_lane_per_arm(synthesised_fruit: Path, tmp_path: Path) -> None:
+    from matplotlib.image import imread
+    from typer.testing import CliRunner
+
+    from x2.cli.datasets import app
+    from x2.datasets.timeline import plot_timeline
+
+    result = CliRunner().invoke(app, ["show", "0", "--dataset", str(synthesised_fruit)], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    table = result.output[result.output.index("segments per arm"):]
+    rows = [line.split("│")[1:6] for line in table.splitlines() if line.startswith("│")]
+    first = {cells[0].strip(): cells[1].strip() for cells in rows if cells[2].strip() == "0"}
+    assert first == {"left": "open_door", "right": "pick_fruit"}
+    with Episode(_episode_file(synthesised_fruit)) as ep:
+        two = imread(plot_timeline(ep, tmp_path / "two.png"))
+        with h5py.File(copy_dataset(synthesised_fruit, tmp_path / "one") / "episodes" / "episode_000000.h5", "a") as f:
+            del f[fmt.ARM_SUBTASK_INDEX]
+        one_lane = tmp_path / "one" / "episodes" / "episode_000000.h5"
+    with Episode(one_lane) as old:
+        one = imread(plot_timeline(old, tmp_path / "one.png"))
+    assert two.shape[0] > one.shape[0]  # a taller bar panel: a second lane

@@ -134,6 +134,15 @@ def show_command(
         for seg in ep.segments:
             segments.add_row(seg.node, str(seg.start), str(seg.end), f"{(seg.end - seg.start) / fps:.2f}")
         console.print(segments)
+        lanes = ep.arm_segments
+        if len(lanes) > 1:  # subtasks in progress at once: each arm's own segments
+            per_arm = Table(title="segments per arm")
+            for column in ("arm", "subtask", "start", "end", "seconds"):
+                per_arm.add_column(column, justify="left" if column in ("arm", "subtask") else "right")
+            for arm, arm_segments in lanes.items():
+                for seg in arm_segments:
+                    per_arm.add_row(arm, seg.node, str(seg.start), str(seg.end), f"{(seg.end - seg.start) / fps:.2f}")
+            console.print(per_arm)
         if plot is not None:
             console.print(f"wrote {plot_timeline(ep, plot)}")
 

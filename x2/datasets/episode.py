@@ -280,6 +280,15 @@ class Episode:
         return arr
 
     @property
+    def arm_segments(self) -> dict[str, list[Segment]]:
+        """Per arm, the runs of its arm_subtask_index column ({} in an episode without per-arm labels)."""
+        table = self.arm_subtask_index
+        if table is None:
+            return {}
+        names = self.subtask_names
+        return {arm: segments_from_labels(table[:, a], names) for a, arm in enumerate(self.arm_names)}
+
+    @property
     def dag(self) -> dict[str, Any]:
         """nodes, edges and scores of the task DAG this episode was labelled with."""
         group = self._group(fmt.DAG)
