@@ -81,6 +81,9 @@ def test_sequential_runs_one_node_at_a_time() -> None:
     moving = _moving(session, outcome)
     assert not (moving["left"] & moving["right"]).any()
     assert [n for n, _ in outcome.result.events] == ["open_door", "pick_fruit", "place_fruit", "close_door", "retract"]
+    arms = {node: list(a) for node, a in outcome.result.dag["arms"].items()}
+    assert arms == {"open_door": ["left"], "pick_fruit": ["right"], "place_fruit": ["right"],
+                    "close_door": ["left"], "retract": ["left", "right"]}
 
 
 def test_open_door_and_pick_fruit_run_in_the_same_frames(concurrent: tuple[SynthSession, AttemptOutcome]) -> None:

@@ -85,4 +85,7 @@ def task_program(ctx: SynthContext) -> Iterator[Segment]:
     for nid in topological_order(task.node_ids, task.edges):
         if ctx.node_done(nid):
             continue
-        yield from node_program(ctx, nodes[nid], resolve_arm(ctx, nodes[nid]))
+        arm = resolve_arm(ctx, nodes[nid])
+        # the arms it really runs on (`auto` resolved now), for the per-arm labels
+        ctx.monitor.assign_arms(nid, ctx.monitor.arm_names if arm == "both" else (arm,))
+        yield from node_program(ctx, nodes[nid], arm)
