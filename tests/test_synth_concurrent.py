@@ -2,7 +2,8 @@
 the other's over time. On real synthesised episodes of fruit_in_microwave: the two arms move in the same
 frames, they keep clear of each other by MuJoCo's own distances, a seeded run is the same bytes with 1 and
 2 workers, and `--sequential` runs one node at a time, as synthesis always did. A task whose
-two goals sit side by side (a twin-button panel) ends in a plan, where one node at a time cannot."""
+two goals sit side by side (a twin-button panel) ends in a plan, where one node at a time cannot; two lanes
+that can only wait for each other end the attempt as a deadlock at once, never a hang."""
 
 from __future__ import annotations
 
@@ -14,11 +15,15 @@ import numpy as np
 import pytest
 from test_synth_runner import deterministic_contents
 
+from x2.rollout import RolloutOptions
 from x2.seeding import slot_seed
 from x2.sim.backend import Backend
 from x2.synth.attempt import AttemptOutcome, SynthSession
+from x2.synth.executor import Lane, SkillExecutor
+from x2.synth.motion.collision import CollisionWorld
 from x2.synth.runner import SynthConfig, SynthRun
-from x2.synth.spacetime import ARM_CLEARANCE
+from x2.synth.segments import ArmTrack
+from x2.synth.spacetime import ARM_CLEARANCE, SpaceTimeAdmission
 
 # Servos lag their targets by a few mm at speed and the clearance is kept between commanded poses.
 TRACKING_SLACK = 0.01
@@ -212,3 +217,47 @@ def test_two_goals_at_one_spot_end_in_a_plan(tmp_path: Path, monkeypatch: pytest
     assert outcome.arrays is not None and outcome.result is not None
     assert {node for node, _ in outcome.result.events} == {"left_press", "right_press", "home"}
     assert closest_arms(session.backend, outcome.arrays["state"]) > ARM_CLEARANCE - TRACKING_SLACK
+
+
+class _CrossingLanes:
+    """A scheduler starting one lane per arm, each reaching to where the other arm stands: neither motion can
+    ever be admitted while the other arm stays there, and neither arm will move first."""
+
+    def __init__(self, tracks: dict[str, np.ndarray]):
+        self.tracks, self._started = tracks, False
+
+    def start(self, executor: SkillExecutor, free_arms: set[str], frame: int) -> list[Lane]:
+        if self._started:
+            return []
+        self._started = True
+        return [Lane(f"reach {arm}", {arm}, iter([ArmTrack(arm, q)])) for arm, q in self.tracks.items()]
+
+    def reset(self) -> None:
+        self._started = False
+
+    def make_way(self, executor: SkillExecutor, arm: str) -> Lane | None:
+        return None
+
+
+def test_two_lanes_waiting_for_each_other_end_as_a_deadlock_not_a_hang() -> None:
+    session = SynthSession("fruit_in_microwave")
+    backend = session.backend
+    backend.reset(slot_seed(0, 0))
+    world = CollisionWorld(backend, margin=ARM_CLEARANCE)
+    home = {arm.name: np.array(arm.home) for arm in backend.env.robot.arms}
+    rng = np.random.default_rng(0)
+    tracks = {}
+    for arm, other in (("left", "right"), ("right", "left")):
+        lo, hi = world.joint_range[arm][:, 0], world.joint_range[arm][:, 1]
+        # a configuration within the clearance of the other arm at home, found by sampling
+        goal = next(q for q in (rng.uniform(lo, hi) for _ in range(20_000))
+                    if world.arms_clash({arm: q, other: home[other]}))
+        tracks[arm] = home[arm] + np.linspace(0.0, 1.0, 30)[:, None] * (goal - home[arm])
+    executor = SkillExecutor(backend.action_layout)
+    executor.scheduler = _CrossingLanes(tracks)
+    executor.admission = SpaceTimeAdmission(lambda: world)
+    assert session.rollout.monitor is not None
+    result = session.rollout.run(executor, slot_seed(0, 0), None, RolloutOptions(max_ticks=100))
+    assert result.end_reason == "teacher" and result.ticks <= 2
+    assert executor.failure is not None and executor.failure.reason == "deadlock"
+    assert "reach left" in executor.failure.detail and "reach right" in executor.failure.detail
