@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import zarr
 from conftest import copy_dataset
-from helpers.corrupt_episodes import restamp
+from helpers.corrupt_episodes import strip_arm_labels
 from helpers.real_dataset import record_short_dataset
 from x2_cli import HEADLESS_ENV, run_x2
 
@@ -425,16 +425,6 @@ def test_per_arm_labels_in_hdf5_and_zarr(synth, tmp_path):
             assert [str(n) for n in by_arm[arm].attrs["order"]] == sorted(mine, key=ends.__getitem__)
         assert (obs["left_subtask_index"][:][both] == nodes.index("open_door")).all()
         assert (obs["right_subtask_index"][:][both] == nodes.index("pick_fruit")).all()
-
-
-def strip_arm_labels(root: Path) -> Path:
-    """Make the dataset's first episode one recorded before x2 kept per-arm labels (its index restamped)."""
-    path = sorted((root / "episodes").glob("*.h5"))[0]
-    with h5py.File(path, "r+") as f:
-        del f["labels/arm_subtask_index"]
-        del f["dag"].attrs["arms"]
-    restamp(root)
-    return root
 
 
 def test_an_episode_without_per_arm_labels_exports_as_before(synth, tmp_path):
