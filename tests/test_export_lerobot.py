@@ -200,6 +200,14 @@ def test_an_episode_without_per_arm_labels_exports_as_before(synthesised_fruit: 
         item = {"timestamp": columns["timestamp"][t], "language_persistent": columns["language_persistent"][t]}
         assert active_subtask(item) == names[labels[t]], t
     assert "arm_subtask_index" not in read_x2_meta(target)
+    # One export, one set of features: an episode with per-arm labels after one without is refused.
+    record_short_dataset(ds.root, episodes=1, ticks=8)
+    with pytest.raises(ExportError) as info:
+        export(Dataset.open(ds.root), tmp_path / "mixed", (0, 1), state_only=True)
+    assert str(info.value).endswith("episode_000001.h5: labels/arm_subtask_index: found arms ['left', 'right']; "
+                                    "allowed: no per-arm labels, as in the first exported episode (export "
+                                    "episodes of one robot: --episodes)")
+    assert not (tmp_path / "mixed").exists()
 
 
 def test_stored_streams_are_read_not_rendered(stored: Dataset, tmp_path: Path) -> None:
