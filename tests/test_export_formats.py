@@ -1,6 +1,6 @@
 """x2 export zarr / hdf5: read back by the consumers' own readers (zarr 2.x in its own environment, h5py
 against robomimic's documented layout), real SIGKILLs mid-export, and term signals of a real synthesised
-episode."""
+episode, per arm too (concurrent synthesis: the left arm opens the door while the right picks the fruit)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import zarr
 from conftest import copy_dataset
+from helpers.corrupt_episodes import strip_arm_labels
 from helpers.real_dataset import record_short_dataset
 from x2_cli import HEADLESS_ENV, run_x2
 
@@ -33,7 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 SIZE = ImageSize(96, 128)
 KEYS = {"action": "action", "state": "observations/qpos", "timestamp": "timestamps",
         "ee_pose": "observations/ee_pose", "object_poses": "observations/object_poses",
-        "subtask_index": "labels/subtask_index", "mujoco_state": "states"}
+        "subtask_index": "labels/subtask_index", "arm_subtask_index": "labels/arm_subtask_index",
+        "mujoco_state": "states"}
 ZARR2_DUMP = r"""
 import json, sys
 import numpy as np, zarr
@@ -44,7 +46,8 @@ arrays = {f"data/{k}": root["data"][k][:] for k in root["data"].array_keys()}
 arrays["meta/episode_ends"] = root["meta"]["episode_ends"][:]
 np.savez(out + ".npz", **arrays)
 facts = {k: {"chunks": list(root["data"][k].chunks), "dtype": str(root["data"][k].dtype),
-             "compressor": None if root["data"][k].compressor is None else root["data"][k].compressor.get_config()}
+             "compressor": None if root["data"][k].compressor is None else root["data"][k].compressor.get_config(),
+             "attrs": dict(root["data"][k].attrs)}
          for k in root["data"].array_keys()}
 json.dump({"zarr": zarr.__version__, "arrays": facts, "attrs": dict(root.attrs)}, open(out + ".json", "w"))
 """
@@ -168,6 +171,7 @@ def test_zarr2_reads_what_x2_wrote(zarr_exports, short, rendered, tmp_path, kind
     assert head["chunks"] == [1, SIZE.height, SIZE.width, 3]
     assert head["compressor"] == {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 0, "blocksize": 0}
     assert facts["arrays"]["action"]["compressor"] is None
+    assert facts["arrays"]["arm_subtask_index"]["attrs"]["names"] == ["left", "right"]
     prov = facts["attrs"]["x2_provenance"]
     assert [e["index"] for e in prov["episodes"]] == [0, 1, 2] and prov["dataset"]["name"] == "short"
 
@@ -292,6 +296,8 @@ def test_hdf5_has_robomimic_layout(hdf5_export, short, rendered):
             assert set(signals) == {"open_door", "pick_fruit", "place_fruit", "close_door", "retract"}
             assert not any(signals[k][:].any() for k in signals)  # nothing was completed in 30 frames
             assert demo["obs/datagen_info/eef_pose/left"].shape == (n, 4, 4)
+            for a, arm in enumerate(("left", "right")):
+                assert np.array_equal(demo[f"obs/{arm}_subtask_index"][:], expected["arm_subtask_index"][lo:lo + n, a])
             lo += n
         assert [m.decode() for m in f["mask/train"][:]] == [demos[0], demos[2]]
         assert [m.decode() for m in f["mask/valid"][:]] == [demos[1]]
@@ -355,3 +361,96 @@ def test_without_cameras_both_export_what_x2_render_stored(short, tmp_path):
         demo = f["data"][sorted(f["data"])[0]]
         assert sorted(k for k in demo["obs"] if k.endswith("_image")) == ["head_image"]
         assert np.array_equal(demo["obs/head_image"][:], stored)
+
+
+# ---- per-arm labels of a real concurrent episode ---------------------------------------------------------
+def zarr2_dump(store: Path, tmp_path: Path) -> tuple[dict, dict]:
+    """(arrays, facts) of a replay buffer as zarr 2.x reads it, in its own environment."""
+    dump = tmp_path / "dump.py"
+    dump.write_text(ZARR2_DUMP)
+    done = subprocess.run([zarr2_python(), str(dump), str(store), "dir", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return dict(np.load(tmp_path / "out.npz")), json.loads((tmp_path / "out.json").read_text())
+
+
+def first_run_end(column: np.ndarray, code: int) -> int | None:
+    """The last frame of the first run of `code` in a label column (None: the code never occurs)."""
+    at = np.flatnonzero(column == code)
+    if not at.size:
+        return None
+    breaks = np.flatnonzero(np.diff(at) != 1)
+    return int(at[breaks[0]] if breaks.size else at[-1])
+
+
+def test_per_arm_labels_in_hdf5_and_zarr(synth, tmp_path):
+    ds = Dataset.open(synth)
+    records = ds.episodes()[:1]
+    export_hdf5(ExportRequest(ds, tuple(records), tmp_path / "fruit.hdf5", state_only=True))
+    export_zarr(ExportRequest(ds, tuple(records), tmp_path / "fruit.zarr", state_only=True))
+    with ds.load(records[0].index) as ep:
+        table, arms, node_arms, nodes = ep.arm_subtask_index, ep.arm_names, ep.node_arms, ep.subtask_names
+        active = ep["labels/active_mask"]
+    assert table is not None and node_arms is not None and arms == ["left", "right"]
+    both = active[:, nodes.index("open_door")] & active[:, nodes.index("pick_fruit")]
+    assert both.sum() > 50  # the arms really work side by side
+
+    arrays, facts = zarr2_dump(tmp_path / "fruit.zarr", tmp_path)
+    assert arrays["data/arm_subtask_index"].dtype == table.dtype
+    assert np.array_equal(arrays["data/arm_subtask_index"], table)
+    assert facts["arrays"]["arm_subtask_index"]["attrs"]["names"] == arms
+    assert (arrays["data/arm_subtask_index"][both] == [nodes.index("open_door"), nodes.index("pick_fruit")]).all()
+
+    with h5py.File(tmp_path / "fruit.hdf5", "r") as f:
+        obs = f["data/demo_000000/obs"]
+        flat = obs["datagen_info/subtask_term_signals"]
+        assert set(flat) == set(nodes)  # the single-arm keys stay as they were
+        by_arm = obs["datagen_info/subtask_term_signals_by_arm"]
+        assert sorted(by_arm) == sorted(arms)
+        for a, arm in enumerate(arms):
+            column = obs[f"{arm}_subtask_index"][:]
+            assert np.array_equal(column, table[:, a])
+            assert np.array_equal(f[f"data/demo_000000/next_obs/{arm}_subtask_index"][:-1], column[1:])
+            mine = [n for n in nodes if arm in node_arms[n]]
+            assert set(by_arm[arm]) == set(mine)
+            ends = {}
+            for node in mine:
+                s = by_arm[arm][node][:]
+                assert s.dtype == bool and np.array_equal(s, flat[node][:]), (arm, node)
+                end = first_run_end(column, nodes.index(node))
+                assert end is not None, (arm, node)  # every node of this successful demo ran on its arms
+                # Isaac Lab Mimic's cut: the first 0 -> 1 step is the last frame of the arm's segment for the node
+                assert not s[:end].any() and s[end:].all(), (arm, node)
+                ends[node] = end
+            assert [str(n) for n in by_arm[arm].attrs["order"]] == sorted(mine, key=ends.__getitem__)
+        assert (obs["left_subtask_index"][:][both] == nodes.index("open_door")).all()
+        assert (obs["right_subtask_index"][:][both] == nodes.index("pick_fruit")).all()
+
+
+def test_an_episode_without_per_arm_labels_exports_as_before(synth, tmp_path):
+    """No per-arm keys, and every other array the same bytes as in the export of the same episode with its
+    per-arm labels: the additions are the only change."""
+    old = Dataset.open(strip_arm_labels(copy_dataset(synth, tmp_path / "old")))
+    new = Dataset.open(synth)
+    for name, ds in (("old", old), ("new", new)):
+        records = tuple(ds.episodes()[:1])
+        export_hdf5(ExportRequest(ds, records, tmp_path / f"{name}.hdf5", state_only=True))
+        export_zarr(ExportRequest(ds, records, tmp_path / f"{name}.zarr", state_only=True))
+    old_files = {p.relative_to(tmp_path / "old.zarr") for p in (tmp_path / "old.zarr").rglob("*") if p.is_file()}
+    new_files = {p.relative_to(tmp_path / "new.zarr") for p in (tmp_path / "new.zarr").rglob("*") if p.is_file()}
+    assert {p.parts[:2] for p in new_files - old_files} == {("data", "arm_subtask_index")}
+    for rel in sorted(old_files - {Path(".zattrs")}):  # (.zattrs: the provenance names the episode's checksum)
+        assert (tmp_path / "old.zarr" / rel).read_bytes() == (tmp_path / "new.zarr" / rel).read_bytes(), rel
+
+    def datasets(path: Path) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        with h5py.File(path, "r") as f:
+            f.visititems(lambda name, obj: out.__setitem__(name, obj[()].tobytes())
+                         if isinstance(obj, h5py.Dataset) else None)
+        return out
+
+    old_sets, new_sets = datasets(tmp_path / "old.hdf5"), datasets(tmp_path / "new.hdf5")
+    added = sorted(set(new_sets) - set(old_sets))
+    per_arm = ("left_subtask_index", "right_subtask_index")
+    assert added and all("subtask_term_signals_by_arm/" in k or k.endswith(per_arm) for k in added)
+    assert set(old_sets) <= set(new_sets) and all(old_sets[k] == new_sets[k] for k in old_sets)

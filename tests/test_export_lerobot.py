@@ -1,8 +1,8 @@
 """`x2 export lerobot`: written by LeRobot 0.6.1's own writer, checked with its own reader.
 
-Data: one real synthesised fruit_in_microwave episode (real subtask segments, 865 frames; exported
-state-only to stay fast) plus short scripted episodes recorded by the real loop (labels "unfinished";
-exported with 96x128 images).
+Data: one real synthesised fruit_in_microwave episode (real subtask segments, both arms at work at once,
+about 600 frames; exported state-only to stay fast) plus short scripted episodes recorded by the real loop
+(labels "unfinished"; exported with 96x128 images).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import copy_dataset
+from helpers.corrupt_episodes import strip_arm_labels
 from helpers.real_dataset import record_short_dataset
 from helpers.stored_images import rendered_frames, store_images
 from helpers.write_episodes import MANIFEST, write_one
@@ -138,29 +139,75 @@ def test_round_trip_with_rendered_images(mixed: Dataset, tmp_path: Path) -> None
 
 
 def test_real_subtasks_state_only(mixed: Dataset, tmp_path: Path) -> None:
+    """Concurrent synthesis: each frame's subtask text names both arms' subtasks, and subtask_index.<arm>
+    is the episode's per-arm column, as LeRobotDataset reads them."""
     target = tmp_path / "out"
     plan, _ = export(mixed, target, (0,), state_only=True)
     with mixed.load(0) as ep:
         labels = ep["labels/subtask_index"]
-        segments = ep.segments
+        table, arms = ep.arm_subtask_index, ep.arm_names
+        active = ep["labels/active_mask"]
         instruction = ep.attrs["instruction"]
-    assert len(segments) >= 3  # a real demo: open_door, pick_fruit, place_fruit, ...
+    assert table is not None and arms == ["left", "right"]
+    names = [*mixed.manifest.dag["nodes"], "done", "unfinished"]
+    per_arm = [[names[v] for v in column] for column in table.T]  # x2's -1 indexes "unfinished" here too
+    expected = [a if a == b else f"{a} + {b}" for a, b in zip(*per_arm, strict=True)]
+    both = active[:, names.index("open_door")] & active[:, names.index("pick_fruit")]
+    assert both.sum() > 50 and {expected[t] for t in np.flatnonzero(both)} == {"open_door + pick_fruit"}
     back = load(target)
     assert back.num_episodes == 1 and back.num_frames == len(labels)
     assert not any(k.startswith("observation.images") for k in back.features) and not (target / "videos").exists()
-    columns = back.select_columns(["timestamp", "subtask_index", "language_persistent", "task_index"])
-    columns = columns.with_format(None)[:]
-    names = list(mixed.manifest.dag["nodes"])
+    for arm in arms:
+        assert back.features[f"subtask_index.{arm}"]["dtype"] == "int64"
+    columns = back.select_columns(["timestamp", "subtask_index", "subtask_index.left", "subtask_index.right",
+                                   "language_persistent", "task_index"]).with_format(None)[:]
+    rows = columns["language_persistent"][0]
+    runs = [t for t in range(len(expected)) if t == 0 or expected[t] != expected[t - 1]]
+    assert [r["content"] for r in rows] == [expected[t] for t in runs]
+    assert [round(r["timestamp"] * 30) for r in rows] == runs
+    unfinished = names.index("unfinished")
+    for t in range(len(labels)):
+        item = {"timestamp": columns["timestamp"][t], "language_persistent": columns["language_persistent"][t]}
+        assert active_subtask(item) == expected[t], t
+        assert columns["subtask_index"][t] == labels[t]
+        for a, arm in enumerate(arms):
+            code = int(table[t, a])
+            assert columns[f"subtask_index.{arm}"][t] == (unfinished if code == -1 else code), (t, arm)
+    assert back[len(labels) - 1]["task"] == instruction
+    meta = read_x2_meta(target)
+    assert meta["images"] == {"cameras": [], "size": None, "choice": "state only"}
+    assert meta["arm_subtask_index"]["features"] == {"left": "subtask_index.left", "right": "subtask_index.right"}
+    assert plan.images.reason == "state only" and plan.arms == ("left", "right")
+
+
+def test_an_episode_without_per_arm_labels_exports_as_before(synthesised_fruit: Path, tmp_path: Path) -> None:
+    """Recorded before x2 kept per-arm labels: one subtask_index, the segments' names, no per-arm feature."""
+    ds = Dataset.open(strip_arm_labels(copy_dataset(synthesised_fruit, tmp_path / "old")))
+    target = tmp_path / "out"
+    plan, _ = export(ds, target, (0,), state_only=True)
+    with ds.load(0) as ep:
+        labels = ep["labels/subtask_index"]
+        segments = ep.segments
+    assert len(segments) >= 3 and plan.arms == ()
+    back = load(target)
+    assert not any(k.startswith("subtask_index.") for k in back.features)
+    columns = back.select_columns(["timestamp", "subtask_index", "language_persistent"]).with_format(None)[:]
+    names = list(ds.manifest.dag["nodes"])
     rows = columns["language_persistent"][0]
     assert [r["content"] for r in rows] == [s.node for s in segments]
     assert [round(r["timestamp"] * 30) for r in rows] == [s.start for s in segments]
     for t in range(len(labels)):
         item = {"timestamp": columns["timestamp"][t], "language_persistent": columns["language_persistent"][t]}
         assert active_subtask(item) == names[labels[t]], t
-        assert columns["subtask_index"][t] == labels[t]
-    assert back[len(labels) - 1]["task"] == instruction
-    assert read_x2_meta(target)["images"] == {"cameras": [], "size": None, "choice": "state only"}
-    assert plan.images.reason == "state only"
+    assert "arm_subtask_index" not in read_x2_meta(target)
+    # One export, one set of features: an episode with per-arm labels after one without is refused.
+    record_short_dataset(ds.root, episodes=1, ticks=8)
+    with pytest.raises(ExportError) as info:
+        export(Dataset.open(ds.root), tmp_path / "mixed", (0, 1), state_only=True)
+    assert str(info.value).endswith("episode_000001.h5: labels/arm_subtask_index: found arms ['left', 'right']; "
+                                    "allowed: no per-arm labels, as in the first exported episode (export "
+                                    "episodes of one robot: --episodes)")
+    assert not (tmp_path / "mixed").exists()
 
 
 def test_stored_streams_are_read_not_rendered(stored: Dataset, tmp_path: Path) -> None:
@@ -200,6 +247,10 @@ def test_the_check_catches_what_differs(stored: Dataset, tmp_path: Path) -> None
     back = read_back(plan, target, "x2/test")
     back.per_episode[1].state[4, 2] += 0.5
     with pytest.raises(ExportError, match=r"episode 1 .* frame 4 observation.state: found"):
+        compare(plan, edges, back, str(target))
+    back = read_back(plan, target, "x2/test")
+    back.per_episode[1].arm_subtask_index["subtask_index.right"][6] += 1
+    with pytest.raises(ExportError, match=r"episode 1 .* frame 6 subtask_index.right: found"):
         compare(plan, edges, back, str(target))
     back = read_back(plan, target, "x2/test")
     back.per_episode[0].task[3] = "something else"

@@ -321,6 +321,16 @@ def restamp(root: Path) -> None:
     write_index(root / INDEX_FILE, records)
 
 
+def strip_arm_labels(root: Path) -> Path:
+    """Make the dataset's first episode one recorded before x2 kept per-arm labels: no
+    labels/arm_subtask_index, no /dag arms map (its index restamped)."""
+    with h5py.File(root / EPISODE, "r+") as f:
+        del f["labels/arm_subtask_index"]
+        del f["dag"].attrs["arms"]
+    restamp(root)
+    return root
+
+
 def corrupted_copy(source: Path, target: Path, mutation: tuple) -> Path:
     """A copy of the dataset at `source` whose episode file carries `mutation` (and whose index says so)."""
     shutil.copytree(source, target)

@@ -1,6 +1,11 @@
 """One episode as the zarr and HDF5 exporters read it: time-first arrays under export names, the DAG's
 completion frames, and camera frames in batches at the export's image size.
 
+Per-arm subtask labels (`labels/arm_subtask_index`, one column per arm) are exported as the low-dim key
+`arm_subtask_index`, named by the arms, when the episode has them for more than one arm: with one arm the
+column is `subtask_index` itself (docs/format.md), so a single-arm robot's exports carry no per-arm copy,
+and an episode recorded before x2 kept them exports exactly as before.
+
 Both exporters concatenate or group episodes that must agree on every array's per-row shape, so the
 first exported episode fixes the layout and `check_row_layout` names the first episode that breaks it.
 """
@@ -34,6 +39,7 @@ LOW_DIM: dict[str, str] = {
     "subtask_index": fmt.SUBTASK_INDEX,
     "progress": fmt.PROGRESS,
 }
+ARM_SUBTASK = "arm_subtask_index"  # (T, A) per-arm labels, x2's codes as stored (see `arm_labels`)
 _REQUIRED = ("action", "timestamp", "state")
 # Pillow's bilinear filter widens its support by the scale factor when shrinking, so a downscale averages
 # every source pixel (no aliasing) and an upscale interpolates linearly.
@@ -69,6 +75,32 @@ class EpisodeArrays:
     arms: list[str]  # arm names in action-layout order (ee_pose's second axis)
     gripper_slots: list[int]  # each arm's gripper opening in `action`
     facts: EpisodeFacts
+    arm_labels: ArmLabels | None = None  # per-arm labels of a robot with two or more arms, else None
+
+
+@dataclass(frozen=True)
+class ArmLabels:
+    """An episode's per-arm subtask labels, as the exporters use them."""
+
+    arms: list[str]  # the arm of each column, in robot order
+    index: np.ndarray  # (T, A) x2's codes as stored: node index, len(nodes) done, -1 unfinished
+    node_arms: dict[str, list[str]]  # node -> the arms it ran on (every arm for an episode without the map)
+
+    def nodes_of(self, arm: str, nodes: Sequence[str]) -> list[str]:
+        """The nodes that ran on `arm`, in declared order."""
+        return [n for n in nodes if arm in self.node_arms.get(n, self.arms)]
+
+
+def arm_labels(ep: Episode) -> ArmLabels | None:
+    """The episode's per-arm labels when it has them for two or more arms (one arm's column is
+    subtask_index, docs/format.md), else None."""
+    table, arms = ep.arm_subtask_index, ep.arm_names
+    if table is None or len(arms) < 2:
+        return None
+    nodes = [str(n) for n in ep.dag.get("nodes", [])]
+    stored = ep.node_arms
+    node_arms = {n: list(arms) for n in nodes} if stored is None else {n: list(stored.get(n, arms)) for n in nodes}
+    return ArmLabels(list(arms), table, node_arms)
 
 
 def read_episode(ep: Episode, manifest_names: Mapping[str, Sequence[str]]) -> EpisodeArrays:
@@ -88,6 +120,9 @@ def read_episode(ep: Episode, manifest_names: Mapping[str, Sequence[str]]) -> Ep
         if len(arms) != low_dim["ee_pose"].shape[1]:
             arms = [f"arm{i}" for i in range(low_dim["ee_pose"].shape[1])]
         names["ee_pose"] = arms
+    per_arm = arm_labels(ep)
+    if per_arm is not None:
+        low_dim[ARM_SUBTASK], names[ARM_SUBTASK] = per_arm.index, list(per_arm.arms)
     nodes = [str(n) for n in ep.dag.get("nodes", [])]
     completion = {node: -1 for node in nodes}
     for node, frame in ep.events:  # the first event of a node is its completion (a latch may re-fire)
@@ -100,7 +135,8 @@ def read_episode(ep: Episode, manifest_names: Mapping[str, Sequence[str]]) -> Ep
         path=ep.path, index=ep.index, frames=ep.frames, low_dim=low_dim, names=names,
         states=ep[fmt.STATES], nodes=nodes, completion=completion,
         active_mask=_optional(ep, fmt.ACTIVE_MASK),
-        arms=arms, gripper_slots=[a.gripper for a in layout.arms] if layout else [], facts=facts)
+        arms=arms, gripper_slots=[a.gripper for a in layout.arms] if layout else [], facts=facts,
+        arm_labels=per_arm)
 
 
 def _optional(ep: Episode, name: str) -> np.ndarray | None:

@@ -7,10 +7,12 @@
                                   source, split, instruction
     actions (T, A) float32      states (T, D) float64: the full MuJoCo state (mjSTATE_INTEGRATION)
     rewards (T,) float64        dones (T,) int64
-    obs/state, qvel, <arm>_ee_pose (T, 7), <object>_pose (T, 7), subtask_index, progress, <cam>_image
+    obs/state, qvel, <arm>_ee_pose (T, 7), <object>_pose (T, 7), subtask_index, <arm>_subtask_index,
+        progress, <cam>_image
     next_obs/<key>              obs/<key> one row later (the last row repeats): virtual, no copy
     obs/datagen_info/eef_pose/<arm>, object_pose/<object> (T, 4, 4); gripper_action/<arm> (T, 1);
-                    subtask_term_signals/<node>, subtask_start_signals/<node> (T,) bool
+                    subtask_term_signals/<node>, subtask_start_signals/<node> (T,) bool;
+                    subtask_term_signals_by_arm/<arm>/<node> (T,) bool, attr order
 /mask/train, /mask/valid, /mask/<split>   demo names (bytes) of each split
 ```
 
@@ -22,6 +24,17 @@ leads to has the task complete, done 1 there and on the last row. Action t leads
 A subtask's termination signal is 0 before the frame its DAG node was first completed and 1 from that
 frame on: Isaac Lab Mimic cuts a subtask at the signal's first 0 -> 1 step, so its segment ends with
 that frame, as x2's own segments do. (A node completed at frame 0 has no such step.)
+
+Two arms at once (per-arm labels, x2.export.episode_arrays.arm_labels): DexMimicGen segments every arm
+on its own. As Isaac Lab Mimic carries that scheme over, a task's `subtask_configs` is keyed by end
+effector, each arm an ordered list of subtasks whose `subtask_term_signal` names one flat
+`datagen_info/subtask_term_signals` entry; the arm's last subtask has none and runs to the episode's
+end. The flat group stays as it is (its signals are per node, and a node on two arms ends both arms'
+subtasks at the same frame); `subtask_term_signals_by_arm/<arm>/` holds the signals of the nodes that
+ran on that arm, by the same rule, and its attr `order` lists them in the order the arm finished them
+(never-finished ones last, in declared order): the list an arm's subtask_configs follows. Each signal
+switches at the last frame of that arm's segment for the node in `<arm>_subtask_index`, the column of
+labels/arm_subtask_index (x2's codes, as `subtask_index`). A robot with one arm has none of these.
 """
 
 from __future__ import annotations
@@ -48,6 +61,7 @@ from x2.render.defaults import DEFAULT_SIZE
 
 IMAGE_COMPRESSION = {"compression": "gzip", "compression_opts": 4}  # built into every HDF5 reader
 VALID_SPLITS = ("val", "valid")  # robomimic's validation filter key is "valid"
+ARM_TERM_SIGNALS = "subtask_term_signals_by_arm"  # under obs/datagen_info: <arm>/<node>
 
 
 @dataclass(frozen=True)
@@ -101,6 +115,22 @@ def start_signals(arrays: EpisodeArrays) -> dict[str, np.ndarray]:
     return {n: started[:, i].copy() for i, n in enumerate(arrays.nodes)}
 
 
+def arm_term_signals(arrays: EpisodeArrays) -> dict[str, dict[str, np.ndarray]]:
+    """Per arm, the term signals of the nodes that ran on it ({} without per-arm labels)."""
+    if arrays.arm_labels is None:
+        return {}
+    flat = term_signals(arrays)
+    return {arm: {n: flat[n] for n in arrays.arm_labels.nodes_of(arm, arrays.nodes)} for arm in arrays.arm_labels.arms}
+
+
+def arm_order(arrays: EpisodeArrays, arm: str) -> list[str]:
+    """An arm's nodes in the order it finished them, the never-finished ones last (declared order)."""
+    assert arrays.arm_labels is not None
+    mine = arrays.arm_labels.nodes_of(arm, arrays.nodes)
+    done = sorted((n for n in mine if arrays.completion[n] >= 0), key=lambda n: arrays.completion[n])
+    return [*done, *(n for n in mine if arrays.completion[n] < 0)]
+
+
 def rewards_dones(arrays: EpisodeArrays) -> tuple[np.ndarray, np.ndarray]:
     frames = arrays.frames
     rewards = np.zeros(frames)
@@ -121,6 +151,9 @@ def observations(arrays: EpisodeArrays) -> dict[str, np.ndarray]:
             obs[key] = low[key]
     for i, arm in enumerate(arrays.names.get("ee_pose", [])):
         obs[f"{arm}_ee_pose"] = low["ee_pose"][:, i]
+    if arrays.arm_labels is not None:
+        for i, arm in enumerate(arrays.arm_labels.arms):
+            obs[f"{arm}_subtask_index"] = arrays.arm_labels.index[:, i]
     for i, name in enumerate(arrays.names.get("object_poses", [])):
         obs[f"{name}_pose"] = low["object_poses"][:, i]
     return obs
@@ -139,6 +172,9 @@ def datagen_info(arrays: EpisodeArrays) -> dict[str, dict[str, np.ndarray]]:
     info["subtask_term_signals"] = term_signals(arrays)
     if arrays.active_mask is not None:
         info["subtask_start_signals"] = start_signals(arrays)
+    by_arm = arm_term_signals(arrays)
+    if by_arm:  # "<arm>/<node>": h5py makes the arm's group
+        info[ARM_TERM_SIGNALS] = {f"{arm}/{n}": s for arm, signals in by_arm.items() for n, s in signals.items()}
     return info
 
 
@@ -212,6 +248,10 @@ def _fill(data: h5py.Group, sources: ExportSources, names: Sequence[str], sizes:
             group = obs.create_group(f"datagen_info/{kind}")
             for key, values in per_name.items():
                 digests.put(group, key, values)
+        if arrays.arm_labels is not None:  # every arm gets its group, even one without nodes
+            for arm in arrays.arm_labels.arms:
+                group = obs.require_group(f"datagen_info/{ARM_TERM_SIGNALS}/{arm}")
+                group.attrs["order"] = np.array(arm_order(arrays, arm), dtype=h5py.string_dtype())
         image_keys = _write_images(obs, ep, cameras, sizes, options, digests, tracker)
         if not cameras:
             tracker.advance(arrays.frames)

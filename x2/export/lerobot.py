@@ -3,7 +3,8 @@
 Everything goes through LeRobot 0.6.1's own writer and reader:
 
 1. `LeRobotDataset.create` / `add_frame` / `save_episode` / `finalize` write the frames into the staged
-   folder (`x2.export.staging.staged`): state, action, subtask_index, camera videos, task.
+   folder (`x2.export.staging.staged`): state, action, subtask_index (and subtask_index.<arm> per arm with
+   per-arm labels), camera videos, task.
 2. The subtask segments become the `language_persistent` column through LeRobot's own
    `LanguageColumnsWriter` (fed from a staging folder the way its annotation pipeline feeds it; our
    `subtask_index` column is kept), and info.json gets LeRobot's `language_feature_info()`.
@@ -30,8 +31,8 @@ from x2.atomic import write_text
 from x2.datasets.untrusted import json_loads
 from x2.errors import ExportError
 from x2.export.lerobot_check import Edges, EpisodeReadback, Readback, compare
-from x2.export.lerobot_language import SUBTASK_STYLE, subtask_rows
-from x2.export.lerobot_plan import ACTION, STATE, SUBTASK, ExportPlan, LeRobotOptions, plan_export
+from x2.export.lerobot_language import ARM_JOIN, SUBTASK_STYLE, subtask_rows
+from x2.export.lerobot_plan import ACTION, STATE, SUBTASK, ExportPlan, LeRobotOptions, arm_feature, plan_export
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
 from x2.export.sources import ExportSources, open_sources
 from x2.export.staging import staged
@@ -162,6 +163,13 @@ def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id
     import lerobot
 
     size = plan.images.size
+    extra: dict[str, Any] = {}
+    if plan.arms:  # only with per-arm features: an export without them keeps its meta/x2.json as it was
+        extra["arm_subtask_index"] = {
+            "features": {arm: arm_feature(arm) for arm in plan.arms},
+            "codes": "as subtask_index (names above), per arm: the subtask that arm works on",
+            "language": f"each frame's subtask text is the arms' distinct subtask names in arm order, joined "
+                        f"{ARM_JOIN!r}; one name when the arms agree"}
     facts = sources.provenance(
         format={"name": "lerobot", "codebase_version": "v3.0", "lerobot_version": lerobot.__version__,
                 "repo_id": repo_id},
@@ -172,6 +180,7 @@ def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id
                   "rows": "one per segment start, content = the subtask name (names above)"},
         task="each episode's instruction (root attr instruction), else the dataset's task name",
         timestamps="frame_index / fps; every source frame was recorded at that sim time",
+        **extra,
     )
     write_text(root / X2_META, json.dumps(facts, indent=1, sort_keys=True) + "\n")
 
@@ -198,8 +207,9 @@ def _read_back(plan: ExportPlan, root: Path, repo_id: str) -> Readback:
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     ds = LeRobotDataset(repo_id, root=root, video_backend="pyav", return_uint8=True)
+    per_arm = [arm_feature(arm) for arm in plan.arms if arm_feature(arm) in ds.meta.features]
     numbers = ds.select_columns(["episode_index", "frame_index", "timestamp", "task_index", SUBTASK, STATE,
-                                 ACTION]).with_format("numpy")[:]
+                                 ACTION, *per_arm]).with_format("numpy")[:]
     language = ds.select_columns(["language_persistent"]).with_format(None)[:]["language_persistent"]
     task_names = [str(name) for name in ds.meta.tasks.index]
     per_episode: list[EpisodeReadback] = []
@@ -214,7 +224,8 @@ def _read_back(plan: ExportPlan, root: Path, repo_id: str) -> Readback:
         back = EpisodeReadback(
             length=int(meta["length"]), frame_index=numbers["frame_index"][rows], timestamp=stamps,
             task=[task_names[int(k)] for k in numbers["task_index"][rows]], subtask=subtasks,
-            subtask_index=numbers[SUBTASK][rows], state=numbers[STATE][rows], action=numbers[ACTION][rows])
+            subtask_index=numbers[SUBTASK][rows], state=numbers[STATE][rows], action=numbers[ACTION][rows],
+            arm_subtask_index={key: numbers[key][rows] for key in per_arm})
         start, stop = int(meta["dataset_from_index"]), int(meta["dataset_to_index"])
         if stop > start:
             first, last = ds[start], ds[stop - 1]

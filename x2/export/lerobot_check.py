@@ -14,7 +14,7 @@ import numpy as np
 
 from x2.errors import ExportError
 from x2.export.lerobot_language import frame_timestamp
-from x2.export.lerobot_plan import ExportPlan
+from x2.export.lerobot_plan import ExportPlan, arm_feature
 
 # Mean absolute difference (0..255 levels) a decoded frame may have from its source. LeRobot's default
 # AV1 (crf 30, yuv420p) lands at ~2 levels on 96x128 booth images; a wrong frame, camera or channel
@@ -35,6 +35,7 @@ class EpisodeReadback:
     state: np.ndarray  # (T, J) observation.state
     action: np.ndarray  # (T, A)
     edge_task: tuple[str, str] = ("", "")  # LeRobotDataset[first]["task"], [last]["task"]
+    arm_subtask_index: dict[str, np.ndarray] = field(default_factory=dict)  # subtask_index.<arm> -> (T,)
     edges: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
@@ -95,6 +96,16 @@ def compare(plan: ExportPlan, source_edges: Sequence[Edges], back: Readback, whe
         if not np.array_equal(index, want.subtask_index):
             t = int(np.flatnonzero(index != want.subtask_index)[0])
             raise fail(f"{name} frame {t} subtask_index", int(index[t]), int(want.subtask_index[t]))
+        for a, arm in enumerate(plan.arms):
+            key = arm_feature(arm)
+            assert want.arm_subtask_index is not None  # the plan gives every episode its arms' columns
+            if key not in got.arm_subtask_index:
+                raise fail(f"{name} feature {key}", "missing", f"an int64 column per arm of {list(plan.arms)}")
+            index = np.asarray(got.arm_subtask_index[key], np.int64).reshape(-1)
+            expected = want.arm_subtask_index[:, a]
+            if not np.array_equal(index, expected):
+                t = int(np.flatnonzero(index != expected)[0]) if index.shape == expected.shape else 0
+                raise fail(f"{name} frame {t} {key}", int(index[t]) if index.size else None, int(expected[t]))
         for column, values, source in (("observation.state", got.state, want.state),
                                        ("action", got.action, want.action)):
             source = np.asarray(source, np.float32)

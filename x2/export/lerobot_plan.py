@@ -3,7 +3,8 @@
 `plan_export` reads every selected episode from the export's open sources (x2.export.sources) and
 refuses what LeRobot could not represent faithfully: an fps that is not a whole number, sim-time ticks
 that are not `frame_index / fps`, labels outside the DAG. It also fixes the image size, and how x2's
-subtask labels become LeRobot's int64 `subtask_index` (see `SubtaskCodes`).
+subtask labels become LeRobot's int64 `subtask_index` (see `SubtaskCodes`), and per-arm labels (two or
+more arms, x2.export.episode_arrays.arm_labels) one int64 `subtask_index.<arm>` per arm, same codes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import numpy as np
 from x2 import format as fmt
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.errors import ExportError
+from x2.export.episode_arrays import arm_labels
+from x2.export.lerobot_language import frame_subtasks
 from x2.export.sources import ExportSources
 from x2.render.defaults import DEFAULT_SIZE
 from x2.render.frames import ImageSize
@@ -27,6 +30,11 @@ TICK_TOLERANCE_S = 1e-4
 STATE, ACTION, SUBTASK = "observation.state", "action", "subtask_index"
 IMAGE_PREFIX = "observation.images."
 DONE, UNFINISHED = "done", "unfinished"
+
+
+def arm_feature(arm: str) -> str:
+    """The per-arm subtask feature: `subtask_index` namespaced by the arm, as `observation.images.<cam>`."""
+    return f"{SUBTASK}.{arm}"
 
 
 @dataclass(frozen=True)
@@ -50,11 +58,11 @@ class SubtaskCodes:
     def names(self) -> tuple[str, ...]:
         return (*self.nodes, DONE, UNFINISHED)
 
-    def encode(self, labels: np.ndarray, where: str) -> np.ndarray:
+    def encode(self, labels: np.ndarray, where: str, path: str = fmt.SUBTASK_INDEX) -> np.ndarray:
         values = np.asarray(labels, dtype=np.int64)
         bad = values[(values < -1) | (values > len(self.nodes))]
         if bad.size:
-            raise ExportError(f"{where}: labels/subtask_index: found {int(bad[0])}; allowed: -1 (unfinished), "
+            raise ExportError(f"{where}: {path}: found {int(bad.flat[0])}; allowed: -1 (unfinished), "
                               f"0..{len(self.nodes) - 1} ({', '.join(self.nodes)}) or {len(self.nodes)} (done)")
         return np.where(values == -1, len(self.nodes) + 1, values)
 
@@ -84,9 +92,10 @@ class EpisodePlan:
     frames: int
     task: str  # the episode's instruction, every frame's LeRobot "task"
     subtask_index: np.ndarray  # (T,) int64, already encoded (SubtaskCodes)
-    labels: tuple[str, ...]  # (T,) the name of x2's label of every frame
+    labels: tuple[str, ...]  # (T,) every frame's subtask text (lerobot_language.frame_subtasks)
     state: np.ndarray  # (T, J) float32 observations/qpos, as the file has it
     action: np.ndarray  # (T, A) float32
+    arm_subtask_index: np.ndarray | None = None  # (T, arms) int64, encoded; None without per-arm labels
 
 
 @dataclass(frozen=True)
@@ -98,6 +107,7 @@ class ExportPlan:
     codes: SubtaskCodes
     images: Images
     episodes: tuple[EpisodePlan, ...]
+    arms: tuple[str, ...] = ()  # the arms of the subtask_index.<arm> features (none: no such features)
 
     @property
     def frames(self) -> int:
@@ -110,6 +120,8 @@ class ExportPlan:
             ACTION: {"dtype": "float32", "shape": (len(self.action_names),), "names": list(self.action_names)},
             SUBTASK: {"dtype": "int64", "shape": (1,), "names": None},
         }
+        for arm in self.arms:
+            out[arm_feature(arm)] = {"dtype": "int64", "shape": (1,), "names": None}
         size = self.images.size
         for cam in self.images.cameras:
             assert size is not None
@@ -126,6 +138,9 @@ class ExportPlan:
             pictures = episode_frames(ep, self.images.cameras, self.images.size)
         for t in range(plan.frames):
             frame: dict[str, Any] = {STATE: qpos[t], ACTION: action[t], SUBTASK: subtask[t], "task": plan.task}
+            if plan.arm_subtask_index is not None:
+                for a, arm in enumerate(self.arms):
+                    frame[arm_feature(arm)] = plan.arm_subtask_index[t, a:a + 1]
             if pictures is not None:
                 shot = next(pictures)
                 for cam in self.images.cameras:
@@ -202,10 +217,35 @@ def plan_episode(ep: Episode, record: EpisodeRecord, fps: int, ds: Dataset, code
                           f"nodes {list(codes.nodes)}")
     raw = ep[fmt.SUBTASK_INDEX]
     encoded = codes.encode(raw, where)
+    per_arm = arm_labels(ep)
+    arm_index = None if per_arm is None else codes.encode(per_arm.index, where, fmt.ARM_SUBTASK_INDEX)
+    if arm_index is None:
+        labels = tuple(codes.names[int(v)] for v in encoded)
+    else:
+        labels = frame_subtasks([[codes.names[int(v)] for v in column] for column in arm_index.T])
     task = ep.instruction or ds.manifest.task
-    return EpisodePlan(record, ep.frames, task, encoded, tuple(codes.names[int(v)] for v in encoded),
+    return EpisodePlan(record, ep.frames, task, encoded, labels,
                        state=ep[fmt.QPOS].astype(np.float32, copy=False),
-                       action=ep[fmt.ACTION].astype(np.float32, copy=False))
+                       action=ep[fmt.ACTION].astype(np.float32, copy=False), arm_subtask_index=arm_index)
+
+
+def episode_arms(ep: Episode) -> tuple[str, ...]:
+    per_arm = arm_labels(ep)
+    return () if per_arm is None else tuple(per_arm.arms)
+
+
+def check_arms(sources: ExportSources) -> tuple[str, ...]:
+    """The arms of the per-arm features: the first episode's; LeRobot's features are the same in every frame,
+    so an episode with other (or no) per-arm labels is refused."""
+    first = episode_arms(sources.episodes[0].episode)
+    for source in sources.episodes[1:]:
+        arms = episode_arms(source.episode)
+        if arms != first:
+            found = f"arms {list(arms)}" if arms else "no per-arm labels"
+            allowed = f"arms {list(first)}" if first else "no per-arm labels"
+            raise ExportError(f"{source.episode.path}: {fmt.ARM_SUBTASK_INDEX}: found {found}; allowed: {allowed}, "
+                              "as in the first exported episode (export episodes of one robot: --episodes)")
+    return first
 
 
 def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
@@ -215,4 +255,4 @@ def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
     episodes = tuple(plan_episode(s.episode, s.record, fps, ds, codes) for s in sources.episodes)
     images = choose_images(sources, options.size)
     names = sources.column_names()
-    return ExportPlan(ds, fps, names[fmt.QPOS], names[fmt.ACTION], codes, images, episodes)
+    return ExportPlan(ds, fps, names[fmt.QPOS], names[fmt.ACTION], codes, images, episodes, check_arms(sources))

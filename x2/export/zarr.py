@@ -4,10 +4,17 @@
 <name>.zarr/
   data/<key>       every exported episode's rows, concatenated in export order, time first:
                    action, timestamp, state (robot qpos), qvel, ee_pose, object_poses, subtask_index,
-                   progress, mujoco_state, and one (T, H, W, 3) uint8 array per camera
+                   arm_subtask_index, progress, mujoco_state, and one (T, H, W, 3) uint8 array per camera
+                   attrs: names (the column names: joints, arms, objects) where the episode names them
   meta/episode_ends  (episodes,) int64, cumulative row counts: episode i is rows [ends[i-1], ends[i])
   .zattrs          x2_provenance: what the export was made from (x2.export.provenance)
 ```
+
+`arm_subtask_index` (N, A) holds per arm the subtask it works on (labels/arm_subtask_index: x2's codes as
+`subtask_index`, node index, len(nodes) done, -1 unfinished, same dtype), attr `names` the arm of each
+column, as `ee_pose`'s: one array, so a ReplayBuffer user slices a column (`data["arm_subtask_index"][:, 0]`)
+the way they slice an arm's pose. It is there when the episodes have per-arm labels for two or more arms
+(a one-arm robot's column would be `subtask_index` again; older episodes have none).
 
 Zarr format 2 by default: diffusion_policy and UMI open their buffers with zarr 2.x, which reads only
 format 2 and only numcodecs compressors. Camera arrays hold one frame per chunk compressed with Blosc lz4
