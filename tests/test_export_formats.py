@@ -454,3 +454,25 @@ def test_an_episode_without_per_arm_labels_exports_as_before(synth, tmp_path):
     per_arm = ("left_subtask_index", "right_subtask_index")
     assert added and all("subtask_term_signals_by_arm/" in k or k.endswith(per_arm) for k in added)
     assert set(old_sets) <= set(new_sets) and all(old_sets[k] == new_sets[k] for k in old_sets)
+
+
+def test_older_and_newer_episodes_export_together(synth, tmp_path):
+    """A synthesis resumed after an upgrade: an episode without per-arm labels, then newer ones. Every
+    episode gets the per-arm arrays; the older one's columns follow the format's rule for it (every node on
+    every arm: each column is its subtask_index)."""
+    ds = Dataset.open(strip_arm_labels(copy_dataset(synth, tmp_path / "both")))
+    record_short_dataset(ds.root, episodes=1, ticks=8)
+    ds = Dataset.open(ds.root)
+    records = tuple(ds.episodes())
+    export_hdf5(ExportRequest(ds, records, tmp_path / "both.hdf5", state_only=True))
+    export_zarr(ExportRequest(ds, records, tmp_path / "both.zarr", state_only=True))
+    with ds.load(records[0].index) as old:
+        labels, frames = old["labels/subtask_index"], old.frames
+    arrays, _ = zarr2_dump(tmp_path / "both.zarr", tmp_path)
+    table = arrays["data/arm_subtask_index"]
+    assert table.shape == (frames + 8, 2)
+    assert np.array_equal(table[:frames], np.stack([labels, labels], axis=1))
+    with h5py.File(tmp_path / "both.hdf5", "r") as f:
+        for arm in ("left", "right"):
+            assert np.array_equal(f[f"data/demo_000000/obs/{arm}_subtask_index"][:], labels)
+            assert len(f[f"data/demo_000001/obs/{arm}_subtask_index"]) == 8

@@ -200,14 +200,17 @@ def test_an_episode_without_per_arm_labels_exports_as_before(synthesised_fruit: 
         item = {"timestamp": columns["timestamp"][t], "language_persistent": columns["language_persistent"][t]}
         assert active_subtask(item) == names[labels[t]], t
     assert "arm_subtask_index" not in read_x2_meta(target)
-    # One export, one set of features: an episode with per-arm labels after one without is refused.
+    # A synthesis resumed after an upgrade: a newer episode after the old one. One export has one set of
+    # features, so the old episode gets the per-arm columns of its format rule: every node on every arm.
     record_short_dataset(ds.root, episodes=1, ticks=8)
-    with pytest.raises(ExportError) as info:
-        export(Dataset.open(ds.root), tmp_path / "mixed", (0, 1), state_only=True)
-    assert str(info.value).endswith("episode_000001.h5: labels/arm_subtask_index: found arms ['left', 'right']; "
-                                    "allowed: no per-arm labels, as in the first exported episode (export "
-                                    "episodes of one robot: --episodes)")
-    assert not (tmp_path / "mixed").exists()
+    plan, _ = export(Dataset.open(ds.root), tmp_path / "mixed", (0, 1), state_only=True)
+    assert plan.arms == ("left", "right")
+    both = load(tmp_path / "mixed").select_columns(
+        ["episode_index", "subtask_index", "subtask_index.left", "subtask_index.right"]).with_format(None)[:]
+    old = [t for t, e in enumerate(both["episode_index"]) if e == 0]
+    assert len(old) == len(labels)
+    for t in old:
+        assert both["subtask_index.left"][t] == both["subtask_index.right"][t] == both["subtask_index"][t], t
 
 
 def test_stored_streams_are_read_not_rendered(stored: Dataset, tmp_path: Path) -> None:

@@ -2,9 +2,11 @@
 completion frames, and camera frames in batches at the export's image size.
 
 Per-arm subtask labels (`labels/arm_subtask_index`, one column per arm) are exported as the low-dim key
-`arm_subtask_index`, named by the arms, when the episode has them for more than one arm: with one arm the
-column is `subtask_index` itself (docs/format.md), so a single-arm robot's exports carry no per-arm copy,
-and an episode recorded before x2 kept them exports exactly as before.
+`arm_subtask_index`, named by the arms, when the exported episodes have them for more than one arm
+(`labelled_arms`): with one arm the column is `subtask_index` itself (docs/format.md), so a single-arm
+robot's exports carry no per-arm copy, and a dataset recorded before x2 kept them exports exactly as
+before. An older episode in a dataset that also holds newer ones (a synthesis resumed after an upgrade)
+gets its columns by the format's rule for such an episode, every node on every arm (`arm_labels`).
 
 Both exporters concatenate or group episodes that must agree on every array's per-row shape, so the
 first exported episode fixes the layout and `check_row_layout` names the first episode that breaks it.
@@ -12,7 +14,7 @@ first exported episode fixes the layout and `check_row_layout` names the first e
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from x2 import format as fmt
 from x2.datasets import Episode
 from x2.errors import DatasetError, ExportError
 from x2.export.sources import names_by_column
+from x2.labeling import ARM_SUBTASK_INDEX_KEY, arm_label_arrays, arm_segment_owners
 from x2.render.frames import ImageSize
 from x2.render.source import episode_frames, stored_cameras
 from x2.spec.action import ActionLayout
@@ -91,21 +94,46 @@ class ArmLabels:
         return [n for n in nodes if arm in self.node_arms.get(n, self.arms)]
 
 
-def arm_labels(ep: Episode) -> ArmLabels | None:
-    """The episode's per-arm labels when it has them for two or more arms (one arm's column is
-    subtask_index, docs/format.md), else None."""
-    table, arms = ep.arm_subtask_index, ep.arm_names
-    if table is None or len(arms) < 2:
+def labelled_arms(episodes: Iterable[Episode]) -> tuple[str, ...]:
+    """The arms an export carries per-arm labels for: those of the episodes that have them for two or more
+    arms (every such episode must name the same arms), or () when none has."""
+    found: tuple[str, ...] = ()
+    first: Path | None = None
+    for ep in episodes:
+        arms = tuple(ep.arm_names)
+        if len(arms) < 2:
+            continue
+        if first is None:
+            found, first = arms, ep.path
+        elif arms != found:
+            raise ExportError(f"{ep.path}: {fmt.ARM_SUBTASK_INDEX}: found arms {list(arms)}; allowed: "
+                              f"{list(found)}, as in {first.name} (export episodes of one robot: --episodes)")
+    return found
+
+
+def arm_labels(ep: Episode, arms: Sequence[str]) -> ArmLabels | None:
+    """The episode's per-arm labels for the export's `arms` (`labelled_arms`; None when there are fewer than
+    two): as stored, or, for an episode recorded before x2 kept them, derived from its events by the rule
+    of docs/format.md with every node on every arm (so each column is its subtask_index)."""
+    if len(arms) < 2:
         return None
     nodes = [str(n) for n in ep.dag.get("nodes", [])]
+    table = ep.arm_subtask_index
     stored = ep.node_arms
+    if table is None:
+        failure = ep.failure
+        owners = arm_segment_owners(ep.events, nodes, {}, list(arms), 0, ep.frames,
+                                    None if failure is None else failure[0])
+        table, stored = arm_label_arrays(nodes, owners, ep.frames)[ARM_SUBTASK_INDEX_KEY], None
     node_arms = {n: list(arms) for n in nodes} if stored is None else {n: list(stored.get(n, arms)) for n in nodes}
     return ArmLabels(list(arms), table, node_arms)
 
 
-def read_episode(ep: Episode, manifest_names: Mapping[str, Sequence[str]]) -> EpisodeArrays:
+def read_episode(ep: Episode, manifest_names: Mapping[str, Sequence[str]],
+                 labelled: Sequence[str] = ()) -> EpisodeArrays:
     """The episode's arrays; action, state and qvel named by `manifest_names` (episode column path ->
-    names, `x2.export.sources.ExportSources.column_names`), the other columns by the file."""
+    names, `x2.export.sources.ExportSources.column_names`), the other columns by the file; per-arm labels
+    for the `labelled` arms (`labelled_arms`)."""
     missing = [LOW_DIM[k] for k in _REQUIRED if LOW_DIM[k] not in ep]
     if missing:
         raise DatasetError(f"{ep.path}: {missing[0]}: found missing; allowed: an x2 episode with "
@@ -120,7 +148,7 @@ def read_episode(ep: Episode, manifest_names: Mapping[str, Sequence[str]]) -> Ep
         if len(arms) != low_dim["ee_pose"].shape[1]:
             arms = [f"arm{i}" for i in range(low_dim["ee_pose"].shape[1])]
         names["ee_pose"] = arms
-    per_arm = arm_labels(ep)
+    per_arm = arm_labels(ep, labelled)
     if per_arm is not None:
         low_dim[ARM_SUBTASK], names[ARM_SUBTASK] = per_arm.index, list(per_arm.arms)
     nodes = [str(n) for n in ep.dag.get("nodes", [])]

@@ -51,7 +51,14 @@ import numpy as np
 
 from x2.datasets import Episode
 from x2.errors import ExportError
-from x2.export.episode_arrays import EpisodeArrays, camera_batches, check_row_layout, read_episode, row_layout
+from x2.export.episode_arrays import (
+    EpisodeArrays,
+    camera_batches,
+    check_row_layout,
+    labelled_arms,
+    read_episode,
+    row_layout,
+)
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
 from x2.export.sources import ExportSources, open_sources
 from x2.export.staging import staged
@@ -225,9 +232,10 @@ def _fill(data: h5py.Group, sources: ExportSources, names: Sequence[str], sizes:
           options: Hdf5Options, digests: _Digests, tracker: ProgressTracker, splits: dict[int, str]) -> int:
     layout, total = None, 0
     cameras, columns = sources.cameras, sources.column_names()
+    labelled = labelled_arms(s.episode for s in sources.episodes)
     for source, name in zip(sources.written(), names, strict=True):
         ep = source.episode
-        arrays = read_episode(ep, columns)
+        arrays = read_episode(ep, columns, labelled)
         if layout is None:
             layout = row_layout(arrays)
             env_args = dict(arrays.facts.env_args)

@@ -9,7 +9,7 @@ more arms, x2.export.episode_arrays.arm_labels) one int64 `subtask_index.<arm>` 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ import numpy as np
 from x2 import format as fmt
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.errors import ExportError
-from x2.export.episode_arrays import arm_labels
+from x2.export.episode_arrays import arm_labels, labelled_arms
 from x2.export.lerobot_language import frame_subtasks
 from x2.export.sources import ExportSources
 from x2.render.defaults import DEFAULT_SIZE
@@ -196,7 +196,8 @@ def dataset_fps(ds: Dataset) -> int:
     return int(fps)
 
 
-def plan_episode(ep: Episode, record: EpisodeRecord, fps: int, ds: Dataset, codes: SubtaskCodes) -> EpisodePlan:
+def plan_episode(ep: Episode, record: EpisodeRecord, fps: int, ds: Dataset, codes: SubtaskCodes,
+                 labelled: Sequence[str] = ()) -> EpisodePlan:
     where = str(ep.path)
     own_fps = ep.fps if fmt.FPS_ATTR in ep.attrs else fps
     if own_fps is None or float(own_fps) != fps:
@@ -217,7 +218,7 @@ def plan_episode(ep: Episode, record: EpisodeRecord, fps: int, ds: Dataset, code
                           f"nodes {list(codes.nodes)}")
     raw = ep[fmt.SUBTASK_INDEX]
     encoded = codes.encode(raw, where)
-    per_arm = arm_labels(ep)
+    per_arm = arm_labels(ep, labelled)
     arm_index = None if per_arm is None else codes.encode(per_arm.index, where, fmt.ARM_SUBTASK_INDEX)
     if arm_index is None:
         labels = tuple(codes.names[int(v)] for v in encoded)
@@ -229,30 +230,12 @@ def plan_episode(ep: Episode, record: EpisodeRecord, fps: int, ds: Dataset, code
                        action=ep[fmt.ACTION].astype(np.float32, copy=False), arm_subtask_index=arm_index)
 
 
-def episode_arms(ep: Episode) -> tuple[str, ...]:
-    per_arm = arm_labels(ep)
-    return () if per_arm is None else tuple(per_arm.arms)
-
-
-def check_arms(sources: ExportSources) -> tuple[str, ...]:
-    """The arms of the per-arm features: the first episode's; LeRobot's features are the same in every frame,
-    so an episode with other (or no) per-arm labels is refused."""
-    first = episode_arms(sources.episodes[0].episode)
-    for source in sources.episodes[1:]:
-        arms = episode_arms(source.episode)
-        if arms != first:
-            found = f"arms {list(arms)}" if arms else "no per-arm labels"
-            allowed = f"arms {list(first)}" if first else "no per-arm labels"
-            raise ExportError(f"{source.episode.path}: {fmt.ARM_SUBTASK_INDEX}: found {found}; allowed: {allowed}, "
-                              "as in the first exported episode (export episodes of one robot: --episodes)")
-    return first
-
-
 def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
     ds = sources.dataset
     fps = dataset_fps(ds)
     codes = SubtaskCodes(tuple(str(n) for n in ds.manifest.dag.get("nodes", [])))
-    episodes = tuple(plan_episode(s.episode, s.record, fps, ds, codes) for s in sources.episodes)
+    labelled = labelled_arms(s.episode for s in sources.episodes)
+    episodes = tuple(plan_episode(s.episode, s.record, fps, ds, codes, labelled) for s in sources.episodes)
     images = choose_images(sources, options.size)
     names = sources.column_names()
-    return ExportPlan(ds, fps, names[fmt.QPOS], names[fmt.ACTION], codes, images, episodes, check_arms(sources))
+    return ExportPlan(ds, fps, names[fmt.QPOS], names[fmt.ACTION], codes, images, episodes, labelled)

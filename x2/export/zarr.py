@@ -45,7 +45,14 @@ import zarr.core.sync as zarr_sync
 from zarr.storage import LocalStore, ZipStore
 
 from x2.errors import ExportError
-from x2.export.episode_arrays import EpisodeArrays, camera_batches, check_row_layout, read_episode, row_layout
+from x2.export.episode_arrays import (
+    EpisodeArrays,
+    camera_batches,
+    check_row_layout,
+    labelled_arms,
+    read_episode,
+    row_layout,
+)
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
 from x2.export.sources import ExportSources, open_sources
 from x2.export.staging import clear_leftovers, staged
@@ -174,10 +181,11 @@ def _fill(root: zarr.Group, sources: ExportSources, sizes: dict[str, ImageSize],
     writer = _Writer(root, total, options.zarr_format)
     layout: dict[str, tuple[tuple[int, ...], str]] | None = None
     names = sources.column_names()
+    labelled = labelled_arms(s.episode for s in sources.episodes)
     start, ends = 0, []
     for source in sources.written():
         ep, record = source.episode, source.record
-        arrays = read_episode(ep, names)
+        arrays = read_episode(ep, names, labelled)
         if arrays.frames != record.frames:
             raise ExportError(f"{ep.path}: frames: found {arrays.frames}, the index says {record.frames}; "
                               "allowed: an index that matches its files (x2 datasets validate --repair)")
