@@ -13,26 +13,21 @@ import numpy as np
 
 from x2 import format as fmt
 from x2.labeling import DagRuntime, Event, arm_label_arrays, arm_segment_owners
-from x2.spec.env import NodeSpec, TaskSpec
+from x2.spec.env import TaskSpec
 from x2.tasks.predicates import PREDICATES, WorldView
 
 
-def default_arms(node: NodeSpec, arm_names: Sequence[str]) -> tuple[str, ...]:
-    """The arms a node is attributed to before anything runs: its skill binding's `left`/`right` arm, else
-    (`both`, `auto`, no skill, or an arm the robot does not have) every arm of the robot, in robot order."""
-    binding = node.skill
-    if binding is not None and binding.arm in arm_names:
-        return (binding.arm,)
-    return tuple(arm_names)
-
-
 class TaskMonitor:
-    """`arms` names the robot's arms in robot order (none: no per-arm attribution and no per-arm labels)."""
+    """`arms` names the robot's arms in robot order (none: no per-arm attribution and no per-arm labels).
+
+    Every node starts attributed to every arm: a collector that cannot know which hand did a node (a person
+    teleoperating may open the door with either) claims nothing, and each arm's column is then subtask_index.
+    Synthesis, which does know, assigns each node the arms it runs on (`assign_arms`) as it starts."""
 
     def __init__(self, task: TaskSpec, world: WorldView, fps: int, arms: Sequence[str] = ()):
         self.task, self.world, self.fps = task, world, fps
         self.arm_names = tuple(arms)
-        self._default_arms = {n.id: default_arms(n, self.arm_names) for n in task.nodes}
+        self._default_arms = {n.id: self.arm_names for n in task.nodes}
         self.node_arms: dict[str, tuple[str, ...]] = dict(self._default_arms)
         # Bound once: the per-tick path is a dict hit and plain calls, no registry lookups.
         self._success_calls = {n.id: [(PREDICATES[c.name].fn, c.args) for c in n.success] for n in task.nodes}
