@@ -216,3 +216,21 @@ def test_moving_only_skips_pairs_of_the_arms_standing_still(backend):
     assert world.in_collision({"right": home_right})
     with world.moving_only(("right",)):
         assert not world.in_collision({"right": home_right})
+
+
+def test_between_arms_only_keeps_every_arms_clash_verdict(backend):
+    """Random configurations of both arms, some near each other, some in the table or the oven: arms_clash says
+    the same with and without `between_arms_only`, which leaves the masks as they were on exit."""
+    world = CollisionWorld(backend, margin=0.03)
+    rng = np.random.default_rng(5)
+    ranges = {arm: world.joint_range[arm].T for arm in world.arms}
+    qs = [{arm: rng.uniform(lo, hi) for arm, (lo, hi) in ranges.items()} for _ in range(300)]
+    full = [world.arms_clash(q) for q in qs]
+    masks = world.model.geom_contype.copy(), world.model.geom_conaffinity.copy(), world.model.body_contype.copy()
+    with world.between_arms_only():
+        reduced = [world.arms_clash(q) for q in qs]
+    assert 10 < sum(full) < 290
+    assert reduced == full
+    assert sum(world.in_collision(q) for q in qs) > sum(full)  # (the world counts again outside)
+    after = world.model.geom_contype, world.model.geom_conaffinity, world.model.body_contype
+    assert all(np.array_equal(a, b) for a, b in zip(masks, after, strict=True))

@@ -278,6 +278,21 @@ class CollisionWorld:
         finally:
             self._apply_masks(*self._masks)
 
+    @contextlib.contextmanager
+    def between_arms_only(self) -> Iterator[None]:
+        """Within this, `mj_collision` tries only the geom pairs between two arms (with what they hold): all
+        that `arms_clash` counts, so its verdicts are unchanged, for about half the collision work of a check.
+        Other queries would miss the rest of the world, so this is for `arms_clash` alone."""
+        arm_bits = np.array([1 << (7 + i) for i in range(len(self.arms))], dtype=np.int64)
+        owned = self._arm_of_geom >= 0
+        mine = np.where(owned, arm_bits[self._arm_of_geom], 0)
+        # no mask kept one arm from the other: every pair between two arms passes, as it did, and no other does
+        self._apply_masks(mine, np.where(owned, arm_bits.sum() & ~mine, 0))
+        try:
+            yield
+        finally:
+            self._apply_masks(*self._masks)
+
     def _recount(self) -> None:
         """Per geom pair: ignored (allowed), counted only when touching (one arm's own parts), or
         counted within the margin (everything else)."""
