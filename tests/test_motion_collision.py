@@ -181,3 +181,56 @@ def test_checks_are_counted(world):
     for q in qs:
         world.in_collision({"right": q})
     assert world.checks - start == len(qs)
+
+
+def test_moving_only_keeps_every_verdict_of_checks_moving_that_arm(backend):
+    """From a free configuration, checks of one arm (holding the fruit, so its held object moves too) give the
+    same verdicts with and without `moving_only`, which leaves the masks as they were on exit."""
+    world = CollisionWorld(backend, margin=0.01)
+    fruit = backend.object_pos("fruit").copy()
+    world.allow([("right_finger_a", "fruit"), ("right_finger_b", "fruit"), ("right_gripper", "fruit")])
+    world.set_arm("right", _reach(world, "right", fruit + np.array([0.0, 0.0, 0.01])))
+    world.attach("fruit", "right")
+    world.set_arm("right", _reach(world, "right", fruit + np.array([0.0, 0.0, 0.15])))
+    world.set_arm("left", np.array([0.5, 0.0, 0.0, 0.0, 0.0, 0.0]))  # reaching towards the right arm's side
+    assert not world.in_collision({})
+    rng = np.random.default_rng(3)
+    lo, hi = world.joint_range["right"].T
+    qs = [rng.uniform(lo, hi) for _ in range(300)]
+    full = [world.in_collision({"right": q}) for q in qs]
+    masks = world.model.geom_contype.copy(), world.model.geom_conaffinity.copy(), world.model.body_contype.copy()
+    with world.moving_only(("right",)):
+        reduced = [world.in_collision({"right": q}) for q in qs]
+    assert 30 < sum(full) < 270  # both verdicts are common, on the table, the oven, the left arm
+    assert reduced == full
+    after = world.model.geom_contype, world.model.geom_conaffinity, world.model.body_contype
+    assert all(np.array_equal(a, b) for a, b in zip(masks, after, strict=True))
+
+
+def test_moving_only_skips_pairs_of_the_arms_standing_still(backend):
+    """Its precondition, shown: with the left arm already through the closed oven door, only a full check says so."""
+    world = CollisionWorld(backend)
+    cavity, _, _ = backend.site_box("microwave/cavity")
+    world.set_arm("left", _reach(world, "left", cavity + np.array([0.0, 0.0, 0.02])))
+    home_right = np.array(backend.env.robot.arm("right").home)
+    assert world.in_collision({"right": home_right})
+    with world.moving_only(("right",)):
+        assert not world.in_collision({"right": home_right})
+
+
+def test_between_arms_only_keeps_every_arms_clash_verdict(backend):
+    """Random configurations of both arms, some near each other, some in the table or the oven: arms_clash says
+    the same with and without `between_arms_only`, which leaves the masks as they were on exit."""
+    world = CollisionWorld(backend, margin=0.03)
+    rng = np.random.default_rng(5)
+    ranges = {arm: world.joint_range[arm].T for arm in world.arms}
+    qs = [{arm: rng.uniform(lo, hi) for arm, (lo, hi) in ranges.items()} for _ in range(300)]
+    full = [world.arms_clash(q) for q in qs]
+    masks = world.model.geom_contype.copy(), world.model.geom_conaffinity.copy(), world.model.body_contype.copy()
+    with world.between_arms_only():
+        reduced = [world.arms_clash(q) for q in qs]
+    assert 10 < sum(full) < 290
+    assert reduced == full
+    assert sum(world.in_collision(q) for q in qs) > sum(full)  # (the world counts again outside)
+    after = world.model.geom_contype, world.model.geom_conaffinity, world.model.body_contype
+    assert all(np.array_equal(a, b) for a, b in zip(masks, after, strict=True))

@@ -53,10 +53,11 @@ class SpaceTimeAdmission:
         base = world.margin
         world.margin = ARM_CLEARANCE
         try:
-            for d in (0, *range(step, horizon, step), horizon) if horizon else (0,):
-                if self._clear(world, arm, mine, moving, d):
-                    self.delays.append(d)
-                    return d
+            with world.between_arms_only():  # (all that arms_clash counts)
+                for d in (0, *range(step, horizon, step), horizon) if horizon else (0,):
+                    if self._clear(world, arm, mine, moving, d):
+                        self.delays.append(d)
+                        return d
         finally:
             world.margin = base
         return None

@@ -149,17 +149,18 @@ class RRTConnect:
                 raise PlanningError(f"arm {arm!r}: {name} configuration is in collision "
                                     f"(margin {world.margin * 1e3:.0f} mm): {pairs[:3]}")
         checker = _BudgetChecker(world, arm, self.max_checks, self.resolution)
-        try:
-            if checker.edge_free(start, goal):
-                return Plan(arm, np.stack([start, goal]), checker.used, 0, world.margin)
-            path = self._detour(checker, start, goal, lo, hi)
-            nodes = 2
-            if path is None:
-                path, nodes = self._grow(checker, start, goal, lo, hi, rng)
-        except _OutOfChecks:
-            raise PlanningError(f"arm {arm!r}: no plan within {self.max_checks} collision checks") from None
-        with contextlib.suppress(_OutOfChecks):  # out of checks: the unshortened path is still collision-free
-            path = self._shortcut(checker, path, rng)
+        with world.moving_only((arm,)):  # every check from here on moves only `arm`, and its start is free
+            try:
+                if checker.edge_free(start, goal):
+                    return Plan(arm, np.stack([start, goal]), checker.used, 0, world.margin)
+                path = self._detour(checker, start, goal, lo, hi)
+                nodes = 2
+                if path is None:
+                    path, nodes = self._grow(checker, start, goal, lo, hi, rng)
+            except _OutOfChecks:
+                raise PlanningError(f"arm {arm!r}: no plan within {self.max_checks} collision checks") from None
+            with contextlib.suppress(_OutOfChecks):  # out of checks: the unshortened path is still collision-free
+                path = self._shortcut(checker, path, rng)
         return Plan(arm, np.stack(path), checker.used, nodes, world.margin)
 
     def _detour(self, checker: _BudgetChecker, start: np.ndarray, goal: np.ndarray, lo: np.ndarray,

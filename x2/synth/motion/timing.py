@@ -100,11 +100,12 @@ def postcheck(traj: Trajectory, world: CollisionWorld, substeps: int = 4) -> int
     `substeps` points per control interval, with the world's current margin), or None if all is free."""
     if world.in_collision({traj.arm: traj.q[0]}):
         return 0
-    for k in range(len(traj.q) - 1):
-        a, b = traj.q[k], traj.q[k + 1]
-        for s in range(1, substeps + 1):
-            if world.in_collision({traj.arm: a + (b - a) * (s / substeps)}):
-                return k
+    with world.moving_only((traj.arm,)):  # the rest moves only this arm, from a start just found free
+        for k in range(len(traj.q) - 1):
+            a, b = traj.q[k], traj.q[k + 1]
+            for s in range(1, substeps + 1):
+                if world.in_collision({traj.arm: a + (b - a) * (s / substeps)}):
+                    return k
     return None
 
 
