@@ -169,7 +169,7 @@ def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id
             "features": {arm: arm_feature(arm) for arm in plan.arms},
             "codes": "as subtask_index (names above), per arm: the subtask that arm works on",
             "language": f"each frame's subtask text is the arms' distinct subtask names in arm order, joined "
-                        f"{ARM_JOIN!r}; one name when the arms agree"}
+                        f"{ARM_JOIN!r}; one name when the arms agree; a done arm left out while another works"}
     facts = sources.provenance(
         format={"name": "lerobot", "codebase_version": "v3.0", "lerobot_version": lerobot.__version__,
                 "repo_id": repo_id},

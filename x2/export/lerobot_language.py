@@ -9,7 +9,8 @@ get rows too: otherwise the subtask before them would look active until the end.
 
 With per-arm labels a frame's text names what every arm works on (`frame_subtasks`): the arms' subtask
 names joined " + " in arm order, each name once ("open_door + pick_fruit" while the left arm opens the door
-and the right one picks the fruit), and one name when the arms agree. Without per-arm labels (older
+and the right one picks the fruit), one name when the arms agree, and an arm that is done left out while
+another works. Without per-arm labels (older
 episodes, one arm) it is x2's single label, as before.
 """
 
@@ -18,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
+from x2.labeling import DONE
 
 SUBTASK_STYLE = "subtask"
 ARM_JOIN = " + "
@@ -29,8 +32,14 @@ def frame_timestamp(frame_index: int, fps: int) -> float:
 
 
 def frame_subtasks(per_arm: Sequence[Sequence[str]]) -> tuple[str, ...]:
-    """Per frame, the distinct subtask names of the arms (`per_arm[a][t]`), in arm order, joined " + "."""
-    return tuple(ARM_JOIN.join(dict.fromkeys(names)) for names in zip(*per_arm, strict=True))
+    """Per frame, the distinct subtask names of the arms (`per_arm[a][t]`), in arm order, joined " + "; an arm
+    that is done (all its nodes completed, or none on it: the idle arm of a one-arm task) is left out while
+    another still works, so a one-arm task's text is that arm's subtask, as without per-arm labels."""
+    out = []
+    for names in zip(*per_arm, strict=True):
+        working = [n for n in dict.fromkeys(names) if n != DONE] or [DONE]
+        out.append(ARM_JOIN.join(working))
+    return tuple(out)
 
 
 def subtask_rows(labels: Sequence[str], fps: int) -> list[dict[str, object]]:
