@@ -211,3 +211,21 @@ def test_show_and_the_timeline_draw_one_lane_per_arm(synthesised_fruit: Path, tm
     with Episode(one_lane) as old:
         one = imread(plot_timeline(old, tmp_path / "one.png"))
     assert two.shape[0] > one.shape[0]  # a taller bar panel: a second lane
+
+
+def test_synthesis_records_when_each_node_started(synthesised_fruit: Path) -> None:
+    with Episode(_episode_file(synthesised_fruit)) as ep:
+        starts, done = ep.node_starts, dict(ep.events)
+    assert set(starts) == set(done) and all(starts[n] <= done[n] for n in done)
+    assert starts["open_door"] == starts["pick_fruit"] == 0  # both arms at once, from the first frame
+    # the left arm waits for the fruit to be in before it closes the door: its segment starts earlier than its work
+    assert starts["close_door"] > done["place_fruit"] > done["open_door"]
+
+
+@pytest.mark.parametrize("starts, found", [
+    ({"zzz": 0}, "found 'zzz': 0"), ({"a": 99}, "found 'a': 99"), ({"a": True}, "found 'a': True"), ([0], "found [0]"),
+])
+def test_check_dag_refuses_malformed_starts(starts: object, found: str) -> None:
+    dag = {"nodes": ["a", "b"], "events": [], "starts": starts}
+    with pytest.raises(DatasetError, match=re.escape(f"ep: dag/starts: {found}")):
+        fmt.check_dag(dag, 10, "ep")

@@ -84,7 +84,7 @@ PROGRESS = "labels/progress"  # (T,) float32
 SUBTASK_NAMES_ATTR = "subtask_names"  # attr of LABELS
 ARM_SUBTASK_INDEX = "labels/arm_subtask_index"  # (T, A) int16: per arm, the subtask it works on
 ARM_NAMES_ATTR = "arm_names"  # attr of ARM_SUBTASK_INDEX: the arm of each column, in robot order
-DAG = "dag"  # attrs nodes, edges, scores, events, failure, arms
+DAG = "dag"  # attrs nodes, edges, scores, events, failure, arms, starts
 COMPLETION_FRAME = "dag/completion_frame"  # (N,) int32
 DEVICE = "device"  # /<kind>/<stream>: a teleoperated episode's raw device stream
 TIMING = "timing"  # /<stage>_ms (T,) float32; attrs: the wall clock's other facts
@@ -475,6 +475,7 @@ def check_dag(dag: Mapping[str, Any], frames: int, where: object) -> tuple[dict[
                            "nodes [str], edges [[u, v]], events [[node, frame]], failure null or "
                            "[node, frame, reason], scores JSON, completion_frame [int]") from None
     arms = check_arms(dag["arms"], nodes, where, dag.get(ARM_NAMES_ATTR)) if "arms" in dag else None
+    starts = check_starts(dag["starts"], nodes, frames, where) if "starts" in dag else None
     for node, frame in events + ([failure[:2]] if failure else []):
         if node not in nodes or not 0 <= frame < frames:
             raise DatasetError(f"{where}: dag/events: found [{node!r}, {frame}]; "
@@ -485,7 +486,20 @@ def check_dag(dag: Mapping[str, Any], frames: int, where: object) -> tuple[dict[
     attrs = {"nodes": nodes, "edges": edges, "scores": scores, "events": events, "failure": failure}
     if arms is not None:  # last, so the attrs an episode had before it are created as they were
         attrs["arms"] = arms
+    if starts is not None:
+        attrs["starts"] = starts
     return attrs, completion.astype(np.int32)
+
+
+def check_starts(starts: Any, nodes: Sequence[str], frames: int, where: object) -> dict[str, int]:
+    """/dag `starts`: node -> the frame a collector started running it (synthesis; nodes never run are absent)."""
+    allowed = f"allowed: {{node: frame}} with nodes of {list(nodes)} and frames in [0, {frames})"
+    if not isinstance(starts, Mapping):
+        raise DatasetError(f"{where}: dag/starts: found {starts!r:.60}; {allowed}")
+    for node, frame in starts.items():
+        if node not in nodes or isinstance(frame, bool) or not isinstance(frame, int) or not 0 <= frame < frames:
+            raise DatasetError(f"{where}: dag/starts: found {node!r}: {frame!r:.20}; {allowed}")
+    return {n: int(starts[n]) for n in nodes if n in starts}
 
 
 def check_arms(arms: Any, nodes: Sequence[str], where: object,

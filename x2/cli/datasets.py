@@ -123,10 +123,12 @@ def show_command(
             outcome += f": {failure[0]} failed at frame {failure[1]} ({failure[2]})"
         console.print(f"outcome: {outcome}")
         events = Table(title="completion events")
-        for column in ("node", "frame", "time (s)"):
+        starts = ep.node_starts  # (synthesised episodes: when each node's skill began)
+        for column in ("node", *(("started",) if starts else ()), "frame", "time (s)"):
             events.add_column(column, justify="left" if column == "node" else "right")
         for node, frame in ep.events:
-            events.add_row(node, str(frame), f"{frame / fps:.2f}")
+            started = (str(starts[node]) if node in starts else "-",) if starts else ()
+            events.add_row(node, *started, str(frame), f"{frame / fps:.2f}")
         console.print(events)
         segments = Table(title="segments")
         for column in ("subtask", "start", "end", "seconds"):

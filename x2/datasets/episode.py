@@ -309,6 +309,18 @@ class Episode:
         return fmt.check_arms(raw, [str(n) for n in nodes] if isinstance(nodes, list) else [], self.path)
 
     @property
+    def node_starts(self) -> dict[str, int]:
+        """/dag `starts`: the frame each node was started in by a collector that runs nodes (synthesis); {} when
+        not recorded (teleoperation, older episodes)."""
+        group = self._group(fmt.DAG)
+        raw = _json_attr(group.attrs, "starts", None, self.path) if group is not None else None
+        if raw is None:
+            return {}
+        nodes = _json_attr(group.attrs, "nodes", [], self.path) if group is not None else []
+        return fmt.check_starts(raw, [str(n) for n in nodes] if isinstance(nodes, list) else [], self.frames,
+                                self.path)
+
+    @property
     def events(self) -> list[tuple[str, int]]:
         group = self._group(fmt.DAG)
         return parse_events(_json_attr(group.attrs, "events", [], self.path) if group is not None else [], self.path)

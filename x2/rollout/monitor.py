@@ -29,6 +29,7 @@ class TaskMonitor:
         self.arm_names = tuple(arms)
         self._default_arms = {n.id: self.arm_names for n in task.nodes}
         self.node_arms: dict[str, tuple[str, ...]] = dict(self._default_arms)
+        self.node_starts: dict[str, int] = {}  # node -> the frame a collector that runs nodes started it
         # Bound once: the per-tick path is a dict hit and plain calls, no registry lookups.
         self._success_calls = {n.id: [(PREDICATES[c.name].fn, c.args) for c in n.success] for n in task.nodes}
         self._failure_calls = {n.id: [(PREDICATES[c.name].fn, c.args, c.describe()) for c in n.failure]
@@ -39,9 +40,11 @@ class TaskMonitor:
     def reset(self) -> None:
         self.runtime.reset()
         self.node_arms = dict(self._default_arms)
+        self.node_starts = {}
 
-    def assign_arms(self, node: str, arms: Sequence[str]) -> None:
-        """Attribute `node` to the arms it really runs on (synthesis resolves `auto` when the node starts)."""
+    def assign_arms(self, node: str, arms: Sequence[str], frame: int | None = None) -> None:
+        """Attribute `node` to the arms it really runs on (synthesis resolves `auto` when the node starts), and
+        record the `frame` it started in: an arm's label segment runs from its previous event, idle or not."""
         if node not in self.node_arms:
             raise ValueError(f"assign_arms: node {node!r} unknown; nodes: {', '.join(self.node_arms)}")
         unknown = [a for a in arms if a not in self.arm_names]
@@ -49,6 +52,8 @@ class TaskMonitor:
             raise ValueError(f"assign_arms: {node}: arm(s) {', '.join(map(repr, unknown))} unknown; "
                              f"arms: {', '.join(self.arm_names) or 'none'}")
         self.node_arms[node] = tuple(a for a in self.arm_names if a in arms)  # robot order, once each
+        if frame is not None:
+            self.node_starts[node] = int(frame)
 
     def _success(self, node: str) -> bool:
         world = self.world
@@ -82,6 +87,8 @@ class TaskMonitor:
             "events": [[n, int(f)] for n, f in rt.events],
             "failure": None if rt.failure is None else [rt.failure[0], int(rt.failure[1]), rt.failure[2]],
             "arms": {n: list(self.node_arms[n]) for n in nodes},
+            **({"starts": {n: self.node_starts[n] for n in nodes if n in self.node_starts}}
+               if self.node_starts else {}),  # (only from a collector that starts nodes: synthesis)
             fmt.ARM_NAMES_ATTR: list(self.arm_names),  # (for /labels: the arm of each arm_subtask_index column)
             "predicates": json.dumps({n.id: {"success": [c.describe() for c in n.success],
                                              "failure": [c.describe() for c in n.failure]} for n in self.task.nodes}),

@@ -86,6 +86,6 @@ def task_program(ctx: SynthContext) -> Iterator[Segment]:
         if ctx.node_done(nid):
             continue
         arm = resolve_arm(ctx, nodes[nid])
-        # the arms it really runs on (`auto` resolved now), for the per-arm labels
-        ctx.monitor.assign_arms(nid, ctx.monitor.arm_names if arm == "both" else (arm,))
+        # the arms it really runs on (`auto` resolved now) and when it started, for the per-arm labels
+        ctx.monitor.assign_arms(nid, ctx.monitor.arm_names if arm == "both" else (arm,), ctx.executor.frame)
         yield from node_program(ctx, nodes[nid], arm)

@@ -146,6 +146,11 @@ class SkillExecutor:
         if self.scheduler is not None:
             self.scheduler.reset()
 
+    @property
+    def frame(self) -> int:
+        """The frame being decided (programs run inside `act`)."""
+        return self._frame
+
     def arm_target(self, arm: str) -> np.ndarray:
         """The joint targets currently commanded to `arm` (what the next plan of this arm starts from)."""
         return self.targets[self._arm_slices[arm]].copy()

@@ -76,7 +76,7 @@ class ArmScheduler:
             self.started.add(nid)
             ordered = tuple(a for a in self.all_arms if a in arms)
             self.starts.append((nid, frame, ordered))
-            ctx.monitor.assign_arms(nid, ordered)
+            ctx.monitor.assign_arms(nid, ordered, frame)
             binding = node.skill
             assert binding is not None  # check_bindings ran
             split = arm == "both" and SKILLS[binding.name].arm_by_arm
