@@ -48,7 +48,8 @@ def synth(
                          seed=seed, max_attempts=max_attempts, keep_failed=keep_failed, sequential=sequential)
     run = SynthRun(config, workspace.resolve_output(dataset, default_name=task.removesuffix(".yaml").split("/")[-1]))
     workspace.remember_dataset(run.path)
-    console.print(f"dataset: {run.path}; {config.workers} workers; master seed {seed}")
+    schedule = "one node at a time" if config.sequential else "ready nodes on free arms at once"
+    console.print(f"dataset: {run.path}; {config.workers} workers; master seed {seed}; {schedule}")
     latest = run.progress
 
     def table() -> Table:
