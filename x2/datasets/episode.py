@@ -301,24 +301,24 @@ class Episode:
     def node_arms(self) -> dict[str, list[str]] | None:
         """/dag `arms`: each node -> the arms it ran on. None in an episode recorded before x2 stored it: read
         that as every node on every arm."""
-        group = self._group(fmt.DAG)
-        raw = _json_attr(group.attrs, "arms", None, self.path) if group is not None else None
-        if raw is None:
-            return None
-        nodes = _json_attr(group.attrs, "nodes", [], self.path) if group is not None else []
-        return fmt.check_arms(raw, [str(n) for n in nodes] if isinstance(nodes, list) else [], self.path)
+        raw, nodes = self._dag_map("arms")
+        return None if raw is None else fmt.check_arms(raw, nodes, self.path)
 
     @property
     def node_starts(self) -> dict[str, int]:
         """/dag `starts`: the frame each node was started in by a collector that runs nodes (synthesis); {} when
         not recorded (teleoperation, older episodes)."""
+        raw, nodes = self._dag_map("starts")
+        return {} if raw is None else fmt.check_starts(raw, nodes, self.frames, self.path)
+
+    def _dag_map(self, name: str) -> tuple[Any, list[str]]:
+        """A per-node /dag attr as stored (None when absent) and the DAG's nodes, for its check."""
         group = self._group(fmt.DAG)
-        raw = _json_attr(group.attrs, "starts", None, self.path) if group is not None else None
-        if raw is None:
-            return {}
-        nodes = _json_attr(group.attrs, "nodes", [], self.path) if group is not None else []
-        return fmt.check_starts(raw, [str(n) for n in nodes] if isinstance(nodes, list) else [], self.frames,
-                                self.path)
+        if group is None:
+            return None, []
+        nodes = _json_attr(group.attrs, "nodes", [], self.path)
+        names = [str(n) for n in nodes] if isinstance(nodes, list) else []
+        return _json_attr(group.attrs, name, None, self.path), names
 
     @property
     def events(self) -> list[tuple[str, int]]:

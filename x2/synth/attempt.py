@@ -78,8 +78,9 @@ class SynthSession:
         except SimulationUnstable as exc:
             return AttemptOutcome(index, seed, False, "simulator unstable", str(exc), len(recorder), stats=ctx.stats)
         total = time.perf_counter() - t0
+        ctx.stats.lane_replans = len(executor.replans)
         if not self.sequential:
-            ctx.stats.space_time_checks, ctx.stats.waited_ticks = admission.checks, sum(admission.delays)
+            ctx.stats.space_time_checks, ctx.stats.waited_ticks = admission.checks, admission.waited
         reason, detail = _verdict(result, executor)
         accepted = reason == "accepted"
         keep = accepted or keep_rejected
@@ -118,4 +119,6 @@ def outcome_summary(outcome: AttemptOutcome) -> dict[str, Any]:
     return {"index": outcome.index, "seed": outcome.seed, "accepted": outcome.accepted, "reason": outcome.reason,
             "detail": outcome.detail, "ticks": outcome.ticks,
             "timing_s": {k: round(v, 4) for k, v in outcome.timing.items()},
-            "plans": outcome.stats.plans, "collision_checks": outcome.stats.collision_checks}
+            "plans": outcome.stats.plans, "collision_checks": outcome.stats.collision_checks,
+            "space_time_checks": outcome.stats.space_time_checks, "waited_ticks": outcome.stats.waited_ticks,
+            "lane_replans": outcome.stats.lane_replans}

@@ -31,6 +31,7 @@ class SynthStats:
     replans: int = 0
     space_time_checks: int = 0  # concurrent lanes: checks between one arm's new motion and the other's
     waited_ticks: int = 0  # ticks arms stood still before a motion, to let the other arm pass
+    lane_replans: int = 0  # skills run again after failing beside another lane (the executor's replans)
     segments: dict[str, int] = field(default_factory=dict)
 
 

@@ -6,8 +6,8 @@ one arm, `arm: both` every arm, `arm: auto` the arm nearest its target then. A n
 waits for both; when its skill is the same on each arm alone (`retract`), each arm runs it in a lane of
 its own, at once. A node whose predicate already holds (a side effect of another) is not run. The seeded
 order (the attempt's "schedule" stream, drawn only when more than one node is ready) decides which node
-gets a contested arm first and which lane plans first; each start is recorded (`starts`) and the arms a
-node ran on go to the task monitor, which stores them with the episode's DAG.
+gets a contested arm first and which lane plans first; each start (its frame and the arms the node runs
+on) goes to the task monitor, which stores it with the episode's DAG.
 
 A node whose plan fails while the other arm is busy (it rests where this one must go) runs its skill
 again once the other lane has ended; an idle arm in the way is first sent home (`make_way`).
@@ -39,12 +39,10 @@ class ArmScheduler:
         self.preds: dict[str, list[str]] = {n: [a for a, b in task.edges if b == n] for n in task.node_ids}
         self.all_arms = tuple(a.name for a in ctx.env.robot.arms)
         self.started: set[str] = set()
-        self.starts: list[tuple[str, int, tuple[str, ...]]] = []  # (node, frame, arms), in start order
         self._last: tuple[frozenset[str], frozenset[str]] | None = None  # (done, free arms) at the last decision
 
     def reset(self) -> None:
         self.started.clear()
-        self.starts.clear()
         self._last = None
 
     def _state(self, free_arms: set[str]) -> tuple[frozenset[str], frozenset[str]]:
@@ -75,7 +73,6 @@ class ArmScheduler:
             free_arms -= arms
             self.started.add(nid)
             ordered = tuple(a for a in self.all_arms if a in arms)
-            self.starts.append((nid, frame, ordered))
             ctx.monitor.assign_arms(nid, ordered, frame)
             binding = node.skill
             assert binding is not None  # check_bindings ran

@@ -34,7 +34,7 @@ class SpaceTimeAdmission:
     def __init__(self, world: Callable[[], CollisionWorld]):
         self._world = world
         self.checks = 0
-        self.delays: list[int] = []  # every admitted delay, for the attempt's statistics
+        self.waited = 0  # ticks of every admitted delay, for the attempt's statistics
 
     def delay(self, executor: SkillExecutor, lane: Lane) -> int | None:
         arm, mine = lane.moving_arm, track_of(lane.segment)
@@ -56,7 +56,7 @@ class SpaceTimeAdmission:
             with world.between_arms_only():  # (all that arms_clash counts)
                 for d in (0, *range(step, horizon, step), horizon) if horizon else (0,):
                     if self._clear(world, arm, mine, moving, d):
-                        self.delays.append(d)
+                        self.waited += d
                         return d
         finally:
             world.margin = base
