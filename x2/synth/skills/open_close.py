@@ -309,9 +309,7 @@ def _push(ctx: SynthContext, arm: str, mech: Mechanism, goal: float, sign: float
         if not early:
             yield Gripper(arm, 0.0, ticks=1)
         yield plan.timed(best.descent, NEAR_SPEED, "cartesian")
-        if aside:
-            yield Wait(ctx.env.fps * WAIT_FOR_ARM_S, until=lambda: all(a.clear() for a in aside), required=True,
-                       name=f"{mech.joint}'s way clear of the other arm")
+        yield from _until_clear(ctx, mech, aside)
         yield Guarded(plan.timed(best.sweep, SWEEP_SPEED, kind),
                       until=functools.partial(_reached, ctx, mech, goal, sign), required=False,
                       name=f"push {mech.joint}")
@@ -400,6 +398,13 @@ def _out_of_the_way(ctx: SynthContext, other: str, mech: Mechanism) -> Iterator[
     yield from ctx.move_to(other, np.array(ctx.env.robot.arm(other).home))
 
 
+def _until_clear(ctx: SynthContext, mech: Mechanism, aside: Sequence[Aside]) -> Iterator[Segment]:
+    """Stand still until every arm going `aside` is out of the part's way (nothing when none is)."""
+    if aside:
+        yield Wait(ctx.env.fps * WAIT_FOR_ARM_S, until=lambda: all(a.clear() for a in aside), required=True,
+                   name=f"{mech.joint}'s way clear of the other arm")
+
+
 @dataclass
 class Aside:
     """An arm going out of a part's way in a lane of its own; `clear` once the part may sweep."""
@@ -442,9 +447,7 @@ def open(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment
     if _reached(ctx, mech, goal, 1.0, settled=True):
         return
     aside = yield from _clear_path(ctx, arm, mech, goal)
-    if aside:  # a pull swings the part from the first tick on
-        yield Wait(ctx.env.fps * WAIT_FOR_ARM_S, until=lambda: all(a.clear() for a in aside), required=True,
-                   name=f"{mech.joint}'s way clear of the other arm")
+    yield from _until_clear(ctx, mech, aside)  # a pull swings the part from the first tick on
     plan = MechanismPlanner(ctx, arm, mech)
     status = yield from _pull(ctx, plan, goal, 1.0, allow_short=mech.hinge)
     mech = refresh(ctx, mech)
