@@ -207,15 +207,22 @@ def test_moving_only_keeps_every_verdict_of_checks_moving_that_arm(backend):
     assert all(np.array_equal(a, b) for a, b in zip(masks, after, strict=True))
 
 
-def test_moving_only_skips_pairs_of_the_arms_standing_still(backend):
-    """Its precondition, shown: with the left arm already through the closed oven door, only a full check says so."""
-    world = CollisionWorld(backend)
+def test_a_query_counts_only_the_contacts_of_the_arms_it_moves(backend):
+    """With the left arm through the closed oven door, the right arm at home is free (what the left arm touches is
+    not the right arm's way blocked), the left arm is not; the compatibility mode (every contact counts, the motion
+    layer before the arm scheduler) and moving_only agree with that mode's own verdicts."""
     cavity, _, _ = backend.site_box("microwave/cavity")
-    world.set_arm("left", _reach(world, "left", cavity + np.array([0.0, 0.0, 0.02])))
     home_right = np.array(backend.env.robot.arm("right").home)
-    assert world.in_collision({"right": home_right})
-    with world.moving_only(("right",)):
-        assert not world.in_collision({"right": home_right})
+    for moved_only in (True, False):
+        world = CollisionWorld(backend, moved_contacts_only=moved_only)
+        q_left = _reach(world, "left", cavity + np.array([0.0, 0.0, 0.02]))
+        world.set_arm("left", q_left)
+        assert world.in_collision({"right": home_right}) is not moved_only
+        assert (world.colliding_pairs({"right": home_right}) == []) is moved_only
+        assert world.in_collision({"left": q_left})
+        assert any("left" in a or "left" in b for a, b in world.colliding_pairs({"left": q_left}))
+        with world.moving_only(("right",)):  # skips the pairs the right arm is not part of, in either mode
+            assert not world.in_collision({"right": home_right})
 
 
 def test_between_arms_only_keeps_every_arms_clash_verdict(backend):

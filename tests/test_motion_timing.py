@@ -57,6 +57,36 @@ def test_postcheck_catches_a_cut_corner(setup):
     assert postcheck(straight, world) is not None
 
 
+def test_postcheck_spacing_thins_the_points_near_rest_only(setup):
+    """Every substep point of a timed move, checked one by one, gives the dense post-check's verdict; with a
+    spacing, each point skipped lies closer than it to a checked one, the end is checked, and the blocked
+    straight line is still caught."""
+    _, world, start, goal = setup
+    straight = time_parametrize("left", np.stack([start, goal]), Limits(), DT)
+    q = straight.q
+    points = [q[k] + (q[k + 1] - q[k]) * (s / 4) for k in range(len(q) - 1) for s in range(1, 5)]
+    first_bad = next(i // 4 for i, p in enumerate(points) if world.in_collision({"left": p}))
+    assert postcheck(straight, world, spacing=0.0) == first_bad
+    assert postcheck(straight, world, spacing=0.01) is not None
+
+    checked: list[np.ndarray] = []
+    real = world.in_collision
+
+    def spy(q_by_arm):
+        checked.append(q_by_arm["left"].copy())
+        return False  # a free world: every point the spacing keeps is asked about
+
+    world.in_collision = spy
+    try:
+        assert postcheck(straight, world, spacing=0.01) is None
+    finally:
+        world.in_collision = real
+    assert len(checked) < 0.6 * len(points)  # (174 of 396 on this move)
+    np.testing.assert_allclose(checked[-1], goal, rtol=0, atol=1e-12)
+    for p in points:
+        assert min(np.max(np.abs(p - c)) for c in checked) < 0.01 + 1e-12
+
+
 @dataclass
 class _CornerCutter:
     """A fake planner whose first answer is the blocked straight line, then a real plan."""

@@ -23,6 +23,7 @@ from x2.synth.binding import check_bindings, task_program
 from x2.synth.context import SynthContext, SynthStats
 from x2.synth.executor import SkillExecutor
 from x2.synth.motion.errors import MotionError
+from x2.synth.motion.timing import BEFORE_SCHEDULER, MotionSettings
 from x2.synth.scheduler import ArmScheduler
 from x2.synth.segments import SkillFailure
 from x2.synth.spacetime import SpaceTimeAdmission
@@ -49,6 +50,7 @@ class SynthSession:
 
     def __init__(self, task: str, robot: str | None = None, variant: str = "default", sequential: bool = False):
         self.sequential = sequential
+        self.motion = BEFORE_SCHEDULER if sequential else MotionSettings()
         self.env = load_env(task, robot=robot, variant=variant)
         check_bindings(self.env)
         self.backend = make_backend(self.env)
@@ -61,7 +63,8 @@ class SynthSession:
         rngs = streams(seed)
         executor = SkillExecutor(self.backend.action_layout)
         assert self.rollout.monitor is not None  # check_bindings requires a task
-        ctx = SynthContext(self.backend, self.rollout.monitor, executor, rngs)
+        ctx = SynthContext(self.backend, self.rollout.monitor, executor, rngs,
+                           motion=self.motion)
         if self.sequential:
             executor.program = lambda: task_program(ctx)
         else:

@@ -17,7 +17,7 @@ from x2.synth.executor import Lane, SkillExecutor
 from x2.synth.motion.collision import CollisionWorld
 from x2.synth.motion.errors import IKError, PlanningError
 from x2.synth.motion.ik import ArmIK
-from x2.synth.motion.timing import Limits, plan_motion, time_polyline
+from x2.synth.motion.timing import Limits, MotionSettings, plan_motion, time_polyline
 from x2.synth.segments import ArmTrack, Segment, SkillFailure
 
 
@@ -37,11 +37,13 @@ class SynthStats:
 
 class SynthContext:
     def __init__(self, backend: Backend, monitor: TaskMonitor, executor: SkillExecutor,
-                 rngs: dict[str, np.random.Generator], limits: Limits | None = None):
+                 rngs: dict[str, np.random.Generator], limits: Limits | None = None,
+                 motion: MotionSettings | None = None):
         self.backend, self.monitor, self.executor = backend, monitor, executor
         self.env = backend.env
         self.rng = rngs
         self.limits = limits or Limits()
+        self.motion = motion or MotionSettings()
         self.stats = SynthStats()
         self._world: CollisionWorld | None = None
         self._ik: dict[str, ArmIK] = {}
@@ -51,7 +53,7 @@ class SynthContext:
         """The collision world, synced to the live simulator (held objects stay attached), with every arm where
         the planning lane will find it."""
         if self._world is None or self._world.model.ngeom != self.backend.model.ngeom:
-            self._world = CollisionWorld(self.backend)
+            self._world = CollisionWorld(self.backend, moved_contacts_only=self.motion.moved_contacts_only)
             self._ik.clear()
         else:
             self._world.sync(self.backend)
@@ -103,8 +105,10 @@ class SynthContext:
         world = self.world()
         q_start = self.executor.arm_target(arm)
         try:
+            settings = self.motion
             motion = plan_motion(world, arm, q_start, np.asarray(q_goal, dtype=np.float64), self.rng["planner"],
-                                 limits or self.limits, dt=self.env.control_dt)
+                                 limits or self.limits, planner=settings.planner, dt=self.env.control_dt,
+                                 substeps=settings.postcheck_substeps, spacing=settings.postcheck_spacing)
         except PlanningError as exc:
             raise SkillFailure("no plan", str(exc)) from None
         self.stats.plans += 1

@@ -200,7 +200,7 @@ class SynthRun:
                   for k in ("total", "teacher", "step")}
         report = {
             "task": cfg.task, "robot": self.env.robot.name, "variant": cfg.variant, "master_seed": cfg.seed,
-            "schedule": "sequential" if cfg.sequential else "concurrent",
+            "schedule": "sequential" if cfg.sequential else "concurrent", "motion": self.session.motion.describe(),
             "requested": cfg.n, "accepted": p.accepted, "attempted": p.attempted,
             "first_attempt": self.first_attempt,
             "acceptance_rate": round(p.accepted / p.attempted, 4) if p.attempted else None,

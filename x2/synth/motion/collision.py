@@ -81,8 +81,11 @@ class _Carried:
 class CollisionWorld:
     """Collision checks for joint configurations of the robot's arms, on a private model copy."""
 
-    def __init__(self, backend: Backend, margin: float = 0.0):
+    def __init__(self, backend: Backend, margin: float = 0.0, moved_contacts_only: bool = True):
         self.env = backend.env
+        # False: a query counts every contact, the moved arms' or not (the motion layer before the arm
+        # scheduler, which `x2 synth --sequential` keeps for its bytes)
+        self.moved_contacts_only = moved_contacts_only
         self.model = copy.deepcopy(backend.model)  # welded objects' poses live in model.body_pos
         # The simulator overrides every contact's softness and margin (x2/sim/mujoco/booth.py); checks need
         # the per-geom margins they set below, so the copy uses the geoms' own parameters.
@@ -253,6 +256,7 @@ class CollisionWorld:
             arm_of_geom[geoms] = ai
         self._masks = contype, aff
         self._arm_of_geom = arm_of_geom
+        self._moved: dict[tuple[str, ...], np.ndarray] = {}  # arms of a query -> their geoms (held ones included)
         self._apply_masks(contype, aff)
         self._same_arm = (arm_of_geom[:, None] == arm_of_geom[None, :]) & (arm_of_geom[:, None] >= 0)
         owned = arm_of_geom >= 0
@@ -264,10 +268,11 @@ class CollisionWorld:
     def moving_only(self, arms: Iterable[str]) -> Iterator[None]:
         """Within this, checks skip the geom pairs that no geom of `arms` (or what they hold) is part of.
 
-        For checks that move only these arms, from a configuration the caller has just checked in full and
-        found free: the pairs left out keep their geometry, hence that check's verdict (free), on every one
-        of them. So the verdicts are unchanged, for ~13 % less time a check (the other arm's links among
-        themselves, against the torso and the table, are not tried again on every check)."""
+        For checks that move only these arms: the pairs left out keep their geometry whatever these arms do, so
+        they are none of these arms' business (the other arm's fruit still on the table as it lifts it must not
+        block this arm's plan), and skipping them saves ~13 % a check (the other arm's links among themselves,
+        against the torso and the table, are not tried again on every check). The planner, its post-check and
+        the part skills' checks run within it."""
         indices = [self.arms.index(self._arm(a)) for a in arms]
         contype, aff = self._masks
         moving = np.isin(self._arm_of_geom, indices)
@@ -341,22 +346,38 @@ class CollisionWorld:
         mujoco.mj_collision(m, d)
         self.checks += 1
 
-    def _bad_contacts(self) -> np.ndarray:
-        d = self.data
-        if d.ncon == 0:
-            return np.zeros(0, dtype=int)
-        contact = d.contact
+    def _counted(self, q_by_arm: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Per contact of the last check: does it count? By its pair's rule, and only when one of its geoms
+        belongs to an arm the check moved (or to what that arm holds): what the rest touches stays as it is
+        whatever these arms do (the other arm's fruit still on the table as it lifts it), so it is none of this
+        query's business."""
+        contact = self.data.contact
+        g1, g2 = contact.geom1, contact.geom2
         # a pair's rule (0, _TOUCHING or _ALWAYS) must exceed 1 for a contact that is only within the margin
-        return np.flatnonzero(self._counts[contact.geom1, contact.geom2] > (contact.dist >= 0))
+        counted = self._counts[g1, g2] > (contact.dist >= 0)
+        if q_by_arm and self.moved_contacts_only:
+            moved = self._moved_geoms(q_by_arm)
+            counted &= moved[g1] | moved[g2]
+        return counted
+
+    def _moved_geoms(self, q_by_arm: Mapping[str, np.ndarray]) -> np.ndarray:
+        arms = tuple(q_by_arm)
+        moved = self._moved.get(arms)
+        if moved is None:
+            moved = self._moved[arms] = np.isin(self._arm_of_geom, [self.arms.index(a) for a in arms])
+        return moved
+
+    def _bad_contacts(self, q_by_arm: Mapping[str, np.ndarray]) -> np.ndarray:
+        if self.data.ncon == 0:
+            return np.zeros(0, dtype=int)
+        return np.flatnonzero(self._counted(q_by_arm))
 
     def in_collision(self, q_by_arm: Mapping[str, np.ndarray]) -> bool:
         """True if the arms at these configurations (others unchanged) touch anything that counts."""
         self._update(q_by_arm)
-        d = self.data
-        if d.ncon == 0:  # the common case in free space, without touching numpy
+        if self.data.ncon == 0:  # the common case in free space, without touching numpy
             return False
-        contact = d.contact
-        return bool((self._counts[contact.geom1, contact.geom2] > (contact.dist >= 0)).any())
+        return bool(self._counted(q_by_arm).any())
 
     def arms_clash(self, q_by_arm: Mapping[str, np.ndarray]) -> bool:
         """True if two arms (with what they hold) at these configurations come within the margin of each other;
@@ -373,13 +394,13 @@ class CollisionWorld:
         self._update(q_by_arm)
         d, m = self.data, self.model
         return [(m.geom(int(d.contact.geom1[i])).name, m.geom(int(d.contact.geom2[i])).name)
-                for i in self._bad_contacts()]
+                for i in self._bad_contacts(q_by_arm)]
 
     def colliding_geoms(self, q_by_arm: Mapping[str, np.ndarray]) -> np.ndarray:
         """(n, 2) geom ids of the pairs in contact, as `colliding_pairs` without building names: for
         skills that expect some contacts (a gripper on a handle) and filter them out on every check."""
         self._update(q_by_arm)
-        i = self._bad_contacts()
+        i = self._bad_contacts(q_by_arm)
         return np.stack([self.data.contact.geom1[i], self.data.contact.geom2[i]], axis=1)
 
     def tcp_pose(self, arm: str) -> tuple[np.ndarray, np.ndarray]:
