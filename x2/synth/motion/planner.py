@@ -63,7 +63,14 @@ class _BudgetChecker:
         edge fails after a few checks; the verdict, and so the plan, is the same in any order."""
         n = max(1, int(np.ceil(np.max(np.abs(b - a)) / self.resolution)))
         qs = a + np.multiply.outer(_bisection_order(n) / n, b - a)
-        return all(self.free(q) for q in qs)
+        in_collision, arm = self.world.in_collision, self.arm  # `free` inlined: a plan makes thousands of checks
+        for q in qs:
+            if self.used >= self.budget:
+                raise _OutOfChecks
+            self.used += 1
+            if in_collision({arm: q}):
+                return False
+        return True
 
 
 @functools.cache
