@@ -355,6 +355,48 @@ def test_state_only_episode_with_declared_shapes(ds: Dataset) -> None:
         ds.load(5)
 
 
+def test_extend_stores_what_appending_tick_by_tick_stores(tmp_path: Path) -> None:
+    data = content(2, images=False)
+    columns = {"timestamp": data["timestamps"], "action": data["action"], "state": data["states"],
+               "qpos": data["qpos"], "qvel": data["qvel"], "ee_pose": data["ee_pose"],
+               "object_poses": data["object_poses"], "lateness_ms": data["lateness"]}
+    stored = []
+    for how in ("append", "extend"):
+        with Dataset.create(tmp_path / how, MANIFEST) as ds, ds.begin_episode(attrs(), object_names=OBJECTS) as w:
+            if how == "append":
+                for t in range(len(data["timestamps"])):
+                    w.append(Tick(**{k: (float(v[t]) if v.ndim == 1 else v[t]) for k, v in columns.items()}))
+            else:  # a tick appended first, then the rest in two blocks
+                w.append(Tick(**{k: (float(v[0]) if v.ndim == 1 else v[0]) for k, v in columns.items()}))
+                w.extend({k: v[1:7] for k, v in columns.items()})
+                w.extend({k: v[7:] for k, v in columns.items()})
+            record = w.finish(data["labels"], data["dag"], data["success"])
+            with ds.load(record.index) as ep:
+                names = ep.keys()  # (an Episode is not iterable)
+                stored.append({name: ep[name] for name in names})
+    a, b = stored
+    assert sorted(a) == sorted(b) and "timing/lateness_ms" in a
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def test_extend_refuses_bad_blocks_and_keeps_nothing(ds: Dataset) -> None:
+    block = {"timestamp": np.arange(1, 4) / 30, "action": np.zeros((3, 14)), "state": np.zeros((3, 5))}
+    with pytest.raises(DatasetError, match=r"action: found shape \(3, 13\); allowed: \(3, 14\)"), \
+            ds.begin_episode(attrs()) as w:
+        w.extend(block)
+        w.extend({**block, "timestamp": block["timestamp"] + 1, "action": np.zeros((3, 13))})
+    with pytest.raises(DatasetError, match="timestamp: found 0.1 after 0.1; allowed: strictly increasing"), \
+            ds.begin_episode(attrs()) as w:
+        w.extend({**block, "timestamp": np.array([0.05, 0.1, 0.1])})
+    with pytest.raises(DatasetError, match="qpos: found given at tick 1"), ds.begin_episode(attrs()) as w:
+        w.append(Tick(timestamp=0.0, action=np.zeros(14), state=np.zeros(5)))
+        w.extend({**block, "qpos": np.zeros((3, 2))})
+    with pytest.raises(DatasetError, match=r"extend: found \['images'\]"), ds.begin_episode(attrs()) as w:
+        w.extend({**block, "images": np.zeros((3, 4, 4, 3), np.uint8)})
+    assert not list((ds.root / ".inprogress").iterdir()) and ds.episodes() == []
+
+
 # ---- summaries, workspace, layering ---------------------------------------------------------------
 def test_summary(ds: Dataset) -> None:
     records = [write_one(ds) for _ in range(4)]

@@ -192,6 +192,64 @@ class EpisodeWriter:
         except (OSError, RuntimeError) as exc:  # full disk, I/O error: this episode is lost, finished ones are not
             self._refused(exc)
 
+    def extend(self, columns: Mapping[str, npt.NDArray[np.generic]]) -> None:
+        """Record many ticks at once: `columns` maps Tick field names (no images) to arrays of one row per
+        tick, `lateness_ms` optional. What `append` would store tick by tick, with one write per stream:
+        for ticks recorded elsewhere first (a synthesis worker's), where per-block flushes protect nothing."""
+        if self._closed:
+            raise DatasetError(f"{self.path}: extend: found a closed writer; allowed: extend before finish/abort")
+        unknown = sorted(set(columns) - set(TICK_STREAMS) - {"lateness_ms"})
+        if unknown:
+            raise DatasetError(f"{self.path}: extend: found {unknown}; allowed: {list(TICK_STREAMS)}, lateness_ms "
+                               "(images go through append)")
+        timestamps = np.asarray(columns["timestamp"], dtype=np.float64)
+        count = len(timestamps)
+        if count == 0:
+            return
+        values = tuple(None if columns.get(name) is None else np.asarray(columns[name])[0] for name in TICK_STREAMS)
+        if self._present is None:
+            try:
+                self._setup_from_tick(values, None)
+            except BaseException as exc:
+                if is_refusal(exc):
+                    self._refused(exc)
+                self.abort()
+                raise
+        if tuple(v is not None for v in values) != self._present or self._cams:
+            self._mismatch(values, None)
+        steps = np.diff(np.concatenate([[self._last_t], timestamps]))
+        if not np.all(steps > 0):  # also refuses NaN
+            bad = int(np.flatnonzero(~(steps > 0))[0])
+            before = self._last_t if bad == 0 else timestamps[bad - 1]
+            raise DatasetError(f"{self.path}: timestamp: found {timestamps[bad]} after {before}; "
+                               "allowed: strictly increasing sim time")
+        rows: list[tuple[_Column, npt.NDArray[np.generic]]] = []
+        for pos, col in self._columns:
+            value = timestamps if pos == 0 else np.asarray(columns[list(TICK_STREAMS)[pos]])
+            if value.shape != (count, *col.row_shape):
+                raise DatasetError(f"{self.path}: {col.path}: found shape {value.shape}; allowed: "
+                                   f"{(count, *col.row_shape)} (a row per timestamp, shaped by the first tick)")
+            rows.append((col, np.ascontiguousarray(value, dtype=col.dtype)))
+        late = columns.get("lateness_ms")
+        lateness = [math.nan] * count if late is None else [float(v) for v in np.asarray(late, dtype=np.float64)]
+        try:
+            self._flush()  # what `append` buffered goes first
+            start = self._written
+            for col, value in rows:
+                assert col.ds is not None
+                col.ds.resize(start + count, axis=0)
+                _write_rows(col.ds, start, value)
+            assert self._file is not None
+            self._file.flush()
+            check_writes(self.path)
+        except (OSError, RuntimeError) as exc:
+            self._refused(exc)
+        self._written += count
+        self._last_t = float(timestamps[-1])
+        self._lateness += lateness
+        for times in self._stages.values():
+            times += [math.nan] * count
+
     def _add_images(self, images: Mapping[str, npt.NDArray[np.generic]]) -> None:
         if images.keys() != self._cams.keys():
             raise DatasetError(f"{self.path}: images: found cameras {sorted(images)}; "

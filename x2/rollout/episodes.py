@@ -19,7 +19,16 @@ import mujoco
 import numpy as np
 
 import x2
-from x2.datasets import Dataset, EpisodeEnd, EpisodeRecord, EpisodeStart, Manifest, Rejection, TeleopEnd
+from x2.datasets import (
+    Dataset,
+    EpisodeEnd,
+    EpisodeRecord,
+    EpisodeStart,
+    EpisodeWriter,
+    Manifest,
+    Rejection,
+    TeleopEnd,
+)
 from x2.format import MISSED_SLOTS_ATTR, Array, manifest_extra
 from x2.rollout.background import BackgroundRecorder
 from x2.rollout.loop import EpisodeResult, Recorder, Rollout, RolloutOptions
@@ -120,7 +129,7 @@ class EpisodeOutcome:
     env: EnvSpec | None = None  # the world it ran in, when not the one it started from
 
 
-def commit_episode(ds: Dataset, env: EnvSpec, start: EpisodeStart, record: Callable[[Recorder], EpisodeResult],
+def commit_episode(ds: Dataset, env: EnvSpec, start: EpisodeStart, record: Callable[[EpisodeWriter], EpisodeResult],
                    outcome: Callable[[EpisodeResult], EpisodeOutcome | None],
                    object_names: tuple[str, ...]) -> tuple[EpisodeResult, EpisodeRecord | None]:
     """The one commit path: open the dataset's next episode, let `record` append its ticks (live or

@@ -1,5 +1,6 @@
 """An in-memory recorder: a worker records an attempt here, and the process that owns the dataset
-writes it through the real `EpisodeWriter` (one writer per dataset, episodes in attempt order)."""
+writes it through the real `EpisodeWriter` (one writer per dataset, episodes in attempt order), whose
+`extend` takes `arrays()` as they are."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from x2.format import Tick
-from x2.rollout.loop import Recorder
 
 # The Tick fields the loop fills, in Tick's order; each becomes one array to send between processes.
 _COLUMNS = ("timestamp", "action", "state", "qpos", "qvel", "ee_pose", "object_poses", "lateness_ms")
@@ -31,11 +31,3 @@ class MemoryRecorder:
         """Compact arrays to send between processes."""
         return {name: np.asarray(values) for name, values in self.ticks.items()}
 
-
-def replay_into(writer: Recorder, arrays: dict[str, np.ndarray]) -> None:
-    """Append recorded ticks to an episode writer, tick by tick, exactly as the loop would have."""
-    for t in range(len(arrays["timestamp"])):
-        writer.append(Tick(timestamp=float(arrays["timestamp"][t]), action=arrays["action"][t],
-                           state=arrays["state"][t], qpos=arrays["qpos"][t], qvel=arrays["qvel"][t],
-                           ee_pose=arrays["ee_pose"][t], object_poses=arrays["object_poses"][t],
-                           lateness_ms=float(arrays["lateness_ms"][t])))

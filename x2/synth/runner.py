@@ -21,11 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from x2.atomic import write_bytes
-from x2.datasets import Dataset, Rejection
+from x2.datasets import Dataset, EpisodeWriter, Rejection
 from x2.format import SYNTH_REPORT_FILE
 from x2.rollout.episodes import EpisodeOutcome, commit_episode, episode_start, open_dataset, versions
-from x2.rollout.loop import EpisodeResult, Recorder
-from x2.rollout.memory import replay_into
+from x2.rollout.loop import EpisodeResult
 from x2.seeding import slot_seed
 from x2.synth.attempt import AttemptOutcome, SynthSession, outcome_summary
 from x2.worker_life import process_pool
@@ -185,8 +184,8 @@ class SynthRun:
                                 object_names=outcome.object_names,
                                 rejection=None if outcome.accepted else Rejection(outcome.reason, outcome.detail))
 
-        def replay(writer: Recorder) -> EpisodeResult:
-            replay_into(writer, arrays)
+        def replay(writer: EpisodeWriter) -> EpisodeResult:
+            writer.extend(arrays)  # the ticks the worker recorded, in one write per stream
             return result
 
         _, record = commit_episode(ds, self.env, start, replay, lambda _: stored, outcome.object_names)
