@@ -13,7 +13,11 @@ For each schedule (the arm scheduler, and one node at a time):
 With `--before DIR` (a checkout of an older commit, e.g. `git worktree add /tmp/before COMMIT`), that
 commit's `x2 synth` runs first on the same seeds, in a subprocess on its own code, as the baseline.
 
+With `--rounds R` the schedules run in turn R times (before, concurrent, sequential, before, ...) and the
+medians are reported: on a shared machine one run's rate drifts by 10 % from the next one's.
+
 Usage: python bench/bench_synth.py [--task fruit_in_microwave] [--n 100] [--workers 2] [--seed 0] [--before DIR]
+       [--rounds R]
 """
 
 from __future__ import annotations
@@ -98,42 +102,61 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--before", type=Path, help="a checkout of an older commit: its synthesis is the baseline")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run the schedules in turn this many times and report medians (a shared machine drifts)")
     args = parser.parse_args()
     print(f"machine: {platform.node()} {platform.machine()} python {platform.python_version()}; task {args.task}; "
           f"n {args.n}, {args.workers} workers, master seed {args.seed}")
-    rows = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        schedules = (("before",) if args.before else ()) + ("concurrent", "sequential")
+    schedules = (("before",) if args.before else ()) + ("concurrent", "sequential")
+    rounds: list[dict[str, dict[str, float]]] = []
+    for r in range(args.rounds):
+        if args.rounds > 1:
+            print(f"round {r + 1} of {args.rounds}")
+        rounds.append({schedule: measure(args, schedule) for schedule in schedules})
+    if args.rounds > 1:
+        print(f"medians over {args.rounds} rounds (throughput and overhead ratio; the data is the same every round)")
         for schedule in schedules:
-            out = Path(tmp) / schedule
-            if schedule == "before":
-                wall, report = synthesise_before(args.before, args.task, args.n, args.workers, out, args.seed)
-            else:
-                wall, report = synthesise(args.task, args.n, args.workers, out, args.seed, schedule == "sequential")
-            floor = physics_floor(args.task, out, args.workers)
-            ticks = [a["ticks"] for a in report["attempts"] if a["accepted"]]
-            depth, where = deepest_mm(out)
-            rows[schedule] = row = {
-                "rate": 60.0 * report["accepted"] / wall, "accepted": report["accepted"],
-                "attempted": report["attempted"], "mean_ticks": float(np.mean(ticks)), "wall": wall,
-                "floor": floor, "depth_mm": depth}
-            print(f"{schedule}: {report['accepted']} accepted / {report['attempted']} attempted "
-                  f"({100 * report['accepted'] / report['attempted']:.1f} %) in {wall:.1f} s -> "
-                  f"{row['rate']:.1f} accepted/min; mean length {row['mean_ticks']:.1f} ticks")
-            print(f"  rejections: {report['rejections']}")
-            print(f"  physics floor ({args.workers} processes, the same accepted streams): {floor:.1f} s -> "
-                  f"overhead ratio {wall / floor:.2f}")
-            print(f"  deepest penetration {depth:.2f} mm (episode {where}); limit {PENETRATION_LIMIT_M * 1e3:g} mm")
-            t = report["attempt_time_s"]
-            print(f"  per attempt, summed over workers: loop {t['total']:.1f} s = teacher {t['teacher']:.1f} s + "
-                  f"physics step {t['step']:.1f} s + the rest {t['total'] - t['teacher'] - t['step']:.1f} s")
-    c = rows["concurrent"]
+            rates = [rnd[schedule]["rate"] for rnd in rounds]
+            ratios = [rnd[schedule]["wall"] / rnd[schedule]["floor"] for rnd in rounds]
+            print(f"  {schedule}: {np.median(rates):.1f} accepted/min (rounds {', '.join(f'{x:.1f}' for x in rates)}); "
+                  f"overhead ratio {np.median(ratios):.2f} (rounds {', '.join(f'{x:.2f}' for x in ratios)})")
+    last = rounds[-1]
+    c = last["concurrent"]
     for name in ("sequential", "before") if args.before else ("sequential",):
-        s = rows[name]
+        s = last[name]
         shorter = 1 - c["mean_ticks"] / s["mean_ticks"]
-        print(f"concurrent / {name}: throughput {c['rate'] / s['rate']:.2f}x, mean length "
-              f"{c['mean_ticks'] / s['mean_ticks']:.2f} ({100 * shorter:.1f} % shorter)")
+        # each round's two runs are neighbours in time: the ratio within a round drifts less than either rate
+        gains = [rnd["concurrent"]["rate"] / rnd[name]["rate"] for rnd in rounds]
+        print(f"concurrent / {name}: throughput {np.median(gains):.2f}x"
+              + (f" (median of rounds {', '.join(f'{g:.2f}' for g in gains)})" if len(gains) > 1 else "")
+              + f", mean length {c['mean_ticks'] / s['mean_ticks']:.2f} ({100 * shorter:.1f} % shorter)")
 
+
+def measure(args: argparse.Namespace, schedule: str) -> dict[str, float]:
+    """One schedule's synthesis, its physics floor and its contacts, printed and returned."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / schedule
+        if schedule == "before":
+            wall, report = synthesise_before(args.before, args.task, args.n, args.workers, out, args.seed)
+        else:
+            wall, report = synthesise(args.task, args.n, args.workers, out, args.seed, schedule == "sequential")
+        floor = physics_floor(args.task, out, args.workers)
+        ticks = [a["ticks"] for a in report["attempts"] if a["accepted"]]
+        depth, where = deepest_mm(out)
+    row = {"rate": 60.0 * report["accepted"] / wall, "accepted": report["accepted"],
+           "attempted": report["attempted"], "mean_ticks": float(np.mean(ticks)), "wall": wall,
+           "floor": floor, "depth_mm": depth}
+    print(f"{schedule}: {report['accepted']} accepted / {report['attempted']} attempted "
+          f"({100 * report['accepted'] / report['attempted']:.1f} %) in {wall:.1f} s -> "
+          f"{row['rate']:.1f} accepted/min; mean length {row['mean_ticks']:.1f} ticks")
+    print(f"  rejections: {report['rejections']}")
+    print(f"  physics floor ({args.workers} processes, the same accepted streams): {floor:.1f} s -> "
+          f"overhead ratio {wall / floor:.2f}")
+    print(f"  deepest penetration {depth:.2f} mm (episode {where}); limit {PENETRATION_LIMIT_M * 1e3:g} mm")
+    t = report["attempt_time_s"]
+    print(f"  per attempt, summed over workers: loop {t['total']:.1f} s = teacher {t['teacher']:.1f} s + "
+          f"physics step {t['step']:.1f} s + the rest {t['total'] - t['teacher'] - t['step']:.1f} s", flush=True)
+    return row
 
 if __name__ == "__main__":
     main()
