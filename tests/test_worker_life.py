@@ -118,3 +118,31 @@ def test_the_death_signal_is_armed_before_the_initializer_is_imported() -> None:
     with process_pool(1, armed_at_import.initialise) as pool:
         initialised, armed = pool.submit(armed_at_import.armed_at_import).result()
     assert initialised and armed == signals.SIGKILL
+
+
+
+_STOPPED_POOL = textwrap.dedent("""
+    import multiprocessing, os, time
+    from x2.worker_life import process_pool, stop_workers
+    pool = process_pool(2)
+    tasks = [pool.submit(time.sleep, 3600) for _ in range(4)]  # two run, the rest wait
+    while len(multiprocessing.active_children()) < 2:
+        time.sleep(0.05)
+    workers = [p.pid for p in multiprocessing.active_children()]
+    stop_workers(pool)  # returns without waiting an hour for the two running
+    alive = []
+    for pid in workers:
+        try:
+            os.kill(pid, 0)
+            alive.append(pid)
+        except ProcessLookupError:
+            pass
+    print(len(workers), alive, multiprocessing.active_children(), sum(t.cancelled() for t in tasks) >= 1)
+""")
+
+
+def test_stop_workers_abandons_running_tasks_and_leaves_no_worker(tmp_path: Path) -> None:
+    run = subprocess.run([sys.executable, "-c", _STOPPED_POOL], cwd=tmp_path, env=HEADLESS_ENV,
+                         capture_output=True, text=True, timeout=HANG_GUARD_S)  # (the interpreter's exit too)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split() == ["2", "[]", "[]", "True"], run.stdout

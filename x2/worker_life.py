@@ -96,3 +96,19 @@ def process_pool(workers: int, initializer: Callable[..., None] | None = None,
     its workers lazily, in the submitting thread."""
     return ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init,
                                initargs=(ParentProcess.here(), initializer and _name_of(initializer), initargs))
+
+
+def stop_workers(pool: ProcessPoolExecutor) -> None:
+    """End `pool` now: queued tasks are cancelled and running ones abandoned, their workers terminated. For a
+    caller that has every result it needs (leaving `with pool:` alone would wait for each running task)."""
+    # (Python 3.14's ProcessPoolExecutor.terminate_workers does this; 3.12 keeps its processes private, and
+    # shutdown() forgets them, so they are taken first)
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join()
+    if manager is not None:
+        manager.join()  # it sees its workers gone and ends

@@ -27,7 +27,7 @@ from x2.rollout.episodes import EpisodeOutcome, commit_episode, episode_start, o
 from x2.rollout.loop import EpisodeResult
 from x2.seeding import slot_seed
 from x2.synth.attempt import AttemptOutcome, SynthSession, outcome_summary
-from x2.worker_life import process_pool
+from x2.worker_life import process_pool, stop_workers
 
 
 @dataclass(frozen=True)
@@ -148,8 +148,8 @@ class SynthRun:
                             return
                         next_commit += 1
             finally:
-                for future in pending.values():
-                    future.cancel()
+                # what is still running would be discarded: the workers end now instead of finishing it
+                stop_workers(pool)
 
     def _take(self, ds: Dataset, outcome: AttemptOutcome, on_update: Callable[[SynthProgress], None] | None) -> bool:
         """Commit one attempt (in order); False when the run should stop."""
