@@ -39,14 +39,15 @@ class ArmScheduler:
         self.preds: dict[str, list[str]] = {n: [a for a, b in task.edges if b == n] for n in task.node_ids}
         self.all_arms = tuple(a.name for a in ctx.env.robot.arms)
         self.started: set[str] = set()
-        self._last: tuple[frozenset[str], frozenset[str]] | None = None  # (done, free arms) at the last decision
+        self._last: tuple[int, frozenset[str]] | None = None  # (completions, free arms) at the last decision
 
     def reset(self) -> None:
         self.started.clear()
         self._last = None
 
-    def _state(self, free_arms: set[str]) -> tuple[frozenset[str], frozenset[str]]:
-        return frozenset(n for n in self.order if self.ctx.node_done(n)), frozenset(free_arms)
+    def _state(self, free_arms: set[str]) -> tuple[int, frozenset[str]]:
+        # completions latch, so their number says which have happened since the last decision
+        return len(self.ctx.monitor.runtime.events), frozenset(free_arms)
 
     def _ready(self) -> list[str]:
         return [n for n in self.order if n not in self.started and all(self.ctx.node_done(p) for p in self.preds[n])]
