@@ -70,3 +70,19 @@ def test_start_in_collision_is_reported(cavity_problem):
             RRTConnect().plan(world, "left", crossed, goal, np.random.default_rng(0))
     finally:
         world.set_arm("right", start)
+
+
+def test_a_free_hint_is_taken_and_a_blocked_one_only_costs_checks(cavity_problem):
+    world, start, goal = cavity_problem
+    trees = RRTConnect(detours=(), shortcut_rounds=0)
+    grown = trees.plan(world, "left", start, goal, np.random.default_rng(0))
+    vias = grown.waypoints[1:-1]  # a free way, as the reverse of an earlier motion would be
+    hinted = trees.plan(world, "left", start, goal, np.random.default_rng(0), hint=vias)
+    assert hinted.tree_nodes == len(vias) and hinted.checks < grown.checks
+    np.testing.assert_array_equal(hinted.waypoints[[0, -1]], [start, goal])
+    assert _edges_free(world, "left", hinted.waypoints, resolution=0.005)
+    # a via in collision (on the blocked straight edge): the trees grow as without a hint
+    blocked = next(start + (goal - start) * f for f in np.linspace(0.05, 0.95, 19)
+                   if world.in_collision({"left": start + (goal - start) * f}))
+    unhelped = trees.plan(world, "left", start, goal, np.random.default_rng(0), hint=blocked[None])
+    assert unhelped.waypoints.tobytes() == grown.waypoints.tobytes()

@@ -20,6 +20,10 @@ from x2.synth.motion.ik import ArmIK
 from x2.synth.motion.timing import Limits, MotionSettings, plan_motion, time_polyline
 from x2.synth.segments import ArmTrack, Segment, SkillFailure
 
+# rad (largest joint difference): a plan that starts this close to where the arm's previous free-space motion
+# ended may try that motion reversed (MotionSettings.retrace)
+RETRACE_FROM = 1.0
+
 
 @dataclass
 class SynthStats:
@@ -47,6 +51,7 @@ class SynthContext:
         self.stats = SynthStats()
         self._world: CollisionWorld | None = None
         self._ik: dict[str, ArmIK] = {}
+        self._last_path: dict[str, np.ndarray] = {}  # per arm: the waypoints of its latest free-space plan
 
     # ----- the world as it is now --------------------------------------------------------------
     def world(self) -> CollisionWorld:
@@ -104,13 +109,18 @@ class SynthContext:
         """A collision-free, timed, post-checked joint motion from the commanded targets to `q_goal`."""
         world = self.world()
         q_start = self.executor.arm_target(arm)
+        settings = self.motion
+        hint = None
+        last = self._last_path.get(arm)
+        if settings.retrace and last is not None and np.max(np.abs(q_start - last[-1])) <= RETRACE_FROM:
+            hint = last[::-1]
         try:
-            settings = self.motion
             motion = plan_motion(world, arm, q_start, np.asarray(q_goal, dtype=np.float64), self.rng["planner"],
                                  limits or self.limits, planner=settings.planner, dt=self.env.control_dt,
-                                 substeps=settings.postcheck_substeps, spacing=settings.postcheck_spacing)
+                                 substeps=settings.postcheck_substeps, spacing=settings.postcheck_spacing, hint=hint)
         except PlanningError as exc:
             raise SkillFailure("no plan", str(exc)) from None
+        self._last_path[arm] = motion.plan.waypoints
         self.stats.plans += 1
         self.stats.replans += motion.attempts - 1
         self.stats.collision_checks += motion.checks

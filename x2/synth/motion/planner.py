@@ -26,7 +26,7 @@ class Plan:
     arm: str
     waypoints: np.ndarray  # (n, dof), rad
     checks: int  # collision checks spent, including shortcutting
-    tree_nodes: int  # 0 when the direct edge was free; 2 (its vias) for a fixed detour
+    tree_nodes: int  # 0 when the direct edge was free; its vias for a hint or a fixed detour; else the trees' nodes
     margin: float  # clearance (m) the path was checked with
 
     @property
@@ -36,7 +36,7 @@ class Plan:
 
 class JointPathPlanner(Protocol):
     def plan(self, world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np.ndarray,
-             rng: np.random.Generator) -> Plan: ...
+             rng: np.random.Generator, hint: np.ndarray | None = None) -> Plan: ...
 
 
 class _OutOfChecks(Exception):
@@ -145,7 +145,10 @@ class RRTConnect:
     )
 
     def plan(self, world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np.ndarray,
-             rng: np.random.Generator) -> Plan:
+             rng: np.random.Generator, hint: np.ndarray | None = None) -> Plan:
+        """A path from `q_start` to `q_goal`. `hint` (k, dof): vias to try, as start -> hint... -> goal, when
+        the straight edge is blocked and before the detours (a way the caller knows was free, such as the
+        reverse of the arm's previous motion)."""
         start, goal = np.asarray(q_start, dtype=np.float64), np.asarray(q_goal, dtype=np.float64)
         lo, hi = world.joint_range[arm][:, 0], world.joint_range[arm][:, 1]
         for name, q in (("start", start), ("goal", goal)):
@@ -160,8 +163,10 @@ class RRTConnect:
             try:
                 if checker.edge_free(start, goal):
                     return Plan(arm, np.stack([start, goal]), checker.used, 0, world.margin)
-                path = self._detour(checker, start, goal, lo, hi)
-                nodes = 2
+                path = self._through(checker, start, hint, goal, lo, hi) if hint is not None and len(hint) else None
+                nodes = len(hint) if path is not None and hint is not None else 2
+                if path is None:
+                    path = self._detour(checker, start, goal, lo, hi)
                 if path is None:
                     path, nodes = self._grow(checker, start, goal, lo, hi, rng)
             except _OutOfChecks:
@@ -177,11 +182,20 @@ class RRTConnect:
             d = np.asarray(offset, dtype=np.float64)
             if len(d) != len(start):
                 continue
-            path = [start, start + d, goal + d, goal]
-            if any(np.any(q < lo) or np.any(q > hi) for q in path[1:3]):
-                continue
-            if all(checker.edge_free(a, b) for a, b in zip(path[:-1], path[1:], strict=True)):
+            path = self._through(checker, start, np.stack([start + d, goal + d]), goal, lo, hi)
+            if path is not None:
                 return path
+        return None
+
+    @staticmethod
+    def _through(checker: _BudgetChecker, start: np.ndarray, vias: np.ndarray, goal: np.ndarray, lo: np.ndarray,
+                 hi: np.ndarray) -> list[np.ndarray] | None:
+        """start -> vias -> goal if the vias are within the limits and every edge is free, else None."""
+        if np.any(vias < lo) or np.any(vias > hi):
+            return None
+        path = [start, *np.asarray(vias, dtype=np.float64), goal]
+        if all(checker.edge_free(a, b) for a, b in zip(path[:-1], path[1:], strict=True)):
+            return path
         return None
 
     def _grow(self, checker: _BudgetChecker, start: np.ndarray, goal: np.ndarray, lo: np.ndarray, hi: np.ndarray,

@@ -137,14 +137,17 @@ class MotionSettings:
     # A check of one arm counts only the contacts of that arm (CollisionWorld.moved_contacts_only): with two
     # arms busy at once, the other's hand on a handle or fruit on the table must not block this one.
     moved_contacts_only: bool = True
+    # A blocked straight edge first tries the way back: the arm's previous free-space motion reversed, when it
+    # starts where that motion ended (SynthContext.move_to), e.g. home out of the microwave the way it came in.
+    retrace: bool = True
 
     def describe(self) -> dict[str, float | bool]:
         return {"planner_resolution": self.planner.resolution, "shortcut_rounds": self.planner.shortcut_rounds,
                 "postcheck_substeps": self.postcheck_substeps, "postcheck_spacing": self.postcheck_spacing,
-                "moved_contacts_only": self.moved_contacts_only}
+                "moved_contacts_only": self.moved_contacts_only, "retrace": self.retrace}
 
 
-BEFORE_SCHEDULER = MotionSettings(RRTConnect(), 4, 0.0, moved_contacts_only=False)
+BEFORE_SCHEDULER = MotionSettings(RRTConnect(), 4, 0.0, moved_contacts_only=False, retrace=False)
 
 
 @dataclass(frozen=True)
@@ -158,10 +161,11 @@ class MotionPlan:
 def plan_motion(world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np.ndarray,
                 rng: np.random.Generator, limits: Limits | None = None, *, planner: JointPathPlanner | None = None,
                 dt: float = 1.0 / 30.0, clearance: float = 0.005, retries: int = 3,
-                clearance_step: float = 0.01, substeps: int = 4, spacing: float = 0.0) -> MotionPlan:
+                clearance_step: float = 0.01, substeps: int = 4, spacing: float = 0.0,
+                hint: np.ndarray | None = None) -> MotionPlan:
     """Plan (with `clearance` added to the world's margin), time and post-check (at the world's own
     margin) a motion; on a post-check violation replan with `clearance_step` more, up to `retries`
-    times. Never returns a trajectory the post-check rejects."""
+    times. Never returns a trajectory the post-check rejects. `hint`: vias for the planner to try first."""
     limits = limits or Limits()
     planner = planner or RRTConnect()
     base = world.margin
@@ -170,14 +174,14 @@ def plan_motion(world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np
         for attempt in range(1, retries + 2):
             world.margin = base + clearance + (attempt - 1) * clearance_step
             try:
-                plan = planner.plan(world, arm, q_start, q_goal, rng)
+                plan = planner.plan(world, arm, q_start, q_goal, rng, hint)
             except PlanningError:
                 if world.margin > base:
                     # the clearance itself may be what blocks (a start near the table, an elbow another
                     # skill left near the torso): plan at the bare margin; on a retry this is a new path
                     # (the rng has moved on), which the post-check judges again
                     world.margin = base
-                    plan = planner.plan(world, arm, q_start, q_goal, rng)
+                    plan = planner.plan(world, arm, q_start, q_goal, rng, hint)
                 else:
                     raise
             checks += plan.checks
