@@ -125,7 +125,7 @@ def postcheck(traj: Trajectory, world: CollisionWorld, substeps: int = 4, spacin
 class MotionSettings:
     """How `plan_motion` plans and post-checks: the planner, and the post-check's density.
 
-    The defaults are the arm scheduler's (bench/RESULTS.md, "Synthesis at the physics floor": 45 % fewer
+    The defaults are the arm scheduler's (bench/RESULTS.md, "Synthesis at the physics floor": 44 % fewer
     checks for the same acceptance); `BEFORE_SCHEDULER` is the motion layer as it was when one node ran at a
     time, which `x2 synth --sequential` keeps so that its datasets stay byte-comparable with earlier ones."""
 
