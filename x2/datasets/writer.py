@@ -150,13 +150,7 @@ class EpisodeWriter:
                                    tick.state)
         present = tuple(v is not None for v in values)
         if self._present is None:
-            try:
-                self._setup_from_tick(values, images)
-            except BaseException as exc:
-                if is_refusal(exc):
-                    self._refused(exc)
-                self.abort()  # a half-set-up writer must not take more ticks
-                raise
+            self._setup_once(values, images)
         if present != self._present or bool(images) != bool(self._cams):
             self._mismatch(values, images)
         if not timestamp > self._last_t:  # also refuses NaN
@@ -208,13 +202,7 @@ class EpisodeWriter:
             return
         values = tuple(None if columns.get(name) is None else np.asarray(columns[name])[0] for name in TICK_STREAMS)
         if self._present is None:
-            try:
-                self._setup_from_tick(values, None)
-            except BaseException as exc:
-                if is_refusal(exc):
-                    self._refused(exc)
-                self.abort()
-                raise
+            self._setup_once(values, None)
         if tuple(v is not None for v in values) != self._present or self._cams:
             self._mismatch(values, None)
         steps = np.diff(np.concatenate([[self._last_t], timestamps]))
@@ -266,6 +254,16 @@ class EpisodeWriter:
             self._frames[cam].append(self._pool.submit(compress_frame, copy) if self._pool else copy)
 
     # ---- setup ----------------------------------------------------------------------------------
+    def _setup_once(self, values: tuple[Any, ...], images: Mapping[str, Image] | None) -> None:
+        """The streams of the first tick, or the episode aborted: a half-set-up writer must not take more ticks."""
+        try:
+            self._setup_from_tick(values, images)
+        except BaseException as exc:
+            if is_refusal(exc):
+                self._refused(exc)
+            self.abort()
+            raise
+
     def _setup_from_tick(self, values: tuple[Any, ...], images: Mapping[str, Image] | None) -> None:
         shapes = {name: np.shape(v) for name, v in zip(TICK_STREAMS, values, strict=True) if v is not None}
         shapes.update({fmt.IMAGE_STREAM_PREFIX + cam: np.shape(frame) for cam, frame in (images or {}).items()})
