@@ -187,9 +187,10 @@ class EpisodeWriter:
             self._refused(exc)
 
     def extend(self, columns: Mapping[str, npt.NDArray[np.generic]]) -> None:
-        """Record many ticks at once: `columns` maps Tick field names (no images) to arrays of one row per
-        tick, `lateness_ms` optional. What `append` would store tick by tick, with one write per stream:
-        for ticks recorded elsewhere first (a synthesis worker's), where per-block flushes protect nothing."""
+        """Record many ticks at once: `columns` maps the streams' Tick field names (TICK_STREAMS; no images, no
+        stage_ms) and optionally `lateness_ms` to arrays of one row per tick. What `append` would store tick by
+        tick, with one write per stream: for ticks recorded elsewhere first (a synthesis worker's), where
+        per-block flushes protect nothing."""
         if self._closed:
             raise DatasetError(f"{self.path}: extend: found a closed writer; allowed: extend before finish/abort")
         unknown = sorted(set(columns) - set(TICK_STREAMS) - {"lateness_ms"})
