@@ -213,8 +213,9 @@ class EpisodeWriter:
             raise DatasetError(f"{self.path}: timestamp: found {timestamps[bad]} after {before}; "
                                "allowed: strictly increasing sim time")
         rows: list[tuple[_Column, npt.NDArray[np.generic]]] = []
+        names = tuple(TICK_STREAMS)
         for pos, col in self._columns:
-            value = timestamps if pos == 0 else np.asarray(columns[list(TICK_STREAMS)[pos]])
+            value = timestamps if pos == 0 else np.asarray(columns[names[pos]])
             if value.shape != (count, *col.row_shape):
                 raise DatasetError(f"{self.path}: {col.path}: found shape {value.shape}; allowed: "
                                    f"{(count, *col.row_shape)} (a row per timestamp, shaped by the first tick)")

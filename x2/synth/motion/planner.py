@@ -163,10 +163,11 @@ class RRTConnect:
             try:
                 if checker.edge_free(start, goal):
                     return Plan(arm, np.stack([start, goal]), checker.used, 0, world.margin)
-                path = self._through(checker, start, hint, goal, lo, hi) if hint is not None and len(hint) else None
-                nodes = len(hint) if path is not None and hint is not None else 2
+                path, nodes = None, 0
+                if hint is not None and len(hint):
+                    path, nodes = self._through(checker, start, hint, goal, lo, hi), len(hint)
                 if path is None:
-                    path = self._detour(checker, start, goal, lo, hi)
+                    path, nodes = self._detour(checker, start, goal, lo, hi), 2
                 if path is None:
                     path, nodes = self._grow(checker, start, goal, lo, hi, rng)
             except _OutOfChecks:
