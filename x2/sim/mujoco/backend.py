@@ -107,6 +107,17 @@ class _Compiled:
                 self.free_qadr[o.name] = m.jnt_qposadr[jid(free_joint(o.name))]
         # body -> object/finger group, so `touching` is one vectorised lookup over the contacts
         self.root_of_body = np.array([self._group_root(b) for b in range(m.nbody)])
+        self.root_of_geom = self.root_of_body[m.geom_bodyid]
+        self.roots: dict[str, int] = {}  # name -> group root, as `MujocoBackend._root` resolved it
+        self.qadr: dict[str, int] = {}  # joint name -> qpos address, as `MujocoBackend.joint_value` resolved it
+        self.state_size = state_size(m)
+        # The loop reads these every tick. MjData's arrays never move, and each attribute access through the
+        # bindings makes a new array object (~0.3 us): views taken once.
+        d = self.data
+        self.qpos, self.qvel, self.xpos, self.xquat = d.qpos, d.qvel, d.xpos, d.xquat
+        self.site_xpos, self.site_xmat = d.site_xpos, d.site_xmat
+        self.tcp_xmat = [d.site_xmat[i] for i in self.tcp_ids]
+        self.robot_q, self.robot_dq = _slice_if_contiguous(self.robot_qadr), _slice_if_contiguous(self.robot_dadr)
 
     def lookup(self, kind: mujoco.mjtObj, name: str) -> int:
         # Predicates look names up every tick; a dict hit is ~20x cheaper than mj_name2id.
@@ -128,6 +139,13 @@ class _Compiled:
                 return b
             b = int(m.body_parentid[b])
         return body
+
+
+def _slice_if_contiguous(index: np.ndarray) -> slice | np.ndarray:
+    """`index` as a slice when it is one (a slice is cheaper to take, and copies only when asked)."""
+    if len(index) and np.all(np.diff(index) == 1):
+        return slice(int(index[0]), int(index[-1]) + 1)
+    return index
 
 
 def _compiled(env: EnvSpec, chosen: Mapping[str, AssetSpec], xml: str, source: str | None) -> _Compiled:
@@ -188,6 +206,11 @@ class MujocoBackend:
             self._close_renderers()
         self._c = c
         self.model, self.data = c.model, c.data
+        self._changed()
+
+    def _changed(self) -> None:
+        """The state changed (every method that changes it says so): what was derived from the last one is gone."""
+        self._touch_pairs: frozenset[tuple[int, int]] | None = None
 
     @property
     def time(self) -> float:
@@ -195,7 +218,7 @@ class MujocoBackend:
 
     @property
     def state_size(self) -> int:
-        return state_size(self.model)
+        return self._c.state_size
 
     @property
     def robot_joint_names(self) -> tuple[str, ...]:
@@ -232,6 +255,7 @@ class MujocoBackend:
                 d.qpos[m.jnt_qposadr[self._c.lookup(mujoco.mjtObj.mjOBJ_JOINT, j)]] = self.env.robot.gripper.open_ctrl
         d.ctrl[self._c.ctrl_ids] = self._action_to_ctrl(self.home_action())
         mujoco.mj_forward(m, d)
+        self._changed()
         names = {o.name: self._c.chosen[o.name].name for o in self.env.objects}
         instruction = self.env.task.instruction.format(**names) if self.env.task else ""
         return ResetInfo(seed, self.env.variant, names, dict(self._layout), instruction)
@@ -283,11 +307,12 @@ class MujocoBackend:
         # mj_step leaves kinematics at the pre-integration state; refresh so observations,
         # predicates and an offline replay of the stored state all see the same world.
         mujoco.mj_forward(m, d)
+        self._changed()
         if not np.isfinite(d.qacc).all() or d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number:
             raise SimulationUnstable(f"simulation unstable at t={d.time:.3f} s (non-finite accelerations)")
 
     def get_state(self) -> Floats:
-        out = np.empty(self.state_size)
+        out = np.empty(self._c.state_size)
         mujoco.mj_getState(self.model, self.data, out, STATE_SPEC)
         return out
 
@@ -296,19 +321,23 @@ class MujocoBackend:
             raise X2Error(f"state has shape {np.shape(state)}; allowed: ({self.state_size},) for this world")
         mujoco.mj_setState(self.model, self.data, np.asarray(state, dtype=np.float64), STATE_SPEC)
         mujoco.mj_forward(self.model, self.data)
+        self._changed()
 
     # ----- reading the world -----------------------------------------------------------------
     def robot_state(self) -> RobotState:
-        d = self.data
-        ee = np.empty((len(self._c.tcp_ids), 7))
-        ee[:, :3] = d.site_xpos[self._c.tcp_ids]
-        for i, sid in enumerate(self._c.tcp_ids):
-            mujoco.mju_mat2Quat(ee[i, 3:], d.site_xmat[sid])
-        return RobotState(d.qpos[self._c.robot_qadr].copy(), d.qvel[self._c.robot_dadr].copy(), ee)
+        c = self._c
+        ee = np.empty((len(c.tcp_ids), 7))
+        ee[:, :3] = c.site_xpos[c.tcp_ids]
+        for i, xmat in enumerate(c.tcp_xmat):
+            mujoco.mju_mat2Quat(ee[i, 3:], xmat)
+        return RobotState(c.qpos[c.robot_q].copy(), c.qvel[c.robot_dq].copy(), ee)
 
     def object_poses(self) -> Floats:
-        ids = self._c.object_ids
-        return np.concatenate([self.data.xpos[ids], self.data.xquat[ids]], axis=1) if len(ids) else np.zeros((0, 7))
+        c = self._c
+        out = np.empty((len(c.object_ids), 7))
+        out[:, :3] = c.xpos[c.object_ids]
+        out[:, 3:] = c.xquat[c.object_ids]
+        return out
 
     def joint_values(self, names: tuple[str, ...]) -> Floats:
         return np.array([self.joint_value(n) for n in names])
@@ -317,6 +346,7 @@ class MujocoBackend:
         for name, value in values.items():
             self.data.qpos[self.model.jnt_qposadr[self._c.lookup(mujoco.mjtObj.mjOBJ_JOINT, name)]] = value
         mujoco.mj_forward(self.model, self.data)
+        self._changed()
 
     def set_object_pose(self, obj: str, pos: Floats, quat: Floats | None = None) -> None:
         if obj not in self._c.free_qadr:
@@ -328,6 +358,7 @@ class MujocoBackend:
         dof = self.model.jnt_dofadr[self._c.lookup(mujoco.mjtObj.mjOBJ_JOINT, free_joint(obj))]
         self.data.qvel[dof:dof + 6] = 0.0
         mujoco.mj_forward(self.model, self.data)
+        self._changed()
 
     def joint_range(self, names: tuple[str, ...]) -> Floats:
         """(n, 2) position limits of the named joints; unlimited joints get -inf..inf."""
@@ -365,30 +396,44 @@ class MujocoBackend:
 
     # ----- WorldView (what predicates read) --------------------------------------------------
     def object_pos(self, obj: str) -> Floats:
-        return self.data.xpos[self._c.object_body[obj]]
+        return self._c.xpos[self._c.object_body[obj]]
 
     def object_rest_height(self, obj: str) -> float:
         return self._c.chosen[obj].height
 
     def site_box(self, site: str) -> tuple[Floats, Floats, Floats]:
-        sid = self._c.lookup(mujoco.mjtObj.mjOBJ_SITE, site)
-        return self.data.site_xpos[sid], self.data.site_xmat[sid].reshape(3, 3), self.model.site_size[sid]
+        c = self._c
+        sid = c.lookup(mujoco.mjtObj.mjOBJ_SITE, site)
+        return c.site_xpos[sid], c.site_xmat[sid].reshape(3, 3), self.model.site_size[sid]
 
     def joint_value(self, joint: str) -> float:
-        return float(self.data.qpos[self.model.jnt_qposadr[self._c.lookup(mujoco.mjtObj.mjOBJ_JOINT, joint)]])
+        c = self._c
+        adr = c.qadr.get(joint)
+        if adr is None:
+            adr = c.qadr[joint] = int(self.model.jnt_qposadr[c.lookup(mujoco.mjtObj.mjOBJ_JOINT, joint)])
+        return float(c.qpos[adr])
 
     def touching(self, body_a: str, body_b: str) -> bool:
-        d = self.data
-        if d.ncon == 0:
-            return False
-        ra, rb = self._root(body_a), self._root(body_b)
-        roots = self._c.root_of_body[self.model.geom_bodyid[np.stack([d.contact.geom1, d.contact.geom2])]]
-        return bool(np.any((roots[0] == ra) & (roots[1] == rb) | (roots[0] == rb) & (roots[1] == ra)))
+        pairs = self._touch_pairs
+        if pairs is None:  # once per state: predicates and skills ask several times a tick
+            d = self.data
+            if d.ncon == 0:
+                pairs = frozenset()
+            else:
+                roots = self._c.root_of_geom
+                r1, r2 = roots[d.contact.geom1].tolist(), roots[d.contact.geom2].tolist()
+                pairs = frozenset(zip(r1, r2, strict=True)) | frozenset(zip(r2, r1, strict=True))
+            self._touch_pairs = pairs
+        return (self._root(body_a), self._root(body_b)) in pairs
 
     def _root(self, name: str) -> int:
-        if name in self._c.object_body:
-            return self._c.object_body[name]
-        return int(self._c.root_of_body[self._c.lookup(mujoco.mjtObj.mjOBJ_BODY, name)])
+        c = self._c
+        root = c.roots.get(name)
+        if root is None:
+            root = c.object_body[name] if name in c.object_body else int(
+                c.root_of_body[c.lookup(mujoco.mjtObj.mjOBJ_BODY, name)])
+            c.roots[name] = root
+        return root
 
     def finger_bodies(self, arm: str) -> tuple[str, str]:
         a, b = self._c.fingers[arm]
