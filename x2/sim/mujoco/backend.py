@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 import mujoco
 import numpy as np
+import numpy.typing as npt
 
 from x2 import format as fmt
 from x2.arrays import Floats, Image
@@ -141,7 +142,7 @@ class _Compiled:
         return body
 
 
-def _slice_if_contiguous(index: np.ndarray) -> slice | np.ndarray:
+def _slice_if_contiguous(index: npt.NDArray[np.int64]) -> slice | npt.NDArray[np.int64]:
     """`index` as a slice when it is one (a slice is cheaper to take, and copies only when asked)."""
     if len(index) and np.all(np.diff(index) == 1):
         return slice(int(index[0]), int(index[-1]) + 1)
