@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-import h5py
 import numpy as np
 import numpy.typing as npt
 
@@ -348,7 +347,7 @@ def attr_value(value: Any, where: str = "attr") -> Any:
                                "(pass arrays as numpy arrays, not inside dicts)") from None
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "OUS":
-            return np.array([str(v) for v in value.ravel()], dtype=h5py.string_dtype())
+            return string_array(value.ravel())
         if value.dtype.kind in "biuf":
             return value
     elif isinstance(value, str | bool | int | float | np.bool_ | np.integer | np.floating):
@@ -357,7 +356,9 @@ def attr_value(value: Any, where: str = "attr") -> Any:
                        "allowed: str, number, bool, numeric array, or JSON (dict/list/None)")
 
 
-def string_array(values: Sequence[str]) -> Array:
+def string_array(values: Sequence[str] | Array) -> Array:
+    import h5py  # (here: the loop names this module's records in processes that never open a file)
+
     return np.array([str(v) for v in values], dtype=h5py.string_dtype())
 
 

@@ -26,6 +26,7 @@ from x2.rollout.teacher import Observation, Teacher
 from x2.sim.backend import Backend, Contact, ResetInfo
 
 TickHook = Callable[[int, Backend], None]
+PENETRATION_LIMIT_M = 0.005  # deeper than this, a contact is bodies passing through each other, not contact
 STAGES = ("teacher", "label", "record", "step")
 
 

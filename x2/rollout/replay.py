@@ -16,10 +16,10 @@ import numpy as np
 
 from x2 import format as fmt
 from x2.datasets import Episode
-from x2.rollout.loop import Penetration
+from x2.rollout.loop import PENETRATION_LIMIT_M, Penetration
 from x2.rollout.world import SIM_BOUND, open_world
 
-PENETRATION_LIMIT_M = 0.005  # deeper than this, a contact is bodies passing through each other, not contact
+__all__ = ["PENETRATION_LIMIT_M", "ReplayReport", "deepest_penetration", "replay_actions"]
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,25 @@ runs one attempt in memory; `SKILLS` is the skill registry; `check_bindings` val
 bindings before any worker starts.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from x2.synth.attempt import AttemptOutcome, SynthSession
 from x2.synth.binding import check_bindings
-from x2.synth.runner import SynthConfig, SynthProgress, SynthRun
 from x2.synth.skills import SKILLS
+
+if TYPE_CHECKING:
+    from x2.synth.runner import SynthConfig, SynthProgress, SynthRun
+
+# The run (x2.synth.runner: the dataset, its store) is imported on first use: the workers only make attempts.
+_RUNNER = ("SynthConfig", "SynthProgress", "SynthRun")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RUNNER:
+        from x2.synth import runner
+
+        return getattr(runner, name)
+    raise AttributeError(f"module 'x2.synth' has no attribute {name!r}")
+
 
 __all__ = ["SKILLS", "AttemptOutcome", "SynthConfig", "SynthProgress", "SynthRun", "SynthSession", "check_bindings"]

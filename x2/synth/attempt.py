@@ -13,9 +13,8 @@ from typing import Any
 import numpy as np
 
 from x2.rollout import Rollout, RolloutOptions
-from x2.rollout.loop import EpisodeResult
+from x2.rollout.loop import PENETRATION_LIMIT_M, EpisodeResult
 from x2.rollout.memory import MemoryRecorder
-from x2.rollout.replay import PENETRATION_LIMIT_M
 from x2.seeding import streams
 from x2.sim import SimulationUnstable, make_backend
 from x2.spec import load_env
@@ -95,6 +94,20 @@ class SynthSession:
             timing={"total": total, "teacher": float(result.stage_ms["teacher"].sum()) / 1e3,
                     "step": float(result.stage_ms["step"].sum()) / 1e3},
         )
+
+
+# ----- a pool worker's side of x2 synth (here, not beside the run, so a worker never imports the dataset side) ---
+_SESSION: SynthSession | None = None
+
+
+def init_worker(task: str, robot: str | None, variant: str, sequential: bool) -> None:
+    global _SESSION
+    _SESSION = SynthSession(task, robot, variant, sequential)
+
+
+def run_attempt(index: int, seed: int, keep_rejected: bool) -> AttemptOutcome:
+    assert _SESSION is not None, "worker not initialised"
+    return _SESSION.attempt(index, seed, keep_rejected)
 
 
 def _verdict(result: EpisodeResult, executor: SkillExecutor) -> tuple[str, str]:

@@ -26,7 +26,7 @@ from x2.format import SYNTH_REPORT_FILE
 from x2.rollout.episodes import EpisodeOutcome, commit_episode, episode_start, open_dataset, versions
 from x2.rollout.loop import EpisodeResult
 from x2.seeding import slot_seed
-from x2.synth.attempt import AttemptOutcome, SynthSession, outcome_summary
+from x2.synth.attempt import AttemptOutcome, SynthSession, init_worker, outcome_summary, run_attempt
 from x2.worker_life import process_pool, stop_workers
 
 
@@ -64,21 +64,6 @@ class SynthProgress:
         return 60.0 * self.accepted / elapsed if elapsed > 0 else 0.0
 
 
-# ----- worker side --------------------------------------------------------------------------------
-_SESSION: SynthSession | None = None
-
-
-def _init_worker(task: str, robot: str | None, variant: str, sequential: bool) -> None:
-    global _SESSION
-    _SESSION = SynthSession(task, robot, variant, sequential)
-
-
-def _run_attempt(index: int, seed: int, keep_rejected: bool) -> AttemptOutcome:
-    assert _SESSION is not None, "worker not initialised"
-    return _SESSION.attempt(index, seed, keep_rejected)
-
-
-# ----- parent side --------------------------------------------------------------------------------
 class SynthRun:
     def __init__(self, config: SynthConfig, dataset: Path):
         self.config, self.path = config, dataset
@@ -126,7 +111,7 @@ class SynthRun:
     def _run_pool(self, ds: Dataset, on_update: Callable[[SynthProgress], None] | None) -> None:
         cfg = self.config
         # Clean interpreters (no inherited simulator state) that die with this process, even SIGKILLed.
-        with process_pool(cfg.workers, _init_worker, (cfg.task, cfg.robot, cfg.variant, cfg.sequential)) as pool:
+        with process_pool(cfg.workers, init_worker, (cfg.task, cfg.robot, cfg.variant, cfg.sequential)) as pool:
             pending: dict[int, Future[AttemptOutcome]] = {}
             done: dict[int, AttemptOutcome] = {}
             next_submit = next_commit = self.first_attempt
@@ -135,7 +120,7 @@ class SynthRun:
                 while True:
                     while len(pending) + len(done) < 2 * cfg.workers and next_submit < end:
                         seed = slot_seed(cfg.seed, next_submit)
-                        pending[next_submit] = pool.submit(_run_attempt, next_submit, seed, cfg.keep_failed)
+                        pending[next_submit] = pool.submit(run_attempt, next_submit, seed, cfg.keep_failed)
                         next_submit += 1
                     if not pending and next_commit not in done:
                         self.progress.stop_reason = f"reached --max-attempts {cfg.attempt_cap}"

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import mink
 import mujoco
 import numpy as np
 
@@ -37,9 +36,14 @@ class IKOptions:
 
 
 class ArmIK:
-    """IK solver for one arm of a `CollisionWorld` (mink on a private copy of the world's model)."""
+    """IK solver for one arm of a `CollisionWorld` (mink on a private copy of the world's model).
+
+    mink is imported where it is used: few skills solve IK with it, and importing it (with scipy) costs
+    ~0.4 s, which every synthesis worker would pay at start-up."""
 
     def __init__(self, world: CollisionWorld, arm: str, options: IKOptions | None = None):
+        import mink
+
         self.world, self.arm = world, arm
         self.options = options or IKOptions()
         model = world.model
@@ -57,6 +61,8 @@ class ArmIK:
               q_ref: np.ndarray | None = None, axis_down: bool = False) -> np.ndarray:
         """Joint angles putting the tcp at `pos` (world) with rotation matrix `rot` (or tool axis down,
         or position only if both are unset). Raises `IKError` if no seed converges."""
+        import mink
+
         o = self.options
         pos = np.asarray(pos, dtype=np.float64)
         base = self.world.qpos
@@ -90,6 +96,8 @@ class ArmIK:
                       f"(closest: {best * 1e3:.0f} mm){' without collision' if o.collision_free else ''}")
 
     def _descend(self, base: np.ndarray, seed: np.ndarray) -> np.ndarray:
+        import mink
+
         o = self.options
         q_full = base.copy()
         q_full[self.qadr] = seed
