@@ -16,8 +16,10 @@ commit's `x2 synth` runs first on the same seeds, in a subprocess on its own cod
 With `--rounds R` the schedules run in turn R times (before, concurrent, sequential, before, ...) and the
 medians are reported: on a shared machine one run's rate drifts by 10 % from the next one's.
 
+With `--only concurrent` (or `sequential`) just that schedule runs, e.g. to follow one figure while changing it.
+
 Usage: python bench/bench_synth.py [--task fruit_in_microwave] [--n 100] [--workers 2] [--seed 0] [--before DIR]
-       [--rounds R]
+       [--rounds R] [--only concurrent|sequential]
 """
 
 from __future__ import annotations
@@ -104,10 +106,11 @@ def main() -> None:
     parser.add_argument("--before", type=Path, help="a checkout of an older commit: its synthesis is the baseline")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run the schedules in turn this many times and report medians (a shared machine drifts)")
+    parser.add_argument("--only", choices=("concurrent", "sequential"), help="run this schedule alone (no comparison)")
     args = parser.parse_args()
     print(f"machine: {platform.node()} {platform.machine()} python {platform.python_version()}; task {args.task}; "
           f"n {args.n}, {args.workers} workers, master seed {args.seed}")
-    schedules = (("before",) if args.before else ()) + ("concurrent", "sequential")
+    schedules = (("before",) if args.before else ()) + ((args.only,) if args.only else ("concurrent", "sequential"))
     rounds: list[dict[str, dict[str, float]]] = []
     for r in range(args.rounds):
         if args.rounds > 1:
@@ -120,6 +123,8 @@ def main() -> None:
             ratios = [rnd[schedule]["wall"] / rnd[schedule]["floor"] for rnd in rounds]
             print(f"  {schedule}: {np.median(rates):.1f} accepted/min (rounds {', '.join(f'{x:.1f}' for x in rates)}); "
                   f"overhead ratio {np.median(ratios):.2f} (rounds {', '.join(f'{x:.2f}' for x in ratios)})")
+    if args.only:
+        return
     last = rounds[-1]
     c = last["concurrent"]
     for name in ("sequential", "before") if args.before else ("sequential",):

@@ -139,6 +139,7 @@ class CollisionWorld:
         self._allowed_by: dict[str, np.ndarray] = {}
         self.owner = ""  # who `allow` and `clear_allowed` act for: a skill running beside another keeps its own
         self._attached: dict[str, _Carried] = {}
+        self._geoms_of: dict[str, np.ndarray] = {}  # object, body or geom name -> its geoms
         self._margin = float(margin)
         self._regroup()  # masks, margins and the per-pair counting rule
         self.sync(backend)
@@ -186,6 +187,12 @@ class CollisionWorld:
         mujoco.mj_kinematics(self.model, self.data)
 
     def _object_geoms(self, name: str) -> np.ndarray:
+        geoms = self._geoms_of.get(name)
+        if geoms is None:  # (skills allow and attach by name several times a node: found once per world)
+            geoms = self._geoms_of[name] = self._find_geoms(name)
+        return geoms
+
+    def _find_geoms(self, name: str) -> np.ndarray:
         m = self.model
         if name in self.arms:
             raise NotFoundError(f"{name!r} is an arm, not an object")
