@@ -77,12 +77,35 @@ def test_a_free_hint_is_taken_and_a_blocked_one_only_costs_checks(cavity_problem
     trees = RRTConnect(detours=(), shortcut_rounds=0)
     grown = trees.plan(world, "left", start, goal, np.random.default_rng(0))
     vias = grown.waypoints[1:-1]  # a free way, as the reverse of an earlier motion would be
-    hinted = trees.plan(world, "left", start, goal, np.random.default_rng(0), hint=vias)
+    hinted = trees.plan(world, "left", start, goal, np.random.default_rng(0), hints=[vias])
     assert hinted.tree_nodes == len(vias) and hinted.checks < grown.checks
     np.testing.assert_array_equal(hinted.waypoints[[0, -1]], [start, goal])
     assert _edges_free(world, "left", hinted.waypoints, resolution=0.005)
     # a via in collision (on the blocked straight edge): the trees grow as without a hint
     blocked = next(start + (goal - start) * f for f in np.linspace(0.05, 0.95, 19)
                    if world.in_collision({"left": start + (goal - start) * f}))
-    unhelped = trees.plan(world, "left", start, goal, np.random.default_rng(0), hint=blocked[None])
+    unhelped = trees.plan(world, "left", start, goal, np.random.default_rng(0), hints=[blocked[None]])
     assert unhelped.waypoints.tobytes() == grown.waypoints.tobytes()
+
+
+def test_hints_are_tried_in_turn_and_without_trees_a_blocked_way_fails_cheaply(cavity_problem):
+    world, start, goal = cavity_problem
+    grown = RRTConnect(detours=(), shortcut_rounds=0).plan(world, "left", start, goal, np.random.default_rng(0))
+    vias = grown.waypoints[1:-1]
+    blocked = next(start + (goal - start) * f for f in np.linspace(0.05, 0.95, 19)
+                   if world.in_collision({"left": start + (goal - start) * f}))
+    cheap = RRTConnect(detours=(), shortcut_rounds=0, trees=False)
+    second = cheap.plan(world, "left", start, goal, np.random.default_rng(0), hints=[blocked[None], vias])
+    assert second.tree_nodes == len(vias) and _edges_free(world, "left", second.waypoints, resolution=0.005)
+    before = world.checks
+    with pytest.raises(PlanningError, match="no plan by the straight edge, its hints or the fixed detours"):
+        cheap.plan(world, "left", start, goal, np.random.default_rng(0), hints=[blocked[None]])
+    assert world.checks - before < grown.checks  # no tree was grown
+
+
+def test_shortcuts_that_gain_little_are_not_checked(cavity_problem):
+    world, start, goal = cavity_problem
+    every = RRTConnect(detours=()).plan(world, "left", start, goal, np.random.default_rng(1))
+    gainful = RRTConnect(detours=(), min_gain=0.1).plan(world, "left", start, goal, np.random.default_rng(1))
+    assert gainful.checks < every.checks
+    assert _edges_free(world, "left", gainful.waypoints, resolution=0.005)

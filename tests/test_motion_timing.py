@@ -94,7 +94,7 @@ class _CornerCutter:
     good: Plan
     calls: int = 0
 
-    def plan(self, world, arm, q_start, q_goal, rng, hint=None) -> Plan:
+    def plan(self, world, arm, q_start, q_goal, rng, hints=()) -> Plan:
         self.calls += 1
         if self.calls == 1:
             return Plan(arm, np.stack([q_start, q_goal]), 0, 0, world.margin)

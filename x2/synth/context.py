@@ -6,6 +6,7 @@ planned on a `CollisionWorld` synced to the live simulator, and come back as seg
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -105,19 +106,23 @@ class SynthContext:
         except IKError as exc:
             raise SkillFailure("ik infeasible", str(exc)) from None
 
-    def move_to(self, arm: str, q_goal: np.ndarray, limits: Limits | None = None) -> Iterator[Segment]:
-        """A collision-free, timed, post-checked joint motion from the commanded targets to `q_goal`."""
+    def move_to(self, arm: str, q_goal: np.ndarray, limits: Limits | None = None, *,
+                trees: bool = True) -> Iterator[Segment]:
+        """A collision-free, timed, post-checked joint motion from the commanded targets to `q_goal`; without
+        `trees`, only by the planner's cheap ways (SkillFailure "no plan" where those are blocked)."""
         world = self.world()
         q_start = self.executor.arm_target(arm)
         settings = self.motion
-        hint = None
+        hints = []
         last = self._last_path.get(arm)
         if settings.retrace and last is not None and np.max(np.abs(q_start - last[-1])) <= RETRACE_FROM:
-            hint = last[::-1]
+            hints.append(last[::-1])
+        planner = settings.planner if trees else dataclasses.replace(settings.planner, trees=False)
         try:
             motion = plan_motion(world, arm, q_start, np.asarray(q_goal, dtype=np.float64), self.rng["planner"],
-                                 limits or self.limits, planner=settings.planner, dt=self.env.control_dt,
-                                 substeps=settings.postcheck_substeps, spacing=settings.postcheck_spacing, hint=hint)
+                                 limits or self.limits, planner=planner, dt=self.env.control_dt,
+                                 substeps=settings.postcheck_substeps, spacing=settings.postcheck_spacing,
+                                 hints=hints)
         except PlanningError as exc:
             raise SkillFailure("no plan", str(exc)) from None
         self._last_path[arm] = motion.plan.waypoints

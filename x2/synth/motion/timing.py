@@ -15,6 +15,7 @@ approximate where the polyline bends, which is slight at these step sizes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -130,8 +131,9 @@ class MotionSettings:
     time, which `x2 synth --sequential` keeps so that its datasets stay byte-comparable with earlier ones."""
 
     # edges checked every 0.03 rad; 15 shortcut rounds before the waypoint pruning (paired runs: 1.5 % less
-    # CPU an attempt than 30, episodes as short)
-    planner: RRTConnect = field(default_factory=lambda: RRTConnect(resolution=0.03, shortcut_rounds=15))
+    # CPU an attempt than 30, episodes as short), each checked only if it saves a tenth of its stretch
+    planner: RRTConnect = field(default_factory=lambda: RRTConnect(resolution=0.03, shortcut_rounds=15,
+                                                                   min_gain=0.1))
     postcheck_substeps: int = 4
     postcheck_spacing: float = 0.01  # rad; 0: every substep
     # A check of one arm counts only the contacts of that arm (CollisionWorld.moved_contacts_only): with two
@@ -140,14 +142,20 @@ class MotionSettings:
     # A blocked straight edge first tries the way back: the arm's previous free-space motion reversed, when it
     # starts where that motion ended (SynthContext.move_to), e.g. home out of the microwave the way it came in.
     retrace: bool = True
+    # A place tries its best few goals without growing trees before it grows any (pick_place._first_feasible):
+    # on 40 attempts 39 places went in by a detour, 24 % fewer checks an attempt, episodes 1 % shorter.
+    quick_place_goals: int = 6
 
     def describe(self) -> dict[str, float | bool]:
         return {"planner_resolution": self.planner.resolution, "shortcut_rounds": self.planner.shortcut_rounds,
+                "shortcut_min_gain": self.planner.min_gain,
                 "postcheck_substeps": self.postcheck_substeps, "postcheck_spacing": self.postcheck_spacing,
-                "moved_contacts_only": self.moved_contacts_only, "retrace": self.retrace}
+                "moved_contacts_only": self.moved_contacts_only, "retrace": self.retrace,
+                "quick_place_goals": self.quick_place_goals}
 
 
-BEFORE_SCHEDULER = MotionSettings(RRTConnect(), 4, 0.0, moved_contacts_only=False, retrace=False)
+BEFORE_SCHEDULER = MotionSettings(RRTConnect(), 4, 0.0, moved_contacts_only=False, retrace=False,
+                                  quick_place_goals=0)
 
 
 @dataclass(frozen=True)
@@ -162,10 +170,10 @@ def plan_motion(world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np
                 rng: np.random.Generator, limits: Limits | None = None, *, planner: JointPathPlanner | None = None,
                 dt: float = 1.0 / 30.0, clearance: float = 0.005, retries: int = 3,
                 clearance_step: float = 0.01, substeps: int = 4, spacing: float = 0.0,
-                hint: np.ndarray | None = None) -> MotionPlan:
+                hints: Sequence[np.ndarray] = ()) -> MotionPlan:
     """Plan (with `clearance` added to the world's margin), time and post-check (at the world's own
     margin) a motion; on a post-check violation replan with `clearance_step` more, up to `retries`
-    times. Never returns a trajectory the post-check rejects. `hint`: vias for the planner to try first."""
+    times. Never returns a trajectory the post-check rejects. `hints`: vias for the planner to try first."""
     limits = limits or Limits()
     planner = planner or RRTConnect()
     base = world.margin
@@ -174,14 +182,14 @@ def plan_motion(world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np
         for attempt in range(1, retries + 2):
             world.margin = base + clearance + (attempt - 1) * clearance_step
             try:
-                plan = planner.plan(world, arm, q_start, q_goal, rng, hint)
+                plan = planner.plan(world, arm, q_start, q_goal, rng, hints)
             except PlanningError:
                 if world.margin > base:
                     # the clearance itself may be what blocks (a start near the table, an elbow another
                     # skill left near the torso): plan at the bare margin; on a retry this is a new path
                     # (the rng has moved on), which the post-check judges again
                     world.margin = base
-                    plan = planner.plan(world, arm, q_start, q_goal, rng, hint)
+                    plan = planner.plan(world, arm, q_start, q_goal, rng, hints)
                 else:
                     raise
             checks += plan.checks
