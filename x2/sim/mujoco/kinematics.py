@@ -30,6 +30,11 @@ class ArmDLS:
         self.damping, self.rot_weight = damping, rot_weight  # rot_weight: metres per radian of error
         self._jp, self._jr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
         self.iterations = 0  # cumulative, for effort reports
+        # Views of the data taken once (MjData's arrays never move; each access through the bindings makes a
+        # new array). The Jacobian and error stay freshly built arrays each iteration: filling buffers in place
+        # or slicing the columns changes the solutions in their last bits (BLAS takes other paths).
+        d = self.data
+        self._qpos, self._site_xpos, self._site_xmat = d.qpos, d.site_xpos[site], d.site_xmat[site].reshape(3, 3)
 
     @classmethod
     def for_arm(cls, model: mujoco.MjModel, arm: ArmSpec, **options: float) -> ArmDLS:
@@ -55,19 +60,21 @@ class ArmDLS:
         target = np.asarray(rot, dtype=np.float64)
         quat, vel = np.zeros(4), np.zeros(3)
         reg = self.damping ** 2 * np.eye(6)
+        qpos, qadr, site_xpos, site_xmat = self._qpos, self.qadr, self._site_xpos, self._site_xmat
+        jp, jr, dofs, w = self._jp, self._jr, self.dofs, self.rot_weight
         for _ in range(iters):
             self.iterations += 1
-            d.qpos[self.qadr] = q
+            qpos[qadr] = q
             mujoco.mj_kinematics(m, d)
-            err_p = pos - d.site_xpos[self.site]
-            mujoco.mju_mat2Quat(quat, (target @ d.site_xmat[self.site].reshape(3, 3).T).ravel())
+            err_p = pos - site_xpos
+            mujoco.mju_mat2Quat(quat, (target @ site_xmat.T).ravel())
             mujoco.mju_quat2Vel(vel, quat, 1.0)  # world-frame rotation vector from the tcp to the target
             if np.linalg.norm(err_p) < pos_tol and np.linalg.norm(vel) < rot_tol:
                 return q
             mujoco.mj_comPos(m, d)  # mj_jacSite reads the com-based quantities it computes
-            mujoco.mj_jacSite(m, d, self._jp, self._jr, self.site)
-            jac = np.vstack([self._jp[:, self.dofs], self.rot_weight * self._jr[:, self.dofs]])
-            err = np.concatenate([err_p, self.rot_weight * vel])
+            mujoco.mj_jacSite(m, d, jp, jr, self.site)
+            jac = np.vstack([jp[:, dofs], w * jr[:, dofs]])
+            err = np.concatenate([err_p, w * vel])
             step = jac.T @ np.linalg.solve(jac @ jac.T + reg, err)
             biggest = float(np.max(np.abs(step)))
             if biggest > max_step:
