@@ -91,6 +91,7 @@ class DagRuntime:
         self._sinks_left = len(dag.sinks)
         self._active_log: list[tuple[int, ...]] = []
         self._progress_log: list[float] = []
+        self._active_now, self._progress_now = tuple(sorted(self._active)), self.progress
 
     def _check_frame(self, t: int) -> int:
         if isinstance(t, bool):
@@ -129,10 +130,13 @@ class DagRuntime:
                     heapq.heappush(queue, (dag.rank[w], w))
             elif self._failure is None:
                 self._check_failure(v, t, failed)
-        self._events += new
         self._last_frame = t
-        self._active_log.append(tuple(sorted(self._active)))
-        self._progress_log.append(self.progress)
+        if new:  # (the active set and the progress change only with completions: most frames repeat the last)
+            self._events += new
+            self._active_now = tuple(sorted(self._active))
+            self._progress_now = self.progress
+        self._active_log.append(self._active_now)
+        self._progress_log.append(self._progress_now)
         return new
 
     def _complete(self, v: int, t: int) -> list[int]:
@@ -175,6 +179,11 @@ class DagRuntime:
     @property
     def events(self) -> list[Event]:
         return list(self._events)
+
+    @property
+    def event_count(self) -> int:
+        """How many completions so far (they latch: a new count is a new completion; no list copied)."""
+        return len(self._events)
 
     @property
     def completion_frames(self) -> dict[str, int | None]:

@@ -100,6 +100,7 @@ class Rollout:
         horizon = opts.max_ticks or (round(self.env.task.horizon_s * self.env.fps) if self.env.task else 300)
         lateness: list[float] = []
         stages: dict[str, list[float]] = {s: [] for s in STAGES}
+        teacher_ms, label_ms, record_ms, step_ms = (stages[s] for s in STAGES)
         end_reason = "horizon"
         perf = time.perf_counter
         deepest = Penetration(0.0, 0, None)
@@ -134,8 +135,10 @@ class Rollout:
             if not finished:
                 backend.step(action.astype(np.float64))
             t4 = perf()
-            for name, dt in zip(STAGES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
-                stages[name].append(dt * 1e3)
+            teacher_ms.append((t1 - t0) * 1e3)
+            label_ms.append((t2 - t1) * 1e3)
+            record_ms.append((t3 - t2) * 1e3)
+            step_ms.append((t4 - t3) * 1e3)
             t += 1
             if finished:
                 assert monitor is not None  # (only a monitor finishes an episode)

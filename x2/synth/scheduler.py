@@ -47,7 +47,7 @@ class ArmScheduler:
 
     def _state(self, free_arms: set[str]) -> tuple[int, frozenset[str]]:
         # completions latch, so their number says which have happened since the last decision
-        return len(self.ctx.monitor.runtime.events), frozenset(free_arms)
+        return self.ctx.monitor.runtime.event_count, frozenset(free_arms)
 
     def _ready(self) -> list[str]:
         return [n for n in self.order if n not in self.started and all(self.ctx.node_done(p) for p in self.preds[n])]
