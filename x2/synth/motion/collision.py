@@ -43,6 +43,7 @@ from x2.sim.mujoco.world import free_joint, object_body
 _W, _R = 1 << 0, 1 << 1  # contype bits of the world and of the robot's links (torso included)
 _MOVING = 1 << 6  # `moving_only`: what the moving arms carry, the one bit the rest accepts
 _TOUCHING, _ALWAYS = 1, 2  # _counts: a contact counts when the geoms touch, or already within the margin
+_FEW_CONTACTS = 24  # up to this many contacts a check tests them one by one in Python, beyond it with numpy
 
 
 def _gripper_bit(arm_index: int) -> int:
@@ -374,17 +375,30 @@ class CollisionWorld:
             moved = self._moved[arms] = np.isin(self._arm_of_geom, [self.arms.index(a) for a in arms])
         return moved
 
-    def _bad_contacts(self, q_by_arm: Mapping[str, np.ndarray]) -> np.ndarray:
-        if self.data.ncon == 0:
-            return np.zeros(0, dtype=int)
-        return np.flatnonzero(self._counted(q_by_arm))
+    def _bad_contacts(self, q_by_arm: Mapping[str, np.ndarray]) -> list[int]:
+        """Indices of the last check's contacts that count (`_counted`'s rule, one contact at a time: a check
+        finds a few, where numpy's fancy indexing costs more than the loop)."""
+        n = self.data.ncon
+        if n == 0:
+            return []
+        if n > _FEW_CONTACTS:
+            return np.flatnonzero(self._counted(q_by_arm)).tolist()
+        contact, counts = self.data.contact, self._counts
+        moved = self._moved_geoms(q_by_arm) if q_by_arm and self.moved_contacts_only else None
+        bad = []
+        for i, (a, b, dist) in enumerate(zip(contact.geom1.tolist(), contact.geom2.tolist(), contact.dist.tolist(),
+                                             strict=True)):
+            rule = counts[a, b]  # (as `_counted`: the rule must exceed 1 for a contact only within the margin)
+            if (rule == _ALWAYS or (rule == _TOUCHING and not dist >= 0)) and (moved is None or moved[a] or moved[b]):
+                bad.append(i)
+        return bad
 
     def in_collision(self, q_by_arm: Mapping[str, np.ndarray]) -> bool:
         """True if the arms at these configurations (others unchanged) touch anything that counts."""
         self._update(q_by_arm)
         if self.data.ncon == 0:  # the common case in free space, without touching numpy
             return False
-        return bool(self._counted(q_by_arm).any())
+        return len(self._bad_contacts(q_by_arm)) > 0
 
     def arms_clash(self, q_by_arm: Mapping[str, np.ndarray]) -> bool:
         """True if two arms (with what they hold) at these configurations come within the margin of each other;
@@ -393,8 +407,8 @@ class CollisionWorld:
         d = self.data
         if d.ncon == 0:
             return False
-        contact = d.contact
-        return bool(self._between_arms[contact.geom1, contact.geom2].any())
+        contact, between = d.contact, self._between_arms
+        return any(between[a, b] for a, b in zip(contact.geom1.tolist(), contact.geom2.tolist(), strict=True))
 
     def colliding_pairs(self, q_by_arm: Mapping[str, np.ndarray]) -> list[tuple[str, str]]:
         """Names of the geom pairs in contact (for error messages and tests)."""
@@ -408,6 +422,8 @@ class CollisionWorld:
         skills that expect some contacts (a gripper on a handle) and filter them out on every check."""
         self._update(q_by_arm)
         i = self._bad_contacts(q_by_arm)
+        if not i:
+            return np.zeros((0, 2), dtype=np.int32)
         return np.stack([self.data.contact.geom1[i], self.data.contact.geom2[i]], axis=1)
 
     def tcp_pose(self, arm: str) -> tuple[np.ndarray, np.ndarray]:
