@@ -17,6 +17,7 @@ ranked, and the caller tries the best few with IK, a straight line and a free-sp
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -73,7 +74,7 @@ class Held:
     grip_shape: Shape  # the gripper's (fingers closed on the object, palm), tcp frame
     width: float  # m, the object's extent along the closing axis (tcp y)
 
-    @property
+    @functools.cached_property
     def hand_shape(self) -> Shape:
         return concat(self.obj_shape, self.grip_shape)
 

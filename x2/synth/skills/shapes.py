@@ -7,7 +7,7 @@ fingers close along tcp y, the tcp sits between the fingertips.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
@@ -25,6 +25,30 @@ for _row, _type in enumerate((mujoco.mjtGeom.mjGEOM_SPHERE, mujoco.mjtGeom.mjGEO
     _KIND[int(_type)] = _row
 
 
+def _box(s: np.ndarray, dl: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray:
+    return (a * s).sum(axis=1)  # (sizes are half extents)
+
+
+def _sphere(s: np.ndarray, dl: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray:
+    return s[:, 0] * np.sqrt(d @ d)
+
+
+def _ellipsoid(s: np.ndarray, dl: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray:
+    return np.sqrt(((s * dl) ** 2).sum(axis=1))
+
+
+def _capsule(s: np.ndarray, dl: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray:
+    return s[:, 1] * a[:, 2] + s[:, 0] * np.sqrt(d @ d)
+
+
+def _cylinder(s: np.ndarray, dl: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray:
+    return s[:, 1] * a[:, 2] + s[:, 0] * np.sqrt(dl[:, 0] ** 2 + dl[:, 1] ** 2)
+
+
+# a geom's extent along d beyond its centre, per row of _KIND (d, and dl: d in each geom's axes, a = |dl|)
+_FORMULAS = (_box, _sphere, _ellipsoid, _capsule, _cylinder)
+
+
 @dataclass(frozen=True)
 class Shape:
     """Geoms expressed in one frame, with their support function (exact for primitives, the bounding box
@@ -34,25 +58,28 @@ class Shape:
     sizes: np.ndarray  # (n, 3)
     pos: np.ndarray  # (n, 3) centres in the frame
     rot: np.ndarray  # (n, 3, 3) geom axes in the frame
+    _kinds: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    _pick: tuple[np.ndarray, np.ndarray] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # the formulas `support` needs (rows of _KIND) and which geom takes which: fixed by the types
+        rows = _KIND[self.types]
+        kinds = tuple(sorted(set(rows.tolist())))
+        object.__setattr__(self, "_kinds", kinds)
+        object.__setattr__(self, "_pick", (np.searchsorted(kinds, rows), np.arange(len(rows))))
 
     def support(self, d: np.ndarray) -> float:
-        """max p.d over every point p of the shape (d in the shape's frame). Every formula over every geom,
-        then each geom's own picked: the grasp and place searches call this ~300 times an attempt, and
-        a Python loop over the geoms cost ~5x as much."""
+        """max p.d over every point p of the shape (d in the shape's frame). Each formula the shape's geoms need
+        over every geom, then each geom's own picked: the grasp and place searches call this hundreds of times an
+        attempt, and a Python loop over the geoms cost ~5x as much."""
         d = np.asarray(d, dtype=np.float64)
         s = self.sizes
         dl = d @ self.rot  # d in each geom's axes (r.T @ d per geom)
         a = np.abs(dl)
-        norm = np.sqrt(d @ d)
-        axial = s[:, 1] * a[:, 2]
-        ext = np.stack([
-            (a * s).sum(axis=1),  # box (sizes are half extents)
-            s[:, 0] * norm,  # sphere
-            np.sqrt(((s * dl) ** 2).sum(axis=1)),  # ellipsoid
-            axial + s[:, 0] * norm,  # capsule
-            axial + s[:, 0] * np.sqrt(dl[:, 0] ** 2 + dl[:, 1] ** 2),  # cylinder
-        ])
-        return float(np.max(self.pos @ d + ext[_KIND[self.types], np.arange(len(s))]))
+        ext = [_FORMULAS[k](s, dl, a, d) for k in self._kinds]
+        if len(ext) == 1:
+            return float(np.max(self.pos @ d + ext[0]))
+        return float(np.max(self.pos @ d + np.stack(ext)[self._pick]))
 
     def width(self, axis: np.ndarray) -> float:
         return self.support(axis) + self.support(-axis)
