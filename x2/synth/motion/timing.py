@@ -86,13 +86,17 @@ def time_parametrize(arm: str, waypoints: np.ndarray, limits: Limits, dt: float)
         return Trajectory(arm, dt, wps[:1].copy(), z, z.copy())
     ends = np.cumsum([p.duration for *_, p in segments])
     n = int(np.ceil(ends[-1] / dt - 1e-9)) + 1
-    q, qd, qdd = (np.zeros((n, wps.shape[1])) for _ in range(3))
-    for k in range(n):
-        t = min(k * dt, ends[-1])
-        i = min(int(np.searchsorted(ends, t, side="left")), len(segments) - 1)
-        a, b, prof = segments[i]
-        s, sd, sdd = prof.at_time(t - (ends[i - 1] if i else 0.0))
-        q[k], qd[k], qdd[k] = a + (b - a) * s[0], (b - a) * sd[0], (b - a) * sdd[0]
+    # the profile is sampled one time at a time (ruckig's call); the joint rows are made for all samples at once,
+    # with the same arithmetic per row as one at a time
+    times = [min(k * dt, ends[-1]) for k in range(n)]
+    index = np.minimum(np.searchsorted(ends, times, side="left"), len(segments) - 1).tolist()
+    path = np.zeros((n, 3))
+    for k, (t, i) in enumerate(zip(times, index, strict=True)):
+        s, sd, sdd = segments[i][2].at_time(t - (ends[i - 1] if i else 0.0))
+        path[k] = s[0], sd[0], sdd[0]
+    a = np.stack([segments[i][0] for i in index])
+    delta = np.stack([segments[i][1] for i in index]) - a
+    q, qd, qdd = a + delta * path[:, :1], delta * path[:, 1:2], delta * path[:, 2:]
     q[-1] = wps[-1]  # exactly the goal, not a float's worth short of it
     return Trajectory(arm, dt, q, qd, qdd)
 
@@ -225,11 +229,9 @@ def time_polyline(arm: str, waypoints: np.ndarray, limits: Limits, dt: float) ->
     if otg.calculate(inp, prof) not in (ruckig.Result.Working, ruckig.Result.Finished):
         raise PlanningError(f"arm {arm!r}: ruckig could not time the straight move")
     count = int(np.ceil(prof.duration / dt - 1e-9)) + 1
-    q, qd, qdd = (np.zeros((count, wps.shape[1])) for _ in range(3))
-    for k in range(count):
-        s, sd, sdd = (v[0] for v in prof.at_time(min(k * dt, prof.duration)))
-        i = min(int(s), len(wps) - 2)
-        seg = wps[i + 1] - wps[i]
-        q[k], qd[k], qdd[k] = wps[i] + seg * (s - i), seg * sd, seg * sdd
+    path = np.array([[v[0] for v in prof.at_time(min(k * dt, prof.duration))] for k in range(count)])
+    index = np.minimum(path[:, 0].astype(np.int64), len(wps) - 2)  # (int() of a non-negative s: its floor)
+    seg = wps[index + 1] - wps[index]
+    q, qd, qdd = wps[index] + seg * (path[:, :1] - index[:, None]), seg * path[:, 1:2], seg * path[:, 2:]
     q[-1] = wps[-1]
     return Trajectory(arm, dt, q, qd, qdd)
