@@ -10,6 +10,7 @@ import heapq
 import math
 import numbers
 import operator
+import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -28,6 +29,8 @@ def _asker(values: Mapping[str, object] | Callable[[str], object] | None) -> Cal
     # A Mapping is read with .get so a missing key reads as "does not hold" (False / no failure).
     if values is None:
         return lambda _name: None
+    if isinstance(values, types.MethodType | types.FunctionType):  # (the online monitor's, every frame: no ABC check)
+        return values
     if isinstance(values, Mapping):
         return values.get
     if callable(values):

@@ -79,7 +79,7 @@ def object_inside(world: WorldView, obj: str, container: str, margin: float = 0.
     """The object's origin lies inside the box site `container` (e.g. `microwave/cavity`), shrunk by `margin`."""
     pos, rot, half = world.site_box(container)
     local = rot.T @ (world.object_pos(obj) - pos)
-    return bool(np.all(np.abs(local) <= half - margin))
+    return bool((np.abs(local) <= half - margin).all())
 
 
 @_predicate(obj="object", target="object", distance="float")
