@@ -6,7 +6,10 @@ For each schedule (the arm scheduler, and one node at a time):
    minute, acceptance rate, mean episode length of the accepted demos.
 2. The physics floor: the same accepted action streams stepped in the simulator alone (reset + step, no
    planning, no labels, no disk) on as many processes as the synthesis had workers. The overhead ratio is
-   synthesis wall / floor wall (1.0 would be synthesis at the cost of its physics).
+   synthesis wall / floor wall (1.0 would be synthesis at the cost of its physics). Beside it the same ratio in
+   CPU seconds (every process of the synthesis, parent and workers, start-up included / the floor's stepping):
+   this shared machine's speed drifts by 10-20 % from one minute to the next, which moves the wall ratio
+   (synthesis and floor run one after the other) more than the CPU one.
 3. Contacts: the deepest penetration in every accepted episode, recomputed from its stored states (what
    `x2 datasets validate --physics` reports), against the 5 mm limit.
 
@@ -28,6 +31,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -45,47 +49,56 @@ from x2.spec import load_env
 from x2.synth.runner import SynthConfig, SynthRun
 
 
-def synthesise(task: str, n: int, workers: int, out: Path, seed: int, sequential: bool) -> tuple[float, dict]:
-    t0 = time.perf_counter()
+def _cpu_seconds() -> float:
+    """CPU time of this process and of every child it has reaped (a synthesis' workers, a subprocess)."""
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
+
+def synthesise(task: str, n: int, workers: int, out: Path, seed: int, sequential: bool) -> tuple[float, float, dict]:
+    """Wall seconds, CPU seconds (parent and workers) and the report of one synthesis."""
+    t0, c0 = time.perf_counter(), _cpu_seconds()
     SynthRun(SynthConfig(task, n=n, workers=workers, seed=seed, sequential=sequential), out).run()
-    wall = time.perf_counter() - t0
-    return wall, json.loads((out / SYNTH_REPORT_FILE).read_text())
+    wall, cpu = time.perf_counter() - t0, _cpu_seconds() - c0
+    return wall, cpu, json.loads((out / SYNTH_REPORT_FILE).read_text())
 
 
-def synthesise_before(code: Path, task: str, n: int, workers: int, out: Path, seed: int) -> tuple[float, dict]:
+def synthesise_before(code: Path, task: str, n: int, workers: int, out: Path, seed: int) -> tuple[float, float, dict]:
     """The older commit's synthesis, run as its CLI would run it, on its own code."""
     env = {**os.environ, "PYTHONPATH": str(code)}
-    t0 = time.perf_counter()  # (the cwd is the checkout: -m puts the cwd first on sys.path)
+    t0, c0 = time.perf_counter(), _cpu_seconds()  # (the cwd is the checkout: -m puts the cwd first on sys.path)
     subprocess.run([sys.executable, "-m", "x2", "synth", "--task", task, "-n", str(n), "--workers", str(workers),
                     "--seed", str(seed), "--dataset", str(out)],
                    env=env, cwd=code, check=True, stdout=subprocess.DEVNULL)
-    wall = time.perf_counter() - t0
-    return wall, json.loads((out / SYNTH_REPORT_FILE).read_text())
+    wall, cpu = time.perf_counter() - t0, _cpu_seconds() - c0
+    return wall, cpu, json.loads((out / SYNTH_REPORT_FILE).read_text())
 
 
-def _step_share(task: str, path: str, indices: list[int]) -> float:
-    """In a fresh process: step the actions of these episodes from their seeds; the seconds it took."""
+def _step_share(task: str, path: str, indices: list[int]) -> tuple[float, float]:
+    """In a fresh process: step the actions of these episodes from their seeds; the wall and CPU seconds."""
     backend = MujocoBackend(load_env(task))
     ds = Dataset.open(path)
     streams = []
     for index in indices:
         with ds.load(index) as ep:
             streams.append((int(ep.attrs["seed"]), np.asarray(ep["action"])))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for seed, actions in streams:
         backend.reset(seed)
         for a in actions:
             backend.step(a)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
-def physics_floor(task: str, path: Path, workers: int) -> float:
-    """Wall seconds to step every accepted episode on `workers` processes: the slowest share, each share
-    timed inside its process once its episodes are loaded (process start-up and reading are not physics)."""
+def physics_floor(task: str, path: Path, workers: int) -> tuple[float, float]:
+    """Wall seconds to step every accepted episode on `workers` processes (the slowest share, each share timed
+    inside its process once its episodes are loaded: process start-up and reading are not physics), and the
+    CPU seconds of all shares."""
     indices = [r.index for r in Dataset.open(path).episodes()]
     shares = [indices[w::workers] for w in range(workers)]
     with ProcessPoolExecutor(workers) as pool:
-        return max(pool.map(_step_share, [task] * workers, [str(path)] * workers, shares))
+        timed = list(pool.map(_step_share, [task] * workers, [str(path)] * workers, shares))
+    return max(wall for wall, _ in timed), sum(cpu for _, cpu in timed)
 
 
 def deepest_mm(path: Path) -> tuple[float, int]:
@@ -121,8 +134,10 @@ def main() -> None:
         for schedule in schedules:
             rates = [rnd[schedule]["rate"] for rnd in rounds]
             ratios = [rnd[schedule]["wall"] / rnd[schedule]["floor"] for rnd in rounds]
+            cpu_ratios = [rnd[schedule]["cpu_ratio"] for rnd in rounds]
             print(f"  {schedule}: {np.median(rates):.1f} accepted/min (rounds {', '.join(f'{x:.1f}' for x in rates)}); "
-                  f"overhead ratio {np.median(ratios):.2f} (rounds {', '.join(f'{x:.2f}' for x in ratios)})")
+                  f"overhead ratio {np.median(ratios):.2f} (rounds {', '.join(f'{x:.2f}' for x in ratios)}), "
+                  f"in CPU seconds {np.median(cpu_ratios):.2f} (rounds {', '.join(f'{x:.2f}' for x in cpu_ratios)})")
     if args.only:
         return
     last = rounds[-1]
@@ -142,21 +157,21 @@ def measure(args: argparse.Namespace, schedule: str) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / schedule
         if schedule == "before":
-            wall, report = synthesise_before(args.before, args.task, args.n, args.workers, out, args.seed)
+            wall, cpu, report = synthesise_before(args.before, args.task, args.n, args.workers, out, args.seed)
         else:
-            wall, report = synthesise(args.task, args.n, args.workers, out, args.seed, schedule == "sequential")
-        floor = physics_floor(args.task, out, args.workers)
+            wall, cpu, report = synthesise(args.task, args.n, args.workers, out, args.seed, schedule == "sequential")
+        floor, floor_cpu = physics_floor(args.task, out, args.workers)
         ticks = [a["ticks"] for a in report["attempts"] if a["accepted"]]
         depth, where = deepest_mm(out)
     row = {"rate": 60.0 * report["accepted"] / wall, "accepted": report["accepted"],
            "attempted": report["attempted"], "mean_ticks": float(np.mean(ticks)), "wall": wall,
-           "floor": floor, "depth_mm": depth}
+           "floor": floor, "cpu_ratio": cpu / floor_cpu, "depth_mm": depth}
     print(f"{schedule}: {report['accepted']} accepted / {report['attempted']} attempted "
           f"({100 * report['accepted'] / report['attempted']:.1f} %) in {wall:.1f} s -> "
           f"{row['rate']:.1f} accepted/min; mean length {row['mean_ticks']:.1f} ticks")
     print(f"  rejections: {report['rejections']}")
     print(f"  physics floor ({args.workers} processes, the same accepted streams): {floor:.1f} s -> "
-          f"overhead ratio {wall / floor:.2f}")
+          f"overhead ratio {wall / floor:.2f}; in CPU seconds {cpu:.1f} / {floor_cpu:.1f} = {cpu / floor_cpu:.2f}")
     print(f"  deepest penetration {depth:.2f} mm (episode {where}); limit {PENETRATION_LIMIT_M * 1e3:g} mm")
     t = report["attempt_time_s"]
     print(f"  per attempt, summed over workers: loop {t['total']:.1f} s = teacher {t['teacher']:.1f} s + "
