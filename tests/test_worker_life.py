@@ -137,7 +137,9 @@ _STOPPED_POOL = textwrap.dedent("""
             alive.append(pid)
         except ProcessLookupError:
             pass
-    print(len(workers), alive, multiprocessing.active_children(), sum(t.cancelled() for t in tasks) >= 1)
+    # none ran to its end: each queued one cancelled, or (already handed to the workers' queue) failed with them
+    print(len(workers), alive, multiprocessing.active_children(),
+          all(t.cancelled() or t.exception(timeout=60) is not None for t in tasks))
 """)
 
 
@@ -146,3 +148,38 @@ def test_stop_workers_abandons_running_tasks_and_leaves_no_worker(tmp_path: Path
                          capture_output=True, text=True, timeout=HANG_GUARD_S)  # (the interpreter's exit too)
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.split() == ["2", "[]", "[]", "True"], run.stdout
+
+
+_STOPPED_WHILE_SENDING = textwrap.dedent("""
+    import sys, threading, time
+    from x2.worker_life import process_pool, stop_workers
+
+    def reading(thread):  # is the pool's manager thread in the middle of reading a result?
+        frame = sys._current_frames().get(thread.ident)
+        while frame is not None:
+            if frame.f_code.co_name == "_recv_bytes":
+                return True
+            frame = frame.f_back
+        return False
+
+    def big_result():
+        return b"x" * 300_000_000  # seconds to pickle, send and read back
+
+    if __name__ == "__main__":
+        pool = process_pool(1)
+        task = pool.submit(big_result)
+        manager = pool._executor_manager_thread
+        while not reading(manager):
+            time.sleep(0.001)
+        stop_workers(pool)  # the worker dies mid-message: the half-read result must not block the pool's end
+        print("stopped", task.done())
+""")
+
+
+
+def test_stop_workers_returns_when_a_worker_dies_in_the_middle_of_sending_its_result(tmp_path: Path) -> None:
+    (tmp_path / "stopping.py").write_text(_STOPPED_WHILE_SENDING)
+    run = subprocess.run([sys.executable, "stopping.py"], cwd=tmp_path, env=HEADLESS_ENV,
+                         capture_output=True, text=True, timeout=HANG_GUARD_S)  # (the interpreter's exit too)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split() == ["stopped", "True"], run.stdout

@@ -105,10 +105,16 @@ def stop_workers(pool: ProcessPoolExecutor) -> None:
     # shutdown() forgets them, so they are taken first)
     processes = list((getattr(pool, "_processes", None) or {}).values())
     manager = getattr(pool, "_executor_manager_thread", None)
+    results = getattr(pool, "_result_queue", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.terminate()
     for process in processes:
         process.join()
+    if results is not None:
+        # A worker killed while it sent a result leaves the pool's manager thread reading the rest of that
+        # message, which no one will write: with this process's own copy of the pipe's write end closed too,
+        # the read ends (EOF) and the manager sees a broken pool, as it does a dead worker.
+        results._writer.close()
     if manager is not None:
         manager.join()  # it sees its workers gone and ends
