@@ -372,7 +372,7 @@ class MujocoBackend:
         """How deep (m) the deepest contact of the current state penetrates; 0 when none does. Cheap
         enough for every tick: the contacts are those mj_forward found for this very state."""
         d = self.data
-        return max(0.0, -float(d.contact.dist.min())) if d.ncon else 0.0
+        return max(0.0, -min(d.contact.dist.tolist())) if d.ncon else 0.0  # (a few contacts: no numpy reduction)
 
     def deepest_contact(self) -> Contact | None:
         """The contact with the smallest signed distance now, or None without contacts."""
