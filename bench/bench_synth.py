@@ -7,9 +7,9 @@ For each schedule (the arm scheduler, and one node at a time):
 2. The physics floor: the same accepted action streams stepped in the simulator alone (reset + step, no
    planning, no labels, no disk) on as many processes as the synthesis had workers. The overhead ratio is
    synthesis wall / floor wall (1.0 would be synthesis at the cost of its physics). Beside it the same ratio in
-   CPU seconds (every process of the synthesis, parent and workers, start-up included / the floor's stepping):
-   this shared machine's speed drifts by 10-20 % from one minute to the next, which moves the wall ratio
-   (synthesis and floor run one after the other) more than the CPU one.
+   CPU seconds (every process of the synthesis, parent and workers, start-up included / the floor's stepping).
+   This shared machine's speed drifts by 10-20 % from one minute to the next, in CPU time too, so from the
+   second round on the floor is measured before and after each synthesis and averaged.
 3. Contacts: the deepest penetration in every accepted episode, recomputed from its stored states (what
    `x2 datasets validate --physics` reports), against the 5 mm limit.
 
@@ -32,6 +32,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -125,10 +126,12 @@ def main() -> None:
           f"n {args.n}, {args.workers} workers, master seed {args.seed}")
     schedules = (("before",) if args.before else ()) + ((args.only,) if args.only else ("concurrent", "sequential"))
     rounds: list[dict[str, dict[str, float]]] = []
-    for r in range(args.rounds):
-        if args.rounds > 1:
-            print(f"round {r + 1} of {args.rounds}")
-        rounds.append({schedule: measure(args, schedule) for schedule in schedules})
+    kept: dict[str, Path] = {}  # each schedule's first dataset, for the floors measured before its later runs
+    with tempfile.TemporaryDirectory() as keep_in:
+        for r in range(args.rounds):
+            if args.rounds > 1:
+                print(f"round {r + 1} of {args.rounds}")
+            rounds.append({schedule: measure(args, schedule, kept, Path(keep_in)) for schedule in schedules})
     if args.rounds > 1:
         print(f"medians over {args.rounds} rounds (throughput and overhead ratio; the data is the same every round)")
         for schedule in schedules:
@@ -152,17 +155,27 @@ def main() -> None:
               + f", mean length {c['mean_ticks'] / s['mean_ticks']:.2f} ({100 * shorter:.1f} % shorter)")
 
 
-def measure(args: argparse.Namespace, schedule: str) -> dict[str, float]:
-    """One schedule's synthesis, its physics floor and its contacts, printed and returned."""
+def measure(args: argparse.Namespace, schedule: str, kept: dict[str, Path], keep_in: Path) -> dict[str, float]:
+    """One schedule's synthesis, its physics floor and its contacts, printed and returned.
+
+    The floor is measured right after the synthesis and, from the second round on, right before it too (on the
+    first round's dataset: the same seeds give the same accepted streams), and the two are averaged: the
+    machine's speed drifts from one minute to the next, and a floor on one side only takes that drift for
+    overhead, or hides overhead behind it."""
+    before = physics_floor(args.task, kept[schedule], args.workers) if schedule in kept else None
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / schedule
         if schedule == "before":
             wall, cpu, report = synthesise_before(args.before, args.task, args.n, args.workers, out, args.seed)
         else:
             wall, cpu, report = synthesise(args.task, args.n, args.workers, out, args.seed, schedule == "sequential")
-        floor, floor_cpu = physics_floor(args.task, out, args.workers)
+        after = physics_floor(args.task, out, args.workers)
+        floor, floor_cpu = (after if before is None else ((before[0] + after[0]) / 2, (before[1] + after[1]) / 2))
         ticks = [a["ticks"] for a in report["attempts"] if a["accepted"]]
         depth, where = deepest_mm(out)
+        if schedule not in kept:
+            kept[schedule] = keep_in / schedule
+            shutil.copytree(out, kept[schedule])
     row = {"rate": 60.0 * report["accepted"] / wall, "accepted": report["accepted"],
            "attempted": report["attempted"], "mean_ticks": float(np.mean(ticks)), "wall": wall,
            "floor": floor, "cpu_ratio": cpu / floor_cpu, "depth_mm": depth}
@@ -170,7 +183,8 @@ def measure(args: argparse.Namespace, schedule: str) -> dict[str, float]:
           f"({100 * report['accepted'] / report['attempted']:.1f} %) in {wall:.1f} s -> "
           f"{row['rate']:.1f} accepted/min; mean length {row['mean_ticks']:.1f} ticks")
     print(f"  rejections: {report['rejections']}")
-    print(f"  physics floor ({args.workers} processes, the same accepted streams): {floor:.1f} s -> "
+    sides = "after" if before is None else f"before {before[0]:.1f} s and after {after[0]:.1f} s"
+    print(f"  physics floor ({args.workers} processes, the same accepted streams; {sides}): {floor:.1f} s -> "
           f"overhead ratio {wall / floor:.2f}; in CPU seconds {cpu:.1f} / {floor_cpu:.1f} = {cpu / floor_cpu:.2f}")
     print(f"  deepest penetration {depth:.2f} mm (episode {where}); limit {PENETRATION_LIMIT_M * 1e3:g} mm")
     t = report["attempt_time_s"]
