@@ -16,6 +16,10 @@ from x2.labeling import DagRuntime, Event, arm_label_arrays, arm_segment_owners
 from x2.spec.env import TaskSpec
 from x2.tasks.predicates import PREDICATES, WorldView
 
+# How much a predicate costs to ask, roughly (a joint value, a lookup in the state's contacts, then geometry).
+_COST = {"joint_above": 0, "joint_below": 0, "button_pressed": 0, "gripper_released": 1, "gripper_holding": 1}
+_COSTLY = 2
+
 
 class TaskMonitor:
     """`arms` names the robot's arms in robot order (none: no per-arm attribution and no per-arm labels).
@@ -30,8 +34,12 @@ class TaskMonitor:
         self._default_arms = {n.id: self.arm_names for n in task.nodes}
         self.node_arms: dict[str, tuple[str, ...]] = dict(self._default_arms)
         self.node_starts: dict[str, int] = {}  # node -> the frame a collector that runs nodes started it
-        # Bound once: the per-tick path is a dict hit and plain calls, no registry lookups.
-        self._success_calls = {n.id: [(PREDICATES[c.name].fn, c.args) for c in n.success] for n in task.nodes}
+        # Bound once: the per-tick path is a dict hit and plain calls, no registry lookups. A node's success is the
+        # AND of pure predicates, so they are asked cheapest first: a fruit still held fails gripper_released
+        # before object_inside does its geometry (failure predicates keep their order: the first names the reason).
+        self._success_calls = {n.id: [(PREDICATES[c.name].fn, c.args) for c in
+                                      sorted(n.success, key=lambda c: _COST.get(c.name, _COSTLY))]
+                               for n in task.nodes}
         self._failure_calls = {n.id: [(PREDICATES[c.name].fn, c.args, c.describe()) for c in n.failure]
                                for n in task.nodes}
         timeouts = {n.id: max(1, math.ceil(n.timeout_s * fps)) if n.timeout_s else None for n in task.nodes}
