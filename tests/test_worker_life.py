@@ -1,7 +1,8 @@
 """Worker processes die with their parent (x2.worker_life): a SIGKILLed `x2 synth --workers 2` leaves no
-pool worker and no multiprocessing resource tracker behind; a pool whose workers were spawned by a thread
-that then ends keeps working (the kernel's parent-death signal follows the spawning thread, not the process);
-a worker whose parent is already gone when it starts exits at once.
+pool worker and no multiprocessing resource tracker (where one was started) behind; a pool whose workers
+were spawned by a thread that then ends keeps working (the kernel's parent-death signal follows the
+spawning thread, not the process); a worker whose parent is already gone when it starts exits at once; a
+pool that runs beside another thread spawns its workers even when asked for forked copies.
 """
 
 from __future__ import annotations
@@ -24,15 +25,16 @@ HANG_GUARD_S = 120.0  # only so a broken build fails instead of hanging; the ben
 
 
 def _pool_processes(procs: set[Proc]) -> tuple[set[Proc], set[Proc]]:
-    """(spawned pool workers, resource trackers) among `procs`."""
-    workers = {p for p in procs if "spawn_main" in p.cmdline()}
+    """(pool workers, resource trackers) among the descendants `procs` of an x2 command: x2 synth's workers are
+    forked copies of it (spawned ones where it runs other threads), a resource tracker is spawned."""
     trackers = {p for p in procs if "resource_tracker" in p.cmdline()}
-    return workers, trackers
+    return procs - trackers, trackers
 
 
 @pytest.mark.parametrize("entry", ["module", "script"])
 def test_sigkilled_synth_leaves_no_worker_and_no_resource_tracker(tmp_path: Path, entry: str) -> None:
-    # `python -m x2` and the console script: spawned workers of the latter import the script's module first.
+    # `python -m x2` and the console script (x2 synth's workers are forked copies of either, started before its
+    # progress display's thread; a spawned worker of the latter would import the script's module first).
     x2 = [sys.executable, "-m", "x2"] if entry == "module" else [str(Path(sys.executable).with_name("x2"))]
     proc = subprocess.Popen([*x2, "synth", "--task", "fruit_in_microwave", "-n", "3",
                              "--workers", "2", "--dataset", str(tmp_path / "fruit")], cwd=tmp_path,
@@ -44,13 +46,14 @@ def test_sigkilled_synth_leaves_no_worker_and_no_resource_tracker(tmp_path: Path
         while proc.poll() is None and time.monotonic() < until:
             seen |= descendants(proc.pid)
             workers, trackers = _pool_processes(seen)
-            if len(workers) >= 2 and trackers:
+            if len(workers) >= 2:
                 break
             time.sleep(0.05)
         assert proc.poll() is None, f"synth ended before its workers were seen: {proc.stderr.read()[-2000:]}"
+        time.sleep(0.5)  # (a resource tracker, where the pool starts one, has started by now)
         seen |= descendants(proc.pid)
         workers, trackers = _pool_processes(seen)
-        assert len(workers) >= 2 and trackers, [p.cmdline() for p in seen]
+        assert len(workers) >= 2, [p.cmdline() for p in seen]
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         left = wait_gone(seen, HANG_GUARD_S)
@@ -183,3 +186,29 @@ def test_stop_workers_returns_when_a_worker_dies_in_the_middle_of_sending_its_re
                          capture_output=True, text=True, timeout=HANG_GUARD_S)  # (the interpreter's exit too)
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.split() == ["stopped", "True"], run.stdout
+
+
+_COPIES_BESIDE_A_THREAD = textwrap.dedent("""
+    import multiprocessing, os, threading, time
+    from x2.worker_life import process_pool
+
+    def start_method(pool):
+        return pool._mp_context.get_start_method()
+
+    alone = process_pool(1, copies=True)
+    busy = threading.Event()
+    threading.Thread(target=busy.wait, daemon=True).start()  # another thread runs: a fork would copy its locks
+    beside = process_pool(1, copies=True)
+    for pool in (alone, beside):
+        with pool:
+            pool.submit(os.getpid).result()
+    print(start_method(alone), start_method(beside))
+    busy.set()
+""")
+
+
+def test_copies_are_forked_only_while_no_other_thread_runs(tmp_path: Path) -> None:
+    run = subprocess.run([sys.executable, "-c", _COPIES_BESIDE_A_THREAD], cwd=tmp_path, env=HEADLESS_ENV,
+                         capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split() == ["fork", "spawn"], run.stdout

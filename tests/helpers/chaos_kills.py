@@ -79,8 +79,11 @@ Progress = Callable[[Watch], bool]
 
 
 def workers(n: int) -> Progress:
-    """`n` spawned pool workers are up."""
-    return lambda watch: sum("spawn_main" in p.cmdline() for p in watch.procs) >= n
+    """`n` pool workers are up: spawned ones, or forked copies of the command (its own command line)."""
+    def up(watch: Watch) -> bool:
+        own = Proc(watch.pid, 0).cmdline()
+        return sum("spawn_main" in p.cmdline() or p.cmdline() == own for p in watch.procs) >= n
+    return up
 
 
 def appeared(folder: Path, pattern: str) -> Progress:

@@ -28,7 +28,8 @@ class Proc:
             return ""
 
     def kind(self) -> str:
-        """A short name for reports: a multiprocessing role, else the program's name."""
+        """A short name for reports: a multiprocessing role, else the program's name (a forked pool worker has
+        its parent's)."""
         line = self.cmdline()
         for marker, name in (("resource_tracker", "resource tracker"), ("spawn_main", "spawned worker"),
                              ("forkserver", "forkserver")):

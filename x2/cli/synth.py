@@ -50,6 +50,7 @@ def synth(
     workspace.remember_dataset(run.path)
     schedule = "one node at a time" if config.sequential else "ready nodes on free arms at once"
     console.print(f"dataset: {run.path}; {config.workers} workers; master seed {seed}; {schedule}")
+    run.start_workers()  # (before the progress display's thread: they start as copies of this process)
     latest = run.progress
 
     def table() -> Table:

@@ -14,7 +14,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -74,10 +74,26 @@ class SynthRun:
         self.attempts: list[dict[str, Any]] = []
         self.committed: list[int] = []
         self.first_attempt = 0  # set when the dataset is opened: after every attempt an earlier run took
+        self._pool: ProcessPoolExecutor | None = None  # the workers (start_workers)
+
+    def start_workers(self) -> None:
+        """Start the worker processes now, before the dataset is opened. `x2 synth` calls this before its progress
+        display starts a thread: while this process has no other thread the workers are forked copies of it,
+        which start in milliseconds instead of importing x2 anew (worker_life.process_pool)."""
+        cfg = self.config
+        if cfg.workers > 1 and self._pool is None:
+            self._pool = process_pool(cfg.workers, init_worker, (cfg.task, cfg.robot, cfg.variant, cfg.sequential),
+                                      copies=True)
+            self._pool.submit(int)  # (a first task: the pool starts its workers at once)
 
     def run(self, on_update: Callable[[SynthProgress], None] | None = None) -> SynthProgress:
         cfg = self.config
-        ds = open_dataset(self.path, self.env, self.session.backend)
+        try:
+            self.start_workers()
+            ds = open_dataset(self.path, self.env, self.session.backend)
+        except BaseException:
+            self._stop_workers()
+            raise
         self.first_attempt = ds.next_slot(cfg.seed)
         try:
             if cfg.workers <= 1:
@@ -97,8 +113,15 @@ class SynthRun:
                                                     "only the run's report is missing"):
                 self._write_report(ds)
         finally:
+            self._stop_workers()
             ds.close()
         return self.progress
+
+    def _stop_workers(self) -> None:
+        # what is still running would be discarded: the workers end now instead of finishing it
+        if self._pool is not None:
+            stop_workers(self._pool)
+            self._pool = None
 
     def _run_inline(self, ds: Dataset, on_update: Callable[[SynthProgress], None] | None) -> None:
         first = self.first_attempt
@@ -109,32 +132,27 @@ class SynthRun:
         self.progress.stop_reason = self.progress.stop_reason or f"reached --max-attempts {self.config.attempt_cap}"
 
     def _run_pool(self, ds: Dataset, on_update: Callable[[SynthProgress], None] | None) -> None:
-        cfg = self.config
-        # Clean interpreters (no inherited simulator state) that die with this process, even SIGKILLed.
-        with process_pool(cfg.workers, init_worker, (cfg.task, cfg.robot, cfg.variant, cfg.sequential)) as pool:
-            pending: dict[int, Future[AttemptOutcome]] = {}
-            done: dict[int, AttemptOutcome] = {}
-            next_submit = next_commit = self.first_attempt
-            end = self.first_attempt + cfg.attempt_cap
-            try:
-                while True:
-                    while len(pending) + len(done) < 2 * cfg.workers and next_submit < end:
-                        seed = slot_seed(cfg.seed, next_submit)
-                        pending[next_submit] = pool.submit(run_attempt, next_submit, seed, cfg.keep_failed)
-                        next_submit += 1
-                    if not pending and next_commit not in done:
-                        self.progress.stop_reason = f"reached --max-attempts {cfg.attempt_cap}"
-                        return
-                    finished, _ = wait(pending.values(), return_when=FIRST_COMPLETED)
-                    for index in [i for i, f in pending.items() if f in finished]:
-                        done[index] = pending.pop(index).result()
-                    while next_commit in done:
-                        if not self._take(ds, done.pop(next_commit), on_update):
-                            return
-                        next_commit += 1
-            finally:
-                # what is still running would be discarded: the workers end now instead of finishing it
-                stop_workers(pool)
+        cfg, pool = self.config, self._pool
+        assert pool is not None  # (run started the workers; they die with this process, even SIGKILLed)
+        pending: dict[int, Future[AttemptOutcome]] = {}
+        done: dict[int, AttemptOutcome] = {}
+        next_submit = next_commit = self.first_attempt
+        end = self.first_attempt + cfg.attempt_cap
+        while True:
+            while len(pending) + len(done) < 2 * cfg.workers and next_submit < end:
+                seed = slot_seed(cfg.seed, next_submit)
+                pending[next_submit] = pool.submit(run_attempt, next_submit, seed, cfg.keep_failed)
+                next_submit += 1
+            if not pending and next_commit not in done:
+                self.progress.stop_reason = f"reached --max-attempts {cfg.attempt_cap}"
+                return
+            finished, _ = wait(pending.values(), return_when=FIRST_COMPLETED)
+            for index in [i for i, f in pending.items() if f in finished]:
+                done[index] = pending.pop(index).result()
+            while next_commit in done:
+                if not self._take(ds, done.pop(next_commit), on_update):
+                    return
+                next_commit += 1
 
     def _take(self, ds: Dataset, outcome: AttemptOutcome, on_update: Callable[[SynthProgress], None] | None) -> bool:
         """Commit one attempt (in order); False when the run should stop."""
