@@ -141,6 +141,7 @@ class CollisionWorld:
         self.owner = ""  # who `allow` and `clear_allowed` act for: a skill running beside another keeps its own
         self._attached: dict[str, _Carried] = {}
         self._geoms_of: dict[str, np.ndarray] = {}  # object, body or geom name -> its geoms
+        self._joint_adr: dict[str, int] = {}  # joint name -> qpos address (set_joint)
         self._margin = float(margin)
         self._regroup()  # masks, margins and the per-pair counting rule
         self.sync(backend)
@@ -330,7 +331,10 @@ class CollisionWorld:
     def set_joint(self, joint: str, value: float) -> None:
         """Set an object's joint (a door hinge, a drawer slide) in the qpos checks start from, so a
         pose along an articulated motion is checked with the part where it will be then."""
-        self._qpos[self.model.jnt_qposadr[self._id(mujoco.mjtObj.mjOBJ_JOINT, joint)]] = value
+        adr = self._joint_adr.get(joint)
+        if adr is None:  # (skills set the part and the fingers around every check: looked up once)
+            adr = self._joint_adr[joint] = int(self.model.jnt_qposadr[self._id(mujoco.mjtObj.mjOBJ_JOINT, joint)])
+        self._qpos[adr] = value
 
     def arm_q(self, arm: str) -> np.ndarray:
         return self._qpos[self.arm_qadr[self._arm(arm)]].copy()

@@ -24,6 +24,7 @@ are tried in) comes from the attempt's "grasp" stream.
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -33,6 +34,7 @@ import numpy as np
 from x2.spec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.executor import Lane, SkillExecutor
+from x2.synth.motion.collision import CollisionWorld
 from x2.synth.motion.paths import steps
 from x2.synth.segments import Gripper, Guarded, Segment, SkillFailure, Wait
 from x2.synth.skills.mechanism import (
@@ -366,9 +368,7 @@ def _sweep_hits(ctx: SynthContext, mech: Mechanism, values: Iterable[float], oth
                 poses: Iterable[np.ndarray]) -> bool:
     """Does the part, at any of `values`, come within CHECK_MARGIN of the `other` arm at any of `poses`?"""
     world = ctx.world()
-    m = world.model
-    first = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, ctx.env.robot.arm(other).joints[0])
-    mine = subtree_mask(m, int(m.jnt_bodyid[first]))[m.geom_bodyid]  # the other arm's geoms
+    mine = _arm_geoms(world, ctx.env.robot.arm(other).joints[0])  # the other arm's geoms
     margin = world.margin
     world.margin = margin + CHECK_MARGIN
     try:
@@ -382,6 +382,20 @@ def _sweep_hits(ctx: SynthContext, mech: Mechanism, values: Iterable[float], oth
     finally:
         world.margin = margin
         world.set_joint(mech.joint, mech.value)
+
+
+_ARM_GEOMS: weakref.WeakKeyDictionary[CollisionWorld, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()
+
+
+def _arm_geoms(world: CollisionWorld, first_joint: str) -> np.ndarray:
+    """Mask over geoms: those of the arm whose first joint this is (found once per world: a waiting arm asks
+    every few ticks)."""
+    masks = _ARM_GEOMS.setdefault(world, {})
+    if first_joint not in masks:
+        m = world.model
+        first = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, first_joint)
+        masks[first_joint] = subtree_mask(m, int(m.jnt_bodyid[first]))[m.geom_bodyid]
+    return masks[first_joint]
 
 
 def _out_of_the_way(ctx: SynthContext, other: str, mech: Mechanism) -> Iterator[Segment]:
