@@ -131,6 +131,17 @@ def test_accepted_episodes_respect_the_dag_and_end_in_every_sink(two_runs: tuple
     assert topological_order(task.node_ids, task.edges)
 
 
+def test_every_episode_says_how_its_motions_were_made(two_runs: tuple[Path, Path]) -> None:
+    """The schedule and motion settings are in each episode, not only in the last run's report: a run may resume a
+    dataset another run began with other settings."""
+    report = json.loads((two_runs[0] / SYNTH_REPORT_FILE).read_text())
+    ds = Dataset.open(two_runs[0])
+    for record in ds.episodes():
+        with ds.load(record.index) as ep:
+            how = json.loads(str(ep.attrs["synthesis"]))
+        assert how == {"schedule": "concurrent", "motion": report["motion"]} and report["schedule"] == "concurrent"
+
+
 def test_report_counts_and_reasons(two_runs: tuple[Path, Path]) -> None:
     report = json.loads((two_runs[1] / SYNTH_REPORT_FILE).read_text())  # the second of the two runs
     assert report["accepted"] == 2 and report["attempted"] == len(report["attempts"])

@@ -132,13 +132,14 @@ MERGED_FROM_ATTR, FILTERED_FROM_ATTR = "merged_from", "filtered_from"
 REJECTED_ATTR, REJECTION_REASON_ATTR, REJECTION_DETAIL_ATTR = "rejected", "rejection_reason", "rejection_detail"
 TELEOP_END_ATTR, DEVICE_ATTR = "teleop_end", "device"
 SAFETY_CLAMPED_ATTR, SAFETY_REJECTED_ATTR = "safety_clamped_ticks", "safety_rejected_ticks"
+SYNTHESIS_ATTR = "synthesis"
 ROOT_ATTRS = (
     FORMAT_ATTR, INDEX_ATTR, TASK_ATTR, INSTRUCTION_ATTR, ROBOT_ATTR, FPS_ATTR, SIM_DT_ATTR, SCENE_VARIANT_ATTR,
     SPLIT_ATTR, PARENT_EPISODE_ATTR, VERSIONS_ATTR, ENV_ARGS_ATTR, MODEL_XML_ATTR, SUCCESS_ATTR, SEED_ATTR,
     SOURCE_ATTR, MASTER_SEED_ATTR, SLOT_ATTR, WORLD_ATTR, LAYOUT_ATTR, ASSETS_ATTR, END_REASON_ATTR,
     MAX_PENETRATION_ATTR, OBJECT_NAMES_ATTR, AUGMENTATION_ATTR, MERGED_FROM_ATTR, FILTERED_FROM_ATTR,
     REJECTED_ATTR, REJECTION_REASON_ATTR, REJECTION_DETAIL_ATTR, TELEOP_END_ATTR, DEVICE_ATTR,
-    SAFETY_CLAMPED_ATTR, SAFETY_REJECTED_ATTR,
+    SAFETY_CLAMPED_ATTR, SAFETY_REJECTED_ATTR, SYNTHESIS_ATTR,
 )
 NAMES_ATTR = "names"  # attr of action, qpos, qvel, object_poses: one name per column or row
 
@@ -195,6 +196,9 @@ class EpisodeEnd:
     object_names: str
     rejection: Rejection | None = None
     teleop: TeleopEnd | None = None
+    # synthesis only: JSON {"schedule", "motion"}, how its motions were made (a run may resume another's
+    # dataset with other settings, so each episode says so itself)
+    synthesis: str | None = None
 
     def attrs(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -210,6 +214,8 @@ class EpisodeEnd:
             out.update({TELEOP_END_ATTR: self.teleop.ending, DEVICE_ATTR: self.teleop.device,
                         SAFETY_CLAMPED_ATTR: self.teleop.safety_clamped_ticks,
                         SAFETY_REJECTED_ATTR: self.teleop.safety_rejected_ticks})
+        if self.synthesis is not None:
+            out[SYNTHESIS_ATTR] = self.synthesis
         return out
 
 

@@ -89,7 +89,8 @@ def episode_start(env: EnvSpec, seed: int, source: str, master_seed: int | None 
 
 
 def episode_end(env: EnvSpec, result: EpisodeResult, model_xml: str, object_names: tuple[str, ...], *,
-                rejection: Rejection | None = None, teleop: TeleopEnd | None = None) -> EpisodeEnd:
+                rejection: Rejection | None = None, teleop: TeleopEnd | None = None,
+                synthesis: str | None = None) -> EpisodeEnd:
     """Attributes known once it ended: the world it ran in, what was drawn, how it ended."""
     pen = result.penetration
     return EpisodeEnd(
@@ -104,7 +105,7 @@ def episode_end(env: EnvSpec, result: EpisodeResult, model_xml: str, object_name
         end_reason=result.end_reason,
         max_penetration_m=0.0 if pen is None else pen.depth,
         object_names=json.dumps(list(object_names)),
-        rejection=rejection, teleop=teleop,
+        rejection=rejection, teleop=teleop, synthesis=synthesis,
     )
 
 
@@ -127,6 +128,7 @@ class EpisodeOutcome:
     rejection: Rejection | None = None
     device: DeviceRecord | None = None
     env: EnvSpec | None = None  # the world it ran in, when not the one it started from
+    synthesis: str | None = None  # how synthesis made it (EpisodeEnd.synthesis)
 
 
 def commit_episode(ds: Dataset, env: EnvSpec, start: EpisodeStart, record: Callable[[EpisodeWriter], EpisodeResult],
@@ -143,7 +145,7 @@ def commit_episode(ds: Dataset, env: EnvSpec, start: EpisodeStart, record: Calla
             return result, None
         device = how.device
         end = episode_end(how.env or env, result, how.model_xml, how.object_names, rejection=how.rejection,
-                          teleop=device.teleop if device is not None else None)
+                          teleop=device.teleop if device is not None else None, synthesis=how.synthesis)
         committed = writer.finish(
             labels=result.labels, dag=result.dag, success=how.success, extra_attrs=end.attrs(),
             timing=result.stage_ms, timing_attrs={MISSED_SLOTS_ATTR: result.missed_slots},

@@ -185,7 +185,8 @@ class SynthRun:
         start = episode_start(self.env, outcome.seed, "synth", self.config.seed, outcome.index)
         stored = EpisodeOutcome(success=outcome.accepted, model_xml=outcome.model_xml,
                                 object_names=outcome.object_names,
-                                rejection=None if outcome.accepted else Rejection(outcome.reason, outcome.detail))
+                                rejection=None if outcome.accepted else Rejection(outcome.reason, outcome.detail),
+                                synthesis=json.dumps(self._how(), sort_keys=True))
 
         def replay(writer: EpisodeWriter) -> EpisodeResult:
             writer.extend(arrays)  # the ticks the worker recorded, in one write per stream
@@ -195,6 +196,12 @@ class SynthRun:
         if record is not None:  # None only for an attempt without a tick, which nothing stores
             self.committed.append(record.index)
 
+    def _how(self) -> dict[str, Any]:
+        """How this run makes its motions: in every episode (a later run may resume the dataset with other
+        settings) and in the run's report."""
+        return {"schedule": "sequential" if self.config.sequential else "concurrent",
+                "motion": self.session.motion.describe()}
+
     def _write_report(self, ds: Dataset) -> None:
         cfg, p = self.config, self.progress
         elapsed = time.perf_counter() - p.started
@@ -202,7 +209,7 @@ class SynthRun:
                   for k in ("total", "teacher", "step")}
         report = {
             "task": cfg.task, "robot": self.env.robot.name, "variant": cfg.variant, "master_seed": cfg.seed,
-            "schedule": "sequential" if cfg.sequential else "concurrent", "motion": self.session.motion.describe(),
+            **self._how(),
             "requested": cfg.n, "accepted": p.accepted, "attempted": p.attempted,
             "first_attempt": self.first_attempt,
             "acceptance_rate": round(p.accepted / p.attempted, 4) if p.attempted else None,
