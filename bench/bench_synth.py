@@ -10,6 +10,10 @@ For each schedule (the arm scheduler, and one node at a time):
    CPU seconds (every process of the synthesis, parent and workers, start-up included / the floor's stepping).
    This shared machine's speed drifts by 10-20 % from one minute to the next, in CPU time too, so from the
    second round on the floor is measured before and after each synthesis and averaged.
+   The loop ratio divides two figures of the same attempts instead (each attempt's rollout, reset included, over
+   its physics steps, summed over the workers): nothing measured a minute apart, so it drifts least, and it
+   leaves out what happens outside the attempts (worker start-up, the parent's commits, the last attempts a
+   finished run discards).
 3. Contacts: the deepest penetration in every accepted episode, recomputed from its stored states (what
    `x2 datasets validate --physics` reports), against the 5 mm limit.
 
@@ -138,9 +142,12 @@ def main() -> None:
             rates = [rnd[schedule]["rate"] for rnd in rounds]
             ratios = [rnd[schedule]["wall"] / rnd[schedule]["floor"] for rnd in rounds]
             cpu_ratios = [rnd[schedule]["cpu_ratio"] for rnd in rounds]
+            loops = [rnd[schedule]["loop_ratio"] for rnd in rounds if "loop_ratio" in rnd[schedule]]
             print(f"  {schedule}: {np.median(rates):.1f} accepted/min (rounds {', '.join(f'{x:.1f}' for x in rates)}); "
                   f"overhead ratio {np.median(ratios):.2f} (rounds {', '.join(f'{x:.2f}' for x in ratios)}), "
-                  f"in CPU seconds {np.median(cpu_ratios):.2f} (rounds {', '.join(f'{x:.2f}' for x in cpu_ratios)})")
+                  f"in CPU seconds {np.median(cpu_ratios):.2f} (rounds {', '.join(f'{x:.2f}' for x in cpu_ratios)})"
+                  + (f", loop ratio {np.median(loops):.2f} (rounds {', '.join(f'{x:.2f}' for x in loops)})"
+                     if loops else ""))
     if args.only:
         return
     last = rounds[-1]
@@ -179,6 +186,9 @@ def measure(args: argparse.Namespace, schedule: str, kept: dict[str, Path], keep
     row = {"rate": 60.0 * report["accepted"] / wall, "accepted": report["accepted"],
            "attempted": report["attempted"], "mean_ticks": float(np.mean(ticks)), "wall": wall,
            "floor": floor, "cpu_ratio": cpu / floor_cpu, "depth_mm": depth}
+    t = report["attempt_time_s"]
+    if t.get("step"):  # (an older commit's report may not time its attempts)
+        row["loop_ratio"] = t["total"] / t["step"]
     print(f"{schedule}: {report['accepted']} accepted / {report['attempted']} attempted "
           f"({100 * report['accepted'] / report['attempted']:.1f} %) in {wall:.1f} s -> "
           f"{row['rate']:.1f} accepted/min; mean length {row['mean_ticks']:.1f} ticks")
@@ -187,9 +197,10 @@ def measure(args: argparse.Namespace, schedule: str, kept: dict[str, Path], keep
     print(f"  physics floor ({args.workers} processes, the same accepted streams; {sides}): {floor:.1f} s -> "
           f"overhead ratio {wall / floor:.2f}; in CPU seconds {cpu:.1f} / {floor_cpu:.1f} = {cpu / floor_cpu:.2f}")
     print(f"  deepest penetration {depth:.2f} mm (episode {where}); limit {PENETRATION_LIMIT_M * 1e3:g} mm")
-    t = report["attempt_time_s"]
-    print(f"  per attempt, summed over workers: loop {t['total']:.1f} s = teacher {t['teacher']:.1f} s + "
-          f"physics step {t['step']:.1f} s + the rest {t['total'] - t['teacher'] - t['step']:.1f} s", flush=True)
+    if "loop_ratio" in row:
+        print(f"  per attempt, summed over workers: loop {t['total']:.1f} s = teacher {t['teacher']:.1f} s + "
+              f"physics step {t['step']:.1f} s + the rest {t['total'] - t['teacher'] - t['step']:.1f} s: "
+              f"loop ratio {row['loop_ratio']:.2f}", flush=True)
     return row
 
 if __name__ == "__main__":
