@@ -186,7 +186,7 @@ class SynthRun:
         stored = EpisodeOutcome(success=outcome.accepted, model_xml=outcome.model_xml,
                                 object_names=outcome.object_names,
                                 rejection=None if outcome.accepted else Rejection(outcome.reason, outcome.detail),
-                                synthesis=json.dumps(self._how(), sort_keys=True))
+                                synthesis=json.dumps(self._how()))  # (schedule first: what `show` lists)
 
         def replay(writer: EpisodeWriter) -> EpisodeResult:
             writer.extend(arrays)  # the ticks the worker recorded, in one write per stream
