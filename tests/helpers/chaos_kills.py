@@ -84,9 +84,13 @@ Progress = Callable[[Watch], bool]
 
 def workers(n: int) -> Progress:
     """`n` pool workers are up: spawned ones, or forked copies of the command (its own command line)."""
+    own: dict[int, str] = {}  # the command's own command line, read once
+
     def up(watch: Watch) -> bool:
-        own = Proc(watch.pid, 0).cmdline()
-        return sum("spawn_main" in p.cmdline() or p.cmdline() == own for p in watch.procs) >= n
+        if watch.pid not in own:
+            own[watch.pid] = Proc(watch.pid, 0).cmdline()
+        line = own[watch.pid]
+        return sum("spawn_main" in p.cmdline() or p.cmdline() == line for p in watch.procs) >= n
     return up
 
 

@@ -75,6 +75,11 @@ class SynthRun:
         self.committed: list[int] = []
         self.first_attempt = 0  # set when the dataset is opened: after every attempt an earlier run took
         self._pool: ProcessPoolExecutor | None = None  # the workers (start_workers)
+        # How this run makes its motions: in every episode (a later run may resume the dataset with other
+        # settings) and in the run's report. Schedule first: what `x2 datasets show` lists before it cuts.
+        self.how: dict[str, Any] = {"schedule": "sequential" if config.sequential else "concurrent",
+                                    "motion": self.session.motion.describe()}
+        self._how_text = json.dumps(self.how)
 
     def start_workers(self) -> None:
         """Start the worker processes now, before the dataset is opened. `x2 synth` calls this before its progress
@@ -186,7 +191,7 @@ class SynthRun:
         stored = EpisodeOutcome(success=outcome.accepted, model_xml=outcome.model_xml,
                                 object_names=outcome.object_names,
                                 rejection=None if outcome.accepted else Rejection(outcome.reason, outcome.detail),
-                                synthesis=json.dumps(self._how()))  # (schedule first: what `show` lists)
+                                synthesis=self._how_text)
 
         def replay(writer: EpisodeWriter) -> EpisodeResult:
             writer.extend(arrays)  # the ticks the worker recorded, in one write per stream
@@ -196,12 +201,6 @@ class SynthRun:
         if record is not None:  # None only for an attempt without a tick, which nothing stores
             self.committed.append(record.index)
 
-    def _how(self) -> dict[str, Any]:
-        """How this run makes its motions: in every episode (a later run may resume the dataset with other
-        settings) and in the run's report."""
-        return {"schedule": "sequential" if self.config.sequential else "concurrent",
-                "motion": self.session.motion.describe()}
-
     def _write_report(self, ds: Dataset) -> None:
         cfg, p = self.config, self.progress
         elapsed = time.perf_counter() - p.started
@@ -209,7 +208,7 @@ class SynthRun:
                   for k in ("total", "teacher", "step")}
         report = {
             "task": cfg.task, "robot": self.env.robot.name, "variant": cfg.variant, "master_seed": cfg.seed,
-            **self._how(),
+            **self.how,
             "requested": cfg.n, "accepted": p.accepted, "attempted": p.attempted,
             "first_attempt": self.first_attempt,
             "acceptance_rate": round(p.accepted / p.attempted, 4) if p.attempted else None,

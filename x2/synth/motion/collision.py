@@ -336,6 +336,10 @@ class CollisionWorld:
             adr = self._joint_adr[joint] = int(self.model.jnt_qposadr[self._id(mujoco.mjtObj.mjOBJ_JOINT, joint)])
         self._qpos[adr] = value
 
+    def arm_geoms(self, arm: str) -> np.ndarray:
+        """Mask over geoms: the arm's own links and gripper (not what it holds)."""
+        return self._arm_of_body[self.model.geom_bodyid] == self.arms.index(self._arm(arm))
+
     def arm_q(self, arm: str) -> np.ndarray:
         return self._qpos[self.arm_qadr[self._arm(arm)]].copy()
 

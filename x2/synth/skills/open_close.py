@@ -24,7 +24,6 @@ are tried in) comes from the attempt's "grasp" stream.
 from __future__ import annotations
 
 import functools
-import weakref
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -34,7 +33,6 @@ import numpy as np
 from x2.spec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.executor import Lane, SkillExecutor
-from x2.synth.motion.collision import CollisionWorld
 from x2.synth.motion.paths import steps
 from x2.synth.segments import Gripper, Guarded, Segment, SkillFailure, Wait
 from x2.synth.skills.mechanism import (
@@ -45,7 +43,7 @@ from x2.synth.skills.mechanism import (
     read_mechanism,
     refresh,
 )
-from x2.synth.skills.shapes import rot_about, subtree_mask
+from x2.synth.skills.shapes import rot_about
 
 STEP = {True: 0.1, False: 0.03}  # joint motion (rad | m) between IK waypoints of a sweep
 MARGIN = {True: 0.15, False: 0.03}  # default goal beyond the node's predicate threshold (rad | m)
@@ -368,7 +366,7 @@ def _sweep_hits(ctx: SynthContext, mech: Mechanism, values: Iterable[float], oth
                 poses: Iterable[np.ndarray]) -> bool:
     """Does the part, at any of `values`, come within CHECK_MARGIN of the `other` arm at any of `poses`?"""
     world = ctx.world()
-    mine = _arm_geoms(world, ctx.env.robot.arm(other).joints[0])  # the other arm's geoms
+    mine = world.arm_geoms(other)
     margin = world.margin
     world.margin = margin + CHECK_MARGIN
     try:
@@ -382,20 +380,6 @@ def _sweep_hits(ctx: SynthContext, mech: Mechanism, values: Iterable[float], oth
     finally:
         world.margin = margin
         world.set_joint(mech.joint, mech.value)
-
-
-_ARM_GEOMS: weakref.WeakKeyDictionary[CollisionWorld, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()
-
-
-def _arm_geoms(world: CollisionWorld, first_joint: str) -> np.ndarray:
-    """Mask over geoms: those of the arm whose first joint this is (found once per world: a waiting arm asks
-    every few ticks)."""
-    masks = _ARM_GEOMS.setdefault(world, {})
-    if first_joint not in masks:
-        m = world.model
-        first = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, first_joint)
-        masks[first_joint] = subtree_mask(m, int(m.jnt_bodyid[first]))[m.geom_bodyid]
-    return masks[first_joint]
 
 
 def _out_of_the_way(ctx: SynthContext, other: str, mech: Mechanism) -> Iterator[Segment]:
