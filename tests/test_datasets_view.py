@@ -337,9 +337,8 @@ def test_sigkill_leaves_no_half_written_recording(synth_ds: Path, short_ds: Path
     victim = subprocess.Popen(args, cwd=tmp_path, env=HEADLESS_ENV, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     partial = out.with_name(f".{out.name}.partial-{victim.pid}")
-    deadline = time.monotonic() + 60
     while not (partial.exists() and partial.stat().st_size > 100_000):  # well into the camera frames
-        assert victim.poll() is None and time.monotonic() < deadline, "the view ended before it could be killed"
+        assert victim.poll() is None, "the view ended before it could be killed"  # (a hang: the test timeout)
         time.sleep(0.05)
     victim.send_signal(signal.SIGKILL)
     victim.wait()
