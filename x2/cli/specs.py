@@ -14,11 +14,14 @@ from rich.text import Text
 from x2 import spec
 from x2.cli._common import console
 from x2.cli.group_class import typer_group
+from x2.errors import X2Error
 from x2.labeling import topological_order
+from x2.spec import vendor
+from x2.spec.env import ArmPart, GripperPart
 
 robots_app = typer_group(
-    "robots", "List and inspect robots.",
-    "  x2 robots ls\n\n  x2 robots show artixon-g",
+    "robots", "List and inspect robots; fetch the vendor files some are made of.",
+    "  x2 robots ls\n\n  x2 robots show franka-panda\n\n  x2 robots fetch",
 )
 tasks_app = typer_group(
     "tasks", "List and inspect tasks and their subtask DAGs.",
@@ -36,7 +39,11 @@ def robots_ls() -> None:
     for col in ("name", "gripper", "arms", "action dim", "cameras", "fps", "description"):
         table.add_column(col)
     for name in spec.names("robots"):
-        info = spec.load_robot(name)
+        try:
+            info = spec.load_robot(name)
+        except X2Error as exc:  # (a robot made of vendor parts before `x2 robots fetch`: say so, list the rest)
+            table.add_row(escape(name), "", "", "", "", "", escape(f"unavailable: {exc}"))
+            continue
         m = info.model
         table.add_row(*map(escape, (m.name, m.gripper.kind, ", ".join(a.name for a in m.arms), str(m.action_dim),
                                     ", ".join(m.cameras), str(info.fps), info.description)))
@@ -52,6 +59,17 @@ def robots_show(name: Annotated[str, typer.Argument(help="robot name or path to 
     console.print(escape(f"file {info.file}\nMJCF {m.mjcf}\ngripper {m.gripper.kind} ({m.gripper.mjcf.name}), ctrl "
                          f"closed {m.gripper.closed_ctrl} .. open {m.gripper.open_ctrl} m; control {info.fps} Hz x "
                          f"{info.substeps} substeps; reach {info.reach} m; reference task {info.reference_task}"))
+    parts: list[tuple[str, ArmPart | GripperPart]] = [(f"arm {a.name}", a.part) for a in m.arms if a.part]
+    parts += [("gripper", m.gripper.part)] if m.gripper.part is not None else []
+    if parts:
+        ptable = Table(title="parts from vendor files", title_justify="left")
+        for col in ("part", "name", "package", "license", "file", "license files"):
+            ptable.add_column(col)
+        for role, part in parts:
+            pkg = vendor.PACKAGES[part.source.package]
+            ptable.add_row(*map(escape, (role, part.name, pkg.key, pkg.license, str(part.source.file),
+                                         ", ".join(str(f) for f in vendor.license_paths(pkg.name)))))
+        console.print(ptable)
     table = Table(title="action vector", title_justify="left")
     for col in ("index", "name", "home"):
         table.add_column(col)
@@ -62,6 +80,22 @@ def robots_show(name: Annotated[str, typer.Argument(help="robot name or path to 
             i += 1
         table.add_row(str(i), escape(f"{arm.name}_gripper"), "1.0 (0 = closed, 1 = open)")
         i += 1
+    console.print(table)
+
+
+@robots_app.command("fetch")
+def robots_fetch() -> None:
+    """Download the pinned vendor packages robot parts come from (PyPI, once; offline afterwards).
+
+    Each wheel's sha256 is checked against its pin; only its robot files and licenses are unpacked
+    (its code is never installed). `make` runs this. Example: [cyan]x2 robots fetch[/cyan]"""
+    table = Table(title=f"vendor files in {vendor.vendor_root()}", title_justify="left")
+    for col in ("package", "license", "used for", "state"):
+        table.add_column(col)
+    for name, pkg in vendor.PACKAGES.items():
+        was = vendor.fetched(name)
+        vendor.fetch(name)
+        table.add_row(*map(escape, (pkg.key, pkg.license, pkg.what, "present" if was else "fetched, sha256 checked")))
     console.print(table)
 
 

@@ -19,10 +19,56 @@ Quat = tuple[float, float, float, float]  # w, x, y, z (MuJoCo order)
 
 
 @dataclass(frozen=True)
+class VendorSource:
+    """A file inside a pinned third-party package (x2.spec.vendor), resolved on this machine."""
+
+    package: str
+    version: str
+    file: Path
+
+
+@dataclass(frozen=True)
+class ArmPart:
+    """An arm from a vendor MJCF (robots/parts/*.yaml; x2.sim.mujoco.parts builds it)."""
+
+    name: str
+    source: VendorSource
+    root: str
+    joints: tuple[str, ...]  # vendor names, base to tip
+    drop_bodies: tuple[str, ...]
+    flange_body: str
+    flange_pos: Vec3
+    flange_quat: Quat
+    kp: tuple[float, ...]
+    kv: tuple[float, ...]
+    force: tuple[float, ...]
+    rgba: tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class GripperPart:
+    """A gripper from a vendor MJCF, renamed to x2's gripper contract."""
+
+    name: str
+    source: VendorSource
+    root: str
+    fingers: tuple[str, str]
+    tcp: Vec3
+    camera_pos: Vec3
+    camera_xyaxes: tuple[float, float, float, float, float, float]
+    camera_fovy: float
+    kp: float
+    kv: float
+    force: float
+    pad_friction: Vec3
+    rgba: tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
 class ArmSpec:
     """One arm of a robot, with names as they appear in the compiled world model."""
 
-    name: str  # "left" | "right"
+    name: str  # "left" | "right" (a single-arm robot's arm is "right", the arm one-arm tasks bind)
     joints: tuple[str, ...]  # arm joint names in the compiled model, base to tip
     actuators: tuple[str, ...]  # position actuators, same order as joints
     home: tuple[float, ...]  # home joint angles (rad)
@@ -30,6 +76,8 @@ class ArmSpec:
     gripper_joints: tuple[str, ...]  # finger joints (recorded in qpos)
     tcp_site: str  # tool centre point between the fingertips
     wrist_camera: str | None = None
+    reach_joints: tuple[int, int] = (1, 4)  # 0-based: shoulder pitch and wrist pitch (x2.synth's reach screen)
+    part: ArmPart | None = None  # None: the arm is in the robot's own MJCF
 
 
 @dataclass(frozen=True)
@@ -37,10 +85,11 @@ class GripperSpec:
     """Gripper variant. Action value g in [0, 1] (0 = closed, 1 = open) maps linearly to
     actuator ctrl = closed + g * (open - closed)."""
 
-    kind: str  # "G" parallel jaw | "H" wide-stroke
+    kind: str  # "G" parallel jaw | "H" wide-stroke | a vendor gripper's name
     mjcf: Path
     open_ctrl: float
     closed_ctrl: float
+    part: GripperPart | None = None  # a vendor gripper (then `mjcf` is its vendor file)
 
 
 @dataclass(frozen=True)

@@ -39,16 +39,91 @@ class _Strict(BaseModel):
 
 
 class GripperFile(_Strict):
-    kind: Literal["G", "H"]
-    mjcf: str
+    kind: Name
+    # x2's own gripper MJCF (next to the robot file), or a vendor part (robots/parts/<part>.yaml): one of them
+    mjcf: str | None = None
+    part: Name | None = None
     open: Number = Field(gt=0, description="actuator ctrl when fully open (finger opening per side, m)")
     closed: Number = Field(ge=0)
 
+    @model_validator(mode="after")
+    def _one_source(self) -> GripperFile:
+        if (self.mjcf is None) == (self.part is None):
+            raise ValueError("give exactly one of mjcf (x2's own gripper file) and part (a vendor part)")
+        return self
+
 
 class ArmFile(_Strict):
-    joints: list[str] = Field(min_length=1)
+    # joints in the robot's MJCF, base to tip; an arm made from a part takes the part's (prefixed <arm>_)
+    joints: list[str] | None = Field(default=None, min_length=1)
+    part: Name | None = None  # robots/parts/<part>.yaml, attached at the site <arm>_mount of the robot's MJCF
     home: list[Number]
     actuators: list[str] | None = None  # default: same names as the joints
+    # 1-based joints whose axes bound the reach screen: shoulder pitch and wrist pitch (a 6-DoF arm: 2, 5)
+    reach_joints: tuple[Whole, Whole] = (2, 5)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ArmFile:
+        if (self.joints is None) == (self.part is None):
+            raise ValueError("give exactly one of joints (in the robot's MJCF) and part (a vendor arm)")
+        return self
+
+
+# ----- robot parts from vendor files (robots/parts/*.yaml) ------------------------------------------
+
+
+class VendorSourceFile(_Strict):
+    package: Name  # a pinned package of x2.spec.vendor
+    file: str  # the MJCF inside it
+
+
+class ArmPartFile(_Strict):
+    """An arm taken from a vendor MJCF: its chain from `root`, its joints, where a gripper mounts, x2's servos."""
+
+    name: Name
+    kind: Literal["arm"]
+    description: str = ""
+    source: VendorSourceFile
+    root: str  # the vendor body attached at the mount
+    joints: list[str] = Field(min_length=1)  # vendor names, base to tip
+    drop_bodies: list[str] = []  # what the vendor file carries beyond the arm (its own gripper)
+    flange_body: str
+    flange_pos: Vec3 = (0.0, 0.0, 0.0)
+    flange_quat: tuple[Number, Number, Number, Number] = (1.0, 0.0, 0.0, 0.0)
+    kp: list[Size]  # position servo per joint (N m / rad)
+    kv: list[Extent]
+    force: list[Size]  # N m
+    rgba: RGBA = (0.92, 0.92, 0.9, 1.0)
+
+    @model_validator(mode="after")
+    def _per_joint(self) -> ArmPartFile:
+        for field in ("kp", "kv", "force"):
+            if len(getattr(self, field)) != len(self.joints):
+                raise ValueError(f"{field}: one value per joint ({len(self.joints)})")
+        return self
+
+
+class GripperPartFile(_Strict):
+    """A gripper taken from a vendor MJCF, renamed to x2's gripper contract (see x2/sim/mujoco/parts.py)."""
+
+    name: Name
+    kind: Literal["gripper"]
+    description: str = ""
+    source: VendorSourceFile
+    root: str  # the vendor body that becomes "gripper"
+    fingers: tuple[str, str]  # vendor finger joints (slides, opening per side): finger_a, finger_b
+    tcp: Vec3  # in the root body
+    camera_pos: Vec3
+    camera_xyaxes: tuple[Number, Number, Number, Number, Number, Number]
+    camera_fovy: Size
+    kp: Size
+    kv: Extent
+    force: Size  # N, the squeeze
+    pad_friction: tuple[Size, Extent, Extent] = (1.5, 0.02, 0.0001)
+    rgba: RGBA = (0.92, 0.92, 0.9, 1.0)
+
+
+PartFile = ArmPartFile | GripperPartFile
 
 
 class ControlFile(_Strict):

@@ -24,10 +24,12 @@ from typing import Any
 from x2.errors import DatasetError
 from x2.spec.action import DEFINITION
 from x2.spec.env import (
+    ArmPart,
     ArmSpec,
     AssetSpec,
     BoothSpec,
     EnvSpec,
+    GripperPart,
     GripperSpec,
     NodeSpec,
     ObjectInstance,
@@ -92,13 +94,29 @@ def _asset(a: AssetSpec) -> dict[str, object]:
             "joints": list(a.joints)}
 
 
+def _part(part: ArmPart | GripperPart | None) -> dict[str, object] | None:
+    """A vendor part by provenance: its name, package and file (the world itself is in the recorded XML)."""
+    if part is None:
+        return None
+    src = part.source
+    return {"name": part.name, "package": src.package, "version": src.version, "file": _file(src.file)}
+
+
 def robot_record(robot: RobotSpec) -> dict[str, object]:
     g = robot.gripper
+    gripper: dict[str, object] = {"kind": g.kind, "mjcf": _file(g.mjcf), "open_ctrl": g.open_ctrl,
+                                  "closed_ctrl": g.closed_ctrl}
+    if g.part is not None:
+        gripper["part"] = _part(g.part)
+    arms = []
+    for a in robot.arms:
+        arm = {f.name: _plain(getattr(a, f.name)) for f in fields(ArmSpec) if f.name != "part"}
+        if a.part is not None:
+            arm["part"] = _part(a.part)
+        arms.append(arm)
     return {
         "name": robot.name, "mjcf": _file(robot.mjcf), "base_pos": list(robot.base_pos),
-        "cameras": list(robot.cameras),
-        "gripper": {"kind": g.kind, "mjcf": _file(g.mjcf), "open_ctrl": g.open_ctrl, "closed_ctrl": g.closed_ctrl},
-        "arms": [{f.name: _plain(getattr(a, f.name)) for f in fields(ArmSpec)} for a in robot.arms],
+        "cameras": list(robot.cameras), "gripper": gripper, "arms": arms,
     }
 
 
@@ -140,7 +158,8 @@ def env_from_record(record: Mapping[str, Any], where: str = "world") -> EnvSpec:
         robot = RobotSpec(
             name=r["name"], mjcf=Path(r["mjcf"]["name"]),
             gripper=GripperSpec(g["kind"], Path(g["mjcf"]["name"]), float(g["open_ctrl"]), float(g["closed_ctrl"])),
-            arms=tuple(ArmSpec(**{k: _tuple(v) for k, v in a.items()}) for a in r["arms"]),
+            # (a part is provenance only: the recorded XML is the world)
+            arms=tuple(ArmSpec(**{k: _tuple(v) for k, v in a.items() if k != "part"}) for a in r["arms"]),
             cameras=tuple(r["cameras"]), base_pos=tuple(r["base_pos"]))
         booth = BoothSpec(**{k: _tuple(v) for k, v in sc["booth"].items()})
         objects = tuple(_object(o) for o in sc["objects"])

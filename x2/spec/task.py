@@ -151,6 +151,27 @@ def _check_instruction(frag: Fragment, text: str, objects: list[str]) -> None:
             raise frag.error(("instruction",), f"placeholder {{{shown}}}", allowed)
 
 
+_NUMBERS = {1: "one", 2: "two"}
+
+
+def _check_arm_count(frag: Fragment, spec: TaskFile, robot: RobotInfo) -> None:
+    """A task whose skills name more arms than the robot has is refused in one line, before any arm name."""
+    have = [a.name for a in robot.model.arms]
+    named: dict[str, tuple[str | int, ...]] = {}
+    for node_id, node in spec.nodes.items():
+        block = node.skill if isinstance(node.skill, dict) else {}
+        arm = block.get("arm", "auto")
+        for name in (("left", "right") if arm == "both" else (arm,)):
+            if isinstance(name, str) and name != "auto":
+                named.setdefault(name, ("nodes", node_id, "skill", "arm"))
+    if len(named) > len(have):
+        need = _NUMBERS.get(len(named), str(len(named)))
+        has = _NUMBERS.get(len(have), str(len(have)))
+        key = next(k for a, k in named.items() if a not in have)
+        raise frag.error(key, f"task {spec.name} needs {need} arms; robot {robot.model.name} has {has}",
+                         f"a robot with {need} arms")
+
+
 def compile_task(frag: Fragment, scene: SceneInfo, robot: RobotInfo) -> TaskSpec:
     spec: TaskFile = parse(TaskFile, frag)
     node_ids = list(spec.nodes)
@@ -162,6 +183,7 @@ def compile_task(frag: Fragment, scene: SceneInfo, robot: RobotInfo) -> TaskSpec
     if cycle:
         raise frag.error(("edges",), "a cycle " + " -> ".join([*cycle, cycle[0]]), "edges that form a DAG")
     _check_instruction(frag, spec.instruction, [o.name for o in scene.objects])
+    _check_arm_count(frag, spec, robot)
     resolver = _Resolver(frag, scene, robot)
     nodes = tuple(
         NodeSpec(id=nid, success=resolver.calls(("nodes", nid, "success"), node.success),

@@ -14,6 +14,7 @@ from pathlib import Path
 import mujoco
 
 from x2.errors import NotFoundError, SpecError
+from x2.sim.mujoco.parts import arm_part_spec, gripper_part_spec
 from x2.spec.env import RobotSpec
 
 
@@ -36,17 +37,32 @@ def gripper_prefix(arm: str) -> str:
     return f"{arm}_"
 
 
+def mount_site(arm: str) -> str:
+    return f"{arm}_mount"
+
+
 def robot_mjcf_spec(robot: RobotSpec) -> mujoco.MjSpec:
-    """The robot body with one gripper per arm, its base moved to ``robot.base_pos``."""
+    """The robot body with one gripper per arm, its base moved to ``robot.base_pos``; arms made from vendor
+    parts are attached at ``<arm>_mount`` first (prefix ``<arm>_``: their flange site becomes
+    ``<arm>_flange``)."""
     spec = load_mjcf(robot.mjcf, f"robot {robot.name!r}")
     for body in spec.worldbody.bodies:
         body.pos = [p + o for p, o in zip(body.pos, robot.base_pos, strict=True)]
+    for arm in robot.arms:
+        if arm.part is not None:
+            site = spec.site(mount_site(arm.name))
+            if site is None:
+                raise NotFoundError(f"robot {robot.name!r} ({robot.mjcf}) has no site {mount_site(arm.name)!r} "
+                                    f"for its {arm.part.name} arm")
+            spec.attach(arm_part_spec(arm.part), site=site, prefix=gripper_prefix(arm.name))
     sites = [s.name for s in spec.sites]
+    g = robot.gripper
     for arm in robot.arms:
         site = flange_site(arm.name)
         if site not in sites:
             raise NotFoundError(f"robot {robot.name!r} ({robot.mjcf}) has no site {site!r}; sites: {sites}")
         # Each arm needs its own copy: attaching hands the child spec over to the parent.
-        gripper = load_mjcf(robot.gripper.mjcf, f"gripper {robot.gripper.kind!r}")
+        gripper = (gripper_part_spec(g.part, g.closed_ctrl, g.open_ctrl) if g.part is not None
+                   else load_mjcf(g.mjcf, f"gripper {g.kind!r}"))
         spec.attach(gripper, site=site, prefix=gripper_prefix(arm.name))
     return spec

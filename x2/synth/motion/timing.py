@@ -31,7 +31,7 @@ from x2.synth.motion.planner import JointPathPlanner, Plan, RRTConnect
 class Limits:
     """Per-joint limits for synthesised motions. Placeholder values for a 3 kg-payload cobot moving
     at demonstration speed (well inside the servo tracking tested in tests/test_mujoco_models.py),
-    not a datasheet."""
+    not a datasheet. One value per joint, or one for all (any number of joints)."""
 
     velocity: np.ndarray = field(default_factory=lambda: np.full(6, 1.0))  # rad/s
     acceleration: np.ndarray = field(default_factory=lambda: np.full(6, 2.5))  # rad/s^2
@@ -40,6 +40,15 @@ class Limits:
     def scaled(self, factor: float) -> Limits:
         """Slower limits (factor < 1), e.g. for careful moves near contact."""
         return Limits(self.velocity * factor, self.acceleration * factor ** 2, self.jerk * factor ** 3)
+
+    def per_joint(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(velocity, acceleration, jerk) for an arm of n joints: uniform limits stretch to any arm."""
+        return tuple(v if len(v) == n else np.full(n, v[0]) if np.all(v == v[0]) else _mismatch(v, n)
+                     for v in (self.velocity, self.acceleration, self.jerk))  # type: ignore[return-value]
+
+
+def _mismatch(values: np.ndarray, n: int) -> np.ndarray:
+    raise ValueError(f"limits for {len(values)} joints used on an arm of {n}")
 
 
 @dataclass(frozen=True)
@@ -64,9 +73,10 @@ def _segment(a: np.ndarray, b: np.ndarray, limits: Limits) -> ruckig.Trajectory 
     moving = d > 1e-12
     otg, inp, out = ruckig.Ruckig(1), ruckig.InputParameter(1), ruckig.Trajectory(1)
     inp.current_position, inp.target_position = [0.0], [1.0]
-    inp.max_velocity = [float(np.min(limits.velocity[moving] / d[moving]))]
-    inp.max_acceleration = [float(np.min(limits.acceleration[moving] / d[moving]))]
-    inp.max_jerk = [float(np.min(limits.jerk[moving] / d[moving]))]
+    vel, acc, jerk = limits.per_joint(len(d))
+    inp.max_velocity = [float(np.min(vel[moving] / d[moving]))]
+    inp.max_acceleration = [float(np.min(acc[moving] / d[moving]))]
+    inp.max_jerk = [float(np.min(jerk[moving] / d[moving]))]
     result = otg.calculate(inp, out)
     if result not in (ruckig.Result.Working, ruckig.Result.Finished):
         raise PlanningError(f"ruckig could not time a segment: {result}")
@@ -225,9 +235,10 @@ def time_polyline(arm: str, waypoints: np.ndarray, limits: Limits, dt: float) ->
         return Trajectory(arm, dt, wps[:1].copy(), z, z.copy())
     otg, inp, prof = ruckig.Ruckig(1), ruckig.InputParameter(1), ruckig.Trajectory(1)
     inp.current_position, inp.target_position = [0.0], [float(len(wps) - 1)]
-    inp.max_velocity = [float(np.min(limits.velocity[moving] / slope[moving]))]
-    inp.max_acceleration = [float(np.min(limits.acceleration[moving] / slope[moving]))]
-    inp.max_jerk = [float(np.min(limits.jerk[moving] / slope[moving]))]
+    vel, acc, jerk = limits.per_joint(len(slope))
+    inp.max_velocity = [float(np.min(vel[moving] / slope[moving]))]
+    inp.max_acceleration = [float(np.min(acc[moving] / slope[moving]))]
+    inp.max_jerk = [float(np.min(jerk[moving] / slope[moving]))]
     if otg.calculate(inp, prof) not in (ruckig.Result.Working, ruckig.Result.Finished):
         raise PlanningError(f"arm {arm!r}: ruckig could not time the straight move")
     count = int(np.ceil(prof.duration / dt - 1e-9)) + 1

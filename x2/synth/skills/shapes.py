@@ -196,8 +196,9 @@ def gripper_shape(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmSpec, fing
 # ----- the arm --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ArmReach:
-    """A cheap reachability screen before IK: the wrist-pitch joint (j5) must lie within the distance it
-    has from the shoulder-pitch joint (j2) with the elbow straight (artixon: 0.30 + 0.10 + 0.18 m)."""
+    """A cheap reachability screen before IK: the wrist-pitch joint (artixon j5, Panda joint6) must lie within
+    the distance it has from the shoulder-pitch joint (j2) with the elbow straight (artixon: 0.30 + 0.10 + 0.18
+    m); the robot file names the two joints (`reach_joints`)."""
 
     shoulder: np.ndarray  # world position of the shoulder pitch joint
     radius: float  # m, shoulder pitch -> wrist pitch with the arm straight
@@ -210,7 +211,7 @@ class ArmReach:
 
 
 def arm_reach(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmSpec) -> ArmReach:
-    j2, j5 = (model.joint(arm.joints[i]).id for i in (1, 4))
+    j2, j5 = (model.joint(arm.joints[i]).id for i in arm.reach_joints)
     b2, b5 = int(model.jnt_bodyid[j2]), int(model.jnt_bodyid[j5])
     radius, b = 0.0, b5
     while b != b2:  # with the arm straight, the body offsets down the chain add up

@@ -1,0 +1,75 @@
+"""Every robot on pick_place: acceptance, accepted demos/min, deepest contact, compile time, model size.
+
+Per robot, in one run: `x2 synth --task pick_place --robot R -n N` (2 workers, master seed 0, state only), the
+deepest contact over every stored frame (what `x2 datasets validate --physics` recomputes), the time to build
+and compile its pick_place world (median of 5 fresh builds) and the recorded world's size.
+
+    .venv/bin/python bench/bench_robots.py --n 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from x2.datasets import Dataset
+from x2.rollout.replay import deepest_penetration
+from x2.sim import make_backend
+from x2.spec import load_env, names
+from x2.synth.runner import SynthConfig, SynthRun
+
+
+def world_figures(robot: str) -> dict[str, float]:
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        backend = make_backend(load_env("pick_place", robot=robot))
+        backend.reset(0)
+        times.append(time.perf_counter() - t0)
+    m = backend.model
+    arm_dof = sum(len(a.joints) for a in backend.env.robot.arms)
+    return {"compile_s": statistics.median(times), "xml_kb": len(backend.model_xml().encode()) / 1024,
+            "nq": m.nq, "nbody": m.nbody, "ngeom": m.ngeom, "dof": arm_dof, "arms": len(backend.env.robot.arms)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--robots", nargs="*", default=None, help="default: every robot")
+    args = parser.parse_args()
+    robots = args.robots or names("robots")
+    print(f"machine: {platform.node()} {platform.machine()} python {platform.python_version()}; pick_place, "
+          f"n {args.n}, {args.workers} workers, master seed 0")
+    rows = []
+    for robot in robots:
+        figures = world_figures(robot)
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / robot
+            t0 = time.perf_counter()
+            progress = SynthRun(SynthConfig("pick_place", robot=robot, n=args.n, workers=args.workers), out).run()
+            wall = time.perf_counter() - t0
+            ds = Dataset.open(out)
+            depth = 0.0
+            for record in ds.episodes():
+                with ds.load(record.index) as ep:
+                    depth = max(depth, deepest_penetration(ep).depth)
+        row = {"robot": robot, **figures, "accepted": progress.accepted, "attempts": progress.attempted,
+               "per_min": 60 * progress.accepted / wall, "depth_mm": depth * 1e3}
+        rows.append(row)
+        print(f"{robot}: {row}", flush=True)
+    print("\n| robot | arms x DoF | accepted / attempts | accepted / min | deepest contact | world compile | "
+          "recorded world | nq / bodies / geoms |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['robot']} | {r['arms']} x {r['dof'] // r['arms']} | {r['accepted']} / {r['attempts']} "
+              f"({100 * r['accepted'] / r['attempts']:.0f} %) | {r['per_min']:.1f} | {r['depth_mm']:.2f} mm | "
+              f"{1e3 * r['compile_s']:.0f} ms | {r['xml_kb']:.0f} KB | {r['nq']} / {r['nbody']} / {r['ngeom']} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""Robots made of vendor parts (franka-panda): faithful to the vendor's file, self-contained when recorded,
+refused by tasks they cannot do, and synthesised on; and the vendor fetch that brings their files."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import zipfile
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+
+from x2.datasets import Dataset
+from x2.errors import SpecError, X2Error
+from x2.rollout.replay import deepest_penetration, replay_actions
+from x2.sim import make_backend
+from x2.sim.mujoco.recorded_xml import check_world_xml
+from x2.spec import load_env, load_robot, vendor
+from x2.synth.runner import SynthConfig, SynthRun
+
+ROBOT = "franka-panda"
+
+
+def _vendor_arm() -> tuple[mujoco.MjModel, mujoco.MjData]:
+    part = load_robot(ROBOT).model.arms[0].part
+    assert part is not None
+    model = mujoco.MjModel.from_xml_path(str(part.source.file))  # the vendor's file, as the vendor wrote it
+    return model, mujoco.MjData(model)
+
+
+def _pose(model: mujoco.MjModel, data: mujoco.MjData, body: str, base: str) -> tuple[np.ndarray, np.ndarray]:
+    """Position and rotation of `body` in the frame of `base`."""
+    b, o = model.body(body).id, model.body(base).id
+    r0 = data.xmat[o].reshape(3, 3)
+    return r0.T @ (data.xpos[b] - data.xpos[o]), r0.T @ data.xmat[b].reshape(3, 3)
+
+
+def test_the_panda_arm_is_the_vendors_arm() -> None:
+    """Forward kinematics of 100 random configurations within the joint limits, link by link, base frame, against
+    the vendor's own MJCF compiled alone; and the joints' limits and axes, the links' masses and inertias."""
+    vm, vd = _vendor_arm()
+    backend = make_backend(load_env("pick_place", robot=ROBOT))
+    m, d = backend.model, backend.data
+    arm = backend.env.robot.arms[0]
+    assert arm.part is not None
+    ours = [m.joint(j).id for j in arm.joints]
+    theirs = [vm.joint(j).id for j in arm.part.joints]
+    np.testing.assert_allclose(m.jnt_range[ours], vm.jnt_range[theirs], atol=1e-6)
+    np.testing.assert_allclose(m.jnt_axis[ours], vm.jnt_axis[theirs], atol=1e-6)
+    links = [f"link{i}" for i in range(1, 8)]
+    for link in links:
+        mine, vendor_id = m.body(f"right_{link}").id, vm.body(link).id
+        assert m.body_mass[mine] == pytest.approx(vm.body_mass[vendor_id], rel=1e-5)
+        np.testing.assert_allclose(m.body_inertia[mine], vm.body_inertia[vendor_id], rtol=1e-4)
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _ in range(100):
+        q = rng.uniform(vm.jnt_range[theirs, 0], vm.jnt_range[theirs, 1])
+        vd.qpos[vm.jnt_qposadr[theirs]] = q
+        d.qpos[m.jnt_qposadr[ours]] = q
+        mujoco.mj_kinematics(vm, vd)
+        mujoco.mj_kinematics(m, d)
+        for link in links:
+            p_ours, r_ours = _pose(m, d, f"right_{link}", "right_link0")
+            p_vendor, r_vendor = _pose(vm, vd, link, "link0")
+            worst = max(worst, float(np.linalg.norm(p_ours - p_vendor)))
+            np.testing.assert_allclose(r_ours, r_vendor, atol=1e-5)
+    assert worst < 1e-3
+
+
+def _dh(a: float, d: float, alpha: float, theta: float) -> np.ndarray:
+    """One link of Craig's (modified) Denavit-Hartenberg convention, as Franka publishes the Panda's."""
+    ca, sa, ct, st = np.cos(alpha), np.sin(alpha), np.cos(theta), np.sin(theta)
+    return np.array([[ct, -st, 0, a], [st * ca, ct * ca, -sa, -d * sa], [st * sa, ct * sa, ca, d * ca], [0, 0, 0, 1]])
+
+
+def test_the_panda_flange_matches_frankas_published_parameters() -> None:
+    """An independent check of the vendor file: Franka's DH table (a, d, alpha per joint, flange 0.107 m) puts
+    the flange where x2's compiled arm has it."""
+    a = [0.0, 0.0, 0.0, 0.0825, -0.0825, 0.0, 0.088]
+    dd = [0.333, 0.0, 0.316, 0.0, 0.384, 0.0, 0.0]
+    alpha = [0.0, -np.pi / 2, np.pi / 2, np.pi / 2, -np.pi / 2, np.pi / 2, np.pi / 2]
+    backend = make_backend(load_env("pick_place", robot=ROBOT))
+    m, d = backend.model, backend.data
+    arm = backend.env.robot.arms[0]
+    adr = m.jnt_qposadr[[m.joint(j).id for j in arm.joints]]
+    flange, base = m.site("right_flange").id, m.body("right_link0").id
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        q = rng.uniform(-1.5, 1.5, size=7)
+        d.qpos[adr] = q
+        mujoco.mj_kinematics(m, d)
+        t = np.eye(4)
+        for i in range(7):
+            t = t @ _dh(a[i], dd[i], alpha[i], q[i])
+        expected = (t @ np.array([0.0, 0.0, 0.107, 1.0]))[:3]
+        r0 = d.xmat[base].reshape(3, 3)
+        got = r0.T @ (d.site_xpos[flange] - d.xpos[base])
+        assert np.linalg.norm(got - expected) < 1e-3
+
+
+def test_a_panda_world_compiles_steps_renders_and_is_recorded_whole() -> None:
+    backend = make_backend(load_env("pick_place", robot=ROBOT))
+    backend.reset(3)
+    xml = backend.model_xml()
+    check_world_xml(xml, "franka world")  # no file names: the meshes are inline
+    assert "file=" not in xml
+    for _ in range(15):
+        backend.step(backend.home_action())
+    state = backend.robot_state()
+    np.testing.assert_allclose(state.qpos[:7], backend.env.robot.arms[0].home, atol=0.02)  # the servos hold home
+    assert backend.penetration() < 0.005
+    for camera in backend.env.robot.cameras:
+        image = np.asarray(backend.render(camera, 64, 48))
+        assert image.shape == (48, 64, 3) and image.std() > 5  # a picture, not a blank
+
+
+def test_a_one_arm_robot_refuses_a_two_arm_task_in_one_line() -> None:
+    with pytest.raises(SpecError) as err:
+        load_env("fruit_in_microwave", robot=ROBOT)
+    assert "task fruit_in_microwave needs two arms; robot franka-panda has one" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_pick_place_synthesises_on_the_panda_and_replays_exactly(tmp_path: Path) -> None:
+    out = tmp_path / "panda"
+    run = SynthRun(SynthConfig("pick_place", robot=ROBOT, n=2, workers=1, seed=5, max_attempts=4), out).run()
+    assert run.accepted == 2
+    ds = Dataset.open(out)
+    for record in ds.episodes():
+        with ds.load(record.index) as ep:
+            assert replay_actions(ep).max_deviation == 0.0
+            assert deepest_penetration(ep).depth < 0.005
+
+
+# ----- the vendor fetch, with pip replaced by a script that hands over a wheel (the transport) -----------------
+def _wheel(path: Path) -> Path:
+    wheel = path / "demo_pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("demo_pkg/assets/arm.xml", "<mujoco/>")
+        z.writestr("demo_pkg/code.py", "raise SystemExit('never imported')")
+        z.writestr("demo_pkg-1.0.dist-info/LICENSE", "MIT")
+    return wheel
+
+
+def _fake_pip(tmp_path: Path, wheel: Path) -> tuple[str, ...]:
+    script = tmp_path / "pip.py"
+    script.write_text("import shutil, sys\n"
+                      "dest = sys.argv[sys.argv.index('--dest') + 1]\n"
+                      f"import os; os.makedirs(dest, exist_ok=True); shutil.copy({str(wheel)!r}, dest)\n")
+    return (sys.executable, str(script))
+
+
+def _package(sha: str) -> vendor.VendorPackage:
+    return vendor.VendorPackage("demo-pkg", "1.0", sha, "MIT", ("demo_pkg/assets",),
+                                ("demo_pkg-1.0.dist-info/LICENSE",), "a test")
+
+
+def test_fetch_checks_the_pin_and_unpacks_only_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wheel = _wheel(tmp_path)
+    monkeypatch.setenv(vendor.VENDOR_ENV, str(tmp_path / "vendor"))
+    monkeypatch.setitem(vendor.PACKAGES, "demo-pkg", _package("0" * 64))
+    with pytest.raises(X2Error, match="sha256 .*; pinned: 0000"):
+        vendor.fetch("demo-pkg", pip=_fake_pip(tmp_path, wheel))
+    assert not vendor.fetched("demo-pkg")
+    assert [p.name for p in (tmp_path / "vendor").iterdir()] == []  # nothing half-unpacked left behind
+    monkeypatch.setitem(vendor.PACKAGES, "demo-pkg", _package(hashlib.sha256(wheel.read_bytes()).hexdigest()))
+    folder = vendor.fetch("demo-pkg", pip=_fake_pip(tmp_path, wheel))
+    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    assert files == ["demo_pkg-1.0.dist-info/LICENSE", "demo_pkg/assets/arm.xml"]
+    assert vendor.vendor_file("demo-pkg", "demo_pkg/assets/arm.xml").read_text() == "<mujoco/>"
+    with pytest.raises(X2Error, match="no file 'demo_pkg/code.py'"):
+        vendor.vendor_file("demo-pkg", "demo_pkg/code.py")

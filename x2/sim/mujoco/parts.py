@@ -1,0 +1,200 @@
+"""Robot parts from vendor MJCF files, renamed to x2's contract, and worlds that carry their meshes inline.
+
+A vendor arm (robots/parts/<name>.yaml, kind arm) keeps its bodies, joints, inertias and collision meshes
+exactly as the vendor wrote them; x2 takes away what is not the arm (the vendor's own gripper, actuators,
+sensors, cameras, tendons, equalities, textures), and adds its conventions: position servos named as the
+joints, every body gravity-compensated (as the artixon arms and the real arms' controllers are), the robot's
+collision masks (contype 2, conaffinity 3), and a flange site `flange` where x2 attaches the gripper. The
+robot's MJCF (the mount) attaches it at `<arm>_mount` with the prefix `<arm>_`, so the Panda's `joint1`
+becomes `right_joint1`.
+
+A vendor gripper (kind gripper) is renamed to the contract x2's own grippers follow (artixon/gripper_g.xml):
+body `gripper`, finger joints `finger_a`/`finger_b` (slides, opening per side; b follows a through an
+equality), a position servo `gripper` on finger_a, site `tcp`, camera `wrist`; its finger geoms get pad
+friction (condim 4), since what x2 measures of a grasp is what its pads hold.
+
+A recorded world is self-contained text (x2.sim.mujoco.recorded_xml), so `inline_meshes` replaces each mesh
+file by its vertices and faces; a mesh of more than `INLINE_VERTICES` vertices is replaced by its convex hull,
+which is all MuJoCo collides with anyway (the picture gets coarser, the physics stays the same).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import numpy.typing as npt
+
+from x2.arrays import Floats
+from x2.errors import SpecError
+from x2.spec.env import ArmPart, GripperPart
+
+ROBOT_CONTYPE, ROBOT_CONAFFINITY = 2, 3  # as the artixon robot: touches the booth, objects and itself
+FLANGE_SITE = "flange"
+INLINE_VERTICES = 1000
+
+
+def _vendor_spec(file: Path, what: str) -> mujoco.MjSpec:
+    try:
+        spec = mujoco.MjSpec.from_file(str(file))
+    except ValueError as err:
+        raise SpecError(str(file), None, "mjcf", str(err).strip().splitlines()[0], f"a valid {what} MJCF") from None
+    # absolute mesh paths: once attached, the vendor's folder is no longer the model's folder
+    base = file.parent / (spec.meshdir or "")
+    for mesh in spec.meshes:
+        if mesh.file:
+            mesh.file = str((base / mesh.file).resolve())
+    return spec
+
+
+def _strip(spec: mujoco.MjSpec, keep_visual: bool, rgba: tuple[float, ...]) -> None:
+    """Everything but bodies, joints, inertias and geoms goes; geoms lose their materials."""
+    for group in (spec.actuators, spec.sensors, spec.tendons, spec.equalities, spec.cameras, spec.keys,
+                  spec.excludes, spec.pairs, spec.lights):
+        for element in list(group):
+            spec.delete(element)
+    for geom in list(spec.geoms):
+        visual_only = geom.contype == 0 and geom.conaffinity == 0
+        if visual_only and not keep_visual:
+            spec.delete(geom)
+            continue
+        geom.material = ""
+        geom.rgba = list(rgba)
+        geom.group = 0  # the collision geometry is what the cameras see (vendor visual meshes are 30+ MB)
+        if not visual_only:
+            geom.contype, geom.conaffinity = ROBOT_CONTYPE, ROBOT_CONAFFINITY
+    for group in (spec.materials, spec.textures):
+        for element in list(group):
+            spec.delete(element)
+    used = {g.meshname for g in spec.geoms if g.type == mujoco.mjtGeom.mjGEOM_MESH}
+    for mesh in list(spec.meshes):
+        if mesh.name not in used:
+            spec.delete(mesh)
+
+
+def _only_body(spec: mujoco.MjSpec, root: str, file: Path) -> mujoco.MjsBody:
+    body = spec.body(root)
+    if body is None:
+        raise SpecError(str(file), None, "root", f"no body {root!r}",
+                        "a body of the vendor file: " + ", ".join(b.name for b in spec.bodies if b.name))
+    for top in list(spec.worldbody.bodies):
+        if top.name != root:
+            spec.delete(top)
+    for site in list(spec.sites):
+        spec.delete(site)
+    return body
+
+
+def arm_part_spec(part: ArmPart) -> mujoco.MjSpec:
+    """The vendor arm as x2 uses it, root body first, meshes inline, ready to attach at a mount site (a fresh
+    spec each call: attaching consumes it)."""
+    return _arm_part(part).copy()
+
+
+def gripper_part_spec(part: GripperPart, closed: float, opened: float) -> mujoco.MjSpec:
+    """The vendor gripper renamed to x2's gripper contract (module docstring), meshes inline."""
+    return _gripper_part(part, closed, opened).copy()
+
+
+@functools.cache
+def _arm_part(part: ArmPart) -> mujoco.MjSpec:
+    file = part.source.file
+    spec = _vendor_spec(file, f"arm part {part.name!r}")
+    for name in part.drop_bodies:
+        body = spec.body(name)
+        if body is None:
+            raise SpecError(str(file), None, "drop_bodies", f"no body {name!r}", "bodies of the vendor file")
+        spec.delete(body)
+    _only_body(spec, part.root, file)
+    _strip(spec, keep_visual=False, rgba=part.rgba)
+    for body in spec.bodies:
+        if body.name:
+            body.gravcomp = 1.0
+    for name, kp, kv, force in zip(part.joints, part.kp, part.kv, part.force, strict=True):
+        joint = spec.joint(name)
+        if joint is None:
+            raise SpecError(str(file), None, "joints", f"no joint {name!r}",
+                            "joints of the vendor file: " + ", ".join(j.name for j in spec.joints))
+        servo = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        servo.set_to_position(kp=kp, kv=kv)
+        servo.ctrllimited, servo.ctrlrange = 1, list(joint.range)
+        servo.forcelimited, servo.forcerange = 1, [-force, force]
+    flange = spec.body(part.flange_body)
+    if flange is None:
+        raise SpecError(str(file), None, "flange_body", f"no body {part.flange_body!r}", "a body of the arm")
+    flange.add_site(name=FLANGE_SITE, pos=list(part.flange_pos), quat=list(part.flange_quat), group=4)
+    inline_meshes(spec)
+    spec.default.name = f"{part.name}_part"  # an attached part's "main" class would clash with the next part's
+    return spec
+
+
+@functools.cache
+def _gripper_part(part: GripperPart, closed: float, opened: float) -> mujoco.MjSpec:
+    file = part.source.file
+    spec = _vendor_spec(file, f"gripper part {part.name!r}")
+    root = _only_body(spec, part.root, file)
+    _strip(spec, keep_visual=True, rgba=part.rgba)
+    root.name = "gripper"
+    for body in spec.bodies:
+        if body.name:
+            body.gravcomp = 1.0
+    for new, old in zip(("finger_a", "finger_b"), part.fingers, strict=True):
+        joint = spec.joint(old)
+        if joint is None or joint.type != mujoco.mjtJoint.mjJNT_SLIDE:
+            raise SpecError(str(file), None, "fingers", f"{old!r} (not a slide joint of the file)",
+                            "the two finger slides, opening per side")
+        joint.name = new
+        body = joint.parent
+        body.name = new
+        for geom in body.geoms:
+            if geom.contype or geom.conaffinity:
+                geom.condim, geom.friction = 4, list(part.pad_friction)
+    root.add_site(name="tcp", pos=list(part.tcp), group=4)
+    camera = root.add_camera(name="wrist", pos=list(part.camera_pos), fovy=part.camera_fovy)
+    camera.alt.type = mujoco.mjtOrientation.mjORIENTATION_XYAXES
+    camera.alt.xyaxes = list(part.camera_xyaxes)
+    spec.add_equality(name="finger_coupling", type=mujoco.mjtEq.mjEQ_JOINT, name1="finger_b", name2="finger_a",
+                      data=np.array([0.0, 1.0] + [0.0] * 10), solref=[0.005, 1.0])
+    servo = spec.add_actuator(name="gripper", target="finger_a", trntype=mujoco.mjtTrn.mjTRN_JOINT)
+    servo.set_to_position(kp=part.kp, kv=part.kv)
+    servo.ctrllimited, servo.ctrlrange = 1, [closed, opened]
+    servo.forcelimited, servo.forcerange = 1, [-part.force, part.force]
+    inline_meshes(spec)
+    spec.default.name = f"{part.name}_part"
+    return spec
+
+
+def inline_meshes(spec: mujoco.MjSpec) -> None:
+    """Replace every mesh file of `spec` by its vertices and faces (its convex hull if it is big)."""
+    files = [mesh for mesh in spec.meshes if mesh.file]
+    if not files:
+        return
+    model = spec.compile()
+    for mesh in files:
+        i = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_MESH, mesh.name)
+        start, count = int(model.mesh_vertadr[i]), int(model.mesh_vertnum[i])
+        vert = model.mesh_vert[start:start + count].astype(np.float64)
+        face = model.mesh_face[model.mesh_faceadr[i]:model.mesh_faceadr[i] + model.mesh_facenum[i]]
+        if count > INLINE_VERTICES and model.mesh_graphadr[i] >= 0:
+            vert, face = _hull(model, i, vert)
+        # back from the mesh's inertial frame, where MuJoCo keeps compiled vertices, to the file's frame
+        rot = np.zeros(9)
+        mujoco.mju_quat2Mat(rot, model.mesh_quat[i])
+        vert = vert @ rot.reshape(3, 3).T + model.mesh_pos[i]
+        # (a new mesh of the same name: a compiled mesh keeps its file's normals, which new faces would not fit)
+        name = mesh.name
+        spec.delete(mesh)
+        spec.add_mesh(name=name, uservert=vert.ravel().tolist(), userface=np.asarray(face).ravel().tolist())
+
+
+def _hull(model: mujoco.MjModel, i: int, vert: Floats) -> tuple[Floats, npt.NDArray[np.int64]]:
+    """The convex hull MuJoCo computed for mesh i: (vertices, faces indexing them)."""
+    graph = model.mesh_graph[model.mesh_graphadr[i]:]
+    nvert, nface = int(graph[0]), int(graph[1])
+    global_id = graph[2 + nvert:2 + 2 * nvert]
+    face_global = graph[2 + 3 * nvert + 3 * nface:2 + 3 * nvert + 6 * nface].reshape(nface, 3)
+    local = {int(g): k for k, g in enumerate(global_id)}
+    faces = np.array([[local[int(g)] for g in face] for face in face_global], dtype=np.int64)
+    return vert[global_id], faces
