@@ -17,7 +17,7 @@ from x2.errors import SpecError, X2Error
 from x2.rollout.replay import deepest_penetration, replay_actions
 from x2.sim import make_backend
 from x2.sim.mujoco.recorded_xml import check_world_xml
-from x2.spec import load_env, load_robot, vendor
+from x2.spec import load_env, load_robot, names, vendor
 from x2.synth.runner import SynthConfig, SynthRun
 
 ROBOT = "franka-panda"
@@ -70,6 +70,60 @@ def test_the_panda_arm_is_the_vendors_arm() -> None:
     assert worst < 1e-3
 
 
+def test_the_aloha_arms_are_the_vendors_viperx() -> None:
+    """Both ALOHA arms against gym-aloha's ViperX (its left arm's chain), link by link, 100 configurations."""
+    part = load_robot("aloha").model.arms[0].part
+    assert part is not None
+    vm = mujoco.MjModel.from_xml_path(str(part.source.file))
+    vd = mujoco.MjData(vm)
+    backend = make_backend(load_env("pick_place", robot="aloha"))
+    m, d = backend.model, backend.data
+    theirs = [vm.joint(j).id for j in part.joints]
+    links = ["shoulder_link", "upper_arm_link", "upper_forearm_link", "lower_forearm_link", "wrist_link",
+             "gripper_link"]
+    rng = np.random.default_rng(2)
+    for arm in backend.env.robot.arms:
+        ours = [m.joint(j).id for j in arm.joints]
+        np.testing.assert_allclose(m.jnt_range[ours], vm.jnt_range[theirs], atol=1e-5)
+        for link in links:
+            assert m.body_mass[m.body(f"{arm.name}_vx300s_left/{link}").id] == pytest.approx(
+                vm.body_mass[vm.body(f"vx300s_left/{link}").id], rel=1e-5)
+        for _ in range(100):
+            q = rng.uniform(vm.jnt_range[theirs, 0], vm.jnt_range[theirs, 1])
+            vd.qpos[vm.jnt_qposadr[theirs]] = q
+            d.qpos[m.jnt_qposadr[ours]] = q
+            mujoco.mj_kinematics(vm, vd)
+            mujoco.mj_kinematics(m, d)
+            for link in links:
+                p_ours, r_ours = _pose(m, d, f"{arm.name}_vx300s_left/{link}", f"{arm.name}_vx300s_left")
+                p_vendor, r_vendor = _pose(vm, vd, f"vx300s_left/{link}", "vx300s_left")
+                assert np.linalg.norm(p_ours - p_vendor) < 1e-3
+                np.testing.assert_allclose(r_ours, r_vendor, atol=1e-5)
+
+
+def test_another_gripper_gives_another_model_on_the_same_arm() -> None:
+    own = make_backend(load_env("pick_place", robot=ROBOT))
+    other = make_backend(load_env("pick_place", robot=ROBOT, gripper="G"))
+    assert other.env.robot.name == "franka-panda+G" and other.env.robot.gripper.kind == "G"
+    assert load_env("pick_place", robot="franka-panda+G").robot == other.env.robot  # the recorded name loads it
+    hand = {own.model.geom(g).name for g in range(own.model.ngeom)}
+    assert "right_pad_a" in {other.model.geom(g).name for g in range(other.model.ngeom)} and "right_pad_a" not in hand
+    arm = own.env.robot.arms[0]
+    assert other.env.robot.arms[0].joints == arm.joints
+    rng = np.random.default_rng(3)
+    for backend in (own, other):
+        backend.reset(0)
+    for _ in range(10):
+        q = rng.uniform(-1.0, 1.0, size=7)
+        flanges = []
+        for backend in (own, other):
+            m, d = backend.model, backend.data
+            d.qpos[m.jnt_qposadr[[m.joint(j).id for j in arm.joints]]] = q
+            mujoco.mj_kinematics(m, d)
+            flanges.append(d.site_xpos[m.site("right_flange").id].copy())
+        np.testing.assert_allclose(flanges[0], flanges[1], atol=1e-9)
+
+
 def _dh(a: float, d: float, alpha: float, theta: float) -> np.ndarray:
     """One link of Craig's (modified) Denavit-Hartenberg convention, as Franka publishes the Panda's."""
     ca, sa, ct, st = np.cos(alpha), np.sin(alpha), np.cos(theta), np.sin(theta)
@@ -101,16 +155,19 @@ def test_the_panda_flange_matches_frankas_published_parameters() -> None:
         assert np.linalg.norm(got - expected) < 1e-3
 
 
-def test_a_panda_world_compiles_steps_renders_and_is_recorded_whole() -> None:
-    backend = make_backend(load_env("pick_place", robot=ROBOT))
+@pytest.mark.parametrize("robot", names("robots"))
+def test_every_robot_compiles_steps_renders_and_is_recorded_whole(robot: str) -> None:
+    backend = make_backend(load_env("pick_place", robot=robot))
     backend.reset(3)
     xml = backend.model_xml()
     check_world_xml(xml, "franka world")  # no file names: the meshes are inline
     assert "file=" not in xml
     for _ in range(15):
         backend.step(backend.home_action())
-    state = backend.robot_state()
-    np.testing.assert_allclose(state.qpos[:7], backend.env.robot.arms[0].home, atol=0.02)  # the servos hold home
+    state, i = backend.robot_state(), 0
+    for arm in backend.env.robot.arms:  # the servos hold home
+        np.testing.assert_allclose(state.qpos[i:i + len(arm.joints)], arm.home, atol=0.02)
+        i += len(arm.joints) + len(arm.gripper_joints)
     assert backend.penetration() < 0.005
     for camera in backend.env.robot.cameras:
         image = np.asarray(backend.render(camera, 64, 48))
@@ -124,9 +181,10 @@ def test_a_one_arm_robot_refuses_a_two_arm_task_in_one_line() -> None:
     assert "\n" not in str(err.value)
 
 
-def test_pick_place_synthesises_on_the_panda_and_replays_exactly(tmp_path: Path) -> None:
-    out = tmp_path / "panda"
-    run = SynthRun(SynthConfig("pick_place", robot=ROBOT, n=2, workers=1, seed=5, max_attempts=4), out).run()
+@pytest.mark.parametrize("robot", [ROBOT, "aloha"])
+def test_pick_place_synthesises_and_replays_exactly(tmp_path: Path, robot: str) -> None:
+    out = tmp_path / robot
+    run = SynthRun(SynthConfig("pick_place", robot=robot, n=2, workers=1, seed=5, max_attempts=4), out).run()
     assert run.accepted == 2
     ds = Dataset.open(out)
     for record in ds.episodes():
@@ -173,3 +231,18 @@ def test_fetch_checks_the_pin_and_unpacks_only_files(tmp_path: Path, monkeypatch
     assert vendor.vendor_file("demo-pkg", "demo_pkg/assets/arm.xml").read_text() == "<mujoco/>"
     with pytest.raises(X2Error, match="no file 'demo_pkg/code.py'"):
         vendor.vendor_file("demo-pkg", "demo_pkg/code.py")
+
+
+def test_robots_show_draws_the_robot_from_three_sides_with_its_cameras(tmp_path: Path) -> None:
+    from PIL import Image
+
+    from x2.render.robot_picture import COLOURS, robot_picture
+
+    out = robot_picture("aloha", tmp_path / "aloha.png", width=160, height=120)
+    image = np.asarray(Image.open(out).convert("RGB"))
+    assert image.shape == (120, 3 * 160, 3)
+    for colour in COLOURS[:3]:  # head, left wrist, right wrist: each camera's frustum is drawn in every view
+        for view in range(3):
+            panel = image[:, view * 160:(view + 1) * 160]
+            assert (panel == colour).all(axis=-1).any(), (colour, view)
+    assert [p.name for p in tmp_path.iterdir()] == ["aloha.png"]  # no temporary file left

@@ -1,6 +1,6 @@
 """The wrist cameras see what a grasp policy needs: both fingertips and the tcp inside the picture, open
-and closed, with the gripper's own geoms covering only a small part of it (x2/robots/artixon/gripper_*.xml).
-"""
+and closed, with the gripper's own geoms covering only a small part of it; on every robot (x2's own grippers,
+x2/robots/artixon/gripper_*.xml, and the wrist cameras x2 puts on vendor grippers, x2/robots/parts)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,15 @@ import numpy as np
 import pytest
 
 from x2.sim import make_backend
-from x2.spec import load_env
+from x2.spec import load_env, load_robot, names
 
 H, W = 96, 128
 MARGIN = 0.03  # of the image size: a fingertip on the border is not "in view"
 MAX_COVER = 0.2  # measured <= 0.16; the palm-level mount these replaced covered 0.27-0.36
-TIP_GEOMS = ("finger_a", "finger_b", "hook_a", "hook_b")
 
 
 def _model(robot: str) -> mujoco.MjModel:
-    backend = make_backend(load_env("fruit_in_microwave", robot=robot))
+    backend = make_backend(load_env("pick_place", robot=robot))
     try:
         backend.reset(0)
         return mujoco.MjModel.from_xml_string(backend.model_xml())
@@ -35,44 +34,48 @@ def _project(m: mujoco.MjModel, d: mujoco.MjData, cam: int, point: np.ndarray) -
     return W / 2 + f * rel[0] / -rel[2], H / 2 - f * rel[1] / -rel[2], -rel[2]
 
 
-def _fingertip_corners(m: mujoco.MjModel, d: mujoco.MjData, arm: str) -> list[np.ndarray]:
-    """The four corners at the far end (along the gripper's approach axis) of each finger and hook box."""
-    gripper = m.body(f"{arm}_gripper").id
-    rot, origin = d.xmat[gripper].reshape(3, 3), d.xpos[gripper]
+def _fingertip_corners(m: mujoco.MjModel, d: mujoco.MjData, arm: str, fingers: list[int]) -> list[np.ndarray]:
+    """Per finger, the four corners at the far end (along the tcp's approach axis) of the bounding boxes of its
+    collision geoms (a box is its own; a mesh's is MuJoCo's local bounding box)."""
+    tcp = m.site(f"{arm}_tcp").id
+    z, origin = d.site_xmat[tcp].reshape(3, 3)[:, 2], d.site_xpos[tcp]
     out: list[np.ndarray] = []
-    for name in TIP_GEOMS:
-        gid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"{arm}_{name}")
-        if gid < 0:
-            continue  # G has no hooks
-        size, grot = m.geom_size[gid], d.geom_xmat[gid].reshape(3, 3)
-        corners = [d.geom_xpos[gid] + grot @ (size * np.array([i, j, k]))
-                   for i in (-1, 1) for j in (-1, 1) for k in (-1, 1)]
-        out += sorted(corners, key=lambda c: float(((c - origin) @ rot)[2]))[-4:]
+    for body in fingers:
+        corners = []
+        for gid in np.flatnonzero(m.geom_bodyid == body):
+            if not (m.geom_contype[gid] or m.geom_conaffinity[gid]):
+                continue
+            centre, half = m.geom_aabb[gid, :3], m.geom_aabb[gid, 3:]
+            grot = d.geom_xmat[gid].reshape(3, 3)
+            corners += [d.geom_xpos[gid] + grot @ (centre + half * np.array([i, j, k]))
+                        for i in (-1, 1) for j in (-1, 1) for k in (-1, 1)]
+        out += sorted(corners, key=lambda c: float((c - origin) @ z))[-4:]
     return out
 
 
-@pytest.mark.parametrize("robot", ["artixon-g", "artixon-h"])
+@pytest.mark.parametrize("robot", names("robots"))
 def test_wrist_cameras_see_both_fingertips_and_the_tcp(robot: str) -> None:
     m = _model(robot)
     d = mujoco.MjData(m)
     renderer = mujoco.Renderer(m, H, W)
     renderer.enable_segmentation_rendering()
     try:
-        for arm in ("left", "right"):
-            cam = m.camera(f"{arm}_wrist").id
-            joints = [m.joint(f"{arm}_finger_{s}") for s in "ab"]
-            gripper_bodies = {m.body(f"{arm}_{b}").id for b in ("gripper", "finger_a", "finger_b")}
+        for arm in load_robot(robot).model.arms:
+            cam = m.camera(f"{arm.name}_wrist").id
+            joints = [m.joint(j) for j in arm.gripper_joints]
+            fingers = [int(j.bodyid[0]) for j in joints]
+            gripper_bodies = {*fingers, int(m.body_parentid[fingers[0]])}
             own = [g for g in range(m.ngeom) if m.geom_bodyid[g] in gripper_bodies]
-            for opening in (float(joints[0].range[1]), 0.0):
+            for opening in (float(joints[0].range[1]), float(joints[0].range[0])):
                 for joint in joints:
                     d.qpos[joint.qposadr[0]] = opening
                 mujoco.mj_kinematics(m, d)
                 mujoco.mj_camlight(m, d)
-                where = f"{robot} {arm} opening {opening}"
-                tips = _fingertip_corners(m, d, arm)
-                assert len(tips) >= 8, where
+                where = f"{robot} {arm.name} opening {opening}"
+                tips = _fingertip_corners(m, d, arm.name, fingers)
+                assert len(tips) == 8, where
                 for u, v, depth in [_project(m, d, cam, p) for p in tips] + \
-                        [_project(m, d, cam, d.site_xpos[m.site(f"{arm}_tcp").id])]:
+                        [_project(m, d, cam, d.site_xpos[m.site(f"{arm.name}_tcp").id])]:
                     assert depth > 0 and MARGIN * W < u < (1 - MARGIN) * W and MARGIN * H < v < (1 - MARGIN) * H, \
                         (where, u, v)
                 renderer.update_scene(d, camera=cam)

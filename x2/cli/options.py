@@ -22,6 +22,9 @@ TaskOpt = Annotated[str, typer.Option("--task", "-t", help="Task name or path to
 RobotOpt = Annotated[str | None, typer.Option("--robot", "-r", help="Robot (default: the task's).",
                                               show_default=False)]
 VariantOpt = Annotated[str, typer.Option("--variant", help="Scene variant.")]
+GripperOpt = Annotated[str | None, typer.Option("--gripper", help="Put this gripper (robots/grippers: G, H, "
+                                                "franka-hand, ...) on the robot instead of its own.",
+                                                show_default=False)]
 
 # Which episodes of a dataset a command reads (x2 export *, x2 datasets filter | stats).
 SuccessOnly = Annotated[bool, typer.Option("--success-only", help="Only episodes whose task succeeded.")]

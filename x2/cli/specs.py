@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -51,8 +52,14 @@ def robots_ls() -> None:
 
 
 @robots_app.command("show")
-def robots_show(name: Annotated[str, typer.Argument(help="robot name or path to a robot YAML")]) -> None:
-    """Show a robot's arms, home pose and action layout. Example: [cyan]x2 robots show artixon-h[/cyan]"""
+def robots_show(
+    name: Annotated[str, typer.Argument(help="robot name or path to a robot YAML (NAME+GRIPPER: another gripper)")],
+    picture: Annotated[Path | None, typer.Option("--picture", help="also draw the robot from three sides with its "
+                                                 "cameras' frusta into this PNG", dir_okay=False)] = None,
+) -> None:
+    """Show a robot's parts, sources and licenses, arms, home pose and action layout.
+
+    Example: [cyan]x2 robots show franka-panda --picture panda.png[/cyan]"""
     info = spec.load_robot(name)
     m = info.model
     console.print(f"[bold]{escape(m.name)}[/bold]  {escape(info.description)}")
@@ -81,6 +88,10 @@ def robots_show(name: Annotated[str, typer.Argument(help="robot name or path to 
         table.add_row(str(i), escape(f"{arm.name}_gripper"), "1.0 (0 = closed, 1 = open)")
         i += 1
     console.print(table)
+    if picture is not None:
+        from x2.render.robot_picture import robot_picture  # (renders: MuJoCo's GL only when asked)
+
+        console.print(f"picture: {robot_picture(name, picture)}")
 
 
 @robots_app.command("fetch")

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from x2.cli._common import console
-from x2.cli.options import OutputDatasetOpt, RobotOpt, TaskOpt, VariantOpt
+from x2.cli.options import GripperOpt, OutputDatasetOpt, RobotOpt, TaskOpt, VariantOpt
 from x2.cli.progress import progress
 from x2.datasets import workspace
 from x2.format import SYNTH_REPORT_FILE
@@ -20,6 +20,7 @@ def synth(
     task: TaskOpt,
     n: Annotated[int, typer.Option("-n", "--num-demos", min=1, help="accepted demonstrations to produce")] = 10,
     robot: RobotOpt = None,
+    gripper: GripperOpt = None,
     workers: Annotated[int | None, typer.Option("--workers", "-w", min=1, help="worker processes "
                                                 "(default: the number of cores)")] = None,
     seed: Annotated[int, typer.Option("--seed", help="master seed; attempt i's seed derives from it")] = 0,
@@ -43,9 +44,12 @@ def synth(
     Example: [cyan]x2 synth --task fruit_in_microwave -n 300[/cyan]
 
     One node at a time: [cyan]x2 synth --task fruit_in_microwave -n 20 --sequential[/cyan]
+
+    Another robot, another gripper: [cyan]x2 synth --task pick_place --robot franka-panda --gripper G -n 20[/cyan]
     """
-    config = SynthConfig(task=task, robot=robot, variant=variant, n=n, workers=workers or os.cpu_count() or 1,
-                         seed=seed, max_attempts=max_attempts, keep_failed=keep_failed, sequential=sequential)
+    config = SynthConfig(task=task, robot=robot, gripper=gripper, variant=variant, n=n,
+                         workers=workers or os.cpu_count() or 1, seed=seed, max_attempts=max_attempts,
+                         keep_failed=keep_failed, sequential=sequential)
     run = SynthRun(config, workspace.resolve_output(dataset, default_name=task.removesuffix(".yaml").split("/")[-1]))
     workspace.remember_dataset(run.path)
     schedule = "one node at a time" if config.sequential else "ready nodes on free arms at once"

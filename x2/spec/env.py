@@ -35,7 +35,8 @@ class ArmPart:
     source: VendorSource
     root: str
     joints: tuple[str, ...]  # vendor names, base to tip
-    drop_bodies: tuple[str, ...]
+    joint_names: tuple[str, ...]  # x2's names for them (before the <arm>_ prefix); empty: the vendor's
+    drop_bodies: tuple[str, ...]  # the vendor's own gripper, dropped when another is attached
     flange_body: str
     flange_pos: Vec3
     flange_quat: Quat
@@ -43,6 +44,8 @@ class ArmPart:
     kv: tuple[float, ...]
     force: tuple[float, ...]
     rgba: tuple[float, float, float, float]
+    keep_visual: bool = False  # keep visual-only geoms (their meshes inline, big ones as hulls)
+    joint_dynamics: tuple[float, float, float] | None = None  # armature, damping, frictionloss; None: the vendor's
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class GripperPart:
     root: str
     fingers: tuple[str, str]
     tcp: Vec3
+    tcp_quat: Quat
     camera_pos: Vec3
     camera_xyaxes: tuple[float, float, float, float, float, float]
     camera_fovy: float
@@ -62,6 +66,7 @@ class GripperPart:
     force: float
     pad_friction: Vec3
     rgba: tuple[float, float, float, float]
+    in_arm: bool = False  # the gripper lives in its arm's vendor file (ALOHA's ViperX): renamed in place
 
 
 @dataclass(frozen=True)

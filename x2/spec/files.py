@@ -86,7 +86,12 @@ class ArmPartFile(_Strict):
     source: VendorSourceFile
     root: str  # the vendor body attached at the mount
     joints: list[str] = Field(min_length=1)  # vendor names, base to tip
+    joint_names: list[Name] = []  # x2's names for them (prefixed <arm>_); default: the vendor's
     drop_bodies: list[str] = []  # what the vendor file carries beyond the arm (its own gripper)
+    keep_visual: Flag = False  # keep the vendor's visual-only geoms (meshes inline, big ones as hulls)
+    # joint armature, damping and friction loss for x2's servos, when the vendor's were tuned for another
+    # controller (gym-aloha: 50 N m of friction standing in for damping); default: the vendor's
+    joint_dynamics: tuple[Extent, Extent, Extent] | None = None
     flange_body: str
     flange_pos: Vec3 = (0.0, 0.0, 0.0)
     flange_quat: tuple[Number, Number, Number, Number] = (1.0, 0.0, 0.0, 0.0)
@@ -97,7 +102,7 @@ class ArmPartFile(_Strict):
 
     @model_validator(mode="after")
     def _per_joint(self) -> ArmPartFile:
-        for field in ("kp", "kv", "force"):
+        for field in ("kp", "kv", "force", *(("joint_names",) if self.joint_names else ())):
             if len(getattr(self, field)) != len(self.joints):
                 raise ValueError(f"{field}: one value per joint ({len(self.joints)})")
         return self
@@ -112,7 +117,9 @@ class GripperPartFile(_Strict):
     source: VendorSourceFile
     root: str  # the vendor body that becomes "gripper"
     fingers: tuple[str, str]  # vendor finger joints (slides, opening per side): finger_a, finger_b
+    in_arm: Flag = False  # the gripper is part of its arm's vendor file (root: its body there)
     tcp: Vec3  # in the root body
+    tcp_quat: tuple[Number, Number, Number, Number] = (1.0, 0.0, 0.0, 0.0)  # +z the approach, fingers along y
     camera_pos: Vec3
     camera_xyaxes: tuple[Number, Number, Number, Number, Number, Number]
     camera_fovy: Size
@@ -135,7 +142,7 @@ class RobotFile(_Strict):
     name: Name
     description: str = ""
     mjcf: str
-    gripper: GripperFile
+    gripper: GripperFile | Name  # a gripper block, or the name of one in robots/grippers
     arms: dict[Literal["left", "right"], ArmFile] = Field(min_length=1)
     cameras: list[str] = []
     base_pos: Vec3 = (0.0, 0.0, 0.0)

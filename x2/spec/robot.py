@@ -8,10 +8,11 @@ from pathlib import Path
 from x2.errors import NotFoundError
 from x2.spec import catalog, vendor
 from x2.spec.env import ArmPart, ArmSpec, GripperPart, GripperSpec, RobotSpec, Vec3, VendorSource
-from x2.spec.files import ArmPartFile, GripperPartFile, RobotFile, VendorSourceFile, parse
+from x2.spec.files import ArmPartFile, GripperFile, GripperPartFile, RobotFile, VendorSourceFile, parse
 from x2.spec.source import Fragment, is_file, load_fragment, resolved
 
 PARTS_DIR = "parts"  # robots/parts/<name>.yaml: arms and grippers taken from vendor files
+GRIPPERS_DIR = "grippers"  # robots/grippers/<name>.yaml: a gripper any robot can take instead of its own
 
 
 @dataclass(frozen=True)
@@ -37,14 +38,25 @@ def _file_next_to(frag: Fragment, key: tuple[str, ...], rel: str) -> Path:
     return path
 
 
-def compile_robot(frag: Fragment, file: Path) -> RobotInfo:
+def compile_robot(frag: Fragment, file: Path, gripper: str | None = None) -> RobotInfo:
+    """The robot of a robot file; with `gripper`, the gripper of grippers/<gripper>.yaml on every arm instead of
+    the file's own (the robot's name then says so: franka-panda+G)."""
     spec: RobotFile = parse(RobotFile, frag)
+    gfrag, gkey = frag, tuple[str, ...](("gripper",))
+    chosen = gripper or (spec.gripper if isinstance(spec.gripper, str) else None)
+    if chosen is not None:
+        gfrag, gkey = _gripper_fragment(frag, chosen, file), ()
+        update: dict[str, object] = {"gripper": parse(GripperFile, gfrag)}
+        if gripper is not None:
+            update["name"] = f"{spec.name}+{gripper}"
+        spec = spec.model_copy(update=update)
+    assert isinstance(spec.gripper, GripperFile)
     if spec.gripper.closed >= spec.gripper.open:
-        raise frag.error(("gripper", "closed"), str(spec.gripper.closed), f"a value below open={spec.gripper.open}")
+        raise gfrag.error((*gkey, "closed"), str(spec.gripper.closed), f"a value below open={spec.gripper.open}")
     arms = []
     for name, arm in spec.arms.items():
         part = None if arm.part is None else _arm_part(frag, ("arms", name, "part"), arm.part, file)
-        joints = arm.joints if part is None else [f"{name}_{j}" for j in part.joints]
+        joints = arm.joints if part is None else [f"{name}_{j}" for j in (part.joint_names or part.joints)]
         assert joints is not None  # (ArmFile checks that joints or part is given)
         if len(arm.home) != len(joints):
             raise frag.error(("arms", name, "home"), f"{len(arm.home)} values", f"{len(joints)} values, one per joint")
@@ -61,15 +73,42 @@ def compile_robot(frag: Fragment, file: Path) -> RobotInfo:
             tcp_site=f"{name}_tcp", wrist_camera=f"{name}_wrist", reach_joints=(reach[0], reach[1]), part=part,
         ))
     g = spec.gripper
-    gripper_part = None if g.part is None else _gripper_part(frag, ("gripper", "part"), g.part, file)
+    assert isinstance(g, GripperFile)
+    gripper_part = None if g.part is None else _gripper_part(gfrag, (*gkey, "part"), g.part, file)
     gripper_mjcf = (gripper_part.source.file if gripper_part is not None
-                    else _file_next_to(frag, ("gripper", "mjcf"), str(g.mjcf)))
-    gripper = GripperSpec(kind=g.kind, mjcf=gripper_mjcf, open_ctrl=g.open, closed_ctrl=g.closed, part=gripper_part)
-    model = RobotSpec(name=spec.name, mjcf=_file_next_to(frag, ("mjcf",), spec.mjcf), gripper=gripper,
+                    else _file_next_to(gfrag, (*gkey, "mjcf"), str(g.mjcf)))
+    if gripper_part is not None and gripper_part.in_arm:
+        for arm_spec in arms:
+            if arm_spec.part is None or arm_spec.part.source.file != gripper_part.source.file:
+                raise gfrag.error((*gkey, "part"), f"{g.part} (a gripper inside its arm's file)",
+                                 f"arms made from that file ({gripper_part.source.file.name}); arm {arm_spec.name} "
+                                 "is not")
+    hand = GripperSpec(kind=g.kind, mjcf=gripper_mjcf, open_ctrl=g.open, closed_ctrl=g.closed, part=gripper_part)
+    model = RobotSpec(name=spec.name, mjcf=_file_next_to(frag, ("mjcf",), spec.mjcf), gripper=hand,
                        arms=tuple(arms), cameras=tuple(spec.cameras), base_pos=spec.base_pos)
     shoulders: dict[str, Vec3] = dict(spec.shoulders.items())
     return RobotInfo(model, spec.reach, shoulders, spec.reference_task, spec.description, file,
                      spec.control.fps, spec.control.substeps)
+
+
+def _gripper_fragment(frag: Fragment, name: str, robot_file: Path) -> Fragment:
+    """grippers/<name>.yaml (a robot file's `gripper:` block on its own) next to the robot file or built in."""
+    folders = [robot_file.resolve().parent / GRIPPERS_DIR, catalog.BUILTIN_DIRS["robots"] / GRIPPERS_DIR]
+    for folder in folders:
+        path = folder / f"{name}.yaml"
+        if is_file(path):
+            return load_fragment(path, catalog.spec_roots(path), tuple(folders))
+    if frag.data.get("gripper") == name:  # named in the robot file: the error points there
+        raise frag.error(("gripper",), repr(name),
+                         "a gripper in robots/grippers: " + ", ".join(gripper_names(robot_file)))
+    raise NotFoundError(f"unknown gripper {name!r}; grippers: {', '.join(gripper_names(robot_file)) or 'none'}")
+
+
+def gripper_names(robot_file: Path | None = None) -> list[str]:
+    folders = [catalog.BUILTIN_DIRS["robots"] / GRIPPERS_DIR]
+    if robot_file is not None:
+        folders.insert(0, robot_file.resolve().parent / GRIPPERS_DIR)
+    return sorted({p.stem for f in folders if f.is_dir() for p in f.glob("*.yaml")})
 
 
 def _part_fragment(frag: Fragment, key: tuple[str, ...], name: str, robot_file: Path) -> tuple[Path, Fragment]:
@@ -96,17 +135,22 @@ def _source(frag: Fragment, src: VendorSourceFile) -> VendorSource:
 def _arm_part(frag: Fragment, key: tuple[str, ...], name: str, robot_file: Path) -> ArmPart:
     path, pfrag = _part_fragment(frag, key, name, robot_file)
     p = parse(ArmPartFile, pfrag)
-    return ArmPart(p.name, _source(pfrag, p.source), p.root, tuple(p.joints), tuple(p.drop_bodies), p.flange_body,
-                   p.flange_pos, p.flange_quat, tuple(p.kp), tuple(p.kv), tuple(p.force), p.rgba)
+    return ArmPart(p.name, _source(pfrag, p.source), p.root, tuple(p.joints), tuple(p.joint_names),
+                   tuple(p.drop_bodies), p.flange_body, p.flange_pos, p.flange_quat, tuple(p.kp), tuple(p.kv),
+                   tuple(p.force), p.rgba, p.keep_visual, p.joint_dynamics)
 
 
 def _gripper_part(frag: Fragment, key: tuple[str, ...], name: str, robot_file: Path) -> GripperPart:
     path, pfrag = _part_fragment(frag, key, name, robot_file)
     p = parse(GripperPartFile, pfrag)
-    return GripperPart(p.name, _source(pfrag, p.source), p.root, p.fingers, p.tcp, p.camera_pos, p.camera_xyaxes,
-                       p.camera_fovy, p.kp, p.kv, p.force, p.pad_friction, p.rgba)
+    return GripperPart(p.name, _source(pfrag, p.source), p.root, p.fingers, p.tcp, p.tcp_quat, p.camera_pos,
+                       p.camera_xyaxes, p.camera_fovy, p.kp, p.kv, p.force, p.pad_friction, p.rgba, p.in_arm)
 
 
-def load_robot(name: str) -> RobotInfo:
+def load_robot(name: str, gripper: str | None = None) -> RobotInfo:
+    """A robot by name or path; `NAME+GRIPPER` (the name a robot with another gripper records) is the same as
+    `gripper=GRIPPER`."""
+    if gripper is None and "+" in name and not name.endswith((".yaml", ".yml")):
+        name, gripper = name.split("+", 1)
     path, frag = catalog.load("robots", name)
-    return compile_robot(frag, path)
+    return compile_robot(frag, path, gripper)

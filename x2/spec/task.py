@@ -196,8 +196,9 @@ def compile_task(frag: Fragment, scene: SceneInfo, robot: RobotInfo) -> TaskSpec
 
 
 def load_env(task: str | None, robot: str | None = None, variant: str = "default",
-             scene: str | None = None) -> EnvSpec:
-    """Compile a task (with its scene and robot) or, without a task, a bare scene for a robot."""
+             scene: str | None = None, gripper: str | None = None) -> EnvSpec:
+    """Compile a task (with its scene and robot) or, without a task, a bare scene for a robot; `gripper` puts
+    that gripper (robots/grippers/<name>.yaml) on the robot instead of its own."""
     task_frag: Fragment | None = None
     task_path: Path | None = None
     if task is not None:
@@ -218,7 +219,7 @@ def load_env(task: str | None, robot: str | None = None, variant: str = "default
             raise task_frag.error(("robot",), "no robot (and none given with --robot)", f"one of {robots}")
         raise NotFoundError(f"no robot given; robots: {robots}")
     with _reported_at(task_frag, ("robot",), named_in_task.get("robot") == robot):
-        robot_info = load_robot(str(robot))
+        robot_info = load_robot(str(robot), gripper)
     with _reported_at(task_frag, ("scene",), named_in_task.get("scene") == scene):
         scene_info = load_scene(str(scene), robot_info, variant)
     task_model = compile_task(task_frag, scene_info, robot_info) if task_frag is not None else None

@@ -54,6 +54,10 @@ PACKAGES: dict[str, VendorPackage] = {p.name: p for p in (
         "Apache-2.0", ("dm_robotics/panda/assets/panda",),
         ("dm_robotics_panda-0.4.8.dist-info/licenses/LICENSE", "dm_robotics/panda/assets/panda/NOTICE"),
         "the Franka hand (franka_ros geometry and inertias)"),
+    VendorPackage(
+        "gym-aloha", "0.1.5", "1794dd9a1146268a9b56f4a4931bcba69ca27714c2ac9ac146e471801bf0c7b3", "Apache-2.0",
+        ("gym_aloha/assets",), ("gym_aloha-0.1.5.dist-info/licenses/LICENSE",),
+        "ALOHA's ViperX 300s arms with their grippers (kinematics, inertias, meshes)"),
 )}
 
 

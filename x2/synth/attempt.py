@@ -47,10 +47,11 @@ class AttemptOutcome:
 class SynthSession:
     """A worker's long-lived simulator for one task; `attempt` may be called any number of times."""
 
-    def __init__(self, task: str, robot: str | None = None, variant: str = "default", sequential: bool = False):
+    def __init__(self, task: str, robot: str | None = None, variant: str = "default", sequential: bool = False,
+                 gripper: str | None = None):
         self.sequential = sequential
         self.motion = BEFORE_SCHEDULER if sequential else MotionSettings()
-        self.env = load_env(task, robot=robot, variant=variant)
+        self.env = load_env(task, robot=robot, variant=variant, gripper=gripper)
         check_bindings(self.env)
         self.backend = make_backend(self.env)
         self.rollout = Rollout(self.backend)
@@ -100,9 +101,9 @@ class SynthSession:
 _SESSION: SynthSession | None = None
 
 
-def init_worker(task: str, robot: str | None, variant: str, sequential: bool) -> None:
+def init_worker(task: str, robot: str | None, variant: str, sequential: bool, gripper: str | None = None) -> None:
     global _SESSION
-    _SESSION = SynthSession(task, robot, variant, sequential)
+    _SESSION = SynthSession(task, robot, variant, sequential, gripper)
 
 
 def run_attempt(index: int, seed: int, keep_rejected: bool) -> AttemptOutcome:

@@ -34,6 +34,7 @@ from x2.worker_life import process_pool, stop_workers
 class SynthConfig:
     task: str
     robot: str | None = None
+    gripper: str | None = None  # robots/grippers/<name>.yaml instead of the robot's own
     variant: str = "default"
     n: int = 10
     workers: int = 2
@@ -68,7 +69,7 @@ class SynthRun:
     def __init__(self, config: SynthConfig, dataset: Path):
         self.config, self.path = config, dataset
         # Compile and check every binding here, in the parent: a bad task fails before a worker starts.
-        self.session = SynthSession(config.task, config.robot, config.variant, config.sequential)
+        self.session = SynthSession(config.task, config.robot, config.variant, config.sequential, config.gripper)
         self.env = self.session.env
         self.progress = SynthProgress()
         self.attempts: list[dict[str, Any]] = []
@@ -87,7 +88,8 @@ class SynthRun:
         which start in milliseconds instead of importing x2 anew (worker_life.process_pool)."""
         cfg = self.config
         if cfg.workers > 1 and self._pool is None:
-            self._pool = process_pool(cfg.workers, init_worker, (cfg.task, cfg.robot, cfg.variant, cfg.sequential),
+            self._pool = process_pool(cfg.workers, init_worker,
+                                      (cfg.task, cfg.robot, cfg.variant, cfg.sequential, cfg.gripper),
                                       copies=True)
             self._pool.submit(int)  # (a first task: the pool starts its workers at once)
 

@@ -65,6 +65,7 @@ def _strip(spec: mujoco.MjSpec, keep_visual: bool, rgba: tuple[float, ...]) -> N
         geom.group = 0  # the collision geometry is what the cameras see (vendor visual meshes are 30+ MB)
         if not visual_only:
             geom.contype, geom.conaffinity = ROBOT_CONTYPE, ROBOT_CONAFFINITY
+    spec.visual.map.znear = mujoco.MjSpec().visual.map.znear  # (the world's own; a vendor's scene sets its own)
     for group in (spec.materials, spec.textures):
         for element in list(group):
             spec.delete(element)
@@ -87,10 +88,12 @@ def _only_body(spec: mujoco.MjSpec, root: str, file: Path) -> mujoco.MjsBody:
     return body
 
 
-def arm_part_spec(part: ArmPart) -> mujoco.MjSpec:
+def arm_part_spec(part: ArmPart, hand: GripperPart | None = None, closed: float = 0.0,
+                  opened: float = 0.0) -> mujoco.MjSpec:
     """The vendor arm as x2 uses it, root body first, meshes inline, ready to attach at a mount site (a fresh
-    spec each call: attaching consumes it)."""
-    return _arm_part(part).copy()
+    spec each call: attaching consumes it). With `hand`, a gripper inside the arm's own file (`in_arm`), that
+    gripper is kept and renamed to the contract; otherwise the arm's own gripper (`drop_bodies`) goes."""
+    return _arm_part(part, hand, closed, opened).copy()
 
 
 def gripper_part_spec(part: GripperPart, closed: float, opened: float) -> mujoco.MjSpec:
@@ -99,24 +102,31 @@ def gripper_part_spec(part: GripperPart, closed: float, opened: float) -> mujoco
 
 
 @functools.cache
-def _arm_part(part: ArmPart) -> mujoco.MjSpec:
+def _arm_part(part: ArmPart, hand: GripperPart | None, closed: float, opened: float) -> mujoco.MjSpec:
     file = part.source.file
     spec = _vendor_spec(file, f"arm part {part.name!r}")
-    for name in part.drop_bodies:
-        body = spec.body(name)
-        if body is None:
-            raise SpecError(str(file), None, "drop_bodies", f"no body {name!r}", "bodies of the vendor file")
-        spec.delete(body)
-    _only_body(spec, part.root, file)
-    _strip(spec, keep_visual=False, rgba=part.rgba)
+    if hand is None:
+        for name in part.drop_bodies:
+            body = spec.body(name)
+            if body is None:
+                raise SpecError(str(file), None, "drop_bodies", f"no body {name!r}", "bodies of the vendor file")
+            spec.delete(body)
+    root = _only_body(spec, part.root, file)
+    root.pos, root.quat = [0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]  # where the arm stands is the mount's business
+    _strip(spec, keep_visual=part.keep_visual, rgba=part.rgba)
     for body in spec.bodies:
         if body.name:
             body.gravcomp = 1.0
-    for name, kp, kv, force in zip(part.joints, part.kp, part.kv, part.force, strict=True):
-        joint = spec.joint(name)
+    names = part.joint_names or part.joints
+    for old, name, kp, kv, force in zip(part.joints, names, part.kp, part.kv, part.force, strict=True):
+        joint = spec.joint(old)
         if joint is None:
-            raise SpecError(str(file), None, "joints", f"no joint {name!r}",
+            raise SpecError(str(file), None, "joints", f"no joint {old!r}",
                             "joints of the vendor file: " + ", ".join(j.name for j in spec.joints))
+        joint.name = name
+        if part.joint_dynamics is not None:
+            armature, damping, friction = part.joint_dynamics
+            joint.armature, joint.damping, joint.frictionloss = armature, [damping, 0.0, 0.0], friction
         servo = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
         servo.set_to_position(kp=kp, kv=kv)
         servo.ctrllimited, servo.ctrlrange = 1, list(joint.range)
@@ -125,6 +135,8 @@ def _arm_part(part: ArmPart) -> mujoco.MjSpec:
     if flange is None:
         raise SpecError(str(file), None, "flange_body", f"no body {part.flange_body!r}", "a body of the arm")
     flange.add_site(name=FLANGE_SITE, pos=list(part.flange_pos), quat=list(part.flange_quat), group=4)
+    if hand is not None:
+        _as_gripper(spec, hand, closed, opened)
     inline_meshes(spec)
     spec.default.name = f"{part.name}_part"  # an attached part's "main" class would clash with the next part's
     return spec
@@ -135,23 +147,43 @@ def _gripper_part(part: GripperPart, closed: float, opened: float) -> mujoco.MjS
     file = part.source.file
     spec = _vendor_spec(file, f"gripper part {part.name!r}")
     root = _only_body(spec, part.root, file)
+    root.pos, root.quat = [0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]
     _strip(spec, keep_visual=True, rgba=part.rgba)
-    root.name = "gripper"
     for body in spec.bodies:
         if body.name:
             body.gravcomp = 1.0
+    _as_gripper(spec, part, closed, opened)
+    spec.body(part.root).name = "gripper"
+    inline_meshes(spec)
+    spec.default.name = f"{part.name}_part"
+    return spec
+
+
+def _as_gripper(spec: mujoco.MjSpec, part: GripperPart, closed: float, opened: float) -> None:
+    """Rename the vendor's fingers to finger_a / finger_b (slides opening per side; b's axis turned round when
+    the vendor's runs the other way), give them pad friction, and add the tcp site, the wrist camera, the
+    coupling and the servo on finger_a, on the gripper's body `part.root`."""
+    file = part.source.file
+    root = spec.body(part.root)
+    if root is None:
+        raise SpecError(str(file), None, "root", f"no body {part.root!r}", "the gripper's body in the vendor file")
     for new, old in zip(("finger_a", "finger_b"), part.fingers, strict=True):
         joint = spec.joint(old)
         if joint is None or joint.type != mujoco.mjtJoint.mjJNT_SLIDE:
             raise SpecError(str(file), None, "fingers", f"{old!r} (not a slide joint of the file)",
                             "the two finger slides, opening per side")
+        if joint.range[1] <= 0:  # opening runs toward -axis: the same motion, counted the contract's way
+            joint.axis = [-a for a in joint.axis]
+            joint.range = [-joint.range[1], -joint.range[0]]
         joint.name = new
+        joint.frictionloss = 0.0  # the servo's force limit is the squeeze
         body = joint.parent
         body.name = new
         for geom in body.geoms:
             if geom.contype or geom.conaffinity:
                 geom.condim, geom.friction = 4, list(part.pad_friction)
-    root.add_site(name="tcp", pos=list(part.tcp), group=4)
+                geom.solref, geom.solimp = [0.01, 1.0], [0.95, 0.99, 0.001, 0.5, 2.0]
+    root.add_site(name="tcp", pos=list(part.tcp), quat=list(part.tcp_quat), group=4)
     camera = root.add_camera(name="wrist", pos=list(part.camera_pos), fovy=part.camera_fovy)
     camera.alt.type = mujoco.mjtOrientation.mjORIENTATION_XYAXES
     camera.alt.xyaxes = list(part.camera_xyaxes)
@@ -161,9 +193,6 @@ def _gripper_part(part: GripperPart, closed: float, opened: float) -> mujoco.MjS
     servo.set_to_position(kp=part.kp, kv=part.kv)
     servo.ctrllimited, servo.ctrlrange = 1, [closed, opened]
     servo.forcelimited, servo.forcerange = 1, [-part.force, part.force]
-    inline_meshes(spec)
-    spec.default.name = f"{part.name}_part"
-    return spec
 
 
 def inline_meshes(spec: mujoco.MjSpec) -> None:

@@ -48,15 +48,19 @@ def robot_mjcf_spec(robot: RobotSpec) -> mujoco.MjSpec:
     spec = load_mjcf(robot.mjcf, f"robot {robot.name!r}")
     for body in spec.worldbody.bodies:
         body.pos = [p + o for p, o in zip(body.pos, robot.base_pos, strict=True)]
+    g = robot.gripper
+    in_arm = g.part if g.part is not None and g.part.in_arm else None
     for arm in robot.arms:
         if arm.part is not None:
             site = spec.site(mount_site(arm.name))
             if site is None:
                 raise NotFoundError(f"robot {robot.name!r} ({robot.mjcf}) has no site {mount_site(arm.name)!r} "
                                     f"for its {arm.part.name} arm")
-            spec.attach(arm_part_spec(arm.part), site=site, prefix=gripper_prefix(arm.name))
+            spec.attach(arm_part_spec(arm.part, in_arm, g.closed_ctrl, g.open_ctrl), site=site,
+                        prefix=gripper_prefix(arm.name))
+    if in_arm is not None:
+        return spec  # every arm brought its own
     sites = [s.name for s in spec.sites]
-    g = robot.gripper
     for arm in robot.arms:
         site = flange_site(arm.name)
         if site not in sites:
