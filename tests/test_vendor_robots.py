@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -246,3 +247,58 @@ def test_robots_show_draws_the_robot_from_three_sides_with_its_cameras(tmp_path:
             panel = image[:, view * 160:(view + 1) * 160]
             assert (panel == colour).all(axis=-1).any(), (colour, view)
     assert [p.name for p in tmp_path.iterdir()] == ["aloha.png"]  # no temporary file left
+
+
+# ----- ALOHA's leader arms through the pty servo bus ---------------------------------------------------------
+def test_the_leader_arm_mirror_drives_aloha_through_the_serial_line(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GELLO-style leader (two arms of six Dynamixel joints, as ALOHA's WidowX leaders) on a fake bus behind a
+    pty, calibrated at the robot's home; the follower engages, then follows the leader to a new pose."""
+    from fake_servo_bus import FakeDynamixelBus
+
+    from x2.devices import make_device
+    from x2.devices.calibration import Calibration, calibration_path, device_id_for_port
+    from x2.teleop.mapping import JointMirror
+
+    monkeypatch.setenv("X2_CALIBRATION_DIR", str(tmp_path / "calibration"))
+    backend = make_backend(load_env("pick_place", robot="aloha"))
+    backend.reset(0)
+    robot = backend.env.robot
+    home = np.concatenate([a.home for a in robot.arms])
+    ids = tuple(range(1, 15))
+    at_home = {i: 2048 for i in ids}
+    moved = dict(at_home) | {1: 2048 + 200, 3: 2048 - 150, 9: 2048 + 120}  # waist, elbow left; shoulder right
+    with FakeDynamixelBus(ids) as bus:
+        device_id = device_id_for_port(bus.path)
+        cal = Calibration.from_pose(device_id, ids, [at_home[i] for i in ids], home)
+        cal.save(calibration_path(device_id))
+        bus.set_ticks(at_home)
+        mirror = JointMirror(backend.env.fps)
+        mirror.reset(backend, backend.home_action())
+        with make_device(f"master-arm:{bus.path}") as dev:
+            def follow(ticks: int) -> None:
+                for _ in range(ticks):
+                    sample = dev.latest()
+                    backend.step(mirror.command(sample, 0.0, [], backend.robot_state()))
+
+            while dev.latest() is None:  # (a bus that never answers is the test timeout's to end)
+                time.sleep(0.01)
+            follow(10)
+            assert mirror.status.count("following") == 2, mirror.status
+            bus.set_ticks(moved)
+            while not np.array_equal(dev.latest().values["ticks"][:3], [2248, 2048, 1898]):
+                time.sleep(0.01)
+            follow(60)
+    want = cal.to_joints(np.array([moved[i] for i in ids], dtype=np.float64))
+    qpos, i = backend.robot_state().qpos, 0
+    for a, arm in enumerate(robot.arms):
+        np.testing.assert_allclose(qpos[i:i + 6], want[7 * a:7 * a + 6], atol=0.03)
+        i += len(arm.joints) + len(arm.gripper_joints)
+
+
+def test_the_leader_arm_refuses_a_robot_it_cannot_mirror() -> None:
+    from x2.teleop.mapping import JointMirror
+
+    backend = make_backend(load_env("pick_place", robot=ROBOT))
+    with pytest.raises(X2Error, match="master-arm mirrors 2 arms of 6 joints; robot franka-panda has right 7"):
+        JointMirror(30).reset(backend, backend.home_action())

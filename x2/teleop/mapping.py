@@ -26,6 +26,9 @@ import numpy as np
 
 from x2.arrays import Floats
 from x2.devices import DeviceEvent, Sample
+from x2.devices.calibration import ARMS as LEADER_ARMS
+from x2.devices.calibration import JOINTS_PER_ARM as LEADER_JOINTS
+from x2.errors import X2Error
 from x2.sim.backend import Backend, RobotState
 from x2.sim.mujoco.kinematics import ArmDLS
 
@@ -75,9 +78,16 @@ class JointMirror:
         self.status = "waiting for the leader arm"
 
     def reset(self, backend: Backend, home_action: np.ndarray) -> None:
+        arms = backend.env.robot.arms
+        if len(arms) != LEADER_ARMS or any(len(a.joints) != LEADER_JOINTS for a in arms):
+            # joint to joint needs the leader's kinematics: ALOHA's ViperX and the artixon arms match the
+            # GELLO-style leader (two arms, six joints each); a Panda does not
+            raise X2Error(f"master-arm mirrors {LEADER_ARMS} arms of {LEADER_JOINTS} joints; robot "
+                          f"{backend.env.robot.name} has " + " and ".join(f"{a.name} {len(a.joints)}" for a in arms)
+                          + " joints; allowed: a robot with matching arms, or --device keyboard or vr")
         self.cmd = np.array(home_action, dtype=np.float64)
         self.slices = _arm_slices(backend)
-        self.names = [a.name for a in backend.env.robot.arms]
+        self.names = [a.name for a in arms]
         self.engaged_at: list[int | None] = [None] * len(self.slices)
         self.tick = 0
         self.status = "waiting for the leader arm"
