@@ -125,6 +125,55 @@ def test_another_gripper_gives_another_model_on_the_same_arm() -> None:
         np.testing.assert_allclose(flanges[0], flanges[1], atol=1e-9)
 
 
+def _rpy(r: float, p: float, y: float) -> np.ndarray:
+    """URDF's fixed-axis roll, pitch, yaw: Rz(y) Ry(p) Rx(r)."""
+    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+                     [-sp, cp * sr, cp * cr]])
+
+
+def _axis_angle(axis: np.ndarray, angle: float) -> np.ndarray:
+    k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
+
+
+def test_the_arx_r5_arms_follow_the_vendor_urdf() -> None:
+    """The URDF read here with the standard library (no MuJoCo): each link's pose by its joints' origins and
+    axes, against both x2 arms over 100 random configurations; and the links' masses."""
+    import xml.etree.ElementTree as ET
+
+    part = load_robot("arx-r5").model.arms[0].part
+    assert part is not None
+    urdf = ET.parse(part.source.file).getroot()
+    joints = {j.get("name"): j for j in urdf.iter("joint")}
+    masses = {link.get("name"): float(link.find("inertial/mass").get("value")) for link in urdf.iter("link")}
+    chain = [joints[name] for name in part.joints]
+    backend = make_backend(load_env("pick_place", robot="arx-r5"))
+    m, d = backend.model, backend.data
+    rng = np.random.default_rng(4)
+    for arm in backend.env.robot.arms:
+        for joint in chain:
+            link = joint.find("child").get("link")
+            assert m.body_mass[m.body(f"{arm.name}_{link}").id] == pytest.approx(masses[link], rel=1e-4)
+        adr = m.jnt_qposadr[[m.joint(j).id for j in arm.joints]]
+        for _ in range(100):
+            q = rng.uniform(-3.0, 3.0, size=len(chain))
+            d.qpos[adr] = q
+            mujoco.mj_kinematics(m, d)
+            rot, pos = np.eye(3), np.zeros(3)
+            for qi, joint in zip(q, chain, strict=True):
+                origin = joint.find("origin")
+                xyz = np.array([float(v) for v in origin.get("xyz").split()])
+                rpy = [float(v) for v in origin.get("rpy").split()]
+                axis = np.array([float(v) for v in joint.find("axis").get("xyz").split()])
+                pos, rot = pos + rot @ xyz, rot @ _rpy(*rpy) @ _axis_angle(axis, qi)
+                link = joint.find("child").get("link")
+                got_pos, got_rot = _pose(m, d, f"{arm.name}_{link}", f"{arm.name}_base_link")
+                assert np.linalg.norm(got_pos - pos) < 1e-3
+                np.testing.assert_allclose(got_rot, rot, atol=1e-4)
+
+
 def _dh(a: float, d: float, alpha: float, theta: float) -> np.ndarray:
     """One link of Craig's (modified) Denavit-Hartenberg convention, as Franka publishes the Panda's."""
     ca, sa, ct, st = np.cos(alpha), np.sin(alpha), np.cos(theta), np.sin(theta)
@@ -182,7 +231,7 @@ def test_a_one_arm_robot_refuses_a_two_arm_task_in_one_line() -> None:
     assert "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("robot", [ROBOT, "aloha"])
+@pytest.mark.parametrize("robot", [ROBOT, "aloha", "arx-r5"])
 def test_pick_place_synthesises_and_replays_exactly(tmp_path: Path, robot: str) -> None:
     out = tmp_path / robot
     run = SynthRun(SynthConfig("pick_place", robot=robot, n=2, workers=1, seed=5, max_attempts=4), out).run()

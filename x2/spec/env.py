@@ -46,6 +46,8 @@ class ArmPart:
     rgba: tuple[float, float, float, float]
     keep_visual: bool = False  # keep visual-only geoms (their meshes inline, big ones as hulls)
     joint_dynamics: tuple[float, float, float] | None = None  # armature, damping, frictionloss; None: the vendor's
+    capsules: tuple[tuple[str, float], ...] = ()  # fitted collision capsules: (body, radius)
+    joint_range: tuple[float, float] | None = None  # replaces the vendor's limits when they are none
 
 
 @dataclass(frozen=True)

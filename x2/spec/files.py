@@ -92,6 +92,11 @@ class ArmPartFile(_Strict):
     # joint armature, damping and friction loss for x2's servos, when the vendor's were tuned for another
     # controller (gym-aloha: 50 N m of friction standing in for damping); default: the vendor's
     joint_dynamics: tuple[Extent, Extent, Extent] | None = None
+    # collision geometry fitted here where the vendor ships none (a URDF without meshes): per body, a capsule of
+    # this radius (m) from the body's origin to its child's (the flange body's: to the flange)
+    capsules: dict[str, Size] = {}
+    # joint limits where the vendor's are none (the ARX R5 URDF's +-10 rad): one (lo, hi) for every joint
+    joint_range: tuple[Number, Number] | None = None
     flange_body: str
     flange_pos: Vec3 = (0.0, 0.0, 0.0)
     flange_quat: tuple[Number, Number, Number, Number] = (1.0, 0.0, 0.0, 0.0)

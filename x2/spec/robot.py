@@ -137,7 +137,8 @@ def _arm_part(frag: Fragment, key: tuple[str, ...], name: str, robot_file: Path)
     p = parse(ArmPartFile, pfrag)
     return ArmPart(p.name, _source(pfrag, p.source), p.root, tuple(p.joints), tuple(p.joint_names),
                    tuple(p.drop_bodies), p.flange_body, p.flange_pos, p.flange_quat, tuple(p.kp), tuple(p.kv),
-                   tuple(p.force), p.rgba, p.keep_visual, p.joint_dynamics)
+                   tuple(p.force), p.rgba, p.keep_visual, p.joint_dynamics, tuple(p.capsules.items()),
+                   p.joint_range)
 
 
 def _gripper_part(frag: Fragment, key: tuple[str, ...], name: str, robot_file: Path) -> GripperPart:

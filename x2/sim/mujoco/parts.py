@@ -21,6 +21,7 @@ which is all MuJoCo collides with anyway (the picture gets coarser, the physics 
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 import mujoco
@@ -38,7 +39,7 @@ INLINE_VERTICES = 300  # (a world is compiled at every reset: 1000 made an ALOHA
 
 def _vendor_spec(file: Path, what: str) -> mujoco.MjSpec:
     try:
-        spec = mujoco.MjSpec.from_file(str(file))
+        spec = _urdf_spec(file) if file.suffix.lower() == ".urdf" else mujoco.MjSpec.from_file(str(file))
     except ValueError as err:
         raise SpecError(str(file), None, "mjcf", str(err).strip().splitlines()[0], f"a valid {what} MJCF") from None
     # absolute mesh paths: once attached, the vendor's folder is no longer the model's folder
@@ -47,6 +48,37 @@ def _vendor_spec(file: Path, what: str) -> mujoco.MjSpec:
         if mesh.file:
             mesh.file = str((base / mesh.file).resolve())
     return spec
+
+
+def _urdf_spec(file: Path) -> mujoco.MjSpec:
+    """A URDF's kinematic tree without its geometry (a vendor URDF names meshes it does not ship; x2 fits its
+    own), its fixed base kept as a body (MuJoCo would fuse it into the world)."""
+    text = re.sub(r"<(visual|collision)\b.*?</\1>", "", file.read_text(), flags=re.S)
+    text = re.sub(r"(<robot\b[^>]*>)", r'\1<mujoco><compiler fusestatic="false"/></mujoco>', text, count=1)
+    return mujoco.MjSpec.from_string(text)
+
+
+def _fit_capsules(spec: mujoco.MjSpec, part: ArmPart) -> None:
+    """Collision capsules along the links: from each listed body's origin to its child body's (the flange
+    body's to the flange), massless (the vendor's inertias stay)."""
+    for name, radius in part.capsules:
+        body = spec.body(name)
+        if body is None:
+            raise SpecError(str(part.source.file), None, "capsules", f"no body {name!r}", "bodies of the arm")
+        children = list(body.bodies)
+        if body.name == part.root and children:
+            # the shoulder: its capsules meet the base's by construction, and a jointless root counts as the world
+            # (MuJoCo filters no contact with a world-welded parent), so the base excludes its child and grandchild
+            shoulder = [children[0], *list(children[0].bodies)[:1]]
+            for link in shoulder:
+                spec.add_exclude(bodyname1=body.name, bodyname2=link.name)
+        end = list(part.flange_pos) if name == part.flange_body or not children else list(children[0].pos)
+        geom = body.add_geom(size=[radius, 0, 0], mass=0.0, contype=ROBOT_CONTYPE, conaffinity=ROBOT_CONAFFINITY,
+                             rgba=list(part.rgba))
+        if float(np.linalg.norm(end)) < 1e-6:
+            geom.type = mujoco.mjtGeom.mjGEOM_SPHERE
+        else:
+            geom.type, geom.fromto = mujoco.mjtGeom.mjGEOM_CAPSULE, [0.0, 0.0, 0.0, *end]
 
 
 def _strip(spec: mujoco.MjSpec, keep_visual: bool, rgba: tuple[float, ...]) -> None:
@@ -114,6 +146,7 @@ def _arm_part(part: ArmPart, hand: GripperPart | None, closed: float, opened: fl
     root = _only_body(spec, part.root, file)
     root.pos, root.quat = [0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]  # where the arm stands is the mount's business
     _strip(spec, keep_visual=part.keep_visual, rgba=part.rgba)
+    _fit_capsules(spec, part)
     for body in spec.bodies:
         if body.name:
             body.gravcomp = 1.0
@@ -124,6 +157,8 @@ def _arm_part(part: ArmPart, hand: GripperPart | None, closed: float, opened: fl
             raise SpecError(str(file), None, "joints", f"no joint {old!r}",
                             "joints of the vendor file: " + ", ".join(j.name for j in spec.joints))
         joint.name = name
+        if part.joint_range is not None:
+            joint.range = list(part.joint_range)
         if part.joint_dynamics is not None:
             armature, damping, friction = part.joint_dynamics
             joint.armature, joint.damping, joint.frictionloss = armature, [damping, 0.0, 0.0], friction
