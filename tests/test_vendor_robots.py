@@ -351,3 +351,38 @@ def test_the_leader_arm_refuses_a_robot_it_cannot_mirror() -> None:
     backend = make_backend(load_env("pick_place", robot=ROBOT))
     with pytest.raises(X2Error, match="master-arm mirrors 2 arms of 6 joints; robot franka-panda has right 7"):
         JointMirror(30).reset(backend, backend.home_action())
+
+
+def test_a_source_archive_comes_straight_from_the_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No pip (it would run the archive's build): the index page's link, the pin, only the listed files."""
+    import functools
+    import http.server
+    import io
+    import tarfile
+    import threading
+
+    root = tmp_path / "index"
+    (root / "demo-pkg").mkdir(parents=True)
+    archive = root / "demo-pkg" / "demo_pkg-1.0.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, text in (("demo_pkg-1.0/robot/arm.urdf", "<robot/>"), ("demo_pkg-1.0/setup.py", "raise"),
+                           ("demo_pkg-1.0/LICENSE", "BSD")):
+            info = tarfile.TarInfo(name)
+            info.size = len(text)
+            tar.addfile(info, io.BytesIO(text.encode()))
+    (root / "demo-pkg" / "index.html").write_text('<a href="demo_pkg-1.0.tar.gz#sha256=x">demo_pkg-1.0.tar.gz</a>')
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv(vendor.INDEX_ENV, f"http://127.0.0.1:{server.server_address[1]}")
+        monkeypatch.setenv(vendor.VENDOR_ENV, str(tmp_path / "vendor"))
+        pkg = vendor.VendorPackage("demo-pkg", "1.0", hashlib.sha256(archive.read_bytes()).hexdigest(), "BSD",
+                                   ("demo_pkg-1.0/robot/arm.urdf",), ("demo_pkg-1.0/LICENSE",), "a test",
+                                   sdist="demo_pkg-1.0.tar.gz")
+        monkeypatch.setitem(vendor.PACKAGES, "demo-pkg", pkg)
+        folder = vendor.fetch("demo-pkg", pip=("false",))  # (pip is never asked)
+    finally:
+        server.shutdown()
+    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    assert files == ["demo_pkg-1.0/LICENSE", "demo_pkg-1.0/robot/arm.urdf"]
