@@ -137,7 +137,7 @@ def test_malformed_spec_gives_one_line(case, tmp_path: Path, monkeypatch: pytest
 
 @pytest.mark.parametrize("args, pattern", [
     (["tasks", "show", "no_such_task"], r"unknown task 'no_such_task'; available: .*fruit_in_microwave"),
-    (["robots", "show", "r2d2"], r"unknown robot 'r2d2'; available: artixon-g, artixon-h"),
+    (["robots", "show", "r2d2"], r"unknown robot 'r2d2'; available: aloha, artixon-g, artixon-h, arx-r5, franka-panda"),
     (["tasks", "show", "fruit_in_microwave", "--robot", "r2d2"], r"unknown robot 'r2d2'"),
     (["tasks", "show", "fruit_in_microwave", "--variant", "night"], r"kitchen_booth.yaml:\d+: variants: found no "
                                                                      r"variant 'night'; allowed: one of default"),

@@ -140,3 +140,39 @@ def test_safety_filter_clamps_steps_limits_and_rejects_nan(backend: MujocoBacken
     for _ in range(200):
         out = f(np.full_like(home, 100.0))
     assert np.all(out <= f.hi) and np.all(np.isfinite(out))
+
+
+@pytest.mark.parametrize("robot", ["franka-panda", "aloha"])
+def test_keyboard_and_vr_drive_the_right_arm_of_any_robot(robot: str) -> None:
+    """The keyboard's right-arm row and the right VR hand drive the arm named right, on a one-arm 7-DoF robot
+    (whose only arm it is) as on ALOHA; the tcp moves as asked through the arm's own IK."""
+    backend = MujocoBackend(load_env("pick_place", robot=robot))
+    backend.reset(0)
+    arms = backend.env.robot.arms
+    a = [arm.name for arm in arms].index("right")
+    sl = backend.action_layout.arms[a].joints
+    ik = ArmDLS.for_arm(backend.model, arms[a])
+    for mapper in (EEVelocity(FPS), VRClutch(FPS)):
+        home = backend.home_action()
+        mapper.reset(backend, home)
+        p0, _ = ik.fk(home[sl])
+        cmd = home
+        for k in range(FPS):
+            if isinstance(mapper, EEVelocity):
+                twist = np.zeros((2, 6))
+                twist[1, 0] = 1.0
+                sample = _sample(twist=twist)
+            else:  # the right controller held and moved 0.1 m forward (VR -z is the robot's +x)
+                sample = _vr(np.array([0.0, 0.0, -0.1 * k / (FPS - 1)]), clutch=1.0)
+            qpos = backend.robot_state().qpos.copy()
+            i = sum(len(arm.joints) + len(arm.gripper_joints) for arm in arms[:a])
+            qpos[i:i + len(arms[a].joints)] = cmd[sl]
+            ee = backend.robot_state().ee_pose.copy()
+            pos, rot = ik.fk(cmd[sl])
+            quat = np.zeros(4)
+            mujoco.mju_mat2Quat(quat, rot.ravel())
+            ee[a] = [*pos, *quat]
+            cmd = mapper.command(sample, 0.0, [], RobotState(qpos, np.zeros_like(qpos), ee))
+        p1, _ = ik.fk(cmd[sl])
+        assert p1[0] - p0[0] > 0.07, (robot, type(mapper).__name__, p1 - p0)
+        assert np.abs(p1[1:] - p0[1:]).max() < 0.01

@@ -64,6 +64,16 @@ def _arm_slices(backend: Backend) -> list[slice]:
     return [a.joints for a in backend.action_layout.arms]
 
 
+DEVICE_SIDES = ("left", "right")  # a keyboard's twist rows and a VR pair's hands, in this order
+
+
+def device_rows(backend: Backend) -> list[int]:
+    """Per robot arm, the device row that drives it: by side (a one-arm robot's arm is "right", driven by the
+    right hand and the keyboard's right-arm row), else by position."""
+    names = [a.name for a in backend.env.robot.arms]
+    return [DEVICE_SIDES.index(n) if n in DEVICE_SIDES else i for i, n in enumerate(names)]
+
+
 @dataclass(frozen=True)
 class MirrorConfig:
     gate_tol_rad: float = 0.15  # leader and follower must agree this well on every joint to engage
@@ -232,31 +242,33 @@ class EEVelocity:
     def __init__(self, fps: int, config: VelocityConfig | None = None):
         self.fps, self.config = fps, config or VelocityConfig()
         self.status = "keys move the active arm"
-        self.active = 1  # the keyboard starts on the right arm
+        self.active = 1  # (set by reset: the robot's right arm)
         self.paused = False  # Enter ("engage") locks the arms against stray keys, and unlocks them
 
     def reset(self, backend: Backend, home_action: np.ndarray) -> None:
         self.targets = _TcpTargets(backend, home_action)
         self.names = [a.name for a in backend.env.robot.arms]
+        self.rows = device_rows(backend)
+        self.active = self.rows.index(1) if 1 in self.rows else 0  # the keyboard starts on the right arm
 
     def command(self, sample: Sample | None, age_s: float, events: Sequence[DeviceEvent],
                 robot: RobotState) -> np.ndarray:
         tg, c, dt = self.targets, self.config, 1.0 / self.fps
         tg.observe(robot)
         for ev in events:
-            if ev.kind == "arm" and 0 <= ev.arm < len(tg.slices):
-                self.active = ev.arm
+            if ev.kind == "arm" and ev.arm in self.rows:  # (a one-arm robot stays on its arm)
+                self.active = self.rows.index(ev.arm)
             elif ev.kind == "engage":
                 self.paused = not self.paused
             elif ev.kind == "gripper":
-                a = self.active if ev.arm < 0 else ev.arm
+                a = self.active if ev.arm not in self.rows else self.rows.index(ev.arm)
                 grip = tg.slices[a].stop
                 tg.cmd[grip] = 0.0 if tg.cmd[grip] > 0.5 else 1.0
-        twist: Floats = np.zeros((len(tg.slices), 6))  # a stale sample or a pause commands nothing
+        twist: Floats = np.zeros((len(DEVICE_SIDES), 6))  # a stale sample or a pause commands nothing
         if sample is not None and age_s <= STALE_S and not self.paused:
             twist = np.asarray(sample.values["twist"], dtype=np.float64)
-        for a in range(len(tg.slices)):
-            v, w = twist[a, :3] * c.linear_mps * dt, twist[a, 3:] * c.angular_rps * dt
+        for a, row in enumerate(self.rows):
+            v, w = twist[row, :3] * c.linear_mps * dt, twist[row, 3:] * c.angular_rps * dt
             if not (v.any() or w.any()):
                 tg.hold(a)
                 continue
@@ -294,6 +306,7 @@ class VRClutch:
     def reset(self, backend: Backend, home_action: np.ndarray) -> None:
         self.targets = _TcpTargets(backend, home_action)
         self.names = [a.name for a in backend.env.robot.arms]
+        self.rows = device_rows(backend)
         n = len(self.targets.slices)
         self.anchor: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None] = [None] * n
 
@@ -309,16 +322,16 @@ class VRClutch:
             return tg.cmd.copy()
         v = sample.values
         parts = []
-        for a in range(len(tg.slices)):
-            tg.cmd[tg.slices[a].stop] = float(np.clip(v["gripper"][a], 0.0, 1.0))
-            held = v["clutch"][a] >= c.clutch_on
-            if not held or v["valid"][a] < 0.5:
+        for a, h in enumerate(self.rows):  # h: the hand driving arm a
+            tg.cmd[tg.slices[a].stop] = float(np.clip(v["gripper"][h], 0.0, 1.0))
+            held = v["clutch"][h] >= c.clutch_on
+            if not held or v["valid"][h] < 0.5:
                 self.anchor[a] = None  # released or tracking lost: hold, and re-anchor on return
                 tg.hold(a)
-                parts.append(f"{self.names[a]}: " + ("holding" if v["valid"][a] >= 0.5 else "tracking lost"))
+                parts.append(f"{self.names[a]}: " + ("holding" if v["valid"][h] >= 0.5 else "tracking lost"))
                 continue
-            ctrl_pos = VR_TO_ROBOT @ v["pose"][a, :3]
-            ctrl_rot = VR_TO_ROBOT @ _quat_matrix(v["pose"][a, 3:]) @ VR_TO_ROBOT.T
+            ctrl_pos = VR_TO_ROBOT @ v["pose"][h, :3]
+            ctrl_rot = VR_TO_ROBOT @ _quat_matrix(v["pose"][h, 3:]) @ VR_TO_ROBOT.T
             anchor = self.anchor[a]
             if anchor is None:
                 self.anchor[a] = anchor = (ctrl_pos, ctrl_rot, tg.pos[a].copy(), tg.rot[a].copy())
