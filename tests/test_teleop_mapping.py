@@ -176,3 +176,10 @@ def test_keyboard_and_vr_drive_the_right_arm_of_any_robot(robot: str) -> None:
         p1, _ = ik.fk(cmd[sl])
         assert p1[0] - p0[0] > 0.07, (robot, type(mapper).__name__, p1 - p0)
         assert np.abs(p1[1:] - p0[1:]).max() < 0.01
+    if len(arms) == 1:  # after Tab the keyboard publishes on the left row: a one-arm robot's arm still moves
+        m = EEVelocity(FPS)
+        m.reset(backend, backend.home_action())
+        twist = np.zeros((2, 6))
+        twist[0, 2] = 1.0
+        cmd = m.command(_sample(twist=twist), 0.0, [DeviceEvent("arm", 0.0, 0)], backend.robot_state())
+        assert ik.fk(cmd[sl])[0][2] > ik.fk(backend.home_action()[sl])[0][2]

@@ -267,6 +267,8 @@ class EEVelocity:
         twist: Floats = np.zeros((len(DEVICE_SIDES), 6))  # a stale sample or a pause commands nothing
         if sample is not None and age_s <= STALE_S and not self.paused:
             twist = np.asarray(sample.values["twist"], dtype=np.float64)
+        if len(self.rows) == 1:  # one arm: whichever side the keyboard is on drives it (Tab changes nothing)
+            twist = np.repeat(twist.sum(axis=0, keepdims=True), len(DEVICE_SIDES), axis=0)
         for a, row in enumerate(self.rows):
             v, w = twist[row, :3] * c.linear_mps * dt, twist[row, 3:] * c.angular_rps * dt
             if not (v.any() or w.any()):
