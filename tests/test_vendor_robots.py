@@ -57,6 +57,22 @@ def test_the_panda_arm_is_the_vendors_arm() -> None:
         np.testing.assert_allclose(m.body_inertia[mine], vm.body_inertia[vendor_id], rtol=1e-4)
     _same_links(m, d, ours, [(f"right_{link}", link) for link in links], ("right_link0", "link0"),
                 vm, vd, theirs, np.random.default_rng(0))
+    for link in links:  # the collision meshes, carried inline in x2's world, sit where the vendor's do
+        np.testing.assert_allclose(_mesh_points(m, d, f"right_{link}", "right_link0"),
+                                   _mesh_points(vm, vd, link, "link0"), atol=1e-6)
+
+
+def _mesh_points(model: mujoco.MjModel, data: mujoco.MjData, body: str, base: str) -> np.ndarray:
+    """The vertices of a body's colliding mesh geoms, in the frame of `base`, sorted."""
+    points = []
+    for g in np.flatnonzero(model.geom_bodyid == model.body(body).id):
+        if model.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH and (model.geom_contype[g] or model.geom_conaffinity[g]):
+            mesh = model.geom_dataid[g]
+            v = model.mesh_vert[model.mesh_vertadr[mesh]:model.mesh_vertadr[mesh] + model.mesh_vertnum[mesh]]
+            points.append(v @ data.geom_xmat[g].reshape(3, 3).T + data.geom_xpos[g])
+    o = model.body(base).id
+    local = (np.concatenate(points) - data.xpos[o]) @ data.xmat[o].reshape(3, 3)
+    return local[np.lexsort(local.T.round(5))]
 
 
 def _same_links(m: mujoco.MjModel, d: mujoco.MjData, ours: list[int], links: list[tuple[str, str]],
