@@ -115,6 +115,29 @@ def test_the_aloha_arms_are_the_vendors_viperx() -> None:
                     (f"{arm.name}_vx300s_left", "vx300s_left"), vm, vd, theirs, rng)
 
 
+def test_another_gripper_gives_another_model_on_the_same_arm() -> None:
+    own = make_backend(load_env("pick_place", robot=ROBOT))
+    other = make_backend(load_env("pick_place", robot=ROBOT, gripper="G"))
+    assert other.env.robot.name == "franka-panda+G" and other.env.robot.gripper.kind == "G"
+    assert load_env("pick_place", robot="franka-panda+G").robot == other.env.robot  # the recorded name loads it
+    hand = {own.model.geom(g).name for g in range(own.model.ngeom)}
+    assert "right_pad_a" in {other.model.geom(g).name for g in range(other.model.ngeom)} and "right_pad_a" not in hand
+    arm = own.env.robot.arms[0]
+    assert other.env.robot.arms[0].joints == arm.joints
+    rng = np.random.default_rng(3)
+    for backend in (own, other):
+        backend.reset(0)
+    for _ in range(10):
+        q = rng.uniform(-1.0, 1.0, size=7)
+        flanges = []
+        for backend in (own, other):
+            m, d = backend.model, backend.data
+            d.qpos[m.jnt_qposadr[[m.joint(j).id for j in arm.joints]]] = q
+            mujoco.mj_kinematics(m, d)
+            flanges.append(d.site_xpos[m.site("right_flange").id].copy())
+        np.testing.assert_allclose(flanges[0], flanges[1], atol=1e-9)
+
+
 def _rpy(r: float, p: float, y: float) -> np.ndarray:
     """URDF's fixed-axis roll, pitch, yaw: Rz(y) Ry(p) Rx(r)."""
     cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
