@@ -120,6 +120,17 @@ def _only_body(spec: mujoco.MjSpec, root: str, file: Path) -> mujoco.MjsBody:
     return body
 
 
+def _keep_only(spec: mujoco.MjSpec, root: str, file: Path, keep_visual: bool, rgba: tuple[float, ...]) -> None:
+    """The part's body tree from `root` alone, at the origin (where it stands is the mount's business), stripped
+    to bodies, joints, inertias and geoms, every body gravity-compensated."""
+    body = _only_body(spec, root, file)
+    body.pos, body.quat = [0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]
+    _strip(spec, keep_visual=keep_visual, rgba=rgba)
+    for b in spec.bodies:
+        if b.name:
+            b.gravcomp = 1.0
+
+
 def arm_part_spec(part: ArmPart, hand: GripperPart | None = None, closed: float = 0.0,
                   opened: float = 0.0) -> mujoco.MjSpec:
     """The vendor arm as x2 uses it, root body first, meshes inline, ready to attach at a mount site (a fresh
@@ -143,13 +154,8 @@ def _arm_part(part: ArmPart, hand: GripperPart | None, closed: float, opened: fl
             if body is None:
                 raise SpecError(str(file), None, "drop_bodies", f"no body {name!r}", "bodies of the vendor file")
             spec.delete(body)
-    root = _only_body(spec, part.root, file)
-    root.pos, root.quat = [0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]  # where the arm stands is the mount's business
-    _strip(spec, keep_visual=part.keep_visual, rgba=part.rgba)
+    _keep_only(spec, part.root, file, part.keep_visual, part.rgba)
     _fit_capsules(spec, part)
-    for body in spec.bodies:
-        if body.name:
-            body.gravcomp = 1.0
     names = part.joint_names or part.joints
     for old, name, kp, kv, force in zip(part.joints, names, part.kp, part.kv, part.force, strict=True):
         joint = spec.joint(old)
@@ -181,12 +187,7 @@ def _arm_part(part: ArmPart, hand: GripperPart | None, closed: float, opened: fl
 def _gripper_part(part: GripperPart, closed: float, opened: float) -> mujoco.MjSpec:
     file = part.source.file
     spec = _vendor_spec(file, f"gripper part {part.name!r}")
-    root = _only_body(spec, part.root, file)
-    root.pos, root.quat = [0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]
-    _strip(spec, keep_visual=True, rgba=part.rgba)
-    for body in spec.bodies:
-        if body.name:
-            body.gravcomp = 1.0
+    _keep_only(spec, part.root, file, True, part.rgba)
     _as_gripper(spec, part, closed, opened)
     spec.body(part.root).name = "gripper"
     inline_meshes(spec)

@@ -31,24 +31,21 @@ from x2.synth.motion.planner import JointPathPlanner, Plan, RRTConnect
 class Limits:
     """Per-joint limits for synthesised motions. Placeholder values for a 3 kg-payload cobot moving
     at demonstration speed (well inside the servo tracking tested in tests/test_mujoco_models.py),
-    not a datasheet. One value per joint, or one for all (any number of joints)."""
+    not a datasheet. One value for every joint (so the same limits serve arms of any number of joints),
+    or one per joint."""
 
-    velocity: np.ndarray = field(default_factory=lambda: np.full(6, 1.0))  # rad/s
-    acceleration: np.ndarray = field(default_factory=lambda: np.full(6, 2.5))  # rad/s^2
-    jerk: np.ndarray = field(default_factory=lambda: np.full(6, 20.0))  # rad/s^3
+    velocity: np.ndarray = field(default_factory=lambda: np.full(1, 1.0))  # rad/s
+    acceleration: np.ndarray = field(default_factory=lambda: np.full(1, 2.5))  # rad/s^2
+    jerk: np.ndarray = field(default_factory=lambda: np.full(1, 20.0))  # rad/s^3
 
     def scaled(self, factor: float) -> Limits:
         """Slower limits (factor < 1), e.g. for careful moves near contact."""
         return Limits(self.velocity * factor, self.acceleration * factor ** 2, self.jerk * factor ** 3)
 
     def per_joint(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(velocity, acceleration, jerk) for an arm of n joints: uniform limits stretch to any arm."""
-        return tuple(v if len(v) == n else np.full(n, v[0]) if np.all(v == v[0]) else _mismatch(v, n)
-                     for v in (self.velocity, self.acceleration, self.jerk))  # type: ignore[return-value]
-
-
-def _mismatch(values: np.ndarray, n: int) -> np.ndarray:
-    raise ValueError(f"limits for {len(values)} joints used on an arm of {n}")
+        """(velocity, acceleration, jerk) for an arm of n joints."""
+        return (np.broadcast_to(self.velocity, (n,)), np.broadcast_to(self.acceleration, (n,)),
+                np.broadcast_to(self.jerk, (n,)))
 
 
 @dataclass(frozen=True)

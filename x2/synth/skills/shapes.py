@@ -106,40 +106,36 @@ def shape_of(model: mujoco.MjModel, data: mujoco.MjData, geoms: np.ndarray, fram
     sizes = model.geom_size[geoms].copy()
     pos = (data.geom_xpos[geoms] - frame_pos) @ frame_rot
     rot = np.einsum("ji,njk->nik", frame_rot, data.geom_xmat[geoms].reshape(-1, 3, 3))
-    other = ~np.isin(types, _PRIMITIVES)
-    if other.any():  # meshes etc.: their local bounding box (geom_aabb = centre, half size)
+    meshes = types == mujoco.mjtGeom.mjGEOM_MESH
+    other = ~np.isin(types, _PRIMITIVES) & ~meshes
+    if other.any():  # height fields etc.: their local bounding box (geom_aabb = centre, half size)
         aabb = model.geom_aabb[geoms[other]]
         pos[other] += np.einsum("nij,nj->ni", rot[other], aabb[:, :3])
         sizes[other] = aabb[:, 3:]
         types[other] = mujoco.mjtGeom.mjGEOM_BOX
-        meshes = np.flatnonzero(model.geom_type[geoms] == mujoco.mjtGeom.mjGEOM_MESH)
-        if len(meshes):
-            return _with_mesh_slabs(model, geoms, meshes, Shape(types, sizes, pos, rot))
+    if meshes.any():
+        return _with_mesh_slabs(model, geoms, meshes, types, sizes, pos, rot)
     return Shape(types, sizes, pos, rot)
 
 
 MESH_SLABS = 4  # boxes a mesh's vertices are cut into along its longest axis
 
 
-def _with_mesh_slabs(model: mujoco.MjModel, geoms: np.ndarray, meshes: np.ndarray, shape: Shape) -> Shape:
-    """The shape with each mesh geom's one bounding box replaced by the bounding boxes of MESH_SLABS slabs of its
-    vertices: a curved finger's box reaches far into the jaw where the finger does not (a ViperX finger's box
-    closes ALOHA's 70 mm jaw to 50 mm); the slabs follow it within a few mm and still contain the mesh."""
-    keep = np.ones(len(shape.types), dtype=bool)
-    keep[meshes] = False
-    types, sizes, pos, rot = [shape.types[keep]], [shape.sizes[keep]], [shape.pos[keep]], [shape.rot[keep]]
-    for i in meshes:
+def _with_mesh_slabs(model: mujoco.MjModel, geoms: np.ndarray, meshes: np.ndarray, types: np.ndarray,
+                     sizes: np.ndarray, pos: np.ndarray, rot: np.ndarray) -> Shape:
+    """The geoms' shape with each mesh geom (mask `meshes`) as the bounding boxes of MESH_SLABS slabs of its
+    vertices: one bounding box of a curved finger reaches far into the jaw where the finger does not (a ViperX
+    finger's closes ALOHA's 70 mm jaw to 50 mm); the slabs follow it within a few mm and still contain it."""
+    keep = ~meshes
+    parts = [(types[keep], sizes[keep], pos[keep], rot[keep])]
+    for i in np.flatnonzero(meshes):
         mesh = int(model.geom_dataid[geoms[i]])
         start, count = int(model.mesh_vertadr[mesh]), int(model.mesh_vertnum[mesh])
         centres, halves = _slabs(model.mesh_vert[start:start + count].tobytes())
-        r = shape.rot[i]
-        aabb = model.geom_aabb[geoms[i]]
-        origin = shape.pos[i] - r @ aabb[:3]  # (pos was moved to the box's centre above)
-        types.append(np.full(len(centres), int(mujoco.mjtGeom.mjGEOM_BOX), dtype=shape.types.dtype))
-        sizes.append(halves)
-        pos.append(origin + centres @ r.T)
-        rot.append(np.repeat(r[None], len(centres), axis=0))
-    return Shape(np.concatenate(types), np.concatenate(sizes), np.concatenate(pos), np.concatenate(rot))
+        # (the vertices are in the geom's frame: MuJoCo moves a mesh's frame into its geom's)
+        parts.append((np.full(len(centres), int(mujoco.mjtGeom.mjGEOM_BOX), dtype=types.dtype), halves,
+                      pos[i] + centres @ rot[i].T, np.repeat(rot[i][None], len(centres), axis=0)))
+    return Shape(*(np.concatenate(column) for column in zip(*parts, strict=True)))
 
 
 @functools.lru_cache(maxsize=256)
