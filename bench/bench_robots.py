@@ -2,9 +2,11 @@
 
 Per robot, in one run: `x2 synth --task pick_place --robot R -n N` (2 workers, master seed 0, state only), the
 deepest contact over every stored frame (what `x2 datasets validate --physics` recomputes), the time to build
-and compile its pick_place world (median of 5 fresh builds) and the recorded world's size.
+and compile its pick_place world (median of 5 fresh builds) and the recorded world's size. `--task` runs
+another task (the mobile robot's, whose block is out of reach until its base drives there).
 
     .venv/bin/python bench/bench_robots.py --n 20
+    .venv/bin/python bench/bench_robots.py --n 20 --task mobile_pick_place --robots mobile-aloha
 """
 
 from __future__ import annotations
@@ -23,11 +25,11 @@ from x2.spec import load_env, names
 from x2.synth.runner import SynthConfig, SynthRun
 
 
-def world_figures(robot: str) -> dict[str, float]:
+def world_figures(robot: str, task: str) -> dict[str, float]:
     times = []
     for _ in range(5):
         t0 = time.perf_counter()
-        backend = make_backend(load_env("pick_place", robot=robot))
+        backend = make_backend(load_env(task, robot=robot))
         backend.reset(0)
         times.append(time.perf_counter() - t0)
     m = backend.model
@@ -41,17 +43,18 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=20)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--robots", nargs="*", default=None, help="default: every robot")
+    parser.add_argument("--task", default="pick_place")
     args = parser.parse_args()
     robots = args.robots or names("robots")
-    print(f"machine: {platform.node()} {platform.machine()} python {platform.python_version()}; pick_place, "
+    print(f"machine: {platform.node()} {platform.machine()} python {platform.python_version()}; {args.task}, "
           f"n {args.n}, {args.workers} workers, master seed 0")
     rows = []
     for robot in robots:
-        figures = world_figures(robot)
+        figures = world_figures(robot, args.task)
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / robot
             t0 = time.perf_counter()
-            progress = SynthRun(SynthConfig("pick_place", robot=robot, n=args.n, workers=args.workers), out).run()
+            progress = SynthRun(SynthConfig(args.task, robot=robot, n=args.n, workers=args.workers), out).run()
             wall = time.perf_counter() - t0
             ds = Dataset.open(out)
             depth = 0.0

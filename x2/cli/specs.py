@@ -87,6 +87,11 @@ def robots_show(
             i += 1
         table.add_row(str(i), escape(f"{arm.name}_gripper"), "1.0 (0 = closed, 1 = open)")
         i += 1
+    if m.base is not None:
+        for joint, home, (lo, hi), unit in zip(m.base.joints, m.base.home, m.base.range, ("m", "m", "rad"),
+                                               strict=True):
+            table.add_row(str(i), escape(joint), f"{home:+.3f} {unit} (mobile base, {lo:+.2f} .. {hi:+.2f})")
+            i += 1
     console.print(table)
     if picture is not None:
         from x2.render.robot_picture import robot_picture  # (renders: MuJoCo's GL only when asked)

@@ -31,7 +31,7 @@ from x2.errors import X2Error
 
 KINDS = ("keyboard", "vr", "master-arm")
 # Stored as int codes in /device/<name>/event_code; the order is part of the stream format.
-EVENTS = ("engage", "gripper", "next", "rerecord", "discard", "quit", "arm")
+EVENTS = ("engage", "gripper", "next", "rerecord", "discard", "quit", "arm", "base")  # base: drive it / the arms
 STREAM_LIMIT = 1 << 16  # samples kept between drains; more are counted as drops, never block the reader
 
 

@@ -59,6 +59,7 @@ MOTION_KEYS: dict[str, tuple[int, float]] = {
 # key name -> event kind (see base.EVENTS); "arm" switches the active arm first.
 ACTION_KEYS: dict[str, str] = {
     "tab": "arm",
+    "b": "base",
     "space": "gripper",
     "enter": "engage",
     "right": "next",
@@ -69,6 +70,7 @@ ACTION_KEYS: dict[str, str] = {
 }
 _ACTION_HELP = (
     ("Tab", "switch arm"),
+    ("B", "drive the base (w/s a/d j/l) / the arms"),
     ("Space", "toggle gripper"),
     ("Enter", "pause / resume the arms"),
     ("Right", "next episode"),

@@ -1,8 +1,9 @@
 """`vr`: two SteamVR controllers read through pyopenvr (the `openvr` package, `pip install 'x2[vr]'`).
 
 Left hand drives arm 0, right hand arm 1. Per sample (see x2.devices.base): `pose` (2, 7) [x, y, z, qw, qx, qy,
-qz] in the standing tracking frame (+y up, metres), `valid` (2,), `clutch` (2,) = trigger, `gripper` (2,) =
-commanded opening, toggled by the grip button.
+qz] in the standing tracking frame (+y up, metres), `valid` (2,), `clutch` (2,) = trigger, `stick` (2, 2) =
+thumbstick or trackpad [x right, y forward] in [-1, 1] (a mobile robot's base), `gripper` (2,) = commanded
+opening, toggled by the grip button.
 
 Events (on press, not while held): trigger rising through 0.5 -> "engage" (arm); grip -> "gripper" (arm);
 application menu -> "next". The A button (k_EButton_A, e.g. A/X on Touch controllers) has no action, so every
@@ -117,6 +118,7 @@ class _Hand:
     settling: list[np.ndarray] = field(default_factory=list)  # consecutive positions away from `pose`
     status: str = ""  # why it is invalid, for the health line
     clutch: float = 0.0
+    stick: tuple[float, float] = (0.0, 0.0)  # thumbstick (or trackpad) x right, y forward, in [-1, 1]
     gripper: float = 1.0  # open, so a first grip press closes
     buttons: int | None = None  # None: take the next reading as the baseline, so held buttons fire nothing
     engaged: bool = False
@@ -207,7 +209,7 @@ class VRDevice(DeviceBase):
         jumps = 0
         for arm, hand in enumerate(self._hands):
             if hand.index is None:
-                hand.valid, hand.clutch, hand.status = False, 0.0, NO_CONTROLLER
+                hand.valid, hand.clutch, hand.stick, hand.status = False, 0.0, (0.0, 0.0), NO_CONTROLLER
                 hand.settling.clear()
                 continue
             p = poses[hand.index]
@@ -226,6 +228,7 @@ class VRDevice(DeviceBase):
             "pose": np.stack([h.pose for h in self._hands]),
             "valid": [float(h.valid) for h in self._hands],
             "clutch": [h.clutch for h in self._hands],
+            "stick": [h.stick for h in self._hands],
             "gripper": [h.gripper for h in self._hands],
         }, t=now)
 
@@ -253,9 +256,11 @@ class VRDevice(DeviceBase):
 
     def _read_input(self, arm: int, hand: _Hand, ok: Any, state: Any, now: float) -> None:
         if not ok:
-            hand.clutch = 0.0  # losing input must never keep the robot engaged; and no edges from a failed read
+            # losing input must never keep the robot engaged (or driving); and no edges from a failed read
+            hand.clutch, hand.stick = 0.0, (0.0, 0.0)
             return
         trigger = float(np.clip(state.rAxis[1].x, 0.0, 1.0))
+        hand.stick = (float(np.clip(state.rAxis[0].x, -1.0, 1.0)), float(np.clip(state.rAxis[0].y, -1.0, 1.0)))
         pressed = int(state.ulButtonPressed)
         hand.clutch = trigger
         previous, hand.buttons = hand.buttons, pressed

@@ -3,7 +3,9 @@
 One definition for every reader and writer of actions (the backend, the synthesis executor, the teleop
 mappers and safety filter, scripted teachers, device streams replayed as a leader arm): per arm, in the
 robot's arm order, its joint position targets (rad) and then its gripper opening in [0, 1] (1 = open).
-For the dual-arm robots: ``[left 6 joints, left gripper, right 6 joints, right gripper]``.
+For the dual-arm robots: ``[left 6 joints, left gripper, right 6 joints, right gripper]``. A mobile robot's base
+comes last, after every arm: its planar position targets ``base_x``, ``base_y`` (m, along the world's axes, from
+where the robot is mounted) and its heading ``base_yaw`` (rad).
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ import numpy.typing as npt
 
 from x2.errors import NotFoundError
 
-DEFINITION = "per arm: joint position targets (rad), then gripper opening in [0, 1], 1 = open"
+DEFINITION = ("per arm: joint position targets (rad), then gripper opening in [0, 1], 1 = open; "
+              "a mobile base last: base_x, base_y (m), base_yaw (rad)")
 GRIPPER_SUFFIX = "_gripper"
+BASE_PREFIX = "base_"  # a mobile base's joints (base_x, base_y, base_yaw): after every arm
 
 
 @dataclass(frozen=True)
@@ -30,18 +34,20 @@ class ArmSlots:
 @dataclass(frozen=True)
 class ActionLayout:
     arms: tuple[ArmSlots, ...]
-    names: tuple[str, ...]  # one per action value: the joint names, then "<arm>_gripper"
+    names: tuple[str, ...]  # one per action value: the joint names, then "<arm>_gripper"; the base's last
+    base: slice | None = None  # a mobile base's targets (x, y, yaw), after every arm
 
     @classmethod
-    def for_arms(cls, arms: Sequence[tuple[str, Sequence[str]]]) -> ActionLayout:
-        """From (arm name, joint names) in the robot's arm order."""
+    def for_arms(cls, arms: Sequence[tuple[str, Sequence[str]]], base: Sequence[str] = ()) -> ActionLayout:
+        """From (arm name, joint names) in the robot's arm order, and a mobile base's joint names."""
         slots: list[ArmSlots] = []
         names: list[str] = []
         for arm, joints in arms:
             start = len(names)
             names += [*joints, f"{arm}{GRIPPER_SUFFIX}"]
             slots.append(ArmSlots(arm, slice(start, start + len(joints)), start + len(joints)))
-        return cls(tuple(slots), tuple(names))
+        base_slots = slice(len(names), len(names) + len(base)) if base else None
+        return cls(tuple(slots), (*names, *base), base_slots)
 
     @classmethod
     def from_names(cls, names: Sequence[str]) -> ActionLayout | None:
@@ -57,7 +63,9 @@ class ActionLayout:
                 joints = []
             else:
                 joints.append(name)
-        return cls.for_arms(arms) if arms and not joints else None
+        if joints and not all(j.startswith(BASE_PREFIX) for j in joints):
+            return None  # joints after the last gripper are a base's, or the names are not a layout
+        return cls.for_arms(arms, joints) if arms else None
 
     @property
     def dim(self) -> int:
@@ -73,10 +81,13 @@ class ActionLayout:
                 return a
         raise NotFoundError(f"action layout has no arm {name!r}; arms: {[a.name for a in self.arms]}")
 
-    def compose(self, joints: Sequence[Sequence[float]], grippers: Sequence[float]) -> npt.NDArray[np.float64]:
-        """The action with each arm's joint targets and gripper opening, in arm order."""
+    def compose(self, joints: Sequence[Sequence[float]], grippers: Sequence[float],
+                base: Sequence[float] = ()) -> npt.NDArray[np.float64]:
+        """The action with each arm's joint targets and gripper opening, in arm order, and the base's targets."""
         out = np.zeros(self.dim)
         for slots, q, g in zip(self.arms, joints, grippers, strict=True):
             out[slots.joints] = q
             out[slots.gripper] = g
+        if self.base is not None:
+            out[self.base] = base
         return out

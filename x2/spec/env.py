@@ -100,6 +100,18 @@ class GripperSpec:
 
 
 @dataclass(frozen=True)
+class MobileBaseSpec:
+    """A mobile robot's base: planar joints x, y (slides, m) and yaw (hinge, rad) under the whole robot, each
+    driven by a position servo; the arms and cameras ride on it."""
+
+    joints: tuple[str, str, str]  # base_x, base_y, base_yaw: names in the compiled model (and the action's)
+    actuators: tuple[str, str, str]
+    home: tuple[float, float, float]
+    range: tuple[tuple[float, float], tuple[float, float], tuple[float, float]]  # x, y (m), yaw (rad)
+    speed: float  # m/s, the planner's cruising speed (yaw: rad/s)
+
+
+@dataclass(frozen=True)
 class RobotSpec:
     name: str
     mjcf: Path  # body description: torso + arms, flange sites "<arm>_flange"
@@ -107,10 +119,12 @@ class RobotSpec:
     arms: tuple[ArmSpec, ...]
     cameras: tuple[str, ...]  # all camera names in the compiled model that belong to the robot
     base_pos: Vec3 = (0.0, 0.0, 0.0)
+    base: MobileBaseSpec | None = None  # None: the robot stands where it is mounted
 
     @property
     def action(self) -> ActionLayout:
-        return ActionLayout.for_arms([(a.name, a.joints) for a in self.arms])
+        return ActionLayout.for_arms([(a.name, a.joints) for a in self.arms],
+                                     self.base.joints if self.base is not None else ())
 
     @property
     def action_names(self) -> tuple[str, ...]:
@@ -121,8 +135,9 @@ class RobotSpec:
         return self.action.dim
 
     def home_action(self) -> npt.NDArray[np.float64]:
-        """Every arm at home, grippers open."""
-        return self.action.compose([a.home for a in self.arms], [1.0] * len(self.arms))
+        """Every arm at home, grippers open, the base at its home."""
+        return self.action.compose([a.home for a in self.arms], [1.0] * len(self.arms),
+                                   self.base.home if self.base is not None else ())
 
     def arm(self, name: str) -> ArmSpec:
         for a in self.arms:

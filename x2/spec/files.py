@@ -143,6 +143,26 @@ class ControlFile(_Strict):
     substeps: Whole = Field(default=16, ge=1, le=200)
 
 
+class MobileBaseFile(_Strict):
+    """A mobile base: three joints in the robot's MJCF (planar x, y slides and a yaw hinge, in that order), each
+    with a position servo of the same name; the action's last three values (x2/spec/action.py)."""
+
+    joints: tuple[str, str, str] = ("base_x", "base_y", "base_yaw")
+    home: tuple[Number, Number, Number] = (0.0, 0.0, 0.0)
+    # x, y (m) and yaw (rad) limits, written into the MJCF's joints: the one place they are set
+    range: tuple[tuple[Number, Number], tuple[Number, Number], tuple[Number, Number]]
+    speed: Size = 0.3  # m/s (and rad/s for the heading) the planner drives at
+
+    @model_validator(mode="after")
+    def _valid(self) -> MobileBaseFile:
+        if not all(j.startswith("base_") for j in self.joints):
+            raise ValueError(f"joints {list(self.joints)}: a base's joints are named base_* (the action's names)")
+        for axis, (lo, hi), home in zip(["x", "y", "yaw"], self.range, self.home, strict=True):
+            if not lo <= home <= hi:
+                raise ValueError(f"range of {axis} [{lo}, {hi}] must hold its home {home}")
+        return self
+
+
 class RobotFile(_Strict):
     name: Name
     description: str = ""
@@ -153,6 +173,7 @@ class RobotFile(_Strict):
     base_pos: Vec3 = (0.0, 0.0, 0.0)
     reach: Number = Field(default=0.75, gt=0, description="max distance shoulder -> tcp (m)")
     shoulders: dict[Literal["left", "right"], Vec3] = {}
+    base: MobileBaseFile | None = None  # a mobile robot's planar base
     control: ControlFile = ControlFile()
     reference_task: str | None = None
 

@@ -31,6 +31,7 @@ from x2.spec.env import (
     EnvSpec,
     GripperPart,
     GripperSpec,
+    MobileBaseSpec,
     NodeSpec,
     ObjectInstance,
     PredicateCall,
@@ -114,10 +115,13 @@ def robot_record(robot: RobotSpec) -> dict[str, object]:
         if a.part is not None:
             arm["part"] = _part(a.part)
         arms.append(arm)
-    return {
+    record: dict[str, object] = {
         "name": robot.name, "mjcf": _file(robot.mjcf), "base_pos": list(robot.base_pos),
         "cameras": list(robot.cameras), "gripper": gripper, "arms": arms,
     }
+    if robot.base is not None:  # (absent for a fixed robot: its records stay as they were)
+        record["base"] = {f.name: _plain(getattr(robot.base, f.name)) for f in fields(MobileBaseSpec)}
+    return record
 
 
 def _plain(value: object) -> object:
@@ -160,7 +164,8 @@ def env_from_record(record: Mapping[str, Any], where: str = "world") -> EnvSpec:
             gripper=GripperSpec(g["kind"], Path(g["mjcf"]["name"]), float(g["open_ctrl"]), float(g["closed_ctrl"])),
             # (a part is provenance only: the recorded XML is the world)
             arms=tuple(ArmSpec(**{k: _tuple(v) for k, v in a.items() if k != "part"}) for a in r["arms"]),
-            cameras=tuple(r["cameras"]), base_pos=tuple(r["base_pos"]))
+            cameras=tuple(r["cameras"]), base_pos=tuple(r["base_pos"]),
+            base=MobileBaseSpec(**{k: _tuple(v) for k, v in r["base"].items()}) if "base" in r else None)
         booth = BoothSpec(**{k: _tuple(v) for k, v in sc["booth"].items()})
         objects = tuple(_object(o) for o in sc["objects"])
         task = None if record["task"] is None else _task(record["task"], where)

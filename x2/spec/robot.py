@@ -7,7 +7,7 @@ from pathlib import Path
 
 from x2.errors import NotFoundError
 from x2.spec import catalog, vendor
-from x2.spec.env import ArmPart, ArmSpec, GripperPart, GripperSpec, RobotSpec, Vec3, VendorSource
+from x2.spec.env import ArmPart, ArmSpec, GripperPart, GripperSpec, MobileBaseSpec, RobotSpec, Vec3, VendorSource
 from x2.spec.files import ArmPartFile, GripperFile, GripperPartFile, RobotFile, VendorSourceFile, parse
 from x2.spec.source import Fragment, is_file, load_fragment, resolved
 
@@ -84,8 +84,11 @@ def compile_robot(frag: Fragment, file: Path, gripper: str | None = None) -> Rob
                                  f"arms made from that file ({gripper_part.source.file.name}); arm {arm_spec.name} "
                                  "is not")
     hand = GripperSpec(kind=g.kind, mjcf=gripper_mjcf, open_ctrl=g.open, closed_ctrl=g.closed, part=gripper_part)
+    base = None if spec.base is None else MobileBaseSpec(
+        joints=spec.base.joints, actuators=spec.base.joints, home=spec.base.home, range=spec.base.range,
+        speed=spec.base.speed)
     model = RobotSpec(name=spec.name, mjcf=_file_next_to(frag, ("mjcf",), spec.mjcf), gripper=hand,
-                       arms=tuple(arms), cameras=tuple(spec.cameras), base_pos=spec.base_pos)
+                       arms=tuple(arms), cameras=tuple(spec.cameras), base_pos=spec.base_pos, base=base)
     shoulders: dict[str, Vec3] = dict(spec.shoulders.items())
     return RobotInfo(model, spec.reach, shoulders, spec.reference_task, spec.description, file,
                      spec.control.fps, spec.control.substeps)

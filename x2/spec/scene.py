@@ -69,12 +69,22 @@ def _check_region(frag: Fragment, key: tuple[str, ...], region: Region, footprin
     if not robot.shoulders:
         return
     base = robot.model.base_pos
+    # a mobile base carries its shoulders anywhere in its x, y range (its heading aside): the nearest of those
+    travel = robot.model.base.range[:2] if robot.model.base is not None else ((0.0, 0.0), (0.0, 0.0))
     for x, y in corners:
-        dist = min(math.dist((x, y, region.z), (base[0] + s[0], base[1] + s[1], base[2] + s[2]))
+        dist = min(math.dist((x, y, region.z), _nearest_on_travel((x, y), (base[0] + s[0], base[1] + s[1]), travel)
+                             + (base[2] + s[2],))
                    for s in robot.shoulders.values())
         if dist > robot.reach:
+            where = "a shoulder" if robot.model.base is None else "a shoulder the base can bring there"
             raise frag.error(key, f"corner ({_metres(x)}, {_metres(y)}) {_metres(dist)} m from the nearest shoulder "
-                             f"(unreachable by {robot.model.name})", f"points within {robot.reach} m of a shoulder")
+                             f"(unreachable by {robot.model.name})", f"points within {robot.reach} m of {where}")
+
+
+def _nearest_on_travel(point: tuple[float, float], shoulder: tuple[float, float],
+                       travel: tuple[tuple[float, float], tuple[float, float]]) -> tuple[float, float]:
+    """The shoulder's position, moved by a base within `travel` (x and y ranges), nearest to `point`."""
+    return tuple(min(max(p, s + lo), s + hi) for p, s, (lo, hi) in zip(point, shoulder, travel, strict=True))  # type: ignore[return-value]
 
 
 def compile_scene(frag: Fragment, file: Path, robot: RobotInfo, variant: str = "default") -> SceneInfo:

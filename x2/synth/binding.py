@@ -43,6 +43,12 @@ def check_bindings(env: EnvSpec) -> None:
                             f"a target for {binding.name} (@tag or OBJECT/PART)")
         if binding.arm == "both" and not sdef.both_arms:
             raise SpecError(file, line, f"{key}.arm", "'both'", f"left, right or auto for {binding.name}")
+        if sdef.needs_base and env.robot.base is None:
+            raise SpecError(file, line, f"{key}.name", f"task {task.name} needs a mobile base ({binding.name}); "
+                            f"robot {env.robot.name} has none", "a robot with a base: block")
+        if sdef.needs_base and binding.arm != "both":
+            raise SpecError(file, line, f"{key}.arm", repr(binding.arm),
+                            f"both for {binding.name} (the arms hold still while the base drives)")
         for param, value in binding.params.items():
             kind = sdef.params.get(param)
             if kind is None:

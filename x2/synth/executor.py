@@ -29,7 +29,7 @@ from x2.arrays import Floats
 from x2.rollout.teacher import Observation
 from x2.sim.backend import ResetInfo
 from x2.spec.action import ActionLayout
-from x2.synth.segments import ArmTrack, Gripper, Guarded, Segment, SkillFailure, Wait
+from x2.synth.segments import ArmTrack, BaseTrack, Gripper, Guarded, Segment, SkillFailure, Wait
 
 Program = Callable[[], Iterator[Segment]]
 REPLANNABLE = ("ik infeasible", "no plan", "target unreachable")  # failures another arm's pose may cause
@@ -118,6 +118,7 @@ class SkillExecutor:
     def __init__(self, layout: ActionLayout, program: Program | None = None):
         self._arm_slices = {a.name: a.joints for a in layout.arms}
         self._gripper_index = {a.name: a.gripper for a in layout.arms}
+        self._base_slice = layout.base
         self.arms = tuple(a.name for a in layout.arms)
         self.scheduler: Scheduler | None = SequentialProgram(program, self.arms) if program else None
         self.admission: Admission | None = None
@@ -154,6 +155,12 @@ class SkillExecutor:
     def arm_target(self, arm: str) -> np.ndarray:
         """The joint targets currently commanded to `arm` (what the next plan of this arm starts from)."""
         return self.targets[self._arm_slices[arm]].copy()
+
+    def base_target(self) -> np.ndarray:
+        """The mobile base's commanded (x, y, yaw)."""
+        if self._base_slice is None:
+            raise SkillFailure("target unreachable", "the robot has no mobile base")
+        return self.targets[self._base_slice].copy()
 
     def planning_pose(self, arm: str) -> np.ndarray:
         """Where `arm` stands for another lane's plan: the end of what its own lane has committed to."""
@@ -297,7 +304,7 @@ class SkillExecutor:
 
     def _done(self, lane: Lane, seg: Segment) -> bool:
         k = lane.k
-        if isinstance(seg, ArmTrack):
+        if isinstance(seg, ArmTrack | BaseTrack):
             return k >= len(seg)
         if isinstance(seg, Gripper):
             return k >= seg.ticks
@@ -344,6 +351,9 @@ class SkillExecutor:
             self.targets[self._arm_slices[seg.track.arm]] = seg.track.q[min(k, len(seg.track) - 1)]
         elif isinstance(seg, Gripper):
             self.targets[self._gripper_index[seg.arm]] = seg.value
+        elif isinstance(seg, BaseTrack):
+            assert self._base_slice is not None  # (base_target refused the skill that made it)
+            self.targets[self._base_slice] = seg.q[k]
         lane.k += 1
 
 
@@ -374,4 +384,6 @@ def _describe(lane: Lane) -> str:
         return f"a {seg.kind} motion of the {seg.arm} arm"
     if isinstance(seg, Gripper):
         return f"the {seg.arm} gripper"
+    if isinstance(seg, BaseTrack):
+        return "a drive of the base"
     return "nothing"

@@ -42,6 +42,16 @@ class ArmTrack:
 
 
 @dataclass(frozen=True)
+class BaseTrack:
+    """Targets for a mobile robot's base (x, y, yaw), one row per control tick; the arms hold their targets."""
+
+    q: np.ndarray  # (T, 3)
+
+    def __len__(self) -> int:
+        return len(self.q)
+
+
+@dataclass(frozen=True)
 class Gripper:
     """Command an arm's gripper (0 closed .. 1 open) and let the fingers move for `ticks`."""
 
@@ -71,4 +81,4 @@ class Wait:
     name: str = "wait"
 
 
-Segment = ArmTrack | Gripper | Guarded | Wait
+Segment = ArmTrack | BaseTrack | Gripper | Guarded | Wait

@@ -33,6 +33,7 @@ class WorldView(Protocol):
     def touching(self, body_a: str, body_b: str) -> bool: ...  # any geom of a's subtree touches one of b's
     def finger_bodies(self, arm: str) -> tuple[str, str]: ...
     def arm_joint_error(self, arm: str) -> float: ...  # max |q - home| over the arm's joints
+    def arm_root_pos(self, arm: str) -> Floats: ...  # where the arm's first joint axis is anchored (world)
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,14 @@ def gripper_released(world: WorldView, arm: str, obj: str) -> bool:
 def arm_at_home(world: WorldView, arm: str, tolerance: float = 0.1) -> bool:
     """Every joint of the arm (or both arms) is within `tolerance` rad of its home angle."""
     return all(world.arm_joint_error(a) <= tolerance for a in _arms(arm))
+
+
+@_predicate(obj="object", arm="arm", distance="float")
+def within_reach(world: WorldView, obj: str, arm: str, distance: float = 0.5) -> bool:
+    """The object's origin is at most `distance` metres from the arm's first joint axis, horizontally (a
+    mobile robot has driven there)."""
+    return all(float(np.hypot(*(world.object_pos(obj)[:2] - world.arm_root_pos(a)[:2]))) <= distance
+               for a in _arms(arm))
 
 
 def evaluate(world: WorldView, name: str, args: dict[str, object]) -> bool:

@@ -7,6 +7,11 @@
 - `VRClutch` (VR controllers): while the trigger is held, the controller's motion since the clutch
   closed moves the tcp target from where it was (scaled); released, the target holds.
 
+A mobile robot's base is driven in its own frame (forward, left, turn): from the keyboard after B (the motion
+keys w/s, a/d, j/l then drive the base, B again the arms), from VR with the thumbsticks (left: forward and
+sideways, right: turn). The Cartesian mappers keep their tcp targets in the base's frame, so the arms ride
+along with it.
+
 The two Cartesian mappers keep their tcp targets near the measured tcp (`_TcpTargets`): the robot's links
 collide with each other and with the world, so a commanded motion can be stopped by a contact, and a
 target running on ahead of an arm that cannot follow would wind the servos up against it.
@@ -136,6 +141,36 @@ class JointMirror:
         return self.cmd.copy()
 
 
+@dataclass(frozen=True)
+class BaseDriveConfig:
+    linear_mps: float = 0.25  # full key or stick: 25 cm/s forward or sideways
+    angular_rps: float = 0.5
+    stick_deadzone: float = 0.15  # a thumbstick at rest reads a few percent off centre
+
+
+class _BaseTarget:
+    """A mobile base's commanded (x, y, yaw), driven in the robot's own frame and kept within its range."""
+
+    def __init__(self, backend: Backend, config: BaseDriveConfig):
+        base = backend.env.robot.base
+        assert base is not None and backend.action_layout.base is not None
+        self.slice, self.config = backend.action_layout.base, config
+        self.lo, self.hi = np.array([r[0] for r in base.range]), np.array([r[1] for r in base.range])
+
+    def drive(self, cmd: np.ndarray, forward: float, left: float, turn: float, dt: float) -> bool:
+        """Move the target by one tick of (forward, left, turn) in [-1, 1]; True if it moved."""
+        if not (forward or left or turn):
+            return False
+        c = self.config
+        q = cmd[self.slice]
+        yaw = float(q[2])
+        step = np.array([np.cos(yaw) * forward - np.sin(yaw) * left, np.sin(yaw) * forward + np.cos(yaw) * left])
+        q[:2] += step * c.linear_mps * dt
+        q[2] += turn * c.angular_rps * dt
+        cmd[self.slice] = np.clip(q, self.lo, self.hi)
+        return True
+
+
 class _TcpTargets:
     """Per-arm tcp targets followed by damped least-squares IK, shared by the Cartesian mappers, kept near
     the measured tcp (`observe` each tick before `follow` / `hold`)."""
@@ -161,12 +196,23 @@ class _TcpTargets:
                                                                                                    strict=True)]
         self.q_measured = [self.cmd[sl].copy() for sl in self.slices]
         self.at_rest = [True] * n
+        # a mobile robot: the IK's model keeps its base at home, so targets live in the base's frame; measured
+        # poses are brought there from the world with the base's measured pose (the state's last three values)
+        self.mount = np.array([*backend.env.robot.base_pos[:2], 0.0]) if backend.env.robot.base else None
 
     def observe(self, robot: RobotState) -> None:
         """This tick's measured tcp poses, arm joint angles and whether each arm is at rest."""
+        to_base = None
+        if self.mount is not None:
+            x, y, yaw = (float(v) for v in robot.qpos[-3:])
+            turn = np.array([[np.cos(yaw), np.sin(yaw), 0.0], [-np.sin(yaw), np.cos(yaw), 0.0], [0.0, 0.0, 1.0]])
+            to_base = (turn, self.mount + np.array([x, y, 0.0]))
         for a, sl in enumerate(self.qpos_slices):
-            self.measured[a] = (np.asarray(robot.ee_pose[a, :3], dtype=np.float64).copy(),
-                                _quat_matrix(robot.ee_pose[a, 3:]))
+            pos, rot = np.asarray(robot.ee_pose[a, :3], dtype=np.float64).copy(), _quat_matrix(robot.ee_pose[a, 3:])
+            if to_base is not None:
+                turn, origin = to_base
+                pos, rot = self.mount + turn @ (pos - origin), turn @ rot
+            self.measured[a] = (pos, rot)
             self.q_measured[a] = np.asarray(robot.qpos[sl], dtype=np.float64).copy()
             self.at_rest[a] = bool(np.max(np.abs(robot.qvel[sl])) < REST_RPS)
 
@@ -244,9 +290,12 @@ class EEVelocity:
         self.status = "keys move the active arm"
         self.active = 1  # (set by reset: the robot's right arm)
         self.paused = False  # Enter ("engage") locks the arms against stray keys, and unlocks them
+        self.driving = False  # B: the motion keys drive a mobile robot's base instead of the active arm
 
     def reset(self, backend: Backend, home_action: np.ndarray) -> None:
         self.targets = _TcpTargets(backend, home_action)
+        self.base = _BaseTarget(backend, BaseDriveConfig()) if backend.env.robot.base is not None else None
+        self.driving = False
         self.names = [a.name for a in backend.env.robot.arms]
         self.rows = device_rows(backend)
         self.active = self.rows.index(1) if 1 in self.rows else 0  # the keyboard starts on the right arm
@@ -260,6 +309,8 @@ class EEVelocity:
                 self.active = self.rows.index(ev.arm)
             elif ev.kind == "engage":
                 self.paused = not self.paused
+            elif ev.kind == "base" and self.base is not None:
+                self.driving = not self.driving
             elif ev.kind == "gripper":
                 a = self.active if ev.arm not in self.rows else self.rows.index(ev.arm)
                 grip = tg.slices[a].stop
@@ -269,6 +320,10 @@ class EEVelocity:
             twist = np.asarray(sample.values["twist"], dtype=np.float64)
         if len(self.rows) == 1:  # one arm: whichever side the keyboard is on drives it (Tab changes nothing)
             twist = np.repeat(twist.sum(axis=0, keepdims=True), len(DEVICE_SIDES), axis=0)
+        if self.driving and self.base is not None:
+            keys = twist.sum(axis=0)  # (only the active row is ever non-zero)
+            self.base.drive(tg.cmd, float(keys[0]), float(keys[1]), float(keys[5]), dt)
+            twist = np.zeros_like(twist)  # the arms hold (and ride along)
         for a, row in enumerate(self.rows):
             v, w = twist[row, :3] * c.linear_mps * dt, twist[row, 3:] * c.angular_rps * dt
             if not (v.any() or w.any()):
@@ -280,7 +335,8 @@ class EEVelocity:
         arm = self.names[self.active]
         edge = " (at the edge of reach)" if tg.limited[self.active] else ""
         edge += " (blocked by a contact)" if tg.blocked[self.active] and not tg.limited[self.active] else ""
-        self.status = f"active arm: {arm}{edge}" + ("  [paused: Enter resumes]" if self.paused else "")
+        self.status = (("driving the base (B: the arms)" if self.driving else f"active arm: {arm}{edge}")
+                       + ("  [paused: Enter resumes]" if self.paused else ""))
         return tg.cmd.copy()
 
 
@@ -307,6 +363,7 @@ class VRClutch:
 
     def reset(self, backend: Backend, home_action: np.ndarray) -> None:
         self.targets = _TcpTargets(backend, home_action)
+        self.base = _BaseTarget(backend, BaseDriveConfig()) if backend.env.robot.base is not None else None
         self.names = [a.name for a in backend.env.robot.arms]
         self.rows = device_rows(backend)
         n = len(self.targets.slices)
@@ -324,6 +381,11 @@ class VRClutch:
             return tg.cmd.copy()
         v = sample.values
         parts = []
+        if self.base is not None and "stick" in v:  # (streams recorded before the sticks have none)
+            dead = self.base.config.stick_deadzone
+            stick = np.where(np.abs(v["stick"]) < dead, 0.0, np.asarray(v["stick"], dtype=np.float64))
+            if self.base.drive(tg.cmd, float(stick[0, 1]), -float(stick[0, 0]), -float(stick[1, 0]), 1.0 / self.fps):
+                parts.append("driving the base")
         for a, h in enumerate(self.rows):  # h: the hand driving arm a
             tg.cmd[tg.slices[a].stop] = float(np.clip(v["gripper"][h], 0.0, 1.0))
             held = v["clutch"][h] >= c.clutch_on

@@ -14,6 +14,7 @@ from x2.sim.backend import Backend
 @dataclass(frozen=True)
 class SafetyConfig:
     max_speed: float = 3.0  # rad/s per arm joint (as JointMirror), gripper: full stroke in 0.2 s
+    max_base_speed: float = 0.5  # m/s (rad/s) per mobile-base joint: twice the teleop mappers' drive
 
 
 class SafetyFilter:
@@ -26,6 +27,10 @@ class SafetyFilter:
             limits = backend.joint_range(arm.joints)
             self.lo[slots.joints], self.hi[slots.joints] = limits[:, 0], limits[:, 1]
             self.step[slots.joints] = c.max_speed / fps
+        base = backend.env.robot.base
+        if base is not None and layout.base is not None:  # a mobile base: within its range, at a drive's speed
+            self.lo[layout.base], self.hi[layout.base] = [r[0] for r in base.range], [r[1] for r in base.range]
+            self.step[layout.base] = c.max_base_speed / fps
         self.last: np.ndarray | None = None
         self.clamped = 0  # ticks where the filter changed the mapper's action
         self.rejected = 0  # ticks with non-finite actions (held the last one)

@@ -78,8 +78,13 @@ class _Compiled:
             return named(mujoco.mjtObj.mjOBJ_ACTUATOR, name)
 
         self.arm_qadr = {a.name: np.array([m.jnt_qposadr[jid(j)] for j in a.joints]) for a in env.robot.arms}
+        self.base_qadr: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.arm_home = {a.name: np.array(a.home) for a in env.robot.arms}
         joints = [j for a in env.robot.arms for j in (*a.joints, *a.gripper_joints)]
+        base = env.robot.base
+        if base is not None:  # recorded after the arms, as the action has it
+            joints += base.joints
+            self.base_qadr = np.array([m.jnt_qposadr[jid(j)] for j in base.joints], dtype=np.int64)
         self.robot_joints = tuple(joints)
         self.robot_qadr = np.array([m.jnt_qposadr[jid(j)] for j in joints])
         self.robot_dadr = np.array([m.jnt_dofadr[jid(j)] for j in joints])
@@ -87,6 +92,8 @@ class _Compiled:
         for arm in env.robot.arms:
             for name in (*arm.actuators, arm.gripper_actuator):
                 ctrl_ids.append(aid(name))
+        if base is not None:
+            ctrl_ids += [aid(name) for name in base.actuators]
         self.ctrl_ids = np.array(ctrl_ids)
         lo = m.actuator_ctrlrange[self.ctrl_ids, 0].copy()
         hi = m.actuator_ctrlrange[self.ctrl_ids, 1].copy()
@@ -254,6 +261,8 @@ class MujocoBackend:
             d.qpos[self._c.arm_qadr[arm.name]] = arm.home
             for j in arm.gripper_joints:
                 d.qpos[m.jnt_qposadr[self._c.lookup(mujoco.mjtObj.mjOBJ_JOINT, j)]] = self.env.robot.gripper.open_ctrl
+        if self.env.robot.base is not None:
+            d.qpos[self._c.base_qadr] = self.env.robot.base.home
         d.ctrl[self._c.ctrl_ids] = self._action_to_ctrl(self.home_action())
         mujoco.mj_forward(m, d)
         self._changed()
@@ -442,6 +451,10 @@ class MujocoBackend:
 
     def arm_joint_error(self, arm: str) -> float:
         return float(np.max(np.abs(self.data.qpos[self._c.arm_qadr[arm]] - self._c.arm_home[arm])))
+
+    def arm_root_pos(self, arm: str) -> Floats:
+        joint = self._c.lookup(mujoco.mjtObj.mjOBJ_JOINT, self.env.robot.arm(arm).joints[0])
+        return self.data.xanchor[joint].copy()
 
     # ----- rendering -------------------------------------------------------------------------
     def render(self, camera: str, width: int = 640, height: int = 480) -> Image:

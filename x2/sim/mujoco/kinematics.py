@@ -43,7 +43,8 @@ class ArmDLS:
         return cls(model, model.jnt_qposadr[jids].copy(), model.jnt_range[jids].copy(), site, **options)
 
     def fk(self, q: Floats) -> tuple[Floats, Floats]:
-        """Tcp position and rotation matrix at arm angles `q` (the arm chain depends on nothing else)."""
+        """Tcp position and rotation matrix at arm angles `q` (the arm chain depends on nothing else, but for a
+        mobile base, which stays where `data` has it)."""
         self.data.qpos[self.qadr] = q
         mujoco.mj_kinematics(self.model, self.data)
         return self.data.site_xpos[self.site].copy(), self.data.site_xmat[self.site].reshape(3, 3).copy()

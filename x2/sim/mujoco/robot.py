@@ -48,6 +48,12 @@ def robot_mjcf_spec(robot: RobotSpec) -> mujoco.MjSpec:
     spec = load_mjcf(robot.mjcf, f"robot {robot.name!r}")
     for body in spec.worldbody.bodies:
         body.pos = [p + o for p, o in zip(body.pos, robot.base_pos, strict=True)]
+    if robot.base is not None:
+        for name, limits in zip(robot.base.joints, robot.base.range, strict=True):
+            joint = spec.joint(name)
+            if joint is None:
+                raise NotFoundError(f"robot {robot.name!r} ({robot.mjcf}) has no base joint {name!r}")
+            joint.range, joint.limited = list(limits), mujoco.mjtLimited.mjLIMITED_TRUE
     g = robot.gripper
     in_arm = g.part if g.part is not None and g.part.in_arm else None
     for arm in robot.arms:

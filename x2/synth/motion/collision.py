@@ -110,6 +110,9 @@ class CollisionWorld:
             self.tcp_site[arm.name] = self._id(mujoco.mjtObj.mjOBJ_SITE, arm.tcp_site)
             for j in jids:
                 link_arm[int(m.jnt_bodyid[j])] = ai
+        base = self.env.robot.base
+        self.base_qadr = (m.jnt_qposadr[[self._id(mujoco.mjtObj.mjOBJ_JOINT, j) for j in base.joints]].copy()
+                          if base is not None else np.zeros(0, dtype=np.int32))
         first_joint = self._id(mujoco.mjtObj.mjOBJ_JOINT, self.env.robot.arms[0].joints[0])
         torso = int(m.body_rootid[int(m.jnt_bodyid[first_joint])])
         n = len(self.arms)
@@ -327,6 +330,16 @@ class CollisionWorld:
     def set_arm(self, arm: str, q: np.ndarray) -> None:
         """Move an arm in the world's qpos: checks that do not mention this arm see it here."""
         self._qpos[self.arm_qadr[self._arm(arm)]] = q
+
+    def set_base(self, q: np.ndarray) -> None:
+        """Move a mobile robot's base (x, y, yaw) in the world's qpos: every check sees the robot there."""
+        if not self.base_qadr.size:
+            raise NotFoundError(f"robot {self.env.robot.name!r} has no mobile base")
+        self._qpos[self.base_qadr] = q
+
+    def base_q(self) -> np.ndarray:
+        """A mobile robot's base (x, y, yaw) in the qpos checks start from."""
+        return self._qpos[self.base_qadr].copy()
 
     def set_joint(self, joint: str, value: float) -> None:
         """Set an object's joint (a door hinge, a drawer slide) in the qpos checks start from, so a

@@ -22,6 +22,7 @@ from x2.synth.motion.errors import IKError
 
 DOWN = np.array([0.0, 0.0, -1.0])
 LIMIT_SHRINK = 0.02  # rad kept from each joint limit for seeds, so the QP starts strictly feasible
+BASE_STILL = 1e4  # the damping cost on a mobile base's joints in an arm's IK (the frame task costs 1)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,14 @@ class ArmIK:
         self.frame = mink.FrameTask(site, "site", position_cost=1.0, orientation_cost=1.0, lm_damping=1e-3)
         self.posture = mink.PostureTask(model, cost=self.options.posture_cost)
         self.limits = [mink.ConfigurationLimit(model)]
+        self.tasks = [self.frame, self.posture]
+        base = world.env.robot.base
+        if base is not None:
+            # the QP would reach with a mobile base's joints (and only the arm's step is taken): they cost so
+            # much that the arm alone solves it
+            cost = np.zeros(model.nv)
+            cost[[model.jnt_dofadr[world.model.joint(j).id] for j in base.joints]] = BASE_STILL
+            self.tasks.append(mink.DampingTask(model, cost))
         self._site = site
 
     def solve(self, pos: np.ndarray, rot: np.ndarray | None = None, *, rng: np.random.Generator,
@@ -104,7 +113,7 @@ class ArmIK:
         self.config.update(q_full)
         dt = 1.0  # one full Newton-like step per iteration; ConfigurationLimit scales with dt
         for _ in range(o.max_iters):
-            v = mink.solve_ik(self.config, [self.frame, self.posture], dt, "daqp", damping=o.damping,
+            v = mink.solve_ik(self.config, self.tasks, dt, "daqp", damping=o.damping,
                               limits=self.limits)
             only_arm = np.zeros_like(v)
             only_arm[self.dofs] = v[self.dofs]  # the rest of the world never moves

@@ -3,13 +3,15 @@
 `ArmIK` (mink: a QP over the whole model per iteration, random restarts) finds a pose from anywhere,
 at 1-100 ms a solve. A screw or straight move only needs small corrections from the previous
 waypoint's solution: `x2.sim.mujoco.kinematics.ArmDLS` does that at ~25 us an iteration, so tracking
-a 15-waypoint arc costs about a millisecond. This binds it to one arm of a `CollisionWorld`.
+a 15-waypoint arc costs about a millisecond. This binds it to one arm of a `CollisionWorld`; on a mobile
+robot every solve first puts the base where the world has it (the arm chain hangs from it).
 """
 
 from __future__ import annotations
 
 import weakref
 
+from x2.arrays import Floats
 from x2.sim.mujoco.kinematics import ArmDLS
 from x2.synth.motion.collision import CollisionWorld
 
@@ -21,6 +23,21 @@ class SeededIK(ArmDLS):
         super().__init__(world.model, world.arm_qadr[arm], world.joint_range[arm], world.tcp_site[arm],
                          damping=damping, rot_weight=rot_weight)
         self.arm = arm
+        self._world = weakref.ref(world)  # (the world keys the shared solvers: a strong reference would keep it)
+        self._base_qadr = world.base_qadr
+
+    def _follow_base(self) -> None:
+        world = self._world()
+        if self._base_qadr.size and world is not None:
+            self.data.qpos[self._base_qadr] = world.base_q()
+
+    def solve(self, pos: Floats, rot: Floats, seed: Floats, **options: float | bool) -> Floats | None:
+        self._follow_base()
+        return super().solve(pos, rot, seed, **options)  # type: ignore[arg-type]
+
+    def fk(self, q: Floats) -> tuple[Floats, Floats]:
+        self._follow_base()
+        return super().fk(q)
 
 
 _SHARED: weakref.WeakKeyDictionary[CollisionWorld, dict[str, SeededIK]] = weakref.WeakKeyDictionary()
@@ -33,3 +50,4 @@ def seeded_ik(world: CollisionWorld, arm: str) -> SeededIK:
     if arm not in solvers:
         solvers[arm] = SeededIK(world, arm)
     return solvers[arm]
+

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from x2.synth.skills.base import SkillDef, SkillFn
+from x2.synth.skills.navigate import navigate
 from x2.synth.skills.open_close import close, open  # noqa: A004 - the skill's name
 from x2.synth.skills.pick_place import pick, place
 from x2.synth.skills.press_twist import press, twist
@@ -30,6 +31,10 @@ SKILLS: dict[str, SkillDef] = {
                      doc="push an object across the table with a closed fist from behind"),
     "pull": SkillDef("pull", pull, {"direction": list, "to": str, "distance": float},
                      doc="grasp an object (or its handle) low and drag it across the table, then let go"),
+    "navigate": SkillDef("navigate", navigate, {"reach_with": str, "distance": float}, both_arms=True,
+                         needs_base=True,
+                         doc="drive a mobile robot's base until the target is `distance` ahead of the `reach_with` "
+                             "arm (collision-free, the arms holding still)"),
     "twist": SkillDef("twist", twist, {"angle": float, "approach": float},
                       doc="grasp a knob and turn it about its hinge by `angle` rad, closed-loop on the joint"),
 }

@@ -20,4 +20,5 @@ class SkillDef:
     needs_target: bool = True
     both_arms: bool = False  # may be bound to arm: both
     arm_by_arm: bool = False  # bound to both, it is the same skill on each arm alone: the arms may move at once
+    needs_base: bool = False  # drives a mobile base (and holds every arm meanwhile: bound to both)
     doc: str = ""
