@@ -19,6 +19,7 @@ from x2.errors import X2Error
 from x2.labeling import topological_order
 from x2.spec import vendor
 from x2.spec.env import ArmPart, GripperPart
+from x2.spec.files import DIMENSIONS
 
 robots_app = typer_group(
     "robots", "List and inspect robots; fetch the vendor files some are made of.",
@@ -116,16 +117,28 @@ def robots_fetch() -> None:
 
 
 @tasks_app.command("ls")
-def tasks_ls() -> None:
-    """List tasks. Example: [cyan]x2 tasks ls[/cyan]"""
-    table = Table(title="tasks", title_justify="left")
-    for col in ("name", "robot", "scene", "subtasks", "instruction"):
+def tasks_ls(
+    dimension: Annotated[str | None, typer.Option(
+        "--dimension", help="only tasks exercising this capability dimension: " + ", ".join(DIMENSIONS))] = None,
+) -> None:
+    """List tasks with the capability dimensions they exercise.
+
+    Example: [cyan]x2 tasks ls[/cyan]
+
+    Only the bimanual ones: [cyan]x2 tasks ls --dimension bimanual_coordination[/cyan]
+    """
+    if dimension is not None and dimension not in DIMENSIONS:
+        raise X2Error(f"--dimension: found {dimension!r}; allowed: {', '.join(DIMENSIONS)}")
+    table = Table(title="tasks" if dimension is None else f"tasks exercising {dimension}", title_justify="left")
+    for col in ("name", "dimensions", "robot", "scene", "subtasks", "instruction"):
         table.add_column(col)
     for name in spec.names("tasks"):
         env = spec.load_env(name)
         assert env.task is not None
-        table.add_row(*map(escape, (env.task.name, env.robot.name, env.scene_name, str(len(env.task.nodes)),
-                                    env.task.instruction)))
+        if dimension is not None and dimension not in env.task.dimensions:
+            continue
+        table.add_row(*map(escape, (env.task.name, ", ".join(env.task.dimensions), env.robot.name, env.scene_name,
+                                    str(len(env.task.nodes)), env.task.instruction)))
     console.print(table)
 
 

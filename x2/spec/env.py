@@ -258,6 +258,7 @@ class TaskSpec:
     horizon_s: float
     nodes: tuple[NodeSpec, ...]
     edges: tuple[tuple[str, str], ...]
+    dimensions: tuple[str, ...] = ()  # the capability dimensions it exercises (x2/spec/files.py: Dimension)
 
     @property
     def node_ids(self) -> tuple[str, ...]:

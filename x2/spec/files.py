@@ -7,7 +7,7 @@ a silently ignored setting.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError, model_validator
 from pydantic_core import ErrorDetails
@@ -374,10 +374,20 @@ class NodeFile(_Strict):
     skill: dict[str, Any] | None = None
 
 
+# The capability dimensions a task exercises: the X2Real benchmark's ten (reasoning: generalization, visual and
+# language understanding, memory; manipulation: precision, bimanual coordination, tool usage, dynamic and mobile
+# operation) and the suite's categories beside them (long horizon, twisting, challenge).
+Dimension = Literal["generalization", "visual_understanding", "language_understanding", "memory", "precision",
+                    "bimanual_coordination", "tool_usage", "dynamic_operation", "mobile_operation", "long_horizon",
+                    "twisting", "challenge"]
+DIMENSIONS: tuple[str, ...] = get_args(Dimension)
+
+
 class TaskFile(_Strict):
     name: Name
     instruction: str
     scene: str
+    dimensions: list[Dimension] = []
     robot: str | None = None  # the robot it is usually run with
     horizon_s: Number = Field(default=60.0, gt=0)
     nodes: dict[Name, NodeFile] = Field(min_length=1)

@@ -86,6 +86,7 @@ def task_record(task: TaskSpec) -> dict[str, object]:
         "nodes": [{"id": n.id, "success": calls(n.success), "failure": calls(n.failure), "timeout_s": n.timeout_s,
                    "score": n.score, "description": n.description, "skill": skill(n.skill)} for n in task.nodes],
         "edges": [list(e) for e in task.edges],
+        "dimensions": list(task.dimensions),
     }
 
 
@@ -216,4 +217,5 @@ def _task(t: Mapping[str, Any], where: str) -> TaskSpec:
                            timeout_s=n["timeout_s"], score=float(n["score"]), description=n["description"],
                            skill=skill(n["skill"])) for n in t["nodes"])
     return TaskSpec(t["name"], t["instruction"], float(t["horizon_s"]), nodes,
-                     tuple((str(a), str(b)) for a, b in t["edges"]))
+                     tuple((str(a), str(b)) for a, b in t["edges"]),
+                     tuple(str(d) for d in t.get("dimensions", [])))  # (absent from records of an older x2)

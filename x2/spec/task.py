@@ -192,7 +192,8 @@ def compile_task(frag: Fragment, scene: SceneInfo, robot: RobotInfo) -> TaskSpec
                  skill=_skill(resolver, ("nodes", nid, "skill"), node.skill))
         for nid, node in spec.nodes.items()
     )
-    return TaskSpec(spec.name, spec.instruction, spec.horizon_s, nodes, tuple((a, b) for a, b in spec.edges))
+    return TaskSpec(spec.name, spec.instruction, spec.horizon_s, nodes, tuple((a, b) for a, b in spec.edges),
+                    tuple(spec.dimensions))
 
 
 def load_env(task: str | None, robot: str | None = None, variant: str = "default",
