@@ -1,4 +1,5 @@
-"""Robots made of vendor parts (franka-panda): faithful to the vendor's file, self-contained when recorded,
+"""Robots made of vendor parts (franka-panda, franka-robotiq, aloha, arx-r5): faithful to the vendor's file,
+self-contained when recorded,
 refused by tasks they cannot do, and synthesised on; and the vendor fetch that brings their files."""
 
 from __future__ import annotations
@@ -115,13 +116,78 @@ def test_the_aloha_arms_are_the_vendors_viperx() -> None:
                     (f"{arm.name}_vx300s_left", "vx300s_left"), vm, vd, theirs, rng)
 
 
-def test_another_gripper_gives_another_model_on_the_same_arm() -> None:
+def test_the_robotiq_linkage_is_the_vendors() -> None:
+    """The 2F-85 on x2's Panda against Menagerie's in gym-hil's panda.xml compiled alone (gravity off, x2's
+    integrator and step): joints, limits, masses, and at five commands the settled linkage (every joint) and
+    the pads in the gripper base's frame; the measured jaw's open end is where reset puts the linkage."""
+    part = load_robot("franka-robotiq").model.gripper.part
+    assert part is not None and part.linkage is not None
+    vm = mujoco.MjModel.from_xml_path(str(part.source.file))
+    backend = make_backend(load_env("pick_place", robot="franka-robotiq"))
+    m = backend.model
+    vm.opt.integrator, vm.opt.timestep, vm.opt.gravity[:] = m.opt.integrator, m.opt.timestep, 0.0
+    vd = mujoco.MjData(vm)
+    arm = backend.env.robot.arms[0]
+    ours = [m.joint(j).id for j in arm.gripper_joints]
+    theirs = [vm.joint(j).id for j in (*part.fingers, *part.linkage.joints)]
+    for table in ("jnt_range", "jnt_axis", "jnt_stiffness", "dof_damping", "dof_armature"):
+        index = [m.jnt_dofadr[ours], vm.jnt_dofadr[theirs]] if table.startswith("dof") else [ours, theirs]
+        np.testing.assert_allclose(getattr(m, table)[index[0]], getattr(vm, table)[index[1]], atol=1e-6)
+    for mine, vendors in (("right_base", "base"), ("right_finger_a", "right_pad"),
+                          ("right_a_follower", "right_follower"), ("right_b_coupler", "left_coupler"),
+                          ("right_b_spring_link", "left_spring_link")):
+        assert m.body_mass[m.body(mine).id] == pytest.approx(vm.body_mass[vm.body(vendors).id], rel=1e-6)
+    assert (m.neq, m.ntendon) == (vm.neq, vm.ntendon)  # the four-bars' connects, the joint tie, the tendon
+    servo, vendor_servo = m.actuator("right_gripper").id, vm.actuator("fingers_actuator").id
+    for table in ("actuator_gainprm", "actuator_biasprm", "actuator_forcerange", "actuator_ctrlrange"):
+        # (a recorded world is MJCF text, numbers to 6 digits: 0.3137255 is 0.313725 there)
+        np.testing.assert_allclose(getattr(m, table)[servo], getattr(vm, table)[vendor_servo], rtol=1e-5)
+    backend.reset(0)
+    np.testing.assert_allclose(backend.joint_values(arm.gripper_joints), backend.jaw().qpos[-1])
+    mujoco.mj_kinematics(vm, vd)  # mounted on link7 as the vendor mounts it
+    for got, want in zip(_pose(m, backend.data, "right_base", "right_link7"), _pose(vm, vd, "base", "link7"),
+                         strict=True):
+        np.testing.assert_allclose(got, want, atol=1e-6)
+    for command in (0, 64, 128, 192, 255):
+        backend.reset(0)
+        action = backend.home_action()
+        action[-1] = 1.0 - command / 255  # the action's gripper value: 1 open (the vendor's 0) .. 0 closed (255)
+        for _ in range(45):
+            backend.step(action)
+        mujoco.mj_resetData(vm, vd)
+        vd.ctrl[vendor_servo] = command
+        mujoco.mj_step(vm, vd, nstep=round(1.5 / vm.opt.timestep))
+        np.testing.assert_allclose(backend.joint_values(arm.gripper_joints), vd.qpos[vm.jnt_qposadr[theirs]],
+                                   atol=2e-3)  # (closed: the pads press on each other, with x2's pad contacts)
+        for mine, vendors in (("right_finger_a", "right_pad"), ("right_finger_b", "left_pad")):
+            p_ours, r_ours = _pose(m, backend.data, mine, "right_base")
+            p_vendor, r_vendor = _pose(vm, vd, vendors, "base")
+            assert np.linalg.norm(p_ours - p_vendor) < 1e-4, (command, mine)
+            np.testing.assert_allclose(r_ours, r_vendor, atol=2e-3)
+
+
+def test_the_robotiq_jaw_is_measured() -> None:
+    """The measured jaw: 0..85 mm between the pads (Robotiq's stroke), growing with the command; a gap asked of
+    it comes back from the linkage it settles."""
+    jaw = make_backend(load_env("pick_place", robot="franka-robotiq")).jaw()
+    assert jaw is not None
+    assert jaw.gap_closed == pytest.approx(0.0, abs=1e-3) and jaw.gap_open == pytest.approx(0.085, abs=1e-3)
+    assert np.all(np.diff(jaw.gaps) > 0)
+    for gap in (0.02, 0.05, 0.08):
+        command = jaw.command_for_gap(gap)
+        assert float(np.interp(command, jaw.commands, jaw.gaps)) == pytest.approx(gap, abs=1e-9)
+        assert jaw.command_at(float(jaw.joints_at(command)[0])) == pytest.approx(command, abs=1e-6)
+    assert make_backend(load_env("pick_place", robot=ROBOT)).jaw() is None  # slides: the opening is the ctrl
+
+
+@pytest.mark.parametrize(("gripper", "geom"), [("G", "right_pad_a"), ("robotiq-2f85", "right_a_pad1")])
+def test_another_gripper_gives_another_model_on_the_same_arm(gripper: str, geom: str) -> None:
     own = make_backend(load_env("pick_place", robot=ROBOT))
-    other = make_backend(load_env("pick_place", robot=ROBOT, gripper="G"))
-    assert other.env.robot.name == "franka-panda+G" and other.env.robot.gripper.kind == "G"
-    assert load_env("pick_place", robot="franka-panda+G").robot == other.env.robot  # the recorded name loads it
+    other = make_backend(load_env("pick_place", robot=ROBOT, gripper=gripper))
+    assert other.env.robot.name == f"franka-panda+{gripper}" and other.env.robot.gripper.kind == gripper
+    assert load_env("pick_place", robot=f"franka-panda+{gripper}").robot == other.env.robot  # the recorded name
     hand = {own.model.geom(g).name for g in range(own.model.ngeom)}
-    assert "right_pad_a" in {other.model.geom(g).name for g in range(other.model.ngeom)} and "right_pad_a" not in hand
+    assert geom in {other.model.geom(g).name for g in range(other.model.ngeom)} and geom not in hand
     arm = own.env.robot.arms[0]
     assert other.env.robot.arms[0].joints == arm.joints
     rng = np.random.default_rng(3)
@@ -244,7 +310,7 @@ def test_a_one_arm_robot_refuses_a_two_arm_task_in_one_line() -> None:
     assert "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("robot", [ROBOT, "aloha", "arx-r5"])
+@pytest.mark.parametrize("robot", [ROBOT, "aloha", "arx-r5", "franka-robotiq"])
 def test_pick_place_synthesises_and_replays_exactly(tmp_path: Path, robot: str) -> None:
     out = tmp_path / robot
     run = SynthRun(SynthConfig("pick_place", robot=robot, n=2, workers=1, seed=5, max_attempts=4), out).run()
@@ -399,3 +465,22 @@ def test_a_source_archive_comes_straight_from_the_index(tmp_path: Path, monkeypa
         server.shutdown()
     files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
     assert files == ["demo_pkg-1.0/LICENSE", "demo_pkg-1.0/robot/arm.urdf"]
+
+
+def test_a_linkage_part_naming_what_its_file_lacks_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A linkage gripper's part file must name every linkage joint of the vendor's gripper, and give its pads."""
+    info = load_robot("franka-robotiq")
+    part_text = (info.file.parent / "parts" / "robotiq-2f85.yaml").read_text().replace("name: robotiq-2f85", "name: r")
+    (tmp_path / "parts").mkdir()
+    robot = tmp_path / "arm-robotiq.yaml"
+    robot.write_text(info.file.read_text().replace("mounts/stand.xml", str(info.model.mjcf)).replace(
+        "gripper: robotiq-2f85", "gripper: {kind: r, part: r, open: 0, closed: 255}"))
+    part = tmp_path / "parts" / "r.yaml"
+    part.write_text(part_text.replace(" left_follower_joint]", "]"))
+    with pytest.raises(SpecError) as err:
+        make_backend(load_env("pick_place", robot=str(robot)))
+    assert "linkage: found left_follower_joint;" in str(err.value) and "\n" not in str(err.value)
+    part.write_text(part_text.replace("pads: [right_pad, left_pad]\n", ""))
+    with pytest.raises(SpecError) as err:
+        load_robot(str(robot))
+    assert "pads" in str(err.value) and str(part) in str(err.value) and "\n" not in str(err.value)

@@ -1,6 +1,7 @@
 """The wrist cameras see what a grasp policy needs: both fingertips and the tcp inside the picture, open
 and closed, with the gripper's own geoms covering only a small part of it; on every robot (x2's own grippers,
-x2/robots/artixon/gripper_*.xml, and the wrist cameras x2 puts on vendor grippers, x2/robots/parts)."""
+x2/robots/artixon/gripper_*.xml, and the wrist cameras x2 puts on vendor grippers, x2/robots/parts; a linkage
+gripper's ends where its measured jaw settles them)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from x2.sim import make_backend
+from x2.sim import Jaw, make_backend
 from x2.spec import load_env, load_robot, names
 
 H, W = 96, 128
@@ -18,11 +19,11 @@ MARGIN = 0.03  # of the image size: a fingertip on the border is not "in view"
 MAX_COVER = 0.2  # measured <= 0.16; the palm-level mount these replaced covered 0.27-0.36
 
 
-def _model(robot: str) -> mujoco.MjModel:
+def _model(robot: str) -> tuple[mujoco.MjModel, Jaw | None]:
     backend = make_backend(load_env("pick_place", robot=robot))
     try:
         backend.reset(0)
-        return mujoco.MjModel.from_xml_string(backend.model_xml())
+        return mujoco.MjModel.from_xml_string(backend.model_xml()), backend.jaw()
     finally:
         backend.close()
 
@@ -55,7 +56,7 @@ def _fingertip_corners(m: mujoco.MjModel, d: mujoco.MjData, arm: str, fingers: l
 
 @pytest.mark.parametrize("robot", names("robots"))
 def test_wrist_cameras_see_both_fingertips_and_the_tcp(robot: str) -> None:
-    m = _model(robot)
+    m, jaw = _model(robot)
     d = mujoco.MjData(m)
     renderer = mujoco.Renderer(m, H, W)
     renderer.enable_segmentation_rendering()
@@ -63,12 +64,22 @@ def test_wrist_cameras_see_both_fingertips_and_the_tcp(robot: str) -> None:
         for arm in load_robot(robot).model.arms:
             cam = m.camera(f"{arm.name}_wrist").id
             joints = [m.joint(j) for j in arm.gripper_joints]
-            fingers = [int(j.bodyid[0]) for j in joints]
-            gripper_bodies = {*fingers, int(m.body_parentid[fingers[0]])}
+            if jaw is None:  # slides: the finger bodies are the joints', the gripper's body their parent
+                fingers = [int(j.bodyid[0]) for j in joints]
+                gripper_bodies = {*fingers, int(m.body_parentid[fingers[0]])}
+                ends = [[float(joints[0].range[i])] * len(joints) for i in (1, 0)]
+            else:  # a linkage: the pads at its ends, the gripper every body under the tcp's, as the jaw settles
+                fingers = [m.body(f"{arm.name}_finger_{s}").id for s in "ab"]
+                inside = np.zeros(m.nbody, dtype=bool)
+                for b in range(m.nbody):
+                    inside[b] = b == m.site(f"{arm.name}_tcp").bodyid[0] or (b > 0 and inside[m.body_parentid[b]])
+                gripper_bodies = set(np.flatnonzero(inside).tolist())
+                ends = [jaw.joints_at(1.0).tolist(), jaw.joints_at(0.0).tolist()]
             own = [g for g in range(m.ngeom) if m.geom_bodyid[g] in gripper_bodies]
-            for opening in (float(joints[0].range[1]), float(joints[0].range[0])):
-                for joint in joints:
-                    d.qpos[joint.qposadr[0]] = opening
+            for values in ends:
+                opening = values[0]
+                for joint, value in zip(joints, values, strict=True):
+                    d.qpos[joint.qposadr[0]] = value
                 mujoco.mj_kinematics(m, d)
                 mujoco.mj_camlight(m, d)
                 where = f"{robot} {arm.name} opening {opening}"

@@ -64,8 +64,9 @@ def robots_show(
     info = spec.load_robot(name)
     m = info.model
     console.print(f"[bold]{escape(m.name)}[/bold]  {escape(info.description)}")
+    unit = " m" if m.gripper.drive == "slide" else " (the vendor's command; its jaw is measured on the linkage)"
     console.print(escape(f"file {info.file}\nMJCF {m.mjcf}\ngripper {m.gripper.kind} ({m.gripper.mjcf.name}), ctrl "
-                         f"closed {m.gripper.closed_ctrl} .. open {m.gripper.open_ctrl} m; control {info.fps} Hz x "
+                         f"closed {m.gripper.closed_ctrl} .. open {m.gripper.open_ctrl}{unit}; control {info.fps} Hz x "
                          f"{info.substeps} substeps; reach {info.reach} m; reference task {info.reference_task}"))
     parts: list[tuple[str, ArmPart | GripperPart]] = [(f"arm {a.name}", a.part) for a in m.arms if a.part]
     parts += [("gripper", m.gripper.part)] if m.gripper.part is not None else []

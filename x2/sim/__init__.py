@@ -3,11 +3,11 @@
 from collections.abc import Mapping
 
 from x2 import format as fmt
-from x2.sim.backend import Backend, CameraInfo, Contact, ResetInfo, RobotState, SimulationUnstable
+from x2.sim.backend import Backend, CameraInfo, Contact, Jaw, ResetInfo, RobotState, SimulationUnstable
 from x2.sim.layout import LayoutError, Placement, solve_layout
 from x2.spec.env import EnvSpec
 
-__all__ = ["Backend", "CameraInfo", "Contact", "LayoutError", "Placement", "ResetInfo", "RobotState",
+__all__ = ["Backend", "CameraInfo", "Contact", "Jaw", "LayoutError", "Placement", "ResetInfo", "RobotState",
            "SimulationUnstable", "make_backend", "recorded_backend", "solve_layout"]
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
+
 from x2.arrays import Floats, Image
 from x2.errors import X2Error
 from x2.sim.layout import Placement
@@ -55,6 +57,38 @@ class CameraInfo:
     intrinsics: Floats  # 3x3
     extrinsics: Floats  # 4x4 camera-to-world (OpenGL camera axes: -z forward)
     extra: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False)
+class Jaw:
+    """A linkage gripper's jaw, settled at evenly spaced commands (the gripper action, 0 closed .. 1 open) on the
+    gripper alone (x2/sim/mujoco/jaw.py): the gap between its pads and every gripper joint."""
+
+    commands: Floats  # (K,) increasing, 0 .. 1
+    gaps: Floats  # (K,) m between the pads' inner faces, growing with the command
+    qpos: Floats  # (K, J) the arm's gripper joints (ArmSpec.gripper_joints' order), finger_a first
+
+    @property
+    def gap_open(self) -> float:
+        return float(self.gaps[-1])
+
+    @property
+    def gap_closed(self) -> float:
+        return float(self.gaps[0])
+
+    def joints_at(self, command: float) -> Floats:
+        """Every gripper joint where `command` settles the linkage (interpolated between measured commands)."""
+        return np.array([np.interp(command, self.commands, column) for column in self.qpos.T])
+
+    def command_for_gap(self, gap: float) -> float:
+        """The smallest command that opens the jaw to `gap` (0 below the closed gap, 1 beyond the open one)."""
+        rising = np.concatenate([[True], np.diff(self.gaps) > 0])  # (a saturated closed end: its first command)
+        return float(np.interp(gap, self.gaps[rising], self.commands[rising]))
+
+    def command_at(self, finger: float) -> float:
+        """The command whose settled finger_a joint is `finger` (where the jaw stands when nothing blocks it)."""
+        order = np.argsort(self.qpos[:, 0], kind="stable")
+        return float(np.interp(finger, self.qpos[order, 0], self.commands[order]))
 
 
 class SimulationUnstable(X2Error):
@@ -106,6 +140,7 @@ class Backend(Protocol):
     def render(self, camera: str, width: int = 640, height: int = 480) -> Image: ...
     def camera_info(self, camera: str, width: int = 640, height: int = 480) -> CameraInfo: ...
     def model_xml(self) -> str: ...
+    def jaw(self) -> Jaw | None: ...  # a linkage gripper's measured jaw; None: slide fingers (ctrl = opening)
     def close(self) -> None: ...
 
     # WorldView

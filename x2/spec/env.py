@@ -63,12 +63,36 @@ class GripperPart:
     camera_pos: Vec3
     camera_xyaxes: tuple[float, float, float, float, float, float]
     camera_fovy: float
-    kp: float
-    kv: float
-    force: float
+    kp: float | None  # x2's servo on a slide finger; None: a linkage keeps the vendor's actuator
+    kv: float | None
+    force: float | None
     pad_friction: Vec3
     rgba: tuple[float, float, float, float]
     in_arm: bool = False  # the gripper lives in its arm's vendor file (ALOHA's ViperX): renamed in place
+    linkage: Linkage | None = None  # None: slide fingers
+    mount_quat: Quat = (1.0, 0.0, 0.0, 0.0)  # the gripper body at the flange
+
+
+DRIVES = ("slide", "linkage")  # how a gripper's fingers move (GripperSpec.drive)
+SIDES = ("a_", "b_")  # a linkage gripper's two sides in x2's names (finger_a's side, finger_b's)
+
+
+@dataclass(frozen=True)
+class Linkage:
+    """A gripper whose fingers ride on linkages of hinges (the Robotiq 2F-85's four-bars), kept as the vendor
+    wrote them: its joints, equality constraints, tendon and actuator."""
+
+    pads: tuple[str, str]  # vendor bodies that grip: they become bodies finger_a, finger_b
+    sides: tuple[str, str]  # vendor name prefix of each side's elements: it becomes SIDES
+    joints: tuple[str, ...]  # the vendor's other linkage joints, in the order x2 records them
+    actuator: str  # the vendor's actuator: it becomes `gripper`
+
+    def renamed(self, name: str) -> str:
+        """x2's name of a vendor element of the gripper (its side prefix replaced)."""
+        for side, ours in zip(self.sides, SIDES, strict=True):
+            if name.startswith(side):
+                return ours + name[len(side):]
+        return name
 
 
 @dataclass(frozen=True)
@@ -79,8 +103,8 @@ class ArmSpec:
     joints: tuple[str, ...]  # arm joint names in the compiled model, base to tip
     actuators: tuple[str, ...]  # position actuators, same order as joints
     home: tuple[float, ...]  # home joint angles (rad)
-    gripper_actuator: str  # position actuator driving the fingers (ctrl in finger metres)
-    gripper_joints: tuple[str, ...]  # finger joints (recorded in qpos)
+    gripper_actuator: str  # the actuator driving the fingers (GripperSpec: its ctrl)
+    gripper_joints: tuple[str, ...]  # finger joints (recorded in qpos): finger_a, finger_b, a linkage's others
     tcp_site: str  # tool centre point between the fingertips
     wrist_camera: str | None = None
     reach_joints: tuple[int, int] = (1, 4)  # 0-based: shoulder pitch and wrist pitch (x2.synth's reach screen)
@@ -90,13 +114,18 @@ class ArmSpec:
 @dataclass(frozen=True)
 class GripperSpec:
     """Gripper variant. Action value g in [0, 1] (0 = closed, 1 = open) maps linearly to
-    actuator ctrl = closed + g * (open - closed)."""
+    actuator ctrl = closed + g * (open - closed).
+
+    A slide gripper's ctrl is the finger opening per side in metres, so the jaw's gap follows from it; a
+    linkage gripper's is its vendor's command, and the simulator measures its jaw (gap and every linkage
+    joint per command: x2.sim.backend.Jaw)."""
 
     kind: str  # "G" parallel jaw | "H" wide-stroke | a vendor gripper's name
     mjcf: Path
     open_ctrl: float
     closed_ctrl: float
     part: GripperPart | None = None  # a vendor gripper (then `mjcf` is its vendor file)
+    drive: str = "slide"  # one of DRIVES
 
 
 @dataclass(frozen=True)

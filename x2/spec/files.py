@@ -43,8 +43,10 @@ class GripperFile(_Strict):
     # x2's own gripper MJCF (next to the robot file), or a vendor part (robots/parts/<part>.yaml): one of them
     mjcf: str | None = None
     part: Name | None = None
-    open: Number = Field(gt=0, description="actuator ctrl when fully open (finger opening per side, m)")
-    closed: Number = Field(ge=0)
+    # the gripper servo's ctrl at either end: a slide gripper's finger opening per side (m, closed < open); a
+    # linkage gripper's vendor command (the 2F-85's 0 open .. 255 closed)
+    open: Number = Field(ge=0, description="actuator ctrl when fully open")
+    closed: Number = Field(ge=0, description="actuator ctrl when fully closed")
 
     @model_validator(mode="after")
     def _one_source(self) -> GripperFile:
@@ -121,18 +123,48 @@ class GripperPartFile(_Strict):
     description: str = ""
     source: VendorSourceFile
     root: str  # the vendor body that becomes "gripper"
-    fingers: tuple[str, str]  # vendor finger joints (slides, opening per side): finger_a, finger_b
+    # slide: each finger on a slide opening per side; linkage: each finger at the end of a linkage of hinges
+    # closed by the vendor's equality constraints and driven by the vendor's actuator (x2/sim/mujoco/parts.py)
+    drive: Literal["slide", "linkage"] = "slide"
+    fingers: tuple[str, str]  # vendor finger joints -> finger_a, finger_b (slides; a linkage's driven hinges)
+    # linkage only: the bodies that grip (-> bodies finger_a, finger_b), the name prefix of each side's elements
+    # in the vendor file (-> a_, b_), the linkage's other joints (recorded after finger_a, finger_b) and the
+    # vendor's actuator (-> gripper, its gains and force as the vendor set them)
+    pads: tuple[str, str] | None = None
+    sides: tuple[str, str] | None = None
+    linkage: list[str] = []
+    actuator: str | None = None
+    # the gripper body's rotation at the flange (the vendor's mounting), in which tcp and camera are given
+    mount_quat: tuple[Number, Number, Number, Number] = (1.0, 0.0, 0.0, 0.0)
     in_arm: Flag = False  # the gripper is part of its arm's vendor file (root: its body there)
     tcp: Vec3  # in the root body
     tcp_quat: tuple[Number, Number, Number, Number] = (1.0, 0.0, 0.0, 0.0)  # +z the approach, fingers along y
     camera_pos: Vec3
     camera_xyaxes: tuple[Number, Number, Number, Number, Number, Number]
     camera_fovy: Size
-    kp: Size
-    kv: Extent
-    force: Size  # N, the squeeze
+    kp: Size | None = None  # x2's servo on a slide finger (a linkage keeps the vendor's actuator)
+    kv: Extent | None = None
+    force: Size | None = None  # N, the squeeze
     pad_friction: tuple[Size, Extent, Extent] = (1.5, 0.02, 0.0001)
     rgba: RGBA = (0.92, 0.92, 0.9, 1.0)
+
+    @model_validator(mode="after")
+    def _drive(self) -> GripperPartFile:
+        if self.drive == "slide":
+            missing = [f for f in ("kp", "kv", "force") if getattr(self, f) is None]
+            if missing:
+                raise ValueError(f"{', '.join(missing)}: required for slide fingers (x2's servo)")
+            extra = [f for f in ("pads", "sides", "actuator") if getattr(self, f) is not None] + \
+                (["linkage"] if self.linkage else [])
+            if extra:
+                raise ValueError(f"{', '.join(extra)}: only for drive: linkage")
+        else:
+            missing = [f for f in ("pads", "sides", "actuator") if getattr(self, f) is None]
+            if missing:
+                raise ValueError(f"{', '.join(missing)}: required for drive: linkage")
+            if self.in_arm:
+                raise ValueError("in_arm: only for slide fingers")
+        return self
 
 
 PartFile = ArmPartFile | GripperPartFile

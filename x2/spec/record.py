@@ -24,6 +24,7 @@ from typing import Any
 from x2.errors import DatasetError
 from x2.spec.action import DEFINITION
 from x2.spec.env import (
+    DRIVES,
     ArmPart,
     ArmSpec,
     AssetSpec,
@@ -108,6 +109,8 @@ def robot_record(robot: RobotSpec) -> dict[str, object]:
     g = robot.gripper
     gripper: dict[str, object] = {"kind": g.kind, "mjcf": _file(g.mjcf), "open_ctrl": g.open_ctrl,
                                   "closed_ctrl": g.closed_ctrl}
+    if g.drive != "slide":  # (a slide gripper's record stays as it was)
+        gripper["drive"] = g.drive
     if g.part is not None:
         gripper["part"] = _part(g.part)
     arms = []
@@ -160,9 +163,12 @@ def env_from_record(record: Mapping[str, Any], where: str = "world") -> EnvSpec:
             raise DatasetError(f"{where}: version: found {record.get('version')!r}; allowed: {RECORD_VERSION}")
         r, sc, ctl = record["robot"], record["scene"], record["control"]
         g = r["gripper"]
+        if g.get("drive", "slide") not in DRIVES:
+            raise DatasetError(f"{where}: robot.gripper.drive: found {g['drive']!r}; allowed: {', '.join(DRIVES)}")
         robot = RobotSpec(
             name=r["name"], mjcf=Path(r["mjcf"]["name"]),
-            gripper=GripperSpec(g["kind"], Path(g["mjcf"]["name"]), float(g["open_ctrl"]), float(g["closed_ctrl"])),
+            gripper=GripperSpec(g["kind"], Path(g["mjcf"]["name"]), float(g["open_ctrl"]), float(g["closed_ctrl"]),
+                                drive=g.get("drive", "slide")),
             # (a part is provenance only: the recorded XML is the world)
             arms=tuple(ArmSpec(**{k: _tuple(v) for k, v in a.items() if k != "part"}) for a in r["arms"]),
             cameras=tuple(r["cameras"]), base_pos=tuple(r["base_pos"]),

@@ -7,7 +7,17 @@ from pathlib import Path
 
 from x2.errors import NotFoundError
 from x2.spec import catalog, vendor
-from x2.spec.env import ArmPart, ArmSpec, GripperPart, GripperSpec, MobileBaseSpec, RobotSpec, Vec3, VendorSource
+from x2.spec.env import (
+    ArmPart,
+    ArmSpec,
+    GripperPart,
+    GripperSpec,
+    Linkage,
+    MobileBaseSpec,
+    RobotSpec,
+    Vec3,
+    VendorSource,
+)
 from x2.spec.files import ArmPartFile, GripperFile, GripperPartFile, RobotFile, VendorSourceFile, parse
 from x2.spec.source import Fragment, is_file, load_fragment, resolved
 
@@ -50,9 +60,15 @@ def compile_robot(frag: Fragment, file: Path, gripper: str | None = None) -> Rob
         if gripper is not None:
             update["name"] = f"{spec.name}+{gripper}"
         spec = spec.model_copy(update=update)
-    assert isinstance(spec.gripper, GripperFile)
-    if spec.gripper.closed >= spec.gripper.open:
-        raise gfrag.error((*gkey, "closed"), str(spec.gripper.closed), f"a value below open={spec.gripper.open}")
+    g = spec.gripper
+    assert isinstance(g, GripperFile)
+    gripper_part = None if g.part is None else _gripper_part(gfrag, (*gkey, "part"), g.part, file)
+    linkage = None if gripper_part is None else gripper_part.linkage
+    if linkage is None and g.closed >= g.open:  # slide ctrl is the opening: closed below open
+        raise gfrag.error((*gkey, "closed"), str(g.closed), f"a value below open={g.open}")
+    if g.closed == g.open:
+        raise gfrag.error((*gkey, "closed"), str(g.closed), f"a value other than open={g.open}")
+    finger_joints = ("finger_a", "finger_b", *(() if linkage is None else map(linkage.renamed, linkage.joints)))
     arms = []
     for name, arm in spec.arms.items():
         part = None if arm.part is None else _arm_part(frag, ("arms", name, "part"), arm.part, file)
@@ -69,12 +85,9 @@ def compile_robot(frag: Fragment, file: Path, gripper: str | None = None) -> Rob
                              f"two joint numbers 1..{len(joints)}, shoulder before wrist")
         arms.append(ArmSpec(
             name=name, joints=tuple(joints), actuators=tuple(actuators), home=tuple(arm.home),
-            gripper_actuator=f"{name}_gripper", gripper_joints=(f"{name}_finger_a", f"{name}_finger_b"),
+            gripper_actuator=f"{name}_gripper", gripper_joints=tuple(f"{name}_{j}" for j in finger_joints),
             tcp_site=f"{name}_tcp", wrist_camera=f"{name}_wrist", reach_joints=(reach[0], reach[1]), part=part,
         ))
-    g = spec.gripper
-    assert isinstance(g, GripperFile)
-    gripper_part = None if g.part is None else _gripper_part(gfrag, (*gkey, "part"), g.part, file)
     gripper_mjcf = (gripper_part.source.file if gripper_part is not None
                     else _file_next_to(gfrag, (*gkey, "mjcf"), str(g.mjcf)))
     if gripper_part is not None and gripper_part.in_arm:
@@ -83,7 +96,8 @@ def compile_robot(frag: Fragment, file: Path, gripper: str | None = None) -> Rob
                 raise gfrag.error((*gkey, "part"), f"{g.part} (a gripper inside its arm's file)",
                                  f"arms made from that file ({gripper_part.source.file.name}); arm {arm_spec.name} "
                                  "is not")
-    hand = GripperSpec(kind=g.kind, mjcf=gripper_mjcf, open_ctrl=g.open, closed_ctrl=g.closed, part=gripper_part)
+    hand = GripperSpec(kind=g.kind, mjcf=gripper_mjcf, open_ctrl=g.open, closed_ctrl=g.closed, part=gripper_part,
+                       drive="slide" if linkage is None else "linkage")
     base = None if spec.base is None else MobileBaseSpec(
         joints=spec.base.joints, actuators=spec.base.joints, home=spec.base.home, range=spec.base.range,
         speed=spec.base.speed)
@@ -147,8 +161,13 @@ def _arm_part(frag: Fragment, key: tuple[str, ...], name: str, robot_file: Path)
 def _gripper_part(frag: Fragment, key: tuple[str, ...], name: str, robot_file: Path) -> GripperPart:
     path, pfrag = _part_fragment(frag, key, name, robot_file)
     p = parse(GripperPartFile, pfrag)
+    linkage = None
+    if p.drive == "linkage":
+        assert p.pads is not None and p.sides is not None and p.actuator is not None  # (checked by the schema)
+        linkage = Linkage(p.pads, p.sides, tuple(p.linkage), p.actuator)
     return GripperPart(p.name, _source(pfrag, p.source), p.root, p.fingers, p.tcp, p.tcp_quat, p.camera_pos,
-                       p.camera_xyaxes, p.camera_fovy, p.kp, p.kv, p.force, p.pad_friction, p.rgba, p.in_arm)
+                       p.camera_xyaxes, p.camera_fovy, p.kp, p.kv, p.force, p.pad_friction, p.rgba, p.in_arm,
+                       linkage, p.mount_quat)
 
 
 def load_robot(name: str, gripper: str | None = None) -> RobotInfo:

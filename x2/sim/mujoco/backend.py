@@ -22,8 +22,9 @@ from x2 import format as fmt
 from x2.arrays import Floats, Image
 from x2.errors import DatasetError, NotFoundError, SpecError, X2Error
 from x2.seeding import streams
-from x2.sim.backend import CameraInfo, Contact, ResetInfo, RobotState, SimulationUnstable
+from x2.sim.backend import CameraInfo, Contact, Jaw, ResetInfo, RobotState, SimulationUnstable
 from x2.sim.layout import Placement, solve_layout
+from x2.sim.mujoco.jaw import world_jaw
 from x2.sim.mujoco.recorded_xml import check_world_xml, compile_world, make_data
 from x2.sim.mujoco.state import STATE_SPEC, state_size
 from x2.sim.mujoco.world import ASSET_ROOT_BODY, free_joint, object_body, spec_files, world_error, world_xml
@@ -104,8 +105,14 @@ class _Compiled:
         self.gripper_slots = env.robot.action.gripper_slots
         self.gripper_scale = (g.closed_ctrl, g.open_ctrl - g.closed_ctrl)
         self.tcp_ids = np.array([self.lookup(mujoco.mjtObj.mjOBJ_SITE, a.tcp_site) for a in env.robot.arms])
-        self.fingers = {a.name: tuple(m.body(int(m.jnt_bodyid[jid(j)])).name for j in a.gripper_joints)
-                        for a in env.robot.arms}
+        if g.drive == "linkage":  # the pads, at the linkages' ends (x2/sim/mujoco/linkage.py)
+            self.fingers = {a.name: tuple(m.body(self.lookup(mujoco.mjtObj.mjOBJ_BODY, f"{a.name}_finger_{s}")).name
+                                          for s in "ab") for a in env.robot.arms}
+        else:
+            self.fingers = {a.name: tuple(m.body(int(m.jnt_bodyid[jid(j)])).name for j in a.gripper_joints)
+                            for a in env.robot.arms}
+        self.gripper_qadr = {a.name: np.array([m.jnt_qposadr[jid(j)] for j in a.gripper_joints])
+                             for a in env.robot.arms}
         self.object_names = tuple(o.name for o in env.objects)
         self.object_body = {o.name: self.lookup(mujoco.mjtObj.mjOBJ_BODY, object_body(o.name)) for o in env.objects}
         self.object_ids = np.array([self.object_body[n] for n in self.object_names], dtype=int)
@@ -178,6 +185,7 @@ class MujocoBackend:
         self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
         self.table_height = env.booth.table_height
         self._recorded = _recorded
+        self._jaw: Jaw | None = None
         source = None
         if _recorded is not None:
             xml, chosen, layout, source = _recorded
@@ -256,9 +264,13 @@ class MujocoBackend:
             self._use(chosen, world_xml(self.env, chosen, layout))
             self._layout = layout
         m, d = self.model, self.data
+        jaw = self.jaw()
         mujoco.mj_resetData(m, d)  # objects at qpos0: where the XML placed them
         for arm in self.env.robot.arms:
             d.qpos[self._c.arm_qadr[arm.name]] = arm.home
+            if jaw is not None:  # the whole linkage where the open command settles it
+                d.qpos[self._c.gripper_qadr[arm.name]] = jaw.qpos[-1]
+                continue
             for j in arm.gripper_joints:
                 d.qpos[m.jnt_qposadr[self._c.lookup(mujoco.mjtObj.mjOBJ_JOINT, j)]] = self.env.robot.gripper.open_ctrl
         if self.env.robot.base is not None:
@@ -444,6 +456,13 @@ class MujocoBackend:
                 c.root_of_body[c.lookup(mujoco.mjtObj.mjOBJ_BODY, name)])
             c.roots[name] = root
         return root
+
+    def jaw(self) -> Jaw | None:
+        if self.env.robot.gripper.drive != "linkage":
+            return None
+        if self._jaw is None:  # measured once per backend: every world it compiles carries the same gripper
+            self._jaw = world_jaw(self._c.xml, self.env.robot)
+        return self._jaw
 
     def finger_bodies(self, arm: str) -> tuple[str, str]:
         a, b = self._c.fingers[arm]

@@ -11,7 +11,8 @@ becomes `right_joint1`.
 A vendor gripper (kind gripper) is renamed to the contract x2's own grippers follow (artixon/gripper_g.xml):
 body `gripper`, finger joints `finger_a`/`finger_b` (slides, opening per side; b follows a through an
 equality), a position servo `gripper` on finger_a, site `tcp`, camera `wrist`; its finger geoms get pad
-friction (condim 4), since what x2 measures of a grasp is what its pads hold.
+friction (condim 4), since what x2 measures of a grasp is what its pads hold. A gripper whose fingers ride on
+linkages keeps the vendor's joints, constraints and actuator instead (x2/sim/mujoco/linkage.py).
 
 A recorded world is self-contained text (x2.sim.mujoco.recorded_xml), so `inline_meshes` replaces each mesh
 file by its vertices and faces; a mesh of more than `INLINE_VERTICES` vertices is replaced by its convex hull,
@@ -37,7 +38,7 @@ FLANGE_SITE = "flange"
 INLINE_VERTICES = 300  # (a world is compiled at every reset: 1000 made an ALOHA reset 0.20 s, 300 makes it 0.11 s)
 
 
-def _vendor_spec(file: Path, what: str) -> mujoco.MjSpec:
+def vendor_spec(file: Path, what: str) -> mujoco.MjSpec:
     try:
         spec = _urdf_spec(file) if file.suffix.lower() == ".urdf" else mujoco.MjSpec.from_file(str(file))
     except ValueError as err:
@@ -81,11 +82,14 @@ def _fit_capsules(spec: mujoco.MjSpec, part: ArmPart) -> None:
             geom.type, geom.fromto = mujoco.mjtGeom.mjGEOM_CAPSULE, [0.0, 0.0, 0.0, *end]
 
 
-def _strip(spec: mujoco.MjSpec, keep_visual: bool, rgba: tuple[float, ...]) -> None:
-    """Everything but bodies, joints, inertias and geoms goes; geoms lose their materials."""
-    for group in (spec.actuators, spec.sensors, spec.tendons, spec.equalities, spec.cameras, spec.keys,
-                  spec.excludes, spec.pairs, spec.lights):
-        for element in list(group):
+def strip_part(spec: mujoco.MjSpec, keep_visual: bool, rgba: tuple[float, ...], linkage: bool = False) -> None:
+    """Everything but bodies, joints, inertias and geoms goes (with `linkage`, what closes and drives a linkage
+    stays: actuators, tendons, equalities, contact exclusions); geoms lose their materials."""
+    kept = ("actuators", "tendons", "equalities", "excludes") if linkage else ()
+    for name in ("actuators", "sensors", "tendons", "equalities", "cameras", "keys", "excludes", "pairs", "lights"):
+        if name in kept:
+            continue
+        for element in list(getattr(spec, name)):
             spec.delete(element)
     for geom in list(spec.geoms):
         visual_only = geom.contype == 0 and geom.conaffinity == 0
@@ -125,7 +129,7 @@ def _keep_only(spec: mujoco.MjSpec, root: str, file: Path, keep_visual: bool, rg
     to bodies, joints, inertias and geoms, every body gravity-compensated."""
     body = _only_body(spec, root, file)
     body.pos, body.quat = [0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]
-    _strip(spec, keep_visual=keep_visual, rgba=rgba)
+    strip_part(spec, keep_visual=keep_visual, rgba=rgba)
     for b in spec.bodies:
         if b.name:
             b.gravcomp = 1.0
@@ -147,7 +151,7 @@ def gripper_part_spec(part: GripperPart, closed: float, opened: float) -> mujoco
 @functools.cache
 def _arm_part(part: ArmPart, hand: GripperPart | None, closed: float, opened: float) -> mujoco.MjSpec:
     file = part.source.file
-    spec = _vendor_spec(file, f"arm part {part.name!r}")
+    spec = vendor_spec(file, f"arm part {part.name!r}")
     if hand is None:
         for name in part.drop_bodies:
             body = spec.body(name)
@@ -186,7 +190,7 @@ def _arm_part(part: ArmPart, hand: GripperPart | None, closed: float, opened: fl
 @functools.cache
 def _gripper_part(part: GripperPart, closed: float, opened: float) -> mujoco.MjSpec:
     file = part.source.file
-    spec = _vendor_spec(file, f"gripper part {part.name!r}")
+    spec = vendor_spec(file, f"gripper part {part.name!r}")
     _keep_only(spec, part.root, file, True, part.rgba)
     _as_gripper(spec, part, closed, opened)
     spec.body(part.root).name = "gripper"
@@ -200,6 +204,7 @@ def _as_gripper(spec: mujoco.MjSpec, part: GripperPart, closed: float, opened: f
     the vendor's runs the other way), give them pad friction, and add the tcp site, the wrist camera, the
     coupling and the servo on finger_a, on the gripper's body `part.root`."""
     file = part.source.file
+    assert part.kp is not None and part.kv is not None and part.force is not None  # (slides: the schema's)
     root = spec.body(part.root)
     if root is None:
         raise SpecError(str(file), None, "root", f"no body {part.root!r}", "the gripper's body in the vendor file")

@@ -14,6 +14,7 @@ from pathlib import Path
 import mujoco
 
 from x2.errors import NotFoundError, SpecError
+from x2.sim.mujoco.linkage import linkage_gripper_spec
 from x2.sim.mujoco.parts import arm_part_spec, gripper_part_spec
 from x2.spec.env import RobotSpec
 
@@ -72,7 +73,11 @@ def robot_mjcf_spec(robot: RobotSpec) -> mujoco.MjSpec:
         if site not in sites:
             raise NotFoundError(f"robot {robot.name!r} ({robot.mjcf}) has no site {site!r}; sites: {sites}")
         # Each arm needs its own copy: attaching hands the child spec over to the parent.
-        gripper = (gripper_part_spec(g.part, g.closed_ctrl, g.open_ctrl) if g.part is not None
-                   else load_mjcf(g.mjcf, f"gripper {g.kind!r}"))
+        if g.part is None:
+            gripper = load_mjcf(g.mjcf, f"gripper {g.kind!r}")
+        elif g.part.linkage is not None:
+            gripper = linkage_gripper_spec(g.part, g.closed_ctrl, g.open_ctrl)
+        else:
+            gripper = gripper_part_spec(g.part, g.closed_ctrl, g.open_ctrl)
         spec.attach(gripper, site=site, prefix=gripper_prefix(arm.name))
     return spec

@@ -9,7 +9,9 @@ are. The copy's bitmasks express only what differs from the simulator:
 
 - world against world never counts (a fruit resting on the table is not the planner's business);
 - a held object goes with its gripper: ignored against that gripper's palm and fingers, checked
-  against everything else (the table, the oven, the rest of the robot).
+  against everything else (the table, the oven, the rest of the robot);
+- a linkage gripper's parts against each other never count (its pads meet when it closes on nothing, and its
+  linkage moves only as its joints and constraints let it).
 
 One bit each for the world W and the robot's links R, two per arm: its gripper (palm and fingers) G and
 what it holds H; 6 bits for two arms.
@@ -119,6 +121,7 @@ class CollisionWorld:
         self._all_grippers = sum(_gripper_bit(a) for a in range(n))
         self._all_held = sum(_held_bit(a) for a in range(n))
         robot_aff = _W | _R | self._all_grippers | self._all_held  # links touch everything
+        linkage = self.env.robot.gripper.drive == "linkage"
         body_type = np.full(m.nbody, _W, dtype=np.int64)
         body_aff = np.full(m.nbody, robot_aff & ~_W, dtype=np.int64)  # the world: the robot only
         self._arm_of_body = np.full(m.nbody, -1, dtype=np.int64)  # arm owning a link or gripper body
@@ -132,6 +135,8 @@ class CollisionWorld:
                 self._arm_of_body[b], self.robot_body[b] = ai, True
                 if below:  # under link6: the gripper and its fingers, blind to what they hold
                     body_type[b], body_aff[b] = _gripper_bit(ai), robot_aff & ~_held_bit(ai)
+                    if linkage:  # and to itself: a linkage's pads meet when it closes on nothing, as they should
+                        body_aff[b] &= ~_gripper_bit(ai)
                 else:
                     body_type[b], body_aff[b] = _R, robot_aff
             elif a == torso:  # the torso, its head and shoulder brackets

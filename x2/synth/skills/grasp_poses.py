@@ -267,7 +267,8 @@ def choose_grasp(ctx: SynthContext, obj: str, arm: str, approach: float, site: s
     model, data = backend.model, backend.data
     arm_model = ctx.env.robot.arm(arm)
     g = ctx.env.robot.gripper
-    gripper = gripper_geometry(model, data, arm_model, backend.finger_bodies(arm), g.closed_ctrl, g.open_ctrl)
+    gripper = gripper_geometry(model, data, arm_model, backend.finger_bodies(arm), g.closed_ctrl, g.open_ctrl,
+                               backend.jaw())
     reach = arm_reach(model, data, arm_model)
     shape_world = object_shape(model, data, obj, world=True)
     raw = raw_candidates(model, data, obj, site)

@@ -25,7 +25,7 @@ from x2.synth.context import SynthContext
 from x2.synth.motion import paths
 from x2.synth.motion.seeded import seeded_ik
 from x2.synth.segments import ArmTrack, SkillFailure
-from x2.synth.skills.shapes import subtree_mask
+from x2.synth.skills.shapes import subtree_mask, welded_mask
 
 LINE_STEP = 0.03  # m between IK waypoints of straight approach and retreat moves (midpoints checked too)
 COLD_ITERS = 60  # IK iterations from a far seed (home, the commanded targets) before giving a pose up
@@ -136,6 +136,7 @@ class MechanismPlanner:
         self.ctx, self.arm, self.mech = ctx, arm, mech
         self.world = ctx.world()
         self.ik = seeded_ik(self.world, arm)
+        self._jaw = ctx.backend.jaw()
         self.hand = self._hand()
         self.home = np.array(ctx.env.robot.arm(arm).home)
         m = self.world.model
@@ -166,8 +167,12 @@ class MechanismPlanner:
             centre = d.geom_xpos[g] + grot @ m.geom_aabb[g, :3] - tcp
             return float(centre @ u + np.abs(grot.T @ u) @ m.geom_aabb[g, 3:])
 
-        palm = [g for g in geoms if m.geom_bodyid[g] == site_body]
-        fingers = [g for g in geoms if m.geom_bodyid[g] != site_body]
+        if self._jaw is not None:  # a linkage: what is welded to the tcp's body is palm, everything moving finger
+            welded = welded_mask(m, site_body)
+            palm = [g for g in geoms if welded[m.geom_bodyid[g]]]
+        else:
+            palm = [g for g in geoms if m.geom_bodyid[g] == site_body]
+        fingers = [g for g in geoms if g not in palm]
         palm_front = max(reach(g, rot[:, 2]) for g in palm)
         finger_x = max(max(reach(g, rot[:, 0]), reach(g, -rot[:, 0])) for g in fingers)
         tips = max(reach(g, rot[:, 2]) for g in fingers)
@@ -197,7 +202,10 @@ class MechanismPlanner:
         qpos, margin = w.qpos, w.margin
         if part_value is not None:
             w.set_joint(self.mech.joint, part_value)
-        if opening is not None:
+        if opening is not None and self._jaw is not None:  # the whole linkage, where the command settles it
+            for (name, *_), value in zip(self._fingers, self._jaw.joints_at(opening), strict=True):
+                w.set_joint(name, float(value))
+        elif opening is not None:
             for name, lo, hi in self._fingers:
                 w.set_joint(name, lo + opening * (hi - lo))
         w.margin = margin + CHECK_MARGIN

@@ -87,10 +87,12 @@ def _goal(ctx: SynthContext, binding: SkillBinding, mech: Mechanism, opening: bo
 
 
 def _hand_at(ctx: SynthContext, arm: str, opening: float) -> bool:
-    """The arm's fingers are (within 2 mm) at `opening` (gripper action, 0 closed .. 1 open)."""
-    g = ctx.env.robot.gripper
-    return abs(ctx.backend.joint_value(ctx.env.robot.arm(arm).gripper_joints[0])
-               - (g.closed_ctrl + opening * (g.open_ctrl - g.closed_ctrl))) < 0.002
+    """The arm's fingers are (within 2 mm each) at `opening` (gripper action, 0 closed .. 1 open)."""
+    g, jaw = ctx.env.robot.gripper, ctx.backend.jaw()
+    finger = ctx.backend.joint_value(ctx.env.robot.arm(arm).gripper_joints[0])
+    if jaw is not None:  # a linkage's finger joint is an angle: compared as commands, 2 mm a finger as one
+        return abs(jaw.command_at(finger) - opening) < 2 * 0.002 / (jaw.gap_open - jaw.gap_closed)
+    return abs(finger - (g.closed_ctrl + opening * (g.open_ctrl - g.closed_ctrl))) < 0.002
 
 
 def _reached(ctx: SynthContext, mech: Mechanism, goal: float, sign: float, settled: bool = False) -> bool:

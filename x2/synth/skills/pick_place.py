@@ -22,6 +22,7 @@ from collections.abc import Iterator
 import mujoco
 import numpy as np
 
+from x2.sim.backend import Jaw
 from x2.spec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.motion.errors import PlanningError
@@ -66,6 +67,30 @@ def _released(ctx: SynthContext, arm: str, obj: str) -> bool:
     return evaluate(ctx.backend, "gripper_released", {"arm": arm, "obj": obj})
 
 
+def _is_open(ctx: SynthContext, arm: str) -> bool:
+    """The fingers stand within OPEN_TOL (per finger) of fully open."""
+    finger = ctx.backend.joint_value(ctx.env.robot.arm(arm).gripper_joints[0])
+    jaw = ctx.backend.jaw()
+    if jaw is not None:
+        return jaw.command_at(finger) >= 1.0 - _command_tolerance(jaw)
+    return finger >= ctx.env.robot.gripper.open_ctrl - OPEN_TOL
+
+
+def _opened_to(ctx: SynthContext, arm: str, command: float) -> bool:
+    """The fingers stand at least as open as gripper action `command` leaves them, within OPEN_TOL per finger."""
+    finger = ctx.backend.joint_value(ctx.env.robot.arm(arm).gripper_joints[0])
+    jaw = ctx.backend.jaw()
+    if jaw is not None:
+        return jaw.command_at(finger) >= command - _command_tolerance(jaw)
+    g = ctx.env.robot.gripper
+    return finger >= g.closed_ctrl + command * (g.open_ctrl - g.closed_ctrl) - OPEN_TOL
+
+
+def _command_tolerance(jaw: Jaw) -> float:
+    """OPEN_TOL per finger as a change of a linkage's command (its finger joint is an angle, not an opening)."""
+    return 2 * OPEN_TOL / (jaw.gap_open - jaw.gap_closed)
+
+
 def _param(binding: SkillBinding, name: str, default: float) -> float:
     value = binding.params.get(name, default)
     assert isinstance(value, int | float)  # check_bindings checked the type against SKILLS
@@ -93,8 +118,7 @@ def pick(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment
         raise SkillFailure("no grasp", f"pick needs an object target, got {binding.target!r}")
     site = binding.target if binding.target != obj else None  # OBJECT/PART: grasp that part's site
     approach, lift = _param(binding, "approach", APPROACH), _param(binding, "lift", LIFT)
-    finger = ctx.env.robot.arm(arm).gripper_joints[0]
-    if ctx.backend.joint_value(finger) < ctx.env.robot.gripper.open_ctrl - OPEN_TOL:
+    if not _is_open(ctx, arm):
         yield Gripper(arm, 1.0, OPEN_TICKS)  # grasp fit and collision checks see the jaw as it is
     try:
         plan = choose_grasp(ctx, obj, arm, approach, site)  # allows fingers-object contact in the world
@@ -164,15 +188,14 @@ def place(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segmen
         else:
             yield ctx.timed(arm, path_in, NEAR_CONTACT)
         g = ctx.env.robot.gripper
-        jaw = gripper_geometry(m, backend.data, arm_model, backend.finger_bodies(arm), g.closed_ctrl, g.open_ctrl)
+        jaw = gripper_geometry(m, backend.data, arm_model, backend.finger_bodies(arm), g.closed_ctrl, g.open_ctrl,
+                               backend.jaw())
         command = jaw.command_for_gap(held.width + 2 * RELEASE_MARGIN)
-        finger = arm_model.gripper_joints[0]
-        opened = g.closed_ctrl + command * (g.open_ctrl - g.closed_ctrl)
         yield Gripper(arm, command, ticks=2)
         # until the jaw is as open as commanded, not just off the object: hook tips (the H jaw's) still
         # curl round it until then and would drag it out on the way back
-        yield Wait(RELEASE_TICKS, until=lambda: _released(ctx, arm, obj)
-                   and backend.joint_value(finger) >= opened - OPEN_TOL, name="let go")
+        yield Wait(RELEASE_TICKS, until=lambda: _released(ctx, arm, obj) and _opened_to(ctx, arm, command),
+                   name="let go")
         if not _released(ctx, arm, obj):  # caught on a finger: open all the way
             yield Gripper(arm, 1.0, ticks=2)
             yield Wait(RELEASE_TICKS, until=lambda: _released(ctx, arm, obj), name="let go")

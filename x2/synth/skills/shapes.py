@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
+from x2.sim.backend import Jaw
 from x2.spec.env import ArmSpec
 from x2.synth.motion.paths import rotations
 
@@ -164,6 +165,14 @@ def subtree_mask(model: mujoco.MjModel, root: int) -> np.ndarray:
     return inside
 
 
+def welded_mask(model: mujoco.MjModel, root: int) -> np.ndarray:
+    """Mask over bodies: `root` and the bodies below it fixed to it (no joint on the way)."""
+    welded = np.zeros(model.nbody, dtype=bool)
+    for b in range(model.nbody):  # bodies are numbered parents first
+        welded[b] = b == root or (b != 0 and welded[model.body_parentid[b]] and model.body_jntnum[b] == 0)
+    return welded
+
+
 def subtree_geoms(model: mujoco.MjModel, root: int) -> np.ndarray:
     """Geoms that take part in contacts, of body `root` and everything below it."""
     geoms = np.flatnonzero(subtree_mask(model, root)[model.geom_bodyid])
@@ -192,8 +201,9 @@ class GripperGeometry:
     gap_closed: float  # m, the same at the closed end of the stroke
     gap_now: float  # m, the same at the current opening
     stroke: float  # m per finger, closed -> open
-    fingers: Shape  # both fingers at the current opening, tcp frame
+    fingers: Shape  # both fingers at the current opening (a linkage's every moving part), tcp frame
     palm: Shape  # the rest of the gripper (palm, mount), tcp frame
+    jaw: Jaw | None = None  # a linkage gripper's measured jaw (its gaps are not linear in the command)
 
     def fingertips_below(self, rot: np.ndarray) -> float:
         """How far below the tcp the fingertips reach with the tcp at rotation `rot` (m, world z)."""
@@ -205,13 +215,16 @@ class GripperGeometry:
 
     def command_for_gap(self, gap: float) -> float:
         """The gripper action (0 closed .. 1 open) that leaves a jaw gap of `gap` metres."""
+        if self.jaw is not None:
+            return self.jaw.command_for_gap(gap)
         return float(np.clip((gap - self.gap_closed) / (2 * self.stroke), 0.0, 1.0))
 
 
 def gripper_geometry(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmSpec, finger_bodies: tuple[str, str],
-                     closed: float, opened: float) -> GripperGeometry:
+                     closed: float, opened: float, jaw: Jaw | None = None) -> GripperGeometry:
     """The jaw of `arm`'s gripper from its geoms at the current opening; `closed` / `opened` are the finger
-    joint's stroke ends (the robot yaml's closed/open ctrl, one finger's travel in metres)."""
+    joint's stroke ends (the robot yaml's closed/open ctrl, one finger's travel in metres), or with `jaw` (a
+    linkage gripper's, Backend.jaw) the gaps at the stroke's ends are the measured ones."""
     tcp = model.site(arm.tcp_site).id
     pos, rot = data.site_xpos[tcp], data.site_xmat[tcp].reshape(3, 3)
     fingers = [shape_of(model, data, subtree_geoms(model, model.body(b).id), pos, rot) for b in finger_bodies]
@@ -219,6 +232,15 @@ def gripper_geometry(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmSpec, f
     # one finger sits on +y, the other on -y; their inner faces bound the jaw
     low, high = sorted(fingers, key=lambda f: f.support(y))
     gap = -high.support(-y) - low.support(y)
+    if jaw is not None:
+        # the pads ride on linkages: every part that moves is finger, what is welded to the tcp's body palm
+        root = int(model.site_bodyid[tcp])
+        geoms = subtree_geoms(model, root)
+        welded = welded_mask(model, root)[model.geom_bodyid[geoms]]
+        return GripperGeometry(gap_open=jaw.gap_open, gap_closed=jaw.gap_closed, gap_now=gap,
+                               stroke=(jaw.gap_open - jaw.gap_closed) / 2,
+                               fingers=shape_of(model, data, geoms[~welded], pos, rot),
+                               palm=shape_of(model, data, geoms[welded], pos, rot), jaw=jaw)
     opening = float(data.qpos[model.jnt_qposadr[model.joint(arm.gripper_joints[0]).id]])
     gripper_body = int(model.body_parentid[model.body(finger_bodies[0]).id])
     own = np.flatnonzero(model.geom_bodyid == gripper_body)
@@ -231,7 +253,7 @@ def gripper_geometry(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmSpec, f
 def gripper_shape(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmSpec, finger_bodies: tuple[str, str]) -> Shape:
     """Every collision geom of the gripper (palm and fingers as they are now), tcp frame."""
     tcp = model.site(arm.tcp_site).id
-    root = int(model.body_parentid[model.body(finger_bodies[0]).id])
+    root = int(model.site_bodyid[tcp])  # (a slide finger's parent; a linkage's pads hang further down)
     return shape_of(model, data, subtree_geoms(model, root), data.site_xpos[tcp], data.site_xmat[tcp].reshape(3, 3))
 
 
