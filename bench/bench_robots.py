@@ -57,21 +57,24 @@ def main() -> None:
             progress = SynthRun(SynthConfig(args.task, robot=robot, n=args.n, workers=args.workers), out).run()
             wall = time.perf_counter() - t0
             ds = Dataset.open(out)
-            depth = 0.0
+            depth, frames = 0.0, []
             for record in ds.episodes():
+                frames.append(record.frames)
                 with ds.load(record.index) as ep:
                     depth = max(depth, deepest_penetration(ep).depth)
         row = {"robot": robot, **figures, "accepted": progress.accepted, "attempts": progress.attempted,
-               "per_min": 60 * progress.accepted / wall, "depth_mm": depth * 1e3}
+               "per_min": 60 * progress.accepted / wall, "depth_mm": depth * 1e3,
+               "mean_frames": statistics.mean(frames) if frames else 0.0}
         rows.append(row)
         print(f"{robot}: {row}", flush=True)
-    print("\n| robot | arms x DoF | accepted / attempts | accepted / min | deepest contact | world compile | "
-          "recorded world | nq / bodies / geoms |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\n| robot | arms x DoF | accepted / attempts | accepted / min | mean episode | deepest contact | "
+          "world compile | recorded world | nq / bodies / geoms |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['robot']} | {r['arms']} x {r['dof'] // r['arms']} | {r['accepted']} / {r['attempts']} "
-              f"({100 * r['accepted'] / r['attempts']:.0f} %) | {r['per_min']:.1f} | {r['depth_mm']:.2f} mm | "
-              f"{1e3 * r['compile_s']:.0f} ms | {r['xml_kb']:.0f} KB | {r['nq']} / {r['nbody']} / {r['ngeom']} |")
+              f"({100 * r['accepted'] / r['attempts']:.0f} %) | {r['per_min']:.1f} | {r['mean_frames']:.0f} frames | "
+              f"{r['depth_mm']:.2f} mm | {1e3 * r['compile_s']:.0f} ms | {r['xml_kb']:.0f} KB | "
+              f"{r['nq']} / {r['nbody']} / {r['ngeom']} |")
 
 
 if __name__ == "__main__":
