@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from x2_cli import run_x2
 
-from x2.datasets import Dataset
+from x2 import format as fmt
+from x2.datasets import Dataset, Episode
 from x2.labeling import topological_order
 from x2.rollout.relabel import relabel
 from x2.rollout.replay import deepest_penetration
@@ -34,20 +35,46 @@ def test_tasks_ls_filters_by_dimension(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "--dimension: found 'speed'; allowed: generalization" in bad.stderr
 
 
-def test_stack_blocks_builds_a_tower_whose_labels_reproduce(tmp_path: Path) -> None:
-    out = tmp_path / "stack"
-    run = SynthRun(SynthConfig("stack_blocks", n=1, workers=1, seed=2, max_attempts=3), out).run()
+def _one_episode(task: str, out: Path, seed: int) -> Dataset:
+    run = SynthRun(SynthConfig(task, n=1, workers=1, seed=seed, max_attempts=3), out).run()
     assert run.accepted == 1
-    ds = Dataset.open(out)
-    record = next(iter(ds.episodes()))
-    with ds.load(record.index) as ep:
-        events = [node for node, _ in ep.events]
-        assert events.index("stack_second") < events.index("pick_third") < events.index("stack_third")
-        poses = np.asarray(ep["observations/object_poses"])[-1]
-        order = [str(n) for n in ep.dataset_attrs("observations/object_poses")["names"]]
-        a, b, c = (poses[order.index(o), :3] for o in ("block_a", "block_b", "block_c"))
+    return Dataset.open(out)
+
+
+def _respects_the_dag(ep: Episode) -> None:
+    """Every node's first completion comes after its predecessors' (the DAG's partial order, from the events)."""
+    first: dict[str, int] = {}
+    for node, frame in ep.events:
+        first.setdefault(node, frame)
+    edges = ep.dag["edges"]
+    assert edges and all(first[a] <= first[b] for a, b in edges), (first, edges)
+
+
+def _final_pose(ep: Episode, obj: str) -> np.ndarray:
+    names = [str(n) for n in ep.dataset_attrs(fmt.OBJECT_POSES)["names"]]
+    return np.asarray(ep[fmt.OBJECT_POSES])[-1, names.index(obj)]
+
+
+def test_stack_blocks_builds_a_tower_whose_labels_reproduce(tmp_path: Path) -> None:
+    ds = _one_episode("stack_blocks", tmp_path / "stack", seed=2)
+    with ds.load(next(iter(ds.episodes())).index) as ep:
+        _respects_the_dag(ep)
+        a, b, c = (_final_pose(ep, o)[:3] for o in ("block_a", "block_b", "block_c"))
         # each block one block height (5 cm) above the one below, within a few millimetres sideways
         assert b[2] - a[2] == pytest.approx(0.05, abs=0.003) and c[2] - b[2] == pytest.approx(0.05, abs=0.003)
         assert np.hypot(*(b - a)[:2]) < 0.015 and np.hypot(*(c - b)[:2]) < 0.015
+        assert deepest_penetration(ep).depth < 0.005
+        assert relabel(ep).identical
+
+
+def test_drawer_bottle_shuts_the_bottle_in_the_drawer(tmp_path: Path) -> None:
+    ds = _one_episode("drawer_bottle", tmp_path / "drawer", seed=1)
+    with ds.load(next(iter(ds.episodes())).index) as ep:
+        _respects_the_dag(ep)
+        assert [n for n, _ in ep.events][:4] == ["open_drawer", "pick_bottle", "place_bottle", "close_drawer"]
+        cabinet, bottle = _final_pose(ep, "cabinet"), _final_pose(ep, "bottle")
+        # behind the cabinet's front (0.15 m before its centre, along -x) and standing on the tray floor
+        assert bottle[0] > cabinet[0] - 0.15 and abs(bottle[2] - (cabinet[2] + 0.024)) < 0.003
+        assert np.hypot(bottle[4], bottle[5]) < 0.02  # upright: turned about z only (quaternion w x y z)
         assert deepest_penetration(ep).depth < 0.005
         assert relabel(ep).identical
