@@ -78,3 +78,13 @@ def test_drawer_bottle_shuts_the_bottle_in_the_drawer(tmp_path: Path) -> None:
         assert np.hypot(bottle[4], bottle[5]) < 0.02  # upright: turned about z only (quaternion w x y z)
         assert deepest_penetration(ep).depth < 0.005
         assert relabel(ep).identical
+
+
+def test_twist_lid_unscrews_the_lid(tmp_path: Path) -> None:
+    ds = _one_episode("twist_lid", tmp_path / "jar", seed=4)
+    with ds.load(next(iter(ds.episodes())).index) as ep:
+        _respects_the_dag(ep)
+        assert bool(ep.attrs[fmt.SUCCESS_ATTR]) and [n for n, _ in ep.events][:2] == ["twist", "retract"]
+        report = relabel(ep)  # the lid's angle is read again from the stored states: joint_above 1.2 rad holds
+        assert report.identical and report.success
+        assert deepest_penetration(ep).depth < 0.005
