@@ -1,7 +1,9 @@
 """Per-reset placement of scene objects: rejection sampling of non-overlapping footprints.
 
 Objects are discs on the table (their `footprint_radius`); fixed poses are obstacles first,
-then region objects are placed largest first. Pure numpy: the simulator only receives poses.
+then region objects are placed largest first. A region with slots shares them out instead: one order of
+its slots is drawn when its first object is placed, its objects (in scene order) take them in that order,
+each within half_size of its slot. Pure numpy: the simulator only receives poses.
 """
 
 from __future__ import annotations
@@ -47,12 +49,19 @@ def solve_layout(objects: Sequence[ObjectInstance], chosen: Mapping[str, AssetSp
         if obj.pose is not None:
             placed[obj.name] = Placement(*obj.pose).quantized()
     sampled = sorted((o for o in objects if o.region is not None), key=lambda o: -radius[o.name])
+    slot_order: dict[str, list[int]] = {}  # region -> its slots in this reset's order
     for obj in sampled:
         region = obj.region
         assert region is not None  # filtered above
+        cx, cy = region.center
+        if region.slots:
+            if region.name not in slot_order:
+                slot_order[region.name] = [int(i) for i in rng.permutation(len(region.slots))]
+            sharing = [o.name for o in objects if o.region is not None and o.region.name == region.name]
+            cx, cy = region.slots[slot_order[region.name][sharing.index(obj.name)]]
         for _ in range(max_tries):
-            x = region.center[0] + rng.uniform(-1.0, 1.0) * region.half_size[0]
-            y = region.center[1] + rng.uniform(-1.0, 1.0) * region.half_size[1]
+            x = cx + rng.uniform(-1.0, 1.0) * region.half_size[0]
+            y = cy + rng.uniform(-1.0, 1.0) * region.half_size[1]
             clear = all(math.hypot(x - p.x, y - p.y) >= radius[obj.name] + radius[name] + clearance
                         for name, p in placed.items())
             if clear:

@@ -200,6 +200,7 @@ class Region:
     half_size: tuple[float, float]
     z: float  # world height of the support surface
     yaw_range: tuple[float, float] = (-3.14159, 3.14159)
+    slots: tuple[tuple[float, float], ...] = ()  # fixed spots shared out in a drawn order (then half_size: jitter)
 
 
 @dataclass(frozen=True)

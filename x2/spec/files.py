@@ -239,8 +239,11 @@ class BoothFile(_Strict):
 
 class RegionFile(_Strict):
     center: Vec2
-    half_size: tuple[Extent, Extent]
+    half_size: tuple[Extent, Extent]  # with slots: how far each object may stray from its slot
     yaw: Vec2 = (-3.14159, 3.14159)
+    # fixed spots (world x, y): the region's objects take one each, in an order drawn at every reset (buttons in
+    # a row, mats on a grid: a new arrangement each time, never a spot too few)
+    slots: list[Vec2] = []
 
     @model_validator(mode="after")
     def _yaw_is_a_range(self) -> RegionFile:

@@ -138,7 +138,9 @@ def env_record(env: EnvSpec) -> dict[str, object]:
     for o in env.objects:
         objects.append({
             "name": o.name, "candidates": [_asset(a) for a in o.candidates], "tags": list(o.tags),
-            "region": None if o.region is None else {f.name: _plain(getattr(o.region, f.name)) for f in fields(Region)},
+            # (slots only where given: the records of slotless regions stay as they were)
+            "region": None if o.region is None else {f.name: _plain(getattr(o.region, f.name)) for f in fields(Region)
+                                                     if f.name != "slots" or o.region.slots},
             "pose": None if o.pose is None else list(o.pose),
         })
     return {

@@ -58,8 +58,9 @@ def _check_region(frag: Fragment, key: tuple[str, ...], region: Region, footprin
                   booth: BoothSpec, robot: RobotInfo) -> None:
     """A region must keep the whole object on the table and inside some arm's reach."""
     (cx, cy), (hx, hy) = booth.table_center, booth.table_half_size
-    corners = [(region.center[0] + sx * region.half_size[0], region.center[1] + sy * region.half_size[1])
-               for sx in (-1, 1) for sy in (-1, 1)]
+    centres = region.slots or (region.center,)
+    corners = [(x0 + sx * region.half_size[0], y0 + sy * region.half_size[1])
+               for x0, y0 in centres for sx in (-1, 1) for sy in (-1, 1)]
     for x, y in corners:
         if abs(x - cx) > hx - footprint or abs(y - cy) > hy - footprint:
             raise frag.error(key, f"corner ({_metres(x)}, {_metres(y)}) off the table for an object of radius "
@@ -93,7 +94,7 @@ def compile_scene(frag: Fragment, file: Path, robot: RobotInfo, variant: str = "
     frag = _variant_overlay(frag, variant)
     spec: SceneFile = parse(SceneFile, frag)
     booth = scene_booth(spec)
-    regions = {name: Region(name, r.center, r.half_size, booth.table_height, r.yaw)
+    regions = {name: Region(name, r.center, r.half_size, booth.table_height, r.yaw, tuple(r.slots))
                for name, r in spec.regions.items()}
     objects = []
     for name, obj in spec.objects.items():
@@ -122,6 +123,10 @@ def compile_scene(frag: Fragment, file: Path, robot: RobotInfo, variant: str = "
             region = regions[obj.region]
             _check_region(frag, ("regions", obj.region), region, max(a.footprint_radius for a in candidates),
                           booth, robot)
+            sharing = sum(o.region == obj.region for o in spec.objects.values())
+            if region.slots and sharing > len(region.slots):
+                raise frag.error(("regions", obj.region, "slots"), f"{len(region.slots)} slots for {sharing} objects",
+                                 "a slot for every object placed in the region")
         tags = tuple(dict.fromkeys([*obj.tags, *(t for a in candidates for t in a.tags)]))
         objects.append(ObjectInstance(name, candidates, tags, region, obj.pose))
     return SceneInfo(spec.name, booth, regions, tuple(objects), spec.split, variant,

@@ -91,10 +91,12 @@ class SynthContext:
         return self.monitor.runtime.completed(node)
 
     def arm_for(self, target_pos: np.ndarray) -> str:
-        """`arm: auto`: the arm whose tcp is nearest the target (ties: the first arm)."""
+        """`arm: auto`: the arm whose first joint is nearest the target, horizontally (ties: the first arm). Not
+        the nearest hand: a hand just back from the middle of the table is nearer the far side than the arm that
+        stands there."""
         arms = [a.name for a in self.env.robot.arms]
-        tcp = self.backend.robot_state().ee_pose[:, :3]
-        return arms[int(np.argmin(np.linalg.norm(tcp - np.asarray(target_pos)[None], axis=1)))]
+        roots = np.array([self.backend.arm_root_pos(a)[:2] for a in arms])
+        return arms[int(np.argmin(np.linalg.norm(roots - np.asarray(target_pos)[None, :2], axis=1)))]
 
     # ----- motions -----------------------------------------------------------------------------
     def solve_ik(self, arm: str, pos: np.ndarray, rot: np.ndarray | None = None, *, axis_down: bool = False,

@@ -2,7 +2,7 @@
 
 At every decision point (the first tick, a node's completion, a lane's end) every node whose predecessors are
 done starts, in a seeded order, as soon as the arms its skill occupies are free: `arm: left` or `right`
-one arm, `arm: both` every arm, `arm: auto` the arm nearest its target then. A node needing both arms
+one arm, `arm: both` every arm, `arm: auto` the arm standing nearest its target. A node needing both arms
 waits for both; when its skill is the same on each arm alone (`retract`), each arm runs it in a lane of
 its own, at once. A node whose predicate already holds (a side effect of another) is not run. The seeded
 order (the attempt's "schedule" stream, drawn only when more than one node is ready) decides which node
