@@ -226,8 +226,9 @@ def tasks_preview(
         preview = task_preview(name, out, seeds=seeds, master_seed=master_seed, camera=camera, size=tile_size,
                                robot=robot, variant=variant, gripper=gripper, columns=columns,
                                on_tile=lambda done, total: update(done, total))
-    console.print(escape(f"wrote {preview.path}: {len(preview.tiles)} tiles of {preview.task} ({preview.camera} "
-                         f"at {tile_size}, master seed {master_seed})"), soft_wrap=True)
+    n = len(preview.tiles)
+    console.print(escape(f"wrote {preview.path}: {n} tile{'' if n == 1 else 's'} of {preview.task} "
+                         f"({preview.camera} at {tile_size}, master seed {master_seed})"), soft_wrap=True)
 
 
 def _role(node: str, edges: tuple[tuple[str, str], ...]) -> str:
