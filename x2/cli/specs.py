@@ -15,8 +15,12 @@ from rich.text import Text
 from x2 import spec
 from x2.cli._common import console
 from x2.cli.group_class import typer_group
+from x2.cli.options import GripperOpt, RobotOpt, VariantOpt
+from x2.cli.progress import progress
 from x2.errors import X2Error
 from x2.labeling import topological_order
+from x2.render.defaults import DEFAULT_SIZE
+from x2.render.frames import ImageSize
 from x2.spec import vendor
 from x2.spec.env import ArmPart, GripperPart
 from x2.spec.files import DIMENSIONS
@@ -27,7 +31,8 @@ robots_app = typer_group(
 )
 tasks_app = typer_group(
     "tasks", "List and inspect tasks and their subtask DAGs.",
-    "  x2 tasks ls\n\n  x2 tasks show fruit_in_microwave --graph\n\n  x2 tasks show pick_place --robot artixon-h",
+    "  x2 tasks ls\n\n  x2 tasks show fruit_in_microwave --graph\n\n  x2 tasks show pick_place --robot artixon-h\n\n"
+    "  x2 tasks preview fruit_in_microwave --out preview.png",
 )
 
 ROLE_STYLE = {"source": "bold green", "inner": "bold yellow", "sink": "bold magenta"}
@@ -185,6 +190,45 @@ def tasks_show(
     console.print(table)
     if graph:
         console.print(_draw(task.node_ids, task.edges, {n.id: n for n in task.nodes}))
+
+
+@tasks_app.command("preview")
+def tasks_preview(
+    name: Annotated[str, typer.Argument(help="task name or path to a task YAML")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="the PNG to write", dir_okay=False)],
+    seeds: Annotated[int, typer.Option("--seeds", help="tiles: attempt slots 0..N-1")] = 12,
+    master_seed: Annotated[int, typer.Option("--master-seed", help="the master seed, as `x2 synth --seed` "
+                                             "takes it")] = 0,
+    camera: Annotated[str | None, typer.Option("--camera", help="camera to draw (default: the robot's head "
+                                               "camera, or the booth's front one)", show_default=False)] = None,
+    size: Annotated[str, typer.Option("--size", help="tile size HxW")] = str(DEFAULT_SIZE),
+    robot: RobotOpt = None,
+    gripper: GripperOpt = None,
+    variant: VariantOpt = "default",
+    columns: Annotated[int | None, typer.Option("--columns", help="tiles per row (default: 4, more for many "
+                                                "seeds)", show_default=False)] = None,
+) -> None:
+    """Draw the worlds of many seeded resets of a task in one PNG: layouts, asset draws, scenery.
+
+    Tile k is the world `x2 synth --seed S` starts its attempt k from in a new dataset (slot k of master
+    seed S), labelled with the slot, its seed and the assets drawn for objects that have several.
+
+    Example: [cyan]x2 tasks preview fruit_in_microwave --out preview.png[/cyan]
+
+    More seeds, the booth's camera, another scene variant:
+    [cyan]x2 tasks preview fruit_in_microwave --out eval.png --seeds 24 --camera front --variant eval_fruit[/cyan]
+    """
+    from x2.render.task_preview import task_preview  # (the world builder and renderer: only when asked)
+
+    tile_size = ImageSize.parse(size)
+    # Off a terminal, a line every 2 s rather than the usual 10: a whole preview often takes less than 10 s.
+    with progress("rendering", "tiles", every_s=2.0) as update:
+        preview = task_preview(name, out, seeds=seeds, master_seed=master_seed, camera=camera, size=tile_size,
+                               robot=robot, variant=variant, gripper=gripper, columns=columns,
+                               on_tile=lambda done, total: update(done, total))
+    n = len(preview.tiles)
+    console.print(escape(f"wrote {preview.path}: {n} tile{'' if n == 1 else 's'} of {preview.task} "
+                         f"({preview.camera} at {tile_size}, master seed {master_seed})"), soft_wrap=True)
 
 
 def _role(node: str, edges: tuple[tuple[str, str], ...]) -> str:

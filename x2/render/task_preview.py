@@ -1,0 +1,110 @@
+"""A task's randomisation at a glance: the worlds of many seeded resets, one tile each, in one PNG.
+
+Tile k is the world `x2 synth --seed S` starts its attempt k from in a new dataset (one it resumes continues
+at later slots): the same seed (slot k of master seed S, x2/seeding.py), the same compiled env (task, robot,
+gripper, scene variant) and the same reset the loop does, so a layout or an asset draw seen here is the one
+synthesis meets. Only objects with more than one candidate asset are named in a tile's label: the others are
+the same in every tile.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from x2.errors import X2Error
+from x2.render.defaults import DEFAULT_SIZE
+from x2.render.frames import ImageSize
+from x2.render.grid import Box, GridRow, draw_grid, write_png
+from x2.seeding import slot_seed
+from x2.sim import make_backend
+from x2.spec import load_env
+from x2.spec.env import EnvSpec
+
+MAX_COLUMNS = 10  # a wider default grid would not fit a screen at the default tile size
+
+
+@dataclass(frozen=True)
+class PreviewTile:
+    slot: int
+    seed: int
+    label: str
+    box: Box  # where it is on the picture
+
+
+@dataclass(frozen=True)
+class TaskPreview:
+    path: Path
+    task: str
+    title: str
+    camera: str
+    tiles: tuple[PreviewTile, ...]
+
+
+def default_camera(env: EnvSpec) -> str:
+    """The robot's head camera, which most tasks are trained on; the booth's front camera for a robot without one."""
+    return "head" if "head" in env.robot.cameras else "front"
+
+
+def default_columns(seeds: int) -> int:
+    # Four across for a handful (12 seeds: 4 x 3), about square for many (100 seeds: 10 x 10).
+    return min(seeds, max(4, min(MAX_COLUMNS, math.ceil(math.sqrt(seeds)))))
+
+
+def task_preview(task: str, out: str | Path, *, seeds: int = 12, master_seed: int = 0, camera: str | None = None,
+                 size: ImageSize = DEFAULT_SIZE, robot: str | None = None, variant: str = "default",
+                 gripper: str | None = None, columns: int | None = None,
+                 on_tile: Callable[[int, int], None] | None = None) -> TaskPreview:
+    """Render slots 0..seeds-1 of `master_seed` and write the grid to `out` (a .png). Every argument is
+    checked before the first frame is rendered and nothing is written unless all tiles are drawn.
+    `on_tile(done, total)` is called after each tile."""
+    out = Path(out)
+    if out.suffix.lower() != ".png":
+        raise X2Error(f"--out: found {str(out)!r}; allowed: a .png file")
+    if out.is_dir():
+        raise X2Error(f"--out: found {str(out)!r}, a folder; allowed: a .png file")
+    if seeds < 1:
+        raise X2Error(f"--seeds: found {seeds}; allowed: 1 or more")
+    if master_seed < 0:  # (numpy's SeedSequence takes no negative entropy)
+        raise X2Error(f"--master-seed: found {master_seed}; allowed: 0 or more")
+    columns = default_columns(seeds) if columns is None else columns
+    if columns < 1:
+        raise X2Error(f"--columns: found {columns}; allowed: 1 or more")
+    env = load_env(task, robot=robot, variant=variant, gripper=gripper)
+    camera = camera or default_camera(env)
+    backend = make_backend(env)
+    try:
+        model = backend.model
+        have = [model.camera(i).name for i in range(model.ncam)]
+        if camera not in have:
+            raise X2Error(f"--camera: found {camera!r}; allowed: {', '.join(have)}")
+        limit = ImageSize(model.vis.global_.offheight, model.vis.global_.offwidth)
+        if size.height > limit.height or size.width > limit.width:
+            raise X2Error(f"--size: found {size}; allowed: up to {limit} (the model's offscreen buffer)")
+        drawn = [o.name for o in env.objects if len(o.candidates) > 1]
+        frames, labels, slot_seeds = [], [], []
+        for slot in range(seeds):
+            seed = slot_seed(master_seed, slot)
+            info = backend.reset(seed)
+            frames.append(backend.render(camera, size.width, size.height))
+            draws = ", ".join(f"{name}={info.assets[name]}" for name in drawn)
+            labels.append(f"#{slot} seed {seed}" + (f": {draws}" if draws else ""))
+            slot_seeds.append(seed)
+            if on_tile is not None:
+                on_tile(slot + 1, seeds)
+    finally:
+        backend.close()
+    name = env.task.name if env.task is not None else task
+    title = (f"{name} · robot {env.robot.name} · scene {env.scene_name} · "
+             f"variant {env.variant} (split {env.split}) · camera {camera} · master seed {master_seed}, "
+             f"slots 0-{seeds - 1}")
+    rows = [GridRow(frames[i:i + columns], labels[i:i + columns]) for i in range(0, seeds, columns)]
+    picture, boxes = draw_grid(title, rows, size)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_png(picture, out)
+    placed = [box for row in boxes for box in row]
+    tiles = tuple(PreviewTile(slot, seed, label, box)
+                  for slot, (seed, label, box) in enumerate(zip(slot_seeds, labels, placed, strict=True)))
+    return TaskPreview(out, name, title, camera, tiles)
