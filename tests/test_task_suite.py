@@ -88,3 +88,23 @@ def test_twist_lid_unscrews_the_lid(tmp_path: Path) -> None:
         report = relabel(ep)  # the lid's angle is read again from the stored states: joint_above 1.2 rad holds
         assert report.identical and report.success
         assert deepest_penetration(ep).depth < 0.005
+
+
+def test_press_buttons_in_order_and_an_early_press_fails_the_due_node(tmp_path: Path) -> None:
+    ds = _one_episode("press_buttons", tmp_path / "buttons", seed=6)
+    with ds.load(next(iter(ds.episodes())).index) as ep:
+        _respects_the_dag(ep)
+        assert [n for n, _ in ep.events][:3] == ["press_red", "press_blue", "press_green"]
+        assert relabel(ep).identical
+    # the same task with its first press aimed at the blue button: the failure names the due node and the button
+    task = tmp_path / "press_out_of_order.yaml"
+    text = (Path(__file__).parents[1] / "x2" / "tasks" / "press_buttons.yaml").read_text()
+    task.write_text(text.replace("name: press_buttons", "name: press_out_of_order").replace(
+        "target: red_button/button_top", "target: blue_button/button_top"))
+    out = tmp_path / "early"
+    run = SynthRun(SynthConfig(str(task), n=1, workers=1, seed=6, max_attempts=1, keep_failed=True), out).run()
+    assert run.accepted == 0
+    record = next(iter(Dataset.open(out).episodes()))
+    assert record.failure is not None
+    node, _, reason = record.failure
+    assert node == "press_red" and "blue_button/button" in reason
