@@ -14,6 +14,7 @@ import hdf5plugin  # noqa: F401  (registers the filters the episode file is writ
 import mujoco
 import numpy as np
 import pytest
+import yaml
 from helpers.real_dataset import record_short_dataset
 from typer.testing import CliRunner
 
@@ -24,7 +25,10 @@ from x2.sim.mujoco.world import world_text
 from x2.spec.scenery import SceneryVariant, load_scenery
 
 STATE = mujoco.mjtState.mjSTATE_INTEGRATION
-STATIC_ASSETS = "apple, banana, block, lemon, mug, orange, plate"
+# the built-in assets a distractor may be: free and without joints, read from their files here
+STATIC_ASSETS = ", ".join(sorted(
+    p.stem for p in (Path(__file__).parents[1] / "x2" / "assets" / "objects").glob("*.yaml")
+    if (a := yaml.safe_load(p.read_text())).get("free", True) and not a.get("joints")))
 
 
 # ----- spec -------------------------------------------------------------------------------------
