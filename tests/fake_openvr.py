@@ -76,6 +76,7 @@ class Frame:
     valid: tuple[bool, bool]
     trigger: tuple[float, float]
     buttons: tuple[int, int]  # ulButtonPressed bits
+    stick: tuple[tuple[float, float], tuple[float, float]] = ((0.0, 0.0), (0.0, 0.0))  # rAxis[0] (x, y) per hand
 
 
 def button_mask(*button_ids: int) -> int:
@@ -220,4 +221,5 @@ class FakeOpenVR:
         frame = self.fake_frames[self._latched]
         axes = [SimpleNamespace(x=0.0, y=0.0) for _ in range(5)]
         axes[1].x = float(np.float32(frame.trigger[arm]))
+        axes[0].x, axes[0].y = (float(np.float32(v)) for v in frame.stick[arm])
         return 1, _ControllerState(self._latched, frame.buttons[arm], frame.buttons[arm], axes)

@@ -382,3 +382,14 @@ def test_missing_controller_is_found_by_the_rescan():
         assert np.allclose(latest["clutch"], [0.8, 0.9]) and latest["gripper"].tolist() == [1.0, 1.0]
         assert dev.health().detail == ""
     assert dev.events() == [] and fake.fake_shutdowns == 1
+
+
+def test_thumbsticks_are_published_per_hand():
+    """rAxis[0] (a thumbstick or trackpad: x right, y forward) of each controller is the sample's `stick` row, the
+    value a mobile robot's base is driven by (x2/teleop/mapping.py)."""
+    pushed = [Frame(0.0, (pose_matrix(CENTER[0], np.eye(3)), pose_matrix(CENTER[1], np.eye(3))), (True, True),
+                    (0.0, 0.0), (0, 0), ((-0.5, 0.75), (0.25, 0.0)))]
+    with VRDevice(openvr_module=FakeOpenVR(pushed)) as dev:
+        while dev.latest() is None:  # (the first poll; a hang is the test timeout's)
+            time.sleep(0.01)
+        assert np.allclose(dev.latest().values["stick"], [[-0.5, 0.75], [0.25, 0.0]])
