@@ -12,6 +12,7 @@ from x2 import format as fmt
 from x2.datasets import Dataset
 from x2.devices import DeviceEvent, Sample
 from x2.errors import SpecError
+from x2.rollout.relabel import relabel
 from x2.rollout.replay import deepest_penetration, replay_actions
 from x2.sim import make_backend
 from x2.spec import load_env, load_robot
@@ -116,3 +117,18 @@ def test_teleop_drives_the_base_and_the_arms_ride_along(device: str) -> None:
             backend.step(action)
         assert float(backend.robot_state().qpos[-2]) == pytest.approx(y, abs=0.005)
         assert np.abs(action[joints] - home[joints]).max() > 0.05
+
+
+def test_mobile_fetch_carries_the_block_from_the_side_table_back_to_the_plate(tmp_path: Path) -> None:
+    out = tmp_path / "fetch"
+    run = SynthRun(SynthConfig("mobile_fetch", n=1, workers=1, seed=2, max_attempts=3), out).run()
+    assert run.accepted == 1
+    ds = Dataset.open(out)
+    with ds.load(next(iter(ds.episodes())).index) as ep:
+        events = [node for node, _ in ep.events]
+        assert events[:4] == ["drive_there", "pick", "drive_back", "place"]
+        base_y = np.asarray(ep[fmt.QPOS])[:, -2]
+        turn = int(np.argmax(base_y))
+        assert base_y[turn] > 0.8 and base_y[-1] < 0.3  # out to the side table and back, the block in hand
+        assert relabel(ep).identical
+        assert deepest_penetration(ep).depth < 0.005
