@@ -108,3 +108,24 @@ def test_press_buttons_in_order_and_an_early_press_fails_the_due_node(tmp_path: 
     assert record.failure is not None
     node, _, reason = record.failure
     assert node == "press_red" and "blue_button/button" in reason
+
+
+def test_hanoi_tower_moves_the_tower_and_never_puts_a_larger_disc_on_a_smaller(tmp_path: Path) -> None:
+    ds = _one_episode("hanoi_tower", tmp_path / "hanoi", seed=0)
+    with ds.load(next(iter(ds.episodes())).index) as ep:
+        _respects_the_dag(ep)
+        names = [str(n) for n in ep.dataset_attrs(fmt.OBJECT_POSES)["names"]]
+        poses = np.asarray(ep[fmt.OBJECT_POSES])
+        radius = {"small": 0.018, "medium": 0.025, "large": 0.032}
+        height = 0.05
+        # from the states: a disc resting on a smaller one (its bottom on the other's top, its centre over it)
+        for big, small in (("large", "medium"), ("large", "small"), ("medium", "small")):
+            b, s = poses[:, names.index(big), :3], poses[:, names.index(small), :3]
+            resting = (np.abs(b[:, 2] - (s[:, 2] + height)) < 0.004) & (np.hypot(*(b - s)[:, :2].T) < radius[small])
+            assert not resting.any(), f"{big} on {small} at frames {np.flatnonzero(resting)[:5].tolist()}"
+        final = {n: poses[-1, names.index(n), :3] for n in ("spot_c", "large", "medium", "small")}
+        for lower, upper in (("large", "medium"), ("medium", "small")):  # the tower stands on spot C
+            assert final[upper][2] - final[lower][2] == pytest.approx(height, abs=0.004)
+            assert np.hypot(*(final[upper] - final["spot_c"])[:2]) < 0.03
+        assert relabel(ep).identical
+        assert deepest_penetration(ep).depth < 0.005
