@@ -129,3 +129,15 @@ def test_hanoi_tower_moves_the_tower_and_never_puts_a_larger_disc_on_a_smaller(t
             assert np.hypot(*(final[upper] - final["spot_c"])[:2]) < 0.03
         assert relabel(ep).identical
         assert deepest_penetration(ep).depth < 0.005
+
+
+def test_classify_by_color_puts_every_block_on_its_mat(tmp_path: Path) -> None:
+    ds = _one_episode("classify_by_color", tmp_path / "colors", seed=0)
+    with ds.load(next(iter(ds.episodes())).index) as ep:
+        _respects_the_dag(ep)
+        for colour in ("red", "green", "blue", "yellow"):
+            block, mat = _final_pose(ep, f"{colour}_block"), _final_pose(ep, f"{colour}_mat")
+            assert np.hypot(*(block - mat)[:2]) < 0.05, colour  # within the 10 cm mat
+            assert block[2] - mat[2] == pytest.approx(0.003, abs=0.002), colour  # resting on its felt
+        assert relabel(ep).identical
+        assert deepest_penetration(ep).depth < 0.005
