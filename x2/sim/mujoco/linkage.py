@@ -26,7 +26,7 @@ import warnings
 import mujoco
 
 from x2.errors import SpecError
-from x2.sim.mujoco.parts import inline_meshes, strip_part, vendor_spec
+from x2.sim.mujoco.parts import add_tcp_and_wrist, inline_meshes, pad_contacts, strip_part, vendor_spec
 from x2.spec.env import GripperPart, Linkage
 
 _COPY = "vendor_"  # the prefix the copied subtree's names carry until they are renamed
@@ -85,14 +85,8 @@ def _linkage_gripper(part: GripperPart, closed: float, opened: float) -> mujoco.
         if body.name:
             body.gravcomp = 1.0
     for name in ("finger_a", "finger_b"):
-        for geom in spec.body(name).geoms:
-            if geom.contype or geom.conaffinity:
-                geom.condim, geom.friction = 4, list(part.pad_friction)
-                geom.solref, geom.solimp = [0.01, 1.0], [0.95, 0.99, 0.001, 0.5, 2.0]
-    root.add_site(name="tcp", pos=list(part.tcp), quat=list(part.tcp_quat), group=4)
-    camera = root.add_camera(name="wrist", pos=list(part.camera_pos), fovy=part.camera_fovy)
-    camera.alt.type = mujoco.mjtOrientation.mjORIENTATION_XYAXES
-    camera.alt.xyaxes = list(part.camera_xyaxes)
+        pad_contacts(spec.body(name), part)
+    add_tcp_and_wrist(root, part)
     actuators = [a for a in spec.actuators if a.name != "gripper"]
     for actuator in actuators:  # (only the gripper's own: an arm's would not refer to the subtree)
         spec.delete(actuator)

@@ -111,6 +111,23 @@ def strip_part(spec: mujoco.MjSpec, keep_visual: bool, rgba: tuple[float, ...], 
             spec.delete(mesh)
 
 
+def pad_contacts(finger: mujoco.MjsBody, part: GripperPart) -> None:
+    """A finger's colliding geoms become pads (condim 4, the part's pad friction, stiff contacts): what x2
+    measures of a grasp is what its pads hold."""
+    for geom in finger.geoms:
+        if geom.contype or geom.conaffinity:
+            geom.condim, geom.friction = 4, list(part.pad_friction)
+            geom.solref, geom.solimp = [0.01, 1.0], [0.95, 0.99, 0.001, 0.5, 2.0]
+
+
+def add_tcp_and_wrist(root: mujoco.MjsBody, part: GripperPart) -> None:
+    """The contract's site `tcp` and camera `wrist` on the gripper's body, where the part file puts them."""
+    root.add_site(name="tcp", pos=list(part.tcp), quat=list(part.tcp_quat), group=4)
+    camera = root.add_camera(name="wrist", pos=list(part.camera_pos), fovy=part.camera_fovy)
+    camera.alt.type = mujoco.mjtOrientation.mjORIENTATION_XYAXES
+    camera.alt.xyaxes = list(part.camera_xyaxes)
+
+
 def _only_body(spec: mujoco.MjSpec, root: str, file: Path) -> mujoco.MjsBody:
     body = spec.body(root)
     if body is None:
@@ -220,14 +237,8 @@ def _as_gripper(spec: mujoco.MjSpec, part: GripperPart, closed: float, opened: f
         joint.frictionloss = 0.0  # the servo's force limit is the squeeze
         body = joint.parent
         body.name = new
-        for geom in body.geoms:
-            if geom.contype or geom.conaffinity:
-                geom.condim, geom.friction = 4, list(part.pad_friction)
-                geom.solref, geom.solimp = [0.01, 1.0], [0.95, 0.99, 0.001, 0.5, 2.0]
-    root.add_site(name="tcp", pos=list(part.tcp), quat=list(part.tcp_quat), group=4)
-    camera = root.add_camera(name="wrist", pos=list(part.camera_pos), fovy=part.camera_fovy)
-    camera.alt.type = mujoco.mjtOrientation.mjORIENTATION_XYAXES
-    camera.alt.xyaxes = list(part.camera_xyaxes)
+        pad_contacts(body, part)
+    add_tcp_and_wrist(root, part)
     spec.add_equality(name="finger_coupling", type=mujoco.mjtEq.mjEQ_JOINT, name1="finger_b", name2="finger_a",
                       data=np.array([0.0, 1.0] + [0.0] * 10), solref=[0.005, 1.0])
     servo = spec.add_actuator(name="gripper", target="finger_a", trntype=mujoco.mjtTrn.mjTRN_JOINT)
