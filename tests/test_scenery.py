@@ -25,10 +25,10 @@ from x2.sim.mujoco.world import world_text
 from x2.spec.scenery import SceneryVariant, load_scenery
 
 STATE = mujoco.mjtState.mjSTATE_INTEGRATION
-# the built-in assets a distractor may be: free and without joints, read from their files here
+# the built-in assets a distractor may be: those without joints, read from their files here
 STATIC_ASSETS = ", ".join(sorted(
     p.stem for p in (Path(__file__).parents[1] / "x2" / "assets" / "objects").glob("*.yaml")
-    if (a := yaml.safe_load(p.read_text())).get("free", True) and not a.get("joints")))
+    if not yaml.safe_load(p.read_text()).get("joints")))
 
 
 # ----- spec -------------------------------------------------------------------------------------
