@@ -53,7 +53,10 @@ system-deps:
 # Two worker processes, one test file each at a time (module fixtures and kill tests stay in one process):
 # half the wall time on two cores. Tests paced by the wall clock (a teleop session replaying a recorded
 # device stream at 30 Hz) run afterwards on their own, with no other test competing for the cores.
-test: lint system-deps $(ZARR2_STAMP) $(VENDOR_STAMP)
+# The set-up's steps after the install run side by side: the type check works the CPU while the zarr 2
+# environment and the vendor packages download.
+test: $(STAMP)
+	$(MAKE) --no-print-directory -j3 lint system-deps $(ZARR2_STAMP) $(VENDOR_STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not realtime"
 	$(BIN)/python -m pytest -q -m realtime
 
