@@ -85,6 +85,11 @@ class Jaw:
         rising = np.concatenate([[True], np.diff(self.gaps) > 0])  # (a saturated closed end: its first command)
         return float(np.interp(gap, self.gaps[rising], self.commands[rising]))
 
+    def command_tolerance(self, per_finger: float) -> float:
+        """A tolerance of `per_finger` metres on each finger, as a change of the command (its finger joint is an
+        angle, not an opening)."""
+        return 2 * per_finger / (self.gap_open - self.gap_closed)
+
     def command_at(self, finger: float) -> float:
         """The command whose settled finger_a joint is `finger` (where the jaw stands when nothing blocks it)."""
         order = np.argsort(self.qpos[:, 0], kind="stable")

@@ -133,11 +133,19 @@ class MobileBaseSpec:
     """A mobile robot's base: planar joints x, y (slides, m) and yaw (hinge, rad) under the whole robot, each
     driven by a position servo; the arms and cameras ride on it."""
 
-    joints: tuple[str, str, str]  # base_x, base_y, base_yaw: names in the compiled model (and the action's)
-    actuators: tuple[str, str, str]
+    joints: tuple[str, str, str]  # base_x, base_y, base_yaw: joints and their servos, in the model and the action
     home: tuple[float, float, float]
     range: tuple[tuple[float, float], tuple[float, float], tuple[float, float]]  # x, y (m), yaw (rad)
     speed: float  # m/s, the planner's cruising speed (yaw: rad/s)
+
+    @property
+    def low(self) -> npt.NDArray[np.float64]:
+        """The lower ends of the range, (x, y, yaw)."""
+        return np.array([r[0] for r in self.range])
+
+    @property
+    def high(self) -> npt.NDArray[np.float64]:
+        return np.array([r[1] for r in self.range])
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,7 @@ def compile_robot(frag: Fragment, file: Path, gripper: str | None = None) -> Rob
     hand = GripperSpec(kind=g.kind, mjcf=gripper_mjcf, open_ctrl=g.open, closed_ctrl=g.closed, part=gripper_part,
                        drive="slide" if linkage is None else "linkage")
     base = None if spec.base is None else MobileBaseSpec(
-        joints=spec.base.joints, actuators=spec.base.joints, home=spec.base.home, range=spec.base.range,
+        joints=spec.base.joints, home=spec.base.home, range=spec.base.range,
         speed=spec.base.speed)
     model = RobotSpec(name=spec.name, mjcf=_file_next_to(frag, ("mjcf",), spec.mjcf), gripper=hand,
                        arms=tuple(arms), cameras=tuple(spec.cameras), base_pos=spec.base_pos, base=base)

@@ -155,7 +155,7 @@ class _BaseTarget:
         base = backend.env.robot.base
         assert base is not None and backend.action_layout.base is not None
         self.slice, self.config = backend.action_layout.base, config
-        self.lo, self.hi = np.array([r[0] for r in base.range]), np.array([r[1] for r in base.range])
+        self.lo, self.hi = base.low, base.high
 
     def drive(self, cmd: np.ndarray, forward: float, left: float, turn: float, dt: float) -> bool:
         """Move the target by one tick of (forward, left, turn) in [-1, 1]; True if it moved."""

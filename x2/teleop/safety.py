@@ -29,7 +29,7 @@ class SafetyFilter:
             self.step[slots.joints] = c.max_speed / fps
         base = backend.env.robot.base
         if base is not None and layout.base is not None:  # a mobile base: within its range, at a drive's speed
-            self.lo[layout.base], self.hi[layout.base] = [r[0] for r in base.range], [r[1] for r in base.range]
+            self.lo[layout.base], self.hi[layout.base] = base.low, base.high
             self.step[layout.base] = c.max_base_speed / fps
         self.last: np.ndarray | None = None
         self.clamped = 0  # ticks where the filter changed the mapper's action

@@ -94,7 +94,7 @@ class _Compiled:
             for name in (*arm.actuators, arm.gripper_actuator):
                 ctrl_ids.append(aid(name))
         if base is not None:
-            ctrl_ids += [aid(name) for name in base.actuators]
+            ctrl_ids += [aid(name) for name in base.joints]  # (each joint's servo has its name)
         self.ctrl_ids = np.array(ctrl_ids)
         lo = m.actuator_ctrlrange[self.ctrl_ids, 0].copy()
         hi = m.actuator_ctrlrange[self.ctrl_ids, 1].copy()

@@ -27,8 +27,10 @@ class SeededIK(ArmDLS):
         self._base_qadr = world.base_qadr
 
     def _follow_base(self) -> None:
+        if not self._base_qadr.size:
+            return  # (a fixed robot: nothing to follow)
         world = self._world()
-        if self._base_qadr.size and world is not None:
+        if world is not None:
             self.data.qpos[self._base_qadr] = world.base_q()
 
     def solve(self, pos: Floats, rot: Floats, seed: Floats, **options: float | bool) -> Floats | None:

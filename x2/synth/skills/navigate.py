@@ -81,7 +81,6 @@ def _choose_goal(ctx: SynthContext, world: CollisionWorld, base: MobileBaseSpec,
     mount = np.asarray(ctx.env.robot.base_pos[:2], dtype=np.float64)
     # the arm's first joint axis in the base's frame (it turns with the heading about the base's origin)
     root = _rot(-live[2]) @ (ctx.backend.arm_root_pos(arm)[:2] - mount - live[:2])
-    lo, hi = np.array([r[0] for r in base.range]), np.array([r[1] for r in base.range])
     yaw = float(start[2])
     ahead = np.array([np.cos(yaw), np.sin(yaw)])
     ik = ctx.ik(arm)  # (syncs the world to the live one: before the base is moved in it)
@@ -89,7 +88,7 @@ def _choose_goal(ctx: SynthContext, world: CollisionWorld, base: MobileBaseSpec,
     for extra in STANDOFFS:
         standoff = distance + extra
         xy = target[:2] - standoff * ahead - mount - _rot(yaw) @ root
-        goal = np.clip(np.array([xy[0], xy[1], yaw]), lo, hi)
+        goal = np.clip(np.array([xy[0], xy[1], yaw]), base.low, base.high)
         tried.append(f"({goal[0]:.2f}, {goal[1]:.2f})")
         world.set_base(goal)
         if world.in_collision({}):
@@ -126,7 +125,7 @@ def _drive(world: CollisionWorld, base: MobileBaseSpec, start: np.ndarray, goal:
     if _free(world, straight):
         return straight
     back = min(start[0], goal[0]) - BACK_OFF
-    if back >= base.range[0][0]:
+    if back >= base.low[0]:
         corners = [start, np.array([back, start[1], start[2]]), np.array([back, goal[1], goal[2]]), goal]
         legs = [_line(a, b) for a, b in zip(corners[:-1], corners[1:], strict=True)]
         if all(_free(world, leg) for leg in legs):

@@ -91,7 +91,7 @@ def _hand_at(ctx: SynthContext, arm: str, opening: float) -> bool:
     g, jaw = ctx.env.robot.gripper, ctx.backend.jaw()
     finger = ctx.backend.joint_value(ctx.env.robot.arm(arm).gripper_joints[0])
     if jaw is not None:  # a linkage's finger joint is an angle: compared as commands, 2 mm a finger as one
-        return abs(jaw.command_at(finger) - opening) < 2 * 0.002 / (jaw.gap_open - jaw.gap_closed)
+        return abs(jaw.command_at(finger) - opening) < jaw.command_tolerance(0.002)
     return abs(finger - (g.closed_ctrl + opening * (g.open_ctrl - g.closed_ctrl))) < 0.002
 
 

@@ -22,7 +22,6 @@ from collections.abc import Iterator
 import mujoco
 import numpy as np
 
-from x2.sim.backend import Jaw
 from x2.spec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.motion.errors import PlanningError
@@ -72,7 +71,7 @@ def _is_open(ctx: SynthContext, arm: str) -> bool:
     finger = ctx.backend.joint_value(ctx.env.robot.arm(arm).gripper_joints[0])
     jaw = ctx.backend.jaw()
     if jaw is not None:
-        return jaw.command_at(finger) >= 1.0 - _command_tolerance(jaw)
+        return jaw.command_at(finger) >= 1.0 - jaw.command_tolerance(OPEN_TOL)
     return finger >= ctx.env.robot.gripper.open_ctrl - OPEN_TOL
 
 
@@ -81,14 +80,9 @@ def _opened_to(ctx: SynthContext, arm: str, command: float) -> bool:
     finger = ctx.backend.joint_value(ctx.env.robot.arm(arm).gripper_joints[0])
     jaw = ctx.backend.jaw()
     if jaw is not None:
-        return jaw.command_at(finger) >= command - _command_tolerance(jaw)
+        return jaw.command_at(finger) >= command - jaw.command_tolerance(OPEN_TOL)
     g = ctx.env.robot.gripper
     return finger >= g.closed_ctrl + command * (g.open_ctrl - g.closed_ctrl) - OPEN_TOL
-
-
-def _command_tolerance(jaw: Jaw) -> float:
-    """OPEN_TOL per finger as a change of a linkage's command (its finger joint is an angle, not an opening)."""
-    return 2 * OPEN_TOL / (jaw.gap_open - jaw.gap_closed)
 
 
 def _param(binding: SkillBinding, name: str, default: float) -> float:
