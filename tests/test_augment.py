@@ -224,7 +224,7 @@ def test_eval_scenery_needs_allow_eval(source: Path, tmp_path: Path) -> None:
     with Dataset.open(tmp_path / "e").load(done.written[0].index) as ep:
         assert ep.attrs["split"] == "eval" and ep.attrs["scene_variant"] == "held_out"
         placed = json.loads(ep.attrs["augmentation"])["distractors"]["placed"]
-        assert {p["asset"] for p in placed} <= {"lemon", "banana"}
+        assert {p["asset"] for p in placed} <= {"peach", "plum"}
 
 
 def test_cli_names_what_it_does_and_draws_a_preview(source: Path, tmp_path: Path) -> None:

@@ -416,7 +416,7 @@ def test_eval_fruit_variant_draws_only_held_out_fruit(env, backend: MujocoBacken
         info = b.reset(seed)
         assert info.variant == "eval_fruit"
         drawn.add(info.assets["fruit"])
-    assert drawn == {"lemon", "banana"}
+    assert drawn == {"peach", "plum"}
     b.close()
 
 
@@ -427,7 +427,7 @@ def test_reset_switches_variant_and_back_to_identical_worlds(env) -> None:
     eval_ref = MujocoBackend(load_env("fruit_in_microwave", variant="eval_fruit"))
     for _ in range(2):  # default -> eval -> default -> eval -> default
         drawn = {b.reset(seed, variant="eval_fruit").assets["fruit"] for seed in range(12)}
-        assert drawn == {"lemon", "banana"} and b.env.split == "eval" and b.env.variant == "eval_fruit"
+        assert drawn == {"peach", "plum"} and b.env.split == "eval" and b.env.variant == "eval_fruit"
         info = b.reset(3)  # no variant given: stays on the current one
         assert info.variant == "eval_fruit" and info == eval_ref.reset(3)
         assert b.get_state().tobytes() == eval_ref.get_state().tobytes()

@@ -101,6 +101,19 @@ CASES = [
         "specs/scenes/s.yaml": "include: kitchen_booth.yaml\nname: s\nobjects:\n  fruit: {region: shelf}\n",
         "t.yaml": GOOD_TASK.replace("scene: kitchen_booth", "scene: s")},
      ["tasks", "show", "t.yaml"], "s.yaml", 4, r"objects.fruit.region: found 'shelf'; allowed: one of .*fruit_area"),
+    ("train asset in an eval pool", {
+        "specs/scenes/s.yaml": "include: kitchen_booth.yaml\nname: s\nobjects:\n  fruit: {pool: [apple, peach]}\n",
+        "t.yaml": GOOD_TASK.replace("scene: kitchen_booth", "scene: s")},
+     ["tasks", "show", "t.yaml"], "kitchen_booth.yaml", 14,
+     r"variants.eval_fruit.objects.fruit.pool\[0\]: found asset 'peach' in an eval pool, also in a train pool at "
+     r"\S*s.yaml:4; allowed: held-out pools"),
+    ("trained paraphrase held out", {"t.yaml": GOOD_TASK.replace(
+        "scene: kitchen_booth", "paraphrases:\n  train: ['Microwave the {fruit}.']\n  eval: ['Microwave the {fruit}.']\n"
+        "scene: kitchen_booth")},
+     ["tasks", "show", "t.yaml"], "t.yaml", 5, r"paraphrases.eval\[0\]: found 'Microwave the \{fruit\}.', also a "
+     r"train template at \S*t.yaml:4; allowed: held-out paraphrases that are never trained on"),
+    ("grid position of an object without slots", {"t.yaml": GOOD_TASK.replace("{fruit}", "{fruit.row}")},
+     ["tasks", "show", "t.yaml"], "t.yaml", 2, r"instruction: found placeholder \{fruit.row\}; allowed: .*"),
     ("robot home length", {"specs/robots/r.yaml": "include: artixon-g.yaml\nname: r\narms:\n  left:\n"
                                                   "    joints: [left_j1, left_j2]\n    home: [0.0]\n"},
      ["robots", "show", "r"], "r.yaml", 6, r"arms.left.home: found 1 values; allowed: 2 values"),

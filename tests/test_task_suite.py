@@ -143,3 +143,20 @@ def test_classify_by_color_puts_every_block_on_its_mat(tmp_path: Path) -> None:
             assert np.hypot(*(block - mat)[:2]) < 0.05, colour  # within the 10 cm mat
             assert block[2] - mat[2] == pytest.approx(0.003, abs=0.002), colour  # resting on its felt
         _sound(ep)
+
+
+def test_pick_by_position_moves_the_block_the_words_name_and_no_other(tmp_path: Path) -> None:
+    ds = _one_episode("pick_by_position", tmp_path / "grid", seed=3)
+    with ds.load(next(iter(ds.episodes())).index) as ep:
+        _respects_the_dag(ep)
+        names = [str(n) for n in ep.dataset_attrs(fmt.OBJECT_POSES)["names"]]
+        poses = np.asarray(ep[fmt.OBJECT_POSES])
+        x, y = poses[0, names.index("target")][:2]  # where the named block stood, read from the states
+        row, column = 1 if x < 0.5 else 2, 1 + int(np.argmin([abs(y - c) for c in (-0.20, -0.33, -0.46)]))
+        assert f"row {row}" in ep.instruction and f"column {column}" in ep.instruction, ep.instruction
+        plate = poses[-1, names.index("plate")][:2]
+        assert np.hypot(*(poses[-1, names.index("target")][:2] - plate)) < 0.06  # on the plate
+        for other in ("block_2", "block_3", "block_4", "block_5", "block_6"):  # the others stayed where they were
+            i = names.index(other)
+            assert np.hypot(*(poses[-1, i][:2] - poses[0, i][:2])) < 0.005, other
+        _sound(ep)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-STREAMS = ("scene", "grasp", "planner", "noise", "schedule")
+STREAMS = ("scene", "grasp", "planner", "noise", "schedule", "language")
 
 
 def streams(seed: int, names: tuple[str, ...] = STREAMS) -> dict[str, np.random.Generator]:

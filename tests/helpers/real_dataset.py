@@ -19,9 +19,9 @@ from x2.spec import load_env
 
 
 def record_short_dataset(path: Path, episodes: int = 2, ticks: int = 24, task: str = "fruit_in_microwave",
-                         robot: str | None = None, seed: int = 0) -> list[EpisodeRecord]:
+                         robot: str | None = None, seed: int = 0, variant: str = "default") -> list[EpisodeRecord]:
     """Append `episodes` scripted episodes of `ticks` frames each to the dataset at `path`."""
-    env = load_env(task, robot=robot)
+    env = load_env(task, robot=robot, variant=variant)
     backend = make_backend(env)
     ds: Dataset = open_dataset(Path(path), env, backend)
     records: list[EpisodeRecord] = []

@@ -37,6 +37,7 @@ from x2.datasets.select import Selection, require_some
 from x2.datasets.untrusted import json_loads
 from x2.errors import DatasetError
 from x2.hdf5_guard import kept_if_complete
+from x2.rollout.eval_check import refuse_eval_episodes
 from x2.rollout.world import recorded_env
 from x2.spec.scenery import SceneryVariant, load_scenery
 
@@ -160,7 +161,8 @@ def _copy_episode(parent: Path, path: Path, index: int, *, variant: Variant, con
                 dst.attrs[key] = value
         dst.attrs.update(fmt.derived_attrs(
             index=index, parent_episode=int(src.attrs[fmt.INDEX_ATTR]), scene_variant=variant.scenery.name,
-            split=variant.scenery.split, seed=variant.seed, model_xml=variant.model_xml, augmentation=config))
+            split="eval" if "eval" in (variant.scenery.split, str(src.attrs.get(fmt.SPLIT_ATTR))) else "train",
+            seed=variant.seed, model_xml=variant.model_xml, augmentation=config))
         dst.create_group(fmt.AUGMENTATION)
         stored = dst.create_dataset(fmt.ENVELOPE, data=envelope.as_array(), compression="gzip", compression_opts=4)
         stored.attrs["columns"] = json.dumps(["x0", "y0", "z0", "x1", "y1", "z1", "radius"])
@@ -220,6 +222,7 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
         raise DatasetError(f"{src.root}: episodes: found only augmented ones (source augment); allowed: recorded "
                            "episodes (augment their dataset again, with more --variants)")
     src.verify(records)
+    refuse_eval_episodes(src, records, request.allow_eval, "--allow-eval")
     with src.load(records[0].index) as first:
         scenery = choose_scenery(scene_of(first), request)
     manifest = src.manifest.to_dict()

@@ -102,7 +102,7 @@ def replay(
                       f"report: {summary.out / AUGMENTATION_REPORT_FILE}")
     if render:
         with progress("rendering", "frames") as update:
-            rendered = render_dataset(target, names, image_size, workers,
+            rendered = render_dataset(target, names, image_size, workers, allow_eval=allow_eval,
                                       progress=lambda p: update(p.frames_done, p.frames_total))
         console.print(f"rendered {rendered.frames_rendered} frames of {len(rendered.rendered)} episode(s) in "
                       f"{rendered.wall_s:.1f} s")

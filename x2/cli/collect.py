@@ -9,13 +9,14 @@ from rich.table import Table
 
 from x2.cli._common import console
 from x2.cli.group_class import typer_group
-from x2.cli.options import OutputDatasetOpt, RobotOpt, TaskOpt, VariantOpt
+from x2.cli.options import AllowEvalOpt, OutputDatasetOpt, RobotOpt, TaskOpt, VariantOpt
 from x2.cli.progress import progress
 from x2.datasets import workspace
 from x2.rollout import RealTimeClock, Rollout, open_dataset, reach_and_return, record_episode
 from x2.seeding import slot_seed
 from x2.sim import make_backend
 from x2.spec import load_env
+from x2.spec.held_out import refuse_eval_run
 
 app = typer_group(
     "collect", "Record episodes into a dataset.",
@@ -36,6 +37,7 @@ def waypoints(
     dataset: OutputDatasetOpt = None,
     variant: VariantOpt = "default",
     realtime: Annotated[bool, typer.Option("--realtime/--free", help="pace at the control rate or run free")] = False,
+    allow_eval: AllowEvalOpt = False,
 ) -> None:
     """Record scripted joint-waypoint episodes: every arm reaches out, closes and opens its gripper and
     comes home. It exercises the loop, the DAG labels and the store; it does not solve the task.
@@ -43,6 +45,7 @@ def waypoints(
     Example: [cyan]x2 collect waypoints --task fruit_in_microwave -n 3[/cyan]
     """
     env = load_env(task, robot=robot, variant=variant)
+    refuse_eval_run(env, seed, allow_eval)
     backend = make_backend(env)
     path = workspace.resolve_output(dataset, default_name=env.task.name if env.task else env.scene_name)
     ds = open_dataset(path, env, backend)

@@ -23,6 +23,7 @@ from x2.datasets import (
 )
 from x2.datasets.validate import Report
 from x2.errors import X2Error
+from x2.rollout.eval_check import eval_configuration
 from x2.rollout.replay import PENETRATION_LIMIT_M, deepest_penetration
 
 app = typer_group(
@@ -155,7 +156,8 @@ def _short(value: object) -> str:
 
 
 @app.command("validate", epilog="Examples: x2 datasets validate data/fruit_in_microwave --repair\n\n"
-             "  x2 datasets validate --quick\n\n  x2 datasets validate --physics --threshold-mm 3")
+             "  x2 datasets validate --quick\n\n  x2 datasets validate --physics --threshold-mm 3\n\n"
+             "  x2 datasets validate --split")
 def validate_command(
     dataset: DatasetArg = None,
     do_repair: Annotated[bool, typer.Option(
@@ -170,9 +172,13 @@ def validate_command(
     threshold_mm: Annotated[float, typer.Option(
         "--threshold-mm", min=0.0, help="With --physics: flag episodes whose bodies went deeper into each other.",
     )] = PENETRATION_LIMIT_M * 1e3,
+    split: Annotated[bool, typer.Option(
+        "--split", help="Also prove from the files that no episode saw a configuration held out for evaluation "
+                        "(an eval scene variant, scenery, seed or paraphrase).")] = False,
 ) -> None:
     """Check a dataset against its on-disk contract (and repeated demonstrations); exit 1 when it is
-    invalid (and not repaired), or when --physics flags an episode."""
+    invalid (and not repaired), when --physics flags an episode, or when --split finds an evaluation
+    configuration."""
     path = dataset_arg(dataset)
     with progress("checking", "episodes") as update:
         report = validate(path, quick=quick, progress=update)
@@ -187,6 +193,7 @@ def validate_command(
     if Path(path).is_dir():
         remember_dataset(path)
     flagged = _physics(Dataset.open(path), threshold_mm / 1e3) if physics and Path(path).is_dir() else 0
+    flagged += _held_out(Dataset.open(path)) if split and Path(path).is_dir() else 0
     if not report.valid or flagged:
         raise typer.Exit(1)
 
@@ -218,6 +225,25 @@ def _physics(ds: Dataset, limit: float) -> int:
     console.print(summary + (f"; [red]{flagged} over {limit * 1e3:g} mm[/red]" if flagged else
                              f"; none over {limit * 1e3:g} mm"), soft_wrap=True)
     return flagged
+
+
+def _held_out(ds: Dataset) -> int:
+    """Episodes whose files say they saw an evaluation configuration, listed; their number."""
+    records = ds.episodes()
+    seen: list[tuple[int, str]] = []
+    with progress("checking splits", "episodes") as update:
+        for done, record in enumerate(records):
+            update(done, len(records))
+            with ds.load(record.index) as ep:
+                why = eval_configuration(ep)
+            if why is not None:
+                seen.append((record.index, why))
+    for index, why in seen:
+        console.print(f"[red]eval[/red] episode {index}: {why}", soft_wrap=True)
+    console.print(f"split: {len(records)} episodes checked; " + (
+        f"[red]{len(seen)} saw an evaluation configuration[/red]" if seen else
+        "none saw an evaluation configuration (scene variant, scenery, master seed, paraphrase)"), soft_wrap=True)
+    return len(seen)
 
 
 def _print_report(report: Report, after_repair: bool = False) -> None:

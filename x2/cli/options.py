@@ -22,6 +22,8 @@ TaskOpt = Annotated[str, typer.Option("--task", "-t", help="Task name or path to
 RobotOpt = Annotated[str | None, typer.Option("--robot", "-r", help="Robot (default: the task's).",
                                               show_default=False)]
 VariantOpt = Annotated[str, typer.Option("--variant", help="Scene variant.")]
+AllowEvalOpt = Annotated[bool, typer.Option(
+    "--allow-eval", help="Allow a configuration held out for evaluation (an eval scene variant or seed).")]
 GripperOpt = Annotated[str | None, typer.Option("--gripper", help="Put this gripper (robots/grippers: G, H, "
                                                 "franka-hand, ...) on the robot instead of its own.",
                                                 show_default=False)]

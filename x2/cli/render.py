@@ -38,6 +38,8 @@ def render(
                                 "subtask completions and end into this PNG.", show_default=False)] = None,
     episode: Annotated[int | None, typer.Option(
         "--episode", help="The episode of --contact-sheet (default: the first one).", show_default=False)] = None,
+    allow_eval: Annotated[bool, typer.Option(
+        "--allow-eval", help="Also render episodes made in a configuration held out for evaluation.")] = False,
 ) -> None:
     """Render camera streams from the recorded states into the episode files (state first, pixels later).
 
@@ -61,7 +63,8 @@ def render(
             update(p.frames_done, p.frames_total,
                    f"{p.frames_per_s:.1f} frames/s, episode {p.episodes_done}/{p.episodes_total}")
 
-        summary = render_dataset(path, names, image_size, workers, overwrite, progress=advance, episodes=selected)
+        summary = render_dataset(path, names, image_size, workers, overwrite, progress=advance, episodes=selected,
+                                 allow_eval=allow_eval)
     table = Table(title=f"{', '.join(names)} at {image_size}: {len(summary.rendered)} episode(s) rendered, "
                         f"{len(summary.skipped)} already done", title_justify="left")
     for column in ("episode", "frames", "cameras drawn", "MB before", "MB after"):

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from x2.cli._common import console
-from x2.cli.options import GripperOpt, OutputDatasetOpt, RobotOpt, TaskOpt, VariantOpt
+from x2.cli.options import AllowEvalOpt, GripperOpt, OutputDatasetOpt, RobotOpt, TaskOpt, VariantOpt
 from x2.cli.progress import progress
 from x2.datasets import workspace
 from x2.format import SYNTH_REPORT_FILE
@@ -30,6 +30,7 @@ def synth(
                                               "marked rejected")] = False,
     dataset: OutputDatasetOpt = None,
     variant: VariantOpt = "default",
+    allow_eval: AllowEvalOpt = False,
     sequential: Annotated[bool, typer.Option("--sequential", help="run one DAG node at a time (the same bytes "
                                              "as before the arm scheduler, for comparing datasets); default: "
                                              "nodes on different arms run at once")] = False,
@@ -49,7 +50,8 @@ def synth(
     """
     config = SynthConfig(task=task, robot=robot, gripper=gripper, variant=variant, n=n,
                          workers=workers or os.cpu_count() or 1, seed=seed, max_attempts=max_attempts,
-                         keep_failed=keep_failed, sequential=sequential)
+                         keep_failed=keep_failed, sequential=sequential,
+                         allow_eval=allow_eval)
     run = SynthRun(config, workspace.resolve_output(dataset, default_name=task.removesuffix(".yaml").split("/")[-1]))
     workspace.remember_dataset(run.path)
     schedule = "one node at a time" if config.sequential else "ready nodes on free arms at once"

@@ -13,7 +13,7 @@ from rich.prompt import Prompt
 from rich.table import Table
 
 from x2.cli._common import console
-from x2.cli.options import OutputDatasetOpt
+from x2.cli.options import AllowEvalOpt, OutputDatasetOpt
 from x2.devices import EXAMPLES
 from x2.teleop import EpisodeSummary, panel
 from x2.teleop.run import TeleopRequest, TeleopRun, keymap
@@ -47,6 +47,7 @@ def teleop(
                        ] = None,
     preview_camera: Annotated[str | None, typer.Option("--preview-camera", help="camera for the preview "
                                                        "(default: the robot's first, e.g. head)")] = None,
+    allow_eval: AllowEvalOpt = False,
 ) -> None:
     """Teleoperate the simulated robot at the control rate and record every episode.
 
@@ -68,7 +69,7 @@ def teleop(
     request = TeleopRequest(device=device, robot=robot, task=task, dataset=dataset, variant=variant, seed=seed,
                             episodes=episodes, max_seconds=max_seconds, success_hold_s=success_hold, keys=keys,
                             preview=console.is_terminal if preview is None else preview,
-                            preview_camera=preview_camera)
+                            preview_camera=preview_camera, allow_eval=allow_eval)
     run = TeleopRun(request, ask_task=_ask_task if sys.stdin.isatty() else None)
     summaries: list[EpisodeSummary] = []
     try:

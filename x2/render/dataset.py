@@ -27,6 +27,7 @@ from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.render.episode_file import cameras_to_draw
 from x2.render.frames import ImageSize
 from x2.render.workers import JobResult, RenderJob, progress_queue, run_job, worker_pool
+from x2.rollout.eval_check import refuse_eval_episodes
 from x2.sim.mujoco.recorded_xml import compile_world
 
 
@@ -94,8 +95,9 @@ def _check_request(cameras: Sequence[str], size: ImageSize, workers: int, ep: Ep
 def render_dataset(path: str | Path, cameras: Sequence[str] = DEFAULT_CAMERAS, size: ImageSize = DEFAULT_SIZE,
                    workers: int = 1, overwrite: bool = False,
                    progress: Callable[[RenderProgress], None] | None = None,
-                   episodes: Sequence[int] | None = None) -> RenderSummary:
-    """Render `cameras` at `size` into every selected episode (all of them unless `episodes`)."""
+                   episodes: Sequence[int] | None = None, allow_eval: bool = False) -> RenderSummary:
+    """Render `cameras` at `size` into every selected episode (all of them unless `episodes`); episodes of an
+    evaluation configuration are refused unless `allow_eval`."""
     cameras = tuple(cameras)
     started = time.perf_counter()
     ds = Dataset.open(path)
@@ -111,6 +113,7 @@ def render_dataset(path: str | Path, cameras: Sequence[str] = DEFAULT_CAMERAS, s
         plan: dict[int, tuple[str, ...]] = {}
         for record in selected:
             ds.verify([record])  # a damaged file must not be committed again under a fresh digest
+            refuse_eval_episodes(ds, [record], allow_eval, "--allow-eval")
             with ds.load(record.index) as ep:
                 if not plan:  # the first episode's model stands for the dataset's (one robot, one booth)
                     _check_request(cameras, size, workers, ep)

@@ -4,7 +4,8 @@ Tile k is the world `x2 synth --seed S` starts its attempt k from in a new datas
 at later slots): the same seed (slot k of master seed S, x2/seeding.py), the same compiled env (task, robot,
 gripper, scene variant) and the same reset the loop does, so a layout or an asset draw seen here is the one
 synthesis meets. Only objects with more than one candidate asset are named in a tile's label: the others are
-the same in every tile.
+the same in every tile. A tile quotes its instruction when the resets drew more wordings than their assets
+explain (paraphrases, grid positions).
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def task_preview(task: str, out: str | Path, *, seeds: int = 12, master_seed: in
         if size.height > limit.height or size.width > limit.width:
             raise X2Error(f"--size: found {size}; allowed: up to {limit} (the model's offscreen buffer)")
         drawn = [o.name for o in env.objects if len(o.candidates) > 1]
-        frames, labels, slot_seeds = [], [], []
+        frames, labels, slot_seeds, instructions, draws_of = [], [], [], [], []
         for slot in range(seeds):
             seed = slot_seed(master_seed, slot)
             info = backend.reset(seed)
@@ -92,10 +93,15 @@ def task_preview(task: str, out: str | Path, *, seeds: int = 12, master_seed: in
             draws = ", ".join(f"{name}={info.assets[name]}" for name in drawn)
             labels.append(f"#{slot} seed {seed}" + (f": {draws}" if draws else ""))
             slot_seeds.append(seed)
+            instructions.append(info.instruction)
+            draws_of.append(draws)
             if on_tile is not None:
                 on_tile(slot + 1, seeds)
     finally:
         backend.close()
+    if len(set(zip(draws_of, instructions, strict=True))) > len(set(draws_of)):
+        # more wordings than asset draws explain (paraphrases, grid positions): each tile says its own
+        labels = [f"{label}: “{text}”" for label, text in zip(labels, instructions, strict=True)]
     name = env.task.name if env.task is not None else task
     title = (f"{name} · robot {env.robot.name} · scene {env.scene_name} · "
              f"variant {env.variant} (split {env.split}) · camera {camera} · master seed {master_seed}, "

@@ -36,6 +36,7 @@ from x2.rollout.teacher import Teacher
 from x2.sim.backend import Backend
 from x2.spec.action import DEFINITION
 from x2.spec.env import EnvSpec
+from x2.spec.held_out import config_split
 from x2.spec.record import env_record
 
 
@@ -84,7 +85,8 @@ def episode_start(env: EnvSpec, seed: int, source: str, master_seed: int | None 
     """Attributes known before an episode starts."""
     return EpisodeStart(
         task=env.task.name if env.task else "", robot=env.robot.name, seed=seed, source=source, fps=env.fps,
-        sim_dt=env.booth.timestep, scene_variant=env.variant, split=env.split, versions=json.dumps(versions()),
+        sim_dt=env.booth.timestep, scene_variant=env.variant, split=config_split(env, master_seed),
+        versions=json.dumps(versions()),
         master_seed=master_seed, slot=None if master_seed is None else slot)
 
 

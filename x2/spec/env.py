@@ -297,6 +297,8 @@ class TaskSpec:
     nodes: tuple[NodeSpec, ...]
     edges: tuple[tuple[str, str], ...]
     dimensions: tuple[str, ...] = ()  # the capability dimensions it exercises (x2/spec/files.py: Dimension)
+    paraphrases: tuple[str, ...] = ()  # more templates drawn beside `instruction` (x2/spec/instruction.py)
+    eval_paraphrases: tuple[str, ...] = ()  # held-out templates, drawn only in an evaluation scene variant
 
     @property
     def node_ids(self) -> tuple[str, ...]:

@@ -418,9 +418,15 @@ Dimension = Literal["generalization", "visual_understanding", "language_understa
 DIMENSIONS: tuple[str, ...] = get_args(Dimension)
 
 
+class ParaphrasesFile(_Strict):
+    train: list[str] = []  # drawn beside the instruction itself
+    eval: list[str] = []  # held out: drawn only in a scene variant of split eval
+
+
 class TaskFile(_Strict):
     name: Name
     instruction: str
+    paraphrases: ParaphrasesFile = ParaphrasesFile()
     scene: str
     dimensions: list[Dimension] = []
     robot: str | None = None  # the robot it is usually run with

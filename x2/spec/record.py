@@ -82,13 +82,16 @@ def task_record(task: TaskSpec) -> dict[str, object]:
         return {"name": b.name, "arm": b.arm, "target": b.target, "target_object": b.target_object,
                 "params": dict(b.params)}
 
-    return {
+    record: dict[str, object] = {
         "name": task.name, "instruction": task.instruction, "horizon_s": task.horizon_s,
         "nodes": [{"id": n.id, "success": calls(n.success), "failure": calls(n.failure), "timeout_s": n.timeout_s,
                    "score": n.score, "description": n.description, "skill": skill(n.skill)} for n in task.nodes],
         "edges": [list(e) for e in task.edges],
         "dimensions": list(task.dimensions),
     }
+    if task.paraphrases or task.eval_paraphrases:  # (absent when there are none: older records stay as they were)
+        record["paraphrases"] = {"train": list(task.paraphrases), "eval": list(task.eval_paraphrases)}
+    return record
 
 
 def _asset(a: AssetSpec) -> dict[str, object]:
@@ -226,4 +229,6 @@ def _task(t: Mapping[str, Any], where: str) -> TaskSpec:
                            skill=skill(n["skill"])) for n in t["nodes"])
     return TaskSpec(t["name"], t["instruction"], float(t["horizon_s"]), nodes,
                      tuple((str(a), str(b)) for a, b in t["edges"]),
-                     tuple(str(d) for d in t.get("dimensions", [])))  # (absent from records of an older x2)
+                     tuple(str(d) for d in t.get("dimensions", [])),  # (absent from records of an older x2)
+                     tuple(str(p) for p in t.get("paraphrases", {}).get("train", [])),
+                     tuple(str(p) for p in t.get("paraphrases", {}).get("eval", [])))

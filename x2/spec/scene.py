@@ -11,6 +11,7 @@ from x2.spec import catalog
 from x2.spec.assets import asset_at, load_asset
 from x2.spec.env import BoothSpec, ObjectInstance, Region
 from x2.spec.files import SceneFile, parse
+from x2.spec.held_out import check_pools
 from x2.spec.robot import RobotInfo
 from x2.spec.scenery import compile_scenery, scene_booth
 from x2.spec.source import Fragment, merge_fragments
@@ -91,6 +92,7 @@ def _nearest_on_travel(point: tuple[float, float], shoulder: tuple[float, float]
 def compile_scene(frag: Fragment, file: Path, robot: RobotInfo, variant: str = "default") -> SceneInfo:
     base: SceneFile = parse(SceneFile, frag)  # validate the base (variant blocks included) before overlaying
     compile_scenery(frag, base)  # scenery blocks belong to the base scene; checked here so `tasks show` finds errors
+    check_pools(frag)  # held-out pools overlap no train pool, whichever variant this run uses
     frag = _variant_overlay(frag, variant)
     spec: SceneFile = parse(SceneFile, frag)
     booth = scene_booth(spec)

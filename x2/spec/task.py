@@ -9,7 +9,6 @@ from __future__ import annotations
 import builtins
 import math
 import reprlib
-import string
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +18,7 @@ from x2.labeling import find_cycle
 from x2.spec import catalog
 from x2.spec.env import EnvSpec, NodeSpec, ObjectInstance, PredicateCall, SkillBinding, TaskSpec
 from x2.spec.files import TaskFile, parse
+from x2.spec.instruction import check_template
 from x2.spec.robot import RobotInfo, load_robot
 from x2.spec.scene import SceneInfo, load_scene
 from x2.spec.source import Fragment, Path_
@@ -136,19 +136,19 @@ def _skill(resolver: _Resolver, key: Path_, block: dict[str, object] | None) -> 
     return SkillBinding(name, str(arm), target_name, target_object, params, (origin.file, origin.line))
 
 
-def _check_instruction(frag: Fragment, text: str, objects: list[str]) -> None:
-    """Placeholders are bare `{OBJECT}` names: each reset formats the instruction with the drawn assets'
-    names, so a conversion, a format spec or an index (`{fruit!r}`, `{fruit:>9999999}`, `{0}`) is refused."""
-    allowed = "placeholders naming scene objects: " + (", ".join(objects) or "none")
-    try:
-        parts = list(string.Formatter().parse(text))
-    except ValueError as exc:  # a lone brace
-        raise frag.error(("instruction",), f"{exc} in {text!r}", "text with {OBJECT} placeholders, "
-                         "literal braces doubled ({{ }})") from None
-    for _, field, format_spec, conversion in parts:
-        if field is not None and (field not in objects or format_spec or conversion):
-            shown = field + (f"!{conversion}" if conversion else "") + (f":{format_spec}" if format_spec else "")
-            raise frag.error(("instruction",), f"placeholder {{{shown}}}", allowed)
+def _check_instructions(frag: Fragment, spec: TaskFile, objects: tuple[ObjectInstance, ...]) -> None:
+    """Every template is checked; a paraphrase both trained on and held out is refused at both lines."""
+    check_template(frag, ("instruction",), spec.instruction, objects)
+    train: dict[str, Path_] = {spec.instruction: ("instruction",)}
+    for split in ("train", "eval"):
+        for i, text in enumerate(getattr(spec.paraphrases, split)):
+            check_template(frag, ("paraphrases", split, i), text, objects)
+            if split == "train":
+                train.setdefault(text, ("paraphrases", split, i))
+            elif text in train:
+                there = frag.origin(train[text])
+                raise frag.error(("paraphrases", split, i), f"{text!r}, also a train template at "
+                                 f"{there.file}:{there.line}", "held-out paraphrases that are never trained on")
 
 
 _NUMBERS = {1: "one", 2: "two"}
@@ -182,7 +182,7 @@ def compile_task(frag: Fragment, scene: SceneInfo, robot: RobotInfo) -> TaskSpec
     cycle = find_cycle(node_ids, [(a, b) for a, b in spec.edges])
     if cycle:
         raise frag.error(("edges",), "a cycle " + " -> ".join([*cycle, cycle[0]]), "edges that form a DAG")
-    _check_instruction(frag, spec.instruction, [o.name for o in scene.objects])
+    _check_instructions(frag, spec, scene.objects)
     _check_arm_count(frag, spec, robot)
     resolver = _Resolver(frag, scene, robot)
     nodes = tuple(
@@ -193,7 +193,7 @@ def compile_task(frag: Fragment, scene: SceneInfo, robot: RobotInfo) -> TaskSpec
         for nid, node in spec.nodes.items()
     )
     return TaskSpec(spec.name, spec.instruction, spec.horizon_s, nodes, tuple((a, b) for a, b in spec.edges),
-                    tuple(spec.dimensions))
+                    tuple(spec.dimensions), tuple(spec.paraphrases.train), tuple(spec.paraphrases.eval))
 
 
 def load_env(task: str | None, robot: str | None = None, variant: str = "default",

@@ -26,6 +26,7 @@ from x2.format import SYNTH_REPORT_FILE
 from x2.rollout.episodes import EpisodeOutcome, commit_episode, episode_start, open_dataset, versions
 from x2.rollout.loop import EpisodeResult
 from x2.seeding import slot_seed
+from x2.spec.held_out import refuse_eval_run
 from x2.synth.attempt import AttemptOutcome, SynthSession, init_worker, outcome_summary, run_attempt
 from x2.worker_life import process_pool, stop_workers
 
@@ -44,6 +45,7 @@ class SynthConfig:
     hopeless_after: int = 30  # attempts before judging the acceptance rate
     hopeless_rate: float = 0.05
     sequential: bool = False  # one node at a time, as before the arm scheduler (same bytes for a seed)
+    allow_eval: bool = False  # an eval scene variant or master seed (x2/spec/held_out.py) is refused without it
 
     @property
     def attempt_cap(self) -> int:
@@ -71,6 +73,7 @@ class SynthRun:
         # Compile and check every binding here, in the parent: a bad task fails before a worker starts.
         self.session = SynthSession(config.task, config.robot, config.variant, config.sequential, config.gripper)
         self.env = self.session.env
+        refuse_eval_run(self.env, config.seed, config.allow_eval)
         self.progress = SynthProgress()
         self.attempts: list[dict[str, Any]] = []
         self.committed: list[int] = []

@@ -22,6 +22,7 @@ from x2.errors import X2Error
 from x2.rollout import open_dataset
 from x2.sim import Backend, make_backend
 from x2.spec import load_env, load_robot, names
+from x2.spec.held_out import refuse_eval_run
 from x2.teleop.live import Picture
 from x2.teleop.preview import Preview, PreviewConfig
 from x2.teleop.session import EpisodeSummary, TeleopConfig, TeleopSession
@@ -47,6 +48,7 @@ class TeleopRequest:
     keys: str = "auto"
     preview: bool = False
     preview_camera: str | None = None
+    allow_eval: bool = False  # an eval scene variant or master seed (x2/spec/held_out.py) is refused without it
 
 
 def choose_task(task: str | None, robot: str, ask: AskTask | None) -> str:
@@ -120,6 +122,7 @@ class TeleopRun:
         task = choose_task(request.task or source.get(fmt.TASK_ATTR) or None, robot, ask_task)
         variant = request.variant or str(source.get(fmt.SCENE_VARIANT_ATTR) or "default")
         self.env = load_env(task, robot=robot, variant=variant)
+        refuse_eval_run(self.env, request.seed or 0, request.allow_eval)
         seed = source.get(fmt.SEED_ATTR)
         self.first_seed = int(seed) if request.seed is None and seed is not None else None
         self.backend = make_backend(self.env)

@@ -30,6 +30,7 @@ from x2.sim.mujoco.state import STATE_SPEC, state_size
 from x2.sim.mujoco.world import ASSET_ROOT_BODY, free_joint, object_body, spec_files, world_error, world_xml
 from x2.spec.action import ActionLayout
 from x2.spec.env import AssetSpec, EnvSpec
+from x2.spec.instruction import fill, pick_template, templates_for
 
 _CACHE = 4  # compiled worlds kept: a re-recorded teleop episode or a relabel pass reuses its world
 
@@ -279,8 +280,19 @@ class MujocoBackend:
         mujoco.mj_forward(m, d)
         self._changed()
         names = {o.name: self._c.chosen[o.name].name for o in self.env.objects}
-        instruction = self.env.task.instruction.format(**names) if self.env.task else ""
+        instruction = self._instruction(seed, names)
         return ResetInfo(seed, self.env.variant, names, dict(self._layout), instruction)
+
+    def _instruction(self, seed: int, names: Mapping[str, str]) -> str:
+        """The task's instruction for this world: a template drawn from the seed's language stream (only when
+        the task has paraphrases), filled with the drawn assets' names and the objects' grid positions."""
+        task = self.env.task
+        if task is None:
+            return ""
+        choices = templates_for(task, self.env.split)
+        template = pick_template(task, self.env.split, streams(seed)["language"] if len(choices) > 1 else None)
+        positions = {name: (p.x, p.y) for name, p in self._layout.items()}
+        return fill(template, self.env.objects, names, positions)
 
     def _switch_variant(self, variant: str) -> None:
         """Recompile the same task/scene/robot files with another scene variant (assets, lighting, split)."""

@@ -1,0 +1,121 @@
+"""Evaluation configurations stay held out: collectors refuse them without --allow-eval (nothing written),
+`x2 datasets validate --split` proves a dataset never saw one, render and augment refuse its episodes, and
+instructions (paraphrases, grid positions) are drawn per reset, reproducibly by seed."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import h5py
+import pytest
+from helpers.real_dataset import record_short_dataset
+from typer.testing import CliRunner
+
+from x2.augment.augment import AugmentRequest, augment_dataset
+from x2.cli.app import _mount, app
+from x2.datasets import Dataset
+from x2.rollout.eval_check import eval_configuration
+from x2.sim.mujoco.backend import MujocoBackend
+from x2.spec import load_env
+from x2.spec.held_out import EVAL_SEED_BASE, HeldOutError
+from x2.spec.instruction import fill
+
+_mount()
+runner = CliRunner()
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("args, pattern", [
+    (["synth", "--task", "fruit_in_microwave", "-n", "1", "--variant", "eval_fruit"],
+     r"--variant: found 'eval_fruit' of scene kitchen_booth \(split eval, held out for evaluation\); allowed: a "
+     r"train configuration, or --allow-eval"),
+    (["synth", "--task", "pick_place", "-n", "1", "--seed", str(EVAL_SEED_BASE)],
+     rf"--seed: found {EVAL_SEED_BASE} \(seeds from {EVAL_SEED_BASE} on\) \(split eval"),
+    (["collect", "waypoints", "--task", "pick_by_position", "-n", "1", "--variant", "eval_wording"],
+     r"--variant: found 'eval_wording' of scene grid_booth \(split eval"),
+])
+def test_collectors_refuse_an_eval_configuration_and_write_nothing(args: list[str], pattern: str, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, args)
+    out = result.output.strip()
+    assert result.exit_code == 2 and len(out.splitlines()) == 1 and "Traceback" not in out, out
+    assert re.search(pattern, out), out
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def datasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("held_out")
+    made = {"train": root / "train", "eval_variant": root / "eval_variant", "eval_seed": root / "eval_seed"}
+    record_short_dataset(made["train"], episodes=1, ticks=8)
+    record_short_dataset(made["eval_variant"], episodes=1, ticks=8, variant="eval_fruit")
+    record_short_dataset(made["eval_seed"], episodes=1, ticks=8, seed=EVAL_SEED_BASE + 5)
+    return made
+
+
+def test_validate_split_proves_a_train_dataset_and_names_an_eval_episode(datasets: dict[str, Path]) -> None:
+    ok = runner.invoke(app, ["datasets", "validate", str(datasets["train"]), "--split"])
+    assert ok.exit_code == 0 and "none saw an evaluation configuration" in ok.output, ok.output
+    for name, why in (("eval_variant", "recorded with split eval (scene variant eval_fruit)"),
+                      ("eval_seed", "recorded with split eval (scene variant default)")):
+        bad = runner.invoke(app, ["datasets", "validate", str(datasets[name]), "--split"])
+        assert bad.exit_code == 1 and f"episode 0: {why}" in bad.output, bad.output
+    with Dataset.open(datasets["eval_seed"]).load(0) as ep:  # the seed alone makes it eval, the variant aside
+        assert ep.attrs["master_seed"] == EVAL_SEED_BASE + 5 and ep.attrs["scene_variant"] == "default"
+
+
+def test_render_and_augment_refuse_eval_episodes_unless_allowed(datasets: dict[str, Path], tmp_path: Path) -> None:
+    source = tmp_path / "ev"
+    shutil.copytree(datasets["eval_variant"], source)
+    before = _files(source)
+    refused = runner.invoke(app, ["render", str(source), "--cameras", "head", "--size", "48x64"])
+    assert refused.exit_code == 2 and "episode 0 of" in refused.output and "--allow-eval" in refused.output
+    assert _files(source) == before
+    with pytest.raises(HeldOutError, match="recorded with split eval"):
+        augment_dataset(source, tmp_path / "aug", AugmentRequest(variants=1))
+    assert not (tmp_path / "aug").exists()
+    allowed = runner.invoke(app, ["render", str(source), "--cameras", "head", "--size", "48x64", "--allow-eval"])
+    assert allowed.exit_code == 0, allowed.output
+
+
+def test_an_eval_paraphrase_in_a_train_episode_is_found(tmp_path: Path) -> None:
+    path = tmp_path / "grid"
+    record_short_dataset(path, episodes=1, ticks=4, task="pick_by_position")
+    with Dataset.open(path).load(0) as ep:
+        assert eval_configuration(ep) is None
+        file = ep.path
+        layout = ep.json_attr("layout")
+    env = load_env("pick_by_position")
+    assert env.task is not None
+    held = fill(env.task.eval_paraphrases[0], env.objects, {o.name: "block" for o in env.objects if o.name != "plate"}
+                | {"plate": "plate"}, {k: (v[0], v[1]) for k, v in layout.items()})
+    with h5py.File(file, "r+") as f:  # (a file edited by hand: only its instruction says it was held out)
+        f.attrs["instruction"] = held
+    with Dataset.open(path).load(0) as ep:
+        assert eval_configuration(ep) == f"its instruction is the held-out paraphrase {env.task.eval_paraphrases[0]!r}"
+
+
+def test_instructions_are_drawn_per_reset_name_the_grid_position_and_hold_out_eval_wording() -> None:
+    env = load_env("pick_by_position")
+    assert env.task is not None
+    train = {env.task.instruction, *env.task.paraphrases}
+    backend = MujocoBackend(env)
+    seen: set[str] = set()
+    for seed in range(10):
+        info = backend.reset(seed)
+        assert backend.reset(seed) == info  # same seed, same draw
+        x, y = info.layout["target"].x, info.layout["target"].y
+        row, column = 1 if x < 0.5 else 2, {-0.2: 1, -0.33: 2, -0.46: 3}[round(y, 2)]
+        assert f"row {row}, column {column}" in info.instruction or f"row {row} and column {column}" in info.instruction
+        template = next(t for t in train if fill(t, env.objects, info.assets, {"target": (x, y)}) == info.instruction)
+        seen.add(template)
+    assert len(seen) >= 2  # the paraphrases are drawn, not only the instruction
+    held = backend.reset(3, variant="eval_wording")
+    assert backend.env.split == "eval" and "found at row" in held.instruction  # the eval paraphrase only
+    backend.close()
