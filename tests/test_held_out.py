@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from x2.augment.augment import AugmentRequest, augment_dataset
 from x2.cli.app import _mount, app
 from x2.datasets import Dataset
+from x2.datasets.coverage import coverage
 from x2.rollout.eval_check import eval_configuration
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.spec import load_env
@@ -119,3 +120,18 @@ def test_instructions_are_drawn_per_reset_name_the_grid_position_and_hold_out_ev
     held = backend.reset(3, variant="eval_wording")
     assert backend.env.split == "eval" and "found at row" in held.instruction  # the eval paraphrase only
     backend.close()
+
+
+def test_info_reports_coverage_per_axis(tmp_path: Path) -> None:
+    path = tmp_path / "grid"
+    record_short_dataset(path, episodes=4, ticks=2, task="pick_by_position")
+    cov = coverage(Dataset.open(path))
+    assert cov.episodes == 4 and cov.layouts == 4 and cov.split == {"train": 4} and not cov.unreadable
+    assert cov.appearance == {"default": 4} and cov.embodiment == {"artixon-g": 4}
+    assert sum(cov.instructions.values()) == 4 and len(cov.instructions) >= 2  # wordings and positions vary
+    assert cov.drawn_assets == {}  # every object had one asset: nothing to cover
+    (path / "episodes" / "episode_000002.h5").write_bytes(b"not hdf5")  # a damaged file is counted, not fatal
+    damaged = coverage(Dataset.open(path))
+    assert damaged.unreadable == [2] and sum(damaged.split.values()) == 3
+    out = runner.invoke(app, ["datasets", "info", str(path)])
+    assert out.exit_code == 0 and "coverage per randomisation axis" in out.output and "unreadable" in out.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -21,6 +22,7 @@ from x2.datasets import (
     summarize,
     validate,
 )
+from x2.datasets.coverage import Coverage, coverage
 from x2.datasets.validate import Report
 from x2.errors import X2Error
 from x2.rollout.eval_check import eval_configuration
@@ -68,7 +70,8 @@ def ls_command() -> None:
 
 @app.command("info", epilog="Example: x2 datasets info fruit_in_microwave")
 def info_command(dataset: DatasetArg = None) -> None:
-    """Episodes, frames, duration, success rate, sources, subtask durations and failure reasons."""
+    """Episodes, frames, duration, success rate, sources, subtask durations, failure reasons, and what the
+    episodes cover per randomisation axis (appearance, task setting, embodiment) and split."""
     ds = open_dataset_arg(dataset)
     s = summarize(ds)
     console.print(f"[bold]{s.name}[/bold]: {s.task} on {s.robot}")
@@ -81,6 +84,10 @@ def info_command(dataset: DatasetArg = None) -> None:
     table.add_row("success rate", _rate(s.success_rate))
     table.add_row("sources", ", ".join(f"{k}: {v}" for k, v in s.sources.items()) or "-")
     console.print(table)
+    if s.episodes:
+        with progress("reading episodes", "episodes") as update:
+            cov = coverage(ds, update)
+        console.print(_coverage_table(cov))
     if s.subtask_mean_s:
         sub = Table(title="subtasks (from segments)")
         sub.add_column("subtask")
@@ -96,6 +103,30 @@ def info_command(dataset: DatasetArg = None) -> None:
         for reason, count in s.failure_reasons.items():
             fail.add_row(reason, str(count))
         console.print(fail)
+
+
+def _counts(counter: Counter[str], limit: int = 6) -> str:
+    shown = [f"{name}: {n}" for name, n in counter.most_common(limit)]
+    return ", ".join(shown) + (f", ... ({len(counter) - limit} more)" if len(counter) > limit else "")
+
+
+def _coverage_table(cov: Coverage) -> Table:
+    table = Table(title="coverage per randomisation axis", title_justify="left")
+    for col in ("axis", "what", "episodes per value"):
+        table.add_column(col)
+    table.add_row("appearance", "scene variant / scenery", _counts(cov.appearance))
+    for name, assets in cov.drawn_assets.items():
+        table.add_row("task setting", f"{name} asset", _counts(assets))
+    if cov.instructions:
+        top, n = cov.instructions.most_common(1)[0]
+        table.add_row("task setting", "instructions", f"{len(cov.instructions)} distinct; most often ({n}): {top}")
+    table.add_row("task setting", "layouts", f"{cov.layouts} distinct (to the cm) of {cov.episodes} episodes")
+    table.add_row("embodiment", "robot", _counts(cov.embodiment))
+    table.add_row("split", "train / eval", _counts(cov.split))
+    if cov.unreadable:
+        table.add_row("-", "unreadable", f"{len(cov.unreadable)} episode(s), e.g. {cov.unreadable[0]} "
+                                         "(x2 datasets validate says why)")
+    return table
 
 
 @app.command("show", epilog="Example: x2 datasets show 3 --dataset fruit_in_microwave --plot ep3.png")

@@ -1,0 +1,79 @@
+"""What a dataset's episodes cover, per randomisation axis, read from each episode's own attributes.
+
+- appearance: the scene variant each episode was recorded in (or the scenery an augmented one was drawn with);
+- task setting: the asset drawn for every object that had a choice, the instructions (paraphrases and grid
+  positions give several per task), and how many distinct layouts (object placements to the centimetre);
+- embodiment: the robot (a gripper swapped in names itself in the robot's name);
+- split: train or eval, as the episodes recorded it.
+
+Unlike `x2.datasets.inspect` this opens every episode file (root attributes only, no arrays).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from x2 import format as fmt
+from x2.datasets.store import Dataset
+from x2.errors import DatasetError
+
+__all__ = ["Coverage", "coverage"]
+
+
+@dataclass
+class Coverage:
+    episodes: int = 0
+    appearance: Counter[str] = field(default_factory=Counter)  # scene variant or scenery -> episodes
+    assets: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))  # object -> asset -> n
+    instructions: Counter[str] = field(default_factory=Counter)
+    layouts: int = 0  # distinct placements of all objects, to the centimetre
+    embodiment: Counter[str] = field(default_factory=Counter)  # robot -> episodes
+    split: Counter[str] = field(default_factory=Counter)
+    unreadable: list[int] = field(default_factory=list)  # episodes whose file could not be read (validate says why)
+
+    @property
+    def drawn_assets(self) -> dict[str, Counter[str]]:
+        """Objects with more than one asset in the dataset (the others had no choice to cover)."""
+        return {name: c for name, c in self.assets.items() if len(c) > 1}
+
+
+def coverage(ds: Dataset, progress: Callable[[int, int], None] | None = None) -> Coverage:
+    records = sorted(ds.episodes(), key=lambda r: r.index)
+    out = Coverage(episodes=len(records))
+    layouts: set[tuple[tuple[str, int, int], ...]] = set()
+    for done, record in enumerate(records):
+        if progress is not None:
+            progress(done, len(records))
+        try:
+            _count(ds, record.index, out, layouts)
+        except DatasetError:
+            out.unreadable.append(record.index)
+    if progress is not None:
+        progress(len(records), len(records))
+    out.layouts = len(layouts)
+    return out
+
+
+def _count(ds: Dataset, index: int, out: Coverage, layouts: set[tuple[tuple[str, int, int], ...]]) -> None:
+    """Add one episode, all of it or (its file unreadable: DatasetError) nothing."""
+    with ds.load(index) as ep:
+        augmentation = ep.json_attr(fmt.AUGMENTATION_ATTR)
+        variant = ep.text(fmt.SCENE_VARIANT_ATTR) or "default"
+        assets = ep.json_attr(fmt.ASSETS_ATTR) or {}
+        layout = ep.json_attr(fmt.LAYOUT_ATTR) or {}
+        try:
+            placed = tuple(sorted((str(k), round(float(v[0]) * 100), round(float(v[1]) * 100))
+                                  for k, v in layout.items()))
+        except (AttributeError, IndexError, TypeError, ValueError) as exc:
+            raise DatasetError(f"{ep.path}: {fmt.LAYOUT_ATTR}: found {exc}; allowed: object -> [x, y, z, yaw]"
+                               ) from None
+        instruction, robot, split = ep.instruction, ep.text(fmt.ROBOT_ATTR) or ds.manifest.robot, ep.split
+    out.appearance["scenery " + variant if isinstance(augmentation, dict) else variant] += 1
+    for name, asset in assets.items() if isinstance(assets, dict) else ():
+        out.assets[str(name)][str(asset)] += 1
+    out.instructions[instruction] += 1
+    layouts.add(placed)
+    out.embodiment[robot] += 1
+    out.split[split] += 1
