@@ -25,12 +25,14 @@ $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "make: no Python >= 3.12 (see scripts/find-python.sh)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# --no-compile: pip would byte-compile every installed module (torch's thousands among them) up front;
+	# Python compiles the few that are imported, on first import.
+	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev]'
 	touch $(STAMP)
 
 $(ZARR2_STAMP): $(STAMP)
 	test -x $(ZARR2)/bin/python || $(BIN)/python -m venv $(ZARR2)
-	$(ZARR2)/bin/python -m pip install --quiet 'zarr>=2.18,<3' 'numcodecs<0.16'
+	$(ZARR2)/bin/python -m pip install --quiet --no-compile 'zarr>=2.18,<3' 'numcodecs<0.16'
 	touch $(ZARR2_STAMP)
 
 $(VENDOR_STAMP): $(STAMP) x2/spec/vendor.py

@@ -21,10 +21,12 @@ from x2.rollout.relabel import relabel
 from x2.rollout.replay import replay_actions
 from x2.seeding import slot_seed
 
-# The 30 Hz loop paces these episodes by the wall clock: `make test` runs them alone, after the rest.
-pytestmark = pytest.mark.realtime
+# The 30 Hz loop paces these episodes by the wall clock: `make test` runs them alone, after the rest. (The
+# refusals at the end end before any loop starts: they run with the rest.)
+realtime = pytest.mark.realtime
 
 
+@realtime
 @pytest.mark.timeout(180)
 def test_replay_completes_fruit_in_microwave_with_correct_labels(tmp_path: Path) -> None:
     stream = demo_stream(tmp_path / "leader.h5")
@@ -55,6 +57,7 @@ def test_replay_completes_fruit_in_microwave_with_correct_labels(tmp_path: Path)
     assert validate(tmp_path / "data" / "tele").valid
 
 
+@realtime
 @pytest.mark.timeout(120)
 def test_lifecycle_keys_rerecord_discard_next_quit(tmp_path: Path) -> None:
     events = [(1.0, "rerecord", -1), (2.0, "discard", -1), (3.0, "next", -1), (4.0, "quit", -1)]
@@ -76,6 +79,7 @@ def test_lifecycle_keys_rerecord_discard_next_quit(tmp_path: Path) -> None:
     assert not list((tmp_path / "data" / "k" / ".inprogress").glob("*.h5"))
 
 
+@realtime
 @pytest.mark.timeout(120)
 def test_a_finished_replay_ends_the_session(tmp_path: Path) -> None:
     stream = home_stream(tmp_path / "short.h5", 1.5, [(0.5, "next", -1)])
@@ -107,6 +111,7 @@ def _ctrl_c_reaches_it() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@realtime
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
 def test_interrupt_or_kill_mid_episode_loses_only_that_episode(tmp_path: Path, sig: signal.Signals) -> None:
@@ -151,4 +156,13 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, args: list[str
     run = run_x2(["collect", "teleop", *args], tmp_path, timeout=60)
     assert run.returncode == 2, run.stderr
     assert message in run.stderr and "Traceback" not in run.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_an_eval_variant_is_refused_unless_allowed(tmp_path: Path) -> None:
+    stream = home_stream(tmp_path / "leader.h5", 0.5, task="fruit_in_microwave")
+    args = ["collect", "teleop", "--task", "fruit_in_microwave", "--device", f"replay:{stream}", "-n", "1",
+            "--variant", "eval_fruit"]
+    run = run_x2(args, tmp_path, timeout=60)
+    assert run.returncode == 2 and "--variant: found 'eval_fruit' of scene kitchen_booth (split eval" in run.stderr
     assert not (tmp_path / "data").exists()
