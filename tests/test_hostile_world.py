@@ -18,7 +18,6 @@ from helpers.corrupt_episodes import EPISODE, HOSTILE_WORLDS, apply, restamp
 from helpers.real_dataset import record_short_dataset
 from x2_cli import run_x2
 
-from x2.augment.appearance import restyled_world
 from x2.augment.compose import compose_world
 from x2.augment.envelope import EnvelopeParams
 from x2.augment.variant import ParentEpisode
@@ -27,6 +26,7 @@ from x2.errors import DatasetError
 from x2.render.dataset import render_dataset
 from x2.rollout.replay import deepest_penetration, replay_actions
 from x2.rollout.world import open_world
+from x2.sim.mujoco.look import restyled_world
 from x2.sim.mujoco.recorded_xml import MAX_WORLD_BYTES, check_world_xml, compile_world
 
 REFUSAL = "allowed: a self-contained world (no file references)"

@@ -1,5 +1,5 @@
 """Scenery variants: `scenery:` blocks in scene YAML (spec), and the looks drawn from them restyling a real
-recorded world without touching its physics (x2/augment/appearance.py)."""
+recorded world without touching its physics (x2/sim/mujoco/look.py)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ import yaml
 from helpers.real_dataset import record_short_dataset
 from typer.testing import CliRunner
 
-from x2.augment.appearance import DRAW_ORDER, apply_look, restyled_world, sample_look
 from x2.cli.app import _mount, app
 from x2.errors import DatasetError, SpecError, X2Error
+from x2.sim.mujoco.look import DRAW_ORDER, apply_look, restyled_world, sample_look
 from x2.sim.mujoco.world import world_text
 from x2.spec.scenery import SceneryVariant, load_scenery
 

@@ -114,6 +114,15 @@ CASES = [
      r"train template at \S*t.yaml:4; allowed: held-out paraphrases that are never trained on"),
     ("grid position of an object without slots", {"t.yaml": GOOD_TASK.replace("{fruit}", "{fruit.row}")},
      ["tasks", "show", "t.yaml"], "t.yaml", 2, r"instruction: found placeholder \{fruit.row\}; allowed: .*"),
+    ("held-out look drawn for training", {
+        "specs/scenes/s.yaml": "include: kitchen_booth.yaml\nname: s\nappearance: [studio, held_out]\n",
+        "t.yaml": GOOD_TASK.replace("scene: kitchen_booth", "scene: s")},
+     ["tasks", "show", "t.yaml"], "s.yaml", 3,
+     r"appearance\[1\]: found 'held_out' \(split eval\) in a train configuration; allowed: a train look: clutter"),
+    ("a look that only adds distractors", {
+        "specs/scenes/s.yaml": "include: kitchen_booth.yaml\nname: s\nappearance: [clutter]\n",
+        "t.yaml": GOOD_TASK.replace("scene: kitchen_booth", "scene: s")},
+     ["tasks", "show", "t.yaml"], "s.yaml", 3, r"appearance\[0\]: found 'clutter', which only adds distractors"),
     ("robot home length", {"specs/robots/r.yaml": "include: artixon-g.yaml\nname: r\narms:\n  left:\n"
                                                   "    joints: [left_j1, left_j2]\n    home: [0.0]\n"},
      ["robots", "show", "r"], "r.yaml", 6, r"arms.left.home: found 1 values; allowed: 2 values"),

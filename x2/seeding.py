@@ -13,7 +13,21 @@ from __future__ import annotations
 
 import numpy as np
 
-STREAMS = ("scene", "grasp", "planner", "noise", "schedule", "language")
+STREAMS = ("scene", "grasp", "planner", "noise", "schedule", "language", "appearance")
+
+
+# The randomisation axes a reset draws, each from its own streams: `axis_streams` redraws one axis alone (x2 tasks
+# preview --axis), the others kept. Embodiment (another robot or gripper) is chosen, not drawn, so it has none.
+AXES: dict[str, tuple[str, ...]] = {"appearance": ("appearance",), "task": ("scene", "language")}
+
+
+def axis_streams(seed: int, axes: dict[str, int] | None = None) -> dict[str, np.random.Generator]:
+    """`streams(seed)`, except that each axis named in `axes` draws from the streams of its own seed there."""
+    rngs = streams(seed)
+    for axis, other in (axes or {}).items():
+        theirs = streams(other)
+        rngs.update({name: theirs[name] for name in AXES[axis]})
+    return rngs
 
 
 def streams(seed: int, names: tuple[str, ...] = STREAMS) -> dict[str, np.random.Generator]:

@@ -13,9 +13,9 @@ from typing import Any
 
 import mujoco
 
-from x2.augment.appearance import apply_look
 from x2.augment.check import inserted_name
 from x2.augment.placement import DistractorShape, Placed
+from x2.sim.mujoco.look import apply_look
 from x2.sim.mujoco.recorded_xml import world_spec
 from x2.sim.mujoco.world import world_text, yaw_quat
 

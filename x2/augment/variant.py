@@ -16,7 +16,6 @@ import mujoco
 import numpy as np
 
 from x2 import format as fmt
-from x2.augment.appearance import sample_look
 from x2.augment.check import CheckResult, check_world, restless, settle
 from x2.augment.compose import compose_world
 from x2.augment.envelope import Envelope, EnvelopeParams, build_envelope
@@ -31,6 +30,7 @@ from x2.augment.placement import (
     work_area,
 )
 from x2.seeding import child_seed, streams
+from x2.sim.mujoco.look import sample_look
 from x2.sim.mujoco.recorded_xml import compile_world
 from x2.spec.env import AssetSpec
 from x2.spec.scenery import SceneryVariant

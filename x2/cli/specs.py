@@ -207,6 +207,9 @@ def tasks_preview(
     variant: VariantOpt = "default",
     columns: Annotated[int | None, typer.Option("--columns", help="tiles per row (default: 4, more for many "
                                                 "seeds)", show_default=False)] = None,
+    axis: Annotated[str | None, typer.Option("--axis", help="vary one randomisation axis only: appearance (the "
+                                             "look) or task (assets, layout, instruction); the rest stays slot "
+                                             "0's", show_default=False)] = None,
 ) -> None:
     """Draw the worlds of many seeded resets of a task in one PNG: layouts, asset draws, scenery.
 
@@ -217,6 +220,9 @@ def tasks_preview(
 
     More seeds, the booth's camera, another scene variant:
     [cyan]x2 tasks preview fruit_in_microwave --out eval.png --seeds 24 --camera front --variant eval_fruit[/cyan]
+
+    Only the look changes from tile to tile:
+    [cyan]x2 tasks preview pick_place --variant randomized --axis appearance --out looks.png[/cyan]
     """
     from x2.render.task_preview import task_preview  # (the world builder and renderer: only when asked)
 
@@ -224,7 +230,7 @@ def tasks_preview(
     # Off a terminal, a line every 2 s rather than the usual 10: a whole preview often takes less than 10 s.
     with progress("rendering", "tiles", every_s=2.0) as update:
         preview = task_preview(name, out, seeds=seeds, master_seed=master_seed, camera=camera, size=tile_size,
-                               robot=robot, variant=variant, gripper=gripper, columns=columns,
+                               robot=robot, variant=variant, gripper=gripper, columns=columns, axis=axis,
                                on_tile=lambda done, total: update(done, total))
     n = len(preview.tiles)
     console.print(escape(f"wrote {preview.path}: {n} tile{'' if n == 1 else 's'} of {preview.task} "

@@ -1,6 +1,7 @@
 """What a dataset's episodes cover, per randomisation axis, read from each episode's own attributes.
 
-- appearance: the scene variant each episode was recorded in (or the scenery an augmented one was drawn with);
+- appearance: the scene variant each episode was recorded in, with the look its reset drew when its scene
+  randomises appearance (or the scenery an augmented one was drawn with);
 - task setting: the asset drawn for every object that had a choice, the instructions (paraphrases and grid
   positions give several per task), and how many distinct layouts (object placements to the centimetre);
 - embodiment: the robot (a gripper swapped in names itself in the robot's name);
@@ -61,6 +62,9 @@ def _count(ds: Dataset, index: int, out: Coverage, layouts: set[tuple[tuple[str,
     with ds.load(index) as ep:
         augmentation = ep.json_attr(fmt.AUGMENTATION_ATTR)
         variant = ep.text(fmt.SCENE_VARIANT_ATTR) or "default"
+        drawn = ep.json_attr(fmt.APPEARANCE_ATTR)
+        if isinstance(drawn, dict):  # a look drawn at the reset: the scenery it came from
+            variant = f"{variant}, look {drawn.get('scenery')}"
         assets = ep.json_attr(fmt.ASSETS_ATTR) or {}
         layout = ep.json_attr(fmt.LAYOUT_ATTR) or {}
         try:

@@ -19,7 +19,7 @@ from x2.errors import X2Error
 from x2.render.defaults import DEFAULT_SIZE
 from x2.render.frames import ImageSize
 from x2.render.grid import Box, GridRow, draw_grid, write_png
-from x2.seeding import slot_seed
+from x2.seeding import AXES, slot_seed
 from x2.sim import make_backend
 from x2.spec import load_env
 from x2.spec.env import EnvSpec
@@ -44,6 +44,17 @@ class TaskPreview:
     tiles: tuple[PreviewTile, ...]
 
 
+def _check_axis(axis: str | None, env: EnvSpec) -> None:
+    if axis is None:
+        return
+    if axis not in AXES:
+        why = " (a robot or gripper is chosen with --robot and --gripper, not drawn)" if axis == "embodiment" else ""
+        raise X2Error(f"--axis: found {axis!r}{why}; allowed: {', '.join(AXES)}")
+    if axis == "appearance" and not env.appearance:
+        raise X2Error(f"--axis: found 'appearance' but scene {env.scene_name} (variant {env.variant}) draws no look "
+                      "per reset; allowed: task, or a variant whose scene lists `appearance:` looks")
+
+
 def default_camera(env: EnvSpec) -> str:
     """The robot's head camera, which most tasks are trained on; the booth's front camera for a robot without one."""
     return "head" if "head" in env.robot.cameras else "front"
@@ -56,10 +67,11 @@ def default_columns(seeds: int) -> int:
 
 def task_preview(task: str, out: str | Path, *, seeds: int = 12, master_seed: int = 0, camera: str | None = None,
                  size: ImageSize = DEFAULT_SIZE, robot: str | None = None, variant: str = "default",
-                 gripper: str | None = None, columns: int | None = None,
+                 gripper: str | None = None, columns: int | None = None, axis: str | None = None,
                  on_tile: Callable[[int, int], None] | None = None) -> TaskPreview:
-    """Render slots 0..seeds-1 of `master_seed` and write the grid to `out` (a .png). Every argument is
-    checked before the first frame is rendered and nothing is written unless all tiles are drawn.
+    """Render slots 0..seeds-1 of `master_seed` and write the grid to `out` (a .png). With `axis`, only that
+    randomisation axis (x2/seeding.py: AXES) is drawn from each slot's seed, the rest from slot 0's. Every
+    argument is checked before the first frame is rendered and nothing is written unless all tiles are drawn.
     `on_tile(done, total)` is called after each tile."""
     out = Path(out)
     if out.suffix.lower() != ".png":
@@ -74,6 +86,7 @@ def task_preview(task: str, out: str | Path, *, seeds: int = 12, master_seed: in
     if columns < 1:
         raise X2Error(f"--columns: found {columns}; allowed: 1 or more")
     env = load_env(task, robot=robot, variant=variant, gripper=gripper)
+    _check_axis(axis, env)
     camera = camera or default_camera(env)
     backend = make_backend(env)
     try:
@@ -88,9 +101,10 @@ def task_preview(task: str, out: str | Path, *, seeds: int = 12, master_seed: in
         frames, labels, slot_seeds, instructions, draws_of = [], [], [], [], []
         for slot in range(seeds):
             seed = slot_seed(master_seed, slot)
-            info = backend.reset(seed)
+            info = backend.reset(seed) if axis is None else backend.reset(slot_seed(master_seed, 0), axes={axis: seed})
             frames.append(backend.render(camera, size.width, size.height))
-            draws = ", ".join(f"{name}={info.assets[name]}" for name in drawn)
+            draws = ", ".join([f"{name}={info.assets[name]}" for name in drawn]
+                              + ([f"look={info.appearance['scenery']}"] if info.appearance else []))
             labels.append(f"#{slot} seed {seed}" + (f": {draws}" if draws else ""))
             slot_seeds.append(seed)
             instructions.append(info.instruction)
@@ -105,7 +119,8 @@ def task_preview(task: str, out: str | Path, *, seeds: int = 12, master_seed: in
     name = env.task.name if env.task is not None else task
     title = (f"{name} · robot {env.robot.name} · scene {env.scene_name} · "
              f"variant {env.variant} (split {env.split}) · camera {camera} · master seed {master_seed}, "
-             f"slots 0-{seeds - 1}")
+             f"slots 0-{seeds - 1}"
+             + ("" if axis is None else f" · only the {axis} axis varies (the rest is slot 0's)"))
     rows = [GridRow(frames[i:i + columns], labels[i:i + columns]) for i in range(0, seeds, columns)]
     picture, boxes = draw_grid(title, rows, size)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,9 @@ class ResetInfo:
     assets: dict[str, str]  # object instance -> chosen asset name
     layout: dict[str, Placement]
     instruction: str
+    # the look drawn for this world when its scene randomises appearance: {"scenery": NAME, "look": {...}}
+    # (x2/sim/mujoco/look.py); None when it does not
+    appearance: dict[str, object] | None = None
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ class Backend(Protocol):
     @property
     def layout(self) -> dict[str, Placement]: ...
 
-    def reset(self, seed: int, variant: str | None = None) -> ResetInfo: ...
+    def reset(self, seed: int, variant: str | None = None, axes: dict[str, int] | None = None) -> ResetInfo: ...
     def step(self, action: Floats) -> None: ...  # raises SimulationUnstable
     def home_action(self) -> Floats: ...
     def get_state(self) -> Floats: ...

@@ -305,6 +305,47 @@ class TaskSpec:
         return tuple(n.id for n in self.nodes)
 
 
+# ----- scenery looks (x2/spec/scenery.py compiles them; x2/sim/mujoco/look.py draws and applies them) -----
+@dataclass(frozen=True)
+class SurfaceLook:
+    """Colours to draw one from per episode, a builtin texture, and the texture's second colour."""
+
+    colours: tuple[Vec3, ...]
+    texture: str  # none | checker | gradient
+    colours2: tuple[Vec3, ...]  # empty: a darker shade of the drawn colour (textured surfaces only)
+    repeat: tuple[float, float]  # texture repeats across each face
+
+
+@dataclass(frozen=True)
+class LightingLook:
+    """The key light (the fills follow it at FILL_LIGHT_RATIO of its intensity, in the same colour)."""
+
+    directions: tuple[Vec3, ...]  # drawn one per episode
+    colours: tuple[Vec3, ...]  # RGB, drawn one per episode
+    intensity: tuple[float, float]  # uniform in [lo, hi]
+    shadows: bool
+
+
+@dataclass(frozen=True)
+class DistractorPool:
+    """Static assets (no joints) to scatter, `count` of them, inclusive range."""
+
+    assets: tuple[AssetSpec, ...]
+    count: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class SceneryVariant:
+    name: str
+    split: str  # train | eval (held out)
+    description: str
+    distractors: DistractorPool | None
+    table: SurfaceLook | None
+    walls: SurfaceLook | None
+    floor: SurfaceLook | None
+    lighting: LightingLook | None
+
+
 @dataclass(frozen=True)
 class EnvSpec:
     """Robot + scene + task, compiled and cross-checked."""
@@ -319,6 +360,7 @@ class EnvSpec:
     variant: str = "default"
     split: str = "train"
     sources: tuple[str, ...] = ()  # spec files that produced this spec, for provenance
+    appearance: tuple[SceneryVariant, ...] = ()  # looks every reset draws one of (x2/sim/mujoco/look.py)
 
     @property
     def control_dt(self) -> float:

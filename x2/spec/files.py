@@ -393,6 +393,9 @@ class SceneFile(_Strict):
     split: Literal["train", "eval"] = "train"
     variants: dict[str, dict[str, Any]] = {}  # overlay blocks merged onto this scene by name
     scenery: dict[str, SceneryFile] = {}  # static-layer looks for replay augmentation (x2/spec/scenery.py)
+    # scenery looks (their table, walls, floor and lighting) every reset draws one of: appearance randomised
+    # at collection time, recorded in the world it compiles
+    appearance: list[str] = []
 
 
 # ----- tasks ----------------------------------------------------------------------------------

@@ -32,13 +32,16 @@ from x2.spec.env import (
     EnvSpec,
     GripperPart,
     GripperSpec,
+    LightingLook,
     MobileBaseSpec,
     NodeSpec,
     ObjectInstance,
     PredicateCall,
     Region,
     RobotSpec,
+    SceneryVariant,
     SkillBinding,
+    SurfaceLook,
     TaskSpec,
 )
 from x2.spec.record_types import check_types
@@ -146,16 +149,40 @@ def env_record(env: EnvSpec) -> dict[str, object]:
                                                      if f.name != "slots" or o.region.slots},
             "pose": None if o.pose is None else list(o.pose),
         })
+    scene: dict[str, object] = {"name": env.scene_name, "variant": env.variant, "split": env.split,
+                                "booth": {f.name: _plain(getattr(env.booth, f.name)) for f in fields(BoothSpec)},
+                                "objects": objects}
+    if env.appearance:  # (only when drawn per reset: other records stay as they were)
+        scene["appearance"] = [_look_record(v) for v in env.appearance]
     return {
         "version": RECORD_VERSION,
         "robot": robot_record(env.robot),
-        "scene": {"name": env.scene_name, "variant": env.variant, "split": env.split,
-                  "booth": {f.name: _plain(getattr(env.booth, f.name)) for f in fields(BoothSpec)},
-                  "objects": objects},
+        "scene": scene,
         "task": None if env.task is None else task_record(env.task),
         "control": {"fps": env.fps, "substeps": env.substeps, "timestep": env.booth.timestep},
         "action": {"names": list(env.robot.action_names), "definition": DEFINITION},
     }
+
+
+def _look_record(v: SceneryVariant) -> dict[str, object]:
+    """A look drawn per reset (its distractors are replay augmentation's, never drawn at a reset)."""
+    return {"name": v.name, "split": v.split, "description": v.description,
+            **{part: None if (look := getattr(v, part)) is None else
+               {f.name: _plain(getattr(look, f.name)) for f in fields(look)}
+               for part in ("table", "walls", "floor", "lighting")}}
+
+
+def _look(r: Mapping[str, Any]) -> SceneryVariant:
+    def surface(s: Mapping[str, Any] | None) -> SurfaceLook | None:
+        return None if s is None else SurfaceLook(_tuple(s["colours"]), str(s["texture"]), _tuple(s["colours2"]),
+                                                  _tuple(s["repeat"]))
+
+    light = r["lighting"]
+    return SceneryVariant(
+        name=r["name"], split=r["split"], description=r["description"], distractors=None,
+        table=surface(r["table"]), walls=surface(r["walls"]), floor=surface(r["floor"]),
+        lighting=None if light is None else LightingLook(_tuple(light["directions"]), _tuple(light["colours"]),
+                                                         _tuple(light["intensity"]), bool(light["shadows"])))
 
 
 # ----- from JSON -------------------------------------------------------------------------------------
@@ -182,7 +209,8 @@ def env_from_record(record: Mapping[str, Any], where: str = "world") -> EnvSpec:
         objects = tuple(_object(o) for o in sc["objects"])
         task = None if record["task"] is None else _task(record["task"], where)
         env = EnvSpec(robot=robot, booth=booth, objects=objects, task=task, fps=int(ctl["fps"]),
-                      substeps=int(ctl["substeps"]), scene_name=sc["name"], variant=sc["variant"], split=sc["split"])
+                      substeps=int(ctl["substeps"]), scene_name=sc["name"], variant=sc["variant"], split=sc["split"],
+                      appearance=tuple(_look(v) for v in sc.get("appearance", [])))
         check_types(env, where)  # a name that is null or a list must never reach MuJoCo's name lookup
         return env
     except DatasetError:

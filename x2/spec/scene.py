@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from x2.spec import catalog
@@ -13,7 +13,7 @@ from x2.spec.env import BoothSpec, ObjectInstance, Region
 from x2.spec.files import SceneFile, parse
 from x2.spec.held_out import check_pools
 from x2.spec.robot import RobotInfo
-from x2.spec.scenery import compile_scenery, scene_booth
+from x2.spec.scenery import SceneryVariant, compile_scenery, scene_booth
 from x2.spec.source import Fragment, merge_fragments
 
 OBJECT_NAME = re.compile(r"[A-Za-z0-9_-]+")
@@ -31,6 +31,7 @@ class SceneInfo:
     variant: str
     variants: tuple[str, ...]
     file: Path
+    appearance: tuple[SceneryVariant, ...] = ()  # looks drawn per reset (their distractors left out)
 
 
 def _variant_overlay(frag: Fragment, variant: str) -> Fragment:
@@ -91,7 +92,8 @@ def _nearest_on_travel(point: tuple[float, float], shoulder: tuple[float, float]
 
 def compile_scene(frag: Fragment, file: Path, robot: RobotInfo, variant: str = "default") -> SceneInfo:
     base: SceneFile = parse(SceneFile, frag)  # validate the base (variant blocks included) before overlaying
-    compile_scenery(frag, base)  # scenery blocks belong to the base scene; checked here so `tasks show` finds errors
+    # scenery blocks belong to the base scene; checked here so `tasks show` finds errors
+    sceneries = compile_scenery(frag, base)
     check_pools(frag)  # held-out pools overlap no train pool, whichever variant this run uses
     frag = _variant_overlay(frag, variant)
     spec: SceneFile = parse(SceneFile, frag)
@@ -132,7 +134,27 @@ def compile_scene(frag: Fragment, file: Path, robot: RobotInfo, variant: str = "
         tags = tuple(dict.fromkeys([*obj.tags, *(t for a in candidates for t in a.tags)]))
         objects.append(ObjectInstance(name, candidates, tags, region, obj.pose))
     return SceneInfo(spec.name, booth, regions, tuple(objects), spec.split, variant,
-                     ("default", *spec.variants), file)
+                     ("default", *spec.variants), file, _appearance(frag, spec, sceneries))
+
+
+def _appearance(frag: Fragment, spec: SceneFile, sceneries: dict[str, SceneryVariant]) -> tuple[SceneryVariant, ...]:
+    """The looks a reset draws from: scenery blocks with a table, walls, floor or lighting, train ones only in a
+    train configuration (an eval look is held out), their distractors left to replay augmentation."""
+    looks = []
+    for i, name in enumerate(spec.appearance):
+        key = ("appearance", i)
+        usable = [n for n, v in sceneries.items() if v.split == "train" or spec.split == "eval"]
+        if name not in sceneries:
+            raise frag.error(key, repr(name), "one of the scene's scenery looks: " + (", ".join(sceneries) or "none"))
+        look = sceneries[name]
+        if look.split == "eval" and spec.split != "eval":
+            raise frag.error(key, f"{name!r} (split eval) in a train configuration",
+                             "a train look: " + ", ".join(usable))
+        if all(getattr(look, part) is None for part in ("table", "walls", "floor", "lighting")):
+            raise frag.error(key, f"{name!r}, which only adds distractors",
+                             "a look with a table, walls, floor or lighting block")
+        looks.append(replace(look, distractors=None))
+    return tuple(looks)
 
 
 def load_scene(name: str, robot: RobotInfo, variant: str = "default") -> SceneInfo:

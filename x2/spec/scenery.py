@@ -4,7 +4,7 @@ A scenery variant recomposes only a recorded world's static layer: distractor ob
 look, the walls and floor (the chroma-green booth is there to be replaced) and the lighting. Unlike a
 collection-time `variants:` overlay it never recompiles the task; states, actions and labels of a
 recorded episode stay as they are. Everything here is plain frozen data (no simulator); the look is
-drawn and applied by `x2.augment.appearance`.
+drawn and applied by `x2.sim.mujoco.look`.
 
 Defaults are resolved here, from the scene's own booth, so that a compiled variant needs nothing else:
 a surface without `colour` keeps the booth's colour, lighting without `intensity` keeps the booth's.
@@ -13,12 +13,12 @@ a surface without `colour` keeps the booth's colour, lighting without `intensity
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import fields
 
 from x2.errors import NotFoundError, X2Error
 from x2.spec import catalog
 from x2.spec.assets import load_asset
-from x2.spec.env import KEY_LIGHT_DIRECTION, AssetSpec, BoothSpec, Vec3
+from x2.spec.env import KEY_LIGHT_DIRECTION, BoothSpec, DistractorPool, LightingLook, SceneryVariant, SurfaceLook
 from x2.spec.files import RGB, DistractorsFile, LightingFile, SceneFile, SurfaceFile, parse
 from x2.spec.source import Fragment
 
@@ -32,46 +32,6 @@ DEFAULT_REPEAT: dict[str, tuple[float, float]] = {"table": (4.0, 6.0), "walls": 
 GRADIENT_REPEAT = (1.0, 1.0)
 WHITE: RGB = (1.0, 1.0, 1.0)
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
-
-
-@dataclass(frozen=True)
-class SurfaceLook:
-    """Colours to draw one from per episode, a builtin texture, and the texture's second colour."""
-
-    colours: tuple[RGB, ...]
-    texture: str  # none | checker | gradient
-    colours2: tuple[RGB, ...]  # empty: a darker shade of the drawn colour (textured surfaces only)
-    repeat: tuple[float, float]  # texture repeats across each face
-
-
-@dataclass(frozen=True)
-class LightingLook:
-    """The key light (the fills follow it at FILL_LIGHT_RATIO of its intensity, in the same colour)."""
-
-    directions: tuple[Vec3, ...]  # drawn one per episode
-    colours: tuple[RGB, ...]  # drawn one per episode
-    intensity: tuple[float, float]  # uniform in [lo, hi]
-    shadows: bool
-
-
-@dataclass(frozen=True)
-class DistractorPool:
-    """Static assets (no joints) to scatter, `count` of them, inclusive range."""
-
-    assets: tuple[AssetSpec, ...]
-    count: tuple[int, int]
-
-
-@dataclass(frozen=True)
-class SceneryVariant:
-    name: str
-    split: str  # train | eval (held out)
-    description: str
-    distractors: DistractorPool | None
-    table: SurfaceLook | None
-    walls: SurfaceLook | None
-    floor: SurfaceLook | None
-    lighting: LightingLook | None
 
 
 def scene_booth(spec: SceneFile) -> BoothSpec:

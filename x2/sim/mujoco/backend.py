@@ -21,10 +21,11 @@ import numpy.typing as npt
 from x2 import format as fmt
 from x2.arrays import Floats, Image
 from x2.errors import DatasetError, NotFoundError, SpecError, X2Error
-from x2.seeding import streams
+from x2.seeding import axis_streams
 from x2.sim.backend import CameraInfo, Contact, Jaw, ResetInfo, RobotState, SimulationUnstable
 from x2.sim.layout import Placement, solve_layout
 from x2.sim.mujoco.jaw import world_jaw
+from x2.sim.mujoco.look import restyled_world, sample_look
 from x2.sim.mujoco.recorded_xml import check_world_xml, compile_world, make_data
 from x2.sim.mujoco.state import STATE_SPEC, state_size
 from x2.sim.mujoco.world import ASSET_ROOT_BODY, free_joint, object_body, spec_files, world_error, world_xml
@@ -186,6 +187,7 @@ class MujocoBackend:
         self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
         self.table_height = env.booth.table_height
         self._recorded = _recorded
+        self._appearance: dict[str, object] | None = None  # the look the last reset drew (a recorded world's is in it)
         self._jaw: Jaw | None = None
         source = None
         if _recorded is not None:
@@ -250,19 +252,30 @@ class MujocoBackend:
         return self.env.robot.action
 
     # ----- lifecycle -------------------------------------------------------------------------
-    def reset(self, seed: int, variant: str | None = None) -> ResetInfo:
-        """The world for `seed`: its assets and layout drawn from the seed's scene stream (a recorded
-        world keeps its own), arms at home, grippers open, everything at rest."""
+    def reset(self, seed: int, variant: str | None = None, axes: dict[str, int] | None = None) -> ResetInfo:
+        """The world for `seed`: its assets and layout drawn from the seed's scene stream, its instruction from
+        its language stream and its look from its appearance stream (a recorded world keeps its own), arms at
+        home, grippers open, everything at rest. `axes` ({"appearance": s}) draws an axis from another seed's
+        streams (x2/seeding.py: AXES)."""
         if variant is not None and variant != self.env.variant:
             if self._recorded is not None:
                 raise X2Error(f"variant: found {variant!r} for a recorded world; allowed: its own, "
                               f"{self.env.variant!r}")
             self._switch_variant(variant)
+        rngs = axis_streams(seed, axes)
         if self._recorded is None:
-            rng = streams(seed)["scene"]
+            rng = rngs["scene"]
             chosen = {o.name: o.candidates[int(rng.integers(len(o.candidates)))] for o in self.env.objects}
             layout = solve_layout(self.env.objects, chosen, rng)
-            self._use(chosen, world_xml(self.env, chosen, layout))
+            xml = world_xml(self.env, chosen, layout)
+            self._appearance = None
+            if self.env.appearance:  # a look drawn from the seed's own stream: the layout's draws stay as they were
+                looks = rngs["appearance"]
+                scenery = self.env.appearance[int(looks.integers(len(self.env.appearance)))]
+                look = sample_look(scenery, looks)
+                xml = restyled_world(xml, look, "the world x2 built")
+                self._appearance = {"scenery": scenery.name, "look": look}
+            self._use(chosen, xml)
             self._layout = layout
         m, d = self.model, self.data
         jaw = self.jaw()
@@ -280,17 +293,17 @@ class MujocoBackend:
         mujoco.mj_forward(m, d)
         self._changed()
         names = {o.name: self._c.chosen[o.name].name for o in self.env.objects}
-        instruction = self._instruction(seed, names)
-        return ResetInfo(seed, self.env.variant, names, dict(self._layout), instruction)
+        instruction = self._instruction(rngs["language"], names)
+        return ResetInfo(seed, self.env.variant, names, dict(self._layout), instruction, self._appearance)
 
-    def _instruction(self, seed: int, names: Mapping[str, str]) -> str:
+    def _instruction(self, language: np.random.Generator, names: Mapping[str, str]) -> str:
         """The task's instruction for this world: a template drawn from the seed's language stream (only when
         the task has paraphrases), filled with the drawn assets' names and the objects' grid positions."""
         task = self.env.task
         if task is None:
             return ""
         choices = templates_for(task, self.env.split)
-        template = pick_template(task, self.env.split, streams(seed)["language"] if len(choices) > 1 else None)
+        template = pick_template(task, self.env.split, language if len(choices) > 1 else None)
         positions = {name: (p.x, p.y) for name, p in self._layout.items()}
         return fill(template, self.env.objects, names, positions)
 

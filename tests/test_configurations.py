@@ -1,6 +1,7 @@
-"""Evaluation configurations stay held out: collectors refuse them without --allow-eval (nothing written),
-`x2 datasets validate --split` proves a dataset never saw one, render and augment refuse its episodes, and
-instructions (paraphrases, grid positions) are drawn per reset, reproducibly by seed."""
+"""Sampled configurations: instructions (paraphrases, grid positions) and appearance are drawn per reset,
+reproducibly by seed, recorded and counted by `x2 datasets info`; evaluation configurations stay held out:
+collectors refuse them without --allow-eval (nothing written), `x2 datasets validate --split` proves a dataset
+never saw one, and render and augment refuse its episodes."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from x2.augment.augment import AugmentRequest, augment_dataset
 from x2.cli.app import _mount, app
 from x2.datasets import Dataset
 from x2.datasets.coverage import coverage
+from x2.render.frames import ImageSize
+from x2.render.task_preview import task_preview
 from x2.rollout.eval_check import eval_configuration
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.spec import load_env
@@ -135,3 +138,47 @@ def test_info_reports_coverage_per_axis(tmp_path: Path) -> None:
     assert damaged.unreadable == [2] and sum(damaged.split.values()) == 3
     out = runner.invoke(app, ["datasets", "info", str(path)])
     assert out.exit_code == 0 and "coverage per randomisation axis" in out.output and "unreadable" in out.output
+
+
+def test_appearance_is_drawn_per_reset_from_its_own_stream_and_recorded(tmp_path: Path) -> None:
+    env = load_env("pick_place", variant="randomized")
+    assert [v.name for v in env.appearance] == ["studio", "warm_wood"]
+    backend, plain = MujocoBackend(env), MujocoBackend(load_env("pick_place"))
+    drawn = set()
+    for seed in range(6):
+        info = backend.reset(seed)
+        xml = backend.model_xml()
+        assert backend.reset(seed) == info and backend.model_xml() == xml  # same seed, same look, same world text
+        assert info.layout == plain.reset(seed).layout  # the look's draws leave the layout's as they were
+        assert info.appearance is not None
+        look = info.appearance["look"]
+        assert isinstance(look, dict)
+        drawn.add((info.appearance["scenery"], tuple(look["table"]["rgb"])))
+    assert len(drawn) >= 2
+    backend.close()
+    plain.close()
+    path = tmp_path / "looks"
+    record_short_dataset(path, episodes=2, ticks=2, task="pick_place", variant="randomized")
+    ds = Dataset.open(path)
+    for record in ds.episodes():
+        with ds.load(record.index) as ep:
+            recorded = ep.json_attr("appearance")
+            assert recorded["scenery"] in ("studio", "warm_wood")
+            rgb = " ".join(f"{c:g}" for c in recorded["look"]["table"]["rgb"])
+            assert rgb in ep.model_xml  # the file's world is the restyled one: rendering it shows the look
+    assert {k.split(", look ")[1] for k in coverage(ds).appearance} <= {"studio", "warm_wood"}
+
+
+def test_one_axis_redraws_alone(tmp_path: Path) -> None:
+    backend = MujocoBackend(load_env("pick_place", variant="randomized"))
+    base, other = 11, 12
+    a, b = backend.reset(base), backend.reset(other)
+    assert a.appearance != b.appearance and a.layout != b.layout
+    looks_only = backend.reset(base, axes={"appearance": other})
+    assert looks_only.appearance == b.appearance and looks_only.layout == a.layout
+    task_only = backend.reset(base, axes={"task": other})
+    assert task_only.appearance == a.appearance and task_only.layout == b.layout
+    backend.close()
+    done = task_preview("pick_place", tmp_path / "looks.png", seeds=3, size=ImageSize(48, 64), variant="randomized",
+                        axis="appearance")
+    assert all("look=" in t.label for t in done.tiles) and "only the appearance axis varies" in done.title

@@ -24,6 +24,7 @@ from typing import Any
 
 import mujoco
 import numpy as np
+import numpy.typing as npt
 
 from x2 import format as fmt
 from x2.errors import DatasetError
@@ -50,7 +51,7 @@ _DEFAULT_GEOM_RGBA = [0.5, 0.5, 0.5, 1.0]  # MuJoCo's: a geom with this rgba sho
 _PARTS = (*SURFACES, "lighting")
 
 
-def _round(values: Sequence[float] | np.ndarray) -> list[float]:
+def _round(values: Sequence[float] | npt.NDArray[np.float64]) -> list[float]:
     return [round(float(v), LOOK_DECIMALS) for v in values]
 
 
