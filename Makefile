@@ -14,6 +14,10 @@ VENDOR_STAMP := $(VENDOR)/.fetched
 export X2_ZARR2_PYTHON := $(abspath $(ZARR2))/bin/python
 export HF_HUB_OFFLINE ?= 1
 
+# Python caches compiled modules (__pycache__) unless told not to; a machine that says PYTHONDONTWRITEBYTECODE=1
+# would have every test's subprocess compile numpy, MuJoCo, h5py and x2 again from source (minutes over a run).
+unexport PYTHONDONTWRITEBYTECODE
+
 export MUJOCO_GL ?= egl
 export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
@@ -26,7 +30,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# --no-compile: pip would byte-compile every installed module (torch's thousands among them) up front;
-	# Python compiles the few that are imported, on first import.
+	# Python compiles the few that are imported, on first import, and caches them (see unexport above).
 	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev]'
 	touch $(STAMP)
 

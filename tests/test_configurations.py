@@ -162,7 +162,7 @@ def test_appearance_is_drawn_per_reset_from_its_own_stream_and_recorded(tmp_path
     ds = Dataset.open(path)
     for record in ds.episodes():
         with ds.load(record.index) as ep:
-            recorded = ep.json_attr("appearance")
+            recorded = ep.json_attr("reset_look")
             assert recorded["scenery"] in ("studio", "warm_wood")
             rgb = " ".join(f"{c:g}" for c in recorded["look"]["table"]["rgb"])
             assert rgb in ep.model_xml  # the file's world is the restyled one: rendering it shows the look

@@ -108,7 +108,7 @@ def episode_end(env: EnvSpec, result: EpisodeResult, model_xml: str, object_name
         max_penetration_m=0.0 if pen is None else pen.depth,
         object_names=json.dumps(list(object_names)),
         rejection=rejection, teleop=teleop, synthesis=synthesis,
-        appearance=None if result.reset.appearance is None else json.dumps(result.reset.appearance, sort_keys=True),
+        reset_look=None if result.reset.appearance is None else json.dumps(result.reset.appearance, sort_keys=True),
     )
 
 
