@@ -74,6 +74,18 @@ def test_validate_split_proves_a_train_dataset_and_names_an_eval_episode(dataset
         assert ep.attrs["master_seed"] == EVAL_SEED_BASE + 5 and ep.attrs["scene_variant"] == "default"
 
 
+def test_an_eval_seed_is_found_even_where_the_split_attr_says_train(datasets: dict[str, Path],
+                                                                     tmp_path: Path) -> None:
+    path = shutil.copytree(datasets["eval_seed"], tmp_path / "relabelled")
+    with Dataset.open(path).load(0) as ep:
+        file = ep.path
+    with h5py.File(file, "r+") as f:  # (a file edited by hand: only its master seed says it was held out)
+        f.attrs["split"] = "train"
+    with Dataset.open(path).load(0) as ep:
+        why = eval_configuration(ep)
+    assert why == f"master seed {EVAL_SEED_BASE + 5}, an evaluation seed (from {EVAL_SEED_BASE} on)"
+
+
 def test_render_and_augment_refuse_eval_episodes_unless_allowed(datasets: dict[str, Path], tmp_path: Path) -> None:
     source = tmp_path / "ev"
     shutil.copytree(datasets["eval_variant"], source)
