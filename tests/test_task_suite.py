@@ -56,9 +56,14 @@ def _sound(ep: Episode) -> None:
     assert relabel(ep).identical
 
 
+def _object_poses(ep: Episode) -> tuple[list[str], np.ndarray]:
+    """The recorded objects' names and their (T, K, 7) poses, read from the states' stream."""
+    return [str(n) for n in ep.dataset_attrs(fmt.OBJECT_POSES)["names"]], np.asarray(ep[fmt.OBJECT_POSES])
+
+
 def _final_pose(ep: Episode, obj: str) -> np.ndarray:
-    names = [str(n) for n in ep.dataset_attrs(fmt.OBJECT_POSES)["names"]]
-    return np.asarray(ep[fmt.OBJECT_POSES])[-1, names.index(obj)]
+    names, poses = _object_poses(ep)
+    return poses[-1, names.index(obj)]
 
 
 def test_stack_blocks_builds_a_tower_whose_labels_reproduce(tmp_path: Path) -> None:
@@ -118,8 +123,7 @@ def test_hanoi_tower_moves_the_tower_and_never_puts_a_larger_disc_on_a_smaller(t
     ds = _one_episode("hanoi_tower", tmp_path / "hanoi", seed=0)
     with ds.load(next(iter(ds.episodes())).index) as ep:
         _respects_the_dag(ep)
-        names = [str(n) for n in ep.dataset_attrs(fmt.OBJECT_POSES)["names"]]
-        poses = np.asarray(ep[fmt.OBJECT_POSES])
+        names, poses = _object_poses(ep)
         radius = {"small": 0.018, "medium": 0.025, "large": 0.032}
         height = 0.05
         # from the states: a disc resting on a smaller one (its bottom on the other's top, its centre over it)
@@ -149,8 +153,7 @@ def test_pick_by_position_moves_the_block_the_words_name_and_no_other(tmp_path: 
     ds = _one_episode("pick_by_position", tmp_path / "grid", seed=3)
     with ds.load(next(iter(ds.episodes())).index) as ep:
         _respects_the_dag(ep)
-        names = [str(n) for n in ep.dataset_attrs(fmt.OBJECT_POSES)["names"]]
-        poses = np.asarray(ep[fmt.OBJECT_POSES])
+        names, poses = _object_poses(ep)
         x, y = poses[0, names.index("target")][:2]  # where the named block stood, read from the states
         row, column = 1 if x < 0.5 else 2, 1 + int(np.argmin([abs(y - c) for c in (-0.20, -0.33, -0.46)]))
         assert f"row {row}" in ep.instruction and f"column {column}" in ep.instruction, ep.instruction

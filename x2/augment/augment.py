@@ -222,7 +222,7 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
         raise DatasetError(f"{src.root}: episodes: found only augmented ones (source augment); allowed: recorded "
                            "episodes (augment their dataset again, with more --variants)")
     src.verify(records)
-    refuse_eval_episodes(src, records, request.allow_eval, "--allow-eval")
+    refuse_eval_episodes(src, records, request.allow_eval)
     with src.load(records[0].index) as first:
         scenery = choose_scenery(scene_of(first), request)
     manifest = src.manifest.to_dict()

@@ -25,7 +25,7 @@ from x2.datasets import (
 from x2.datasets.coverage import Coverage, coverage
 from x2.datasets.validate import Report
 from x2.errors import X2Error
-from x2.rollout.eval_check import eval_configuration
+from x2.rollout.eval_check import held_out_episodes
 from x2.rollout.replay import PENETRATION_LIMIT_M, deepest_penetration
 
 app = typer_group(
@@ -261,14 +261,8 @@ def _physics(ds: Dataset, limit: float) -> int:
 def _held_out(ds: Dataset) -> int:
     """Episodes whose files say they saw an evaluation configuration, listed; their number."""
     records = ds.episodes()
-    seen: list[tuple[int, str]] = []
     with progress("checking splits", "episodes") as update:
-        for done, record in enumerate(records):
-            update(done, len(records))
-            with ds.load(record.index) as ep:
-                why = eval_configuration(ep)
-            if why is not None:
-                seen.append((record.index, why))
+        seen = list(held_out_episodes(ds, records, update))
     for index, why in seen:
         console.print(f"[red]eval[/red] episode {index}: {why}", soft_wrap=True)
     console.print(f"split: {len(records)} episodes checked; " + (

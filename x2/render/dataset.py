@@ -27,7 +27,7 @@ from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.render.episode_file import cameras_to_draw
 from x2.render.frames import ImageSize
 from x2.render.workers import JobResult, RenderJob, progress_queue, run_job, worker_pool
-from x2.rollout.eval_check import refuse_eval_episodes
+from x2.rollout.eval_check import eval_configuration, refuse_held_out
 from x2.sim.mujoco.recorded_xml import compile_world
 
 
@@ -113,8 +113,8 @@ def render_dataset(path: str | Path, cameras: Sequence[str] = DEFAULT_CAMERAS, s
         plan: dict[int, tuple[str, ...]] = {}
         for record in selected:
             ds.verify([record])  # a damaged file must not be committed again under a fresh digest
-            refuse_eval_episodes(ds, [record], allow_eval, "--allow-eval")
             with ds.load(record.index) as ep:
+                refuse_held_out(ds, record.index, eval_configuration(ep), allow_eval)
                 if not plan:  # the first episode's model stands for the dataset's (one robot, one booth)
                     _check_request(cameras, size, workers, ep)
                 plan[record.index] = cameras_to_draw(ep, cameras, size, overwrite)

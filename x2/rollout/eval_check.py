@@ -9,16 +9,16 @@ held-out paraphrases filled in for its world. `x2 datasets validate --split` run
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterator, Sequence
 
 from x2 import format as fmt
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.errors import DatasetError
 from x2.rollout.world import recorded_env
-from x2.spec.held_out import EVAL_SEED_BASE, refuse_eval, seed_split
+from x2.spec.held_out import EVAL_SEED_BASE, held_out_error, seed_split
 from x2.spec.instruction import fill
 
-__all__ = ["eval_configuration", "refuse_eval_episodes"]
+__all__ = ["eval_configuration", "held_out_episodes", "refuse_eval_episodes", "refuse_held_out"]
 
 
 def eval_configuration(ep: Episode) -> str | None:
@@ -50,12 +50,26 @@ def eval_configuration(ep: Episode) -> str | None:
     return None
 
 
-def refuse_eval_episodes(ds: Dataset, records: Iterable[EpisodeRecord], allow_eval: bool, option: str) -> None:
-    """One line, before anything is written, when one of `records` saw an evaluation configuration."""
-    if allow_eval:
-        return
-    for record in records:
+def held_out_episodes(ds: Dataset, records: Sequence[EpisodeRecord],
+                      progress: Callable[[int, int], None] | None = None) -> Iterator[tuple[int, str]]:
+    """(index, why) of each of `records` that saw an evaluation configuration, in order, read as it goes."""
+    for done, record in enumerate(records):
+        if progress is not None:
+            progress(done, len(records))
         with ds.load(record.index) as ep:
             why = eval_configuration(ep)
         if why is not None:
-            refuse_eval(False, option=option, found=f"episode {record.index} of {ds.root}, {why}", split="eval")
+            yield record.index, why
+
+
+def refuse_held_out(ds: Dataset, index: int, why: str | None, allow_eval: bool) -> None:
+    """One line when episode `index` saw an evaluation configuration (`why`, from eval_configuration)."""
+    if why is not None and not allow_eval:
+        raise held_out_error("episodes", f"episode {index} of {ds.root}, {why}")
+
+
+def refuse_eval_episodes(ds: Dataset, records: Sequence[EpisodeRecord], allow_eval: bool) -> None:
+    """One line, before anything is written, when one of `records` saw an evaluation configuration."""
+    if not allow_eval:
+        for index, why in held_out_episodes(ds, records):
+            refuse_held_out(ds, index, why, allow_eval)

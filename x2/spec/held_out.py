@@ -20,8 +20,8 @@ from x2.errors import X2Error
 from x2.spec.env import EnvSpec
 from x2.spec.source import Fragment, Path_
 
-__all__ = ["EVAL_SEED_BASE", "HeldOutError", "check_pools", "config_split", "refuse_eval", "refuse_eval_run",
-           "seed_split"]
+__all__ = ["EVAL_SEED_BASE", "HeldOutError", "check_pools", "config_split", "held_out_error", "refuse_eval",
+           "refuse_eval_run", "seed_split"]
 
 # Master seeds from 2**31 on are reserved for evaluation (x2 eval); training collectors use smaller ones.
 EVAL_SEED_BASE = 2**31
@@ -35,11 +35,15 @@ def seed_split(master_seed: int) -> str:
     return "eval" if master_seed >= EVAL_SEED_BASE else "train"
 
 
+def held_out_error(option: str, found: str) -> HeldOutError:
+    return HeldOutError(f"{option}: found {found} (split eval, held out for evaluation); allowed: a train "
+                        "configuration, or --allow-eval to make evaluation data on purpose")
+
+
 def refuse_eval(allow_eval: bool, *, option: str, found: str, split: str) -> None:
     """One line and nothing written when `found` (given with `option`) is an eval configuration."""
     if split == "eval" and not allow_eval:
-        raise HeldOutError(f"{option}: found {found} (split eval, held out for evaluation); allowed: a train "
-                           "configuration, or --allow-eval to make evaluation data on purpose")
+        raise held_out_error(option, found)
 
 
 def refuse_eval_run(env: EnvSpec, master_seed: int, allow_eval: bool) -> None:

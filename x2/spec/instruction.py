@@ -54,10 +54,11 @@ def templates_for(task: TaskSpec, split: str) -> tuple[str, ...]:
     return (task.instruction, *task.paraphrases)
 
 
-def pick_template(task: TaskSpec, split: str, rng: np.random.Generator | None) -> str:
-    """One template; the draw is made (and `rng` advanced) only when there is a choice."""
+def pick_template(task: TaskSpec, split: str, rng: np.random.Generator) -> str:
+    """One template; the draw is made (and `rng` advanced) only when there is a choice, so a task without
+    paraphrases draws nothing."""
     options = templates_for(task, split)
-    return options[0] if len(options) == 1 or rng is None else options[int(rng.integers(len(options)))]
+    return options[0] if len(options) == 1 else options[int(rng.integers(len(options)))]
 
 
 def grid_position(region: Region, x: float, y: float) -> tuple[int, int]:

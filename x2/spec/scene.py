@@ -141,9 +141,9 @@ def _appearance(frag: Fragment, spec: SceneFile, sceneries: dict[str, SceneryVar
     """The looks a reset draws from: scenery blocks with a table, walls, floor or lighting, train ones only in a
     train configuration (an eval look is held out), their distractors left to replay augmentation."""
     looks = []
+    usable = [n for n, v in sceneries.items() if v.split == "train" or spec.split == "eval"]
     for i, name in enumerate(spec.appearance):
         key = ("appearance", i)
-        usable = [n for n, v in sceneries.items() if v.split == "train" or spec.split == "eval"]
         if name not in sceneries:
             raise frag.error(key, repr(name), "one of the scene's scenery looks: " + (", ".join(sceneries) or "none"))
         look = sceneries[name]

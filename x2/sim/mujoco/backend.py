@@ -31,7 +31,7 @@ from x2.sim.mujoco.state import STATE_SPEC, state_size
 from x2.sim.mujoco.world import ASSET_ROOT_BODY, free_joint, object_body, spec_files, world_error, world_xml
 from x2.spec.action import ActionLayout
 from x2.spec.env import AssetSpec, EnvSpec
-from x2.spec.instruction import fill, pick_template, templates_for
+from x2.spec.instruction import fill, pick_template
 
 _CACHE = 4  # compiled worlds kept: a re-recorded teleop episode or a relabel pass reuses its world
 
@@ -302,8 +302,7 @@ class MujocoBackend:
         task = self.env.task
         if task is None:
             return ""
-        choices = templates_for(task, self.env.split)
-        template = pick_template(task, self.env.split, language if len(choices) > 1 else None)
+        template = pick_template(task, self.env.split, language)
         positions = {name: (p.x, p.y) for name, p in self._layout.items()}
         return fill(template, self.env.objects, names, positions)
 
