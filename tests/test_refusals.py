@@ -238,7 +238,9 @@ def test_synth_whose_dataset_is_deleted_under_it(tmp_path: Path) -> None:
     index = root / "episodes.jsonl"
     while proc.poll() is None and not (index.exists() and index.read_text()):  # the first episode committed
         time.sleep(0.1)
-    shutil.rmtree(root)
+    # Renaming is the deletion the writer sees, done in one step: rmtree while synth still writes can meet a
+    # file created between its listing and its rmdir.
+    root.rename(tmp_path / "deleted")
     out, err = proc.communicate(timeout=240)
     run = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     line = one_error_line(run, "folder gone")
