@@ -163,3 +163,19 @@ def test_pick_by_position_moves_the_block_the_words_name_and_no_other(tmp_path: 
             i = names.index(other)
             assert np.hypot(*(poses[-1, i][:2] - poses[0, i][:2])) < 0.005, other
         _sound(ep)
+
+
+def test_handover_passes_the_baton_in_the_air_from_the_left_hand_to_the_right(tmp_path: Path) -> None:
+    ds = _one_episode("handover", tmp_path / "handover", seed=0)
+    with ds.load(next(iter(ds.episodes())).index) as ep:
+        _respects_the_dag(ep)
+        events = dict(ep.events)
+        names, poses = _object_poses(ep)
+        baton = poses[:, names.index("baton"), :3]
+        assert baton[0, 1] > 0.2 and baton[-1, 1] < -0.2  # from the left arm's side to the right's
+        # from the states: lifted by the left hand, it never comes down until it is on the plate
+        between = baton[events["pick_baton"]:events["hand_over"] + 1, 2]
+        assert (between > baton[0, 2] + 0.04).all(), float(between.min() - baton[0, 2])
+        plate = poses[-1, names.index("plate"), :3]
+        assert np.hypot(*(baton[-1] - plate)[:2]) < 0.06
+        _sound(ep)  # the hand-over's own predicates (right holds, left released) hold again from the states

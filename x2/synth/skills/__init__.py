@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from x2.synth.skills.base import SkillDef, SkillFn
+from x2.synth.skills.handover import hand_over
 from x2.synth.skills.navigate import navigate
 from x2.synth.skills.open_close import close, open  # noqa: A004 - the skill's name
 from x2.synth.skills.pick_place import pick, place
@@ -22,6 +23,10 @@ SKILLS: dict[str, SkillDef] = {
     "place": SkillDef("place", place, {"approach": float},
                       doc="put the held object on a surface (object or site; `approach`: the height it comes down "
                           "from) or into a box site through its open side, let go, back out"),
+    "hand_over": SkillDef("hand_over", hand_over, {"height": float, "approach": float}, both_arms=True,
+                          doc="the arm holding the target object carries it to between the shoulders (`height` above "
+                              "the table), the other arm grasps it there (the target's part if named), then the "
+                              "first lets go and backs off; bound to both arms"),
     "retract": SkillDef("retract", retract, {"open_gripper": bool}, needs_target=False, both_arms=True,
                         arm_by_arm=True,
                         doc="move the arm(s) home along a collision-free path"),

@@ -58,15 +58,15 @@ MAX_PLACE_TRIES = 12  # place poses tried (IK a few ms; a straight line and a pl
 MAX_UNPLANNED = 2  # free-space plans that may fail before the place gives up ("no plan")
 
 
-def _holding(ctx: SynthContext, arm: str, obj: str) -> bool:
+def holding(ctx: SynthContext, arm: str, obj: str) -> bool:
     return evaluate(ctx.backend, "gripper_holding", {"arm": arm, "obj": obj})
 
 
-def _released(ctx: SynthContext, arm: str, obj: str) -> bool:
+def released(ctx: SynthContext, arm: str, obj: str) -> bool:
     return evaluate(ctx.backend, "gripper_released", {"arm": arm, "obj": obj})
 
 
-def _is_open(ctx: SynthContext, arm: str) -> bool:
+def jaw_open(ctx: SynthContext, arm: str) -> bool:
     """The fingers stand within OPEN_TOL (per finger) of fully open."""
     finger = ctx.backend.joint_value(ctx.env.robot.arm(arm).gripper_joints[0])
     jaw = ctx.backend.jaw()
@@ -85,7 +85,7 @@ def _opened_to(ctx: SynthContext, arm: str, command: float) -> bool:
     return finger >= g.closed_ctrl + command * (g.open_ctrl - g.closed_ctrl) - OPEN_TOL
 
 
-def _param(binding: SkillBinding, name: str, default: float) -> float:
+def float_param(binding: SkillBinding, name: str, default: float) -> float:
     value = binding.params.get(name, default)
     assert isinstance(value, int | float)  # check_bindings checked the type against SKILLS
     return float(value)
@@ -106,23 +106,30 @@ def _supports(ctx: SynthContext, obj: str) -> list[tuple[str, str]]:
 
 
 # ----- pick -------------------------------------------------------------------------------------------
+def close_on(ctx: SynthContext, arm: str, obj: str, approach: float, site: str | None) -> Iterator[Segment]:
+    """The grasp of a pick (also a hand-over's): open the jaw, move to the chosen grasp's pre-grasp pose, straight
+    in, close until both fingers touch, let the squeeze build. Leaves fingers-object contact allowed in the
+    collision world (the caller clears it)."""
+    if not jaw_open(ctx, arm):
+        yield Gripper(arm, 1.0, OPEN_TICKS)  # grasp fit and collision checks see the jaw as it is
+    plan = choose_grasp(ctx, obj, arm, approach, site)  # allows fingers-object contact in the world
+    yield from ctx.move_to(arm, plan.retreat[-1])
+    yield ctx.timed(arm, plan.retreat[::-1], NEAR_CONTACT)
+    yield Gripper(arm, 0.0, ticks=2)
+    yield Wait(CLOSE_TICKS, until=lambda: holding(ctx, arm, obj), name="fingers on the object")
+    if not holding(ctx, arm, obj):
+        raise SkillFailure("grasp lost", f"the {arm} fingers closed without holding {obj}")
+    yield Wait(SQUEEZE_TICKS)
+
+
 def pick(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment]:
     obj = binding.target_object
     if obj is None or obj not in ctx.backend.object_names:
         raise SkillFailure("no grasp", f"pick needs an object target, got {binding.target!r}")
     site = binding.target if binding.target != obj else None  # OBJECT/PART: grasp that part's site
-    approach, lift = _param(binding, "approach", APPROACH), _param(binding, "lift", LIFT)
-    if not _is_open(ctx, arm):
-        yield Gripper(arm, 1.0, OPEN_TICKS)  # grasp fit and collision checks see the jaw as it is
+    approach, lift = float_param(binding, "approach", APPROACH), float_param(binding, "lift", LIFT)
     try:
-        plan = choose_grasp(ctx, obj, arm, approach, site)  # allows fingers-object contact in the world
-        yield from ctx.move_to(arm, plan.retreat[-1])
-        yield ctx.timed(arm, plan.retreat[::-1], NEAR_CONTACT)
-        yield Gripper(arm, 0.0, ticks=2)
-        yield Wait(CLOSE_TICKS, until=lambda: _holding(ctx, arm, obj), name="fingers on the object")
-        if not _holding(ctx, arm, obj):
-            raise SkillFailure("grasp lost", f"the {arm} fingers closed without holding {obj}")
-        yield Wait(SQUEEZE_TICKS)
+        yield from close_on(ctx, arm, obj, approach, site)
         world = ctx.world()
         world.clear_allowed()
         world.attach(obj, arm)
@@ -134,7 +141,7 @@ def pick(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment
         yield ctx.timed(arm, path, LIFT_SPEED)
     finally:
         ctx.world().clear_allowed()
-    if not _holding(ctx, arm, obj):
+    if not holding(ctx, arm, obj):
         raise SkillFailure("grasp lost", f"{obj} slipped out of the {arm} gripper during the lift")
 
 
@@ -143,7 +150,7 @@ def _held_object(ctx: SynthContext, arm: str) -> str:
     m = ctx.backend.model
     for obj in ctx.backend.object_names:
         free = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, f"{obj}/free") >= 0
-        if free and _holding(ctx, arm, obj):
+        if free and holding(ctx, arm, obj):
             return obj
     raise SkillFailure("grasp lost", f"the {arm} gripper holds nothing to place")
 
@@ -166,7 +173,7 @@ def place(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segmen
         goals = container_goals(ctx, held, target, tcp_rot, reach.shoulder, reach.slack)
     else:
         goals = surface_goals(ctx, held, surface_spot(ctx, target), tcp_rot, reach.shoulder, reach.slack,
-                              _param(binding, "approach", APPROACH))
+                              float_param(binding, "approach", APPROACH))
     goals = sorted((g for g in goals if g.slack > MIN_SLACK), key=lambda g: g.cost)
     if not goals:
         raise SkillFailure("target unreachable", f"no place pose at {target} within the {arm} arm's reach")
@@ -188,15 +195,15 @@ def place(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segmen
         yield Gripper(arm, command, ticks=2)
         # until the jaw is as open as commanded, not just off the object: hook tips (the H jaw's) still
         # curl round it until then and would drag it out on the way back
-        yield Wait(RELEASE_TICKS, until=lambda: _released(ctx, arm, obj) and _opened_to(ctx, arm, command),
+        yield Wait(RELEASE_TICKS, until=lambda: released(ctx, arm, obj) and _opened_to(ctx, arm, command),
                    name="let go")
-        if not _released(ctx, arm, obj):  # caught on a finger: open all the way
+        if not released(ctx, arm, obj):  # caught on a finger: open all the way
             yield Gripper(arm, 1.0, ticks=2)
-            yield Wait(RELEASE_TICKS, until=lambda: _released(ctx, arm, obj), name="let go")
+            yield Wait(RELEASE_TICKS, until=lambda: released(ctx, arm, obj), name="let go")
         yield _back_out(ctx, arm, obj, goal, path_in, target)
     finally:
         ctx.world().clear_allowed()
-    if not _released(ctx, arm, obj):
+    if not released(ctx, arm, obj):
         raise SkillFailure("predicate false", f"{obj} still touches the {arm} fingers after the release")
 
 
