@@ -179,3 +179,29 @@ def test_handover_passes_the_baton_in_the_air_from_the_left_hand_to_the_right(tm
         plate = poses[-1, names.index("plate"), :3]
         assert np.hypot(*(baton[-1] - plate)[:2]) < 0.06
         _sound(ep)  # the hand-over's own predicates (right holds, left released) hold again from the states
+
+
+def test_conveyor_pick_grasps_the_block_while_the_conveyor_carries_it(tmp_path: Path) -> None:
+    from x2.rollout.world import open_world
+    from x2.tasks.predicates import evaluate
+
+    ds = _one_episode("conveyor_pick", tmp_path / "conveyor", seed=1)
+    with ds.load(next(iter(ds.episodes())).index) as ep:
+        _respects_the_dag(ep)
+        names, poses = _object_poses(ep)
+        block = poses[:, names.index("block"), :3]
+        speed = np.hypot(*np.diff(block[:, :2], axis=0).T) * 30  # m/s between frames
+        lifted = int(np.flatnonzero(block[:, 2] > block[0, 2] + 0.003)[0])
+        # it rode the conveyor at its 5 cm/s until it left it (the closing fingers jostle it for a frame or two)
+        assert np.median(speed[10:lifted]) == pytest.approx(0.05, abs=0.002) and speed[10:lifted].min() > 0.02
+        with open_world(ep) as world:  # from the states: both fingers on it while it still moved at speed
+            states = np.asarray(ep[fmt.STATES])
+            moving_and_held = []
+            for t in range(lifted - 8, lifted):
+                world.backend.set_state(states[t])
+                if speed[t] > 0.04 and evaluate(world.backend, "gripper_holding", {"arm": "right", "obj": "block"}):
+                    moving_and_held.append(t)
+            assert moving_and_held, "the fingers closed on the block only after it had stopped"
+        plate = poses[-1, names.index("plate"), :3]
+        assert np.hypot(*(block[-1] - plate)[:2]) < 0.05
+        _sound(ep)

@@ -63,7 +63,7 @@ def solve_layout(objects: Sequence[ObjectInstance], chosen: Mapping[str, AssetSp
             x = cx + rng.uniform(-1.0, 1.0) * region.half_size[0]
             y = cy + rng.uniform(-1.0, 1.0) * region.half_size[1]
             clear = all(math.hypot(x - p.x, y - p.y) >= radius[obj.name] + radius[name] + clearance
-                        for name, p in placed.items())
+                        for name, p in placed.items() if name != region.on)
             if clear:
                 yaw = rng.uniform(*region.yaw_range)
                 placed[obj.name] = Placement(float(x), float(y), region.z + chosen[obj.name].height,
@@ -80,9 +80,12 @@ def check_layout(objects: Sequence[ObjectInstance], chosen: Mapping[str, AssetSp
                  placements: Mapping[str, Placement], clearance: float = 0.0) -> list[tuple[str, str]]:
     """Pairs of objects whose footprints overlap (used by tests and by replay augmentation)."""
     names = [o.name for o in objects]
+    support = {o.name: o.region.on for o in objects if o.region is not None and o.region.on is not None}
     bad = []
     for i, a in enumerate(names):
         for b in names[i + 1:]:
+            if support.get(a) == b or support.get(b) == a:  # one stands on the other
+                continue
             pa, pb = placements[a], placements[b]
             reach = chosen[a].footprint_radius + chosen[b].footprint_radius + clearance
             if math.hypot(pa.x - pb.x, pa.y - pb.y) < reach:

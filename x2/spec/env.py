@@ -209,6 +209,7 @@ class Region:
     z: float  # world height of the support surface
     yaw_range: tuple[float, float] = (-3.14159, 3.14159)
     slots: tuple[tuple[float, float], ...] = ()  # fixed spots shared out in a drawn order (then half_size: jitter)
+    on: str | None = None  # the object this region lies on (z is its surface): its footprint does not count
 
 
 @dataclass(frozen=True)

@@ -244,6 +244,10 @@ class RegionFile(_Strict):
     # fixed spots (world x, y): the region's objects take one each, in an order drawn at every reset (buttons in
     # a row, mats on a grid: a new arrangement each time, never a spot too few)
     slots: list[Vec2] = []
+    # a region on top of another object (a conveyor's pallet): its surface `height` m above the table top, and
+    # objects placed in it may stand inside that object's footprint
+    on: str | None = None
+    height: Extent = 0.0
 
     @model_validator(mode="after")
     def _yaw_is_a_range(self) -> RegionFile:

@@ -144,9 +144,9 @@ def env_record(env: EnvSpec) -> dict[str, object]:
     for o in env.objects:
         objects.append({
             "name": o.name, "candidates": [_asset(a) for a in o.candidates], "tags": list(o.tags),
-            # (slots only where given: the records of slotless regions stay as they were)
+            # (slots and a support only where given: the records of other regions stay as they were)
             "region": None if o.region is None else {f.name: _plain(getattr(o.region, f.name)) for f in fields(Region)
-                                                     if f.name != "slots" or o.region.slots},
+                                                     if getattr(o.region, f.name) or f.name not in ("slots", "on")},
             "pose": None if o.pose is None else list(o.pose),
         })
     scene: dict[str, object] = {"name": env.scene_name, "variant": env.variant, "split": env.split,

@@ -98,8 +98,11 @@ def compile_scene(frag: Fragment, file: Path, robot: RobotInfo, variant: str = "
     frag = _variant_overlay(frag, variant)
     spec: SceneFile = parse(SceneFile, frag)
     booth = scene_booth(spec)
-    regions = {name: Region(name, r.center, r.half_size, booth.table_height, r.yaw, tuple(r.slots))
+    regions = {name: Region(name, r.center, r.half_size, booth.table_height + r.height, r.yaw, tuple(r.slots), r.on)
                for name, r in spec.regions.items()}
+    for name, r in spec.regions.items():
+        if r.on is not None and r.on not in spec.objects:
+            raise frag.error(("regions", name, "on"), repr(r.on), "an object of this scene: " + ", ".join(spec.objects))
     objects = []
     for name, obj in spec.objects.items():
         key = ("objects", name)

@@ -354,6 +354,12 @@ class CollisionWorld:
             adr = self._joint_adr[joint] = int(self.model.jnt_qposadr[self._id(mujoco.mjtObj.mjOBJ_JOINT, joint)])
         self._qpos[adr] = value
 
+    def set_object_position(self, obj: str, pos: np.ndarray) -> None:
+        """Move a free object (not a held one: that follows its arm) in the qpos checks start from, its
+        orientation kept, so a pose along a moving object's path is checked with the object where it will be."""
+        adr = int(self.model.jnt_qposadr[self._id(mujoco.mjtObj.mjOBJ_JOINT, free_joint(obj))])
+        self._qpos[adr:adr + 3] = pos
+
     def arm_geoms(self, arm: str) -> np.ndarray:
         """Mask over geoms: the arm's own links and gripper (not what it holds)."""
         return self._arm_of_body[self.model.geom_bodyid] == self.arms.index(self._arm(arm))

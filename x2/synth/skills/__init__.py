@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from x2.synth.skills.base import SkillDef, SkillFn
 from x2.synth.skills.handover import hand_over
+from x2.synth.skills.intercept import intercept
 from x2.synth.skills.navigate import navigate
 from x2.synth.skills.open_close import close, open  # noqa: A004 - the skill's name
 from x2.synth.skills.pick_place import pick, place
@@ -27,6 +28,9 @@ SKILLS: dict[str, SkillDef] = {
                           doc="the arm holding the target object carries it to between the shoulders (`height` above "
                               "the table), the other arm grasps it there (the target's part if named), then the "
                               "first lets go and backs off; bound to both arms"),
+    "intercept": SkillDef("intercept", intercept, {"approach": float, "lift": float},
+                          doc="grasp an object a conveyor carries, in motion: meet it where it will be, follow it "
+                              "down, close while keeping pace, lift it off"),
     "retract": SkillDef("retract", retract, {"open_gripper": bool}, needs_target=False, both_arms=True,
                         arm_by_arm=True,
                         doc="move the arm(s) home along a collision-free path"),
