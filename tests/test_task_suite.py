@@ -205,3 +205,20 @@ def test_conveyor_pick_grasps_the_block_while_the_conveyor_carries_it(tmp_path: 
         plate = poses[-1, names.index("plate"), :3]
         assert np.hypot(*(block[-1] - plate)[:2]) < 0.05
         _sound(ep)
+
+
+def test_lift_tray_lifts_it_level_with_both_hands_and_the_block_stays_on(tmp_path: Path) -> None:
+    ds = _one_episode("lift_tray", tmp_path / "tray", seed=0)
+    with ds.load(next(iter(ds.episodes())).index) as ep:
+        _respects_the_dag(ep)
+        events = dict(ep.events)
+        names, poses = _object_poses(ep)
+        tray, block = poses[:, names.index("tray")], poses[:, names.index("block")]
+        assert tray[events["lift"], 2] - tray[0, 2] > 0.1
+        # level all the way (quaternion w x y z: x and y are the tilt), the block riding on it
+        tilt = 2 * np.degrees(np.arcsin(np.hypot(tray[:, 4], tray[:, 5])))
+        assert tilt.max() < 3.0, tilt.max()
+        rel = block[:, 2] - tray[:, 2]
+        assert np.ptp(rel) < 0.003 and np.hypot(*(block[-1, :2] - tray[-1, :2])) < 0.1
+        assert abs(tray[-1, 2] - tray[0, 2]) < 0.003  # set down where it stood
+        _sound(ep)  # both hands on the handles at the lift, both off after: the predicates, from the states

@@ -29,7 +29,7 @@ from x2.arrays import Floats
 from x2.rollout.teacher import Observation
 from x2.sim.backend import ResetInfo
 from x2.spec.action import ActionLayout
-from x2.synth.segments import ArmTrack, BaseTrack, Gripper, Guarded, Segment, SkillFailure, Wait
+from x2.synth.segments import ArmsTrack, ArmTrack, BaseTrack, Gripper, Guarded, Segment, SkillFailure, Wait
 
 Program = Callable[[], Iterator[Segment]]
 REPLANNABLE = ("ik infeasible", "no plan", "target unreachable")  # failures another arm's pose may cause
@@ -284,6 +284,10 @@ class SkillExecutor:
         if lane.checked_epoch == self.epoch:
             return False  # nothing changed since the last refusal
         seg = lane.segment
+        if isinstance(seg, ArmsTrack) and not set(seg.q) <= lane.arms:
+            self._fail(lane, SkillFailure("no plan", f"{lane.key} moves the {', '.join(sorted(seg.q))} arms together "
+                                                     "without owning them all (bind it to both arms)"))
+            return False
         arm = _arm_of(seg)
         if arm is not None and arm not in lane.arms:
             owner = self.lane_of(arm)
@@ -304,7 +308,7 @@ class SkillExecutor:
 
     def _done(self, lane: Lane, seg: Segment) -> bool:
         k = lane.k
-        if isinstance(seg, ArmTrack | BaseTrack):
+        if isinstance(seg, ArmTrack | ArmsTrack | BaseTrack):
             return k >= len(seg)
         if isinstance(seg, Gripper):
             return k >= seg.ticks
@@ -347,6 +351,9 @@ class SkillExecutor:
         seg, k = lane.segment, lane.k
         if isinstance(seg, ArmTrack):
             self.targets[self._arm_slices[seg.arm]] = seg.q[k]
+        elif isinstance(seg, ArmsTrack):
+            for arm, q in seg.q.items():
+                self.targets[self._arm_slices[arm]] = q[k]
         elif isinstance(seg, Guarded):
             self.targets[self._arm_slices[seg.track.arm]] = seg.track.q[min(k, len(seg.track) - 1)]
         elif isinstance(seg, Gripper):
@@ -382,6 +389,8 @@ def _describe(lane: Lane) -> str:
         return f"{seg.name} on the {seg.track.arm} arm"
     if isinstance(seg, ArmTrack):
         return f"a {seg.kind} motion of the {seg.arm} arm"
+    if isinstance(seg, ArmsTrack):
+        return f"a motion of the {' and '.join(sorted(seg.q))} arms together"
     if isinstance(seg, Gripper):
         return f"the {seg.arm} gripper"
     if isinstance(seg, BaseTrack):

@@ -42,6 +42,22 @@ class ArmTrack:
 
 
 @dataclass(frozen=True)
+class ArmsTrack:
+    """Joint targets for several arms moving as one (an object held in both hands), the same number of ticks
+    each. Only a lane that owns every one of these arms may play it: no other lane's motion needs checking."""
+
+    q: dict[str, np.ndarray]  # arm -> (T, dof)
+    kind: str = "cartesian"
+
+    def __post_init__(self) -> None:
+        if len({len(v) for v in self.q.values()}) != 1:
+            raise ValueError("ArmsTrack: every arm needs the same number of ticks")
+
+    def __len__(self) -> int:
+        return len(next(iter(self.q.values())))
+
+
+@dataclass(frozen=True)
 class BaseTrack:
     """Targets for a mobile robot's base (x, y, yaw), one row per control tick; the arms hold their targets."""
 
@@ -81,4 +97,4 @@ class Wait:
     name: str = "wait"
 
 
-Segment = ArmTrack | BaseTrack | Gripper | Guarded | Wait
+Segment = ArmTrack | ArmsTrack | BaseTrack | Gripper | Guarded | Wait

@@ -11,6 +11,7 @@ from x2.synth.skills.pick_place import pick, place
 from x2.synth.skills.press_twist import press, twist
 from x2.synth.skills.pushing import pull, push
 from x2.synth.skills.retract import retract
+from x2.synth.skills.together import lift_together
 
 SKILLS: dict[str, SkillDef] = {
     "open": SkillDef("open", open, {"target": float, "joint": str, "park": bool},
@@ -31,6 +32,11 @@ SKILLS: dict[str, SkillDef] = {
     "intercept": SkillDef("intercept", intercept, {"approach": float, "lift": float},
                           doc="grasp an object a conveyor carries, in motion: meet it where it will be, follow it "
                               "down, close while keeping pace, lift it off"),
+    "lift_together": SkillDef("lift_together", lift_together, {"lift": float, "approach": float, "release": bool},
+                              both_arms=True,
+                              doc="both hands grasp the target by the grasp sites nearest each, then move it "
+                                  "straight up (negative `lift`: down) as one, level; `release`: let go after and "
+                                  "back off; bound to both arms"),
     "retract": SkillDef("retract", retract, {"open_gripper": bool}, needs_target=False, both_arms=True,
                         arm_by_arm=True,
                         doc="move the arm(s) home along a collision-free path"),

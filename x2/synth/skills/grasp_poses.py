@@ -48,6 +48,7 @@ from x2.synth.skills.shapes import (
     object_geoms,
     object_shape,
     rot_about,
+    shape_of,
 )
 
 FIT_CLEARANCE = 0.002  # m per side left by the open jaw (gripper_g.xml: an 84 mm orange in the 90 mm jaw)
@@ -66,6 +67,7 @@ TOP_FEW = 3  # candidates the grasp stream samples from (the rest are fall-backs
 MAX_TRIES = 6  # candidates given an IK solve and a straight approach (a few ms each)
 ROUND_YAWS = 8  # yaw samples (every 45 deg) for shapes that are round about the vertical
 ALIKE = 0.1  # relative difference of two half sizes below which a box has no short side
+PART_RADIUS = 0.03  # m: geoms centred this near an annotated grasp site are the part it grasps (a handle bar)
 LYING = 0.7  # |cos| between a rod's axis and the vertical below which it lies (grasped across, from above)
 
 
@@ -147,19 +149,41 @@ def raw_candidates(model: mujoco.MjModel, data: mujoco.MjData, obj: str,
     return out
 
 
+def part_shapes(model: mujoco.MjModel, data: mujoco.MjData, obj: str,
+                candidates: list[GraspCandidate]) -> dict[str, Shape]:
+    """For each annotated candidate, the object's geoms whose centres lie within PART_RADIUS of its site: what
+    the jaw closes round when the object as a whole is wider than it opens."""
+    geoms = object_geoms(model, obj)
+    out: dict[str, Shape] = {}
+    for c in candidates:
+        if not c.source.startswith("site:") or c.source in out:
+            continue
+        near = geoms[np.linalg.norm(data.geom_xpos[geoms] - c.pos, axis=1) < PART_RADIUS]
+        if len(near):
+            out[c.source] = shape_of(model, data, near, np.zeros(3), np.eye(3))
+    return out
+
+
 def fit_and_rank(candidates: list[GraspCandidate], shape_world: Shape, gripper: GripperGeometry, table_z: float,
-                 reach: ArmReach) -> list[GraspCandidate]:
+                 reach: ArmReach, parts: dict[str, Shape] | None = None) -> list[GraspCandidate]:
     """Drop candidates the jaw cannot take; add leaning variants of top grasps; set top grasps' height so
     the fingertips clear the table and the palm the object's top; drop what is out of reach; rank (wrist
-    twist away from its natural yaw, lean, a small preference for annotated grasps)."""
+    twist away from its natural yaw, lean, a small preference for annotated grasps). An annotated grasp on an
+    object too wide for the jaw as a whole fits if its part (`parts`, by source) does: a tray's handle."""
     kept: list[GraspCandidate] = []
     top = shape_world.support(UP)
     centre = shape_world.pos.mean(axis=0)
     natural = natural_closing_axis(reach.shoulder, centre)
     outward = centre[:2] - reach.shoulder[:2]
+
+    def fits(w: float) -> bool:
+        return gripper.gap_closed + SQUEEZE_MIN < w < gripper.gap_open - 2 * FIT_CLEARANCE
+
     for c in candidates:
         width = shape_world.width(c.rot[:, 1])
-        if not gripper.gap_closed + SQUEEZE_MIN < width < gripper.gap_open - 2 * FIT_CLEARANCE:
+        if not fits(width) and parts and c.source in parts:
+            width = parts[c.source].width(c.rot[:, 1])
+        if not fits(width):
             continue
         top_grasp = float(c.approach @ -UP) > 0.9
         twist = float(np.arccos(np.clip(abs(c.rot[:, 1] @ natural), 0.0, 1.0)))  # jaw symmetric: 0..pi/2
@@ -272,10 +296,11 @@ def choose_grasp(ctx: SynthContext, obj: str, arm: str, approach: float, site: s
     reach = arm_reach(model, data, arm_model)
     shape_world = object_shape(model, data, obj, world=True)
     raw = raw_candidates(model, data, obj, site)
-    reachable = fit_and_rank(raw, shape_world, gripper, backend.table_height, reach)
+    parts = part_shapes(model, data, obj, raw)
+    reachable = fit_and_rank(raw, shape_world, gripper, backend.table_height, reach, parts)
     if not reachable:
         fits = fit_and_rank(raw, shape_world, gripper, backend.table_height,
-                            ArmReach(reach.shoulder, np.inf, reach.wrist_offset))
+                            ArmReach(reach.shoulder, np.inf, reach.wrist_offset), parts)
         if fits:
             raise SkillFailure("target unreachable", f"{obj} is beyond the {arm} arm's reach")
         raise SkillFailure("no grasp", f"{obj}: no grasp fits the {g.kind} jaw ({gripper.gap_open * 1e3:.0f} mm open)")

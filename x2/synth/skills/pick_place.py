@@ -91,7 +91,7 @@ def float_param(binding: SkillBinding, name: str, default: float) -> float:
     return float(value)
 
 
-def _supports(ctx: SynthContext, obj: str) -> list[tuple[str, str]]:
+def supports(ctx: SynthContext, obj: str) -> list[tuple[str, str]]:
     """(object, geom) for every geom outside the object and the robot that touches it now."""
     m, d = ctx.backend.model, ctx.backend.data
     own = set(object_geoms(m, obj).tolist())
@@ -133,7 +133,7 @@ def pick(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment
         world = ctx.world()
         world.clear_allowed()
         world.attach(obj, arm)
-        world.allow(_supports(ctx, obj))  # it leaves what it rests on
+        world.allow(supports(ctx, obj))  # it leaves what it rests on
         try:
             path = straight_line(world, arm, ctx.executor.arm_target(arm), UP * lift)
         except PlanningError as exc:
