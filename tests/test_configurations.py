@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import h5py
+import numpy as np
 import pytest
 from helpers.real_dataset import record_short_dataset
 from typer.testing import CliRunner
@@ -166,6 +167,14 @@ def test_appearance_is_drawn_per_reset_from_its_own_stream_and_recorded(tmp_path
         look = info.appearance["look"]
         assert isinstance(look, dict)
         drawn.add((info.appearance["scenery"], tuple(look["table"]["rgb"])))
+        # the embodiment axis: the head camera moved, turned and re-lensed within the robot's declared jitter
+        assert info.embodiment is not None
+        head = info.embodiment["cameras"]["head"]
+        cam, nominal = backend.model.camera("head"), plain.model.camera("head")
+        assert cam.fovy[0] - nominal.fovy[0] == pytest.approx(head["fovy"], abs=1e-4) and abs(head["fovy"]) <= 3.0
+        assert 0 < abs(cam.pos - nominal.pos).max() <= 0.01 + 1e-5
+        turned = 2 * np.degrees(np.arccos(min(1.0, abs(float(cam.quat @ nominal.quat)))))
+        assert 0 < turned <= 2.0 + 1e-3
     assert len(drawn) >= 2
     backend.close()
     plain.close()
@@ -178,6 +187,8 @@ def test_appearance_is_drawn_per_reset_from_its_own_stream_and_recorded(tmp_path
             assert recorded["scenery"] in ("studio", "warm_wood")
             rgb = " ".join(f"{c:g}" for c in recorded["look"]["table"]["rgb"])
             assert rgb in ep.model_xml  # the file's world is the restyled one: rendering it shows the look
+            fovy = 65 + ep.json_attr("reset_embodiment")["cameras"]["head"]["fovy"]
+            assert 'name="head"' in ep.model_xml and f'fovy="{fovy:g}"' in ep.model_xml  # and its camera is drawn
     assert {k.split(", look ")[1] for k in coverage(ds).appearance} <= {"studio", "warm_wood"}
 
 
@@ -190,6 +201,9 @@ def test_one_axis_redraws_alone(tmp_path: Path) -> None:
     assert looks_only.appearance == b.appearance and looks_only.layout == a.layout
     task_only = backend.reset(base, axes={"task": other})
     assert task_only.appearance == a.appearance and task_only.layout == b.layout
+    cameras_only = backend.reset(base, axes={"embodiment": other})
+    assert a.embodiment != b.embodiment and cameras_only.embodiment == b.embodiment
+    assert cameras_only.appearance == a.appearance and cameras_only.layout == a.layout
     backend.close()
     done = task_preview("pick_place", tmp_path / "looks.png", seeds=3, size=ImageSize(48, 64), variant="randomized",
                         axis="appearance")

@@ -126,6 +126,15 @@ CASES = [
     ("robot home length", {"specs/robots/r.yaml": "include: artixon-g.yaml\nname: r\narms:\n  left:\n"
                                                   "    joints: [left_j1, left_j2]\n    home: [0.0]\n"},
      ["robots", "show", "r"], "r.yaml", 6, r"arms.left.home: found 1 values; allowed: 2 values"),
+    ("jitter for a camera the robot has not", {"specs/robots/r.yaml": "include: artixon-g.yaml\nname: r\n"
+                                                                       "camera_jitter: {nose: {fovy: 2}}\n"},
+     ["robots", "show", "r"], "r.yaml", 3, r"camera_jitter.nose: found 'nose'; allowed: one of the robot's cameras: "
+                                           r"head, left_wrist, right_wrist"),
+    ("a region on an object the scene has not", {
+        "specs/scenes/s.yaml": "include: kitchen_booth.yaml\nname: s\nregions:\n"
+                               "  r: {center: [0.5, 0.0], half_size: [0.02, 0.02], on: shelf, height: 0.1}\n",
+        "t.yaml": GOOD_TASK.replace("scene: kitchen_booth", "scene: s")},
+     ["tasks", "show", "t.yaml"], "s.yaml", 4, r"regions.r.on: found 'shelf'; allowed: an object of this scene: "),
     ("duplicate key", {"t.yaml": GOOD_TASK + "robot: artixon-h\n"}, ["tasks", "show", "t.yaml"], "t.yaml", 13,
      r"robot: found a duplicate key"),
     ("empty file", {"t.yaml": ""}, ["tasks", "show", "t.yaml"], "t.yaml", 1, r"found an empty file"),

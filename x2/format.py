@@ -134,13 +134,14 @@ TELEOP_END_ATTR, DEVICE_ATTR = "teleop_end", "device"
 SAFETY_CLAMPED_ATTR, SAFETY_REJECTED_ATTR = "safety_clamped_ticks", "safety_rejected_ticks"
 SYNTHESIS_ATTR = "synthesis"
 RESET_LOOK_ATTR = "reset_look"  # the look a reset drew, JSON {"scenery", "look"}, when the scene draws one
+RESET_EMBODIMENT_ATTR = "reset_embodiment"  # the cameras a reset drew, JSON {"cameras": ...}, when it draws them
 ROOT_ATTRS = (
     FORMAT_ATTR, INDEX_ATTR, TASK_ATTR, INSTRUCTION_ATTR, ROBOT_ATTR, FPS_ATTR, SIM_DT_ATTR, SCENE_VARIANT_ATTR,
     SPLIT_ATTR, PARENT_EPISODE_ATTR, VERSIONS_ATTR, ENV_ARGS_ATTR, MODEL_XML_ATTR, SUCCESS_ATTR, SEED_ATTR,
     SOURCE_ATTR, MASTER_SEED_ATTR, SLOT_ATTR, WORLD_ATTR, LAYOUT_ATTR, ASSETS_ATTR, END_REASON_ATTR,
     MAX_PENETRATION_ATTR, OBJECT_NAMES_ATTR, AUGMENTATION_ATTR, MERGED_FROM_ATTR, FILTERED_FROM_ATTR,
     REJECTED_ATTR, REJECTION_REASON_ATTR, REJECTION_DETAIL_ATTR, TELEOP_END_ATTR, DEVICE_ATTR,
-    SAFETY_CLAMPED_ATTR, SAFETY_REJECTED_ATTR, SYNTHESIS_ATTR, RESET_LOOK_ATTR,
+    SAFETY_CLAMPED_ATTR, SAFETY_REJECTED_ATTR, SYNTHESIS_ATTR, RESET_LOOK_ATTR, RESET_EMBODIMENT_ATTR,
 )
 NAMES_ATTR = "names"  # attr of action, qpos, qvel, object_poses: one name per column or row
 
@@ -201,6 +202,7 @@ class EpisodeEnd:
     # dataset with other settings, so each episode says so itself)
     synthesis: str | None = None
     reset_look: str | None = None  # JSON {"scenery", "look"}: the look drawn at the reset, when one was
+    reset_embodiment: str | None = None  # JSON {"cameras": ...}: the cameras drawn at the reset, when they were
 
     def attrs(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -211,6 +213,8 @@ class EpisodeEnd:
         }
         if self.reset_look is not None:
             out[RESET_LOOK_ATTR] = self.reset_look
+        if self.reset_embodiment is not None:
+            out[RESET_EMBODIMENT_ATTR] = self.reset_embodiment
         if self.rejection is not None:
             out.update({REJECTED_ATTR: True, REJECTION_REASON_ATTR: self.rejection.reason,
                         REJECTION_DETAIL_ATTR: self.rejection.detail})

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
-STREAMS = ("scene", "grasp", "planner", "noise", "schedule", "language", "appearance")
+STREAMS = ("scene", "grasp", "planner", "noise", "schedule", "language", "appearance", "embodiment")
 
 
 # The randomisation axes a reset draws, each from its own streams: `axis_streams` redraws one axis alone (x2 tasks
-# preview --axis), the others kept. Embodiment (another robot or gripper) is chosen, not drawn, so it has none.
-AXES: dict[str, tuple[str, ...]] = {"appearance": ("appearance",), "task": ("scene", "language")}
+# preview --axis), the others kept. Embodiment draws the cameras' jitter; another robot or gripper is chosen
+# (--robot, --gripper), not drawn.
+AXES: dict[str, tuple[str, ...]] = {"appearance": ("appearance",), "task": ("scene", "language"),
+                                    "embodiment": ("embodiment",)}
 
 
 def axis_streams(seed: int, axes: dict[str, int] | None = None) -> dict[str, np.random.Generator]:

@@ -4,7 +4,8 @@
   randomises appearance (or the scenery an augmented one was drawn with);
 - task setting: the asset drawn for every object that had a choice, the instructions (paraphrases and grid
   positions give several per task), and how many distinct layouts (object placements to the centimetre);
-- embodiment: the robot (a gripper swapped in names itself in the robot's name);
+- embodiment: the robot (a gripper swapped in names itself in the robot's name), and whether its reset drew
+  the cameras' mounting and lens;
 - split: train or eval, as the episodes recorded it.
 
 Unlike `x2.datasets.inspect` this opens every episode file (root attributes only, no arrays).
@@ -74,6 +75,9 @@ def _count(ds: Dataset, index: int, out: Coverage, layouts: set[tuple[tuple[str,
             raise DatasetError(f"{ep.path}: {fmt.LAYOUT_ATTR}: found {exc}; allowed: object -> [x, y, z, yaw]"
                                ) from None
         instruction, robot, split = ep.instruction, ep.text(fmt.ROBOT_ATTR) or ds.manifest.robot, ep.split
+        cameras = ep.json_attr(fmt.RESET_EMBODIMENT_ATTR)
+        if isinstance(cameras, dict) and cameras.get("cameras"):  # its cameras drawn at the reset
+            robot = f"{robot}, cameras drawn"
     out.appearance["scenery " + variant if isinstance(augmentation, dict) else variant] += 1
     for name, asset in assets.items() if isinstance(assets, dict) else ():
         out.assets[str(name)][str(asset)] += 1

@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from x2.errors import X2Error
 from x2.render.defaults import DEFAULT_SIZE
@@ -48,11 +49,19 @@ def _check_axis(axis: str | None, env: EnvSpec) -> None:
     if axis is None:
         return
     if axis not in AXES:
-        why = " (a robot or gripper is chosen with --robot and --gripper, not drawn)" if axis == "embodiment" else ""
-        raise X2Error(f"--axis: found {axis!r}{why}; allowed: {', '.join(AXES)}")
+        raise X2Error(f"--axis: found {axis!r}; allowed: {', '.join(AXES)}")
     if axis == "appearance" and not env.appearance:
         raise X2Error(f"--axis: found 'appearance' but scene {env.scene_name} (variant {env.variant}) draws no look "
                       "per reset; allowed: task, or a variant whose scene lists `appearance:` looks")
+    if axis == "embodiment" and not ("camera" in env.embodiment and env.robot.camera_jitter):
+        raise X2Error(f"--axis: found 'embodiment' but scene {env.scene_name} (variant {env.variant}) with robot "
+                      f"{env.robot.name} draws no cameras per reset; allowed: task, or a variant whose scene lists "
+                      "`embodiment: [camera]` with a robot that declares camera_jitter (another robot or gripper is "
+                      "chosen with --robot and --gripper)")
+
+
+def _cameras(embodiment: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
+    return sorted((embodiment or {}).get("cameras", {}).items())
 
 
 def default_camera(env: EnvSpec) -> str:
@@ -104,7 +113,8 @@ def task_preview(task: str, out: str | Path, *, seeds: int = 12, master_seed: in
             info = backend.reset(seed) if axis is None else backend.reset(slot_seed(master_seed, 0), axes={axis: seed})
             frames.append(backend.render(camera, size.width, size.height))
             draws = ", ".join([f"{name}={info.assets[name]}" for name in drawn]
-                              + ([f"look={info.appearance['scenery']}"] if info.appearance else []))
+                              + ([f"look={info.appearance['scenery']}"] if info.appearance else [])
+                              + [f"{cam} fovy {change['fovy']:+.1f}" for cam, change in _cameras(info.embodiment)])
             labels.append(f"#{slot} seed {seed}" + (f": {draws}" if draws else ""))
             slot_seeds.append(seed)
             instructions.append(info.instruction)

@@ -109,6 +109,8 @@ def episode_end(env: EnvSpec, result: EpisodeResult, model_xml: str, object_name
         object_names=json.dumps(list(object_names)),
         rejection=rejection, teleop=teleop, synthesis=synthesis,
         reset_look=None if result.reset.appearance is None else json.dumps(result.reset.appearance, sort_keys=True),
+        reset_embodiment=(None if result.reset.embodiment is None
+                          else json.dumps(result.reset.embodiment, sort_keys=True)),
     )
 
 

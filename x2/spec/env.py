@@ -149,6 +149,17 @@ class MobileBaseSpec:
 
 
 @dataclass(frozen=True)
+class CameraJitter:
+    """How far a camera may vary between resets: position (m, each axis +-), angle (deg, a turn about a random
+    axis of up to this), fovy (deg, +-)."""
+
+    camera: str
+    position: float
+    angle: float
+    fovy: float
+
+
+@dataclass(frozen=True)
 class RobotSpec:
     name: str
     mjcf: Path  # body description: torso + arms, flange sites "<arm>_flange"
@@ -157,6 +168,7 @@ class RobotSpec:
     cameras: tuple[str, ...]  # all camera names in the compiled model that belong to the robot
     base_pos: Vec3 = (0.0, 0.0, 0.0)
     base: MobileBaseSpec | None = None  # None: the robot stands where it is mounted
+    camera_jitter: tuple[CameraJitter, ...] = ()  # drawn per reset where the scene randomises embodiment
 
     @property
     def action(self) -> ActionLayout:
@@ -362,6 +374,7 @@ class EnvSpec:
     split: str = "train"
     sources: tuple[str, ...] = ()  # spec files that produced this spec, for provenance
     appearance: tuple[SceneryVariant, ...] = ()  # looks every reset draws one of (x2/sim/mujoco/look.py)
+    embodiment: tuple[str, ...] = ()  # embodiment axes every reset draws ("camera": x2/sim/mujoco/embodiment.py)
 
     @property
     def control_dt(self) -> float:

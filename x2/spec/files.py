@@ -195,6 +195,14 @@ class MobileBaseFile(_Strict):
         return self
 
 
+class CameraJitterFile(_Strict):
+    """How far a camera's mounting and lens may vary between resets (an embodiment axis), each drawn uniformly."""
+
+    position: Extent = 0.0  # m, on each axis, +-
+    angle: Extent = Field(default=0.0, le=20.0)  # deg: the camera turned by up to this about a random axis
+    fovy: Extent = Field(default=0.0, le=20.0)  # deg, +-
+
+
 class RobotFile(_Strict):
     name: Name
     description: str = ""
@@ -202,6 +210,8 @@ class RobotFile(_Strict):
     gripper: GripperFile | Name  # a gripper block, or the name of one in robots/grippers
     arms: dict[Literal["left", "right"], ArmFile] = Field(min_length=1)
     cameras: list[str] = []
+    # per camera: how much its mounting and lens vary, drawn at every reset where a scene randomises embodiment
+    camera_jitter: dict[str, CameraJitterFile] = {}
     base_pos: Vec3 = (0.0, 0.0, 0.0)
     reach: Number = Field(default=0.75, gt=0, description="max distance shoulder -> tcp (m)")
     shoulders: dict[Literal["left", "right"], Vec3] = {}
@@ -400,6 +410,8 @@ class SceneFile(_Strict):
     # scenery looks (their table, walls, floor and lighting) every reset draws one of: appearance randomised
     # at collection time, recorded in the world it compiles
     appearance: list[str] = []
+    # embodiment axes every reset draws: `camera` (the robot's declared camera_jitter)
+    embodiment: list[Literal["camera"]] = []
 
 
 # ----- tasks ----------------------------------------------------------------------------------

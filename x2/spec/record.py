@@ -29,6 +29,7 @@ from x2.spec.env import (
     ArmSpec,
     AssetSpec,
     BoothSpec,
+    CameraJitter,
     EnvSpec,
     GripperPart,
     GripperSpec,
@@ -154,9 +155,14 @@ def env_record(env: EnvSpec) -> dict[str, object]:
                                 "objects": objects}
     if env.appearance:  # (only when drawn per reset: other records stay as they were)
         scene["appearance"] = [_look_record(v) for v in env.appearance]
+    robot = robot_record(env.robot)
+    if env.embodiment:  # (likewise)
+        scene["embodiment"] = list(env.embodiment)
+        robot["camera_jitter"] = [{f.name: getattr(j, f.name) for f in fields(CameraJitter)}
+                                  for j in env.robot.camera_jitter]
     return {
         "version": RECORD_VERSION,
-        "robot": robot_record(env.robot),
+        "robot": robot,
         "scene": scene,
         "task": None if env.task is None else task_record(env.task),
         "control": {"fps": env.fps, "substeps": env.substeps, "timestep": env.booth.timestep},
@@ -204,13 +210,15 @@ def env_from_record(record: Mapping[str, Any], where: str = "world") -> EnvSpec:
             # (a part is provenance only: the recorded XML is the world)
             arms=tuple(ArmSpec(**{k: _tuple(v) for k, v in a.items() if k != "part"}) for a in r["arms"]),
             cameras=tuple(r["cameras"]), base_pos=tuple(r["base_pos"]),
-            base=MobileBaseSpec(**{k: _tuple(v) for k, v in r["base"].items()}) if "base" in r else None)
+            base=MobileBaseSpec(**{k: _tuple(v) for k, v in r["base"].items()}) if "base" in r else None,
+            camera_jitter=tuple(CameraJitter(**j) for j in r.get("camera_jitter", [])))
         booth = BoothSpec(**{k: _tuple(v) for k, v in sc["booth"].items()})
         objects = tuple(_object(o) for o in sc["objects"])
         task = None if record["task"] is None else _task(record["task"], where)
         env = EnvSpec(robot=robot, booth=booth, objects=objects, task=task, fps=int(ctl["fps"]),
                       substeps=int(ctl["substeps"]), scene_name=sc["name"], variant=sc["variant"], split=sc["split"],
-                      appearance=tuple(_look(v) for v in sc.get("appearance", [])))
+                      appearance=tuple(_look(v) for v in sc.get("appearance", [])),
+                      embodiment=tuple(sc.get("embodiment", [])))
         check_types(env, where)  # a name that is null or a list must never reach MuJoCo's name lookup
         return env
     except DatasetError:

@@ -10,6 +10,7 @@ from x2.spec import catalog, vendor
 from x2.spec.env import (
     ArmPart,
     ArmSpec,
+    CameraJitter,
     GripperPart,
     GripperSpec,
     Linkage,
@@ -101,8 +102,15 @@ def compile_robot(frag: Fragment, file: Path, gripper: str | None = None) -> Rob
     base = None if spec.base is None else MobileBaseSpec(
         joints=spec.base.joints, home=spec.base.home, range=spec.base.range,
         speed=spec.base.speed)
+    for camera in spec.camera_jitter:
+        if camera not in spec.cameras:
+            raise frag.error(("camera_jitter", camera), repr(camera), "one of the robot's cameras: "
+                             + (", ".join(spec.cameras) or "none"))
+    jitter = tuple(CameraJitter(c, float(j.position), float(j.angle), float(j.fovy))
+                   for c, j in spec.camera_jitter.items())
     model = RobotSpec(name=spec.name, mjcf=_file_next_to(frag, ("mjcf",), spec.mjcf), gripper=hand,
-                       arms=tuple(arms), cameras=tuple(spec.cameras), base_pos=spec.base_pos, base=base)
+                       arms=tuple(arms), cameras=tuple(spec.cameras), base_pos=spec.base_pos, base=base,
+                       camera_jitter=jitter)
     shoulders: dict[str, Vec3] = dict(spec.shoulders.items())
     return RobotInfo(model, spec.reach, shoulders, spec.reference_task, spec.description, file,
                      spec.control.fps, spec.control.substeps)

@@ -32,6 +32,7 @@ class SceneInfo:
     variants: tuple[str, ...]
     file: Path
     appearance: tuple[SceneryVariant, ...] = ()  # looks drawn per reset (their distractors left out)
+    embodiment: tuple[str, ...] = ()  # embodiment axes drawn per reset ("camera")
 
 
 def _variant_overlay(frag: Fragment, variant: str) -> Fragment:
@@ -137,7 +138,8 @@ def compile_scene(frag: Fragment, file: Path, robot: RobotInfo, variant: str = "
         tags = tuple(dict.fromkeys([*obj.tags, *(t for a in candidates for t in a.tags)]))
         objects.append(ObjectInstance(name, candidates, tags, region, obj.pose))
     return SceneInfo(spec.name, booth, regions, tuple(objects), spec.split, variant,
-                     ("default", *spec.variants), file, _appearance(frag, spec, sceneries))
+                     ("default", *spec.variants), file, _appearance(frag, spec, sceneries),
+                     tuple(dict.fromkeys(spec.embodiment)))
 
 
 def _appearance(frag: Fragment, spec: SceneFile, sceneries: dict[str, SceneryVariant]) -> tuple[SceneryVariant, ...]:

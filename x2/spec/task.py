@@ -227,7 +227,8 @@ def load_env(task: str | None, robot: str | None = None, variant: str = "default
     sources = tuple(str(p) for p in (task_path, scene_info.file, robot_info.file) if p is not None)
     return EnvSpec(robot=robot_info.model, booth=scene_info.booth, objects=scene_info.objects, task=task_model,
                    fps=robot_info.fps, substeps=robot_info.substeps, scene_name=scene_info.name,
-                   variant=variant, split=scene_info.split, sources=sources, appearance=scene_info.appearance)
+                   variant=variant, split=scene_info.split, sources=sources, appearance=scene_info.appearance,
+                   embodiment=scene_info.embodiment)
 
 
 @contextmanager

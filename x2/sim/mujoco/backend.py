@@ -24,6 +24,7 @@ from x2.errors import DatasetError, NotFoundError, SpecError, X2Error
 from x2.seeding import axis_streams
 from x2.sim.backend import CameraInfo, Contact, Jaw, ResetInfo, RobotState, SimulationUnstable
 from x2.sim.layout import Placement, solve_layout
+from x2.sim.mujoco.embodiment import jittered_world, sample_embodiment
 from x2.sim.mujoco.jaw import world_jaw
 from x2.sim.mujoco.look import restyled_world, sample_look
 from x2.sim.mujoco.recorded_xml import check_world_xml, compile_world, make_data
@@ -188,6 +189,7 @@ class MujocoBackend:
         self.table_height = env.booth.table_height
         self._recorded = _recorded
         self._appearance: dict[str, object] | None = None  # the look the last reset drew (a recorded world's is in it)
+        self._embodiment: dict[str, object] | None = None  # its cameras' draw, likewise
         self._jaw: Jaw | None = None
         source = None
         if _recorded is not None:
@@ -275,6 +277,10 @@ class MujocoBackend:
                 look = sample_look(scenery, looks)
                 xml = restyled_world(xml, look, "the world x2 built")
                 self._appearance = {"scenery": scenery.name, "look": look}
+            self._embodiment = None
+            if "camera" in self.env.embodiment and self.env.robot.camera_jitter:
+                self._embodiment = sample_embodiment(self.env.robot.camera_jitter, rngs["embodiment"])
+                xml = jittered_world(xml, self._embodiment)
             self._use(chosen, xml)
             self._layout = layout
         m, d = self.model, self.data
@@ -294,7 +300,8 @@ class MujocoBackend:
         self._changed()
         names = {o.name: self._c.chosen[o.name].name for o in self.env.objects}
         instruction = self._instruction(rngs["language"], names)
-        return ResetInfo(seed, self.env.variant, names, dict(self._layout), instruction, self._appearance)
+        return ResetInfo(seed, self.env.variant, names, dict(self._layout), instruction, self._appearance,
+                         self._embodiment)
 
     def _instruction(self, language: np.random.Generator, names: Mapping[str, str]) -> str:
         """The task's instruction for this world: a template drawn from the seed's language stream (only when
