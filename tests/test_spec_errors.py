@@ -135,6 +135,12 @@ CASES = [
                                "  r: {center: [0.5, 0.0], half_size: [0.02, 0.02], on: shelf, height: 0.1}\n",
         "t.yaml": GOOD_TASK.replace("scene: kitchen_booth", "scene: s")},
      ["tasks", "show", "t.yaml"], "s.yaml", 4, r"regions.r.on: found 'shelf'; allowed: an object of this scene: "),
+    ("an object following one the scene has not (before it)", {
+        "specs/scenes/s.yaml": "include: kitchen_booth.yaml\nname: s\nobjects:\n"
+                               "  lamp: {pool: [lamp_red, lamp_blue], follows: shelf, pose: [0.8, 0.0, 0.75, 0.0]}\n",
+        "t.yaml": GOOD_TASK.replace("scene: kitchen_booth", "scene: s")},
+     ["tasks", "show", "t.yaml"], "s.yaml", 4, r"objects.lamp.follows: found 'shelf'; allowed: an object listed "
+                                               r"before this one: .*fruit"),
     ("duplicate key", {"t.yaml": GOOD_TASK + "robot: artixon-h\n"}, ["tasks", "show", "t.yaml"], "t.yaml", 13,
      r"robot: found a duplicate key"),
     ("empty file", {"t.yaml": ""}, ["tasks", "show", "t.yaml"], "t.yaml", 1, r"found an empty file"),

@@ -99,24 +99,44 @@ def test_twist_lid_unscrews_the_lid(tmp_path: Path) -> None:
         assert deepest_penetration(ep).depth < 0.005
 
 
-def test_press_buttons_in_order_and_an_early_press_fails_the_due_node(tmp_path: Path) -> None:
+def test_press_buttons_in_the_order_the_cue_showed_and_an_early_press_fails_the_due_node(tmp_path: Path) -> None:
+    from x2.rollout.world import open_world
+
     ds = _one_episode("press_buttons", tmp_path / "buttons", seed=6)
     with ds.load(next(iter(ds.episodes())).index) as ep:
         _respects_the_dag(ep)
-        assert [n for n, _ in ep.events][:3] == ["press_red", "press_blue", "press_green"]
+        assert [n for n, _ in ep.events][:3] == ["press_first", "press_second", "press_third"]
         assert relabel(ep).identical
-    # the same task with its first press aimed at the blue button: the failure names the due node and the button
+        # the lamps, left to right, show the colours the buttons drew, in the order they are due
+        assets = ep.json_attr(fmt.ASSETS_ATTR)
+        colour = {"button_panel": "red", "button_green": "green", "button_blue": "blue"}
+        order = [colour[assets[b]] for b in ("first", "second", "third")]
+        assert len(set(order)) == 3 and [assets[f"cue_{i}"] for i in (1, 2, 3)] == [f"lamp_{c}" for c in order]
+        # from the states: the cover stands open at the start and lies shut before the first press lands, and
+        # the buttons go down in that order
+        states = np.asarray(ep[fmt.STATES])
+        with open_world(ep) as world:
+            def joint(t: int, name: str) -> float:
+                world.backend.set_state(states[t])
+                return world.backend.joint_value(name)
+
+            assert joint(0, "cue_board/cover_hinge") < 0.05
+            shut = next(t for t in range(len(states)) if joint(t, "cue_board/cover_hinge") > 1.5)
+            pressed = [next(t for t in range(len(states)) if joint(t, f"{b}/button") <= -0.004)
+                       for b in ("first", "second", "third")]
+        assert shut < pressed[0] < pressed[1] < pressed[2], (shut, pressed)
+    # the same task with its first press aimed at the second button: the failure names the due node and the button
     task = tmp_path / "press_out_of_order.yaml"
     text = (Path(__file__).parents[1] / "x2" / "tasks" / "press_buttons.yaml").read_text()
     task.write_text(text.replace("name: press_buttons", "name: press_out_of_order").replace(
-        "target: red_button/button_top", "target: blue_button/button_top"))
+        "target: first/button_top", "target: second/button_top"))
     out = tmp_path / "early"
     run = SynthRun(SynthConfig(str(task), n=1, workers=1, seed=6, max_attempts=1, keep_failed=True), out).run()
     assert run.accepted == 0
     record = next(iter(Dataset.open(out).episodes()))
     assert record.failure is not None
     node, _, reason = record.failure
-    assert node == "press_red" and "blue_button/button" in reason
+    assert node == "press_first" and "second/button" in reason
 
 
 def test_hanoi_tower_moves_the_tower_and_never_puts_a_larger_disc_on_a_smaller(tmp_path: Path) -> None:

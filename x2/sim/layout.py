@@ -41,6 +41,25 @@ class Placement:
         return Placement(*(round(float(v), DECIMALS) for v in self.as_list()))
 
 
+def draw_assets(objects: Sequence[ObjectInstance], rng: np.random.Generator) -> dict[str, AssetSpec]:
+    """Each object's asset for one reset: one integer from `rng` per object, in order (so scenes without groups
+    draw as they always have); a group's objects draw among the places of their pool not taken yet, and an
+    object that follows another takes the place that one drew, drawing nothing."""
+    place: dict[str, int] = {}
+    taken: dict[str, list[int]] = {}
+    for o in objects:
+        if o.follows is not None:
+            place[o.name] = place[o.follows]
+            continue
+        free = list(range(len(o.candidates)))
+        if o.group is not None:
+            free = [i for i in free if i not in taken.setdefault(o.group, [])]
+        place[o.name] = free[int(rng.integers(len(free)))]
+        if o.group is not None:
+            taken[o.group].append(place[o.name])
+    return {o.name: o.candidates[place[o.name]] for o in objects}
+
+
 def solve_layout(objects: Sequence[ObjectInstance], chosen: Mapping[str, AssetSpec], rng: np.random.Generator,
                  clearance: float = 0.01, max_tries: int = 200) -> dict[str, Placement]:
     placed: dict[str, Placement] = {}

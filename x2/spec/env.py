@@ -233,6 +233,8 @@ class ObjectInstance:
     tags: tuple[str, ...]  # instance tags + asset tags
     region: Region | None = None  # sampled placement, or
     pose: tuple[float, float, float, float] | None = None  # fixed x, y, z, yaw
+    group: str | None = None  # objects of one group draw different assets from their (one) pool
+    follows: str | None = None  # draws the asset at the place in its pool that this earlier object drew in its own
 
     @property
     def max_footprint(self) -> float:

@@ -272,6 +272,11 @@ class ObjectFile(_Strict):
     tags: list[str] = []
     region: str | None = None
     pose: tuple[Number, Number, Number, Number] | None = Field(default=None, description="x, y, z, yaw")
+    # objects of one `group` draw different assets from the same pool (three buttons, three colours, a new order
+    # every reset); an object that `follows` another draws the asset at the same place in its own pool (a cue
+    # lamp of the colour its button drew)
+    group: str | None = None
+    follows: str | None = None
 
 
 # ----- scenery (replay augmentation: a recorded world's static layer, recomposed) ----------------
@@ -422,7 +427,8 @@ PredicateBlock = dict[str, dict[str, Any]]  # {predicate_name: {arg: value}}, se
 class NodeFile(_Strict):
     description: str = ""
     success: PredicateBlock = Field(min_length=1)
-    failure: PredicateBlock = {}
+    # holds when any of its predicates does; a list of blocks names one predicate several times (any of them)
+    failure: PredicateBlock | list[PredicateBlock] = {}
     timeout_s: Number | None = Field(default=None, gt=0)
     score: Number = Field(default=1.0, gt=0)
     skill: dict[str, Any] | None = None

@@ -149,6 +149,8 @@ def env_record(env: EnvSpec) -> dict[str, object]:
             "region": None if o.region is None else {f.name: _plain(getattr(o.region, f.name)) for f in fields(Region)
                                                      if getattr(o.region, f.name) or f.name not in ("slots", "on")},
             "pose": None if o.pose is None else list(o.pose),
+            # (a draw group or a followed object only where given: other records stay as they were)
+            **({"group": o.group} if o.group else {}), **({"follows": o.follows} if o.follows else {}),
         })
     scene: dict[str, object] = {"name": env.scene_name, "variant": env.variant, "split": env.split,
                                 "booth": {f.name: _plain(getattr(env.booth, f.name)) for f in fields(BoothSpec)},
@@ -235,7 +237,7 @@ def _object(o: Mapping[str, Any]) -> ObjectInstance:
                        for a in o["candidates"])
     region = None if o["region"] is None else Region(**{k: _tuple(v) for k, v in o["region"].items()})
     return ObjectInstance(o["name"], candidates, tuple(o["tags"]), region,
-                          None if o["pose"] is None else tuple(o["pose"]))
+                          None if o["pose"] is None else tuple(o["pose"]), o.get("group"), o.get("follows"))
 
 
 def _task(t: Mapping[str, Any], where: str) -> TaskSpec:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from x2.spec import catalog
 from x2.spec.assets import asset_at, load_asset
-from x2.spec.env import BoothSpec, ObjectInstance, Region
-from x2.spec.files import SceneFile, parse
+from x2.spec.env import AssetSpec, BoothSpec, ObjectInstance, Region
+from x2.spec.files import ObjectFile, SceneFile, parse
 from x2.spec.held_out import check_pools
 from x2.spec.robot import RobotInfo
 from x2.spec.scenery import SceneryVariant, compile_scenery, scene_booth
@@ -104,7 +104,7 @@ def compile_scene(frag: Fragment, file: Path, robot: RobotInfo, variant: str = "
     for name, r in spec.regions.items():
         if r.on is not None and r.on not in spec.objects:
             raise frag.error(("regions", name, "on"), repr(r.on), "an object of this scene: " + ", ".join(spec.objects))
-    objects = []
+    objects: list[ObjectInstance] = []
     for name, obj in spec.objects.items():
         key = ("objects", name)
         if not OBJECT_NAME.fullmatch(name):  # it prefixes MuJoCo names and is an instruction placeholder
@@ -136,10 +136,35 @@ def compile_scene(frag: Fragment, file: Path, robot: RobotInfo, variant: str = "
                 raise frag.error(("regions", obj.region, "slots"), f"{len(region.slots)} slots for {sharing} objects",
                                  "a slot for every object placed in the region")
         tags = tuple(dict.fromkeys([*obj.tags, *(t for a in candidates for t in a.tags)]))
-        objects.append(ObjectInstance(name, candidates, tags, region, obj.pose))
+        _check_draw(frag, key, obj, name, candidates, objects)
+        objects.append(ObjectInstance(name, candidates, tags, region, obj.pose, obj.group, obj.follows))
     return SceneInfo(spec.name, booth, regions, tuple(objects), spec.split, variant,
                      ("default", *spec.variants), file, _appearance(frag, spec, sceneries),
                      tuple(dict.fromkeys(spec.embodiment)))
+
+
+def _check_draw(frag: Fragment, key: tuple[str, str], obj: ObjectFile, name: str, candidates: tuple[AssetSpec, ...],
+                before: list[ObjectInstance]) -> None:
+    """A group's objects share one pool, with an asset for each; a followed object comes earlier, its pool as
+    long as this one's."""
+    pool = [a.name for a in candidates]
+    if obj.group is not None:
+        members = [o for o in before if o.group == obj.group]
+        if members and [a.name for a in members[0].candidates] != pool:
+            raise frag.error((*key, "pool"), f"{pool} in group {obj.group!r}",
+                             f"the pool of the group's first object, {members[0].name}: "
+                             f"{[a.name for a in members[0].candidates]}")
+        if len(members) + 1 > len(pool):
+            raise frag.error((*key, "group"), f"{len(members) + 1} objects in group {obj.group!r}",
+                             f"at most one per asset of its pool ({len(pool)})")
+    if obj.follows is not None:
+        leader = next((o for o in before if o.name == obj.follows), None)
+        if leader is None:
+            raise frag.error((*key, "follows"), repr(obj.follows),
+                             "an object listed before this one: " + (", ".join(o.name for o in before) or "none"))
+        if len(leader.candidates) != len(pool):
+            raise frag.error((*key, "pool"), f"{len(pool)} assets", f"{len(leader.candidates)}, as many as "
+                             f"{obj.follows}'s pool, which it follows place by place")
 
 
 def _appearance(frag: Fragment, spec: SceneFile, sceneries: dict[str, SceneryVariant]) -> tuple[SceneryVariant, ...]:

@@ -109,6 +109,15 @@ class _Resolver:
         return tuple(out)
 
 
+def _failure_calls(resolver: _Resolver, key: Path_,
+                   block: dict[str, dict[str, builtins.object]] | list[dict[str, dict[str, builtins.object]]],
+                   ) -> tuple[PredicateCall, ...]:
+    """A failure block's calls (any one holding fails the node); a list of blocks, its blocks' calls in order."""
+    if isinstance(block, dict):
+        return resolver.calls(key, block)
+    return tuple(c for i, b in enumerate(block) for c in resolver.calls((*key, i), b))
+
+
 def _skill(resolver: _Resolver, key: Path_, block: dict[str, object] | None) -> SkillBinding | None:
     if block is None:
         return None
@@ -187,7 +196,7 @@ def compile_task(frag: Fragment, scene: SceneInfo, robot: RobotInfo) -> TaskSpec
     resolver = _Resolver(frag, scene, robot)
     nodes = tuple(
         NodeSpec(id=nid, success=resolver.calls(("nodes", nid, "success"), node.success),
-                 failure=resolver.calls(("nodes", nid, "failure"), node.failure), timeout_s=node.timeout_s,
+                 failure=_failure_calls(resolver, ("nodes", nid, "failure"), node.failure), timeout_s=node.timeout_s,
                  score=node.score, description=node.description,
                  skill=_skill(resolver, ("nodes", nid, "skill"), node.skill))
         for nid, node in spec.nodes.items()

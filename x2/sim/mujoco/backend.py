@@ -23,7 +23,7 @@ from x2.arrays import Floats, Image
 from x2.errors import DatasetError, NotFoundError, SpecError, X2Error
 from x2.seeding import axis_streams
 from x2.sim.backend import CameraInfo, Contact, Jaw, ResetInfo, RobotState, SimulationUnstable
-from x2.sim.layout import Placement, solve_layout
+from x2.sim.layout import Placement, draw_assets, solve_layout
 from x2.sim.mujoco.embodiment import jittered_world, sample_embodiment
 from x2.sim.mujoco.jaw import world_jaw
 from x2.sim.mujoco.look import restyled_world, sample_look
@@ -267,7 +267,7 @@ class MujocoBackend:
         rngs = axis_streams(seed, axes)
         if self._recorded is None:
             rng = rngs["scene"]
-            chosen = {o.name: o.candidates[int(rng.integers(len(o.candidates)))] for o in self.env.objects}
+            chosen = draw_assets(self.env.objects, rng)
             layout = solve_layout(self.env.objects, chosen, rng)
             xml = world_xml(self.env, chosen, layout)
             self._appearance = None
