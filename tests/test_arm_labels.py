@@ -222,6 +222,38 @@ def test_synthesis_records_when_each_node_started(synthesised_fruit: Path) -> No
     assert starts["close_door"] > done["place_fruit"] > done["open_door"]
 
 
+def test_a_node_that_fails_as_it_starts_is_kept_with_its_start(tmp_path: Path) -> None:
+    """--keep-failed stores an attempt whose last node failed while planning its first frame: that node started on
+    the frame the episode ends in."""
+    from x2.datasets import Dataset
+    from x2.synth.runner import SynthConfig, SynthRun
+
+    task = tmp_path / "place_nothing.yaml"
+    task.write_text("""name: place_nothing
+instruction: "Lift the hook, then put down what the left hand holds."
+scene: hook_booth
+dimensions: [tool_usage]
+robot: artixon-g
+horizon_s: 20
+nodes:
+  pick_hook:
+    success: {object_lifted: {obj: hook, height: 0.05}}
+    skill: {name: pick, arm: right, target: hook/handle}
+  place_nothing:
+    success: {object_on: {obj: block, target: plate}}
+    skill: {name: place, arm: left, target: plate}
+edges: [[pick_hook, place_nothing]]
+""")
+    out = tmp_path / "kept"
+    run = SynthRun(SynthConfig(str(task), n=1, workers=1, seed=0, max_attempts=1, keep_failed=True), out).run()
+    assert run.accepted == 0
+    ds = Dataset.open(out)
+    record = next(iter(ds.episodes()))
+    with ds.load(record.index) as ep:
+        assert ep.node_starts["place_nothing"] == ep.frames  # the left hand holds nothing: it failed as it began
+        assert ep.text(fmt.REJECTION_REASON_ATTR) == "grasp lost"
+
+
 @pytest.mark.parametrize("starts, found", [
     ({"zzz": 0}, "found 'zzz': 0"), ({"a": 99}, "found 'a': 99"), ({"a": True}, "found 'a': True"), ([0], "found [0]"),
 ])

@@ -507,12 +507,14 @@ def check_dag(dag: Mapping[str, Any], frames: int, where: object) -> tuple[dict[
 
 
 def check_starts(starts: Any, nodes: Sequence[str], frames: int, where: object) -> dict[str, int]:
-    """/dag `starts`: node -> the frame a collector started running it (synthesis; nodes never run are absent)."""
-    allowed = f"allowed: {{node: frame}} with nodes of {list(nodes)} and frames in [0, {frames})"
+    """/dag `starts`: node -> the frame a collector started running it (synthesis; nodes never run are absent). A
+    node may start on the frame the episode ends in, when its skill fails before that frame's action (a rejected
+    attempt kept with --keep-failed): so frames run to `frames` inclusive."""
+    allowed = f"allowed: {{node: frame}} with nodes of {list(nodes)} and frames in [0, {frames}]"
     if not isinstance(starts, Mapping):
         raise DatasetError(f"{where}: dag/starts: found {starts!r:.60}; {allowed}")
     for node, frame in starts.items():
-        if node not in nodes or isinstance(frame, bool) or not isinstance(frame, int) or not 0 <= frame < frames:
+        if node not in nodes or isinstance(frame, bool) or not isinstance(frame, int) or not 0 <= frame <= frames:
             raise DatasetError(f"{where}: dag/starts: found {node!r}: {frame!r:.20}; {allowed}")
     return {n: int(starts[n]) for n in nodes if n in starts}
 
