@@ -12,6 +12,7 @@ from x2.synth.skills.press_twist import press, twist
 from x2.synth.skills.pushing import pull, push
 from x2.synth.skills.retract import retract
 from x2.synth.skills.together import lift_together
+from x2.synth.skills.tool_pull import hook_pull
 
 SKILLS: dict[str, SkillDef] = {
     "open": SkillDef("open", open, {"target": float, "joint": str, "park": bool},
@@ -46,6 +47,10 @@ SKILLS: dict[str, SkillDef] = {
                      doc="push an object across the table with a closed fist from behind"),
     "pull": SkillDef("pull", pull, {"direction": list, "to": str, "distance": float},
                      doc="grasp an object (or its handle) low and drag it across the table, then let go"),
+    "hook_pull": SkillDef("hook_pull", hook_pull, {"tool": str, "reach": float},
+                          doc="with a held tool's blade (`tool`: its object; default the held one with a blade), "
+                              "drag the target towards the arm until it is within `reach` m of the arm's first "
+                              "joint, then set the tool down beside it and let go"),
     "navigate": SkillDef("navigate", navigate, {"reach_with": str, "distance": float}, both_arms=True,
                          needs_base=True,
                          doc="drive a mobile robot's base until the target is `distance` ahead of the `reach_with` "
