@@ -23,9 +23,8 @@ import numpy as np
 
 from x2.spec.env import SkillBinding
 from x2.synth.context import SynthContext
-from x2.synth.motion.errors import PlanningError
 from x2.synth.segments import Gripper, Segment, SkillFailure, Wait
-from x2.synth.skills.grasp_poses import solve_pose, straight_line
+from x2.synth.skills.grasp_poses import solve_pose
 from x2.synth.skills.pick_place import (
     APPROACH,
     NEAR_CONTACT,
@@ -34,6 +33,7 @@ from x2.synth.skills.pick_place import (
     float_param,
     holding,
     released,
+    straight_move,
 )
 
 HEIGHT = 0.22  # m above the table where the object changes hands: clear of everything standing on the table
@@ -69,13 +69,8 @@ def hand_over(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Se
         world.detach(obj)
         world.attach(obj, taker)
         world.allow((obj, f) for f in ctx.backend.finger_bodies(giver))  # the open fingers slide off it
-        q_now = ctx.executor.arm_target(giver)
         away = -world.tcp_pose(giver)[1][:, 2] * BACK_OFF
-        try:
-            path = straight_line(world, giver, q_now, away)
-        except PlanningError as exc:
-            raise SkillFailure("no plan", f"the {giver} hand backing off {obj}: {exc}") from None
-        yield ctx.timed(giver, path, NEAR_CONTACT)
+        yield straight_move(ctx, world, giver, away, NEAR_CONTACT, f"the {giver} hand backing off {obj}")
     finally:
         ctx.world().clear_allowed()
     if not holding(ctx, taker, obj):

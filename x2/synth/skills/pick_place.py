@@ -24,6 +24,7 @@ import numpy as np
 
 from x2.spec.env import SkillBinding
 from x2.synth.context import SynthContext
+from x2.synth.motion.collision import CollisionWorld
 from x2.synth.motion.errors import PlanningError
 from x2.synth.segments import ArmTrack, Gripper, Guarded, Segment, SkillFailure, Wait
 from x2.synth.skills.grasp_poses import choose_grasp, solve_pose, straight_line
@@ -106,6 +107,17 @@ def supports(ctx: SynthContext, obj: str) -> list[tuple[str, str]]:
 
 
 # ----- pick -------------------------------------------------------------------------------------------
+def straight_move(ctx: SynthContext, world: CollisionWorld, arm: str, displacement: np.ndarray, speed: float,
+                  what: str) -> ArmTrack:
+    """The tcp's straight line by `displacement` from the commanded pose, checked in `world` as its allowances
+    stand, timed at `speed`; SkillFailure("no plan") naming `what` where it breaks off."""
+    try:
+        path = straight_line(world, arm, ctx.executor.arm_target(arm), displacement)
+    except PlanningError as exc:
+        raise SkillFailure("no plan", f"{what}: {exc}") from None
+    return ctx.timed(arm, path, speed)
+
+
 def close_on(ctx: SynthContext, arm: str, obj: str, approach: float, site: str | None) -> Iterator[Segment]:
     """The grasp of a pick (also a hand-over's): open the jaw, move to the chosen grasp's pre-grasp pose, straight
     in, close until both fingers touch, let the squeeze build. Leaves fingers-object contact allowed in the
@@ -134,11 +146,7 @@ def pick(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment
         world.clear_allowed()
         world.attach(obj, arm)
         world.allow(supports(ctx, obj))  # it leaves what it rests on
-        try:
-            path = straight_line(world, arm, ctx.executor.arm_target(arm), UP * lift)
-        except PlanningError as exc:
-            raise SkillFailure("no plan", f"lift: {exc}") from None
-        yield ctx.timed(arm, path, LIFT_SPEED)
+        yield straight_move(ctx, world, arm, UP * lift, LIFT_SPEED, "lift")
     finally:
         ctx.world().clear_allowed()
     if not holding(ctx, arm, obj):

@@ -1,0 +1,42 @@
+"""The N-disc Tower of Hanoi tasks that scripts/hanoi_task.py writes: the script writes the same bytes again, and
+each task's moves, replayed on the scene's stacks, are the 2^N - 1 legal moves that carry the tower to spot C."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from x2.spec import load_env
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("discs", [4, 5])
+def test_the_written_task_is_the_scripts_and_its_moves_are_legal(discs: int, tmp_path: Path) -> None:
+    files = [ROOT / f"x2/tasks/hanoi_tower_{discs}.yaml", ROOT / f"x2/assets/scenes/hanoi_booth_{discs}.yaml"]
+    before = [f.read_bytes() for f in files]
+    subprocess.run([sys.executable, str(ROOT / "scripts/hanoi_task.py"), "--discs", str(discs)], check=True,
+                   capture_output=True)
+    assert [f.read_bytes() for f in files] == before
+
+    env = load_env(f"hanoi_tower_{discs}")
+    assert env.task is not None
+    radius = {o.name: o.candidates[0].footprint_radius for o in env.objects if o.name.startswith("disc")}
+    pegs: dict[str, list[str]] = {s: [] for s in "abc"}
+    pegs["a"] = sorted(radius, key=lambda d: -radius[d])  # the tower on spot A, the largest at the bottom
+    places = [n for n in env.task.nodes if n.id.endswith("_place")]
+    assert len(places) == 2 ** discs - 1
+    for node in places:
+        assert node.skill is not None and node.skill.target is not None
+        disc = next(c.args["obj"] for c in node.success if c.name == "object_on")
+        source = next(s for s, stack in pegs.items() if stack and stack[-1] == disc)  # only a top disc moves
+        target = node.skill.target
+        on_top = {stack[-1]: s for s, stack in pegs.items() if stack}
+        dest = target.removeprefix("spot_") if target.startswith("spot_") else on_top[target]
+        assert not pegs[dest] or radius[pegs[dest][-1]] > radius[disc], node.id  # never onto a smaller disc
+        pegs[source].pop()
+        pegs[dest].append(disc)
+    assert pegs["c"] == sorted(radius, key=lambda d: -radius[d]) and not pegs["a"] and not pegs["b"]
