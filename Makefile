@@ -63,7 +63,7 @@ system-deps:
 # environment and the vendor packages download.
 test: $(STAMP)
 	$(MAKE) --no-print-directory -j3 lint system-deps $(ZARR2_STAMP) $(VENDOR_STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not realtime"
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not realtime" --durations=25
 	$(BIN)/python -m pytest -q -m realtime
 
 demo: $(STAMP) $(VENDOR_STAMP)
