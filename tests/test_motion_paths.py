@@ -186,3 +186,20 @@ def test_an_unreachable_pose_ends_the_path(world, above_fruit):
     with pytest.raises(PathBreak, match="has no IK solution") as raised:
         straight(ik, above_fruit, np.array([1.5, 0.0, 0.0]), _in_world(world, "right"), step=0.01, max_jump=0.5)
     assert raised.value.cause == "ik" and 0.0 < raised.value.reached < 1.5
+
+
+def test_a_fast_but_continuous_step_is_followed_in_finer_steps(world, above_fruit):
+    """A straight step whose joints move more than `max_jump` is tried again in four parts: followed when no
+    part moves more than half of it (a joint turning fast, near a singularity, but continuously), refused
+    when a part still does."""
+    ik = SeededIK(world, "right")
+    free = _in_world(world, "right")
+    up = np.array([0.0, 0.0, 0.04])
+    one_step = straight(ik, above_fruit, up, free, step=0.04, max_jump=1.5)  # the whole lift as one step
+    jump = float(np.max(np.abs(one_step.waypoints[1] - one_step.waypoints[0])))
+    refined = straight(ik, above_fruit, up, free, step=0.04, max_jump=0.8 * jump)
+    assert refined.complete and len(refined.waypoints) == 1 + 4  # the step in its four parts
+    np.testing.assert_allclose(refined.s, [0.0, 0.01, 0.02, 0.03, 0.04])
+    assert np.max(np.abs(np.diff(refined.waypoints, axis=0))) <= 0.4 * jump
+    with pytest.raises(PathBreak, match="switches IK branch"):
+        straight(ik, above_fruit, up, free, step=0.04, max_jump=0.3 * jump)

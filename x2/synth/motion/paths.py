@@ -136,26 +136,55 @@ def follow(ik: SeededIK, q_start: np.ndarray, poses: TcpPoses, collides: Collide
         s = float(poses.s[k])
         solves += 1
         q = ik.solve(poses.pos[k], poses.rot[k], q_prev, iters=iters)
+        fine: list[tuple[Floats, float]] = []  # the step in finer steps, where it needed them
         if q is None:
             broke = _break(ik.arm, poses, "ik", "has no IK solution", s, s_prev)
         elif (jump := float(np.max(np.abs(q - q_prev)))) > max_jump:
-            broke = _break(ik.arm, poses, "jump", f"switches IK branch (a joint jumps {jump:.2f} rad; "
-                                                   f"max {max_jump})", s, s_prev)
-        else:
-            checks = [(q, s), ((q + q_prev) / 2, (s + s_prev) / 2)] if midpoints else [(q, s)]
+            fine = _finer(ik, poses, k, q_prev, max_jump, iters)
+            solves += REFINE
+            if not fine:
+                broke = _break(ik.arm, poses, "jump", f"switches IK branch (a joint jumps {jump:.2f} rad; "
+                                                       f"max {max_jump})", s, s_prev)
+        for q_f, s_f in fine or ([(q, s)] if broke is None and q is not None else []):
+            checks = [(q_f, s_f), ((q_f + q_prev) / 2, (s_f + s_prev) / 2)] if midpoints else [(q_f, s_f)]
             hit = next(((q_c, s_c) for q_c, s_c in checks if collides(q_c, s_c)), None)
             if hit is not None:
                 what = f": {explain(*hit)}" if explain is not None else ""
                 broke = _break(ik.arm, poses, "collision", f"collides{what}", hit[1], s_prev)
+                break
+            qs.append(q_f)
+            reached.append(s_f)
+            q_prev, s_prev = q_f, s_f
         if broke is not None:
             if not partial:
                 raise broke
             break
-        assert q is not None  # (no q is what set `broke`)
-        qs.append(q)
-        reached.append(s)
-        q_prev, s_prev = q, s
     return TcpPath(ik.arm, np.stack(qs), np.array(reached), broke, solves)
+
+
+# A step whose joints jump more than max_jump is tried again in REFINE equal parts: near a singularity a joint
+# moves fast but continuously, and then no part jumps more than half of max_jump; a real switch of IK branch
+# still jumps in one part, and the path breaks there.
+REFINE = 4
+
+
+def _finer(ik: SeededIK, poses: TcpPoses, k: int, q_prev: Floats, max_jump: float,
+           iters: int) -> list[tuple[Floats, float]]:
+    """Step k of a straight move in REFINE parts, each solved from the one before: (q, s) of each part, or []
+    where a part has no solution or still jumps more than max_jump / 2 (screw moves: [])."""
+    if not np.allclose(poses.rot[k], poses.rot[k - 1]):
+        return []
+    out: list[tuple[Floats, float]] = []
+    q = q_prev
+    for i in range(1, REFINE + 1):
+        f = i / REFINE
+        pos = poses.pos[k - 1] + f * (poses.pos[k] - poses.pos[k - 1])
+        nxt = ik.solve(pos, poses.rot[k], q, iters=iters)
+        if nxt is None or float(np.max(np.abs(nxt - q))) > max_jump / 2:
+            return []
+        q = nxt
+        out.append((q, float(poses.s[k - 1] + f * (poses.s[k] - poses.s[k - 1]))))
+    return out
 
 
 def _break(arm: str, poses: TcpPoses, cause: str, problem: str, s: float, reached: float) -> PathBreak:

@@ -1,5 +1,6 @@
-"""The N-disc Tower of Hanoi tasks that scripts/hanoi_task.py writes: the script writes the same bytes again, and
-each task's moves, replayed on the scene's stacks, are the 2^N - 1 legal moves that carry the tower to spot C."""
+"""Tasks written by scripts: each script writes the same bytes again; the N-disc Tower of Hanoi's moves
+(scripts/hanoi_task.py), replayed on the scene's stacks, are the 2^N - 1 legal moves that carry the tower to spot
+C; the N-block tower (scripts/stack_task.py) puts every cube on the one before, each picked from the supply."""
 
 from __future__ import annotations
 
@@ -40,3 +41,17 @@ def test_the_written_task_is_the_scripts_and_its_moves_are_legal(discs: int, tmp
         pegs[source].pop()
         pegs[dest].append(disc)
     assert pegs["c"] == sorted(radius, key=lambda d: -radius[d]) and not pegs["a"] and not pegs["b"]
+
+
+def test_the_tall_tower_task_is_the_scripts_and_stacks_every_cube_on_the_one_before() -> None:
+    files = [ROOT / "x2/tasks/stack_blocks_15.yaml", ROOT / "x2/assets/scenes/stack_booth_15.yaml"]
+    before = [f.read_bytes() for f in files]
+    subprocess.run([sys.executable, str(ROOT / "scripts/stack_task.py"), "--blocks", "15"], check=True,
+                   capture_output=True)
+    assert [f.read_bytes() for f in files] == before
+    env = load_env("stack_blocks_15")
+    assert env.task is not None
+    places = [n for n in env.task.nodes if n.id.startswith("stack")]
+    assert [n.skill.target for n in places if n.skill] == [f"cube{k - 1}" for k in range(2, 16)]
+    supply = [o for o in env.objects if o.region is not None]
+    assert len(supply) == 14 and len(supply[0].region.slots) >= 14  # type: ignore[union-attr]
