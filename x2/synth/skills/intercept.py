@@ -51,6 +51,7 @@ DESCENT_S = 0.8  # s for the last `approach` metres down onto the grasp, keeping
 LIFT_S = 0.8  # s for the lift, the pace easing off linearly to a stop
 LEAD_MARGIN = 3  # ticks of slack between the motion's end and the meeting time
 MAX_TRIES = 4  # grasp candidates tried
+MAX_WAIT_S = 20.0  # s ahead at most that a meeting is looked for
 LATER_TICKS = 6  # ticks the meeting moves on when the object is not yet within reach then (0.2 s: 1 cm at 5 cm/s)
 
 
@@ -179,6 +180,9 @@ def _plan_meeting(ctx: SynthContext, arm: str, obj: str, motion: Motion,
         if t_meet + (CLOSE_TICKS + SQUEEZE_TICKS + 1) * dt > motion.stops_in:
             raise SkillFailure("target unreachable", f"{obj} stops before it comes within the {arm} arm's reach "
                                "in time" + (f" ({'; '.join(errors[:2])})" if errors else ""))
+        if t_meet > MAX_WAIT_S:  # nothing stops it (no carrier with a limit) and it never comes within reach
+            raise SkillFailure("target unreachable", f"{obj} does not come within the {arm} arm's reach in "
+                               f"{MAX_WAIT_S:g} s" + (f" ({'; '.join(errors[:2])})" if errors else ""))
         shift = motion.at(t_meet) - motion.pos
         raw = [dataclasses.replace(c, pos=c.pos + shift) for c in raw_candidates(m, d, obj)]
         # the fingertips clear what it stands on (the pallet), not the table
