@@ -15,6 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from task_chain import Node, chain
+
 ROOT = Path(__file__).resolve().parents[1]
 OBJECTS, SCENES, TASKS = ROOT / "x2/assets/objects", ROOT / "x2/assets/scenes", ROOT / "x2/tasks"
 HEIGHT = 0.05  # m per disc
@@ -85,34 +87,24 @@ def task(n: int) -> str:
            'instruction: "Move the tower of discs from the first spot to the third, one disc at a time, never a '
            'larger disc on a smaller one."',
            f"scene: hanoi_booth_{n}", "dimensions: [challenge]", "robot: artixon-g",
-           f"horizon_s: {20 * total + 20}", "nodes:"]
-    edges: list[tuple[str, str]] = []
-    previous = None
+           f"horizon_s: {20 * total + 20}"]
+    nodes = []
     for k, (disc, src, dst) in enumerate(plan, start=1):
         pegs[src].pop()
         target = f"disc{pegs[dst][-1]}" if pegs[dst] else f"spot_{dst}"
         pegs[dst].append(disc)
         onto = f"disc {target[4:]}" if target.startswith("disc") else f"spot {dst}"
-        pick, place = f"move{k}_pick", f"move{k}_place"
-        out += [f"  {pick}:", f"    description: Move {k} of {total}, grasp disc {disc}.",
-                f"    success: {{gripper_holding: {{arm: right, obj: disc{disc}}}}}",
-                f"    failure: {{object_fallen: {{obj: disc{disc}}}}}", "    timeout_s: 20",
-                f"    skill: {{name: pick, arm: right, target: disc{disc}}}",
-                f"  {place}:", f"    description: Move {k} of {total}, set disc {disc} on {onto}.", "    success:",
-                f"      object_on: {{obj: disc{disc}, target: {target}, distance: 0.02}}",
-                f"      gripper_released: {{arm: right, obj: disc{disc}}}",
-                f"    failure: {{object_fallen: {{obj: disc{disc}}}}}", "    timeout_s: 20",
-                f"    skill: {{name: place, arm: right, target: {target}}}"]
-        if previous is not None:
-            edges.append((previous, pick))
-        edges.append((pick, place))
-        previous = place
-    out += ["  retract:", "    description: Bring the arm back home.",
-            "    success: {arm_at_home: {arm: right, tolerance: 0.15}}", "    timeout_s: 15",
-            "    skill: {name: retract, arm: right}"]
-    edges.append((str(previous), "retract"))
-    out.append("edges:")
-    out += [f"  - [{a}, {b}]" for a, b in edges]
+        fallen = f"object_fallen: {{obj: disc{disc}}}"
+        nodes += [Node(f"move{k}_pick", f"Move {k} of {total}, grasp disc {disc}.",
+                       [f"gripper_holding: {{arm: right, obj: disc{disc}}}"], fallen, 20,
+                       f"{{name: pick, arm: right, target: disc{disc}}}"),
+                  Node(f"move{k}_place", f"Move {k} of {total}, set disc {disc} on {onto}.",
+                       [f"object_on: {{obj: disc{disc}, target: {target}, distance: 0.02}}",
+                        f"gripper_released: {{arm: right, obj: disc{disc}}}"], fallen, 20,
+                       f"{{name: place, arm: right, target: {target}}}")]
+    nodes.append(Node("retract", "Bring the arm back home.", ["arm_at_home: {arm: right, tolerance: 0.15}"], None,
+                      15, "{name: retract, arm: right}"))
+    out += chain(nodes)
     return "\n".join(out) + "\n"
 
 

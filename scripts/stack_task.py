@@ -15,6 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from task_chain import Node, chain
+
 ROOT = Path(__file__).resolve().parents[1]
 SCENES, TASKS = ROOT / "x2/assets/scenes", ROOT / "x2/tasks"
 BASE = (0.34, 0.0)  # the tower's spot: its top (1.2 m high) still well inside the right arm's reach
@@ -39,30 +41,19 @@ def task(n: int) -> str:
     out = [f"# Challenge (precision): a tower of {n} 3 cm cubes, each set on the one below within a few millimetres",
            "# (written by scripts/stack_task.py).", f"name: stack_blocks_{n}",
            f'instruction: "Stack all {n} cubes into one tower on the first."', f"scene: stack_booth_{n}",
-           "dimensions: [precision, challenge]", "robot: artixon-g", f"horizon_s: {12 * (n - 1) + 15}", "nodes:"]
-    edges: list[tuple[str, str]] = []
-    previous = None
+           "dimensions: [precision, challenge]", "robot: artixon-g", f"horizon_s: {12 * (n - 1) + 15}"]
+    nodes = []
     for k in range(2, n + 1):
-        pick, place = f"pick{k}", f"stack{k}"
-        out += [f"  {pick}:", f"    description: Grasp cube {k} and lift it.",
-                f"    success: {{object_lifted: {{obj: cube{k}, height: 0.025}}}}",
-                f"    failure: {{object_fallen: {{obj: cube{k}}}}}", "    timeout_s: 15",
-                f"    skill: {{name: pick, arm: right, target: cube{k}, lift: 0.04}}",
-                f"  {place}:", f"    description: Set cube {k} on cube {k - 1} and let go.", "    success:",
-                f"      object_on: {{obj: cube{k}, target: cube{k - 1}, distance: 0.01}}",
-                f"      gripper_released: {{arm: right, obj: cube{k}}}",
-                f"    failure: {{object_fallen: {{obj: cube{k}}}}}", "    timeout_s: 15",
-                f"    skill: {{name: place, arm: right, target: cube{k - 1}, approach: 0.05}}"]
-        if previous is not None:
-            edges.append((previous, pick))
-        edges.append((pick, place))
-        previous = place
-    out += ["  retract:", "    description: Bring the arm back home.",
-            "    success: {arm_at_home: {arm: right, tolerance: 0.15}}", "    timeout_s: 10",
-            "    skill: {name: retract, arm: right}"]
-    edges.append((str(previous), "retract"))
-    out.append("edges:")
-    out += [f"  - [{a}, {b}]" for a, b in edges]
+        fallen = f"object_fallen: {{obj: cube{k}}}"
+        nodes += [Node(f"pick{k}", f"Grasp cube {k} and lift it.", [f"object_lifted: {{obj: cube{k}, height: 0.025}}"],
+                       fallen, 15, f"{{name: pick, arm: right, target: cube{k}, lift: 0.04}}"),
+                  Node(f"stack{k}", f"Set cube {k} on cube {k - 1} and let go.",
+                       [f"object_on: {{obj: cube{k}, target: cube{k - 1}, distance: 0.01}}",
+                        f"gripper_released: {{arm: right, obj: cube{k}}}"], fallen, 15,
+                       f"{{name: place, arm: right, target: cube{k - 1}, approach: 0.05}}")]
+    nodes.append(Node("retract", "Bring the arm back home.", ["arm_at_home: {arm: right, tolerance: 0.15}"], None,
+                      10, "{name: retract, arm: right}"))
+    out += chain(nodes)
     return "\n".join(out) + "\n"
 
 
