@@ -40,8 +40,9 @@ from x2.synth.skills.pick_place import (
     float_param,
     holding,
     jaw_open,
+    supports,
 )
-from x2.synth.skills.shapes import UP, arm_reach, gripper_geometry, object_geoms, object_shape
+from x2.synth.skills.shapes import UP, arm_reach, gripper_geometry, object_shape
 
 MIN_SPEED = 0.005  # m/s: slower than this the object is standing (bind `pick`)
 START_TICKS = 15  # ticks to wait for a carrier starting up (0.5 s)
@@ -82,7 +83,7 @@ def intercept(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Se
     if not jaw_open(ctx, arm):
         yield Gripper(arm, 1.0, OPEN_TICKS)
     # a conveyor starting with the world is still at rest on the first tick
-    yield Wait(START_TICKS, until=lambda: float(np.linalg.norm(_motion(ctx, obj).vel)) >= MIN_SPEED,
+    yield Wait(START_TICKS, until=lambda: float(np.linalg.norm(_velocity(ctx, obj))) >= MIN_SPEED,
                name=f"{obj} moving")
     motion = _motion(ctx, obj)
     if float(np.linalg.norm(motion.vel)) < MIN_SPEED:
@@ -130,11 +131,16 @@ def _smooth(u: np.ndarray) -> np.ndarray:
     return u * u * (3 - 2 * u)
 
 
+def _velocity(ctx: SynthContext, obj: str) -> np.ndarray:
+    """The object's linear velocity (its free joint's), world frame."""
+    dof = ctx.backend.model.joint(f"{obj}/free").dofadr[0]
+    return ctx.backend.data.qvel[dof:dof + 3].copy()
+
+
 def _motion(ctx: SynthContext, obj: str) -> Motion:
     m, d = ctx.backend.model, ctx.backend.data
-    free = m.joint(f"{obj}/free")
     pos = np.array(ctx.backend.object_pos(obj), dtype=np.float64)
-    vel = d.qvel[free.dofadr[0]:free.dofadr[0] + 3].copy()
+    vel = _velocity(ctx, obj)
     joint = _carrier_joint(ctx, obj)
     if joint is None:
         return Motion(pos, vel, np.inf, None, 0.0, 0.0)
@@ -146,12 +152,9 @@ def _motion(ctx: SynthContext, obj: str) -> Motion:
 
 def _carrier_joint(ctx: SynthContext, obj: str) -> int | None:
     """The slide joint of the body the object rests on (a conveyor's pallet), if any."""
-    m, d = ctx.backend.model, ctx.backend.data
-    own = set(object_geoms(m, obj).tolist())
-    for g1, g2 in zip(d.contact.geom1[:d.ncon], d.contact.geom2[:d.ncon], strict=True):
-        if (int(g1) in own) == (int(g2) in own):
-            continue
-        body = int(m.geom_bodyid[int(g2) if int(g1) in own else int(g1)])
+    m = ctx.backend.model
+    for _, geom in supports(ctx, obj):
+        body = int(m.geom(geom).bodyid[0])
         while body > 0:
             for j in range(m.body_jntadr[body], m.body_jntadr[body] + m.body_jntnum[body]):
                 if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_SLIDE:
