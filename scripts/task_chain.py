@@ -11,7 +11,7 @@ class Node:
     id: str
     description: str
     success: list[str]  # predicates, each "name: {arg: value, ...}" (several: all must hold)
-    failure: str | None  # a predicate as in `success`, or none
+    failure: str | list[str] | None  # a predicate as in `success`, several (any of them fails it), or none
     timeout_s: int
     skill: str  # the binding as a flow mapping: "{name: pick, arm: right, target: cube2}"
 
@@ -25,8 +25,10 @@ def chain(nodes: list[Node]) -> list[str]:
             out.append(f"    success: {{{n.success[0]}}}")
         else:
             out += ["    success:", *(f"      {p}" for p in n.success)]
-        if n.failure is not None:
+        if isinstance(n.failure, str):
             out.append(f"    failure: {{{n.failure}}}")
+        elif n.failure:
+            out += ["    failure:", *(f"      - {{{p}}}" for p in n.failure)]
         out += [f"    timeout_s: {n.timeout_s}", f"    skill: {n.skill}"]
     out.append("edges:")
     out += [f"  - [{a.id}, {b.id}]" for a, b in zip(nodes, nodes[1:], strict=False)]

@@ -1,6 +1,7 @@
 """Tasks written by scripts: each script writes the same bytes again; the N-disc Tower of Hanoi's moves
 (scripts/hanoi_task.py), replayed on the scene's stacks, are the 2^N - 1 legal moves that carry the tower to spot
-C; the N-block tower (scripts/stack_task.py) puts every cube on the one before, each picked from the supply."""
+C; the N-block tower (scripts/stack_task.py) puts every cube on the one before, each picked from the supply; the
+N-cue sequence (scripts/cue_task.py) presses step k's button at node k, and any other button fails it."""
 
 from __future__ import annotations
 
@@ -55,3 +56,22 @@ def test_the_tall_tower_task_is_the_scripts_and_stacks_every_cube_on_the_one_bef
     assert [n.skill.target for n in places if n.skill] == [f"cube{k - 1}" for k in range(2, 16)]
     supply = [o for o in env.objects if o.region is not None]
     assert len(supply) == 14 and len(supply[0].region.slots) >= 14  # type: ignore[union-attr]
+
+
+def test_the_cue_sequence_task_is_the_scripts_and_presses_step_k_at_node_k() -> None:
+    files = [ROOT / "x2/tasks/press_sequence_12.yaml", ROOT / "x2/assets/scenes/sequence_booth_12.yaml"]
+    before = [f.read_bytes() for f in files]
+    subprocess.run([sys.executable, str(ROOT / "scripts/cue_task.py"), "--cues", "12"], check=True,
+                   capture_output=True)
+    assert [f.read_bytes() for f in files] == before
+    env = load_env("press_sequence_12")
+    assert env.task is not None and [r.name for r in env.roles] == [f"step_{k}" for k in range(1, 13)]
+    assert all(r.unlike == f"step_{k - 1}" for k, r in enumerate(env.roles[1:], start=2))
+    presses = [n for n in env.task.nodes if n.id.startswith("press_")]
+    assert len(presses) == 12
+    for k, node in enumerate(presses, start=1):
+        assert [c.args["joint"] for c in node.success] == [f"step_{k}/button"]
+        assert {c.args["joint"] for c in node.failure} == {f"{b}/button" for b in ("red", "green", "blue", "yellow")}
+        assert all(c.args["due"] == f"step_{k}/button" for c in node.failure)
+    lamps = {o.name: o.follows for o in env.objects if o.name.startswith("cue_") and o.name != "cue_board"}
+    assert lamps == {f"cue_{k}": f"step_{k}" for k in range(1, 13)}

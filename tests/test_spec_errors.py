@@ -140,7 +140,21 @@ CASES = [
                                "  lamp: {pool: [lamp_red, lamp_blue], follows: shelf, pose: [0.8, 0.0, 0.75, 0.0]}\n",
         "t.yaml": GOOD_TASK.replace("scene: kitchen_booth", "scene: s")},
      ["tasks", "show", "t.yaml"], "s.yaml", 4, r"objects.lamp.follows: found 'shelf'; allowed: an object listed "
-                                               r"before this one: .*fruit"),
+                                               r"before this one or a role: .*fruit"),
+    ("a role unlike a later role", {
+        "specs/scenes/s.yaml": "include: kitchen_booth.yaml\nname: s\nroles:\n"
+                               "  first: {one_of: [fruit, microwave], unlike: second}\n"
+                               "  second: {one_of: [fruit, microwave]}\n",
+        "t.yaml": GOOD_TASK.replace("scene: kitchen_booth", "scene: s")},
+     ["tasks", "show", "t.yaml"], "s.yaml", 4, r"roles.first.unlike: found 'second'; allowed: a role listed before "
+                                               r"this one: none"),
+    ("a role's objects without the joint the task names", {
+        "specs/scenes/s.yaml": "include: kitchen_booth.yaml\nname: s\nroles:\n"
+                               "  either: {one_of: [fruit, microwave]}\n",
+        "t.yaml": GOOD_TASK.replace("scene: kitchen_booth", "scene: s").replace("microwave/door_hinge",
+                                                                                "either/door_hinge")},
+     ["tasks", "show", "t.yaml"], "t.yaml", 7, r"joint_above.joint: found 'either/door_hinge' \(\w+ has no joint "
+                                               r"'door_hinge'\)"),
     ("duplicate key", {"t.yaml": GOOD_TASK + "robot: artixon-h\n"}, ["tasks", "show", "t.yaml"], "t.yaml", 13,
      r"robot: found a duplicate key"),
     ("empty file", {"t.yaml": ""}, ["tasks", "show", "t.yaml"], "t.yaml", 1, r"found an empty file"),

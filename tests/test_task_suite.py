@@ -139,6 +139,55 @@ def test_press_buttons_in_the_order_the_cue_showed_and_an_early_press_fails_the_
     assert node == "press_first" and "second/button" in reason
 
 
+def test_press_sequence_12_presses_the_drawn_sequence_and_a_wrong_button_fails_the_due_node(tmp_path: Path) -> None:
+    import mujoco
+
+    from x2.rollout.monitor import TaskMonitor
+    from x2.sim import make_backend
+
+    ds = _one_episode("press_sequence_12", tmp_path / "sequence", seed=0)
+    buttons = ("red", "green", "blue", "yellow")
+    with ds.load(next(iter(ds.episodes())).index) as ep:
+        _respects_the_dag(ep)
+        roles = ep.json_attr(fmt.RESET_ROLES_ATTR)
+        steps = [roles[f"step_{k}"] for k in range(1, 13)]
+        assert all(a != b for a, b in zip(steps, steps[1:], strict=False))  # a new press at every cue
+        assets = ep.json_attr(fmt.ASSETS_ATTR)
+        assert [assets[f"cue_{k}"] for k in range(1, 13)] == [f"lamp_{b}" for b in steps]  # each lamp its button's
+        # from the states: the order in which the buttons went down is the drawn sequence, and nothing else
+        states = np.asarray(ep[fmt.STATES])
+        from x2.rollout.world import open_world
+
+        with open_world(ep) as world:
+            depth = np.empty((len(states), len(buttons)))
+            for t in range(len(states)):
+                world.backend.set_state(states[t])
+                depth[t] = [world.backend.joint_value(f"{b}/button") for b in buttons]
+        down = depth <= -0.004
+        onsets = [(t, buttons[i]) for i in range(len(buttons)) for t in np.flatnonzero(down[1:, i] & ~down[:-1, i]) + 1]
+        assert [b for _, b in sorted(onsets)] == steps
+        _sound(ep)
+    # a button pressed out of turn fails the node that was due, naming that button
+    env = load_env("press_sequence_12")
+    assert env.task is not None
+    backend = make_backend(env)
+    info = backend.reset(5)
+    assert info.roles == backend.reset(5).roles and info.roles != backend.reset(6).roles  # drawn by seed
+    info = backend.reset(5)
+    assert info.roles is not None
+    monitor = TaskMonitor(env.task, backend, env.fps)
+    monitor.reset(info.roles)
+    wrong = next(b for b in buttons if b != info.roles["step_1"])
+    model, data = backend.model, backend.data  # type: ignore[attr-defined]
+    data.qpos[model.jnt_qposadr[model.joint(f"{wrong}/button").id]] = -0.006
+    mujoco.mj_forward(model, data)
+    monitor.step(0)
+    assert monitor.runtime.failure is not None
+    node, frame, reason = monitor.runtime.failure
+    assert node == "press_1" and f"joint='{wrong}/button'" in reason, reason
+    backend.close()
+
+
 def test_hanoi_tower_moves_the_tower_and_never_puts_a_larger_disc_on_a_smaller(tmp_path: Path) -> None:
     ds = _one_episode("hanoi_tower", tmp_path / "hanoi", seed=0)
     with ds.load(next(iter(ds.episodes())).index) as ep:

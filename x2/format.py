@@ -135,6 +135,7 @@ SAFETY_CLAMPED_ATTR, SAFETY_REJECTED_ATTR = "safety_clamped_ticks", "safety_reje
 SYNTHESIS_ATTR = "synthesis"
 RESET_LOOK_ATTR = "reset_look"  # the look a reset drew, JSON {"scenery", "look"}, when the scene draws one
 RESET_EMBODIMENT_ATTR = "reset_embodiment"  # the cameras a reset drew, JSON {"cameras": ...}, when it draws them
+RESET_ROLES_ATTR = "reset_roles"  # the object each role was bound to, JSON {role: object}, when the scene has roles
 ROOT_ATTRS = (
     FORMAT_ATTR, INDEX_ATTR, TASK_ATTR, INSTRUCTION_ATTR, ROBOT_ATTR, FPS_ATTR, SIM_DT_ATTR, SCENE_VARIANT_ATTR,
     SPLIT_ATTR, PARENT_EPISODE_ATTR, VERSIONS_ATTR, ENV_ARGS_ATTR, MODEL_XML_ATTR, SUCCESS_ATTR, SEED_ATTR,
@@ -142,6 +143,7 @@ ROOT_ATTRS = (
     MAX_PENETRATION_ATTR, OBJECT_NAMES_ATTR, AUGMENTATION_ATTR, MERGED_FROM_ATTR, FILTERED_FROM_ATTR,
     REJECTED_ATTR, REJECTION_REASON_ATTR, REJECTION_DETAIL_ATTR, TELEOP_END_ATTR, DEVICE_ATTR,
     SAFETY_CLAMPED_ATTR, SAFETY_REJECTED_ATTR, SYNTHESIS_ATTR, RESET_LOOK_ATTR, RESET_EMBODIMENT_ATTR,
+    RESET_ROLES_ATTR,
 )
 NAMES_ATTR = "names"  # attr of action, qpos, qvel, object_poses: one name per column or row
 
@@ -203,6 +205,7 @@ class EpisodeEnd:
     synthesis: str | None = None
     reset_look: str | None = None  # JSON {"scenery", "look"}: the look drawn at the reset, when one was
     reset_embodiment: str | None = None  # JSON {"cameras": ...}: the cameras drawn at the reset, when they were
+    reset_roles: str | None = None  # JSON {role: object}: what the reset bound the scene's roles to, when it has any
 
     def attrs(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -215,6 +218,8 @@ class EpisodeEnd:
             out[RESET_LOOK_ATTR] = self.reset_look
         if self.reset_embodiment is not None:
             out[RESET_EMBODIMENT_ATTR] = self.reset_embodiment
+        if self.reset_roles is not None:
+            out[RESET_ROLES_ATTR] = self.reset_roles
         if self.rejection is not None:
             out.update({REJECTED_ATTR: True, REJECTION_REASON_ATTR: self.rejection.reason,
                         REJECTION_DETAIL_ATTR: self.rejection.detail})

@@ -121,6 +121,8 @@ def _coverage_table(cov: Coverage) -> Table:
         top, n = cov.instructions.most_common(1)[0]
         table.add_row("task setting", "instructions", f"{len(cov.instructions)} distinct; most often ({n}): {top}")
     table.add_row("task setting", "layouts", f"{cov.layouts} distinct (to the cm) of {cov.episodes} episodes")
+    if cov.role_bindings:
+        table.add_row("task setting", "role bindings", f"{cov.role_bindings} distinct of {cov.episodes} episodes")
     table.add_row("embodiment", "robot", _counts(cov.embodiment))
     table.add_row("split", "train / eval", _counts(cov.split))
     if cov.unreadable:

@@ -172,6 +172,13 @@ def tasks_show(
         where = f"region {obj.region.name}" if obj.region else f"pose {obj.pose}"
         objects.add_row(*map(escape, (obj.name, ", ".join(a.name for a in obj.candidates), ", ".join(obj.tags), where)))
     console.print(objects)
+    if env.roles:
+        roles = Table(title="roles (bound to one of their objects at every reset)", title_justify="left")
+        for col in ("role", "one of", "never the same as"):
+            roles.add_column(col)
+        for role in env.roles:
+            roles.add_row(*map(escape, (role.name, ", ".join(role.one_of), role.unlike or "")))
+        console.print(roles)
     order = topological_order(task.node_ids, task.edges)
     nodes = {n.id: n for n in task.nodes}
     table = Table(title="subtasks (topological order)", title_justify="left")

@@ -3,7 +3,8 @@
 - appearance: the scene variant each episode was recorded in, with the look its reset drew when its scene
   randomises appearance (or the scenery an augmented one was drawn with);
 - task setting: the asset drawn for every object that had a choice, the instructions (paraphrases and grid
-  positions give several per task), and how many distinct layouts (object placements to the centimetre);
+  positions give several per task), how many distinct layouts (object placements to the centimetre) and how
+  many distinct bindings of the scene's roles (a puzzle's configuration: the sequence of buttons to press);
 - embodiment: the robot (a gripper swapped in names itself in the robot's name), and whether its reset drew
   the cameras' mounting and lens;
 - split: train or eval, as the episodes recorded it.
@@ -31,6 +32,7 @@ class Coverage:
     assets: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))  # object -> asset -> n
     instructions: Counter[str] = field(default_factory=Counter)
     layouts: int = 0  # distinct placements of all objects, to the centimetre
+    role_bindings: int = 0  # distinct bindings of the scene's roles (0: no episode has roles)
     embodiment: Counter[str] = field(default_factory=Counter)  # robot -> episodes
     split: Counter[str] = field(default_factory=Counter)
     unreadable: list[int] = field(default_factory=list)  # episodes whose file could not be read (validate says why)
@@ -45,20 +47,23 @@ def coverage(ds: Dataset, progress: Callable[[int, int], None] | None = None) ->
     records = sorted(ds.episodes(), key=lambda r: r.index)
     out = Coverage(episodes=len(records))
     layouts: set[tuple[tuple[str, int, int], ...]] = set()
+    bindings: set[tuple[tuple[str, str], ...]] = set()
     for done, record in enumerate(records):
         if progress is not None:
             progress(done, len(records))
         try:
-            _count(ds, record.index, out, layouts)
+            _count(ds, record.index, out, layouts, bindings)
         except DatasetError:
             out.unreadable.append(record.index)
     if progress is not None:
         progress(len(records), len(records))
     out.layouts = len(layouts)
+    out.role_bindings = len(bindings)
     return out
 
 
-def _count(ds: Dataset, index: int, out: Coverage, layouts: set[tuple[tuple[str, int, int], ...]]) -> None:
+def _count(ds: Dataset, index: int, out: Coverage, layouts: set[tuple[tuple[str, int, int], ...]],
+           bindings: set[tuple[tuple[str, str], ...]]) -> None:
     """Add one episode, all of it or (its file unreadable: DatasetError) nothing."""
     with ds.load(index) as ep:
         augmentation = ep.json_attr(fmt.AUGMENTATION_ATTR)
@@ -74,6 +79,7 @@ def _count(ds: Dataset, index: int, out: Coverage, layouts: set[tuple[tuple[str,
         except (AttributeError, IndexError, TypeError, ValueError) as exc:
             raise DatasetError(f"{ep.path}: {fmt.LAYOUT_ATTR}: found {exc}; allowed: object -> [x, y, z, yaw]"
                                ) from None
+        roles = ep.json_attr(fmt.RESET_ROLES_ATTR)
         instruction, robot, split = ep.instruction, ep.text(fmt.ROBOT_ATTR) or ds.manifest.robot, ep.split
         cameras = ep.json_attr(fmt.RESET_EMBODIMENT_ATTR)
         if isinstance(cameras, dict) and cameras.get("cameras"):  # its cameras drawn at the reset
@@ -83,5 +89,7 @@ def _count(ds: Dataset, index: int, out: Coverage, layouts: set[tuple[tuple[str,
         out.assets[str(name)][str(asset)] += 1
     out.instructions[instruction] += 1
     layouts.add(placed)
+    if isinstance(roles, dict):
+        bindings.add(tuple(sorted((str(k), str(v)) for k, v in roles.items())))
     out.embodiment[robot] += 1
     out.split[split] += 1

@@ -111,6 +111,7 @@ def episode_end(env: EnvSpec, result: EpisodeResult, model_xml: str, object_name
         reset_look=None if result.reset.appearance is None else json.dumps(result.reset.appearance, sort_keys=True),
         reset_embodiment=(None if result.reset.embodiment is None
                           else json.dumps(result.reset.embodiment, sort_keys=True)),
+        reset_roles=None if result.reset.roles is None else json.dumps(result.reset.roles),
     )
 
 

@@ -96,7 +96,7 @@ class Rollout:
         info = backend.reset(seed)
         teacher.reset(info, backend.home_action())
         if monitor is not None:
-            monitor.reset()
+            monitor.reset(info.roles)
         horizon = opts.max_ticks or (round(self.env.task.horizon_s * self.env.fps) if self.env.task else 300)
         lateness: list[float] = []
         stages: dict[str, list[float]] = {s: [] for s in STAGES}

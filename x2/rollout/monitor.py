@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from x2 import format as fmt
 from x2.labeling import DagRuntime, Event, arm_label_arrays, arm_segment_owners
 from x2.spec.env import TaskSpec
+from x2.spec.roles import bind_task
 from x2.tasks.predicates import PREDICATES, WorldView
 
 # How much a predicate costs to ask, roughly (a joint value, a lookup in the state's contacts, then geometry).
@@ -29,12 +30,19 @@ class TaskMonitor:
     Synthesis, which does know, assigns each node the arms it runs on (`assign_arms`) as it starts."""
 
     def __init__(self, task: TaskSpec, world: WorldView, fps: int, arms: Sequence[str] = ()):
-        self.task, self.world, self.fps = task, world, fps
+        self.world, self.fps = world, fps
+        self.declared = task  # as compiled: its roles (x2/spec/roles.py) unbound; `task` is the one running
+        self._bind(task)
         self.arm_names = tuple(arms)
         self._default_arms = {n.id: self.arm_names for n in task.nodes}
         self.node_arms: dict[str, tuple[str, ...]] = dict(self._default_arms)
         self.node_starts: dict[str, int] = {}  # node -> the frame a collector that runs nodes started it
-        # Bound once: the per-tick path is a dict hit and plain calls, no registry lookups. A node's success is the
+        timeouts = {n.id: max(1, math.ceil(n.timeout_s * fps)) if n.timeout_s else None for n in task.nodes}
+        self.runtime = DagRuntime(task.node_ids, task.edges, {n.id: n.score for n in task.nodes}, timeouts)
+
+    def _bind(self, task: TaskSpec) -> None:
+        self.task = task
+        # Bound per task: the per-tick path is a dict hit and plain calls, no registry lookups. A node's success is the
         # AND of pure predicates, so they are asked cheapest first: a fruit still held fails gripper_released
         # before object_inside does its geometry (failure predicates keep their order: the first names the reason).
         self._success_calls = {n.id: [(PREDICATES[c.name].fn, c.args) for c in
@@ -42,10 +50,11 @@ class TaskMonitor:
                                for n in task.nodes}
         self._failure_calls = {n.id: [(PREDICATES[c.name].fn, c.args, c.describe()) for c in n.failure]
                                for n in task.nodes}
-        timeouts = {n.id: max(1, math.ceil(n.timeout_s * fps)) if n.timeout_s else None for n in task.nodes}
-        self.runtime = DagRuntime(task.node_ids, task.edges, {n.id: n.score for n in task.nodes}, timeouts)
 
-    def reset(self) -> None:
+    def reset(self, roles: Mapping[str, str] | None = None) -> None:
+        """A new episode, in a world whose reset bound the scene's `roles` to these objects."""
+        if roles or self.task is not self.declared:
+            self._bind(bind_task(self.declared, roles or {}))
         self.runtime.reset()
         self.node_arms = dict(self._default_arms)
         self.node_starts = {}

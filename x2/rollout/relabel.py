@@ -23,6 +23,7 @@ from x2.rollout.world import open_world
 from x2.spec import load_env
 from x2.spec.env import EnvSpec, TaskSpec
 from x2.spec.record import env_record
+from x2.spec.roles import bind_task
 
 Specs = Literal["file", "current"]
 
@@ -84,9 +85,9 @@ def relabel(ep: Episode, specs: Specs = "file") -> RelabelReport:
             raise DatasetError(f"{ep.path}: task: found none; allowed: an episode recorded with a task")
         report = RelabelReport(ep.index, ep.frames, specs)
         drift = spec_drift(world.record, env)
-        task: TaskSpec = env.task
+        task: TaskSpec = bind_task(env.task, world.roles)
         if specs == "current":
-            task = _today(env).task or task
+            task = bind_task(_today(env).task or env.task, world.roles)
             if drift:
                 report.notes.append(f"relabelled with today's specs, which differ from the file's: {drift}")
         elif drift:

@@ -9,15 +9,16 @@ gets the same world.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from x2 import format as fmt
 from x2.datasets import Episode
 from x2.errors import DatasetError
 from x2.sim import Backend, Placement, recorded_backend
-from x2.spec.env import EnvSpec
+from x2.spec.env import EnvSpec, TaskSpec
 from x2.spec.record import env_from_record
+from x2.spec.roles import bind_task
 
 # Stored states and actions a rebuilt world may be given: MuJoCo calls anything beyond this unstable
 # (mjMAXVAL) and prints warnings, so a file holding such values (or NaN) is refused in one line instead.
@@ -29,6 +30,12 @@ class RecordedWorld:
     env: EnvSpec  # rebuilt from the file's world record
     backend: Backend  # compiled from the file's model_xml
     record: dict[str, Any]  # the world record as stored
+    roles: dict[str, str] = field(default_factory=dict)  # the object each role was bound to (x2/spec/roles.py)
+
+    @property
+    def task(self) -> TaskSpec | None:
+        """The recorded task with the episode's roles bound: the task its monitor ran."""
+        return None if self.env.task is None else bind_task(self.env.task, self.roles)
 
     def close(self) -> None:
         self.backend.close()
@@ -73,11 +80,26 @@ def open_world(ep: Episode) -> RecordedWorld:
             from None
     if not isinstance(assets, dict):
         raise DatasetError(f"{ep.path}: assets: found {str(assets)[:60]}; allowed: {{object: asset name}}")
-    backend = recorded_backend(env, xml, {str(k): str(v) for k, v in assets.items()}, placements, str(ep.path))
+    roles = _roles(ep, env)
+    backend = recorded_backend(env, xml, {str(k): str(v) for k, v in assets.items()}, placements, str(ep.path),
+                               roles)
     states = ep.dataset(fmt.STATES)
     if len(states.shape) != 2 or states.shape[0] < 1 or states.shape[1] != backend.state_size \
             or states.dtype.kind not in "biuf":
         backend.close()
         raise DatasetError(f"{ep.path}: states: found {states.dtype}{states.shape}; allowed: (T, "
                            f"{backend.state_size}) numbers, T >= 1, for the world in its model_xml")
-    return RecordedWorld(env, backend, record)
+    return RecordedWorld(env, backend, record, roles)
+
+
+def _roles(ep: Episode, env: EnvSpec) -> dict[str, str]:
+    """The objects the episode's reset bound its scene's roles to, each checked against the role's objects."""
+    if not env.roles:
+        return {}
+    stored = _json(ep, fmt.RESET_ROLES_ATTR)
+    for role in env.roles:
+        bound = stored.get(role.name) if isinstance(stored, dict) else None
+        if bound not in role.one_of:
+            raise DatasetError(f"{ep.path}: {fmt.RESET_ROLES_ATTR}.{role.name}: found {bound!r}; allowed: one of "
+                               f"{', '.join(role.one_of)}")
+    return {r.name: str(stored[r.name]) for r in env.roles}

@@ -19,9 +19,10 @@ def make_backend(env: EnvSpec) -> Backend:
 
 
 def recorded_backend(env: EnvSpec, model_xml: str, assets: Mapping[str, str],
-                     layout: Mapping[str, Placement], source: str = fmt.MODEL_XML_ATTR) -> Backend:
+                     layout: Mapping[str, Placement], source: str = fmt.MODEL_XML_ATTR,
+                     roles: Mapping[str, str] | None = None) -> Backend:
     """The world of a recorded episode, compiled from its stored model XML (no spec file is read) once
     it is known to be self-contained (x2.sim.mujoco.recorded_xml); `source` names the file in errors."""
     from x2.sim.mujoco.backend import MujocoBackend
 
-    return MujocoBackend.recorded(env, model_xml, assets, layout, source)
+    return MujocoBackend.recorded(env, model_xml, assets, layout, source, roles)

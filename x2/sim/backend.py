@@ -35,6 +35,8 @@ class ResetInfo:
     appearance: dict[str, object] | None = None
     # the cameras drawn for this world when its scene randomises embodiment (x2/sim/mujoco/embodiment.py)
     embodiment: dict[str, object] | None = None
+    # the object each of the scene's roles was bound to (x2/spec/roles.py); None when it declares none
+    roles: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from x2.errors import X2Error
-from x2.spec.env import AssetSpec, ObjectInstance
+from x2.spec.env import AssetSpec, ObjectInstance, Role
 
 
 class LayoutError(X2Error):
@@ -41,11 +41,25 @@ class Placement:
         return Placement(*(round(float(v), DECIMALS) for v in self.as_list()))
 
 
-def draw_assets(objects: Sequence[ObjectInstance], rng: np.random.Generator) -> dict[str, AssetSpec]:
+def draw_roles(roles: Sequence[Role], rng: np.random.Generator) -> dict[str, int]:
+    """Each role's place in its `one_of` for one reset: one integer from `rng` per role, in order, never the
+    object its `unlike` role drew (a scene without roles draws nothing)."""
+    place: dict[str, int] = {}
+    bound: dict[str, str] = {}
+    for r in roles:
+        free = [i for i, name in enumerate(r.one_of) if r.unlike is None or name != bound[r.unlike]]
+        place[r.name] = free[int(rng.integers(len(free)))]
+        bound[r.name] = r.one_of[place[r.name]]
+    return place
+
+
+def draw_assets(objects: Sequence[ObjectInstance], rng: np.random.Generator,
+                roles: Mapping[str, int] | None = None) -> dict[str, AssetSpec]:
     """Each object's asset for one reset: one integer from `rng` per object, in order (so scenes without groups
     draw as they always have); a group's objects draw among the places of their pool not taken yet, and an
-    object that follows another takes the place that one drew, drawing nothing."""
-    place: dict[str, int] = {}
+    object that follows another (or a role: `roles` gives the places draw_roles drew) takes the place that one
+    drew, drawing nothing."""
+    place: dict[str, int] = dict(roles or {})
     taken: dict[str, list[int]] = {}
     for o in objects:
         if o.follows is not None:

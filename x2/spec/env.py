@@ -235,10 +235,20 @@ class ObjectInstance:
     pose: tuple[float, float, float, float] | None = None  # fixed x, y, z, yaw
     group: str | None = None  # objects of one group draw different assets from their (one) pool
     follows: str | None = None  # draws the asset at the place in its pool that this earlier object drew in its own
+    # (or, when it follows a role, at the place in its pool of the object the role drew)
 
     @property
     def max_footprint(self) -> float:
         return max(a.footprint_radius for a in self.candidates)
+
+
+@dataclass(frozen=True)
+class Role:
+    """A name the task uses for one of `one_of`'s objects, bound at every reset (x2/spec/roles.py)."""
+
+    name: str
+    one_of: tuple[str, ...]
+    unlike: str | None = None  # an earlier role it never binds to the same object
 
 
 # The booth's fixed lights, shared by the booth builder and the scenery variants that relight a recorded world:
@@ -377,6 +387,7 @@ class EnvSpec:
     sources: tuple[str, ...] = ()  # spec files that produced this spec, for provenance
     appearance: tuple[SceneryVariant, ...] = ()  # looks every reset draws one of (x2/sim/mujoco/look.py)
     embodiment: tuple[str, ...] = ()  # embodiment axes every reset draws ("camera": x2/sim/mujoco/embodiment.py)
+    roles: tuple[Role, ...] = ()  # names the task uses for objects, bound at every reset (x2/spec/roles.py)
 
     @property
     def control_dt(self) -> float:

@@ -279,6 +279,14 @@ class ObjectFile(_Strict):
     follows: str | None = None
 
 
+class RoleFile(_Strict):
+    """A name the task uses for one of the scene's objects, drawn at every reset (the button the third cue asks
+    for): a puzzle's configuration, while the objects themselves stay where the layout put them."""
+
+    one_of: list[str] = Field(min_length=2)
+    unlike: str | None = None  # an earlier role this one never draws the same object as (no cue twice in a row)
+
+
 # ----- scenery (replay augmentation: a recorded world's static layer, recomposed) ----------------
 # Fields that take "one value or a list to draw from" are normalised to a tuple here, so that their
 # errors read as one rule ("an [r, g, b] colour ... or a list of them") instead of pydantic's two union branches.
@@ -417,6 +425,9 @@ class SceneFile(_Strict):
     appearance: list[str] = []
     # embodiment axes every reset draws: `camera` (the robot's declared camera_jitter)
     embodiment: list[Literal["camera"]] = []
+    # roles every reset binds to objects, before it draws assets (an object may follow a role: a cue lamp of the
+    # colour of the button the role drew)
+    roles: dict[str, RoleFile] = {}
 
 
 # ----- tasks ----------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from x2.spec.env import (
     PredicateCall,
     Region,
     RobotSpec,
+    Role,
     SceneryVariant,
     SkillBinding,
     SurfaceLook,
@@ -155,6 +156,8 @@ def env_record(env: EnvSpec) -> dict[str, object]:
     scene: dict[str, object] = {"name": env.scene_name, "variant": env.variant, "split": env.split,
                                 "booth": {f.name: _plain(getattr(env.booth, f.name)) for f in fields(BoothSpec)},
                                 "objects": objects}
+    if env.roles:  # (only where declared: other records stay as they were)
+        scene["roles"] = [{"name": r.name, "one_of": list(r.one_of), "unlike": r.unlike} for r in env.roles]
     if env.appearance:  # (only when drawn per reset: other records stay as they were)
         scene["appearance"] = [_look_record(v) for v in env.appearance]
     robot = robot_record(env.robot)
@@ -220,7 +223,8 @@ def env_from_record(record: Mapping[str, Any], where: str = "world") -> EnvSpec:
         env = EnvSpec(robot=robot, booth=booth, objects=objects, task=task, fps=int(ctl["fps"]),
                       substeps=int(ctl["substeps"]), scene_name=sc["name"], variant=sc["variant"], split=sc["split"],
                       appearance=tuple(_look(v) for v in sc.get("appearance", [])),
-                      embodiment=tuple(sc.get("embodiment", [])))
+                      embodiment=tuple(sc.get("embodiment", [])),
+                      roles=tuple(Role(r["name"], tuple(r["one_of"]), r["unlike"]) for r in sc.get("roles", [])))
         check_types(env, where)  # a name that is null or a list must never reach MuJoCo's name lookup
         return env
     except DatasetError:

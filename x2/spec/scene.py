@@ -9,10 +9,11 @@ from pathlib import Path
 
 from x2.spec import catalog
 from x2.spec.assets import asset_at, load_asset
-from x2.spec.env import AssetSpec, BoothSpec, ObjectInstance, Region
+from x2.spec.env import AssetSpec, BoothSpec, ObjectInstance, Region, Role
 from x2.spec.files import ObjectFile, SceneFile, parse
 from x2.spec.held_out import check_pools
 from x2.spec.robot import RobotInfo
+from x2.spec.roles import compile_roles
 from x2.spec.scenery import SceneryVariant, compile_scenery, scene_booth
 from x2.spec.source import Fragment, merge_fragments
 
@@ -33,6 +34,7 @@ class SceneInfo:
     file: Path
     appearance: tuple[SceneryVariant, ...] = ()  # looks drawn per reset (their distractors left out)
     embodiment: tuple[str, ...] = ()  # embodiment axes drawn per reset ("camera")
+    roles: tuple[Role, ...] = ()  # names the task uses for objects, bound per reset (x2/spec/roles.py)
 
 
 def _variant_overlay(frag: Fragment, variant: str) -> Fragment:
@@ -104,6 +106,7 @@ def compile_scene(frag: Fragment, file: Path, robot: RobotInfo, variant: str = "
     for name, r in spec.regions.items():
         if r.on is not None and r.on not in spec.objects:
             raise frag.error(("regions", name, "on"), repr(r.on), "an object of this scene: " + ", ".join(spec.objects))
+    roles = compile_roles(frag, spec, OBJECT_NAME)
     objects: list[ObjectInstance] = []
     for name, obj in spec.objects.items():
         key = ("objects", name)
@@ -136,17 +139,17 @@ def compile_scene(frag: Fragment, file: Path, robot: RobotInfo, variant: str = "
                 raise frag.error(("regions", obj.region, "slots"), f"{len(region.slots)} slots for {sharing} objects",
                                  "a slot for every object placed in the region")
         tags = tuple(dict.fromkeys([*obj.tags, *(t for a in candidates for t in a.tags)]))
-        _check_draw(frag, key, obj, name, candidates, objects)
+        _check_draw(frag, key, obj, name, candidates, objects, roles)
         objects.append(ObjectInstance(name, candidates, tags, region, obj.pose, obj.group, obj.follows))
     return SceneInfo(spec.name, booth, regions, tuple(objects), spec.split, variant,
                      ("default", *spec.variants), file, _appearance(frag, spec, sceneries),
-                     tuple(dict.fromkeys(spec.embodiment)))
+                     tuple(dict.fromkeys(spec.embodiment)), roles)
 
 
 def _check_draw(frag: Fragment, key: tuple[str, str], obj: ObjectFile, name: str, candidates: tuple[AssetSpec, ...],
-                before: list[ObjectInstance]) -> None:
-    """A group's objects share one pool, with an asset for each; a followed object comes earlier, its pool as
-    long as this one's."""
+                before: list[ObjectInstance], roles: tuple[Role, ...] = ()) -> None:
+    """A group's objects share one pool, with an asset for each; a followed object comes earlier (or is a role),
+    its pool (or the role's objects) as long as this one's."""
     pool = [a.name for a in candidates]
     if obj.group is not None:
         members = [o for o in before if o.group == obj.group]
@@ -158,13 +161,20 @@ def _check_draw(frag: Fragment, key: tuple[str, str], obj: ObjectFile, name: str
             raise frag.error((*key, "group"), f"{len(members) + 1} objects in group {obj.group!r}",
                              f"at most one per asset of its pool ({len(pool)})")
     if obj.follows is not None:
+        role = next((r for r in roles if r.name == obj.follows), None)
         leader = next((o for o in before if o.name == obj.follows), None)
-        if leader is None:
+        if leader is None and role is None:
             raise frag.error((*key, "follows"), repr(obj.follows),
-                             "an object listed before this one: " + (", ".join(o.name for o in before) or "none"))
-        if len(leader.candidates) != len(pool):
-            raise frag.error((*key, "pool"), f"{len(pool)} assets", f"{len(leader.candidates)}, as many as "
-                             f"{obj.follows}'s pool, which it follows place by place")
+                             "an object listed before this one or a role: "
+                             + (", ".join([*(o.name for o in before), *(r.name for r in roles)]) or "none"))
+        if role is not None:
+            size, what = len(role.one_of), "objects"
+        else:
+            assert leader is not None  # (one of the two, checked above)
+            size, what = len(leader.candidates), "pool"
+        if size != len(pool):
+            raise frag.error((*key, "pool"), f"{len(pool)} assets", f"{size}, as many as {obj.follows}'s {what}, "
+                             "which it follows place by place")
 
 
 def _appearance(frag: Fragment, spec: SceneFile, sceneries: dict[str, SceneryVariant]) -> tuple[SceneryVariant, ...]:

@@ -37,6 +37,10 @@ class _Resolver:
     def __init__(self, frag: Fragment, scene: SceneInfo, robot: RobotInfo):
         self.frag, self.scene, self.robot = frag, scene, robot
         self.objects = {o.name: o for o in scene.objects}
+        # a role stands for any of its objects: it resolves as one object whose assets are all of theirs
+        for role in scene.roles:
+            assets = {a.name: a for name in role.one_of for a in self.objects[name].candidates}
+            self.objects[role.name] = ObjectInstance(role.name, tuple(assets.values()), ())
 
     def object(self, key: Path_, ref: object) -> ObjectInstance:
         if not isinstance(ref, str):
@@ -84,6 +88,10 @@ class _Resolver:
                 raise self.frag.error(key, f"{value!r} ({asset.name} has no {kind} {name!r})",
                                       f"{kind}s of {asset.name}: " + (", ".join(names) or "none"))
         if kind == "part":
+            sites = {a.parts[name] for a in obj.candidates}
+            if len(sites) > 1:  # (a role's objects may differ)
+                raise self.frag.error(key, f"{value!r}, a different site in each of {obj.name}'s assets",
+                                      f"a part every asset of {obj.name} names alike")
             return f"{obj.name}/{obj.candidates[0].parts[name]}"
         return f"{obj.name}/{name}"
 
@@ -237,7 +245,7 @@ def load_env(task: str | None, robot: str | None = None, variant: str = "default
     return EnvSpec(robot=robot_info.model, booth=scene_info.booth, objects=scene_info.objects, task=task_model,
                    fps=robot_info.fps, substeps=robot_info.substeps, scene_name=scene_info.name,
                    variant=variant, split=scene_info.split, sources=sources, appearance=scene_info.appearance,
-                   embodiment=scene_info.embodiment)
+                   embodiment=scene_info.embodiment, roles=scene_info.roles)
 
 
 @contextmanager

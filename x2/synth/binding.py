@@ -85,8 +85,7 @@ def node_program(ctx: SynthContext, node: NodeSpec, arm: str) -> Iterator[Segmen
 
 def task_program(ctx: SynthContext) -> Iterator[Segment]:
     """Sequential synthesis: every node in topological order, one at a time."""
-    task = ctx.env.task
-    assert task is not None
+    task = ctx.monitor.task  # (its roles bound to this reset's objects)
     nodes = {n.id: n for n in task.nodes}
     for nid in topological_order(task.node_ids, task.edges):
         if ctx.node_done(nid):

@@ -34,7 +34,6 @@ class ArmScheduler:
         task = ctx.env.task
         assert task is not None  # check_bindings requires one
         self.ctx = ctx
-        self.nodes: dict[str, NodeSpec] = {n.id: n for n in task.nodes}
         self.order = topological_order(task.node_ids, task.edges)
         self.preds: dict[str, list[str]] = {n: [a for a, b in task.edges if b == n] for n in task.node_ids}
         self.all_arms = tuple(a.name for a in ctx.env.robot.arms)
@@ -59,6 +58,8 @@ class ArmScheduler:
         if state == self._last:
             return lanes  # nothing completed and no arm freed since the last decision
         self._last = state
+        # the nodes as the monitor runs them: their roles bound to this reset's objects (x2/spec/roles.py)
+        nodes: dict[str, NodeSpec] = {n.id: n for n in ctx.monitor.task.nodes}
         ready = self._ready()
         while done_already := [n for n in ready if ctx.node_done(n)]:  # their successors may be ready now
             self.started.update(done_already)
@@ -66,7 +67,7 @@ class ArmScheduler:
         if len(ready) > 1:
             ready = [ready[i] for i in ctx.rng["schedule"].permutation(len(ready))]
         for nid in ready:
-            node = self.nodes[nid]
+            node = nodes[nid]
             arm = resolve_arm(ctx, node)
             arms = set(self.all_arms) if arm == "both" else {arm}
             if not arms <= free_arms:

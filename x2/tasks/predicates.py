@@ -115,6 +115,13 @@ def button_pressed(world: WorldView, joint: str, depth: float = 0.004) -> bool:
     return world.joint_value(joint) <= -depth
 
 
+@_predicate(joint="joint", due="joint", last="joint", depth="float")
+def pressed_instead(world: WorldView, joint: str, due: str, last: str = "", depth: float = 0.004) -> bool:
+    """The button `joint` is pushed in though `due` is the one to press; `last`, the one pressed just before
+    (it may still be on its way back up), is not counted."""
+    return joint not in (due, last) and button_pressed(world, joint, depth)
+
+
 @_predicate(arm="arm", obj="object")
 def gripper_holding(world: WorldView, arm: str, obj: str) -> bool:
     """Both fingers of the arm's gripper touch the object."""

@@ -23,7 +23,7 @@ from x2.arrays import Floats, Image
 from x2.errors import DatasetError, NotFoundError, SpecError, X2Error
 from x2.seeding import axis_streams
 from x2.sim.backend import CameraInfo, Contact, Jaw, ResetInfo, RobotState, SimulationUnstable
-from x2.sim.layout import Placement, draw_assets, solve_layout
+from x2.sim.layout import Placement, draw_assets, draw_roles, solve_layout
 from x2.sim.mujoco.embodiment import jittered_world, sample_embodiment
 from x2.sim.mujoco.jaw import world_jaw
 from x2.sim.mujoco.look import restyled_world, sample_look
@@ -190,6 +190,7 @@ class MujocoBackend:
         self._recorded = _recorded
         self._appearance: dict[str, object] | None = None  # the look the last reset drew (a recorded world's is in it)
         self._embodiment: dict[str, object] | None = None  # its cameras' draw, likewise
+        self._roles: dict[str, str] | None = None  # the objects its roles were bound to, likewise
         self._jaw: Jaw | None = None
         source = None
         if _recorded is not None:
@@ -203,10 +204,11 @@ class MujocoBackend:
 
     @classmethod
     def recorded(cls, env: EnvSpec, model_xml: str, assets: Mapping[str, str],
-                 layout: Mapping[str, Placement], source: str = fmt.MODEL_XML_ATTR) -> MujocoBackend:
+                 layout: Mapping[str, Placement], source: str = fmt.MODEL_XML_ATTR,
+                 roles: Mapping[str, str] | None = None) -> MujocoBackend:
         """The world of a recorded episode: its stored XML as it is (checked by x2.sim.mujoco.recorded_xml
         first), `assets` naming each object's drawn asset among `env`'s candidates (an env rebuilt from the
-        same file). `source` names the file in every error."""
+        same file), `roles` the objects its roles were bound to. `source` names the file in every error."""
         chosen = {}
         for obj in env.objects:
             pool = {a.name: a for a in obj.candidates}
@@ -215,7 +217,14 @@ class MujocoBackend:
                 raise NotFoundError(f"object {obj.name!r}: recorded asset {name!r} is not among its assets "
                                     f"{sorted(pool)}")
             chosen[obj.name] = pool[name]
-        return cls(env, _recorded=(model_xml, chosen, dict(layout), source))
+        for role in env.roles:
+            bound = (roles or {}).get(role.name)
+            if bound not in role.one_of:
+                raise NotFoundError(f"role {role.name!r}: recorded object {bound!r} is not among its objects "
+                                    f"{list(role.one_of)}")
+        backend = cls(env, _recorded=(model_xml, chosen, dict(layout), source))
+        backend._roles = {r.name: (roles or {})[r.name] for r in env.roles} or None
+        return backend
 
     # ----- world selection -------------------------------------------------------------------
     def _use(self, chosen: Mapping[str, AssetSpec], xml: str, source: str | None = None) -> None:
@@ -267,7 +276,9 @@ class MujocoBackend:
         rngs = axis_streams(seed, axes)
         if self._recorded is None:
             rng = rngs["scene"]
-            chosen = draw_assets(self.env.objects, rng)
+            places = draw_roles(self.env.roles, rng)
+            self._roles = {r.name: r.one_of[places[r.name]] for r in self.env.roles} or None
+            chosen = draw_assets(self.env.objects, rng, places)
             layout = solve_layout(self.env.objects, chosen, rng)
             xml = world_xml(self.env, chosen, layout)
             self._appearance = None
@@ -301,7 +312,7 @@ class MujocoBackend:
         names = {o.name: self._c.chosen[o.name].name for o in self.env.objects}
         instruction = self._instruction(rngs["language"], names)
         return ResetInfo(seed, self.env.variant, names, dict(self._layout), instruction, self._appearance,
-                         self._embodiment)
+                         self._embodiment, None if self._roles is None else dict(self._roles))
 
     def _instruction(self, language: np.random.Generator, names: Mapping[str, str]) -> str:
         """The task's instruction for this world: a template drawn from the seed's language stream (only when

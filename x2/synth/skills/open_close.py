@@ -76,7 +76,7 @@ def _goal(ctx: SynthContext, binding: SkillBinding, mech: Mechanism, opening: bo
         goal = float(binding.params["target"])  # type: ignore[arg-type]
     else:
         wanted = "joint_above" if opening else "joint_below"
-        node = next((n for n in ctx.env.task.nodes if n.skill is binding), None) if ctx.env.task else None
+        node = next((n for n in ctx.monitor.task.nodes if n.skill is binding), None)
         calls = [c for c in (node.success if node else ()) if c.name == wanted and c.args.get("joint") == mech.joint]
         if calls:
             threshold = float(calls[0].args["value"])  # type: ignore[arg-type]
