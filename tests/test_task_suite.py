@@ -77,6 +77,21 @@ def test_stack_blocks_builds_a_tower_whose_labels_reproduce(tmp_path: Path) -> N
         _sound(ep)
 
 
+def test_pick_place_among_distractors_leaves_them_where_they_stood(tmp_path: Path) -> None:
+    run = SynthRun(SynthConfig("pick_place", n=1, workers=1, seed=0, max_attempts=3, variant="cluttered"),
+                   tmp_path / "clutter").run()
+    assert run.accepted == 1
+    ds = Dataset.open(tmp_path / "clutter")
+    with ds.load(next(iter(ds.episodes())).index) as ep:
+        _respects_the_dag(ep)
+        names, poses = _object_poses(ep)
+        for name in ("distractor_1", "distractor_2"):  # drawn from the pool, and never touched (from the states)
+            assert ep.json_attr(fmt.ASSETS_ATTR)[name] in ("apple", "orange", "mug", "bottle")
+            moved = np.abs(poses[:, names.index(name), :3] - poses[0, names.index(name), :3]).max()
+            assert moved < 0.001, (name, moved)
+        _sound(ep)
+
+
 def test_drawer_bottle_shuts_the_bottle_in_the_drawer(tmp_path: Path) -> None:
     ds = _one_episode("drawer_bottle", tmp_path / "drawer", seed=1)
     with ds.load(next(iter(ds.episodes())).index) as ep:
