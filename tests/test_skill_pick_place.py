@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import cast
 
+import mujoco
 import numpy as np
 import pytest
 
@@ -20,9 +23,10 @@ from x2.synth.attempt import SynthSession
 from x2.synth.context import SynthContext
 from x2.synth.executor import SkillExecutor
 from x2.synth.segments import Segment, SkillFailure, Wait
-from x2.synth.skills.grasp_poses import fit_and_rank, raw_candidates
+from x2.synth.skills.grasp_poses import fit_and_rank, raw_candidates, top_rotation
 from x2.synth.skills.pick_place import pick, place
-from x2.synth.skills.shapes import UP, arm_reach, gripper_geometry, object_shape
+from x2.synth.skills.place_poses import LEANS, PLACE_YAWS, Held, surface_goals
+from x2.synth.skills.shapes import UP, Shape, arm_reach, gripper_geometry, object_shape, rot_about
 from x2.tasks.predicates import evaluate
 
 ROBOTS = ("artixon-g", "artixon-h")
@@ -127,6 +131,31 @@ def test_grasp_candidates_clear_the_table_and_fit_the_jaw(robot: str) -> None:
     jaw = gripper_geometry(m, d, arm, plate.finger_bodies("right"), g.closed_ctrl, g.open_ctrl)
     shape = object_shape(m, d, "plate", world=True)
     assert not fit_and_rank(raw_candidates(m, d, "plate"), shape, jaw, plate.table_height, arm_reach(m, d, arm))
+
+
+# ----- place poses ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("grasp_lean_deg", [0.0, 20.0, 35.0])
+def test_place_poses_tilt_the_held_object_by_the_place_lean_alone(grasp_lean_deg: float) -> None:
+    """An upright object held by a leaned grasp is set down upright at lean 0 (put down with the tool vertical,
+    a Hanoi disc grasped at 35 deg landed 35 deg over and toppled off the disc below); each further lean tilts
+    it by that much, the tool's top towards the shoulder."""
+    closing = np.array([0.0, 1.0, 0.0])
+    tcp_rot = rot_about(closing, np.deg2rad(grasp_lean_deg)) @ top_rotation(closing)
+    block = Shape(np.array([int(mujoco.mjtGeom.mjGEOM_BOX)]), np.array([[0.02, 0.02, 0.025]]), np.zeros((1, 3)),
+                  np.eye(3)[None])
+    held = Held("block", tcp_rot.T @ np.array([0.0, 0.0, -0.03]), block.turned(tcp_rot.T), block.turned(tcp_rot.T),
+                0.04)
+    ctx = cast(SynthContext, SimpleNamespace(rng={"grasp": np.random.default_rng(0)}))
+    spot, shoulder = np.array([0.5, -0.3, 0.75]), np.array([0.0, -0.2, 1.2])
+    goals = surface_goals(ctx, held, spot, tcp_rot, shoulder, lambda p, r: 1.0, 0.08)
+    assert len(goals) == len(PLACE_YAWS) * len(LEANS)
+    outward = np.array([*(spot - shoulder)[:2], 0.0])
+    for i, goal in enumerate(goals):  # yaws, then leans within each
+        lean = LEANS[i % len(LEANS)]
+        object_up = goal.rot @ tcp_rot.T @ UP
+        assert np.arccos(np.clip(object_up @ UP, -1.0, 1.0)) == pytest.approx(lean, abs=1e-6)
+        if lean > 0:
+            assert goal.rot[:, 2] @ outward > goals[i - i % len(LEANS)].rot[:, 2] @ outward
 
 
 # ----- whole attempts ---------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ ranked, and the caller tries the best few with IK, a straight line and a free-sp
 - On a surface (an object's `surface` part, else the top of its collision geoms, or a point site): the
   object over the spot with its current orientation, the tool turned about the vertical and leaned
   towards the robot by a few angles (a lean brings the wrist nearer: the plate in pick_place lies at the
-  edge of the tool-down workspace), down from above.
+  edge of the tool-down workspace), down from above. A tool already leaned by its grasp leans from there,
+  so the object is not put down tilted by the grasp's lean.
 - Into a box site (a container's `cavity`): the open side is the side face with free space behind it
   (rays from the box centre, so a shut door counts as closed); the tool tilts down into the opening,
   heading straight in or along the reach, with the fingers side by side or stacked; the object goes just
@@ -47,7 +48,8 @@ PRESS = 0.012  # m, a guarded place-down may go this far past the computed conta
 TIP_CLEARANCE = 0.003  # m the fingertips stay above the surface at the end of a guarded place-down
 JITTER = 0.01  # m, radius of the random offset of a place on a surface (from the grasp stream)
 PLACE_YAWS = np.deg2rad([0.0, 45.0, -45.0, 90.0, -90.0, 180.0])  # tool turns for a place from above
-LEANS = np.deg2rad([0.0, 15.0, 30.0])  # tool tilts from vertical for a place from above
+LEANS = np.deg2rad([0.0, 15.0, 30.0])  # tilts of the held object (of the tool, after a grasp from straight above)
+LEVEL_TOL = np.deg2rad(5.0)  # a tool this near vertical grasped from straight above (grasp leans: 20, 35 deg)
 YAW_COST = 0.3  # a turn of the wrist costs less than a lean of the object (rad per rad)
 
 INSET = 0.02  # m, the placed object's nearest point behind a container's opening (where a door closes)
@@ -133,12 +135,19 @@ def surface_goals(ctx: SynthContext, held: Held, spot: np.ndarray, tcp_rot: np.n
                   slack: SlackFn, approach: float) -> list[PlaceGoal]:
     jitter = ctx.rng["grasp"].uniform(-1.0, 1.0, size=2) * JITTER / np.sqrt(2)
     lean_dir = horizontal(spot - shoulder)
+    # A leaned grasp (grasp_poses.LEANS) holds the object as it stood with the tool leaned; leaning the tool from
+    # vertical would set it down tilted by the grasp's lean (a disc grasped at 35 deg and put down with the tool
+    # vertical lands 35 deg over and topples off the disc below), so such a tool leans from its own tilt.
+    grasp_lean = float(np.arccos(np.clip(-tcp_rot[2, 2], -1.0, 1.0)))
     goals = []
     for yaw in PLACE_YAWS:
         turned = rot_about(UP, float(yaw)) @ tcp_rot
         for lean in LEANS:
             # the tool's top towards the shoulder: the wrist comes nearer, the object tilts with it
-            rot = rot_between(turned[:, 2], np.sin(lean) * lean_dir - np.cos(lean) * UP) @ turned
+            if grasp_lean < LEVEL_TOL:
+                rot = rot_between(turned[:, 2], np.sin(lean) * lean_dir - np.cos(lean) * UP) @ turned
+            else:
+                rot = rot_about(np.cross(lean_dir, UP), float(lean)) @ turned
             obj_at = rot @ held.rel_pos
             pos = np.array([spot[0] + jitter[0] - obj_at[0], spot[1] + jitter[1] - obj_at[1], 0.0])
             # the lowest point of object and fingers RELEASE_GAP above the spot
