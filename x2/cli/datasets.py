@@ -122,6 +122,10 @@ def _coverage_table(cov: Coverage) -> Table:
         table.add_row("task setting", "instructions", f"{len(cov.instructions)} distinct; most often ({n}): {top}")
     table.add_row("task setting", "layouts", f"{cov.layouts} distinct (to the cm) of {cov.episodes} episodes")
     table.add_row("embodiment", "robot", _counts(cov.embodiment))
+    if cov.table_heights:
+        lo, hi = min(cov.table_heights), max(cov.table_heights)
+        table.add_row("embodiment", "table height", f"{len(cov.table_heights)} drawn, {100 * lo:+.1f} to "
+                                                    f"{100 * hi:+.1f} cm from nominal (relative to the robot)")
     table.add_row("split", "train / eval", _counts(cov.split))
     if cov.unreadable:
         table.add_row("-", "unreadable", f"{len(cov.unreadable)} episode(s), e.g. {cov.unreadable[0]} "
