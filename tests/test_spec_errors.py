@@ -130,6 +130,17 @@ CASES = [
                                                                        "camera_jitter: {nose: {fovy: 2}}\n"},
      ["robots", "show", "r"], "r.yaml", 3, r"camera_jitter.nose: found 'nose'; allowed: one of the robot's cameras: "
                                            r"head, left_wrist, right_wrist"),
+    ("a table height range beyond a few centimetres", {"specs/robots/r.yaml": "include: artixon-g.yaml\nname: r\n"
+                                                                               "table_height_jitter: 0.5\n"},
+     ["robots", "show", "r"], "r.yaml", 3, r"table_height_jitter: found 0.5; allowed: less than or equal to 0.05$"),
+    ("a table height range on a mobile base", {"specs/robots/r.yaml": "include: mobile-aloha.yaml\nname: r\n"
+                                                                       "table_height_jitter: 0.01\n"},
+     ["robots", "show", "r"], "r.yaml", 3, r"table_height_jitter: found 0.01 on a robot with a mobile base; allowed: "
+                                           r"0 \(omitted\): only a robot whose mount is fixed to the world"),
+    ("an embodiment axis x2 does not draw", {
+        "specs/scenes/s.yaml": "include: kitchen_booth.yaml\nname: s\nembodiment: [camera, table]\n",
+        "t.yaml": GOOD_TASK.replace("scene: kitchen_booth", "scene: s")},
+     ["tasks", "show", "t.yaml"], "s.yaml", 3, r"embodiment\[1\]: found 'table'; allowed: 'camera' or 'table_height'"),
     ("a region on an object the scene has not", {
         "specs/scenes/s.yaml": "include: kitchen_booth.yaml\nname: s\nregions:\n"
                                "  r: {center: [0.5, 0.0], half_size: [0.02, 0.02], on: shelf, height: 0.1}\n",

@@ -134,7 +134,8 @@ TELEOP_END_ATTR, DEVICE_ATTR = "teleop_end", "device"
 SAFETY_CLAMPED_ATTR, SAFETY_REJECTED_ATTR = "safety_clamped_ticks", "safety_rejected_ticks"
 SYNTHESIS_ATTR = "synthesis"
 RESET_LOOK_ATTR = "reset_look"  # the look a reset drew, JSON {"scenery", "look"}, when the scene draws one
-RESET_EMBODIMENT_ATTR = "reset_embodiment"  # the cameras a reset drew, JSON {"cameras": ...}, when it draws them
+# what a reset drew of the embodiment, JSON {"cameras": ..., "table_height": m} (each when drawn), when it draws any
+RESET_EMBODIMENT_ATTR = "reset_embodiment"
 RESET_ROLES_ATTR = "reset_roles"  # the object each role was bound to, JSON {role: object}, when the scene has roles
 ROOT_ATTRS = (
     FORMAT_ATTR, INDEX_ATTR, TASK_ATTR, INSTRUCTION_ATTR, ROBOT_ATTR, FPS_ATTR, SIM_DT_ATTR, SCENE_VARIANT_ATTR,
@@ -204,7 +205,7 @@ class EpisodeEnd:
     # dataset with other settings, so each episode says so itself)
     synthesis: str | None = None
     reset_look: str | None = None  # JSON {"scenery", "look"}: the look drawn at the reset, when one was
-    reset_embodiment: str | None = None  # JSON {"cameras": ...}: the cameras drawn at the reset, when they were
+    reset_embodiment: str | None = None  # JSON {"cameras": ..., "table_height": m}: the reset's embodiment draw
     reset_roles: str | None = None  # JSON {role: object}: what the reset bound the scene's roles to, when it has any
 
     def attrs(self) -> dict[str, Any]:

@@ -17,8 +17,8 @@ STREAMS = ("scene", "grasp", "planner", "noise", "schedule", "language", "appear
 
 
 # The randomisation axes a reset draws, each from its own streams: `axis_streams` redraws one axis alone (x2 tasks
-# preview --axis), the others kept. Embodiment draws the cameras' jitter; another robot or gripper is chosen
-# (--robot, --gripper), not drawn.
+# preview --axis), the others kept. Embodiment draws the cameras' jitter and the table's height relative to the
+# robot; another robot or gripper is chosen (--robot, --gripper), not drawn.
 AXES: dict[str, tuple[str, ...]] = {"appearance": ("appearance",), "task": ("scene", "language"),
                                     "embodiment": ("embodiment",)}
 

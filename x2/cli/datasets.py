@@ -124,6 +124,10 @@ def _coverage_table(cov: Coverage) -> Table:
     if cov.role_bindings:
         table.add_row("task setting", "role bindings", f"{cov.role_bindings} distinct of {cov.episodes} episodes")
     table.add_row("embodiment", "robot", _counts(cov.embodiment))
+    if cov.table_heights:
+        lo, hi = min(cov.table_heights), max(cov.table_heights)
+        table.add_row("embodiment", "table height", f"{len(cov.table_heights)} drawn, {100 * lo:+.1f} to "
+                                                    f"{100 * hi:+.1f} cm from nominal (relative to the robot)")
     table.add_row("split", "train / eval", _counts(cov.split))
     if cov.unreadable:
         table.add_row("-", "unreadable", f"{len(cov.unreadable)} episode(s), e.g. {cov.unreadable[0]} "

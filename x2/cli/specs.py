@@ -215,8 +215,9 @@ def tasks_preview(
     columns: Annotated[int | None, typer.Option("--columns", help="tiles per row (default: 4, more for many "
                                                 "seeds)", show_default=False)] = None,
     axis: Annotated[str | None, typer.Option("--axis", help="vary one randomisation axis only: appearance (the "
-                                             "look) or task (assets, layout, instruction); the rest stays slot "
-                                             "0's", show_default=False)] = None,
+                                             "look), task (assets, layout, instruction) or embodiment (the "
+                                             "cameras, the table's height); the rest stays slot 0's",
+                                             show_default=False)] = None,
 ) -> None:
     """Draw the worlds of many seeded resets of a task in one PNG: layouts, asset draws, scenery.
 

@@ -5,8 +5,8 @@
 - task setting: the asset drawn for every object that had a choice, the instructions (paraphrases and grid
   positions give several per task), how many distinct layouts (object placements to the centimetre) and how
   many distinct bindings of the scene's roles (a puzzle's configuration: the sequence of buttons to press);
-- embodiment: the robot (a gripper swapped in names itself in the robot's name), and whether its reset drew
-  the cameras' mounting and lens;
+- embodiment: the robot (a gripper swapped in names itself in the robot's name), whether its reset drew the
+  cameras' mounting and lens and the table's height, and the range of the table heights drawn;
 - split: train or eval, as the episodes recorded it.
 
 Unlike `x2.datasets.inspect` this opens every episode file (root attributes only, no arrays).
@@ -34,6 +34,7 @@ class Coverage:
     layouts: int = 0  # distinct placements of all objects, to the centimetre
     role_bindings: int = 0  # distinct bindings of the scene's roles (0: no episode has roles)
     embodiment: Counter[str] = field(default_factory=Counter)  # robot -> episodes
+    table_heights: list[float] = field(default_factory=list)  # m, each drawn one (relative to the robot's mount)
     split: Counter[str] = field(default_factory=Counter)
     unreadable: list[int] = field(default_factory=list)  # episodes whose file could not be read (validate says why)
 
@@ -81,9 +82,18 @@ def _count(ds: Dataset, index: int, out: Coverage, layouts: set[tuple[tuple[str,
                                ) from None
         roles = ep.json_attr(fmt.RESET_ROLES_ATTR)
         instruction, robot, split = ep.instruction, ep.text(fmt.ROBOT_ATTR) or ds.manifest.robot, ep.split
-        cameras = ep.json_attr(fmt.RESET_EMBODIMENT_ATTR)
-        if isinstance(cameras, dict) and cameras.get("cameras"):  # its cameras drawn at the reset
-            robot = f"{robot}, cameras drawn"
+        drawn_body = ep.json_attr(fmt.RESET_EMBODIMENT_ATTR)
+        height = None
+        if isinstance(drawn_body, dict):
+            if drawn_body.get("cameras"):  # its cameras drawn at the reset
+                robot = f"{robot}, cameras drawn"
+            if "table_height" in drawn_body:  # and the table's height
+                try:
+                    height = float(drawn_body["table_height"])
+                except (TypeError, ValueError) as exc:
+                    raise DatasetError(f"{ep.path}: {fmt.RESET_EMBODIMENT_ATTR}: table_height: found {exc}; allowed: "
+                                       "a number (m)") from None
+                robot = f"{robot}, table height drawn"
     out.appearance["scenery " + variant if isinstance(augmentation, dict) else variant] += 1
     for name, asset in assets.items() if isinstance(assets, dict) else ():
         out.assets[str(name)][str(asset)] += 1
@@ -92,4 +102,6 @@ def _count(ds: Dataset, index: int, out: Coverage, layouts: set[tuple[tuple[str,
     if isinstance(roles, dict):
         bindings.add(tuple(sorted((str(k), str(v)) for k, v in roles.items())))
     out.embodiment[robot] += 1
+    if height is not None:
+        out.table_heights.append(height)
     out.split[split] += 1

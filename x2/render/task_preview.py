@@ -53,15 +53,27 @@ def _check_axis(axis: str | None, env: EnvSpec) -> None:
     if axis == "appearance" and not env.appearance:
         raise X2Error(f"--axis: found 'appearance' but scene {env.scene_name} (variant {env.variant}) draws no look "
                       "per reset; allowed: task, or a variant whose scene lists `appearance:` looks")
-    if axis == "embodiment" and not ("camera" in env.embodiment and env.robot.camera_jitter):
+    if axis == "embodiment" and not _draws_embodiment(env):
         raise X2Error(f"--axis: found 'embodiment' but scene {env.scene_name} (variant {env.variant}) with robot "
-                      f"{env.robot.name} draws no cameras per reset; allowed: task, or a variant whose scene lists "
-                      "`embodiment: [camera]` with a robot that declares camera_jitter (another robot or gripper is "
-                      "chosen with --robot and --gripper)")
+                      f"{env.robot.name} draws no cameras or table height per reset; allowed: task, or a variant "
+                      "whose scene lists `embodiment: [camera]` or `[table_height]` with a robot that declares "
+                      "camera_jitter or table_height_jitter (another robot or gripper is chosen with --robot and "
+                      "--gripper)")
+
+
+def _draws_embodiment(env: EnvSpec) -> bool:
+    return bool(("camera" in env.embodiment and env.robot.camera_jitter)
+                or ("table_height" in env.embodiment and env.robot.table_height_jitter > 0))
 
 
 def _cameras(embodiment: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
     return sorted((embodiment or {}).get("cameras", {}).items())
+
+
+def _table_height(embodiment: dict[str, Any] | None) -> list[str]:
+    """The drawn table height as a tile says it (cm, relative to the robot's mount), if one was drawn."""
+    height = (embodiment or {}).get("table_height")
+    return [] if height is None else [f"table {100 * float(height):+.1f} cm"]
 
 
 def default_camera(env: EnvSpec) -> str:
@@ -114,7 +126,8 @@ def task_preview(task: str, out: str | Path, *, seeds: int = 12, master_seed: in
             frames.append(backend.render(camera, size.width, size.height))
             draws = ", ".join([f"{name}={info.assets[name]}" for name in drawn]
                               + ([f"look={info.appearance['scenery']}"] if info.appearance else [])
-                              + [f"{cam} fovy {change['fovy']:+.1f}" for cam, change in _cameras(info.embodiment)])
+                              + [f"{cam} fovy {change['fovy']:+.1f}" for cam, change in _cameras(info.embodiment)]
+                              + _table_height(info.embodiment))
             labels.append(f"#{slot} seed {seed}" + (f": {draws}" if draws else ""))
             slot_seeds.append(seed)
             instructions.append(info.instruction)

@@ -33,7 +33,8 @@ class ResetInfo:
     # the look drawn for this world when its scene randomises appearance: {"scenery": NAME, "look": {...}}
     # (x2/sim/mujoco/look.py); None when it does not
     appearance: dict[str, object] | None = None
-    # the cameras drawn for this world when its scene randomises embodiment (x2/sim/mujoco/embodiment.py)
+    # the cameras and table height drawn for this world when its scene randomises embodiment
+    # ({"cameras": ..., "table_height": m}, each when drawn: x2/sim/mujoco/embodiment.py)
     embodiment: dict[str, object] | None = None
     # the object each of the scene's roles was bound to (x2/spec/roles.py); None when it declares none
     roles: dict[str, str] | None = None

@@ -169,6 +169,9 @@ class RobotSpec:
     base_pos: Vec3 = (0.0, 0.0, 0.0)
     base: MobileBaseSpec | None = None  # None: the robot stands where it is mounted
     camera_jitter: tuple[CameraJitter, ...] = ()  # drawn per reset where the scene randomises embodiment
+    # m, +-: the table's height relative to the mount, drawn per reset where the scene lists `table_height`
+    # (0: never drawn); realised by moving the mount (x2/sim/mujoco/embodiment.py)
+    table_height_jitter: float = 0.0
 
     @property
     def action(self) -> ActionLayout:
@@ -386,7 +389,8 @@ class EnvSpec:
     split: str = "train"
     sources: tuple[str, ...] = ()  # spec files that produced this spec, for provenance
     appearance: tuple[SceneryVariant, ...] = ()  # looks every reset draws one of (x2/sim/mujoco/look.py)
-    embodiment: tuple[str, ...] = ()  # embodiment axes every reset draws ("camera": x2/sim/mujoco/embodiment.py)
+    # embodiment axes every reset draws ("camera", "table_height": x2/sim/mujoco/embodiment.py)
+    embodiment: tuple[str, ...] = ()
     roles: tuple[Role, ...] = ()  # names the task uses for objects, bound at every reset (x2/spec/roles.py)
 
     @property

@@ -37,6 +37,10 @@ class _Strict(BaseModel):
 
 # ----- robots ---------------------------------------------------------------------------------
 
+# m: the largest table_height_jitter a robot may declare. Scenes check their regions' reach against the nominal
+# shoulders (x2/spec/scene.py); a few centimetres leave that check meaningful, a larger range would not.
+MAX_TABLE_HEIGHT_JITTER = 0.05
+
 
 class GripperFile(_Strict):
     kind: Name
@@ -212,6 +216,11 @@ class RobotFile(_Strict):
     cameras: list[str] = []
     # per camera: how much its mounting and lens vary, drawn at every reset where a scene randomises embodiment
     camera_jitter: dict[str, CameraJitterFile] = {}
+    # m, +-: how far the table's top may stand above or below its nominal height relative to this robot's mount
+    # (benches and stands differ from lab to lab), drawn at every reset where a scene lists `table_height` in its
+    # embodiment axes. It is realised by moving the mount, not the table (x2/sim/mujoco/embodiment.py), so only a
+    # robot whose mount is welded to the world may declare it: a mobile base rides on the floor (x2/spec/robot.py)
+    table_height_jitter: Extent = Field(default=0.0, le=MAX_TABLE_HEIGHT_JITTER)
     base_pos: Vec3 = (0.0, 0.0, 0.0)
     reach: Number = Field(default=0.75, gt=0, description="max distance shoulder -> tcp (m)")
     shoulders: dict[Literal["left", "right"], Vec3] = {}
@@ -423,8 +432,9 @@ class SceneFile(_Strict):
     # scenery looks (their table, walls, floor and lighting) every reset draws one of: appearance randomised
     # at collection time, recorded in the world it compiles
     appearance: list[str] = []
-    # embodiment axes every reset draws: `camera` (the robot's declared camera_jitter)
-    embodiment: list[Literal["camera"]] = []
+    # embodiment axes every reset draws: `camera` (the robot's declared camera_jitter) and `table_height` (the table's
+    # height relative to the robot's mount, within the robot's declared table_height_jitter)
+    embodiment: list[Literal["camera", "table_height"]] = []
     # roles every reset binds to objects, before it draws assets (an object may follow a role: a cue lamp of the
     # colour of the button the role drew)
     roles: dict[str, RoleFile] = {}

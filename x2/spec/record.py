@@ -165,6 +165,8 @@ def env_record(env: EnvSpec) -> dict[str, object]:
         scene["embodiment"] = list(env.embodiment)
         robot["camera_jitter"] = [{f.name: getattr(j, f.name) for f in fields(CameraJitter)}
                                   for j in env.robot.camera_jitter]
+        if "table_height" in env.embodiment:  # (only where drawn: the records of camera-only scenes stay as they were)
+            robot["table_height_jitter"] = env.robot.table_height_jitter
     return {
         "version": RECORD_VERSION,
         "robot": robot,
@@ -216,7 +218,8 @@ def env_from_record(record: Mapping[str, Any], where: str = "world") -> EnvSpec:
             arms=tuple(ArmSpec(**{k: _tuple(v) for k, v in a.items() if k != "part"}) for a in r["arms"]),
             cameras=tuple(r["cameras"]), base_pos=tuple(r["base_pos"]),
             base=MobileBaseSpec(**{k: _tuple(v) for k, v in r["base"].items()}) if "base" in r else None,
-            camera_jitter=tuple(CameraJitter(**j) for j in r.get("camera_jitter", [])))
+            camera_jitter=tuple(CameraJitter(**j) for j in r.get("camera_jitter", [])),
+            table_height_jitter=float(r.get("table_height_jitter", 0.0)))
         booth = BoothSpec(**{k: _tuple(v) for k, v in sc["booth"].items()})
         objects = tuple(_object(o) for o in sc["objects"])
         task = None if record["task"] is None else _task(record["task"], where)

@@ -108,9 +108,14 @@ def compile_robot(frag: Fragment, file: Path, gripper: str | None = None) -> Rob
                              + (", ".join(spec.cameras) or "none"))
     jitter = tuple(CameraJitter(c, float(j.position), float(j.angle), float(j.fovy))
                    for c, j in spec.camera_jitter.items())
+    if spec.table_height_jitter and spec.base is not None:
+        # The table's height is varied by moving the mount up or down (the table, what stands on it and every
+        # world-frame height stay put); a mobile base's chassis rides on the floor, so its mount cannot move.
+        raise frag.error(("table_height_jitter",), f"{spec.table_height_jitter:g} on a robot with a mobile base",
+                         "0 (omitted): only a robot whose mount is fixed to the world can be raised or lowered")
     model = RobotSpec(name=spec.name, mjcf=_file_next_to(frag, ("mjcf",), spec.mjcf), gripper=hand,
                        arms=tuple(arms), cameras=tuple(spec.cameras), base_pos=spec.base_pos, base=base,
-                       camera_jitter=jitter)
+                       camera_jitter=jitter, table_height_jitter=float(spec.table_height_jitter))
     shoulders: dict[str, Vec3] = dict(spec.shoulders.items())
     return RobotInfo(model, spec.reach, shoulders, spec.reference_task, spec.description, file,
                      spec.control.fps, spec.control.substeps)

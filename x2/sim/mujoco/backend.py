@@ -24,7 +24,7 @@ from x2.errors import DatasetError, NotFoundError, SpecError, X2Error
 from x2.seeding import axis_streams
 from x2.sim.backend import CameraInfo, Contact, Jaw, ResetInfo, RobotState, SimulationUnstable
 from x2.sim.layout import Placement, draw_assets, draw_roles, solve_layout
-from x2.sim.mujoco.embodiment import jittered_world, sample_embodiment
+from x2.sim.mujoco.embodiment import jittered_world, mounted, sample_embodiment
 from x2.sim.mujoco.jaw import world_jaw
 from x2.sim.mujoco.look import restyled_world, sample_look
 from x2.sim.mujoco.recorded_xml import check_world_xml, compile_world, make_data
@@ -189,7 +189,7 @@ class MujocoBackend:
         self.table_height = env.booth.table_height
         self._recorded = _recorded
         self._appearance: dict[str, object] | None = None  # the look the last reset drew (a recorded world's is in it)
-        self._embodiment: dict[str, object] | None = None  # its cameras' draw, likewise
+        self._embodiment: dict[str, object] | None = None  # its embodiment's draw, likewise
         self._roles: dict[str, str] | None = None  # the objects its roles were bound to, likewise
         self._jaw: Jaw | None = None
         source = None
@@ -265,9 +265,9 @@ class MujocoBackend:
     # ----- lifecycle -------------------------------------------------------------------------
     def reset(self, seed: int, variant: str | None = None, axes: dict[str, int] | None = None) -> ResetInfo:
         """The world for `seed`: its assets and layout drawn from the seed's scene stream, its instruction from
-        its language stream and its look from its appearance stream (a recorded world keeps its own), arms at
-        home, grippers open, everything at rest. `axes` ({"appearance": s}) draws an axis from another seed's
-        streams (x2/seeding.py: AXES)."""
+        its language stream, its look from its appearance stream and its cameras and table height from its
+        embodiment stream (a recorded world keeps its own), arms at home, grippers open, everything at rest.
+        `axes` ({"appearance": s}) draws an axis from another seed's streams (x2/seeding.py: AXES)."""
         if variant is not None and variant != self.env.variant:
             if self._recorded is not None:
                 raise X2Error(f"variant: found {variant!r} for a recorded world; allowed: its own, "
@@ -280,7 +280,10 @@ class MujocoBackend:
             self._roles = {r.name: r.one_of[places[r.name]] for r in self.env.roles} or None
             chosen = draw_assets(self.env.objects, rng, places)
             layout = solve_layout(self.env.objects, chosen, rng)
-            xml = world_xml(self.env, chosen, layout)
+            # the embodiment drawn from the seed's own stream (the other axes' draws stay as they were); the
+            # table's height is built in (the robot's mount moved), the cameras jittered once the look is on
+            embodiment = sample_embodiment(self.env.robot, self.env.embodiment, rngs["embodiment"])
+            xml = world_xml(mounted(self.env, embodiment), chosen, layout)
             self._appearance = None
             if self.env.appearance:  # a look drawn from the seed's own stream: the layout's draws stay as they were
                 looks = rngs["appearance"]
@@ -288,10 +291,9 @@ class MujocoBackend:
                 look = sample_look(scenery, looks)
                 xml = restyled_world(xml, look, "the world x2 built")
                 self._appearance = {"scenery": scenery.name, "look": look}
-            self._embodiment = None
-            if "camera" in self.env.embodiment and self.env.robot.camera_jitter:
-                self._embodiment = sample_embodiment(self.env.robot.camera_jitter, rngs["embodiment"])
-                xml = jittered_world(xml, self._embodiment)
+            self._embodiment = embodiment
+            if embodiment is not None and "cameras" in embodiment:
+                xml = jittered_world(xml, embodiment)
             self._use(chosen, xml)
             self._layout = layout
         m, d = self.model, self.data
