@@ -16,13 +16,18 @@ from x2.spec import load_env
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _rewrites_the_same_bytes(script: str, args: list[str], files: list[Path]) -> None:
+    """Running `script` again writes each of `files` byte for byte as it is in the repository."""
+    before = [f.read_bytes() for f in files]
+    subprocess.run([sys.executable, str(ROOT / script), *args], check=True, capture_output=True)
+    assert [f.read_bytes() for f in files] == before
+
+
 @pytest.mark.parametrize("discs", [4, 5])
 def test_the_written_task_is_the_scripts_and_its_moves_are_legal(discs: int, tmp_path: Path) -> None:
-    files = [ROOT / f"x2/tasks/hanoi_tower_{discs}.yaml", ROOT / f"x2/assets/scenes/hanoi_booth_{discs}.yaml"]
-    before = [f.read_bytes() for f in files]
-    subprocess.run([sys.executable, str(ROOT / "scripts/hanoi_task.py"), "--discs", str(discs)], check=True,
-                   capture_output=True)
-    assert [f.read_bytes() for f in files] == before
+    _rewrites_the_same_bytes("scripts/hanoi_task.py", ["--discs", str(discs)],
+                             [ROOT / f"x2/tasks/hanoi_tower_{discs}.yaml",
+                              ROOT / f"x2/assets/scenes/hanoi_booth_{discs}.yaml"])
 
     env = load_env(f"hanoi_tower_{discs}")
     assert env.task is not None
@@ -45,11 +50,9 @@ def test_the_written_task_is_the_scripts_and_its_moves_are_legal(discs: int, tmp
 
 
 def test_the_tall_tower_task_is_the_scripts_and_stacks_every_cube_on_the_one_before() -> None:
-    files = [ROOT / "x2/tasks/stack_blocks_15.yaml", ROOT / "x2/assets/scenes/stack_booth_15.yaml"]
-    before = [f.read_bytes() for f in files]
-    subprocess.run([sys.executable, str(ROOT / "scripts/stack_task.py"), "--blocks", "15"], check=True,
-                   capture_output=True)
-    assert [f.read_bytes() for f in files] == before
+    _rewrites_the_same_bytes("scripts/stack_task.py", ["--blocks", "15"],
+                             [ROOT / "x2/tasks/stack_blocks_15.yaml",
+                              ROOT / "x2/assets/scenes/stack_booth_15.yaml"])
     env = load_env("stack_blocks_15")
     assert env.task is not None
     places = [n for n in env.task.nodes if n.id.startswith("stack")]
@@ -59,11 +62,9 @@ def test_the_tall_tower_task_is_the_scripts_and_stacks_every_cube_on_the_one_bef
 
 
 def test_the_cue_sequence_task_is_the_scripts_and_presses_step_k_at_node_k() -> None:
-    files = [ROOT / "x2/tasks/press_sequence_12.yaml", ROOT / "x2/assets/scenes/sequence_booth_12.yaml"]
-    before = [f.read_bytes() for f in files]
-    subprocess.run([sys.executable, str(ROOT / "scripts/cue_task.py"), "--cues", "12"], check=True,
-                   capture_output=True)
-    assert [f.read_bytes() for f in files] == before
+    _rewrites_the_same_bytes("scripts/cue_task.py", ["--cues", "12"],
+                             [ROOT / "x2/tasks/press_sequence_12.yaml",
+                              ROOT / "x2/assets/scenes/sequence_booth_12.yaml"])
     env = load_env("press_sequence_12")
     assert env.task is not None and [r.name for r in env.roles] == [f"step_{k}" for k in range(1, 13)]
     assert all(r.unlike == f"step_{k - 1}" for k, r in enumerate(env.roles[1:], start=2))
