@@ -51,3 +51,8 @@ class ExportError(X2Error):
 class StorageError(X2Error):
     """The machine refused a write (disk full, read-only, permission denied, a file in the way, the folder gone,
     an I/O error). The message names the path, the cause, what is safe and what to do (``x2.disk``)."""
+
+
+class PolicyError(X2Error):
+    """A policy cannot be evaluated as asked: an unknown kind, a folder that is no policy, a service whose
+    actions do not fit the robot (found before the first step)."""

@@ -1,0 +1,107 @@
+"""What x2 says to a policy service and what it expects back.
+
+The wire is openpi's: a websocket whose every binary message is msgpack with numpy arrays as
+`{__ndarray__, data, dtype, shape}` maps (x2.policy.wire). On connect the service sends its metadata;
+then each observation message is answered by one message holding `actions`, an (H, D) chunk or a (D,)
+vector. A stock openpi server does only that, and x2 drives it as it is.
+
+A service that says so in its metadata (`x2.lifecycle`) also answers the episode lifecycle's other two
+operations, sent as messages carrying `x2.op`: `initialize_episode` (what the episode is: seed, task,
+instruction; a stateful policy clears its history) and `finalize_episode` (how it ended). Both are
+answered by `{"ok": true}`. Everything x2-specific in the metadata sits under its `x2` key, so other
+clients ignore it; what it means is `ServiceInfo`.
+
+Observation keys are LeRobot's feature names (so a LeRobot policy's batch is the message itself) plus
+openpi's `prompt`. Privileged simulator state (`x2.sim_state`, the full physics state) goes only to a
+service that asks for it in its metadata: x2's own expert, which is reported as privileged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+OBS_STATE = "observation.state"  # (J,) float32: the robot's joint positions, as the dataset's qpos
+OBS_IMAGE_PREFIX = "observation.images."  # + camera: (H, W, 3) uint8, rendered live
+OBS_ENV_STATE = "observation.environment_state"  # (K * 7,) float32: object poses (privileged: low-dim policies)
+OBS_PROMPT = "prompt"  # the episode's instruction (openpi's name)
+OBS_TASK = "task"  # the same instruction (LeRobot's name)
+OBS_TICK = "x2.tick"  # the control tick of this observation (30 Hz simulated time)
+OBS_SIM_STATE = "x2.sim_state"  # the full physics state, float64 (privileged: only to a service asking for it)
+ACTIONS = "actions"
+OP_KEY = "x2.op"
+INITIALIZE, FINALIZE = "initialize_episode", "finalize_episode"
+METADATA_KEY = "x2"
+
+
+class PolicyFault(Exception):
+    """The service could not give a usable answer: the episode ends with `reason` recorded, the run goes on."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason, self.detail = reason, detail  # reason: timeout | connection lost | service error | malformed
+
+
+@dataclass(frozen=True)
+class ServiceInfo:
+    """What a service says about itself under its metadata's `x2` key (all optional: a stock openpi server
+    says nothing, and the evaluator's own options fill in the cameras and sizes)."""
+
+    kind: str = "remote"  # random | hold | replay | expert | lerobot | remote (anything else)
+    identity: str = ""  # what a report names it by: the folder, dataset or kind it serves
+    digest: str = ""  # sha256 of what it serves (weights, dataset index), "" when it has none
+    lifecycle: bool = False  # answers initialize_episode / finalize_episode
+    cameras: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # camera -> (height, width) it wants
+    state: bool = True  # wants observation.state
+    environment_state: bool = False  # wants observation.environment_state (a low-dim policy)
+    sim_state: bool = False  # wants x2.sim_state (privileged: the expert)
+    action_names: tuple[str, ...] | None = None  # the action vector's names, checked against the robot's
+    chunk: int | None = None  # actions per answer, when fixed
+
+    @property
+    def privileged(self) -> bool:
+        return self.sim_state or self.environment_state
+
+    def to_metadata(self) -> dict[str, Any]:
+        return {METADATA_KEY: {
+            "kind": self.kind, "identity": self.identity, "digest": self.digest, "lifecycle": self.lifecycle,
+            "cameras": {c: list(hw) for c, hw in self.cameras.items()}, "state": self.state,
+            "environment_state": self.environment_state, "sim_state": self.sim_state,
+            "action_names": None if self.action_names is None else list(self.action_names), "chunk": self.chunk}}
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[str, Any]) -> ServiceInfo:
+        raw = metadata.get(METADATA_KEY) if isinstance(metadata, Mapping) else None
+        if not isinstance(raw, Mapping):
+            return cls()
+        names = raw.get("action_names")
+        cameras = raw.get("cameras") or {}
+        return cls(kind=str(raw.get("kind", "remote")), identity=str(raw.get("identity", "")),
+                   digest=str(raw.get("digest", "")), lifecycle=bool(raw.get("lifecycle", False)),
+                   cameras={str(c): (int(hw[0]), int(hw[1])) for c, hw in dict(cameras).items()},
+                   state=bool(raw.get("state", True)), environment_state=bool(raw.get("environment_state", False)),
+                   sim_state=bool(raw.get("sim_state", False)),
+                   action_names=None if names is None else tuple(str(n) for n in names),
+                   chunk=None if raw.get("chunk") is None else int(raw["chunk"]))
+
+
+class PolicyService(Protocol):
+    """A policy as a service runs it: `x2 serve` puts one behind a websocket (x2.policy.server)."""
+
+    def metadata(self) -> dict[str, Any]: ...
+    def infer(self, obs: dict[str, Any]) -> dict[str, Any]: ...
+    def initialize_episode(self, episode: dict[str, Any]) -> None: ...
+    def finalize_episode(self, result: dict[str, Any]) -> None: ...
+
+
+class PolicyClient(Protocol):
+    """The evaluator's side of one connection (x2.policy.client over a websocket, or in-process in tests of
+    the code above it). Every method raises PolicyFault when the service fails to answer usefully."""
+
+    @property
+    def info(self) -> ServiceInfo: ...
+    def initialize_episode(self, episode: dict[str, Any]) -> None: ...
+    def infer(self, obs: dict[str, Any]) -> dict[str, Any]: ...
+    def finalize_episode(self, result: dict[str, Any]) -> None: ...
+    def close(self) -> None: ...
