@@ -31,7 +31,7 @@ Array = npt.NDArray[Any]  # a stream, label or device array of any dtype
 # seed and slot, and everything the wall clock decides lives under /timing.
 FORMAT_VERSION = "x2/2"
 FORMAT_VERSION_WITHOUT_WORLDS = "x2/1"  # an older x2's: its episodes cannot rebuild their worlds
-SOURCES = ("teleop", "synth", "augment", "scripted")
+SOURCES = ("teleop", "synth", "augment", "scripted", "policy")  # policy: an x2 eval rollout
 
 # ---- the dataset folder ------------------------------------------------------------------------------
 MANIFEST_FILE = "manifest.json"  # dataset-level facts, written once
@@ -137,6 +137,9 @@ RESET_LOOK_ATTR = "reset_look"  # the look a reset drew, JSON {"scenery", "look"
 # what a reset drew of the embodiment, JSON {"cameras": ..., "table_height": m} (each when drawn), when it draws any
 RESET_EMBODIMENT_ATTR = "reset_embodiment"
 RESET_ROLES_ATTR = "reset_roles"  # the object each role was bound to, JSON {role: object}, when the scene has roles
+# an evaluated policy's rollout (source "policy"): JSON {"kind", "identity", "digest", "url", "privileged",
+# "chunk_exec", "ended", "fault"}: which policy drove it and how the policy ended it, when it did
+POLICY_ATTR = "policy"
 ROOT_ATTRS = (
     FORMAT_ATTR, INDEX_ATTR, TASK_ATTR, INSTRUCTION_ATTR, ROBOT_ATTR, FPS_ATTR, SIM_DT_ATTR, SCENE_VARIANT_ATTR,
     SPLIT_ATTR, PARENT_EPISODE_ATTR, VERSIONS_ATTR, ENV_ARGS_ATTR, MODEL_XML_ATTR, SUCCESS_ATTR, SEED_ATTR,
@@ -144,7 +147,7 @@ ROOT_ATTRS = (
     MAX_PENETRATION_ATTR, OBJECT_NAMES_ATTR, AUGMENTATION_ATTR, MERGED_FROM_ATTR, FILTERED_FROM_ATTR,
     REJECTED_ATTR, REJECTION_REASON_ATTR, REJECTION_DETAIL_ATTR, TELEOP_END_ATTR, DEVICE_ATTR,
     SAFETY_CLAMPED_ATTR, SAFETY_REJECTED_ATTR, SYNTHESIS_ATTR, RESET_LOOK_ATTR, RESET_EMBODIMENT_ATTR,
-    RESET_ROLES_ATTR,
+    RESET_ROLES_ATTR, POLICY_ATTR,
 )
 NAMES_ATTR = "names"  # attr of action, qpos, qvel, object_poses: one name per column or row
 
@@ -207,6 +210,7 @@ class EpisodeEnd:
     reset_look: str | None = None  # JSON {"scenery", "look"}: the look drawn at the reset, when one was
     reset_embodiment: str | None = None  # JSON {"cameras": ..., "table_height": m}: the reset's embodiment draw
     reset_roles: str | None = None  # JSON {role: object}: what the reset bound the scene's roles to, when it has any
+    policy: str | None = None  # JSON: the evaluated policy that drove the episode (POLICY_ATTR)
 
     def attrs(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -230,6 +234,8 @@ class EpisodeEnd:
                         SAFETY_REJECTED_ATTR: self.teleop.safety_rejected_ticks})
         if self.synthesis is not None:
             out[SYNTHESIS_ATTR] = self.synthesis
+        if self.policy is not None:
+            out[POLICY_ATTR] = self.policy
         return out
 
 

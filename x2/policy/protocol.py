@@ -8,8 +8,10 @@ vector. A stock openpi server does only that, and x2 drives it as it is.
 A service that says so in its metadata (`x2.lifecycle`) also answers the episode lifecycle's other two
 operations, sent as messages carrying `x2.op`: `initialize_episode` (what the episode is: seed, task,
 instruction; a stateful policy clears its history) and `finalize_episode` (how it ended). Both are
-answered by `{"ok": true}`. Everything x2-specific in the metadata sits under its `x2` key, so other
-clients ignore it; what it means is `ServiceInfo`.
+answered by `{"ok": true}`. `initialize_episode`'s `episode` map holds `seed`, `slot`, `task`, `robot`,
+`variant`, `split`, `instruction`, `action_names`, `home_action`, `action_low` and `action_high`.
+Everything x2-specific in the metadata sits under its `x2` key, so other clients ignore it; what it
+means is `ServiceInfo`. An answer may also carry `x2.end` (a reason): the policy ends the episode there.
 
 Observation keys are LeRobot's feature names (so a LeRobot policy's batch is the message itself) plus
 openpi's `prompt`. Privileged simulator state (`x2.sim_state`, the full physics state) goes only to a
@@ -30,6 +32,7 @@ OBS_TASK = "task"  # the same instruction (LeRobot's name)
 OBS_TICK = "x2.tick"  # the control tick of this observation (30 Hz simulated time)
 OBS_SIM_STATE = "x2.sim_state"  # the full physics state, float64 (privileged: only to a service asking for it)
 ACTIONS = "actions"
+END = "x2.end"  # in an answer: the policy ends the episode here (its reason, a string); its actions are not run
 OP_KEY = "x2.op"
 INITIALIZE, FINALIZE = "initialize_episode", "finalize_episode"
 METADATA_KEY = "x2"

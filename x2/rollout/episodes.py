@@ -92,7 +92,7 @@ def episode_start(env: EnvSpec, seed: int, source: str, master_seed: int | None 
 
 def episode_end(env: EnvSpec, result: EpisodeResult, model_xml: str, object_names: tuple[str, ...], *,
                 rejection: Rejection | None = None, teleop: TeleopEnd | None = None,
-                synthesis: str | None = None) -> EpisodeEnd:
+                synthesis: str | None = None, policy: str | None = None) -> EpisodeEnd:
     """Attributes known once it ended: the world it ran in, what was drawn, how it ended."""
     pen = result.penetration
     return EpisodeEnd(
@@ -107,7 +107,7 @@ def episode_end(env: EnvSpec, result: EpisodeResult, model_xml: str, object_name
         end_reason=result.end_reason,
         max_penetration_m=0.0 if pen is None else pen.depth,
         object_names=json.dumps(list(object_names)),
-        rejection=rejection, teleop=teleop, synthesis=synthesis,
+        rejection=rejection, teleop=teleop, synthesis=synthesis, policy=policy,
         reset_look=None if result.reset.appearance is None else json.dumps(result.reset.appearance, sort_keys=True),
         reset_embodiment=(None if result.reset.embodiment is None
                           else json.dumps(result.reset.embodiment, sort_keys=True)),
@@ -135,6 +135,7 @@ class EpisodeOutcome:
     device: DeviceRecord | None = None
     env: EnvSpec | None = None  # the world it ran in, when not the one it started from
     synthesis: str | None = None  # how synthesis made it (EpisodeEnd.synthesis)
+    policy: str | None = None  # which evaluated policy drove it (EpisodeEnd.policy)
 
 
 def commit_episode(ds: Dataset, env: EnvSpec, start: EpisodeStart, record: Callable[[EpisodeWriter], EpisodeResult],
@@ -151,7 +152,8 @@ def commit_episode(ds: Dataset, env: EnvSpec, start: EpisodeStart, record: Calla
             return result, None
         device = how.device
         end = episode_end(how.env or env, result, how.model_xml, how.object_names, rejection=how.rejection,
-                          teleop=device.teleop if device is not None else None, synthesis=how.synthesis)
+                          teleop=device.teleop if device is not None else None, synthesis=how.synthesis,
+                          policy=how.policy)
         committed = writer.finish(
             labels=result.labels, dag=result.dag, success=how.success, extra_attrs=end.attrs(),
             timing=result.stage_ms, timing_attrs={MISSED_SLOTS_ATTR: result.missed_slots},

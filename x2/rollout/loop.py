@@ -23,7 +23,7 @@ from x2.format import Tick
 from x2.rollout.clock import Clock, FreeClock
 from x2.rollout.monitor import TaskMonitor
 from x2.rollout.teacher import Observation, Teacher
-from x2.sim.backend import Backend, Contact, ResetInfo
+from x2.sim.backend import Backend, Contact, ResetInfo, SimulationUnstable
 
 TickHook = Callable[[int, Backend], None]
 PENETRATION_LIMIT_M = 0.005  # deeper than this, a contact is bodies passing through each other, not contact
@@ -45,7 +45,7 @@ class EpisodeResult:
     failure: tuple[str, int, str] | None
     events: list[tuple[str, int]]
     missed_slots: int
-    end_reason: str  # success | failure | teacher | horizon
+    end_reason: str  # success | failure | teacher | horizon | unstable
     labels: dict[str, npt.NDArray[np.generic]] = field(default_factory=dict)
     dag: dict[str, object] = field(default_factory=dict)
     lateness_ms: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
@@ -78,6 +78,9 @@ class RolloutOptions:
     stop_on_failure: bool = True
     max_ticks: int | None = None  # default: the task horizon
     hooks: Sequence[TickHook] = ()
+    # a policy under evaluation may command what the physics cannot integrate: its episode ends there (end reason
+    # "unstable", the frames so far kept) instead of the run; collectors let SimulationUnstable reject the attempt
+    unstable_ends: bool = False
 
 
 class Rollout:
@@ -132,14 +135,23 @@ class Rollout:
             finished = monitor is not None and (
                 (opts.stop_on_success and monitor.runtime.success)
                 or (opts.stop_on_failure and monitor.runtime.failure is not None))
+            unstable = False
             if not finished:
-                backend.step(action.astype(np.float64))
+                try:
+                    backend.step(action.astype(np.float64))
+                except SimulationUnstable:
+                    if not opts.unstable_ends:
+                        raise
+                    unstable = True
             t4 = perf()
             teacher_ms.append((t1 - t0) * 1e3)
             label_ms.append((t2 - t1) * 1e3)
             record_ms.append((t3 - t2) * 1e3)
             step_ms.append((t4 - t3) * 1e3)
             t += 1
+            if unstable:
+                end_reason = "unstable"
+                break
             if finished:
                 assert monitor is not None  # (only a monitor finishes an episode)
                 end_reason = "success" if monitor.runtime.success else "failure"

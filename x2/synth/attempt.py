@@ -56,20 +56,26 @@ class SynthSession:
         self.backend = make_backend(self.env)
         self.rollout = Rollout(self.backend)
 
-    def attempt(self, index: int, seed: int, keep_rejected: bool = False) -> AttemptOutcome:
-        """Run attempt `index` from `seed`. What can go wrong with a motion (no IK, no plan, a lost grasp, the
-        physics diverging) rejects the attempt; any other error (a spec or programming error) propagates:
-        it would reject every attempt the same way and must stop the run."""
-        rngs = streams(seed)
+    def teacher(self, seed: int) -> tuple[SkillExecutor, SynthContext, SpaceTimeAdmission | None]:
+        """The teacher of the attempt from `seed` (its executor, the context its skills use, and the space-time
+        admission of concurrent lanes), ready for a rollout on this session's backend. x2's expert policy
+        service (x2/policy/services/expert.py) drives an evaluated episode with the same teacher."""
         executor = SkillExecutor(self.backend.action_layout)
         assert self.rollout.monitor is not None  # check_bindings requires a task
-        ctx = SynthContext(self.backend, self.rollout.monitor, executor, rngs,
-                           motion=self.motion)
+        ctx = SynthContext(self.backend, self.rollout.monitor, executor, streams(seed), motion=self.motion)
+        admission = None
         if self.sequential:
             executor.program = lambda: task_program(ctx)
         else:
             executor.scheduler = ArmScheduler(ctx)
             executor.admission = admission = SpaceTimeAdmission(ctx.world)
+        return executor, ctx, admission
+
+    def attempt(self, index: int, seed: int, keep_rejected: bool = False) -> AttemptOutcome:
+        """Run attempt `index` from `seed`. What can go wrong with a motion (no IK, no plan, a lost grasp, the
+        physics diverging) rejects the attempt; any other error (a spec or programming error) propagates:
+        it would reject every attempt the same way and must stop the run."""
+        executor, ctx, admission = self.teacher(seed)
         recorder = MemoryRecorder()
         t0 = time.perf_counter()
         try:
@@ -82,7 +88,7 @@ class SynthSession:
             return AttemptOutcome(index, seed, False, "simulator unstable", str(exc), len(recorder), stats=ctx.stats)
         total = time.perf_counter() - t0
         ctx.stats.lane_replans = len(executor.replans)
-        if not self.sequential:
+        if admission is not None:
             ctx.stats.space_time_checks, ctx.stats.waited_ticks = admission.checks, admission.waited
         reason, detail = _verdict(result, executor)
         accepted = reason == "accepted"

@@ -1,0 +1,129 @@
+"""`x2 eval`: a policy drives episodes in the twin; the task's DAG scores them; every rollout is kept."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from x2.cli._common import console
+from x2.cli.options import RobotOpt
+from x2.cli.progress import progress
+from x2.datasets import workspace
+from x2.errors import PolicyError
+from x2.eval.evaluate import REPORT_JSON, REPORT_PNG, EvalConfig, evaluate, write_report
+from x2.eval.runner import EvalProgress
+from x2.eval.seeds import SplitPlan
+from x2.eval.teacher import ChunkExecution
+from x2.render.frames import ImageSize, parse_cameras
+
+
+def eval_command(
+    task: Annotated[str | None, typer.Option("--task", "-t", help="Task name or path to a task YAML.",
+                                             show_default=False)] = None,
+    policy: Annotated[str | None, typer.Option(
+        "--policy", "-p", help="ws://HOST:PORT (a running service), or a service x2 starts and stops: random, hold, "
+        "expert, replay:DATASET, lerobot:PATH.", show_default=False)] = None,
+    n: Annotated[int, typer.Option("-n", "--episodes", min=1, help="episodes per split")] = 10,
+    split: Annotated[str, typer.Option("--split", help="train (in-distribution), eval (held out) or both")] = "both",
+    robot: RobotOpt = None,
+    variant: Annotated[str | None, typer.Option("--variant", help="scene variant (default: the scene's first of "
+                                                "the split)", show_default=False)] = None,
+    seed: Annotated[int, typer.Option("--seed", help="master seed; episode k is its slot k (eval adds 2^31)")] = 1,
+    workers: Annotated[int | None, typer.Option("--workers", "-w", min=1, help="episodes at once, each worker "
+                                                "with its own connection (default: the number of cores)")] = None,
+    train_dataset: Annotated[list[str] | None, typer.Option(
+        "--train-dataset", help="a dataset the policy was trained on: its seeds are refused; repeatable",
+        show_default=False)] = None,
+    cameras: Annotated[str | None, typer.Option("--cameras", help="cameras to render for a service that names none "
+                                                "(comma-separated)", show_default=False)] = None,
+    size: Annotated[str, typer.Option("--size", help="their HEIGHTxWIDTH")] = "96x128",
+    chunk_exec: Annotated[str, typer.Option("--chunk-exec", help="chunk (each answer's actions open-loop), K (the "
+                                            "first K of each), or ensemble (asked every tick, ACT's temporal "
+                                            "ensembling)")] = "chunk",
+    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="seconds to wait for an answer")] = 30.0,
+    device: Annotated[str, typer.Option("--device", help="torch device of a lerobot service")] = "cpu",
+    max_ticks: Annotated[int | None, typer.Option("--max-ticks", min=1, help="end episodes here (default: the "
+                                                  "task's horizon)", show_default=False)] = None,
+    dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="the run's folder under ./data or a path "
+                                                "(default: data/eval-<task>-<policy>)", show_default=False)] = None,
+    report_only: Annotated[bool, typer.Option("--report-only", help="recompute the report of --dataset's "
+                                              "rollouts, run nothing")] = False,
+) -> None:
+    """Evaluate a policy in the twin: success, progress, subtasks and failures, in and out of distribution.
+
+    Each split's episodes are ordinary x2 episodes (source policy) in RUN/train and RUN/eval, so x2 datasets
+    show, view, label, render and the exporters work on them; the report (RUN/eval_report.json and .png) is
+    computed from them alone. Every policy evaluated with the same --task, -n and --seed meets the same worlds.
+
+    Example: [cyan]x2 eval --task pick_place --policy lerobot:outputs/act/checkpoints/last/pretrained_model -n 50[/cyan]
+
+    Bounds on the same seeds: [cyan]x2 eval --task pick_place --policy expert -n 50[/cyan]
+    (also random, hold, and replay:DATASET on that dataset's seeds)
+
+    A policy served elsewhere (openpi's websocket protocol): [cyan]x2 eval --task pick_place --policy ws://gpu-box:8000[/cyan]
+
+    The report again: [cyan]x2 eval --report-only --dataset eval-pick_place-expert[/cyan]
+    """
+    if report_only:
+        if dataset is None:
+            raise PolicyError("--report-only: found no --dataset; allowed: the folder of an earlier x2 eval run")
+        root = workspace.resolve_output(dataset, default_name="")
+        found = [root / s for s in ("train", "eval") if (root / s).is_dir()]
+        if not found:
+            raise PolicyError(f"--dataset: found no train/ or eval/ rollouts in {root}; allowed: an x2 eval run")
+        _show(write_report(root, found), root)
+        return
+    if task is None or policy is None:
+        raise PolicyError(f"{'--task' if task is None else '--policy'}: found none; allowed: see x2 eval --help")
+    if split not in ("train", "eval", "both"):
+        raise PolicyError(f"--split: found {split!r}; allowed: train, eval or both")
+    shape = ImageSize.parse(size)
+    config = EvalConfig(
+        task=task, policy=policy, n=n, splits=("train", "eval") if split == "both" else (split,), robot=robot,
+        variant=variant, seed=seed, workers=workers or os.cpu_count() or 1,
+        train_datasets=tuple(workspace.resolve_dataset(d) for d in train_dataset or ()),
+        cameras={c: (shape.height, shape.width) for c in parse_cameras(cameras) or ()},
+        execution=ChunkExecution.parse(chunk_exec), timeout_s=timeout, device=device, max_ticks=max_ticks)
+    kind = policy.split(":")[0] if not policy.startswith("ws") else "remote"
+    root = workspace.resolve_output(dataset, default_name=f"eval-{Path(task).stem}-{kind}")
+    console.print(f"evaluating {policy} on {task}: {n} episodes per split ({', '.join(config.splits)}), "
+                  f"{config.workers} workers, master seed {seed}; rollouts in {root}")
+    with progress("episodes") as update:
+        def on_split(plan: SplitPlan, path: Path) -> None:
+            console.print(f"{plan.split}: variant {plan.variant}, master seed {plan.master_seed} -> {path}")
+
+        def advance(p: EvalProgress) -> None:
+            update(p.done, p.total, f"{p.succeeded} succeeded, {p.per_minute:.1f}/min", stage=p.split)
+
+        report = evaluate(config, root, advance, on_split)
+    _show(report, root)
+
+
+def _show(report: dict[str, Any], root: Path) -> None:
+    for task, by_split in report["tasks"].items():
+        table = Table(title=f"{task}", title_justify="left")
+        table.add_column("")
+        for split in by_split:
+            table.add_column("in-distribution" if split == "train" else "out-of-distribution", justify="right")
+        rows: list[tuple[str, list[str]]] = [
+            ("episodes", [str(v["episodes"]) for v in by_split.values()]),
+            ("success", [f"{v['success_rate']:.0%} ({v['success_ci95'][0]:.0%}-{v['success_ci95'][1]:.0%})"
+                         for v in by_split.values()]),
+            ("progress", [f"{v['mean_progress']:.2f}" for v in by_split.values()]),
+        ]
+        nodes = list(dict.fromkeys(n for v in by_split.values() for n in v["subtask_completion"]))
+        rows += [(f"  {node}", [f"{v['subtask_completion'].get(node, 0.0):.0%}" for v in by_split.values()])
+                 for node in nodes]
+        reasons = list(dict.fromkeys(r for v in by_split.values() for r in v["failure_reasons"]))
+        rows += [(f"failed at {r}", [str(v["failure_reasons"].get(r, 0)) for v in by_split.values()]) for r in reasons]
+        rows.append(("time: inference/render/physics", [
+            " / ".join(f"{v['time_share'][k]:.0%}" for k in ("inference", "render", "physics"))
+            for v in by_split.values()]))
+        for label, cells in rows:
+            table.add_row(label, *cells)
+        console.print(table)
+    console.print(f"report: {root / REPORT_JSON}, {root / REPORT_PNG}")

@@ -1,0 +1,93 @@
+"""A whole `x2 eval`: the policy (a URL, or a service x2 starts and stops), each split's episodes into its own
+dataset under the run's folder, and the report of them all.
+
+    RUN/train/   the in-distribution rollouts (an ordinary x2 dataset: show, view, label, render, export)
+    RUN/eval/    the out-of-distribution rollouts
+    RUN/eval_report.json, RUN/eval_report.png
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from x2.atomic import write_bytes
+from x2.eval.picture import draw_report
+from x2.eval.report import build_report
+from x2.eval.runner import EvalProgress, EvalRun, dumps, run_summary
+from x2.eval.seeds import SplitPlan, plan_split, refuse_trained_seeds
+from x2.eval.session import EvalSetup
+from x2.eval.teacher import ChunkExecution
+from x2.policy.services import ServeOptions, parse_kind
+
+REPORT_JSON, REPORT_PNG = "eval_report.json", "eval_report.png"
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    task: str
+    policy: str  # ws://HOST:PORT, or KIND[:ARG] for a service x2 starts
+    n: int = 10
+    splits: tuple[str, ...] = ("train", "eval")
+    robot: str | None = None
+    variant: str | None = None  # default: the scene's first variant of each split
+    seed: int = 1
+    workers: int = 1
+    train_datasets: tuple[Path, ...] = ()
+    cameras: dict[str, tuple[int, int]] = field(default_factory=dict)
+    execution: ChunkExecution = field(default_factory=ChunkExecution)
+    timeout_s: float = 30.0
+    device: str = "cpu"
+    max_ticks: int | None = None
+
+
+def plans(config: EvalConfig) -> list[SplitPlan]:
+    out = [plan_split(config.task, config.robot, split, config.variant, config.seed, config.n)
+           for split in config.splits]
+    refuse_trained_seeds(out, config.train_datasets)
+    return out
+
+
+@contextlib.contextmanager
+def policy_url(config: EvalConfig) -> Iterator[str]:
+    """The service's URL: the one given, or that of a service started now and stopped with the run (it dies with
+    this process even when this is SIGKILLed: x2/policy/process.py)."""
+    if config.policy.startswith(("ws://", "wss://")):
+        yield config.policy
+        return
+    parse_kind(config.policy)
+    from x2.policy.process import ServiceProcess
+
+    options = ServeOptions(task=config.task, robot=config.robot, variant=config.variant or "default",
+                           device=config.device)
+    with ServiceProcess.start(config.policy, options) as service:
+        yield service.url
+
+
+def evaluate(config: EvalConfig, root: Path, on_update: Callable[[EvalProgress], None] | None = None,
+             on_split: Callable[[SplitPlan, Path], None] | None = None) -> dict[str, Any]:
+    todo = plans(config)  # (refusals first: nothing is started or written for a run that cannot be)
+    runs: list[dict[str, Any]] = []
+    with policy_url(config) as url:
+        for plan in todo:
+            setup = EvalSetup(config.task, config.robot, plan.variant, plan.master_seed, url, config.timeout_s,
+                              config.cameras, config.execution, config.max_ticks)
+            path = root / plan.split
+            if on_split is not None:
+                on_split(plan, path)
+            progress = EvalRun(setup, plan, path, config.workers).run(on_update)
+            runs.append({**run_summary(progress), "variant": plan.variant, "master_seed": plan.master_seed,
+                         "dataset": str(path)})
+    return write_report(root, [root / p.split for p in todo], runs)
+
+
+def write_report(root: Path, datasets: Sequence[Path], runs: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    report = build_report(datasets)
+    if runs:
+        report["runs"] = list(runs)
+    write_bytes(root / REPORT_JSON, dumps(report).encode())
+    draw_report(report, root / REPORT_PNG)
+    return report

@@ -1,0 +1,61 @@
+"""What a policy sees each time it is asked: the observation message, built from the live simulator.
+
+Only what the service asked for in its metadata (or the evaluator's options, for a service that says
+nothing) is rendered or sent: rendering is the evaluator's dearest work, and privileged state (object poses,
+the physics state) goes only to a service that declared it needs it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from x2.policy.protocol import (
+    OBS_ENV_STATE,
+    OBS_IMAGE_PREFIX,
+    OBS_PROMPT,
+    OBS_SIM_STATE,
+    OBS_STATE,
+    OBS_TASK,
+    OBS_TICK,
+    ServiceInfo,
+)
+from x2.rollout.teacher import Observation
+from x2.sim.backend import Backend
+
+
+@dataclass(frozen=True)
+class ObservationPlan:
+    cameras: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # camera -> (height, width)
+    state: bool = True
+    environment_state: bool = False
+    sim_state: bool = False
+
+    @classmethod
+    def for_service(cls, info: ServiceInfo, cameras: Mapping[str, tuple[int, int]] | None = None) -> ObservationPlan:
+        """The service's own wishes; `cameras` (the evaluator's --cameras/--size) for one that names none."""
+        return cls(cameras=dict(info.cameras or cameras or {}), state=info.state,
+                   environment_state=info.environment_state, sim_state=info.sim_state)
+
+    def check(self, backend: Backend) -> None:
+        """Every camera asked for exists in this world (else one line, before the first episode)."""
+        for camera in self.cameras:
+            backend.camera_info(camera, 16, 16)
+
+    def observe(self, backend: Backend, obs: Observation) -> tuple[dict[str, Any], float]:
+        """The message for tick `obs.tick`, and the milliseconds spent rendering it."""
+        out: dict[str, Any] = {OBS_TICK: obs.tick, OBS_PROMPT: obs.instruction, OBS_TASK: obs.instruction}
+        if self.state:
+            out[OBS_STATE] = np.asarray(obs.robot.qpos, dtype=np.float32)
+        if self.environment_state:
+            out[OBS_ENV_STATE] = np.asarray(obs.object_poses, dtype=np.float32).reshape(-1)
+        if self.sim_state:
+            out[OBS_SIM_STATE] = np.asarray(backend.get_state(), dtype=np.float64)
+        t0 = time.perf_counter()
+        for camera, (height, width) in self.cameras.items():
+            out[OBS_IMAGE_PREFIX + camera] = np.ascontiguousarray(backend.render(camera, width, height))
+        return out, (time.perf_counter() - t0) * 1e3

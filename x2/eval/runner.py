@@ -1,0 +1,151 @@
+"""`x2 eval`: episodes of one split on a pool of workers, each connected to the policy service, committed in slot
+order into the split's dataset.
+
+A run into a dataset that already holds some of its slots (a run that was killed) runs only the missing ones:
+every episode is committed whole or not at all (x2/rollout/episodes.py), so a kill loses at most the episodes in
+flight. A dataset holds one policy's rollouts: a run of another policy into it is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from x2 import format as fmt
+from x2.datasets import Dataset, EpisodeWriter
+from x2.errors import PolicyError
+from x2.eval.seeds import SplitPlan
+from x2.eval.session import EvalOutcome, EvalSession, EvalSetup, policy_text
+from x2.policy.protocol import PolicyClient
+from x2.rollout.episodes import EpisodeOutcome, commit_episode, episode_start, open_dataset
+from x2.rollout.loop import EpisodeResult
+from x2.worker_life import process_pool, stop_workers
+
+
+def connect(setup: EvalSetup) -> PolicyClient:
+    from x2.policy.client import RemotePolicy  # (the websocket client: imported by the processes that talk)
+
+    return RemotePolicy(setup.url, setup.timeout_s)
+
+
+@dataclass
+class EvalProgress:
+    split: str
+    total: int
+    done: int = 0
+    succeeded: int = 0
+    skipped: int = 0  # committed by an earlier run
+    started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def per_minute(self) -> float:
+        elapsed = time.perf_counter() - self.started
+        return 60.0 * (self.done - self.skipped) / elapsed if elapsed > 0 else 0.0
+
+
+# ----- a pool worker's side --------------------------------------------------------------------------------------
+_SESSION: EvalSession | None = None
+
+
+def init_worker(setup: EvalSetup) -> None:
+    global _SESSION
+    _SESSION = EvalSession(setup, connect)
+
+
+def run_episode(slot: int, seed: int) -> EvalOutcome:
+    assert _SESSION is not None, "worker not initialised"
+    return _SESSION.episode(slot, seed)
+
+
+class EvalRun:
+    """One split of an evaluation into one dataset."""
+
+    def __init__(self, setup: EvalSetup, plan: SplitPlan, dataset: Path, workers: int = 1,
+                 connector: Callable[[EvalSetup], PolicyClient] = connect):
+        self.setup, self.plan, self.path, self.workers = setup, plan, dataset, workers
+        self.session = EvalSession(setup, connector)  # the parent's own: it checks the policy fits before any worker
+        self.env = self.session.env
+        self.progress = EvalProgress(plan.split, len(plan.slots))
+
+    def run(self, on_update: Callable[[EvalProgress], None] | None = None) -> EvalProgress:
+        ds = open_dataset(self.path, self.env, self.session.backend)
+        pool: ProcessPoolExecutor | None = None
+        try:
+            self._refuse_other_policy(ds)
+            done = {r.slot for r in ds.episodes() if r.master_seed == self.plan.master_seed and r.source == "policy"}
+            todo = [(slot, seed) for slot, seed in zip(self.plan.slots, self.plan.seeds(), strict=True)
+                    if slot not in done]
+            self.progress.done = self.progress.skipped = len(self.plan.slots) - len(todo)
+            if on_update is not None:
+                on_update(self.progress)
+            if self.workers <= 1 or len(todo) <= 1:
+                for slot, seed in todo:
+                    self._commit(ds, self.session.episode(slot, seed), on_update)
+            else:
+                self.session.close()  # (the workers hold their own connections)
+                pool = process_pool(min(self.workers, len(todo)), init_worker, (self.setup,))
+                self._run_pool(ds, pool, todo, on_update)
+        finally:
+            if pool is not None:
+                stop_workers(pool)
+            self.session.close()
+            ds.close()
+        return self.progress
+
+    def _refuse_other_policy(self, ds: Dataset) -> None:
+        mine = self.session.identity()
+        for record in ds.episodes()[:1]:
+            with ds.load(record.index) as ep:
+                theirs = ep.json_attr(fmt.POLICY_ATTR) or {}
+            if (theirs.get("identity"), theirs.get("digest")) != (mine["identity"], mine["digest"]):
+                raise PolicyError(f"{ds.root}: policy: found episodes of {theirs.get('identity') or 'another source'} "
+                                  f"({theirs.get('digest') or 'no digest'}); allowed: rollouts of "
+                                  f"{mine['identity']} only (evaluate into a new --dataset)")
+
+    def _run_pool(self, ds: Dataset, pool: ProcessPoolExecutor, todo: list[tuple[int, int]],
+                  on_update: Callable[[EvalProgress], None] | None) -> None:
+        pending: dict[int, Future[EvalOutcome]] = {}
+        finished: dict[int, EvalOutcome] = {}
+        queue = list(todo)
+        order = [slot for slot, _ in todo]
+        while order:
+            while queue and len(pending) + len(finished) < 2 * self.workers:
+                slot, seed = queue.pop(0)
+                pending[slot] = pool.submit(run_episode, slot, seed)
+            ready, _ = wait(pending.values(), return_when=FIRST_COMPLETED)
+            for slot in [s for s, f in pending.items() if f in ready]:
+                finished[slot] = pending.pop(slot).result()
+            while order and order[0] in finished:
+                self._commit(ds, finished.pop(order.pop(0)), on_update)
+
+    def _commit(self, ds: Dataset, outcome: EvalOutcome, on_update: Callable[[EvalProgress], None] | None) -> None:
+        result = outcome.result
+        start = episode_start(self.env, outcome.seed, "policy", self.plan.master_seed, outcome.slot)
+        stored = EpisodeOutcome(success=result.success, model_xml=outcome.model_xml,
+                                object_names=outcome.object_names, policy=policy_text(outcome.policy))
+
+        def replay(writer: EpisodeWriter) -> EpisodeResult:
+            writer.extend(outcome.arrays)
+            result.stage_ms.update(outcome.timing)
+            return result
+
+        commit_episode(ds, self.env, start, replay, lambda _: stored, outcome.object_names)
+        p = self.progress
+        p.done += 1
+        p.succeeded += int(result.success)
+        if on_update is not None:
+            on_update(p)
+
+
+def run_summary(progress: EvalProgress) -> dict[str, Any]:
+    return {"split": progress.split, "episodes": progress.total, "run_now": progress.done - progress.skipped,
+            "from_earlier_runs": progress.skipped, "per_minute": round(progress.per_minute, 2)}
+
+
+def dumps(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"

@@ -1,0 +1,99 @@
+"""One evaluation worker: a simulator of the evaluated world and a connection to the policy service.
+
+`EvalSession.episode(slot, seed)` runs one episode into memory through the same loop every collector runs
+(x2/rollout/loop.py), the policy as its teacher; the process that owns the dataset commits it, in slot order,
+so the dataset is the same bytes whatever the number of workers (given a deterministic policy).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from x2.eval.observe import ObservationPlan
+from x2.eval.teacher import ChunkExecution, PolicyTeacher
+from x2.policy.protocol import PolicyClient, PolicyFault, ServiceInfo
+from x2.rollout import Rollout, RolloutOptions
+from x2.rollout.loop import EpisodeResult
+from x2.rollout.memory import MemoryRecorder
+from x2.sim import make_backend
+from x2.spec import load_env
+from x2.spec.held_out import config_split
+
+
+@dataclass(frozen=True)
+class EvalSetup:
+    """What every worker of a run is built from (picklable: it crosses into the pool's processes)."""
+
+    task: str
+    robot: str | None
+    variant: str
+    master_seed: int
+    url: str
+    timeout_s: float = 30.0
+    cameras: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # for a service that names none
+    execution: ChunkExecution = field(default_factory=ChunkExecution)
+    max_ticks: int | None = None  # default: the task's horizon
+
+
+@dataclass
+class EvalOutcome:
+    slot: int
+    seed: int
+    result: EpisodeResult
+    arrays: dict[str, np.ndarray]
+    model_xml: str
+    object_names: tuple[str, ...]
+    policy: dict[str, Any]  # the episode's policy attr (format.POLICY_ATTR)
+    timing: dict[str, np.ndarray]  # per tick, ms: inference and render, beside the loop's stages
+
+
+class EvalSession:
+    def __init__(self, setup: EvalSetup, connect: Callable[[EvalSetup], PolicyClient]):
+        self.setup = setup
+        self.env = load_env(setup.task, robot=setup.robot, variant=setup.variant)
+        self.backend = make_backend(self.env)
+        self.rollout = Rollout(self.backend)
+        self.client = connect(setup)
+        self.info: ServiceInfo = self.client.info
+        self.plan = ObservationPlan.for_service(self.info, setup.cameras)
+        self.plan.check(self.backend)
+
+    def identity(self) -> dict[str, Any]:
+        """Which policy drives the episodes, as each of them records it (with how it ended there)."""
+        info = self.info
+        return {"kind": info.kind, "identity": info.identity, "digest": info.digest, "url": self.setup.url,
+                "privileged": info.privileged, "chunk_exec": self.setup.execution.describe(),
+                "inputs": {"cameras": {c: list(hw) for c, hw in self.plan.cameras.items()}, "state": self.plan.state,
+                           "environment_state": self.plan.environment_state, "sim_state": self.plan.sim_state}}
+
+    def episode(self, slot: int, seed: int) -> EvalOutcome:
+        env, setup = self.env, self.setup
+        episode = {"seed": seed, "slot": slot, "task": env.task.name if env.task else "", "robot": env.robot.name,
+                   "variant": env.variant, "split": config_split(env, setup.master_seed)}
+        teacher = PolicyTeacher(self.client, self.plan, self.backend, episode, setup.execution)
+        recorder = MemoryRecorder()
+        result = self.rollout.run(teacher, seed, recorder, RolloutOptions(max_ticks=setup.max_ticks,
+                                                                          unstable_ends=True))
+        ended = teacher.record()
+        with contextlib.suppress(PolicyFault):  # the episode is over and scored: a deaf service changes nothing
+            self.client.finalize_episode({"seed": seed, "success": result.success, "ticks": result.ticks,
+                                          "end_reason": result.end_reason})
+        n = result.ticks
+        timing = {"inference": np.asarray(teacher.infer_ms[:n], np.float32),
+                  "render": np.asarray(teacher.render_ms[:n], np.float32)}
+        return EvalOutcome(slot, seed, result, recorder.arrays(), self.backend.model_xml(), self.backend.object_names,
+                           {**self.identity(), "ended": ended}, timing)
+
+    def close(self) -> None:
+        self.client.close()
+        self.backend.close()
+
+
+def policy_text(policy: dict[str, Any]) -> str:
+    return json.dumps(policy, sort_keys=True)

@@ -1,0 +1,179 @@
+"""A policy service as the loop's teacher: observations out, checked action chunks back, one action per tick.
+
+The simulator waits for the answer, so the loop keeps 30 Hz of simulated time whatever the inference latency;
+the latency itself is recorded per tick (/timing/inference, beside /timing/render). An answer that cannot be
+run (no answer in time, a lost connection, the wrong shape, NaN, values far outside the robot's joint ranges)
+ends the episode with that reason: the run goes on with the next episode.
+
+Chunks are executed as `ChunkExecution` says: the first K actions of each chunk open-loop (the whole chunk by
+default, as openpi's clients do), or asked every tick and temporally ensembled as ACT does (each action the
+exponentially weighted mean of every chunk's prediction for that tick, the oldest weighted most).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from x2.arrays import Floats
+from x2.errors import PolicyError
+from x2.eval.observe import ObservationPlan
+from x2.policy.protocol import ACTIONS, END, PolicyClient, PolicyFault
+from x2.rollout.teacher import Observation
+from x2.sim.backend import Backend, ResetInfo
+
+ENSEMBLE_DECAY = 0.01  # ACT's temporal-ensembling weight exp(-m * i), i = 0 for the oldest prediction
+RANGE_SLACK = 0.1  # of a joint's range: a value beyond it is a units mistake, not an overshoot
+
+
+@dataclass(frozen=True)
+class ChunkExecution:
+    steps: int | None = None  # actions run open-loop from each chunk (None: the whole chunk)
+    ensemble: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> ChunkExecution:
+        if text == "ensemble":
+            return cls(ensemble=True)
+        if text == "chunk":
+            return cls()
+        if text.isdigit() and int(text) > 0:
+            return cls(steps=int(text))
+        raise PolicyError(f"--chunk-exec: found {text!r}; allowed: chunk (the whole chunk open-loop), a number K "
+                          "of actions per chunk, or ensemble")
+
+    def describe(self) -> str:
+        return "ensemble" if self.ensemble else ("chunk" if self.steps is None else str(self.steps))
+
+
+@dataclass
+class PolicyEnd:
+    """How the policy ended an episode, when it did: a fault of the service or its own end (x2.end)."""
+
+    reason: str
+    detail: str
+    tick: int
+    fault: bool
+
+
+class PolicyTeacher:
+    def __init__(self, client: PolicyClient, plan: ObservationPlan, backend: Backend, episode: dict[str, Any],
+                 execution: ChunkExecution | None = None):
+        self.client, self.plan, self.backend = client, plan, backend
+        self.execution = execution or ChunkExecution()
+        self.layout = backend.action_layout
+        self.episode = dict(episode)  # initialize_episode's map, less what reset() adds
+        low, high = bounds(backend)
+        self.low, self.high = low, high
+        slack = RANGE_SLACK * np.where(np.isfinite(high - low), high - low, 0.0)
+        self._lo, self._hi = low - slack, high + slack
+        self.end: PolicyEnd | None = None
+        self.infer_ms: list[float] = []
+        self.render_ms: list[float] = []
+        self._queue: deque[np.ndarray] = deque()
+        self._ensemble: list[tuple[int, np.ndarray]] = []  # (tick of the chunk's first action, chunk)
+        self._home: np.ndarray = np.zeros(len(self.layout.names))
+
+    def reset(self, info: ResetInfo, home_action: Floats) -> None:
+        self.end, self.infer_ms, self.render_ms = None, [], []
+        self._home = np.asarray(home_action, np.float64)
+        self._queue.clear()
+        self._ensemble.clear()
+        episode = {**self.episode, "instruction": info.instruction, "action_names": list(self.layout.names),
+                   "home_action": np.asarray(home_action, np.float64), "action_low": self.low,
+                   "action_high": self.high}
+        try:
+            self.client.initialize_episode(episode)
+        except PolicyFault as fault:
+            self.end = PolicyEnd(fault.reason, f"initialize_episode: {fault.detail}", 0, True)
+
+    def act(self, obs: Observation) -> Floats | None:
+        asked = len(self.infer_ms)
+        action = self._act(obs)
+        if action is None and obs.tick == 0:
+            # An episode ended before its first frame would leave no file, and the report counts files: it keeps
+            # one frame, the robot holding its home pose, and ends at the next tick.
+            action = self._home
+        if action is not None and len(self.infer_ms) == asked:  # (one timing entry per recorded frame)
+            self.infer_ms.append(0.0)
+            self.render_ms.append(0.0)
+        return action
+
+    def _act(self, obs: Observation) -> Floats | None:
+        if self.end is not None:
+            return None
+        if self._queue and not self.execution.ensemble:
+            return self._queue.popleft()
+        message, render_ms = self.plan.observe(self.backend, obs)
+        t0 = time.perf_counter()
+        try:
+            answer = self.client.infer(message)
+            chunk = self._check(answer)
+        except PolicyFault as fault:
+            self.end = PolicyEnd(fault.reason, fault.detail, obs.tick, True)
+            return None
+        finally:
+            self.infer_ms.append((time.perf_counter() - t0) * 1e3)
+            self.render_ms.append(render_ms)
+        if END in answer:
+            self.end = PolicyEnd("policy ended", str(answer[END]), obs.tick, False)
+            return None
+        if self.execution.ensemble:
+            return self._ensembled(obs.tick, chunk)
+        self._queue.extend(chunk[: self.execution.steps])
+        return self._queue.popleft()
+
+    def _ensembled(self, tick: int, chunk: np.ndarray) -> np.ndarray:
+        self._ensemble = [(t, c) for t, c in self._ensemble if tick - t < len(c)]
+        self._ensemble.append((tick, chunk))
+        predictions = np.stack([c[tick - t] for t, c in self._ensemble])  # oldest first
+        weights = np.exp(-ENSEMBLE_DECAY * np.arange(len(predictions)))
+        return (predictions * weights[:, None]).sum(axis=0) / weights.sum()
+
+    def _check(self, answer: dict[str, Any]) -> np.ndarray:
+        """The answer's actions as a (H, D) float64 chunk, or a PolicyFault saying what is wrong with it."""
+        if END in answer and not isinstance(answer[END], str):
+            raise PolicyFault("malformed", f"{END}: found {type(answer[END]).__name__}; allowed: a reason string")
+        try:
+            actions = np.asarray(answer[ACTIONS], dtype=np.float64)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PolicyFault("malformed", f"{ACTIONS}: {exc!r}") from None
+        width = len(self.layout.names)
+        if actions.ndim == 1:
+            actions = actions[None]
+        if END in answer:  # (its actions are not run: any shape will do)
+            return actions
+        if actions.ndim != 2 or actions.shape[0] == 0 or actions.shape[1] != width:
+            raise PolicyFault("malformed", f"{ACTIONS}: found shape {tuple(np.shape(answer[ACTIONS]))}; allowed: "
+                                           f"(H, {width}) or ({width},), the robot's action layout")
+        if not np.isfinite(actions).all():
+            raise PolicyFault("malformed", f"{ACTIONS}: found NaN or infinity in {actions.shape[0]} actions")
+        outside = (actions < self._lo) | (actions > self._hi)
+        if outside.any():
+            row, col = (int(i) for i in np.argwhere(outside)[0])
+            raise PolicyFault("malformed", f"{ACTIONS}: found {self.layout.names[col]} = {actions[row, col]:.4g}; "
+                                           f"allowed: within [{self.low[col]:.4g}, {self.high[col]:.4g}] (the "
+                                           "robot's action units: rad, m, gripper opening 0-1)")
+        return actions
+
+    def record(self) -> dict[str, Any] | None:
+        end = self.end
+        return None if end is None else {"reason": end.reason, "detail": end.detail, "tick": end.tick,
+                                         "fault": end.fault}
+
+
+def bounds(backend: Backend) -> tuple[np.ndarray, np.ndarray]:
+    """Each action value's allowed range: its joint's range (unlimited joints: infinite), grippers 0-1."""
+    layout = backend.action_layout
+    low = np.full(len(layout.names), -np.inf)
+    high = np.full(len(layout.names), np.inf)
+    joints = [i for i, name in enumerate(layout.names) if i not in {arm.gripper for arm in layout.arms}]
+    ranges = backend.joint_range(tuple(layout.names[i] for i in joints))
+    low[joints], high[joints] = ranges[:, 0], ranges[:, 1]
+    for arm in layout.arms:
+        low[arm.gripper], high[arm.gripper] = 0.0, 1.0
+    return low, high
