@@ -18,17 +18,17 @@ MAKE = "Make episodes"
 USE = "Use a dataset"
 CHECK = "Check episodes"
 LOOK = "Robots, tasks, devices, this machine"
-
-
+EVALUATE = "Evaluate policies"
 
 
 class RootGroup(X2Group):
-    command_order = ("collect", "synth", "augment", "render", "export", "datasets", "label", "replay", "robots",
-                     "tasks", "devices", "doctor")
+    command_order = ("collect", "synth", "augment", "render", "export", "datasets", "label", "replay", "serve",
+                     "robots", "tasks", "devices", "doctor")
 
 
 def mount(app: typer.Typer) -> None:
     from x2.cli import augment, collect, datasets, devices, doctor, export, label, render, replay, specs, synth, teleop
+    from x2.cli import serve as serve_cli
 
     for name in _COMMAND_MODULES:
         importlib.import_module(f"x2.cli.{name}")
@@ -41,6 +41,7 @@ def mount(app: typer.Typer) -> None:
     app.add_typer(datasets.app, rich_help_panel=USE)
     app.command("label", rich_help_panel=CHECK)(label.label)
     app.command("replay", rich_help_panel=CHECK)(replay.replay)
+    app.command("serve", rich_help_panel=EVALUATE)(serve_cli.serve)
     app.add_typer(specs.robots_app, rich_help_panel=LOOK)
     app.add_typer(specs.tasks_app, rich_help_panel=LOOK)
     app.add_typer(devices.app, rich_help_panel=LOOK)
