@@ -8,10 +8,15 @@ STAMP := $(VENV)/.installed
 # export's round-trip test opens our output with it (x2 itself writes with zarr 3).
 ZARR2 := $(VENV)/zarr2
 ZARR2_STAMP := $(ZARR2)/.installed
+# openpi's own client (it pins numpy < 2, so never in x2's environment): the policy wire's tests talk to
+# x2's server with it and unpack its messages (tests/test_policy_wire.py).
+OPENPI := $(VENV)/openpi
+OPENPI_STAMP := $(OPENPI)/.installed
 # Robot parts from vendor files (pinned PyPI wheels, unpacked into the venv's share/x2-vendor; x2/spec/vendor.py)
 VENDOR := $(VENV)/share/x2-vendor
 VENDOR_STAMP := $(VENDOR)/.fetched
 export X2_ZARR2_PYTHON := $(abspath $(ZARR2))/bin/python
+export X2_OPENPI_PYTHON := $(abspath $(OPENPI))/bin/python
 export HF_HUB_OFFLINE ?= 1
 
 # Python caches compiled modules (__pycache__) unless told not to; a machine that says PYTHONDONTWRITEBYTECODE=1
@@ -39,11 +44,18 @@ $(ZARR2_STAMP): $(STAMP)
 	$(ZARR2)/bin/python -m pip install --quiet --no-compile 'zarr>=2.18,<3' 'numcodecs<0.16'
 	touch $(ZARR2_STAMP)
 
+# (openpi-client 0.1.2 imports typing_extensions without declaring it)
+$(OPENPI_STAMP): $(STAMP)
+	test -x $(OPENPI)/bin/python || $(BIN)/python -m venv $(OPENPI)
+	$(OPENPI)/bin/python -m pip install --quiet --no-compile openpi-client==0.1.2 'numpy<2' typing_extensions \
+	  websockets msgpack
+	touch $(OPENPI_STAMP)
+
 $(VENDOR_STAMP): $(STAMP) x2/spec/vendor.py
 	$(BIN)/python -m x2 robots fetch >/dev/null
 	touch $(VENDOR_STAMP)
 
-venv: $(STAMP) $(ZARR2_STAMP) $(VENDOR_STAMP)
+venv: $(STAMP) $(ZARR2_STAMP) $(OPENPI_STAMP) $(VENDOR_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check x2 tests bench
@@ -59,10 +71,10 @@ system-deps:
 # Two worker processes, one test file each at a time (module fixtures and kill tests stay in one process):
 # half the wall time on two cores. Tests paced by the wall clock (a teleop session replaying a recorded
 # device stream at 30 Hz) run afterwards on their own, with no other test competing for the cores.
-# The set-up's steps after the install run side by side: the type check works the CPU while the zarr 2
-# environment and the vendor packages download.
+# The set-up's steps after the install run side by side: the type check works the CPU while the zarr 2 and
+# openpi environments and the vendor packages download.
 test: $(STAMP)
-	$(MAKE) --no-print-directory -j3 lint system-deps $(ZARR2_STAMP) $(VENDOR_STAMP)
+	$(MAKE) --no-print-directory -j3 lint system-deps $(ZARR2_STAMP) $(OPENPI_STAMP) $(VENDOR_STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not realtime" --durations=25
 	$(BIN)/python -m pytest -q -m realtime
 

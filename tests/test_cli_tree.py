@@ -19,8 +19,8 @@ from x2.errors import X2Error
 
 _mount()
 runner = CliRunner()
-WORKFLOW = ["collect", "synth", "augment", "render", "export", "datasets", "label", "replay", "robots", "tasks",
-            "devices", "doctor"]
+WORKFLOW = ["collect", "synth", "augment", "render", "export", "datasets", "label", "replay", "eval", "serve",
+            "robots", "tasks", "devices", "doctor"]
 
 
 def _leaves(group: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -65,7 +65,7 @@ def _error_lines(err: str) -> list[str]:
 def test_the_tree_is_the_expected_one() -> None:
     paths = _command_paths()
     assert len(paths) >= 28 and len(set(paths)) == len(paths)
-    assert [p[0] for p in paths if len(p) == 1] == ["synth", "render", "label", "replay", "doctor"]
+    assert [p[0] for p in paths if len(p) == 1] == ["synth", "render", "label", "replay", "eval", "serve", "doctor"]
 
 
 @pytest.mark.parametrize("standalone", [False, True], ids=["off-terminal", "terminal"])
@@ -174,7 +174,8 @@ def test_top_level_help_follows_the_workflow() -> None:
     listed = re.findall(r"^│ ([a-z]+) ", result.output, flags=re.M)
     assert listed == WORKFLOW
     panels = re.findall(r"╭─ ([^─]+?) ─", result.output)
-    assert panels[1:] == ["Make episodes", "Use a dataset", "Check episodes", "Robots, tasks, devices, this machine"]
+    assert panels[1:] == ["Make episodes", "Use a dataset", "Check episodes", "Evaluate policies",
+                          "Robots, tasks, devices, this machine"]
 
 
 @pytest.mark.parametrize("path", [(), ("datasets",), ("export",), *_command_paths()], ids=lambda p: " ".join(p) or "x2")

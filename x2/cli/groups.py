@@ -21,16 +21,15 @@ EVALUATE = "Evaluate policies"
 LOOK = "Robots, tasks, devices, this machine"
 
 
-
-
 class RootGroup(X2Group):
-    command_order = ("collect", "synth", "augment", "render", "export", "datasets", "label", "replay", "eval", "robots",
-                     "tasks", "devices", "doctor")
+    command_order = ("collect", "synth", "augment", "render", "export", "datasets", "label", "replay", "eval", "serve",
+                     "robots", "tasks", "devices", "doctor")
 
 
 def mount(app: typer.Typer) -> None:
     from x2.cli import augment, collect, datasets, devices, doctor, export, label, render, replay, specs, synth, teleop
     from x2.cli import eval as eval_cli
+    from x2.cli import serve as serve_cli
 
     for name in _COMMAND_MODULES:
         importlib.import_module(f"x2.cli.{name}")
@@ -44,6 +43,7 @@ def mount(app: typer.Typer) -> None:
     app.command("label", rich_help_panel=CHECK)(label.label)
     app.command("replay", rich_help_panel=CHECK)(replay.replay)
     app.command("eval", rich_help_panel=EVALUATE)(eval_cli.eval_command)
+    app.command("serve", rich_help_panel=EVALUATE)(serve_cli.serve)
     app.add_typer(specs.robots_app, rich_help_panel=LOOK)
     app.add_typer(specs.tasks_app, rich_help_panel=LOOK)
     app.add_typer(devices.app, rich_help_panel=LOOK)
