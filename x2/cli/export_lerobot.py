@@ -41,6 +41,9 @@ def lerobot_command(
         show_default=False)] = None,
     state_only: Annotated[bool, typer.Option("--state-only", help="No images: state, action and labels only.")]
     = False,
+    environment_state: Annotated[bool, typer.Option(
+        "--environment-state", help="Add observation.environment_state: every object's pose per frame "
+                                    "(x y z qw qx qy qz each; privileged, for state-based policies).")] = False,
     overwrite: OverwriteOpt = False,
     success_only: SuccessOnly = False,
     source: SourceOpt = None,
@@ -49,7 +52,8 @@ def lerobot_command(
 ) -> None:
     """Export finished episodes as a LeRobot v3.0 dataset, written by LeRobot's own writer: state, action,
     camera videos (stored streams, else rendered from the states), the instruction as task, x2's subtask
-    labels as `subtask_index` and as `language_persistent` subtask rows. Read back with LeRobot before it
+    labels as `subtask_index` and as `language_persistent` subtask rows; with --environment-state the
+    objects' poses as `observation.environment_state`. Read back with LeRobot before it
     is renamed into place.
 
     Example: [cyan]x2 export lerobot[/cyan] (the last dataset, to ./exports/<dataset>-lerobot)
@@ -62,7 +66,8 @@ def lerobot_command(
     require_some(records, ds, chosen)
     request = ExportRequest(ds, tuple(records), target, chosen.describe(), parse_cameras(cameras), state_only,
                             overwrite)
-    options = LeRobotOptions(size=None if size is None else ImageSize.parse(size), repo_id=repo_id)
+    options = LeRobotOptions(size=None if size is None else ImageSize.parse(size), repo_id=repo_id,
+                             environment_state=environment_state)
 
     def planned(step: ExportProgress) -> None:
         console.print(f"exporting {_count(step.episodes, 'episode')}, {_count(step.frames, 'frame')} "
@@ -71,7 +76,9 @@ def lerobot_command(
     with export_progress(on_plan=planned) as progress:
         result = export_lerobot(request, options, progress)
     plan = result.plan
+    env = "environment state, " if plan.objects else ""
     console.print(f"[green]LeRobot dataset written[/green]: {result.target} ({_count(result.episodes, 'episode')}, "
                   f"{_count(result.frames, 'frame')} at {plan.fps} fps, {result.bytes / 1e6:.1f} MB), read back "
-                  "with LeRobot: counts, tasks, state, action, subtasks and first/last frames match", soft_wrap=True)
+                  f"with LeRobot: counts, tasks, state, action, {env}subtasks and first/last frames match",
+                  soft_wrap=True)
     console.print(f"load it: LeRobotDataset({result.repo_id!r}, root={str(result.target)!r})", soft_wrap=True)

@@ -4,7 +4,7 @@ Everything goes through LeRobot 0.6.1's own writer and reader:
 
 1. `LeRobotDataset.create` / `add_frame` / `save_episode` / `finalize` write the frames into the staged
    folder (`x2.export.staging.staged`): state, action, subtask_index (and subtask_index.<arm> per arm with
-   per-arm labels), camera videos, task.
+   per-arm labels), camera videos, task, and with --environment-state the object poses.
 2. The subtask segments become the `language_persistent` column through LeRobot's own
    `LanguageColumnsWriter` (fed from a staging folder the way its annotation pipeline feeds it; our
    `subtask_index` column is kept), and info.json gets LeRobot's `language_feature_info()`.
@@ -32,7 +32,17 @@ from x2.datasets.untrusted import json_loads
 from x2.errors import ExportError
 from x2.export.lerobot_check import Edges, EpisodeReadback, Readback, compare
 from x2.export.lerobot_language import ARM_JOIN, SUBTASK_STYLE, subtask_rows
-from x2.export.lerobot_plan import ACTION, STATE, SUBTASK, ExportPlan, LeRobotOptions, arm_feature, plan_export
+from x2.export.lerobot_plan import (
+    ACTION,
+    ENV_STATE,
+    POSE_FIELDS,
+    STATE,
+    SUBTASK,
+    ExportPlan,
+    LeRobotOptions,
+    arm_feature,
+    plan_export,
+)
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
 from x2.export.sources import ExportSources, open_sources
 from x2.export.staging import staged
@@ -170,6 +180,13 @@ def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id
             "codes": "as subtask_index (names above), per arm: the subtask that arm works on",
             "language": f"each frame's subtask text is the arms' distinct subtask names in arm order, joined "
                         f"{ARM_JOIN!r}; one name when the arms agree; a done arm left out while another works"}
+    if plan.objects:  # only when asked for: an export without it keeps its meta/x2.json as it was
+        # Privileged: the simulator's exact object poses, which a deployed robot does not observe. A policy
+        # trained on them is a low-dim (state-based) baseline; `x2 eval` gives them only to such a policy.
+        extra["environment_state"] = {
+            "feature": ENV_STATE, "privileged": True, "objects": list(plan.objects),
+            "layout": f"per object: {' '.join(POSE_FIELDS)}", "frame": "world; quaternion w x y z",
+            "source": "/observations/object_poses (float64, stored as float32)"}
     facts = sources.provenance(
         format={"name": "lerobot", "codebase_version": "v3.0", "lerobot_version": lerobot.__version__,
                 "repo_id": repo_id},
@@ -208,8 +225,9 @@ def _read_back(plan: ExportPlan, root: Path, repo_id: str) -> Readback:
 
     ds = LeRobotDataset(repo_id, root=root, video_backend="pyav", return_uint8=True)
     per_arm = [arm_feature(arm) for arm in plan.arms if arm_feature(arm) in ds.meta.features]
+    env = [ENV_STATE] if plan.objects and ENV_STATE in ds.meta.features else []
     numbers = ds.select_columns(["episode_index", "frame_index", "timestamp", "task_index", SUBTASK, STATE,
-                                 ACTION, *per_arm]).with_format("numpy")[:]
+                                 ACTION, *per_arm, *env]).with_format("numpy")[:]
     language = ds.select_columns(["language_persistent"]).with_format(None)[:]["language_persistent"]
     task_names = [str(name) for name in ds.meta.tasks.index]
     per_episode: list[EpisodeReadback] = []
@@ -225,7 +243,8 @@ def _read_back(plan: ExportPlan, root: Path, repo_id: str) -> Readback:
             length=int(meta["length"]), frame_index=numbers["frame_index"][rows], timestamp=stamps,
             task=[task_names[int(k)] for k in numbers["task_index"][rows]], subtask=subtasks,
             subtask_index=numbers[SUBTASK][rows], state=numbers[STATE][rows], action=numbers[ACTION][rows],
-            arm_subtask_index={key: numbers[key][rows] for key in per_arm})
+            arm_subtask_index={key: numbers[key][rows] for key in per_arm},
+            environment_state=numbers[ENV_STATE][rows] if env else None)
         start, stop = int(meta["dataset_from_index"]), int(meta["dataset_to_index"])
         if stop > start:
             first, last = ds[start], ds[stop - 1]

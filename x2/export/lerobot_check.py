@@ -14,7 +14,7 @@ import numpy as np
 
 from x2.errors import ExportError
 from x2.export.lerobot_language import frame_timestamp
-from x2.export.lerobot_plan import ExportPlan, arm_feature
+from x2.export.lerobot_plan import ENV_STATE, ExportPlan, arm_feature
 
 # Mean absolute difference (0..255 levels) a decoded frame may have from its source. LeRobot's default
 # AV1 (crf 30, yuv420p) lands at ~2 levels on 96x128 booth images; a wrong frame, camera or channel
@@ -36,6 +36,7 @@ class EpisodeReadback:
     action: np.ndarray  # (T, A)
     edge_task: tuple[str, str] = ("", "")  # LeRobotDataset[first]["task"], [last]["task"]
     arm_subtask_index: dict[str, np.ndarray] = field(default_factory=dict)  # subtask_index.<arm> -> (T,)
+    environment_state: np.ndarray | None = None  # (T, K * 7) observation.environment_state, when exported
     edges: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
@@ -106,8 +107,12 @@ def compare(plan: ExportPlan, source_edges: Sequence[Edges], back: Readback, whe
             if not np.array_equal(index, expected):
                 t = int(np.flatnonzero(index != expected)[0]) if index.shape == expected.shape else 0
                 raise fail(f"{name} frame {t} {key}", int(index[t]) if index.size else None, int(expected[t]))
-        for column, values, source in (("observation.state", got.state, want.state),
-                                       ("action", got.action, want.action)):
+        columns = [("observation.state", got.state, want.state), ("action", got.action, want.action)]
+        if want.environment_state is not None:
+            if got.environment_state is None:
+                raise fail(f"{name} feature {ENV_STATE}", "missing", f"the poses of {list(plan.objects)}")
+            columns.append((ENV_STATE, got.environment_state, want.environment_state))
+        for column, values, source in columns:
             source = np.asarray(source, np.float32)
             values = np.asarray(values, np.float32).reshape(source.shape[0], -1)
             if values.shape != source.shape:

@@ -5,6 +5,8 @@ refuses what LeRobot could not represent faithfully: an fps that is not a whole 
 that are not `frame_index / fps`, labels outside the DAG. It also fixes the image size, and how x2's
 subtask labels become LeRobot's int64 `subtask_index` (see `SubtaskCodes`), and per-arm labels (two or
 more arms, x2.export.episode_arrays.arm_labels) one int64 `subtask_index.<arm>` per arm, same codes.
+With `environment_state` asked for, every frame's object poses become `observation.environment_state`
+(`environment_state`): the objects must be the same, in the same order, in every exported episode.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from x2.render.source import episode_frames
 # Sim time is accumulated in float64 (865 ticks drift ~1e-11 s); LeRobot's own sync tolerance is 1e-4 s.
 TICK_TOLERANCE_S = 1e-4
 STATE, ACTION, SUBTASK = "observation.state", "action", "subtask_index"
+ENV_STATE = "observation.environment_state"  # LeRobot's name for low-dim world state (its policies read it)
+POSE_FIELDS = ("x", "y", "z", "qw", "qx", "qy", "qz")  # one object's 7 columns, as /observations/object_poses
 IMAGE_PREFIX = "observation.images."
 DONE, UNFINISHED = "done", "unfinished"
 
@@ -41,6 +45,7 @@ def arm_feature(arm: str) -> str:
 class LeRobotOptions:
     size: ImageSize | None = None  # every stream's size; None: the stored size, else x2 render's default
     repo_id: str | None = None  # None: x2/<dataset>
+    environment_state: bool = False  # add observation.environment_state (every object's pose, privileged)
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,7 @@ class EpisodePlan:
     state: np.ndarray  # (T, J) float32 observations/qpos, as the file has it
     action: np.ndarray  # (T, A) float32
     arm_subtask_index: np.ndarray | None = None  # (T, arms) int64, encoded; None without per-arm labels
+    environment_state: np.ndarray | None = None  # (T, K * 7) float32 object poses; None unless asked for
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,11 @@ class ExportPlan:
     images: Images
     episodes: tuple[EpisodePlan, ...]
     arms: tuple[str, ...] = ()  # the arms of the subtask_index.<arm> features (none: no such features)
+    objects: tuple[str, ...] = ()  # the objects of observation.environment_state (none: no such feature)
+
+    @property
+    def environment_state_names(self) -> list[str]:
+        return [f"{obj}.{field}" for obj in self.objects for field in POSE_FIELDS]
 
     @property
     def frames(self) -> int:
@@ -122,6 +133,9 @@ class ExportPlan:
         }
         for arm in self.arms:
             out[arm_feature(arm)] = {"dtype": "int64", "shape": (1,), "names": None}
+        if self.objects:
+            names = self.environment_state_names
+            out[ENV_STATE] = {"dtype": "float32", "shape": (len(names),), "names": names}
         size = self.images.size
         for cam in self.images.cameras:
             assert size is not None
@@ -141,6 +155,8 @@ class ExportPlan:
             if plan.arm_subtask_index is not None:
                 for a, arm in enumerate(self.arms):
                     frame[arm_feature(arm)] = plan.arm_subtask_index[t, a:a + 1]
+            if plan.environment_state is not None:
+                frame[ENV_STATE] = plan.environment_state[t]
             if pictures is not None:
                 shot = next(pictures)
                 for cam in self.images.cameras:
@@ -196,8 +212,48 @@ def dataset_fps(ds: Dataset) -> int:
     return int(fps)
 
 
+def object_names(ep: Episode) -> tuple[str, ...]:
+    """The objects of the episode's pose rows: the column's own `names`, else the root `object_names`."""
+    names = ep.dataset_attrs(fmt.OBJECT_POSES).get(fmt.NAMES_ATTR)
+    if names is None:
+        names = ep.json_attr(fmt.OBJECT_NAMES_ATTR, None)
+    return tuple(str(n) for n in names) if isinstance(names, list) else ()
+
+
+def environment_state(ep: Episode, objects: Sequence[str] | None) -> tuple[tuple[str, ...], np.ndarray]:
+    """(objects, (T, K * 7) float32) from /observations/object_poses; `objects`: what an earlier episode of
+    the export had (every frame of a LeRobot dataset has the same features), None for the first."""
+    where, path = str(ep.path), fmt.OBJECT_POSES
+    flag = "--environment-state"
+    if path not in ep:
+        raise ExportError(f"{where}: {path}: found missing; allowed: episodes that record object poses "
+                          f"({flag} exports them)")
+    shape = ep.dataset(path).shape
+    if len(shape) != 3 or shape[0] != ep.frames or shape[2] != 7:
+        raise ExportError(f"{where}: {path}: found shape {shape}; allowed: ({ep.frames}, K, 7)")
+    if shape[1] == 0:
+        raise ExportError(f"{where}: {path}: found no objects; allowed: at least one ({flag} exports object "
+                          "poses, and this scene has none)")
+    names = object_names(ep)
+    if len(names) != shape[1] or len(set(names)) != len(names):
+        raise ExportError(f"{where}: {path}: names: found {list(names)}; allowed: {shape[1]} distinct object names "
+                          f"({flag} names every column by its object)")
+    if objects is not None and names != tuple(objects):
+        raise ExportError(f"{where}: {path}: names: found {list(names)}; allowed: {list(objects)}, as in the first "
+                          f"exported episode ({flag} needs one object layout: export episodes of one world, "
+                          "--episodes)")
+    poses = ep[path]
+    bad = ~np.isfinite(poses)
+    if bad.any():
+        t, k, _ = (int(i) for i in np.argwhere(bad)[0])
+        raise ExportError(f"{where}: {path}: found a non-finite pose of {names[k]} at frame {t}; allowed: finite")
+    return names, poses.astype(np.float32).reshape(shape[0], shape[1] * 7)
+
+
 def plan_episode(ep: Episode, record: EpisodeRecord, fps: int, ds: Dataset, codes: SubtaskCodes,
-                 labelled: Sequence[str] = ()) -> EpisodePlan:
+                 labelled: Sequence[str] = (), objects: Sequence[str] | None = None,
+                 env_state: bool = False) -> EpisodePlan:
+    """One episode's plan; with `env_state`, its object poses too (`environment_state`, `objects` as there)."""
     where = str(ep.path)
     own_fps = ep.fps if fmt.FPS_ATTR in ep.attrs else fps
     if own_fps is None or float(own_fps) != fps:
@@ -225,9 +281,11 @@ def plan_episode(ep: Episode, record: EpisodeRecord, fps: int, ds: Dataset, code
     else:
         labels = frame_subtasks([[codes.names[int(v)] for v in column] for column in arm_index.T])
     task = ep.instruction or ds.manifest.task
+    poses = environment_state(ep, objects)[1] if env_state else None
     return EpisodePlan(record, ep.frames, task, encoded, labels,
                        state=ep[fmt.QPOS].astype(np.float32, copy=False),
-                       action=ep[fmt.ACTION].astype(np.float32, copy=False), arm_subtask_index=arm_index)
+                       action=ep[fmt.ACTION].astype(np.float32, copy=False), arm_subtask_index=arm_index,
+                       environment_state=poses)
 
 
 def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
@@ -235,7 +293,11 @@ def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
     fps = dataset_fps(ds)
     codes = SubtaskCodes(tuple(str(n) for n in ds.manifest.dag.get("nodes", [])))
     labelled = labelled_arms(s.episode for s in sources.episodes)
-    episodes = tuple(plan_episode(s.episode, s.record, fps, ds, codes, labelled) for s in sources.episodes)
+    objects: tuple[str, ...] = ()
+    if options.environment_state:  # the first episode fixes the objects; plan_episode holds the others to them
+        objects = environment_state(sources.episodes[0].episode, None)[0]
+    episodes = tuple(plan_episode(s.episode, s.record, fps, ds, codes, labelled, objects or None,
+                                  options.environment_state) for s in sources.episodes)
     images = choose_images(sources, options.size)
     names = sources.column_names()
-    return ExportPlan(ds, fps, names[fmt.QPOS], names[fmt.ACTION], codes, images, episodes, labelled)
+    return ExportPlan(ds, fps, names[fmt.QPOS], names[fmt.ACTION], codes, images, episodes, labelled, objects)

@@ -1,0 +1,211 @@
+"""`lerobot:PATH`: a LeRobot 0.6 `pretrained_model` folder (what `lerobot-train` writes under
+`checkpoints/<step>/pretrained_model`) served as a policy.
+
+It is loaded the way LeRobot 0.6.1 loads a policy for evaluation (lerobot/scripts/lerobot_eval.py,
+lerobot/rollout/context.py): `PreTrainedConfig.from_pretrained(folder)` with the serving device,
+`get_policy_class(type).from_pretrained(folder, config=...)`, and the folder's own pre- and
+post-processors through `make_pre_post_processors(config, pretrained_path=folder, ...)` with the
+preprocessor's device overridden. Each observation becomes the batch LeRobot's own synchronous inference
+makes (`lerobot.policies.utils.prepare_observation_for_inference`: tensors with a batch dimension, images
+(H, W, 3) uint8 -> (3, H, W) float in [0, 1], as LeRobotDataset gives them in training, and the task
+string), then preprocessor -> `policy.select_action` -> postprocessor. `select_action` keeps ACT's and
+diffusion's action queues, so every answer is one action, (1, D).
+
+LeRobot and torch are imported only here and only when a folder is loaded (pyproject's import contract).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from x2.datasets.untrusted import json_loads
+from x2.errors import PolicyError
+from x2.policy.protocol import (
+    ACTIONS,
+    OBS_ENV_STATE,
+    OBS_IMAGE_PREFIX,
+    OBS_PROMPT,
+    OBS_STATE,
+    OBS_TASK,
+    PolicyFault,
+    ServiceInfo,
+)
+from x2.policy.services import ServeOptions
+
+CONFIG, WEIGHTS = "config.json", "model.safetensors"
+PREPROCESSOR, POSTPROCESSOR = "policy_preprocessor.json", "policy_postprocessor.json"
+TRAIN_CONFIG = "train_config.json"  # lerobot-train's own record, beside the weights: names the dataset
+REQUIRED = (CONFIG, WEIGHTS, PREPROCESSOR, POSTPROCESSOR)
+ACTION = "action"
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_folder(folder: Path) -> None:
+    """Refuse what is not a pretrained_model folder, naming what is missing (and, for a training run's
+    output or checkpoint folder, where its pretrained_model is)."""
+    where = f"lerobot:{folder}"
+    if not folder.is_dir():
+        raise PolicyError(f"{where}: found {'a file' if folder.exists() else 'no such folder'}; allowed: a LeRobot "
+                          "pretrained_model folder (lerobot-train's checkpoints/<step>/pretrained_model)")
+    missing = [name for name in REQUIRED if not (folder / name).is_file()]
+    for processor in (PREPROCESSOR, POSTPROCESSOR):  # the state files (normalisation stats) each step names
+        if processor not in missing:
+            missing += [state for state in _state_files(folder / processor) if not (folder / state).is_file()]
+    if missing:
+        # A training run's output folder holds checkpoints/<step>/pretrained_model (and `last`, a link).
+        steps = sorted(folder.glob("checkpoints/*/pretrained_model"), key=lambda p: p.parent.name, reverse=True)
+        candidates = (folder / "pretrained_model", folder / "checkpoints" / "last" / "pretrained_model", *steps)
+        inside = next((p for p in candidates if (p / CONFIG).is_file()), None)
+        hint = f" (found one at {inside})" if inside is not None else ""
+        raise PolicyError(f"{where}: found no {', '.join(missing)}; allowed: a LeRobot pretrained_model folder with "
+                          f"{', '.join(REQUIRED)} and the processors' state files{hint}")
+
+
+def _state_files(pipeline: Path) -> list[str]:
+    try:
+        steps = json_loads(pipeline.read_text(encoding="utf-8")).get("steps", [])
+    except (OSError, ValueError, AttributeError) as exc:
+        raise PolicyError(f"lerobot:{pipeline}: found {type(exc).__name__}: {exc}; allowed: a LeRobot processor "
+                          "pipeline (JSON with its steps)") from None
+    return [str(s["state_file"]) for s in steps if isinstance(s, Mapping) and s.get("state_file")]
+
+
+def dataset_action_names(folder: Path) -> tuple[str, ...] | None:
+    """The action vector's names, when recoverable: lerobot-train records the dataset's root in
+    train_config.json, and that dataset's meta/info.json names the action feature. None when the record
+    or the dataset is not there (a folder copied to another machine)."""
+    try:
+        train = json_loads((folder / TRAIN_CONFIG).read_text(encoding="utf-8"))
+        root = train["dataset"]["root"]
+        info = json_loads((Path(root) / "meta" / "info.json").read_text(encoding="utf-8"))
+        names = info["features"][ACTION]["names"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return tuple(str(n) for n in names) if isinstance(names, list) else None
+
+
+class LeRobotService:
+    """One loaded policy with its processors; one episode at a time (the server calls it from one thread)."""
+
+    def __init__(self, folder: Path, options: ServeOptions) -> None:
+        check_folder(folder)
+        self.folder = folder
+        self.device = options.device
+        self._load()
+        self._task = ""  # the episode's instruction, for an observation that carries none
+        self.info = self._describe()
+
+    def _load(self) -> None:
+        import torch
+        from lerobot.configs.policies import PreTrainedConfig
+        from lerobot.configs.types import FeatureType
+        from lerobot.policies import get_policy_class, make_pre_post_processors
+
+        where, path = f"lerobot:{self.folder}", str(self.folder)
+        # LeRobot prints "Loading weights from local directory" to stdout, which a service keeps for itself.
+        with contextlib.redirect_stdout(sys.stderr):
+            try:
+                config = PreTrainedConfig.from_pretrained(path)
+                config.pretrained_path = self.folder
+                config.device = self.device  # from_pretrained puts the weights there
+                self.policy = get_policy_class(config.type).from_pretrained(path, config=config)
+                self.preprocessor, self.postprocessor = make_pre_post_processors(
+                    config, pretrained_path=path,
+                    preprocessor_overrides={"device_processor": {"device": self.device},
+                                            "rename_observations_processor": {"rename_map": {}}})
+            except (OSError, ValueError, KeyError, TypeError, ImportError, RuntimeError) as exc:
+                text = " ".join(str(exc).split())[:300]
+                raise PolicyError(f"{where}: LeRobot could not load it: {type(exc).__name__}: {text}; allowed: a "
+                                  f"pretrained_model folder LeRobot 0.6 wrote, on a device this machine has "
+                                  f"(--device {self.device})") from None
+        self.policy.eval()
+        self.config = config
+        self._torch_device = torch.device(self.device)
+        self.images: dict[str, tuple[int, int]] = {}  # feature key -> (H, W)
+        self.vectors: dict[str, int] = {}  # feature key -> width
+        for key, feature in config.input_features.items():
+            if feature.type is FeatureType.VISUAL and key.startswith(OBS_IMAGE_PREFIX) and len(feature.shape) == 3:
+                self.images[key] = (int(feature.shape[1]), int(feature.shape[2]))  # LeRobot keeps (C, H, W)
+            elif key in (OBS_STATE, OBS_ENV_STATE) and len(feature.shape) == 1:
+                self.vectors[key] = int(feature.shape[0])
+            else:
+                raise PolicyError(f"{where}: input feature {key} {tuple(feature.shape)}: found one x2 does not "
+                                  f"send; allowed: {OBS_STATE}, {OBS_ENV_STATE} (vectors) and "
+                                  f"{OBS_IMAGE_PREFIX}<camera> (C, H, W)")
+        action = config.output_features.get(ACTION)
+        if action is None or len(action.shape) != 1:
+            raise PolicyError(f"{where}: output features: found {sorted(config.output_features)}; allowed: an "
+                              f"{ACTION} vector")
+        self.action_dim = int(action.shape[0])
+
+    def _describe(self) -> ServiceInfo:
+        names = getattr(self.config, "action_feature_names", None) or dataset_action_names(self.folder)
+        if names is not None and len(names) != self.action_dim:
+            names = None  # a dataset that changed since training says nothing about this policy
+        return ServiceInfo(
+            kind="lerobot", identity=str(self.folder), digest=sha256_file(self.folder / WEIGHTS), lifecycle=True,
+            cameras={key.removeprefix(OBS_IMAGE_PREFIX): hw for key, hw in self.images.items()},
+            state=OBS_STATE in self.vectors, environment_state=OBS_ENV_STATE in self.vectors,
+            action_names=None if names is None else tuple(names), chunk=None)
+
+    def metadata(self) -> dict[str, Any]:
+        return self.info.to_metadata()
+
+    def initialize_episode(self, episode: dict[str, Any]) -> None:
+        # As LeRobot's own rollout resets before an episode: the action queue and any processor state.
+        self.policy.reset()
+        self.preprocessor.reset()
+        self.postprocessor.reset()
+        self._task = str(episode.get("instruction") or "")
+
+    def finalize_episode(self, result: dict[str, Any]) -> None:
+        pass
+
+    def batch(self, obs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """The observation's arrays the policy reads, checked and copied (writable: torch.from_numpy)."""
+        out: dict[str, np.ndarray] = {}
+        for key, (height, width) in self.images.items():
+            value = np.asarray(obs[key]) if key in obs else None
+            if value is None or value.shape != (height, width, 3) or value.dtype != np.uint8:
+                found = "missing" if value is None else f"{value.dtype}{value.shape}"
+                raise PolicyFault("malformed", f"{key}: found {found}; allowed: uint8 ({height}, {width}, 3)")
+            out[key] = np.array(value)
+        for key, width in self.vectors.items():
+            value = np.asarray(obs[key]) if key in obs else None
+            if value is None or value.shape != (width,) or value.dtype.kind not in "fiu":
+                found = "missing" if value is None else f"{value.dtype}{value.shape}"
+                raise PolicyFault("malformed", f"{key}: found {found}; allowed: float ({width},)")
+            out[key] = np.array(value, dtype=np.float32)
+        return out
+
+    def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
+        import torch
+        from lerobot.policies import prepare_observation_for_inference
+
+        batch = self.batch(obs)
+        task = str(obs.get(OBS_TASK) or obs.get(OBS_PROMPT) or self._task)
+        with torch.inference_mode():
+            frame = prepare_observation_for_inference(batch, self._torch_device, task)
+            action = self.postprocessor(self.policy.select_action(self.preprocessor(frame)))
+        actions = action.detach().to("cpu", torch.float32).numpy().reshape(1, -1)
+        if actions.shape[1] != self.action_dim:
+            raise PolicyFault("malformed", f"the policy answered {actions.shape}; allowed: (1, {self.action_dim})")
+        return {ACTIONS: actions}
+
+
+def lerobot_service(path: str, options: ServeOptions) -> LeRobotService:
+    return LeRobotService(Path(path).expanduser().absolute(), options)
