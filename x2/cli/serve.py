@@ -29,8 +29,8 @@ def serve(
     """Serve a policy over openpi's websocket protocol until Ctrl-C or SIGTERM.
 
     Any openpi client can drive it (metadata on connect, then one answer holding "actions" per observation);
-    x2's evaluator also sends each episode's start and end. All calls into the policy are made one at a time,
-    so several evaluator workers can share one service. GET /healthz answers 200.
+    x2's evaluator also sends each episode's start and end. Each connection (an evaluator worker) gets a policy
+    instance of its own, so episode state never mixes; all calls are made one at a time. GET /healthz answers 200.
 
     Example: [cyan]x2 serve lerobot:outputs/train/act/checkpoints/last/pretrained_model --device cuda[/cyan]
 
@@ -46,8 +46,8 @@ def serve(
     from x2.policy.services import ServeOptions, make_service, parse_kind
 
     kind, _ = parse_kind(spec, where="KIND[:ARG]")
-    service = make_service(spec, ServeOptions(task=task, robot=robot, variant=variant, device=device))
-    server = PolicyServer(service, host, port)
+    options = ServeOptions(task=task, robot=robot, variant=variant, device=device)
+    server = PolicyServer(make_service(spec, options), host, port, fresh=lambda: make_service(spec, options))
     console.print(f"serving {kind} on {server.url}", markup=False)
     console.file.flush()
     if ready_file is not None:

@@ -77,8 +77,14 @@ def _health(connection: ServerConnection, request: Request) -> Response | None:
 class PolicyServer:
     """`service` on ws://host:port, bound on construction (port 0: the system picks one; see `port`)."""
 
-    def __init__(self, service: PolicyService, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, service: PolicyService, host: str = "127.0.0.1", port: int = 0,
+                 fresh: Callable[[], PolicyService] | None = None):
         self.service = service
+        # With `fresh`, each connection has an instance of its own (a policy's episode state, such as an action
+        # queue or the expert's copy of the world, belongs to one evaluator worker's episode), made when a
+        # connection finds none idle and kept for the next one; without it every connection shares `service`.
+        self._fresh = fresh
+        self._idle: list[PolicyService] = [service]
         # Sent to every connection as it is now: a service says what it is once, before the first client.
         self._metadata = pack(service.metadata())
         self._calls = _ServiceThread()
@@ -121,16 +127,25 @@ class PolicyServer:
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
 
-    def _answer(self, message: Any) -> dict[str, Any]:
+    def _acquire(self) -> PolicyService:
+        if self._fresh is None:
+            return self.service
+        return self._idle.pop() if self._idle else self._fresh()
+
+    def _release(self, service: PolicyService) -> None:
+        if self._fresh is not None:
+            self._idle.append(service)
+
+    def _answer(self, service: PolicyService, message: Any) -> dict[str, Any]:
         if not isinstance(message, dict):
             raise TypeError(f"expected a map (an observation or an {OP_KEY} message), got {type(message).__name__}")
         op = message.pop(OP_KEY, None)
         if op is None:
-            return self.service.infer(message)
+            return service.infer(message)
         if op == INITIALIZE:
-            self.service.initialize_episode(message)
+            service.initialize_episode(message)
         elif op == FINALIZE:
-            self.service.finalize_episode(message)
+            service.finalize_episode(message)
         else:
             raise ValueError(f"{OP_KEY}: found {op!r}; allowed: {INITIALIZE}, {FINALIZE}")
         return _OK
@@ -146,13 +161,21 @@ class PolicyServer:
                     return False, None
 
     def _handle(self, connection: ServerConnection) -> None:
+        service: PolicyService | None = None
         try:
             connection.send(self._metadata)
+            try:
+                ok, service = self._wait(connection, self._calls.submit(self._acquire))
+            except Exception:  # a policy that cannot be made again (its folder gone): this connection's error
+                self._fail(connection, traceback.format_exc())
+                return
+            if not ok:
+                return
             while True:
                 message = connection.recv()
                 try:
                     obs = unpack(message.encode() if isinstance(message, str) else message)
-                    ok, answer = self._wait(connection, self._calls.submit(partial(self._answer, obs)))
+                    ok, answer = self._wait(connection, self._calls.submit(partial(self._answer, service, obs)))
                     if not ok:
                         return
                     reply = pack(answer)
@@ -162,6 +185,9 @@ class PolicyServer:
                 connection.send(reply)
         except ConnectionClosed:
             return  # the client left (or the server is shutting down): nothing to answer
+        finally:
+            if service is not None:
+                self._calls.submit(partial(self._release, service))  # (after any call of it still queued)
 
     @staticmethod
     def _fail(connection: ServerConnection, trace: str) -> None:
