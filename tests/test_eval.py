@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from x2_cli import HEADLESS_ENV, run_x2
+
 from x2 import format as fmt
 from x2.datasets import Dataset
 from x2.eval.evaluate import REPORT_JSON, write_report
