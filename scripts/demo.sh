@@ -5,6 +5,8 @@
 #   x2 synth --task fruit_in_microwave -n 3    demonstrations from the skills and the motion planner
 #   x2 augment replay                          each one again in new scenery (states and labels kept)
 #   x2 export lerobot                          the augmented dataset, rendered and read back by LeRobot
+#   x2 eval --policy expert                    the synthesis teacher as a policy service, scored by the DAG in and
+#                                              out of distribution (a held-out fruit), every rollout kept
 #
 # then the checks a stranger holding the data could run: the physics replays exactly in the augmented
 # worlds, every contact is recomputed, LeRobot loads the export with its cameras, and a preview shows a
@@ -20,6 +22,7 @@ x2 tasks show fruit_in_microwave
 x2 synth --task fruit_in_microwave -n 3
 x2 augment replay
 x2 export lerobot
+x2 eval --task fruit_in_microwave --policy expert -n 2 --dataset eval-expert
 
 SRC=data/fruit_in_microwave AUG=data/fruit_in_microwave-aug LEROBOT=exports/fruit_in_microwave-aug-lerobot
 x2 augment replay "$SRC" --preview augment_preview.png      # every variant exists: only draws the preview
@@ -45,4 +48,5 @@ echo "done in ${SECONDS} s, in $WS"
 echo "source dataset:    $WS/$SRC  (synthesised; manifest.json, episodes.jsonl, episodes/*.h5)"
 echo "augmented dataset: $WS/$AUG  (augmentation.json lists every variant; docs/augmentation.md)"
 echo "preview:           $WS/augment_preview.png  (source | variant at the same frame | envelope from above)"
+echo "evaluation:        $WS/data/eval-expert  (train/ and eval/ rollouts, eval_report.json and .png; docs/evaluation.md)"
 echo "LeRobot export:    $WS/$LEROBOT  (LeRobotDataset('x2/fruit_in_microwave-aug-lerobot', root=..., video_backend='pyav'))"

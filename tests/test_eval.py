@@ -22,6 +22,7 @@ from x2_cli import HEADLESS_ENV, run_x2
 
 from x2 import format as fmt
 from x2.datasets import Dataset
+from x2.errors import PolicyError
 from x2.eval.evaluate import REPORT_JSON, write_report
 from x2.eval.report import build_report
 from x2.eval.runner import EvalRun
@@ -118,6 +119,18 @@ def test_faults_end_their_episode_with_the_reason_and_the_run_goes_on(tmp_path: 
     numbers = report["tasks"][TASK]["train"]
     assert numbers["episodes"] == 6 and numbers["successes"] == 0
     assert numbers["failure_reasons"] == {"pick: horizon": 2, "pick: policy malformed": 3, "pick: policy timeout": 1}
+
+
+class OtherRobot(Misbehaving):
+    def metadata(self) -> dict[str, Any]:
+        return ServiceInfo(kind="test", identity="six joints", action_names=("j1", "j2", "j3", "j4", "j5", "j6",
+                                                                             "gripper")).to_metadata()
+
+
+def test_a_policy_for_another_action_layout_is_refused_before_any_episode(tmp_path: Path) -> None:
+    with serving(OtherRobot()) as url, pytest.raises(PolicyError, match="action_names: found .*j1.*allowed: this"):
+        evaluate(url, tmp_path, n=1)
+    assert not (tmp_path / "train").exists()
 
 
 def test_the_report_recomputes_from_the_episodes(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ lerobot/common/train_utils.py `save_checkpoint`), in process and tiny so the tes
 from the export's LeRobotDatasetMetadata, make_pre_post_processors with its stats, two optimiser steps on
 batches from LeRobot's own loader, then policy / train config / processors `save_pretrained` into
 pretrained_model/. (`lerobot-train` itself needs `accelerate`, which x2's dev extra does not pull; its
-checkpoint folders load the same way: docs/policies_lerobot.md.)
+checkpoint folders load the same way: docs/policies.md.)
 
 Data: two 8-frame pick_place episodes recorded by the real loop, exported with --state-only
 --environment-state.

@@ -105,7 +105,8 @@ def eval_command(
 
 def _show(report: dict[str, Any], root: Path) -> None:
     for task, by_split in report["tasks"].items():
-        table = Table(title=f"{task}", title_justify="left")
+        who = "; ".join(f"{p.get('identity')} ({p.get('observes') or '?'})" for p in report.get("policies", []))
+        table = Table(title=f"{task}: {who}", title_justify="left")
         table.add_column("")
         for split in by_split:
             table.add_column("in-distribution" if split == "train" else "out-of-distribution", justify="right")
@@ -126,4 +127,14 @@ def _show(report: dict[str, Any], root: Path) -> None:
         for label, cells in rows:
             table.add_row(label, *cells)
         console.print(table)
+    if report["dimensions"]:
+        dims = Table(title="per capability dimension", title_justify="left")
+        dims.add_column("dimension")
+        splits = list(report["splits"])
+        for split in splits:
+            dims.add_column("in-distribution" if split == "train" else "out-of-distribution", justify="right")
+        for dim, by_split in report["dimensions"].items():
+            dims.add_row(dim, *(f"{by_split[s]['success_rate']:.0%} of {by_split[s]['episodes']}" if s in by_split
+                                else "-" for s in splits))
+        console.print(dims)
     console.print(f"report: {root / REPORT_JSON}, {root / REPORT_PNG}")

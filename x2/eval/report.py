@@ -97,7 +97,7 @@ def _policy(ep: Episode) -> dict[str, Any]:
     raw = ep.json_attr(fmt.POLICY_ATTR) or {}
     if not isinstance(raw, dict):
         return {"kind": ep.source, "identity": ep.source}
-    return {k: raw.get(k) for k in ("kind", "identity", "digest", "privileged")}
+    return {k: raw.get(k) for k in ("kind", "identity", "digest", "privileged", "observes")}
 
 
 def _timing(ep: Episode, stage: str) -> float:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from x2.errors import PolicyError
 from x2.eval.observe import ObservationPlan
 from x2.eval.teacher import ChunkExecution, PolicyTeacher
 from x2.policy.protocol import PolicyClient, PolicyFault, ServiceInfo
@@ -63,12 +64,20 @@ class EvalSession:
         self.info: ServiceInfo = self.client.info
         self.plan = ObservationPlan.for_service(self.info, setup.cameras)
         self.plan.check(self.backend)
+        names = self.backend.action_layout.names
+        if self.info.action_names is not None and tuple(self.info.action_names) != tuple(names):
+            # other joints, another order, another robot: one line before any episode, not a failure per episode
+            raise PolicyError(f"{setup.url}: action_names: found {list(self.info.action_names)}; allowed: this "
+                              f"robot's action layout {list(names)} ({self.env.robot.name})")
 
     def identity(self) -> dict[str, Any]:
         """Which policy drives the episodes, as each of them records it (with how it ended there)."""
         info = self.info
+        plan = self.plan
+        observes = ("privileged state (low-dim)" if plan.environment_state or plan.sim_state
+                    else "images" if plan.cameras else "proprioception only")
         return {"kind": info.kind, "identity": info.identity, "digest": info.digest, "url": self.setup.url,
-                "privileged": info.privileged, "chunk_exec": self.setup.execution.describe(),
+                "privileged": info.privileged, "observes": observes, "chunk_exec": self.setup.execution.describe(),
                 "inputs": {"cameras": {c: list(hw) for c, hw in self.plan.cameras.items()}, "state": self.plan.state,
                            "environment_state": self.plan.environment_state, "sim_state": self.plan.sim_state}}
 
