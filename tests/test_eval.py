@@ -28,6 +28,7 @@ from x2.eval.report import build_report
 from x2.eval.runner import EvalRun
 from x2.eval.seeds import plan_split
 from x2.eval.session import EvalSetup
+from x2.eval.teacher import ChunkExecution
 from x2.policy.protocol import ACTIONS, PolicyService, ServiceInfo
 from x2.policy.server import PolicyServer
 from x2.policy.services import ServeOptions, make_service
@@ -239,3 +240,40 @@ def test_kill_9_loses_no_finished_episode_and_leaves_no_service(tmp_path: Path) 
     assert again.returncode == 0, again.stderr
     after = {e["slot"]: e["digest"] for e in episodes(tmp_path / "run" / "train")}
     assert sorted(after) == list(range(40)) and all(after[s] == d for s, d in before.items())
+
+
+class Chunks(Misbehaving):
+    """Answers at tick q a chunk of 4 whose row i moves the first joint by (10 q + i) milli-radians."""
+
+    faults: dict[int, str] = {}
+
+    def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
+        chunk = np.repeat(self.home[None], 4, axis=0).astype(np.float64)
+        chunk[:, 0] += (10 * obs["x2.tick"] + np.arange(4)) * 1e-3
+        return {ACTIONS: chunk}
+
+
+@pytest.mark.parametrize(("execution", "expected"), [
+    ("chunk", [0, 1, 2, 3, 40, 41]),
+    ("2", [0, 1, 20, 21, 40, 41]),
+    ("ensemble", None),  # asked every tick; each action the weighted mean of every chunk's prediction for it
+])
+def test_chunks_run_open_loop_or_temporally_ensembled(tmp_path: Path, execution: str, expected: list[int] | None
+                                                      ) -> None:
+    plan = plan_split(TASK, None, "train", None, 1, 1)
+    with serving(Chunks()) as url:
+        setup = EvalSetup(TASK, None, plan.variant, plan.master_seed, url, max_ticks=6,
+                          execution=ChunkExecution.parse(execution))
+        EvalRun(setup, plan, tmp_path / "train").run()
+    got = episodes(tmp_path / "train")[0]["action"][:, 0].astype(np.float64)
+    offsets = (got - got[0]) * 1e3
+    if expected is None:
+        weights = np.exp(-0.01 * np.arange(4))
+        expected_f = []
+        for t in range(6):
+            predictions = [10 * q + (t - q) for q in range(max(0, t - 3), t + 1)]  # oldest first
+            w = weights[: len(predictions)]
+            expected_f.append(float(np.dot(w, predictions) / w.sum()))
+        assert np.allclose(offsets, expected_f, atol=1e-3)
+    else:
+        assert np.allclose(offsets, expected, atol=1e-3)
