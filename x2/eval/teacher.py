@@ -2,8 +2,10 @@
 
 The simulator waits for the answer, so the loop keeps 30 Hz of simulated time whatever the inference latency;
 the latency itself is recorded per tick (/timing/inference, beside /timing/render). An answer that cannot be
-run (no answer in time, a lost connection, the wrong shape, NaN, values far outside the robot's joint ranges)
-ends the episode with that reason: the run goes on with the next episode.
+run (no answer in time, a lost connection, the wrong shape, NaN, values so far outside the robot's joint ranges
+that they must be in other units) ends the episode with that reason: the run goes on with the next episode.
+Values a little outside a range (a learned gripper command closing to -0.4) are clipped into it: what is
+recorded is what the robot was commanded.
 
 Chunks are executed as `ChunkExecution` says: the first K actions of each chunk open-loop (the whole chunk by
 default, as openpi's clients do), or asked every tick and temporally ensembled as ACT does (each action the
@@ -27,7 +29,9 @@ from x2.rollout.teacher import Observation
 from x2.sim.backend import Backend, ResetInfo
 
 ENSEMBLE_DECAY = 0.01  # ACT's temporal-ensembling weight exp(-m * i), i = 0 for the oldest prediction
-RANGE_SLACK = 0.1  # of a joint's range: a value beyond it is a units mistake, not an overshoot
+# of a value's range: a learned policy overshoots a little (a gripper closing to -0.4), a policy in other units
+# (degrees, a gripper in millimetres) by far more than the whole range
+RANGE_SLACK = 1.0
 
 
 @dataclass(frozen=True)
@@ -158,7 +162,7 @@ class PolicyTeacher:
             raise PolicyFault("malformed", f"{ACTIONS}: found {self.layout.names[col]} = {actions[row, col]:.4g}; "
                                            f"allowed: within [{self.low[col]:.4g}, {self.high[col]:.4g}] (the "
                                            "robot's action units: rad, m, gripper opening 0-1)")
-        return actions
+        return np.clip(actions, self.low, self.high)  # the robot is commanded within its ranges (and so recorded)
 
     def record(self) -> dict[str, Any] | None:
         end = self.end
