@@ -1,4 +1,5 @@
-"""The simulator interface every loop and tool talks to. MuJoCo implements it; Isaac Lab may later.
+"""The simulator interface every loop and tool talks to. MuJoCo implements it; another simulator plugs in through
+the entry point group `x2.backends` and must pass tests/backend_contract (docs/backends.md).
 
 A backend owns one world built from an `EnvSpec`. It knows nothing of loops, labels or datasets
 (`sim` knows no loop): it resets, steps one control tick, saves and restores state, reports what
