@@ -5,10 +5,12 @@ The driver keeps the queue: a unit goes to an actor only when that actor is idle
 a quick one up behind it, as with the local pool's shared queue. A dispatcher thread makes every Ray call
 after the pool starts and turns each result into the Future the caller holds.
 
-A lost actor (its process killed, its node gone) is restarted by Ray, elsewhere if need be, and the unit it
-was running is tried again there (MAX_RESTARTS, TASK_RETRIES). A unit that loses its worker on every try
-ends in WorkerLost, for the caller to record; when no actor is left the pool fails every unit with
-RayUnavailable, which stops the run (a rerun resumes it).
+A lost actor (its process killed, its node gone) is restarted by Ray, elsewhere if need be (MAX_RESTARTS),
+and rejoins the pool once it is up. The unit it was running goes back to the front of the driver's queue, for
+the next idle actor (TASK_RETRIES times): not Ray's own task retry, which would wait for that very actor, and
+on a cluster that lost a node there may be no room for it until the run ends. A unit that loses its worker
+on every try ends in WorkerLost, for the caller to record; when no actor is left the pool fails every unit
+with RayUnavailable, which stops the run (a rerun resumes it).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -43,10 +46,18 @@ from x2.workers import AUTO, LOCAL, RayTarget, RayUnavailable, WorkerLost
 T = TypeVar("T")
 
 MAX_RESTARTS = 4  # per actor: enough to move off a lost node or two, not to loop on a unit that kills it
-TASK_RETRIES = 2  # per unit, on a restarted actor
+TASK_RETRIES = 2  # per unit, on another actor (or the same one restarted)
 _WAIT_S = 0.05  # the dispatcher's longest nap while units run (a new submission waits at most this)
 _SETTLE_S = 2.0  # at shutdown, for the units still running to fail with their killed actors
 _LOST = (RayActorError, WorkerCrashedError, NodeDiedError, ObjectLostError, OwnerDiedError)
+
+
+@dataclass
+class _Unit:
+    fn: str
+    args: tuple[Any, ...]
+    future: Future[Any]
+    tries: int = 0
 
 
 class _Worker:
@@ -95,18 +106,17 @@ class RayPool:
         self._connect(target, workers)
         try:
             count = workers or max(1, int(ray.cluster_resources().get("CPU", 1) // target.cpus_per_worker))
-            actor = _RemoteWorker.options(num_cpus=target.cpus_per_worker, max_restarts=MAX_RESTARTS,
-                                    max_task_retries=TASK_RETRIES)
+            actor = _RemoteWorker.options(num_cpus=target.cpus_per_worker, max_restarts=MAX_RESTARTS)
             name = None if initializer is None else _name_of(initializer)
             self._actors = [actor.remote(name, initargs) for _ in range(count)]
         except BaseException:
             self._disconnect()
             raise
         self._cond = threading.Condition()
-        self._queue: deque[tuple[str, tuple[Any, ...], Future[Any]]] = deque()
+        self._queue: deque[_Unit] = deque()
         self._idle: deque[Any] = deque()
         self._starting: dict[Any, Any] = {a.ready.remote(): a for a in self._actors}  # ref -> actor
-        self._busy: dict[Any, tuple[Any, Future[Any]]] = {}  # ref -> (actor, its unit's future)
+        self._busy: dict[Any, tuple[Any, _Unit]] = {}  # ref -> (actor, its unit)
         self._alive = 0
         self._stopped = False
         self._dead: RayUnavailable | None = None
@@ -157,7 +167,7 @@ class RayPool:
             if self._dead is not None:
                 future.set_exception(self._dead)
             else:
-                self._queue.append((_name_of(fn), args, future))
+                self._queue.append(_Unit(_name_of(fn), args, future))
                 self._cond.notify()
         return future
 
@@ -166,9 +176,9 @@ class RayPool:
             self._stopped = True
             self._cond.notify()
         self._thread.join()
-        for _, _, future in self._queue:
-            future.cancel()
-        for ref in self._busy:  # (a cancelled unit is not retried when its actor is killed next)
+        for unit in self._queue:
+            unit.future.cancel()
+        for ref in self._busy:  # (Ray logs a running unit whose actor is killed, unless it is cancelled first)
             with contextlib.suppress(Exception):
                 ray.cancel(ref)
         for actor in self._actors:
@@ -192,10 +202,10 @@ class RayPool:
                 if self._stopped:
                     return
                 while self._idle and self._queue:
-                    name, args, future = self._queue.popleft()
-                    if future.set_running_or_notify_cancel():
+                    unit = self._queue.popleft()
+                    if unit.tries or unit.future.set_running_or_notify_cancel():
                         actor = self._idle.popleft()
-                        self._busy[actor.call.remote(name, *args)] = (actor, future)
+                        self._busy[actor.call.remote(unit.fn, *unit.args)] = (actor, unit)
                 watching = [*self._starting, *self._busy]
                 if not watching:
                     self._cond.wait(_WAIT_S)  # nothing runs: wait for a submission
@@ -207,33 +217,41 @@ class RayPool:
     def _settle(self, ref: Any) -> None:
         with self._cond:
             starting = self._starting.pop(ref, None)
-            actor, future = (starting, None) if starting is not None else self._busy.pop(ref)
+            actor, unit = (starting, None) if starting is not None else self._busy.pop(ref)
         try:
             value = ray.get(ref)
         except RayTaskError as exc:  # the unit raised: its own error, as a local worker's would be
-            assert future is not None  # (ready() raises nothing of its own)
-            cause = exc.cause if isinstance(exc.cause, BaseException) else exc
-            future.set_exception(cause)
+            assert unit is not None  # (ready() raises nothing of its own)
+            unit.future.set_exception(exc.cause if isinstance(exc.cause, BaseException) else exc)
             self._back(actor)
         except _LOST as exc:
-            if future is not None:
-                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                future.set_exception(WorkerLost(f"worker lost on every try ({type(exc).__name__}: {first[:200]})"))
-                with self._cond:
-                    self._alive -= 1
-                    self._starting[actor.ready.remote()] = actor  # back in service once Ray has restarted it
+            if unit is not None:
+                self._lost(actor, unit, exc)
             self._check_any_left(exc)
         except Exception as exc:  # another Ray error (the object store full, ...): the unit's, not the worker's
-            if future is not None:
-                future.set_exception(exc)
+            if unit is not None:
+                unit.future.set_exception(exc)
             self._back(actor)
         else:
-            if future is None:
+            if unit is None:
                 with self._cond:
                     self._alive += 1
             else:
-                future.set_result(value)
+                unit.future.set_result(value)
             self._back(actor)
+
+    def _lost(self, actor: Any, unit: _Unit, exc: BaseException) -> None:
+        with self._cond:
+            self._alive -= 1
+            # back in service once Ray has restarted it (the ping waits through the restart)
+            self._starting[actor.ready.options(max_task_retries=-1).remote()] = actor
+            if unit.tries < TASK_RETRIES:
+                unit.tries += 1
+                self._queue.appendleft(unit)  # first in line: the run commits in order and waits for it
+                return
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        unit.future.set_exception(WorkerLost(f"worker lost on every try, {1 + TASK_RETRIES} "
+                                             f"({type(exc).__name__}: {first[:200]})"))
 
     def _back(self, actor: Any) -> None:
         with self._cond:
@@ -250,7 +268,7 @@ class RayPool:
     def _fail_all(self, error: RayUnavailable) -> None:
         with self._cond:
             self._dead = error
-            pending = [f for _, _, f in self._queue] + [f for _, f in self._busy.values()]
+            pending = [u.future for u in self._queue] + [u.future for _, u in self._busy.values()]
             self._queue.clear()
         for future in pending:
             if not future.done():
