@@ -11,11 +11,13 @@ PY=${PYTHON:-$REPO/.venv/bin/python}
 RAY="$(dirname "$PY")/ray"
 N=${N:-40}; SEED=${SEED:-0}; PORT=${PORT:-6390}
 export MUJOCO_GL=egl OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
+# Ray's token authentication, with a token of this cluster's own for its nodes and the driver
+export RAY_AUTH_MODE=token RAY_AUTH_TOKEN=${RAY_AUTH_TOKEN:-$("$PY" -c 'import secrets; print(secrets.token_hex(32))')}
 WORK=$(mktemp -d /tmp/x2two-XXXXXX)  # short: Ray's socket paths live under the nodes' temp dirs
 PIDS=$WORK/pids
 touch "$PIDS"
 ADDRESS=127.0.0.1:$PORT
-x2() { "$PY" -m x2 "$@"; }
+x2() { "$PY" -m x2 "$@"; }  # (not for a run sent to the background: $! would be the subshell's pid)
 say() { echo "[$(date +%H:%M:%S)] $*"; }
 
 remember() {  # every process naming $WORK in its command line, and all their descendants, into $PIDS
@@ -41,7 +43,10 @@ start_node() {  # $1: its temp dir; the rest: ray start's arguments
   remember
 }
 raylet_of() { ps -eo pid=,args= | awk -v d="$1" 'index($0, "raylet") && index($0, d) {print $1; exit}'; }
-episodes() { if [ -f "$1/episodes.jsonl" ]; then wc -l < "$1/episodes.jsonl"; else echo 0; fi; }
+episodes() { if [ -f "$1/episodes.jsonl" ]; then wc -l < "$1/episodes.jsonl"; else echo 0; fi; }  # (while running)
+committed() {  # what a reader finds, the index healed (a killed writer may have committed more than it listed)
+  "$PY" -c "import sys; from x2.datasets import Dataset; print(len(Dataset.open(sys.argv[1]).episodes()))" "$1"
+}
 same() {  # the datasets $1 and $2: every episode's deterministic contents and index line
   "$PY" - "$1" "$2" <<'PYEOF'
 import sys
@@ -61,11 +66,11 @@ say "two nodes: head on port $PORT, and a second one"
 start_node "$WORK/h" --head --port="$PORT" --include-dashboard=false
 start_node "$WORK/n" --address="$ADDRESS" --dashboard-agent-listen-port=$((PORT + 1))
 
-say "1. x2 synth --ray $ADDRESS -n $N; the second node's raylet killed once 5 episodes are in"
-x2 synth --task pick_place -n "$N" --seed "$SEED" --workers 2 --ray "$ADDRESS" --dataset "$WORK/ray" \
+say "1. x2 synth --ray $ADDRESS -n $N; the second node's raylet killed once N/4 episodes are in"
+"$PY" -m x2 synth --task pick_place -n "$N" --seed "$SEED" --workers 2 --ray "$ADDRESS" --dataset "$WORK/ray" \
   > "$WORK/ray.log" 2>&1 &
 driver=$!
-while [ "$(episodes "$WORK/ray")" -lt 5 ] && kill -0 $driver 2>/dev/null; do sleep 0.5; done
+while [ "$(episodes "$WORK/ray")" -lt $((N / 4)) ] && kill -0 $driver 2>/dev/null; do sleep 0.5; done
 remember
 victim=$(raylet_of "$WORK/n")
 say "killing raylet $victim (node 2) at $(episodes "$WORK/ray") episodes"
@@ -85,12 +90,12 @@ same "$WORK/local" "$WORK/ray" || echo "DIFFERENT (an attempt recorded as 'worke
 
 say "2. a second node again; the driver killed (-9) mid-run, then run again for the rest"
 start_node "$WORK/m" --address="$ADDRESS" --dashboard-agent-listen-port=$((PORT + 2))
-x2 synth --task pick_place -n "$N" --seed "$SEED" --workers 2 --ray "$ADDRESS" --dataset "$WORK/resume" \
+"$PY" -m x2 synth --task pick_place -n "$N" --seed "$SEED" --workers 2 --ray "$ADDRESS" --dataset "$WORK/resume" \
   > "$WORK/resume.log" 2>&1 &
 driver=$!
 while [ "$(episodes "$WORK/resume")" -lt $((N / 3)) ] && kill -0 $driver 2>/dev/null; do sleep 0.5; done
 kill -9 $driver; wait $driver 2>/dev/null || true
-done_before=$(episodes "$WORK/resume")
+done_before=$(committed "$WORK/resume")
 say "driver killed at $done_before episodes; running again for the other $((N - done_before))"
 x2 synth --task pick_place -n $((N - done_before)) --seed "$SEED" --workers 2 --ray "$ADDRESS" \
   --dataset "$WORK/resume" > "$WORK/resume2.log" 2>&1
