@@ -42,7 +42,7 @@ start_node() {  # $1: its temp dir; the rest: ray start's arguments
   "$RAY" start --num-cpus=1 --temp-dir="$dir" --disable-usage-stats --include-log-monitor=false "$@" >/dev/null
   remember
 }
-raylet_of() { ps -eo pid=,args= | awk -v d="$1" 'index($0, "raylet") && index($0, d) {print $1; exit}'; }
+raylet_of() { ps -eo pid=,comm=,args= | awk -v d="$1" '$2 == "raylet" && index($0, d) {print $1; exit}'; }
 episodes() { if [ -f "$1/episodes.jsonl" ]; then wc -l < "$1/episodes.jsonl"; else echo 0; fi; }  # (while running)
 committed() {  # what a reader finds, the index healed (a killed writer may have committed more than it listed)
   "$PY" -c "import sys; from x2.datasets import Dataset; print(len(Dataset.open(sys.argv[1]).episodes()))" "$1"
@@ -84,7 +84,7 @@ r = json.load(open(sys.argv[1]))
 indices = [a["index"] for a in r["attempts"]]
 assert indices == list(range(r["first_attempt"], r["first_attempt"] + len(indices))), "an attempt missing or twice"
 print(f"attempts {len(indices)} (each once, in order), accepted {r['accepted']}, "
-      f"outcomes {dict(collections.Counter(a['reason'] for a in r['attempts']))}")
+      f"outcomes {dict(collections.Counter(a['reason'] for a in r['attempts']))}, Ray: {r['ray']}")
 PYEOF
 same "$WORK/local" "$WORK/ray" || echo "DIFFERENT (an attempt recorded as 'worker lost' would explain it: see above)"
 

@@ -83,6 +83,7 @@ class SynthRun:
         self.committed: list[int] = []
         self.first_attempt = 0  # set when the dataset is opened: after every attempt an earlier run took
         self._pool: WorkerPool | None = None  # the workers (start_workers)
+        self._retried = 0  # attempts given to another worker after theirs was lost
         # How this run makes its motions: in every episode (a later run may resume the dataset with other
         # settings) and in the run's report. Schedule first: what `x2 datasets show` lists before it cuts.
         self.how: dict[str, Any] = {"schedule": "sequential" if config.sequential else "concurrent",
@@ -172,7 +173,7 @@ class SynthRun:
             finished, _ = wait(pending.values(), return_when=FIRST_COMPLETED)
             for index in [i for i, f in pending.items() if f in finished]:
                 done[index] = _outcome(index, cfg.seed, pending.pop(index))
-            self.progress.workers_alive = pool.alive()
+            self.progress.workers_alive, self._retried = pool.alive(), pool.retried()
             while next_commit in done:
                 if not self._take(ds, done.pop(next_commit), on_update):
                     return
@@ -232,7 +233,8 @@ class SynthRun:
             "first_attempt": self.first_attempt,
             "acceptance_rate": round(p.accepted / p.attempted, 4) if p.attempted else None,
             "accepted_per_minute": round(p.per_minute, 2), "wall_s": round(elapsed, 2), "workers": self.workers,
-            **({"ray": cfg.ray.address} if cfg.ray else {}),
+            **({"ray": {"address": cfg.ray.address, "units_retried": self._retried,
+                        "workers_alive": p.workers_alive}} if cfg.ray else {}),
             "stop_reason": p.stop_reason, "rejections": dict(p.reasons.most_common()),
             "attempt_time_s": timing, "episodes": self.committed, "attempts": self.attempts,
             "versions": versions(), "finished": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),

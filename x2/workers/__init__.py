@@ -60,6 +60,10 @@ class WorkerPool(Protocol):
         """Workers ready or busy now; None where the pool does not watch them (a local pool's die with it)."""
         ...
 
+    def retried(self) -> int:
+        """Units given to another worker after theirs was lost (a local pool retries none)."""
+        ...
+
     def shutdown(self) -> None:
         """End every worker now: what is still running is abandoned."""
         ...
@@ -85,6 +89,9 @@ class LocalPool:
 
     def alive(self) -> int | None:
         return None
+
+    def retried(self) -> int:
+        return 0
 
     def shutdown(self) -> None:
         if self._pool is not None:

@@ -1,12 +1,14 @@
 """A WorkerPool of Ray actors: one actor per worker, each running the pool's initializer once (a synthesis
 session takes seconds to build) and then one unit at a time.
 
-The driver keeps the queue: a unit goes to an actor only when that actor is idle, so a slow unit never holds
-a quick one up behind it, as with the local pool's shared queue. A dispatcher thread makes every Ray call
-after the pool starts and turns each result into the Future the caller holds.
+The driver keeps the queue and gives each actor at most DEPTH units at a time: one running, one waiting
+beside it so that the actor never idles while its result travels back and the next unit travels out, and
+no more, so that a slow unit holds few quick ones up behind it (the local pool's queue is shared). A
+dispatcher thread makes every Ray call after the pool starts and turns each result into the Future the
+caller holds.
 
 A lost actor (its process killed, its node gone) is restarted by Ray, elsewhere if need be (MAX_RESTARTS),
-and rejoins the pool once it is up. The unit it was running goes back to the front of the driver's queue, for
+and rejoins the pool once it is up. The units it had go back to the front of the driver's queue, for
 the next idle actor (TASK_RETRIES times): not Ray's own task retry, which would wait for that very actor, and
 on a cluster that lost a node there may be no room for it until the run ends. A unit that loses its worker
 on every try ends in WorkerLost, for the caller to record; when no actor is left the pool fails every unit
@@ -47,6 +49,7 @@ T = TypeVar("T")
 
 MAX_RESTARTS = 4  # per actor: enough to move off a lost node or two, not to loop on a unit that kills it
 TASK_RETRIES = 2  # per unit, on another actor (or the same one restarted)
+DEPTH = 2  # units given to one actor at a time
 _WAIT_S = 0.05  # the dispatcher's longest nap while units run (a new submission waits at most this)
 _SETTLE_S = 2.0  # at shutdown, for the units still running to fail with their killed actors
 _LOST = (RayActorError, WorkerCrashedError, NodeDiedError, ObjectLostError, OwnerDiedError)
@@ -114,10 +117,11 @@ class RayPool:
             raise
         self._cond = threading.Condition()
         self._queue: deque[_Unit] = deque()
-        self._idle: deque[Any] = deque()
-        self._starting: dict[Any, Any] = {a.ready.remote(): a for a in self._actors}  # ref -> actor
-        self._busy: dict[Any, tuple[Any, _Unit]] = {}  # ref -> (actor, its unit)
-        self._alive = 0
+        self._idle: deque[int] = deque()  # an actor's number once per unit it may take now
+        self._up: set[int] = set()  # actors that answered and have not been lost since
+        self._starting: dict[Any, int] = {a.ready.remote(): i for i, a in enumerate(self._actors)}  # ref -> actor
+        self._busy: dict[Any, tuple[int, _Unit]] = {}  # ref -> (actor, its unit)
+        self._retried = 0
         self._stopped = False
         self._dead: RayUnavailable | None = None
         self._thread = threading.Thread(target=self._dispatch, name="x2-ray-dispatch", daemon=True)
@@ -159,7 +163,11 @@ class RayPool:
 
     def alive(self) -> int | None:
         with self._cond:
-            return self._alive
+            return len(self._up)
+
+    def retried(self) -> int:
+        with self._cond:
+            return self._retried
 
     def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         future: Future[T] = Future()
@@ -205,7 +213,7 @@ class RayPool:
                     unit = self._queue.popleft()
                     if unit.tries or unit.future.set_running_or_notify_cancel():
                         actor = self._idle.popleft()
-                        self._busy[actor.call.remote(unit.fn, *unit.args)] = (actor, unit)
+                        self._busy[self._actors[actor].call.remote(unit.fn, *unit.args)] = (actor, unit)
                 watching = [*self._starting, *self._busy]
                 if not watching:
                     self._cond.wait(_WAIT_S)  # nothing runs: wait for a submission
@@ -235,27 +243,33 @@ class RayPool:
         else:
             if unit is None:
                 with self._cond:
-                    self._alive += 1
-            else:
-                unit.future.set_result(value)
+                    if actor not in self._up:
+                        self._up.add(actor)
+                        self._idle.extend([actor] * DEPTH)
+                return
+            unit.future.set_result(value)
             self._back(actor)
 
-    def _lost(self, actor: Any, unit: _Unit, exc: BaseException) -> None:
+    def _lost(self, actor: int, unit: _Unit, exc: BaseException) -> None:
         with self._cond:
-            self._alive -= 1
-            # back in service once Ray has restarted it (the ping waits through the restart)
-            self._starting[actor.ready.options(max_task_retries=-1).remote()] = actor
+            if actor in self._up:  # (its other unit, lost with it, finds it down already)
+                self._up.discard(actor)
+                self._idle = deque(i for i in self._idle if i != actor)
+                # back in service once Ray has restarted it (the ping waits through the restart)
+                self._starting[self._actors[actor].ready.options(max_task_retries=-1).remote()] = actor
             if unit.tries < TASK_RETRIES:
                 unit.tries += 1
+                self._retried += 1
                 self._queue.appendleft(unit)  # first in line: the run commits in order and waits for it
                 return
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         unit.future.set_exception(WorkerLost(f"worker lost on every try, {1 + TASK_RETRIES} "
                                              f"({type(exc).__name__}: {first[:200]})"))
 
-    def _back(self, actor: Any) -> None:
+    def _back(self, actor: int) -> None:
         with self._cond:
-            self._idle.append(actor)
+            if actor in self._up:
+                self._idle.append(actor)
 
     def _check_any_left(self, exc: BaseException) -> None:
         with self._cond:
