@@ -22,6 +22,7 @@ import logging
 import math
 import os
 import shutil
+import socket
 import tempfile
 import threading
 from collections import deque
@@ -51,6 +52,7 @@ MAX_RESTARTS = 4  # per actor: enough to move off a lost node or two, not to loo
 TASK_RETRIES = 2  # per unit, on another actor (or the same one restarted)
 DEPTH = 2  # units given to one actor at a time
 _WAIT_S = 0.05  # the dispatcher's longest nap while units run (a new submission waits at most this)
+_CONNECT_S = 5.0  # for a cluster's address to answer
 _SETTLE_S = 2.0  # at shutdown, for the units still running to fail with their killed actors
 _LOST = (RayActorError, WorkerCrashedError, NodeDiedError, ObjectLostError, OwnerDiedError)
 
@@ -99,6 +101,15 @@ def _short_temp_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="x2ray-", dir="/tmp" if os.path.isdir("/tmp") else None))
 
 
+def _check_reachable(address: str) -> None:
+    """A HOST:PORT nobody answers on fails here, at once: ray.init would wait for its GCS for minutes."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # ("auto", or a form Ray resolves itself)
+    with socket.create_connection((host, int(port)), timeout=_CONNECT_S):
+        pass
+
+
 class RayPool:
     shared_disk = False  # a unit may run on another machine: it carries its input and returns its output
 
@@ -140,8 +151,9 @@ class RayPool:
                 ray.init(num_cpus=cpus, include_dashboard=False, _temp_dir=str(self._temp), **options)
             else:
                 address = (os.environ.get("RAY_ADDRESS") or AUTO) if target.address == AUTO else target.address
+                _check_reachable(address)
                 ray.init(address=address, **options)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
+        except (ConnectionError, RuntimeError, ValueError, OSError) as exc:
             self._disconnect()
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise RayUnavailable(f"--ray {target.address}: found no Ray cluster to use ({first}); allowed: local, auto "
