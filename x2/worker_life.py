@@ -70,16 +70,16 @@ def die_with(parent: ParentProcess) -> None:
         os._exit(1)
 
 
-def _name_of(function: Callable[..., None]) -> str:
+def _name_of(function: Callable[..., object]) -> str:
     return f"{function.__module__}:{function.__qualname__}"
 
 
-def _resolve(name: str) -> Callable[..., None]:
+def _resolve(name: str) -> Callable[..., object]:
     module, _, qualname = name.partition(":")
     found: Any = importlib.import_module(module)
     for part in qualname.split("."):
         found = getattr(found, part)
-    resolved: Callable[..., None] = found
+    resolved: Callable[..., object] = found
     return resolved
 
 

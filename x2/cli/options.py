@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from x2.datasets.select import Selection, parse_episode_list
+from x2.workers import RayTarget
 
 # A dataset that exists, read by the command.
 DatasetArg = Annotated[str | None, typer.Argument(
@@ -44,3 +45,15 @@ def selection(success_only: bool, source: list[str] | None, split: str | None,
               episodes: str | None) -> Selection:
     return Selection(success_only=success_only, sources=tuple(source or ()), split=split,
                      episodes=None if episodes is None else parse_episode_list(episodes))
+
+# Where a command's workers run (x2 synth, x2 render): local processes, or Ray actors with --ray.
+RayOpt = Annotated[str | None, typer.Option(
+    "--ray", help="Run the workers as Ray actors (needs x2[ray]): local (a Ray instance on this machine, for this "
+                  "run), auto (RAY_ADDRESS or the cluster started here with `ray start`) or a cluster's address. "
+                  "This process still writes the dataset; the bytes are those of a local run.", show_default=False)]
+CpusPerWorkerOpt = Annotated[float, typer.Option(
+    "--num-cpus-per-worker", min=0.01, help="CPUs each Ray worker reserves (with --ray).")]
+
+
+def ray_target(address: str | None, cpus_per_worker: float) -> RayTarget | None:
+    return None if address is None else RayTarget(address, cpus_per_worker)

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from x2.cli._common import console, open_dataset_arg
-from x2.cli.options import DatasetArg
+from x2.cli.options import CpusPerWorkerOpt, DatasetArg, RayOpt, ray_target
 from x2.cli.progress import progress
 from x2.datasets import Dataset
 from x2.datasets.select import parse_episode_list
@@ -40,6 +40,8 @@ def render(
         "--episode", help="The episode of --contact-sheet (default: the first one).", show_default=False)] = None,
     allow_eval: Annotated[bool, typer.Option(
         "--allow-eval", help="Also render episodes made in a configuration held out for evaluation.")] = False,
+    ray: RayOpt = None,
+    cpus_per_worker: CpusPerWorkerOpt = 1.0,
 ) -> None:
     """Render camera streams from the recorded states into the episode files (state first, pixels later).
 
@@ -50,6 +52,8 @@ def render(
     Example: [cyan]x2 render --cameras head,left_wrist,right_wrist --size 240x320 --workers 2[/cyan]
 
     Example: [cyan]x2 render --contact-sheet sheet.png --episode 0[/cyan]
+
+    On a Ray cluster, 8 renderers of one CPU each: [cyan]x2 render --workers 8 --ray auto[/cyan]
     """
     names, image_size = parse_cameras(cameras) or DEFAULT_CAMERAS, ImageSize.parse(size)
     selected = None if episodes is None else parse_episode_list(episodes)
@@ -60,11 +64,12 @@ def render(
         return
     with progress("rendering", "frames") as update:
         def advance(p: RenderProgress) -> None:
+            alive = "" if p.workers_alive is None else f", {p.workers_alive} workers alive"
             update(p.frames_done, p.frames_total,
-                   f"{p.frames_per_s:.1f} frames/s, episode {p.episodes_done}/{p.episodes_total}")
+                   f"{p.frames_per_s:.1f} frames/s, episode {p.episodes_done}/{p.episodes_total}{alive}")
 
         summary = render_dataset(path, names, image_size, workers, overwrite, progress=advance, episodes=selected,
-                                 allow_eval=allow_eval)
+                                 allow_eval=allow_eval, ray=ray_target(ray, cpus_per_worker))
     table = Table(title=f"{', '.join(names)} at {image_size}: {len(summary.rendered)} episode(s) rendered, "
                         f"{len(summary.skipped)} already done", title_justify="left")
     for column in ("episode", "frames", "cameras drawn", "MB before", "MB after"):

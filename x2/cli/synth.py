@@ -9,7 +9,17 @@ import typer
 from rich.table import Table
 
 from x2.cli._common import console
-from x2.cli.options import AllowEvalOpt, GripperOpt, OutputDatasetOpt, RobotOpt, TaskOpt, VariantOpt
+from x2.cli.options import (
+    AllowEvalOpt,
+    CpusPerWorkerOpt,
+    GripperOpt,
+    OutputDatasetOpt,
+    RayOpt,
+    RobotOpt,
+    TaskOpt,
+    VariantOpt,
+    ray_target,
+)
 from x2.cli.progress import progress
 from x2.datasets import workspace
 from x2.format import SYNTH_REPORT_FILE
@@ -22,7 +32,8 @@ def synth(
     robot: RobotOpt = None,
     gripper: GripperOpt = None,
     workers: Annotated[int | None, typer.Option("--workers", "-w", min=1, help="worker processes "
-                                                "(default: the number of cores)")] = None,
+                                                "(default: the number of cores; with --ray, as many as the "
+                                                "cluster's CPUs hold)")] = None,
     seed: Annotated[int, typer.Option("--seed", help="master seed; attempt i's seed derives from it")] = 0,
     max_attempts: Annotated[int | None, typer.Option("--max-attempts", min=1,
                                                      help="stop after this many attempts (default: 3 n + 10)")] = None,
@@ -34,6 +45,8 @@ def synth(
     sequential: Annotated[bool, typer.Option("--sequential", help="run one DAG node at a time (the same bytes "
                                              "as before the arm scheduler, for comparing datasets); default: "
                                              "nodes on different arms run at once")] = False,
+    ray: RayOpt = None,
+    cpus_per_worker: CpusPerWorkerOpt = 1.0,
 ) -> None:
     """Synthesise demonstrations with atomic skills and a motion planner.
 
@@ -47,16 +60,20 @@ def synth(
     One node at a time: [cyan]x2 synth --task fruit_in_microwave -n 20 --sequential[/cyan]
 
     Another robot, another gripper: [cyan]x2 synth --task pick_place --robot franka-panda --gripper G -n 20[/cyan]
+
+    On a Ray cluster: [cyan]x2 synth --task pick_place -n 1000 --ray auto[/cyan]
     """
     config = SynthConfig(task=task, robot=robot, gripper=gripper, variant=variant, n=n,
-                         workers=workers or os.cpu_count() or 1, seed=seed, max_attempts=max_attempts,
+                         workers=workers if ray else workers or os.cpu_count() or 1, seed=seed,
+                         max_attempts=max_attempts,
                          keep_failed=keep_failed, sequential=sequential,
-                         allow_eval=allow_eval)
+                         allow_eval=allow_eval, ray=ray_target(ray, cpus_per_worker))
     run = SynthRun(config, workspace.resolve_output(dataset, default_name=task.removesuffix(".yaml").split("/")[-1]))
     workspace.remember_dataset(run.path)
     schedule = "one node at a time" if config.sequential else "ready nodes on free arms at once"
-    console.print(f"dataset: {run.path}; {config.workers} workers; master seed {seed}; {schedule}")
     run.start_workers()  # (before the progress display's thread: they start as copies of this process)
+    where = f" on Ray ({ray})" if ray else ""
+    console.print(f"dataset: {run.path}; {run.workers} workers{where}; master seed {seed}; {schedule}")
     latest = run.progress
 
     def table() -> Table:
@@ -72,8 +89,9 @@ def synth(
         def advance(p: SynthProgress) -> None:
             nonlocal latest
             latest = p
+            alive = "" if p.workers_alive is None else f", {p.workers_alive}/{run.workers} workers alive"
             update(p.accepted, n, f"{p.attempted} attempted, {p.per_minute:.1f}/min, "
-                                  f"{100 * p.accepted / max(1, p.attempted):.0f}% accepted")
+                                  f"{100 * p.accepted / max(1, p.attempted):.0f}% accepted{alive}")
 
         latest = run.run(advance)
     if not console.is_terminal:  # at a terminal the live view kept its last frame; a log gets the table once

@@ -2,9 +2,10 @@
 
 Under the dataset's writer lock: plan every selected episode first (done ones are skipped, a camera
 stored at another size is refused unless `overwrite`, before any pixel is drawn), render the rest on a
-pool of worker processes into `.rendering/`, and commit them strictly in episode order through
-x2.datasets.rewrite (log first, then the rename). Each episode file is built by one process from its
-own states, so the bytes do not depend on the number of workers.
+pool of worker processes into `.rendering/` (or on Ray actors, whose files this process stages), and
+commit them strictly in episode order through x2.datasets.rewrite (log first, then the rename). Each
+episode file is built by one process from its own states, so the bytes do not depend on the number of
+workers or where they run.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from x2.atomic import write_bytes
 from x2.datasets import Dataset, Episode
 from x2.datasets.index import EpisodeRecord, format_indices
 from x2.datasets.rewrite import commit_rewrite, finish_interrupted, staged_path
@@ -26,9 +29,10 @@ from x2.errors import DatasetError
 from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.render.episode_file import cameras_to_draw
 from x2.render.frames import ImageSize
-from x2.render.workers import JobResult, RenderJob, progress_queue, run_job, worker_pool
+from x2.render.workers import JobResult, RenderJob, progress_queue, run_job, run_shipped, worker_pool
 from x2.rollout.eval_check import eval_configuration, refuse_held_out
 from x2.sim.mujoco.recorded_xml import compile_world
+from x2.workers import RayTarget, WorkerLost
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,7 @@ class RenderProgress:
     frames_done: int  # frames rendered so far (skipped episodes count none)
     frames_total: int  # frames to render
     elapsed_s: float
+    workers_alive: int | None = None  # Ray workers ready or busy (a local pool's are not watched)
 
     @property
     def frames_per_s(self) -> float:
@@ -95,9 +100,10 @@ def _check_request(cameras: Sequence[str], size: ImageSize, workers: int, ep: Ep
 def render_dataset(path: str | Path, cameras: Sequence[str] = DEFAULT_CAMERAS, size: ImageSize = DEFAULT_SIZE,
                    workers: int = 1, overwrite: bool = False,
                    progress: Callable[[RenderProgress], None] | None = None,
-                   episodes: Sequence[int] | None = None, allow_eval: bool = False) -> RenderSummary:
+                   episodes: Sequence[int] | None = None, allow_eval: bool = False,
+                   ray: RayTarget | None = None) -> RenderSummary:
     """Render `cameras` at `size` into every selected episode (all of them unless `episodes`); episodes of an
-    evaluation configuration are refused unless `allow_eval`."""
+    evaluation configuration are refused unless `allow_eval`. With `ray`, on Ray actors (x2.workers)."""
     cameras = tuple(cameras)
     started = time.perf_counter()
     ds = Dataset.open(path)
@@ -122,7 +128,7 @@ def render_dataset(path: str | Path, cameras: Sequence[str] = DEFAULT_CAMERAS, s
         summary.workers = max(1, min(workers, len(todo)))
         outcomes = {r.index: EpisodeRendered(r.index, r.frames, (), r.bytes, r.bytes) for r in selected}
         if todo:
-            _run(ds, records, todo, plan, size, summary.workers, outcomes, progress, started, len(selected))
+            _run(ds, records, todo, plan, size, summary.workers, outcomes, progress, started, len(selected), ray)
         summary.episodes = [outcomes[r.index] for r in selected]
     finally:
         with contextlib.suppress(DatasetError, OSError):
@@ -134,7 +140,8 @@ def render_dataset(path: str | Path, cameras: Sequence[str] = DEFAULT_CAMERAS, s
 
 def _run(ds: Dataset, records: list[EpisodeRecord], todo: list[EpisodeRecord], plan: dict[int, tuple[str, ...]],
          size: ImageSize, workers: int, outcomes: dict[int, EpisodeRendered],
-         progress: Callable[[RenderProgress], None] | None, started: float, selected: int) -> None:
+         progress: Callable[[RenderProgress], None] | None, started: float, selected: int,
+         ray: RayTarget | None) -> None:
     jobs = [RenderJob(r.index, ds.episode_path(r.index), staged_path(ds.root, r.index), plan[r.index],
                       size.height, size.width) for r in todo]
     frames_total = sum(r.frames for r in todo)
@@ -143,19 +150,24 @@ def _run(ds: Dataset, records: list[EpisodeRecord], todo: list[EpisodeRecord], p
     committed_frames = 0
     skipped = selected - len(todo)
     reports = progress_queue()
-    pool = worker_pool(workers, reports)
-    pending: dict[int, Future[JobResult]] = {}
+    pool = worker_pool(workers, reports, ray)
+    pending: dict[int, Future[Any]] = {}  # of JobResult, or with a Ray pool (JobResult, bytes)
     finished: dict[int, JobResult] = {}
     submitted = committed = 0
     try:
         while committed < len(jobs):
             while submitted < len(jobs) and len(pending) + len(finished) < 2 * workers:
-                pending[jobs[submitted].index] = pool.submit(run_job, jobs[submitted])
+                job = jobs[submitted]
+                pending[job.index] = pool.submit(run_job, job) if pool.shared_disk else \
+                    pool.submit(run_shipped, job, job.source.read_bytes())
                 submitted += 1
             done, _ = wait(pending.values(), timeout=0.25, return_when=FIRST_COMPLETED)
             for index in [i for i, f in pending.items() if f in done]:
                 try:
-                    finished[index] = pending.pop(index).result()  # a worker's error is raised here
+                    finished[index] = _staged(pending.pop(index).result(), ds.root)  # a worker's error is raised here
+                except WorkerLost as exc:
+                    raise DatasetError(f"episode {index}: {exc}; it keeps its previous version, and running "
+                                       "x2 render again renders it") from None
                 except (OSError, RuntimeError) as exc:
                     if not is_refusal(exc):
                         raise
@@ -180,14 +192,18 @@ def _run(ds: Dataset, records: list[EpisodeRecord], todo: list[EpisodeRecord], p
                 frames_done = committed_frames + sum(partial.values()) + sum(
                     by_index[i].frames for i in finished)
                 progress(RenderProgress(skipped + committed, selected, min(frames_done, frames_total),
-                                        frames_total, time.perf_counter() - started))
-    except BaseException:
-        # Stop now rather than wait for episodes nobody will commit (ProcessPoolExecutor would).
-        for future in pending.values():
-            future.cancel()
-        for process in list(getattr(pool, "_processes", {}).values()):
-            process.kill()
-        raise
+                                        frames_total, time.perf_counter() - started, pool.alive()))
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown()  # now, rather than wait for episodes nobody will commit (ProcessPoolExecutor would)
         reports.close()
+
+
+def _staged(result: JobResult | tuple[JobResult, bytes], root: Path) -> JobResult:
+    """A local worker staged its file itself; a Ray worker's comes back as bytes, staged here."""
+    if isinstance(result, JobResult):
+        return result
+    job, data = result
+    staged = staged_path(root, job.index)
+    staged.parent.mkdir(parents=True, exist_ok=True)
+    write_bytes(staged, data)
+    return job

@@ -4,17 +4,19 @@ Attempt i's seed is the i-th child of `SeedSequence(master_seed)`; each attempt 
 of its seed; the parent commits accepted attempts strictly in index order and stops at the n-th.
 So the same master seed gives the same dataset bytes with 1 worker or 8. A run into an existing
 dataset starts after the last attempt any earlier run took (rejected ones included: the dataset's slot
-ledger), so `-n 2` twice is `-n 4` once and no demonstration is ever made twice.
+ledger), so `-n 2` twice is `-n 4` once and no demonstration is ever made twice. The workers are local
+processes or Ray actors (x2.workers); where an attempt ran changes no byte.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +30,7 @@ from x2.rollout.loop import EpisodeResult
 from x2.seeding import slot_seed
 from x2.spec.held_out import refuse_eval_run
 from x2.synth.attempt import AttemptOutcome, SynthSession, init_worker, outcome_summary, run_attempt
-from x2.worker_life import process_pool, stop_workers
+from x2.workers import RayTarget, WorkerLost, WorkerPool, open_pool
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ class SynthConfig:
     gripper: str | None = None  # robots/grippers/<name>.yaml instead of the robot's own
     variant: str = "default"
     n: int = 10
-    workers: int = 2
+    workers: int | None = 2  # None: one per core here, or with `ray` as many as the cluster's CPUs hold
     seed: int = 0
     max_attempts: int | None = None  # default: 3 n + 10
     keep_failed: bool = False
@@ -46,6 +48,7 @@ class SynthConfig:
     hopeless_rate: float = 0.05
     sequential: bool = False  # one node at a time, as before the arm scheduler (same bytes for a seed)
     allow_eval: bool = False  # an eval scene variant or master seed (x2/spec/held_out.py) is refused without it
+    ray: RayTarget | None = None  # attempts on Ray actors instead of local processes (x2[ray])
 
     @property
     def attempt_cap(self) -> int:
@@ -60,6 +63,7 @@ class SynthProgress:
     reasons: Counter[str] = field(default_factory=Counter)
     started: float = field(default_factory=time.perf_counter)
     stop_reason: str = ""
+    workers_alive: int | None = None  # Ray workers ready or busy (a local pool's are not watched)
 
     @property
     def per_minute(self) -> float:
@@ -78,23 +82,33 @@ class SynthRun:
         self.attempts: list[dict[str, Any]] = []
         self.committed: list[int] = []
         self.first_attempt = 0  # set when the dataset is opened: after every attempt an earlier run took
-        self._pool: ProcessPoolExecutor | None = None  # the workers (start_workers)
+        self._pool: WorkerPool | None = None  # the workers (start_workers)
+        self._retried = 0  # attempts given to another worker after theirs was lost
         # How this run makes its motions: in every episode (a later run may resume the dataset with other
         # settings) and in the run's report. Schedule first: what `x2 datasets show` lists before it cuts.
         self.how: dict[str, Any] = {"schedule": "sequential" if config.sequential else "concurrent",
                                     "motion": self.session.motion.describe()}
         self._how_text = json.dumps(self.how)
 
+    @property
+    def workers(self) -> int:
+        """The run's workers: the pool's once started (a Ray cluster's count is known only then)."""
+        if self._pool is not None:
+            return self._pool.workers
+        return self.config.workers or (0 if self.config.ray else os.cpu_count() or 1)
+
     def start_workers(self) -> None:
-        """Start the worker processes now, before the dataset is opened. `x2 synth` calls this before its progress
-        display starts a thread: while this process has no other thread the workers are forked copies of it,
-        which start in milliseconds instead of importing x2 anew (worker_life.process_pool)."""
+        """Start the workers now, before the dataset is opened. `x2 synth` calls this before its progress
+        display starts a thread: while this process has no other thread the local workers are forked copies
+        of it, which start in milliseconds instead of importing x2 anew (worker_life.process_pool). On Ray
+        even one worker is an actor (the point of --ray is to run elsewhere)."""
         cfg = self.config
-        if cfg.workers > 1 and self._pool is None:
-            self._pool = process_pool(cfg.workers, init_worker,
-                                      (cfg.task, cfg.robot, cfg.variant, cfg.sequential, cfg.gripper),
-                                      copies=True)
-            self._pool.submit(int)  # (a first task: the pool starts its workers at once)
+        if self._pool is None and (cfg.ray is not None or self.workers > 1):
+            self._pool = open_pool(cfg.workers, init_worker,
+                                   (cfg.task, cfg.robot, cfg.variant, cfg.sequential, cfg.gripper),
+                                   ray=cfg.ray, copies=True)
+            if cfg.ray is None:
+                self._pool.submit(int)  # (a first task: the local pool starts its workers at once)
 
     def run(self, on_update: Callable[[SynthProgress], None] | None = None) -> SynthProgress:
         cfg = self.config
@@ -106,7 +120,7 @@ class SynthRun:
             raise
         self.first_attempt = ds.next_slot(cfg.seed)
         try:
-            if cfg.workers <= 1:
+            if self._pool is None:
                 self._run_inline(ds, on_update)
             else:
                 self._run_pool(ds, on_update)
@@ -130,7 +144,7 @@ class SynthRun:
     def _stop_workers(self) -> None:
         # what is still running would be discarded: the workers end now instead of finishing it
         if self._pool is not None:
-            stop_workers(self._pool)
+            self._pool.shutdown()
             self._pool = None
 
     def _run_inline(self, ds: Dataset, on_update: Callable[[SynthProgress], None] | None) -> None:
@@ -149,7 +163,7 @@ class SynthRun:
         next_submit = next_commit = self.first_attempt
         end = self.first_attempt + cfg.attempt_cap
         while True:
-            while len(pending) + len(done) < 2 * cfg.workers and next_submit < end:
+            while len(pending) + len(done) < 2 * pool.workers and next_submit < end:
                 seed = slot_seed(cfg.seed, next_submit)
                 pending[next_submit] = pool.submit(run_attempt, next_submit, seed, cfg.keep_failed)
                 next_submit += 1
@@ -158,7 +172,8 @@ class SynthRun:
                 return
             finished, _ = wait(pending.values(), return_when=FIRST_COMPLETED)
             for index in [i for i, f in pending.items() if f in finished]:
-                done[index] = pending.pop(index).result()
+                done[index] = _outcome(index, cfg.seed, pending.pop(index))
+            self.progress.workers_alive, self._retried = pool.alive(), pool.retried()
             while next_commit in done:
                 if not self._take(ds, done.pop(next_commit), on_update):
                     return
@@ -217,9 +232,20 @@ class SynthRun:
             "requested": cfg.n, "accepted": p.accepted, "attempted": p.attempted,
             "first_attempt": self.first_attempt,
             "acceptance_rate": round(p.accepted / p.attempted, 4) if p.attempted else None,
-            "accepted_per_minute": round(p.per_minute, 2), "wall_s": round(elapsed, 2), "workers": cfg.workers,
+            "accepted_per_minute": round(p.per_minute, 2), "wall_s": round(elapsed, 2), "workers": self.workers,
+            **({"ray": {"address": cfg.ray.address, "units_retried": self._retried,
+                        "workers_alive": p.workers_alive}} if cfg.ray else {}),
             "stop_reason": p.stop_reason, "rejections": dict(p.reasons.most_common()),
             "attempt_time_s": timing, "episodes": self.committed, "attempts": self.attempts,
             "versions": versions(), "finished": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
         write_bytes(ds.root / SYNTH_REPORT_FILE, (json.dumps(report, indent=1) + "\n").encode())
+
+
+def _outcome(index: int, master_seed: int, future: Future[AttemptOutcome]) -> AttemptOutcome:
+    """The attempt's outcome; one whose worker was lost on every try is a rejected attempt saying so (never a
+    silent gap: its slot is used like any other's)."""
+    try:
+        return future.result()
+    except WorkerLost as lost:
+        return AttemptOutcome(index, slot_seed(master_seed, index), False, "worker lost", str(lost), 0)

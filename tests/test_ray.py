@@ -1,0 +1,112 @@
+"""`--ray local`: the units of `x2 synth` and `x2 render` run as Ray actors, and the dataset is the one a local
+run makes, byte for byte (all but /timing, the wall clock's, for synthesis; every byte for rendering).
+
+Each test starts its own local Ray instance through the real command (a few seconds each), so there are two.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from helpers.real_dataset import record_short_dataset
+from test_synth_runner import deterministic_contents
+from x2_cli import run_x2
+
+from x2.format import SYNTH_REPORT_FILE
+from x2.render import ImageSize, render_dataset
+from x2.synth.runner import SynthConfig, SynthRun
+
+pytest.importorskip("ray", reason="x2[ray] is not installed (the dev extra pulls it)")
+
+SEED = 5
+
+
+def test_synth_on_ray_is_the_local_run_byte_for_byte(tmp_path: Path) -> None:
+    local = tmp_path / "local"
+    assert SynthRun(SynthConfig("pick_place", n=4, workers=2, seed=SEED), local).run().accepted == 4
+    out = run_x2(["synth", "--task", "pick_place", "-n", "4", "--seed", str(SEED), "--workers", "2",
+                  "--ray", "local", "--dataset", str(tmp_path / "ray")], tmp_path, timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stderr == ""  # nothing of Ray's own chatter
+    assert "2 workers on Ray (local)" in out.stdout
+    a, b = deterministic_contents(local), deterministic_contents(tmp_path / "ray")
+    assert len(a) == 4 and a == b
+    report = json.loads((tmp_path / "ray" / SYNTH_REPORT_FILE).read_text())
+    assert report["ray"] == {"address": "local", "units_retried": 0, "workers_alive": 2}
+    assert report["workers"] == 2 and report["accepted"] == 4
+
+
+def test_render_on_ray_is_the_local_render_byte_for_byte(tmp_path: Path) -> None:
+    pristine = tmp_path / "pristine"
+    record_short_dataset(pristine, episodes=3, ticks=8)
+    local, ray = tmp_path / "local", tmp_path / "ray"
+    shutil.copytree(pristine, local)
+    shutil.copytree(pristine, ray)
+    render_dataset(local, ("head", "left_wrist"), ImageSize(48, 64), workers=1)
+    out = run_x2(["render", str(ray), "--cameras", "head,left_wrist", "--size", "48x64", "--workers", "2",
+                  "--ray", "local"], tmp_path, timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stderr == ""
+
+    def files(root: Path) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in sorted((root / "episodes").glob("*.h5"))}
+
+    assert len(files(ray)) == 3 and files(ray) == files(local)
+    assert (ray / "episodes.jsonl").read_bytes() == (local / "episodes.jsonl").read_bytes()
+    assert not (ray / ".rendering").exists() or not any((ray / ".rendering").iterdir())
+
+
+def test_importing_x2_imports_no_ray() -> None:
+    code = ("import sys, x2.cli.app, x2.synth.runner, x2.render.dataset, x2.workers; x2.cli.app._mount(); "
+            "print('ray' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_a_unit_that_keeps_killing_its_worker_is_lost_and_the_pool_goes_on() -> None:
+    """Ray restarts the killed actor and the unit is tried again; after the last try the unit ends in WorkerLost
+    (synthesis records it as a rejected attempt, "worker lost") and the restarted actor takes the next unit.
+    In a subprocess: Ray leaves threads behind in a process that used it, and a later test's pool forks."""
+    code = textwrap.dedent("""\
+        import os
+        from x2.workers import RayTarget, WorkerLost, open_pool
+        from x2.workers.ray_cluster import TASK_RETRIES
+
+        pool = open_pool(1, ray=RayTarget("local"))
+        try:
+            assert pool.submit(os.getpid).result(timeout=60) > 0
+            try:
+                pool.submit(os._exit, 1).result(timeout=120)  # (each try kills the actor: 1 + TASK_RETRIES)
+            except WorkerLost as lost:
+                assert "worker lost on every try" in str(lost), lost
+            else:
+                raise AssertionError("no WorkerLost")
+            assert pool.submit(os.getpid).result(timeout=120) > 0
+            assert pool.alive() == 1 and pool.retried() == TASK_RETRIES >= 1, (pool.alive(), pool.retried())
+        finally:
+            pool.shutdown()
+        print("ok")
+        """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
+    # (Ray itself says on stdout that a worker died: what it prints is its own)
+    assert out.returncode == 0 and out.stdout.strip().splitlines()[-1] == "ok", out.stdout + out.stderr
+
+
+def test_a_lost_attempt_is_a_rejected_attempt_saying_so() -> None:
+    from concurrent.futures import Future
+
+    from x2.seeding import slot_seed
+    from x2.synth.runner import _outcome
+    from x2.workers import WorkerLost
+
+    future: Future[object] = Future()
+    future.set_exception(WorkerLost("worker lost on every try (ActorDiedError: node gone)"))
+    outcome = _outcome(7, SEED, future)  # type: ignore[arg-type]
+    assert (outcome.index, outcome.seed, outcome.accepted, outcome.reason) == (7, slot_seed(SEED, 7), False,
+                                                                                "worker lost")
