@@ -67,6 +67,8 @@ def main() -> None:
     ap.add_argument("--policies", nargs="+", default=["expert", "random", "hold"])
     ap.add_argument("--out", default="bench-eval")
     ap.add_argument("--skip-replay", action="store_true")
+    ap.add_argument("--image-run", default="head", help="cameras for one more run of `random` that is sent images "
+                    "(96x128): what rendering costs an image-based policy's evaluation ('' to skip)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -81,6 +83,12 @@ def main() -> None:
         reports[name] = json.loads((out / name / "eval_report.json").read_text())
         rows.append(row(name, reports[name], args.task))
         print(f"{name}: {wall:.0f} s", flush=True)
+    if args.image_run:
+        wall = x2("eval", *common, "--policy", "random", "--cameras", args.image_run, "--size", "96x128",
+                  "--train-dataset", args.train_dataset, "--dataset", str(out / "random-images"))
+        reports["random-images"] = json.loads((out / "random-images" / "eval_report.json").read_text())
+        rows.append(row(f"random, sent {args.image_run} images 96x128", reports["random-images"], args.task))
+        print(f"random-images: {wall:.0f} s", flush=True)
     if not args.skip_replay:
         eval_variant = plan_split(args.task, None, "eval", None, args.seed, 1).variant
         for split, extra, seed in (("train", [], args.seed),
