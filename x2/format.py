@@ -31,7 +31,8 @@ Array = npt.NDArray[Any]  # a stream, label or device array of any dtype
 # seed and slot, and everything the wall clock decides lives under /timing.
 FORMAT_VERSION = "x2/2"
 FORMAT_VERSION_WITHOUT_WORLDS = "x2/1"  # an older x2's: its episodes cannot rebuild their worlds
-SOURCES = ("teleop", "synth", "augment", "scripted", "policy")  # policy: an x2 eval rollout
+POLICY_SOURCE = "policy"  # an x2 eval rollout's source
+SOURCES = ("teleop", "synth", "augment", "scripted", POLICY_SOURCE)
 
 # ---- the dataset folder ------------------------------------------------------------------------------
 MANIFEST_FILE = "manifest.json"  # dataset-level facts, written once

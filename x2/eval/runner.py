@@ -77,7 +77,8 @@ class EvalRun:
         pool: ProcessPoolExecutor | None = None
         try:
             self._refuse_other_policy(ds)
-            done = {r.slot for r in ds.episodes() if r.master_seed == self.plan.master_seed and r.source == "policy"}
+            done = {r.slot for r in ds.episodes()
+                    if r.master_seed == self.plan.master_seed and r.source == fmt.POLICY_SOURCE}
             todo = [(slot, seed) for slot, seed in zip(self.plan.slots, self.plan.seeds(), strict=True)
                     if slot not in done]
             self.progress.done = self.progress.skipped = len(self.plan.slots) - len(todo)
@@ -125,7 +126,7 @@ class EvalRun:
 
     def _commit(self, ds: Dataset, outcome: EvalOutcome, on_update: Callable[[EvalProgress], None] | None) -> None:
         result = outcome.result
-        start = episode_start(self.env, outcome.seed, "policy", self.plan.master_seed, outcome.slot)
+        start = episode_start(self.env, outcome.seed, fmt.POLICY_SOURCE, self.plan.master_seed, outcome.slot)
         stored = EpisodeOutcome(success=result.success, model_xml=outcome.model_xml,
                                 object_names=outcome.object_names, policy=policy_text(outcome.policy))
 

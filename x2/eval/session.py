@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from x2 import format as fmt
 from x2.errors import PolicyError
 from x2.eval.observe import ObservationPlan
 from x2.eval.teacher import ChunkExecution, PolicyTeacher
@@ -92,7 +93,7 @@ class EvalSession:
         ended = teacher.record()
         with contextlib.suppress(PolicyFault):  # the episode is over and scored: a deaf service changes nothing
             self.client.finalize_episode({"seed": seed, "success": result.success, "ticks": result.ticks,
-                                          "end_reason": result.end_reason})
+                                          fmt.END_REASON_ATTR: result.end_reason})
         n = result.ticks
         timing = {"inference": np.asarray(teacher.infer_ms[:n], np.float32),
                   "render": np.asarray(teacher.render_ms[:n], np.float32)}

@@ -30,12 +30,12 @@ class _Bound:
     def metadata(self) -> dict[str, Any]:
         return ServiceInfo(kind=self.kind, identity=self.kind, lifecycle=True, state=True).to_metadata()
 
-    def initialize_episode(self, episode: dict[str, Any]) -> None:
+    def initialize_episode(self, start: dict[str, Any]) -> None:
         try:
-            self._home = np.asarray(episode["home_action"], dtype=np.float64)
-            self._low = np.asarray(episode["action_low"], dtype=np.float64)
-            self._high = np.asarray(episode["action_high"], dtype=np.float64)
-            self._seed = int(episode["seed"])
+            self._home = np.asarray(start["home_action"], dtype=np.float64)
+            self._low = np.asarray(start["action_low"], dtype=np.float64)
+            self._high = np.asarray(start["action_high"], dtype=np.float64)
+            self._seed = int(start["seed"])
         except (KeyError, TypeError, ValueError) as exc:
             raise PolicyFault("malformed", f"initialize_episode without home_action/action_low/action_high/seed "
                                            f"({exc!r}): {self.kind} needs x2's evaluator") from None

@@ -39,18 +39,18 @@ class ExpertService:
     def _which(self) -> str:
         return f", task {self.options.task}" if self.options.task else ""
 
-    def initialize_episode(self, episode: dict[str, Any]) -> None:
-        task = str(episode.get("task") or self.options.task or "")
+    def initialize_episode(self, start: dict[str, Any]) -> None:
+        task = str(start.get("task") or self.options.task or "")
         if not task:
             raise PolicyFault("malformed", "expert: initialize_episode names no task (and the service was "
                                            "started without --task)")
-        robot = episode.get("robot") or self.options.robot
-        variant = str(episode.get("variant") or self.options.variant)
+        robot = start.get("robot") or self.options.robot
+        variant = str(start.get("variant") or self.options.variant)
         key = (task, None if robot is None else str(robot), variant)
         if key not in self._sessions:
             self._sessions[key] = SynthSession(task, key[1], variant)
         session = self._session = self._sessions[key]
-        seed = int(episode["seed"])
+        seed = int(start["seed"])
         executor, _, _ = session.teacher(seed)
         info = session.backend.reset(seed)  # the evaluator's reset from the same seed: the same world
         executor.reset(info, session.backend.home_action())

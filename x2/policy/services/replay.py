@@ -35,8 +35,8 @@ class ReplayService:
         return ServiceInfo(kind="replay", identity=str(self.dataset.root), digest=self.digest, lifecycle=True,
                            state=True, action_names=tuple(self.dataset.manifest.action_names)).to_metadata()
 
-    def initialize_episode(self, episode: dict[str, Any]) -> None:
-        seed = int(episode["seed"])
+    def initialize_episode(self, start: dict[str, Any]) -> None:
+        seed = int(start["seed"])
         record = self.by_seed.get(seed)
         self._actions, self._missing = None, ""
         if record is None:
