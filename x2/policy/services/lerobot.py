@@ -17,7 +17,6 @@ LeRobot and torch are imported only here and only when a folder is loaded (pypro
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from x2.datasets.digest import file_digest
 from x2.datasets.untrusted import json_loads
 from x2.errors import PolicyError
 from x2.policy.protocol import (
@@ -44,14 +44,6 @@ PREPROCESSOR, POSTPROCESSOR = "policy_preprocessor.json", "policy_postprocessor.
 TRAIN_CONFIG = "train_config.json"  # lerobot-train's own record, beside the weights: names the dataset
 REQUIRED = (CONFIG, WEIGHTS, PREPROCESSOR, POSTPROCESSOR)
 ACTION = "action"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def check_folder(folder: Path) -> None:
@@ -157,7 +149,8 @@ class LeRobotService:
         if names is not None and len(names) != self.action_dim:
             names = None  # a dataset that changed since training says nothing about this policy
         return ServiceInfo(
-            kind="lerobot", identity=str(self.folder), digest=sha256_file(self.folder / WEIGHTS), lifecycle=True,
+            kind="lerobot", identity=str(self.folder), lifecycle=True,
+            digest=file_digest(self.folder / WEIGHTS).split(":", 1)[1],  # the weights' sha256 in hex
             cameras={key.removeprefix(OBS_IMAGE_PREFIX): hw for key, hw in self.images.items()},
             state=OBS_STATE in self.vectors, environment_state=OBS_ENV_STATE in self.vectors,
             action_names=None if names is None else tuple(names), chunk=None)
