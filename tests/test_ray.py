@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,32 @@ def test_a_lost_attempt_is_a_rejected_attempt_saying_so() -> None:
     outcome = _outcome(7, SEED, future)  # type: ignore[arg-type]
     assert (outcome.index, outcome.seed, outcome.accepted, outcome.reason) == (7, slot_seed(SEED, 7), False,
                                                                                 "worker lost")
+
+
+def test_a_killed_local_ray_driver_leaves_no_ray_process_behind() -> None:
+    """SIGKILL the driver of a `--ray local` pool: the reaper it started ends the Ray agents that would otherwise
+    idle for ever, and removes the run's Ray folder."""
+    from x2.workers.reaper import holders
+
+    code = textwrap.dedent("""\
+        import os, sys, time
+        from x2.workers import RayTarget, open_pool
+
+        pool = open_pool(1, ray=RayTarget("local"))
+        assert pool.submit(os.getpid).result(timeout=120) > 0
+        print(pool._temp, flush=True)
+        time.sleep(600)
+        """)
+    driver = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              text=True)
+    try:
+        assert driver.stdout is not None
+        folder = Path(driver.stdout.readline().strip())
+        assert folder.is_dir() and holders(folder), folder  # (Ray runs from it)
+    finally:
+        driver.kill()
+        driver.wait()
+    deadline = time.monotonic() + 60
+    while (holders(folder) or folder.exists()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not holders(folder) and not folder.exists()

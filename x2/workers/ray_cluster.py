@@ -23,6 +23,8 @@ import math
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 from collections import deque
@@ -45,6 +47,7 @@ from ray.exceptions import (
 import x2
 from x2.worker_life import _name_of, _resolve
 from x2.workers import AUTO, LOCAL, RayTarget, RayUnavailable, WorkerLost
+from x2.workers.reaper import DONE
 
 T = TypeVar("T")
 
@@ -89,16 +92,30 @@ def worker_env() -> dict[str, str]:
     env |= {var: "1" for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
     if "HF_HUB_OFFLINE" in os.environ:
         env["HF_HUB_OFFLINE"] = os.environ["HF_HUB_OFFLINE"]
+    return env | _source_path()
+
+
+def _source_path() -> dict[str, str]:
+    """PYTHONPATH with x2's source tree first, when x2 runs from one rather than as an installed package."""
     source = Path(x2.__file__).resolve().parent.parent
-    if not {"site-packages", "dist-packages"} & set(source.parts):
-        env["PYTHONPATH"] = os.pathsep.join([str(source), *filter(None, [os.environ.get("PYTHONPATH")])])
-    return env
+    if {"site-packages", "dist-packages"} & set(source.parts):
+        return {}
+    return {"PYTHONPATH": os.pathsep.join([str(source), *filter(None, [os.environ.get("PYTHONPATH")])])}
 
 
 def _short_temp_dir() -> Path:
     # Ray puts its sockets under the temp dir and a socket path may be 107 characters at most: /tmp, never
     # a dataset's (or macOS's long per-user) folder.
     return Path(tempfile.mkdtemp(prefix="x2ray-", dir="/tmp" if os.path.isdir("/tmp") else None))
+
+
+def _start_reaper(folder: Path) -> subprocess.Popen[bytes] | None:
+    """The watcher that ends Ray's processes of a local run if this driver is killed (x2/workers/reaper.py),
+    in a session of its own so that a signal to the driver's process group leaves it to do its work."""
+    if not Path("/proc/self/fd").is_dir():
+        return None
+    return subprocess.Popen([sys.executable, "-m", "x2.workers.reaper", str(os.getpid()), str(folder)],
+                            stdin=subprocess.PIPE, env={**os.environ, **_source_path()}, start_new_session=True)
 
 
 def _check_reachable(address: str) -> None:
@@ -116,6 +133,7 @@ class RayPool:
     def __init__(self, target: RayTarget, workers: int | None, initializer: Callable[..., None] | None,
                  initargs: tuple[object, ...]):
         self._temp: Path | None = None
+        self._reaper: subprocess.Popen[bytes] | None = None
         self._started = False
         self._connect(target, workers)
         try:
@@ -148,6 +166,7 @@ class RayPool:
             if target.address == LOCAL:
                 self._temp = _short_temp_dir()
                 cpus = math.ceil((workers or os.cpu_count() or 1) * target.cpus_per_worker)
+                self._reaper = _start_reaper(self._temp)
                 ray.init(num_cpus=cpus, include_dashboard=False, _temp_dir=str(self._temp), **options)
             else:
                 address = (os.environ.get("RAY_ADDRESS") or AUTO) if target.address == AUTO else target.address
@@ -167,6 +186,13 @@ class RayPool:
         if self._temp is not None:
             shutil.rmtree(self._temp, ignore_errors=True)
             self._temp = None
+        if self._reaper is not None:
+            with contextlib.suppress(OSError):
+                assert self._reaper.stdin is not None
+                self._reaper.stdin.write(DONE)
+                self._reaper.stdin.close()
+            self._reaper.wait()
+            self._reaper = None
 
     # ----- the pool ------------------------------------------------------------------------------------------
     @property
