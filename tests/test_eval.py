@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from x2.datasets import Dataset
 from x2.errors import PolicyError
 from x2.eval.evaluate import REPORT_JSON, write_report
 from x2.eval.report import build_report
-from x2.eval.runner import EvalRun
+from x2.eval.runner import EvalRun, open_eval_pool
 from x2.eval.seeds import plan_split
 from x2.eval.session import EvalSetup
 from x2.eval.teacher import ChunkExecution
@@ -33,6 +34,7 @@ from x2.policy.protocol import ACTIONS, PolicyService, ServiceInfo
 from x2.policy.server import PolicyServer
 from x2.policy.services import ServeOptions, make_service
 from x2.synth.runner import SynthConfig, SynthRun
+from x2.workers import WorkerLost
 
 pytestmark = pytest.mark.timeout(300)
 TASK = "pick_place"
@@ -51,7 +53,12 @@ def evaluate(url: str, root: Path, n: int, seed: int = 1, workers: int = 1, time
              max_ticks: int | None = None) -> Path:
     plan = plan_split(TASK, None, "train", None, seed, n)
     setup = EvalSetup(TASK, None, plan.variant, plan.master_seed, url, timeout_s, max_ticks=max_ticks)
-    EvalRun(setup, plan, root / "train", workers).run()
+    pool = open_eval_pool(workers, None)
+    try:
+        EvalRun(setup, plan, root / "train", pool).run()
+    finally:
+        if pool is not None:
+            pool.shutdown()
     return root / "train"
 
 
@@ -120,6 +127,42 @@ def test_faults_end_their_episode_with_the_reason_and_the_run_goes_on(tmp_path: 
     numbers = report["tasks"][TASK]["train"]
     assert numbers["episodes"] == 6 and numbers["successes"] == 0
     assert numbers["failure_reasons"] == {"pick: horizon": 2, "pick: policy malformed": 3, "pick: policy timeout": 1}
+
+
+class LosesSlot1:
+    """A pool whose worker dies under the episode of slot 1 on every try (what a Ray pool then answers); the
+    other units run here, in this process."""
+
+    workers, shared_disk = 2, True
+
+    def submit(self, fn: Any, *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        if args[1] == 1:
+            future.set_exception(WorkerLost("worker lost on every try, 3 (ActorDiedError: node gone)"))
+        else:
+            future.set_result(fn(*args))
+        return future
+
+    def alive(self) -> int | None:
+        return 1
+
+    def retried(self) -> int:
+        return 2
+
+    def shutdown(self) -> None:
+        pass
+
+
+def test_an_episode_lost_with_its_worker_is_left_out_and_run_by_the_next_run(tmp_path: Path) -> None:
+    plan = plan_split(TASK, None, "train", None, 1, 4)
+    with serving(Misbehaving()) as url:
+        setup = EvalSetup(TASK, None, plan.variant, plan.master_seed, url, max_ticks=6)
+        progress = EvalRun(setup, plan, tmp_path / "train", LosesSlot1()).run()
+        assert progress.lost == [1] and progress.done == 3 and progress.workers_alive == 1
+        assert [e["slot"] for e in episodes(tmp_path / "train")] == [0, 2, 3]
+        again = EvalRun(setup, plan, tmp_path / "train").run()
+    assert again.lost == [] and again.skipped == 3 and again.done == 4
+    assert sorted(e["slot"] for e in episodes(tmp_path / "train")) == [0, 1, 2, 3]
 
 
 class OtherRobot(Misbehaving):

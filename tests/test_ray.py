@@ -1,7 +1,8 @@
-"""`--ray local`: the units of `x2 synth` and `x2 render` run as Ray actors, and the dataset is the one a local
-run makes, byte for byte (all but /timing, the wall clock's, for synthesis; every byte for rendering).
+"""`--ray local`: the units of `x2 synth`, `x2 render`, `x2 augment replay` and `x2 eval` run as Ray actors, and
+the dataset is the one a local run makes, byte for byte (all but /timing, the wall clock's, for synthesis and
+evaluation; every byte for rendering and augmentation).
 
-Each test starts its own local Ray instance through the real command (a few seconds each), so there are two.
+Each test starts its own local Ray instance through the real command (a few seconds each).
 """
 
 from __future__ import annotations
@@ -61,6 +62,21 @@ def test_render_on_ray_is_the_local_render_byte_for_byte(tmp_path: Path) -> None
     assert len(files(ray)) == 3 and files(ray) == files(local)
     assert (ray / "episodes.jsonl").read_bytes() == (local / "episodes.jsonl").read_bytes()
     assert not (ray / ".rendering").exists() or not any((ray / ".rendering").iterdir())
+
+
+def test_eval_on_ray_is_the_local_evaluation_byte_for_byte(tmp_path: Path) -> None:
+    common = ["eval", "--task", "pick_place", "--policy", "random", "-n", "3", "--split", "train", "--max-ticks",
+              "12", "--workers", "2"]
+    local = run_x2([*common, "--dataset", str(tmp_path / "local")], tmp_path, timeout=240)
+    assert local.returncode == 0, local.stdout + local.stderr
+    out = run_x2([*common, "--ray", "local", "--dataset", str(tmp_path / "ray")], tmp_path, timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stderr == ""
+    assert "2 workers on Ray (local)" in out.stdout and "lost with their worker" not in out.stdout
+    a, b = deterministic_contents(tmp_path / "local" / "train"), deterministic_contents(tmp_path / "ray" / "train")
+    assert len(a) == 3 and a == b
+    report = json.loads((tmp_path / "ray" / "eval_report.json").read_text())
+    assert report["runs"][0]["lost_with_their_worker"] == [] and report["runs"][0]["run_now"] == 3
 
 
 def test_importing_x2_imports_no_ray() -> None:

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from x2.cli._common import console
-from x2.cli.options import RobotOpt
+from x2.cli.options import CpusPerWorkerOpt, RayOpt, RobotOpt, ray_target
 from x2.cli.progress import progress
 from x2.datasets import workspace
 from x2.errors import PolicyError
@@ -34,7 +34,10 @@ def eval_command(
                                                 "the split)", show_default=False)] = None,
     seed: Annotated[int, typer.Option("--seed", help="master seed; episode k is its slot k (eval adds 2^31)")] = 1,
     workers: Annotated[int | None, typer.Option("--workers", "-w", min=1, help="episodes at once, each worker "
-                                                "with its own connection (default: the number of cores)")] = None,
+                                                "with its own connection (default: the number of cores; with "
+                                                "--ray, as many as the cluster's CPUs hold)")] = None,
+    ray: RayOpt = None,
+    cpus_per_worker: CpusPerWorkerOpt = 1.0,
     train_dataset: Annotated[list[str] | None, typer.Option(
         "--train-dataset", help="a dataset the policy was trained on: its seeds are refused; repeatable",
         show_default=False)] = None,
@@ -66,6 +69,9 @@ def eval_command(
 
     A policy served elsewhere (openpi's websocket protocol): [cyan]x2 eval --task pick_place --policy ws://gpu-box:8000[/cyan]
 
+    On a Ray cluster whose workers reach the policy's URL:
+    [cyan]x2 eval --task pick_place --policy ws://gpu-box:8000 -n 500 --ray auto[/cyan]
+
     The report again: [cyan]x2 eval --report-only --dataset eval-pick_place-expert[/cyan]
     """
     if report_only:
@@ -84,23 +90,31 @@ def eval_command(
     shape = ImageSize.parse(size)
     config = EvalConfig(
         task=task, policy=policy, n=n, splits=("train", "eval") if split == "both" else (split,), robot=robot,
-        variant=variant, seed=seed, workers=workers or os.cpu_count() or 1,
+        variant=variant, seed=seed, workers=workers if ray else workers or os.cpu_count() or 1,
+        ray=ray_target(ray, cpus_per_worker),
         train_datasets=tuple(workspace.resolve_dataset(d) for d in train_dataset or ()),
         cameras={c: (shape.height, shape.width) for c in parse_cameras(cameras) or ()},
         execution=ChunkExecution.parse(chunk_exec), timeout_s=timeout, device=device, max_ticks=max_ticks)
     kind = policy.split(":")[0] if not policy.startswith("ws") else "remote"
     root = workspace.resolve_output(dataset, default_name=f"eval-{Path(task).stem}-{kind}")
+    where = f"{config.workers or 'all'} workers" + (f" on Ray ({ray})" if ray else "")
     console.print(f"evaluating {policy} on {task}: {n} episodes per split ({', '.join(config.splits)}), "
-                  f"{config.workers} workers, master seed {seed}; rollouts in {root}")
+                  f"{where}, master seed {seed}; rollouts in {root}")
     with progress("episodes") as update:
         def on_split(plan: SplitPlan, path: Path) -> None:
             console.print(f"{plan.split}: variant {plan.variant}, master seed {plan.master_seed} -> {path}")
 
         def advance(p: EvalProgress) -> None:
-            update(p.done, p.total, f"{p.succeeded} succeeded, {p.per_minute:.1f}/min", stage=p.split)
+            alive = "" if p.workers_alive is None else f", {p.workers_alive} workers alive"
+            update(p.done, p.total, f"{p.succeeded} succeeded, {p.per_minute:.1f}/min{alive}", stage=p.split)
 
         report = evaluate(config, root, advance, on_split)
     _show(report, root)
+    lost = {r["split"]: r["lost_with_their_worker"] for r in report.get("runs", []) if r["lost_with_their_worker"]}
+    if lost:
+        console.print("episodes lost with their worker on every try, not in the report: "
+                      + "; ".join(f"{split} slots {', '.join(map(str, slots))}" for split, slots in lost.items())
+                      + " (the same command again runs them)")
 
 
 def _show(report: dict[str, Any], root: Path) -> None:

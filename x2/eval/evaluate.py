@@ -17,11 +17,12 @@ from typing import Any
 from x2.atomic import write_bytes
 from x2.eval.picture import draw_report
 from x2.eval.report import build_report
-from x2.eval.runner import EvalProgress, EvalRun, dumps, run_summary
+from x2.eval.runner import EvalProgress, EvalRun, dumps, open_eval_pool, run_summary
 from x2.eval.seeds import SplitPlan, plan_split, refuse_trained_seeds
 from x2.eval.session import EvalSetup
 from x2.eval.teacher import ChunkExecution
 from x2.policy.services import ServeOptions, parse_kind
+from x2.workers import RayTarget, WorkerPool
 
 REPORT_JSON, REPORT_PNG = "eval_report.json", "eval_report.png"
 
@@ -35,7 +36,8 @@ class EvalConfig:
     robot: str | None = None
     variant: str | None = None  # default: the scene's first variant of each split
     seed: int = 1
-    workers: int = 1
+    workers: int | None = 1  # None: one per core, or with `ray` as many as the cluster holds
+    ray: RayTarget | None = None
     train_datasets: tuple[Path, ...] = ()
     cameras: dict[str, tuple[int, int]] = field(default_factory=dict)
     execution: ChunkExecution = field(default_factory=ChunkExecution)
@@ -71,17 +73,28 @@ def evaluate(config: EvalConfig, root: Path, on_update: Callable[[EvalProgress],
              on_split: Callable[[SplitPlan, Path], None] | None = None) -> dict[str, Any]:
     todo = plans(config)  # (refusals first: nothing is started or written for a run that cannot be)
     runs: list[dict[str, Any]] = []
-    with policy_url(config) as url:
+    with policy_url(config) as url, _pool(config) as pool:
         for plan in todo:
             setup = EvalSetup(config.task, config.robot, plan.variant, plan.master_seed, url, config.timeout_s,
-                              config.cameras, config.execution, config.max_ticks)
+                              config.cameras, config.execution, config.max_ticks,
+                              None if config.policy.startswith(("ws://", "wss://")) else config.policy)
             path = root / plan.split
             if on_split is not None:
                 on_split(plan, path)
-            progress = EvalRun(setup, plan, path, config.workers).run(on_update)
+            progress = EvalRun(setup, plan, path, pool).run(on_update)
             runs.append({**run_summary(progress), "variant": plan.variant, "master_seed": plan.master_seed,
                          "dataset": str(path)})
     return write_report(root, [root / p.split for p in todo], runs)
+
+
+@contextlib.contextmanager
+def _pool(config: EvalConfig) -> Iterator[WorkerPool | None]:
+    pool = open_eval_pool(config.workers, config.ray)
+    try:
+        yield pool
+    finally:
+        if pool is not None:
+            pool.shutdown()
 
 
 def write_report(root: Path, datasets: Sequence[Path], runs: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:

@@ -4,6 +4,10 @@ order into the split's dataset.
 A run into a dataset that already holds some of its slots (a run that was killed) runs only the missing ones:
 every episode is committed whole or not at all (x2/rollout/episodes.py), so a kill loses at most the episodes in
 flight. A dataset holds one policy's rollouts: a run of another policy into it is refused.
+
+The pool (x2.workers: local processes, or Ray actors with --ray) serves every split of a run: a unit carries its
+split's EvalSetup and a worker keeps the session of the setup it saw last. An episode whose worker was lost on
+every try is left out and counted; running the command again runs it.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +28,7 @@ from x2.eval.session import EvalOutcome, EvalSession, EvalSetup, policy_text
 from x2.policy.protocol import PolicyClient
 from x2.rollout.episodes import EpisodeOutcome, commit_episode, episode_start, open_dataset
 from x2.rollout.loop import EpisodeResult
-from x2.worker_life import process_pool, stop_workers
+from x2.workers import RayTarget, WorkerLost, WorkerPool, open_pool
 
 
 def connect(setup: EvalSetup) -> PolicyClient:
@@ -40,6 +44,8 @@ class EvalProgress:
     done: int = 0
     succeeded: int = 0
     skipped: int = 0  # committed by an earlier run
+    lost: list[int] = field(default_factory=list)  # slots whose worker was lost on every try (not committed)
+    workers_alive: int | None = None  # (a Ray pool's; None where the pool does not watch its workers)
     started: float = field(default_factory=time.perf_counter)
 
     @property
@@ -49,32 +55,38 @@ class EvalProgress:
 
 
 # ----- a pool worker's side --------------------------------------------------------------------------------------
-_SESSION: EvalSession | None = None
+_SESSION: tuple[EvalSetup, EvalSession] | None = None
 
 
-def init_worker(setup: EvalSetup) -> None:
+def run_episode(setup: EvalSetup, slot: int, seed: int) -> EvalOutcome:
+    """One episode in a pool worker, on the session of `setup` (built at the worker's first unit of a split)."""
     global _SESSION
-    _SESSION = EvalSession(setup, connect)
+    if _SESSION is None or _SESSION[0] != setup:
+        if _SESSION is not None:
+            _SESSION[1].close()
+        _SESSION = (setup, EvalSession(setup, connect))
+    return _SESSION[1].episode(slot, seed)
 
 
-def run_episode(slot: int, seed: int) -> EvalOutcome:
-    assert _SESSION is not None, "worker not initialised"
-    return _SESSION.episode(slot, seed)
+def open_eval_pool(workers: int | None, ray: RayTarget | None) -> WorkerPool | None:
+    """The run's workers, or None to run each episode in this process (one local worker)."""
+    if ray is None and (workers or 1) <= 1:
+        return None
+    return open_pool(workers, ray=ray)
 
 
 class EvalRun:
     """One split of an evaluation into one dataset."""
 
-    def __init__(self, setup: EvalSetup, plan: SplitPlan, dataset: Path, workers: int = 1,
+    def __init__(self, setup: EvalSetup, plan: SplitPlan, dataset: Path, pool: WorkerPool | None = None,
                  connector: Callable[[EvalSetup], PolicyClient] = connect):
-        self.setup, self.plan, self.path, self.workers = setup, plan, dataset, workers
+        self.setup, self.plan, self.path, self.pool = setup, plan, dataset, pool
         self.session = EvalSession(setup, connector)  # the parent's own: it checks the policy fits before any worker
         self.env = self.session.env
         self.progress = EvalProgress(plan.split, len(plan.slots))
 
     def run(self, on_update: Callable[[EvalProgress], None] | None = None) -> EvalProgress:
         ds = open_dataset(self.path, self.env, self.session.backend)
-        pool: ProcessPoolExecutor | None = None
         try:
             self._refuse_other_policy(ds)
             done = {r.slot for r in ds.episodes()
@@ -84,16 +96,13 @@ class EvalRun:
             self.progress.done = self.progress.skipped = len(self.plan.slots) - len(todo)
             if on_update is not None:
                 on_update(self.progress)
-            if self.workers <= 1 or len(todo) <= 1:
+            if self.pool is None:
                 for slot, seed in todo:
                     self._commit(ds, self.session.episode(slot, seed), on_update)
             else:
                 self.session.close()  # (the workers hold their own connections)
-                pool = process_pool(min(self.workers, len(todo)), init_worker, (self.setup,))
-                self._run_pool(ds, pool, todo, on_update)
+                self._run_pool(ds, self.pool, todo, on_update)
         finally:
-            if pool is not None:
-                stop_workers(pool)
             self.session.close()
             ds.close()
         return self.progress
@@ -108,21 +117,32 @@ class EvalRun:
                                   f"({theirs.get('digest') or 'no digest'}); allowed: rollouts of "
                                   f"{mine['identity']} only (evaluate into a new --dataset)")
 
-    def _run_pool(self, ds: Dataset, pool: ProcessPoolExecutor, todo: list[tuple[int, int]],
+    def _run_pool(self, ds: Dataset, pool: WorkerPool, todo: list[tuple[int, int]],
                   on_update: Callable[[EvalProgress], None] | None) -> None:
         pending: dict[int, Future[EvalOutcome]] = {}
-        finished: dict[int, EvalOutcome] = {}
+        finished: dict[int, EvalOutcome | None] = {}  # None: lost with its worker
         queue = list(todo)
         order = [slot for slot, _ in todo]
         while order:
-            while queue and len(pending) + len(finished) < 2 * self.workers:
+            while queue and len(pending) + len(finished) < 2 * pool.workers:
                 slot, seed = queue.pop(0)
-                pending[slot] = pool.submit(run_episode, slot, seed)
+                pending[slot] = pool.submit(run_episode, self.setup, slot, seed)
             ready, _ = wait(pending.values(), return_when=FIRST_COMPLETED)
             for slot in [s for s, f in pending.items() if f in ready]:
-                finished[slot] = pending.pop(slot).result()
+                try:
+                    finished[slot] = pending.pop(slot).result()
+                except WorkerLost:
+                    finished[slot] = None
+            self.progress.workers_alive = pool.alive()
             while order and order[0] in finished:
-                self._commit(ds, finished.pop(order.pop(0)), on_update)
+                slot = order.pop(0)
+                outcome = finished.pop(slot)
+                if outcome is None:
+                    self.progress.lost.append(slot)
+                    if on_update is not None:
+                        on_update(self.progress)
+                else:
+                    self._commit(ds, outcome, on_update)
 
     def _commit(self, ds: Dataset, outcome: EvalOutcome, on_update: Callable[[EvalProgress], None] | None) -> None:
         result = outcome.result
@@ -145,7 +165,8 @@ class EvalRun:
 
 def run_summary(progress: EvalProgress) -> dict[str, Any]:
     return {"split": progress.split, "episodes": progress.total, "run_now": progress.done - progress.skipped,
-            "from_earlier_runs": progress.skipped, "per_minute": round(progress.per_minute, 2)}
+            "from_earlier_runs": progress.skipped, "per_minute": round(progress.per_minute, 2),
+            "lost_with_their_worker": list(progress.lost)}
 
 
 def dumps(data: dict[str, Any]) -> str:

@@ -41,6 +41,7 @@ class EvalSetup:
     cameras: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # for a service that names none
     execution: ChunkExecution = field(default_factory=ChunkExecution)
     max_ticks: int | None = None  # default: the task's horizon
+    started: str | None = None  # the service x2 started for the run (its KIND[:ARG]); None: a URL given to it
 
 
 @dataclass
@@ -77,7 +78,10 @@ class EvalSession:
         plan = self.plan
         observes = ("privileged state (low-dim)" if plan.environment_state or plan.sim_state
                     else "images" if plan.cameras else "proprioception only")
-        return {"kind": info.kind, "identity": info.identity, "digest": info.digest, "url": self.setup.url,
+        return {"kind": info.kind, "identity": info.identity, "digest": info.digest,
+                # a service x2 started is named by what it was started as: its URL (a free port) is the run's
+                # accident, and the episodes of one seed are the same bytes whichever port it got
+                "url": None if self.setup.started else self.setup.url, "started": self.setup.started,
                 "privileged": info.privileged, "observes": observes, "chunk_exec": self.setup.execution.describe(),
                 "inputs": {"cameras": {c: list(hw) for c, hw in self.plan.cameras.items()}, "state": self.plan.state,
                            "environment_state": self.plan.environment_state, "sim_state": self.plan.sim_state}}
