@@ -131,17 +131,30 @@ def test_same_seed_same_bytes_and_a_rerun_resumes(source: Path, augmented: Path,
     assert [o.k for o in first.written] == [0]
     second = augment_dataset(source, again, AugmentRequest(variants=2, scenery=("clutter", "studio"), objects=3))
     assert [o.existed for o in second.outcomes] == [True, False]  # resumed: k=0 kept, k=1 made
-    assert (again / AUGMENTATION_REPORT_FILE).read_bytes() == (augmented / AUGMENTATION_REPORT_FILE).read_bytes()
+    assert_same_variants(again, augmented)
+    other = tmp_path / "other"
+    augment_dataset(source, other, AugmentRequest(variants=2, scenery=("clutter", "studio"), objects=3, seed=1))
+    assert (other / AUGMENTATION_REPORT_FILE).read_bytes() != (augmented / AUGMENTATION_REPORT_FILE).read_bytes()
+
+
+def test_variants_made_by_two_workers_are_the_same_bytes(source: Path, augmented: Path, tmp_path: Path) -> None:
+    pooled = tmp_path / "pooled"
+    summary = augment_dataset(source, pooled, AugmentRequest(variants=2, scenery=("clutter", "studio"), objects=3),
+                              workers=2)
+    assert [o.k for o in summary.written] == [0, 1] and summary.geometry_s > 0
+    assert_same_variants(pooled, augmented)
+
+
+def assert_same_variants(made: Path, augmented: Path) -> None:
+    """`made` holds `augmented`'s two variants byte for byte (but the pictures only `augmented` was given)."""
+    assert (made / AUGMENTATION_REPORT_FILE).read_bytes() == (augmented / AUGMENTATION_REPORT_FILE).read_bytes()
     for name in ("episode_000000.h5", "episode_000001.h5"):
-        with h5py.File(again / "episodes" / name) as a, h5py.File(augmented / "episodes" / name) as b:
+        with h5py.File(made / "episodes" / name) as a, h5py.File(augmented / "episodes" / name) as b:
             assert _same_attrs(a.attrs, b.attrs)
             da, db = _datasets(a), _datasets(b)
             images = [n for n in db if n.startswith("observations/images")]  # only `augmented` was rendered
             assert set(da) == set(db) - set(images)
             assert all(_same_bytes(da[n], db[n]) for n in da)
-    other = tmp_path / "other"
-    augment_dataset(source, other, AugmentRequest(variants=2, scenery=("clutter", "studio"), objects=3, seed=1))
-    assert (other / AUGMENTATION_REPORT_FILE).read_bytes() != (augmented / AUGMENTATION_REPORT_FILE).read_bytes()
 
 
 # ---- the safety margin ------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from helpers.real_dataset import record_short_dataset
 from test_synth_runner import deterministic_contents
 from x2_cli import run_x2
 
-from x2.format import SYNTH_REPORT_FILE
+from x2.format import AUGMENTATION_REPORT_FILE, SYNTH_REPORT_FILE
 from x2.render import ImageSize, render_dataset
 from x2.synth.runner import SynthConfig, SynthRun
 
@@ -62,6 +62,24 @@ def test_render_on_ray_is_the_local_render_byte_for_byte(tmp_path: Path) -> None
     assert len(files(ray)) == 3 and files(ray) == files(local)
     assert (ray / "episodes.jsonl").read_bytes() == (local / "episodes.jsonl").read_bytes()
     assert not (ray / ".rendering").exists() or not any((ray / ".rendering").iterdir())
+
+
+def test_augment_on_ray_is_the_local_augmentation_byte_for_byte(tmp_path: Path, synthesised_fruit: Path) -> None:
+    from x2.augment.augment import AugmentRequest, augment_dataset
+
+    local = tmp_path / "local"
+    augment_dataset(synthesised_fruit, local, AugmentRequest(variants=3, objects=2))
+    out = run_x2(["augment", "replay", str(synthesised_fruit), "--variants", "3", "--objects", "2", "--workers", "2",
+                  "--ray", "local", "--out", str(tmp_path / "ray")], tmp_path, timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stderr == ""
+
+    def files(root: Path) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in sorted((root / "episodes").glob("*.h5"))}
+
+    assert len(files(local)) == 3 and files(tmp_path / "ray") == files(local)
+    for name in ("episodes.jsonl", AUGMENTATION_REPORT_FILE):
+        assert (tmp_path / "ray" / name).read_bytes() == (local / name).read_bytes()
 
 
 def test_eval_on_ray_is_the_local_evaluation_byte_for_byte(tmp_path: Path) -> None:

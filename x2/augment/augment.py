@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -26,6 +26,7 @@ from typing import Any
 
 import h5py
 import hdf5plugin  # noqa: F401  (the Zstd filter of stored image streams must be known to copy files)
+import numpy as np
 
 import x2
 from x2 import format as fmt
@@ -40,6 +41,7 @@ from x2.hdf5_guard import kept_if_complete
 from x2.rollout.eval_check import refuse_eval_episodes
 from x2.rollout.world import recorded_env
 from x2.spec.scenery import SceneryVariant, load_scenery
+from x2.workers import RayTarget, WorkerLost, in_order, open_pool
 
 # One variant per source episode: as many new episodes to render and encode as the source has; ask for more.
 DEFAULT_VARIANTS = 1
@@ -205,9 +207,58 @@ def _read_rejected(out: Path) -> dict[tuple[int, int], dict]:
         return {}
 
 
+@dataclass(frozen=True)
+class VariantJob:
+    """What a worker needs to make variant k of one recorded episode. It carries the episode's world and
+    states rather than its path: on a Ray cluster the worker may be on a machine without the dataset. A job
+    for a variant the output already holds (`made`, its configuration) is only passed through, in its turn."""
+
+    parent: int  # the source episode's index
+    k: int
+    scenery: SceneryVariant
+    seed: int
+    made: dict[str, Any] | None = None
+    xml: str = ""
+    states: np.ndarray | None = None
+    task_assets: tuple[str, ...] = ()
+    source: str = ""  # the episode file (errors name it)
+    params: EnvelopeParams = EnvelopeParams()
+    objects: int | None = None
+    mode: str = "uniform"
+
+
+@dataclass(frozen=True)
+class MadeVariant:
+    variant: Variant
+    envelope: Envelope
+    geometry_s: float  # envelope (when this worker had not built it yet) + placement + compose + check
+
+
+# A worker's last parent: its variants come in a row, and the envelope is the dearest part of the first.
+_PARENT: tuple[tuple[str, int, EnvelopeParams], ParentEpisode] | None = None
+
+
+def make_variant_unit(job: VariantJob) -> MadeVariant | None:
+    """The unit of work a pool runs (None for a variant already made)."""
+    global _PARENT
+    if job.made is not None:
+        return None
+    started = time.perf_counter()
+    key = (job.source, hash(job.xml), job.params)
+    if _PARENT is None or _PARENT[0] != key:
+        assert job.states is not None
+        _PARENT = (key, ParentEpisode.of(job.xml, job.states, job.params, job.task_assets, job.source))
+    parent = _PARENT[1]
+    variant = make_variant(parent, job.scenery, job.seed, job.objects, job.mode)
+    return MadeVariant(variant, parent.envelope, time.perf_counter() - started)
+
+
 def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest = AugmentRequest(),
                     selection: Selection = Selection(),
-                    progress: Callable[[int, int], None] | None = None) -> AugmentSummary:
+                    progress: Callable[[int, int], None] | None = None,
+                    workers: int = 1, ray: RayTarget | None = None) -> AugmentSummary:
+    """With `workers` > 1 (or `ray`) the variants of each source episode are made on a pool (x2.workers) and
+    committed in the same order as with one: the output is the same bytes whatever ran it."""
     started = time.perf_counter()
     _check_request(request)
     src = Dataset.open(source)
@@ -232,37 +283,58 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
                              skipped_augmented=len(selected) - len(records))
     ds = Dataset.create(out_path, manifest)
     ds.lock()
+    by_index = {r.index: r for r in records}
+    pool = None
     try:
         done, rejected = _existing(ds), _read_rejected(ds.root)
         total = len(records) * request.variants
-        for record in records:
-            parent: ParentEpisode | None = None  # read and worked out once, for the first variant still to make
-            for k in range(request.variants):
-                key = (src.name, record.index, k)
-                if key in done:
-                    c = done[key]
-                    summary.outcomes.append(Outcome(record.index, k, c["scenery"]["name"], None,
-                                                    len(c["distractors"]["placed"]), c["check"]["min_distance_m"],
-                                                    existed=True))
-                else:
-                    t0 = time.perf_counter()
-                    if parent is None:
+
+        def jobs() -> Iterator[VariantJob]:
+            for record in records:
+                parent: dict[str, Any] = {}  # read once, for the first variant still to make
+                for k in range(request.variants):
+                    scene, seed = scenery_for(scenery, record.index, k), variant_seed(request.seed, record.seed, k)
+                    made = done.get((src.name, record.index, k))
+                    if made is None and not parent:
                         with src.load(record.index) as ep:
-                            parent = ParentEpisode.of(ep.model_xml, ep[fmt.STATES], request.envelope_params(),
-                                               [str(a) for a in (ep.json_attr(fmt.ASSETS_ATTR) or {}).values()],
-                                               str(ep.path))
-                    variant = make_variant(parent, scenery_for(scenery, record.index, k),
-                                           variant_seed(request.seed, record.seed, k), request.objects, request.mode)
-                    summary.geometry_s += time.perf_counter() - t0
-                    outcome, config = _commit(ds, src, record, k, variant, parent.envelope, request, rejected)
+                            parent = {"xml": ep.model_xml, "states": ep[fmt.STATES], "source": str(ep.path),
+                                      "task_assets": tuple(str(a) for a in
+                                                           (ep.json_attr(fmt.ASSETS_ATTR) or {}).values())}
+                    yield (VariantJob(record.index, k, scene, seed, made) if made is not None else
+                           VariantJob(record.index, k, scene, seed, None, **parent,
+                                      params=request.envelope_params(), objects=request.objects, mode=request.mode))
+
+        if ray is not None or workers > 1:
+            pool = open_pool(workers if ray is None else (workers if workers > 1 else None), ray=ray)
+        for job, future in in_order(pool, make_variant_unit, jobs()):
+            record = by_index[job.parent]
+            if job.made is not None:
+                c = job.made
+                summary.outcomes.append(Outcome(record.index, job.k, c["scenery"]["name"], None,
+                                                len(c["distractors"]["placed"]), c["check"]["min_distance_m"],
+                                                existed=True))
+            else:
+                try:
+                    made = future.result()
+                except WorkerLost as lost:  # (a rerun makes it: only what is in the dataset is skipped)
+                    rejected[(record.index, job.k)] = {"parent": record.index, "k": job.k, "seed": job.seed,
+                                                       "scenery": job.scenery.name, "problems": [str(lost)]}
+                    summary.outcomes.append(Outcome(record.index, job.k, job.scenery.name, None, 0, None,
+                                                    (str(lost),)))
+                else:
+                    assert made is not None
+                    summary.geometry_s += made.geometry_s
+                    outcome, config = _commit(ds, src, record, job.k, made.variant, made.envelope, request, rejected)
                     summary.outcomes.append(outcome)
                     if outcome.index is not None:
-                        done[key] = {**config, "index": outcome.index}
-                    _write_report(ds, src, request, done, rejected)
-                if progress is not None:
-                    progress(len(summary.outcomes), total)
+                        done[(src.name, record.index, job.k)] = {**config, "index": outcome.index}
+                _write_report(ds, src, request, done, rejected)
+            if progress is not None:
+                progress(len(summary.outcomes), total)
         _write_report(ds, src, request, done, rejected)
     finally:
+        if pool is not None:
+            pool.shutdown()
         ds.close()
     summary.wall_s = time.perf_counter() - started
     return summary

@@ -12,6 +12,7 @@ from x2.augment.augment import DEFAULT_VARIANTS, AugmentRequest, augment_dataset
 from x2.augment.preview import draw_preview
 from x2.cli._common import console
 from x2.cli.group_class import typer_group
+from x2.cli.options import CpusPerWorkerOpt, RayOpt, ray_target
 from x2.cli.progress import progress
 from x2.datasets import Dataset, remember_dataset, resolve_dataset, resolve_output
 from x2.datasets.select import Selection, parse_episode_list
@@ -50,7 +51,11 @@ def replay(
     size: Annotated[str | None, typer.Option(
         "--size", help=f"Image size HxW for --render / --preview (default: the source's stored size, else "
                        f"{DEFAULT_SIZE}).", show_default=False)] = None,
-    workers: Annotated[int, typer.Option("--workers", "-w", min=1, help="Render worker processes.")] = 1,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", "-w", min=1, help="Worker processes making the variants and rendering them (default 1; with "
+                                       "--ray, as many as the cluster's CPUs hold).", show_default=False)] = None,
+    ray: RayOpt = None,
+    cpus_per_worker: CpusPerWorkerOpt = 1.0,
     preview: Annotated[Path | None, typer.Option(
         "--preview", help="PNG: a source episode and its first variant at the same frame, and the envelope "
                           "from above.", show_default=False)] = None,
@@ -69,6 +74,8 @@ def replay(
     Example: [cyan]x2 augment replay[/cyan]
 
     Example: [cyan]x2 augment replay data/demo --variants 3 --objects 4 --render --preview aug.png[/cyan]
+
+    On a Ray cluster: [cyan]x2 augment replay data/demo --variants 20 --render --ray auto[/cyan]
     """
     if preview is not None and preview.suffix.lower() != ".png":
         raise DatasetError(f"--preview: found {str(preview)!r}; allowed: a .png file")
@@ -80,8 +87,10 @@ def replay(
     selection = Selection(episodes=None if episodes is None else parse_episode_list(episodes))
     console.print(f"augmenting {source}" + ("" if dataset else " (last used)") + f" into {target}: "
                   f"{variants} variant(s) per episode, seed {seed}")
+    target_ray = ray_target(ray, cpus_per_worker)
     with progress("augmenting", "variants") as update:
-        summary = augment_dataset(source, target, request, selection, progress=update)
+        summary = augment_dataset(source, target, request, selection, progress=update,
+                                  workers=workers or 1, ray=target_ray)
     remember_dataset(target)
     table = Table(title=f"scenery {', '.join(summary.scenery)}: {len(summary.written)} episode(s) written, "
                         f"{len(summary.rejected)} rejected, "
@@ -102,8 +111,8 @@ def replay(
                       f"report: {summary.out / AUGMENTATION_REPORT_FILE}")
     if render:
         with progress("rendering", "frames") as update:
-            rendered = render_dataset(target, names, image_size, workers, allow_eval=allow_eval,
-                                      progress=lambda p: update(p.frames_done, p.frames_total))
+            rendered = render_dataset(target, names, image_size, workers or 1, allow_eval=allow_eval,
+                                      progress=lambda p: update(p.frames_done, p.frames_total), ray=target_ray)
         console.print(f"rendered {rendered.frames_rendered} frames of {len(rendered.rendered)} episode(s) in "
                       f"{rendered.wall_s:.1f} s")
     if preview is not None:

@@ -10,7 +10,8 @@ Nothing here imports Ray: `open_pool` imports x2.workers.ray_cluster only when a
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -114,3 +115,31 @@ def open_pool(workers: int | None, initializer: Callable[..., None] | None = Non
         raise RayUnavailable(f"--ray: found no Ray ({exc}); allowed: with Ray installed "
                              "(pip install 'x2[ray]')") from None
     return RayPool(ray, workers, initializer, initargs)
+
+
+def in_order[U, R](pool: WorkerPool | None, fn: Callable[[U], R], units: Iterable[U], ahead: int = 2
+                   ) -> Iterator[tuple[U, Future[R]]]:
+    """`fn(unit)` of every unit, each yielded in the units' order once done (a done Future: its result, or its
+    error such as WorkerLost), with at most `ahead` units per worker in flight; `units` is read no further
+    ahead than that. Without a pool each unit runs here when its turn comes."""
+    if pool is None:
+        for unit in units:
+            done: Future[R] = Future()
+            try:
+                done.set_result(fn(unit))
+            except Exception as exc:  # (as a worker's would: the caller's result() raises it)
+                done.set_exception(exc)
+            yield unit, done
+        return
+    window: deque[tuple[U, Future[R]]] = deque()
+    source = iter(units)
+    for unit in source:
+        window.append((unit, pool.submit(fn, unit)))
+        if len(window) >= ahead * pool.workers:
+            head = window.popleft()
+            head[1].exception()  # (waits for it)
+            yield head
+    while window:
+        head = window.popleft()
+        head[1].exception()
+        yield head
