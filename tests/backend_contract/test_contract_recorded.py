@@ -53,6 +53,8 @@ def test_an_episode_file_replays_exactly(backend_name: str, tmp_path: Path, monk
     (record,) = record_short_dataset(tmp_path / "ds", episodes=1, ticks=24, task="pick_place")
     assert record.frames == 24
     with Dataset.open(tmp_path / "ds").load(0) as ep:
+        made_by = ep.json_attr("versions")
+        assert made_by.get("backend") == (None if backend_name == "mujoco" else backend_name), made_by
         with open_world(ep) as world:
             assert world.backend.model_xml() == ep.attrs["model_xml"]
         report = replay_actions(ep)

@@ -34,6 +34,8 @@ from x2.rollout.background import BackgroundRecorder
 from x2.rollout.loop import EpisodeResult, Recorder, Rollout, RolloutOptions
 from x2.rollout.teacher import Teacher
 from x2.sim.backend import Backend
+from x2.sim.discovery import DEFAULT as DEFAULT_BACKEND
+from x2.sim.discovery import chosen_backend
 from x2.spec.action import DEFINITION
 from x2.spec.env import EnvSpec
 from x2.spec.held_out import config_split
@@ -41,7 +43,11 @@ from x2.spec.record import env_record
 
 
 def versions() -> dict[str, str]:
-    return {"x2": x2.__version__, "mujoco": mujoco.__version__, "numpy": np.__version__}
+    """What made the data; `backend` names a simulator backend other than x2's own MuJoCo one (the entry point
+    $X2_BACKEND chose, docs/backends.md), so a reader knows whose physics stepped the episode."""
+    out = {"x2": x2.__version__, "mujoco": mujoco.__version__, "numpy": np.__version__}
+    backend = chosen_backend()
+    return out if backend == DEFAULT_BACKEND else {**out, "backend": backend}
 
 
 def dataset_manifest(env: EnvSpec, backend: Backend, cameras: tuple[str, ...] = ()) -> Manifest:

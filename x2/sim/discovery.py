@@ -48,6 +48,11 @@ def installed_backends() -> tuple[str, ...]:
     return tuple(sorted(_entry_points(tuple(sys.path))))
 
 
+def chosen_backend(name: str | None = None) -> str:
+    """The name a backend is chosen by: `name`, else $X2_BACKEND, else mujoco."""
+    return name or os.environ.get(ENV_VAR) or DEFAULT
+
+
 def backend_factory(name: str | None = None) -> BackendFactory:
     """The factory of the backend `name` (None: $X2_BACKEND, else mujoco). Raises NotFoundError naming the
     installed backends when no entry point has that name, X2Error when its entry point does not load."""
