@@ -23,6 +23,7 @@ from x2.cli.options import (
 from x2.cli.progress import progress
 from x2.datasets import workspace
 from x2.format import SYNTH_REPORT_FILE
+from x2.synth.motion.timing import GRASP_VARIETY
 from x2.synth.runner import SynthConfig, SynthProgress, SynthRun
 
 
@@ -45,6 +46,9 @@ def synth(
     sequential: Annotated[bool, typer.Option("--sequential", help="run one DAG node at a time (the same bytes "
                                              "as before the arm scheduler, for comparing datasets); default: "
                                              "nodes on different arms run at once")] = False,
+    grasp_variety: Annotated[int, typer.Option(
+        "--grasp-variety", min=1, help="the best-ranked grasps each attempt samples among: 1 always takes the "
+        "best (one grasp per object pose: what a behaviour-cloning policy learns from most easily)")] = GRASP_VARIETY,
     ray: RayOpt = None,
     cpus_per_worker: CpusPerWorkerOpt = 1.0,
 ) -> None:
@@ -59,6 +63,8 @@ def synth(
 
     One node at a time: [cyan]x2 synth --task fruit_in_microwave -n 20 --sequential[/cyan]
 
+    A first policy's data, one grasp per pose: [cyan]x2 synth --task pick_place -n 200 --grasp-variety 1[/cyan]
+
     Another robot, another gripper: [cyan]x2 synth --task pick_place --robot franka-panda --gripper G -n 20[/cyan]
 
     On a Ray cluster: [cyan]x2 synth --task pick_place -n 1000 --ray auto[/cyan]
@@ -66,7 +72,7 @@ def synth(
     config = SynthConfig(task=task, robot=robot, gripper=gripper, variant=variant, n=n,
                          workers=workers if ray else workers or os.cpu_count() or 1, seed=seed,
                          max_attempts=max_attempts,
-                         keep_failed=keep_failed, sequential=sequential,
+                         keep_failed=keep_failed, sequential=sequential, grasp_variety=grasp_variety,
                          allow_eval=allow_eval, ray=ray_target(ray, cpus_per_worker))
     run = SynthRun(config, workspace.resolve_output(dataset, default_name=task.removesuffix(".yaml").split("/")[-1]))
     workspace.remember_dataset(run.path)

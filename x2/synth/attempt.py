@@ -7,7 +7,7 @@ attempt order, so the dataset is the same bytes whatever the number of workers.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,7 @@ from x2.synth.binding import check_bindings, task_program
 from x2.synth.context import SynthContext, SynthStats
 from x2.synth.executor import SkillExecutor
 from x2.synth.motion.errors import MotionError
-from x2.synth.motion.timing import BEFORE_SCHEDULER, MotionSettings
+from x2.synth.motion.timing import BEFORE_SCHEDULER, GRASP_VARIETY, MotionSettings
 from x2.synth.scheduler import ArmScheduler
 from x2.synth.segments import SkillFailure
 from x2.synth.spacetime import SpaceTimeAdmission
@@ -48,9 +48,9 @@ class SynthSession:
     """A worker's long-lived simulator for one task; `attempt` may be called any number of times."""
 
     def __init__(self, task: str, robot: str | None = None, variant: str = "default", sequential: bool = False,
-                 gripper: str | None = None):
+                 gripper: str | None = None, grasp_variety: int = GRASP_VARIETY):
         self.sequential = sequential
-        self.motion = BEFORE_SCHEDULER if sequential else MotionSettings()
+        self.motion = replace(BEFORE_SCHEDULER if sequential else MotionSettings(), grasp_variety=grasp_variety)
         self.env = load_env(task, robot=robot, variant=variant, gripper=gripper)
         check_bindings(self.env)
         self.backend = make_backend(self.env)
@@ -107,9 +107,10 @@ class SynthSession:
 _SESSION: SynthSession | None = None
 
 
-def init_worker(task: str, robot: str | None, variant: str, sequential: bool, gripper: str | None = None) -> None:
+def init_worker(task: str, robot: str | None, variant: str, sequential: bool, gripper: str | None = None,
+                grasp_variety: int = GRASP_VARIETY) -> None:
     global _SESSION
-    _SESSION = SynthSession(task, robot, variant, sequential, gripper)
+    _SESSION = SynthSession(task, robot, variant, sequential, gripper, grasp_variety)
 
 
 def run_attempt(index: int, seed: int, keep_rejected: bool) -> AttemptOutcome:

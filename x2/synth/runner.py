@@ -30,6 +30,7 @@ from x2.rollout.loop import EpisodeResult
 from x2.seeding import slot_seed
 from x2.spec.held_out import refuse_eval_run
 from x2.synth.attempt import AttemptOutcome, SynthSession, init_worker, outcome_summary, run_attempt
+from x2.synth.motion.timing import GRASP_VARIETY
 from x2.workers import RayTarget, WorkerLost, WorkerPool, open_pool
 
 
@@ -47,6 +48,7 @@ class SynthConfig:
     hopeless_after: int = 30  # attempts before judging the acceptance rate
     hopeless_rate: float = 0.05
     sequential: bool = False  # one node at a time, as before the arm scheduler (same bytes for a seed)
+    grasp_variety: int = GRASP_VARIETY  # best-ranked grasps sampled among (MotionSettings.grasp_variety)
     allow_eval: bool = False  # an eval scene variant or master seed (x2/spec/held_out.py) is refused without it
     ray: RayTarget | None = None  # attempts on Ray actors instead of local processes (x2[ray])
 
@@ -75,7 +77,8 @@ class SynthRun:
     def __init__(self, config: SynthConfig, dataset: Path):
         self.config, self.path = config, dataset
         # Compile and check every binding here, in the parent: a bad task fails before a worker starts.
-        self.session = SynthSession(config.task, config.robot, config.variant, config.sequential, config.gripper)
+        self.session = SynthSession(config.task, config.robot, config.variant, config.sequential, config.gripper,
+                                    config.grasp_variety)
         self.env = self.session.env
         refuse_eval_run(self.env, config.seed, config.allow_eval)
         self.progress = SynthProgress()
@@ -105,7 +108,8 @@ class SynthRun:
         cfg = self.config
         if self._pool is None and (cfg.ray is not None or self.workers > 1):
             self._pool = open_pool(cfg.workers, init_worker,
-                                   (cfg.task, cfg.robot, cfg.variant, cfg.sequential, cfg.gripper),
+                                   (cfg.task, cfg.robot, cfg.variant, cfg.sequential, cfg.gripper,
+                                    cfg.grasp_variety),
                                    ray=cfg.ray, copies=True)
             if cfg.ray is None:
                 self._pool.submit(int)  # (a first task: the local pool starts its workers at once)

@@ -135,6 +135,9 @@ def postcheck(traj: Trajectory, world: CollisionWorld, substeps: int = 4, spacin
     return None
 
 
+GRASP_VARIETY = 3  # the default of MotionSettings.grasp_variety
+
+
 @dataclass(frozen=True)
 class MotionSettings:
     """How `plan_motion` plans and post-checks: the planner, and the post-check's density.
@@ -160,13 +163,22 @@ class MotionSettings:
     # A place tries its best few goals without growing trees before it grows any (pick_place._first_feasible):
     # on 40 attempts 39 places went in by a detour, 24 % fewer checks an attempt, episodes 1 % shorter.
     quick_place_goals: int = 6
+    # The best-ranked grasps (and intercepts) an attempt's grasp stream samples among: varied demonstrations.
+    # 1 always takes the best one: the wrist turns the short way to a jaw axis the object's pose decides, so a
+    # behaviour-cloning policy meets one grasp per pose instead of a mean between a grasp and its half-turn
+    # twin (x2 synth --grasp-variety, docs/synthesis.md).
+    grasp_variety: int = GRASP_VARIETY
 
     def describe(self) -> dict[str, float | bool]:
-        return {"planner_resolution": self.planner.resolution, "shortcut_rounds": self.planner.shortcut_rounds,
-                "shortcut_min_gain": self.planner.min_gain,
-                "postcheck_substeps": self.postcheck_substeps, "postcheck_spacing": self.postcheck_spacing,
-                "moved_contacts_only": self.moved_contacts_only, "retrace": self.retrace,
-                "quick_place_goals": self.quick_place_goals}
+        out: dict[str, float | bool] = {
+            "planner_resolution": self.planner.resolution, "shortcut_rounds": self.planner.shortcut_rounds,
+            "shortcut_min_gain": self.planner.min_gain,
+            "postcheck_substeps": self.postcheck_substeps, "postcheck_spacing": self.postcheck_spacing,
+            "moved_contacts_only": self.moved_contacts_only, "retrace": self.retrace,
+            "quick_place_goals": self.quick_place_goals}
+        if self.grasp_variety != GRASP_VARIETY:  # (named only when chosen: the default's records stay as they were)
+            out["grasp_variety"] = self.grasp_variety
+        return out
 
 
 BEFORE_SCHEDULER = MotionSettings(RRTConnect(), 4, 0.0, moved_contacts_only=False, retrace=False,

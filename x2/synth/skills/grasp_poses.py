@@ -17,7 +17,8 @@ than the closed one). Top grasps also come leaned 20 and 35 deg about the closin
 towards the robot (the wrist comes nearer; pads stay on the same faces), at a height where the fingertips
 clear the table and the palm the object's top. Poses beyond a cheap reach test are dropped, the rest
 ranked by how far the wrist must twist from its natural yaw for the reach, by lean, and annotated before
-heuristic. `choose_grasp` samples the order of the best few from the attempt's "grasp" stream and keeps
+heuristic. `choose_grasp` samples the order of the best few (MotionSettings.grasp_variety, default 3) from
+the attempt's "grasp" stream and keeps
 the first with a collision-free IK solution and a collision-free straight approach.
 
 IK here is damped least squares (motion/seeded.py) from a few seeds, with the other wrist branch when a
@@ -63,7 +64,6 @@ LINE_STEP = 0.01  # m between straight-line waypoints: a joint-space chord over 
 MAX_JUMP = 0.15  # rad per step: more is an IK branch switch (kept lines' largest step on pick_place and
 # fruit_in_microwave, 16 attempts: 0.13)
 COLD_ITERS = 120  # DLS iterations from a distant seed (25 us each, motion/seeded.py)
-TOP_FEW = 3  # candidates the grasp stream samples from (the rest are fall-backs in rank order)
 MAX_TRIES = 6  # candidates given an IK solve and a straight approach (a few ms each)
 ROUND_YAWS = 8  # yaw samples (every 45 deg) for shapes that are round about the vertical
 ALIKE = 0.1  # relative difference of two half sizes below which a box has no short side
@@ -220,10 +220,10 @@ def natural_closing_axis(shoulder: np.ndarray, target: np.ndarray) -> np.ndarray
     return np.array([-d[1], d[0], 0.0])
 
 
-def order_for_trial(ranked: list[GraspCandidate], rng: np.random.Generator) -> list[GraspCandidate]:
-    """The best few in an order drawn from the grasp stream, then the rest in rank order."""
-    few = ranked[:TOP_FEW]
-    return [few[i] for i in rng.permutation(len(few))] + ranked[TOP_FEW:]
+def order_for_trial(ranked: list[GraspCandidate], rng: np.random.Generator, variety: int) -> list[GraspCandidate]:
+    """The best `variety` in an order drawn from the grasp stream, then the rest in rank order (fall-backs)."""
+    few = ranked[:variety]
+    return [few[i] for i in rng.permutation(len(few))] + ranked[variety:]
 
 
 # ----- fast IK ---------------------------------------------------------------------------------------
@@ -308,7 +308,7 @@ def choose_grasp(ctx: SynthContext, obj: str, arm: str, approach: float, site: s
     world.allow((obj, f) for f in backend.finger_bodies(arm))
     seeds = [ctx.executor.arm_target(arm), np.array(arm_model.home)]
     errors: list[str] = []
-    for cand in order_for_trial(reachable, ctx.rng["grasp"])[:MAX_TRIES]:
+    for cand in order_for_trial(reachable, ctx.rng["grasp"], ctx.motion.grasp_variety)[:MAX_TRIES]:
         try:
             q = solve_pose(ctx, arm, cand.pos, cand.rot, seeds)
             retreat = straight_line(world, arm, q, -cand.approach * approach)

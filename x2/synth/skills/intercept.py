@@ -194,7 +194,7 @@ def _plan_meeting(ctx: SynthContext, arm: str, obj: str, motion: Motion,
             lead += LATER_TICKS
             continue
         track = None
-        for cand in order_for_trial(ranked, ctx.rng["grasp"])[:MAX_TRIES]:
+        for cand in order_for_trial(ranked, ctx.rng["grasp"], ctx.motion.grasp_variety)[:MAX_TRIES]:
             offset = cand.pos - motion.at(t_meet)
             try:  # IK costs milliseconds, a plan much more: only a pose that has a solution is planned to
                 q_pre = solve_pose(ctx, arm, motion.at(lead * dt) + offset + UP * approach, cand.rot, seeds)
