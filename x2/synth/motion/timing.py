@@ -166,7 +166,7 @@ class MotionSettings:
     # The best-ranked grasps (and intercepts) an attempt's grasp stream samples among: varied demonstrations.
     # 1 always takes the best one: the wrist turns the short way to a jaw axis the object's pose decides, so a
     # behaviour-cloning policy meets one grasp per pose instead of a mean between a grasp and its half-turn
-    # twin (x2 synth --grasp-variety, docs/synthesis.md).
+    # twin (x2 synth --grasp-variety, README "Synthesis").
     grasp_variety: int = GRASP_VARIETY
 
     def describe(self) -> dict[str, float | bool]:
