@@ -59,6 +59,7 @@ class EvalOutcome:
 class EvalSession:
     def __init__(self, setup: EvalSetup, connect: Callable[[EvalSetup], PolicyClient]):
         self.setup = setup
+        self._closed = False
         self.env = load_env(setup.task, robot=setup.robot, variant=setup.variant)
         self.backend = make_backend(self.env)
         self.rollout = Rollout(self.backend)
@@ -105,8 +106,11 @@ class EvalSession:
                            {**self.identity(), "ended": ended}, timing)
 
     def close(self) -> None:
-        self.client.close()
-        self.backend.close()
+        """Hang up and free the simulator; again is nothing (a run closes its own session early for its pool)."""
+        if not self._closed:
+            self._closed = True
+            self.client.close()
+            self.backend.close()
 
 
 def policy_text(policy: dict[str, Any]) -> str:

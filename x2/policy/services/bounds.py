@@ -16,6 +16,7 @@ from x2.policy.services import ServeOptions
 
 RANDOM_STEP = 0.02  # rad (and gripper fraction) per tick: a slow wander, not a shake the physics rejects
 RANDOM_CHUNK = 10  # actions per answer
+HOLD_CHUNK = 30  # a second of the same action per answer: one round trip per tick was most of hold's evaluation
 
 
 class _Bound:
@@ -57,7 +58,7 @@ class HoldService(_Bound):
     kind = "hold"
 
     def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
-        return {ACTIONS: self.home()[None].astype(np.float32)}
+        return {ACTIONS: np.repeat(self.home()[None], HOLD_CHUNK, axis=0).astype(np.float32)}
 
 
 class RandomService(_Bound):
