@@ -87,6 +87,29 @@ def test_object_poses_read_back_through_lerobot(picks: Dataset, tmp_path: Path) 
                     "source": "/observations/object_poses (float64, stored as float32)"}
 
 
+def test_near_constant_channels_get_a_floor_under_their_spread(picks: Dataset, tmp_path: Path) -> None:
+    """The idle left arm and the resting plate's height and tilt are constant up to the physics' jitter: LeRobot's
+    own std of them is ~1e-7 or less, which its normaliser (std + 1e-8) would blow up into noise. In the export
+    every such channel has std 1e-3 and min/max 1e-3 either side of the middle; every other channel is LeRobot's."""
+    export(picks, tmp_path / "out")
+    back = load(tmp_path / "out")
+    stats = back.meta.stats  # what lerobot-train builds its normaliser from
+    frames = back.hf_dataset.with_format("numpy")
+    raised = read_x2_meta(tmp_path / "out")["stats"]["raised"]
+    assert {0, 6, 7} <= set(raised["observation.state"])  # the idle left arm's j1 and fingers
+    assert {9, 11, 12} <= set(raised[ENV])  # the plate's z, qx, qy: resting on the table
+    for feature in ("observation.state", ENV, "action"):
+        channels = raised.get(feature, [])
+        std, low = np.asarray(stats[feature]["std"]), np.asarray(frames[feature], np.float64).std(axis=0)
+        assert channels == [int(i) for i in np.flatnonzero(low < 1e-3)], (feature, low)
+        assert np.allclose(std[channels], 1e-3)
+        spread = np.asarray(stats[feature]["max"]) - np.asarray(stats[feature]["min"])
+        assert np.all(spread[channels] >= 2e-3 - 1e-9)
+        others = [i for i in range(len(std)) if i not in channels]
+        np.testing.assert_allclose(std[others], low[others], rtol=1e-3)  # (LeRobot aggregates per episode)
+        assert np.all(low[others] >= 1e-3)
+
+
 def test_without_the_flag_nothing_changes(picks: Dataset, tmp_path: Path) -> None:
     plan = export(picks, tmp_path / "out", environment_state=False)
     assert plan.objects == () and all(e.environment_state is None for e in plan.episodes)
@@ -142,3 +165,23 @@ def test_refusals_are_one_line(picks: Dataset, tmp_path: Path, monkeypatch: pyte
     out = _refused(_damaged(picks, tmp_path, drop), tmp_path, monkeypatch)
     assert "episode_000000.h5: observations/object_poses: found missing; allowed: episodes that record object " \
            "poses" in " ".join(out.split())
+
+
+def test_the_floor_leaves_every_channel_above_it_alone() -> None:
+    from x2.export.lerobot_stats import floor_spread
+
+    stats = {"observation.state": {"mean": np.array([0.5, 1.0, 0.2]), "std": np.array([1e-9, 0.3, 2e-3]),
+                                   "min": np.array([0.5, 0.0, 0.1]), "max": np.array([0.5, 2.0, 0.3]),
+                                   "q01": np.array([0.5, 0.1, 0.2]), "q99": np.array([0.5, 1.9, 0.2])},
+             "action": {"mean": np.array([0.0]), "std": np.array([0.0]), "min": np.array([0.0]),
+                        "max": np.array([0.0])}}
+    raised = floor_spread(stats, ["observation.state", "action", "absent"])
+    assert raised == {"observation.state": [0], "action": [0]}
+    state = stats["observation.state"]
+    np.testing.assert_allclose(state["std"], [1e-3, 0.3, 2e-3])
+    np.testing.assert_allclose(state["min"], [0.499, 0.0, 0.1])
+    np.testing.assert_allclose(state["max"], [0.501, 2.0, 0.3])
+    # q01 == q99 for the third channel (LeRobot averages per-episode quantiles): its std is above the floor, kept
+    np.testing.assert_allclose(state["q01"], [0.499, 0.1, 0.2])
+    np.testing.assert_allclose(state["q99"], [0.501, 1.9, 0.2])
+    np.testing.assert_allclose(stats["action"]["std"], [1e-3])

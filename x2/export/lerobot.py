@@ -8,7 +8,10 @@ Everything goes through LeRobot 0.6.1's own writer and reader:
 2. The subtask segments become the `language_persistent` column through LeRobot's own
    `LanguageColumnsWriter` (fed from a staging folder the way its annotation pipeline feeds it; our
    `subtask_index` column is kept), and info.json gets LeRobot's `language_feature_info()`.
-3. `meta/x2.json` records where it all came from (`x2.export.provenance`).
+3. meta/stats.json gets a floor under each state, environment-state and action channel's spread
+   (`x2.export.lerobot_stats`: near-constant channels would otherwise normalise to noise), read and written
+   with LeRobot's own `load_stats` / `write_stats`; `meta/x2.json` records where it all came from
+   (`x2.export.provenance`) and which channels were raised.
 4. `LeRobotDataset(root, video_backend="pyav")` reloads the folder; `x2.export.lerobot_check.compare`
    holds what it read against the plan. Only then is the folder renamed onto the target.
 """
@@ -43,6 +46,8 @@ from x2.export.lerobot_plan import (
     arm_feature,
     plan_export,
 )
+from x2.export.lerobot_stats import FLOOR as STATS_FLOOR
+from x2.export.lerobot_stats import floor_spread
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
 from x2.export.sources import ExportSources, open_sources
 from x2.export.staging import staged
@@ -169,7 +174,18 @@ def _write_language(plan: ExportPlan, root: Path) -> None:
     write_text(info_path, json.dumps(info, indent=4) + "\n")
 
 
-def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id: str) -> None:
+def _floor_stats(plan: ExportPlan, root: Path) -> dict[str, list[int]]:
+    from lerobot.datasets.io_utils import load_stats, write_stats
+
+    stats = load_stats(root)
+    assert stats is not None  # (finalize wrote them)
+    raised = floor_spread(stats, [STATE, ACTION, *([ENV_STATE] if plan.objects else [])])
+    write_stats(stats, root)
+    return raised
+
+
+def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id: str,
+                   raised: dict[str, list[int]]) -> None:
     import lerobot
 
     size = plan.images.size
@@ -196,6 +212,11 @@ def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id
         language={"column": "language_persistent", "style": SUBTASK_STYLE,
                   "rows": "one per segment start, content = the subtask name (names above)"},
         task="each episode's instruction (root attr instruction), else the dataset's task name",
+        stats={"spread_floor": STATS_FLOOR, "raised": raised,
+               "rule": "in meta/stats.json, for state, environment state and action: a channel whose std was below "
+                       "spread_floor (constant up to the simulator's jitter) has std = spread_floor and min/max, "
+                       "q01/q99, q10/q90 at least spread_floor either side of their middle; raised: those channels' "
+                       "indices per feature; every other channel is LeRobot's own"},
         timestamps="frame_index / fps; every source frame was recorded at that sim time",
         **extra,
     )
@@ -277,7 +298,8 @@ def export_lerobot(request: ExportRequest, options: LeRobotOptions = LeRobotOpti
             edges = _write_frames(plan, sources, tmp, repo_id, tracker)
             tracker.enter("language columns")
             _write_language(plan, tmp)
-            _write_x2_meta(plan, sources, tmp, repo_id)
+            raised = _floor_stats(plan, tmp)
+            _write_x2_meta(plan, sources, tmp, repo_id, raised)
             _tidy(tmp)
             tracker.enter("reading back with LeRobot")
             back = read_back(plan, tmp, repo_id)
