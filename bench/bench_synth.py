@@ -136,6 +136,8 @@ def main() -> None:
             if args.rounds > 1:
                 print(f"round {r + 1} of {args.rounds}")
             rounds.append({schedule: measure(args, schedule, kept, Path(keep_in)) for schedule in schedules})
+        if "before" in kept and "sequential" in kept:
+            print(same_as_before(kept["before"], kept["sequential"]))
     if args.rounds > 1:
         print(f"medians over {args.rounds} rounds (throughput and overhead ratio; the data is the same every round)")
         for schedule in schedules:
@@ -160,6 +162,23 @@ def main() -> None:
         print(f"concurrent / {name}: throughput {np.median(gains):.2f}x"
               + (f" (median of rounds {', '.join(f'{g:.2f}' for g in gains)})" if len(gains) > 1 else "")
               + f", mean length {c['mean_ticks'] / s['mean_ticks']:.2f} ({100 * shorter:.1f} % shorter)")
+
+
+def same_as_before(before: Path, sequential: Path) -> str:
+    """`--sequential` promises the older commit's episodes: its attempts' verdicts and lengths, and the action
+    streams of the episodes both keep, compared."""
+    a = json.loads((before / SYNTH_REPORT_FILE).read_text())["attempts"]
+    b = json.loads((sequential / SYNTH_REPORT_FILE).read_text())["attempts"]
+    alike = sum((x["accepted"], x["reason"], x["ticks"]) == (y["accepted"], y["reason"], y["ticks"])
+                for x, y in zip(a, b, strict=False))
+    old, new = Dataset.open(before), Dataset.open(sequential)
+    kept = sorted({r.index for r in old.episodes()} & {r.index for r in new.episodes()})
+    equal = 0
+    for index in kept:
+        with old.load(index) as x, new.load(index) as y:
+            equal += np.array_equal(np.asarray(x["action"]), np.asarray(y["action"]))
+    return (f"sequential against before: {alike} of {max(len(a), len(b))} attempts alike (verdict and length), "
+            f"{equal} of {len(kept)} action streams equal")
 
 
 def measure(args: argparse.Namespace, schedule: str, kept: dict[str, Path], keep_in: Path) -> dict[str, float]:

@@ -4,17 +4,20 @@ joint jump says, and fine polylines are timed within limits."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.spec import load_env
+from x2.synth.attempt import SynthSession
 from x2.synth.motion.collision import CollisionWorld
 from x2.synth.motion.errors import PathBreak, PlanningError
 from x2.synth.motion.ik import ArmIK
 from x2.synth.motion.paths import follow, line, rotations, screw, steps, straight, turn
 from x2.synth.motion.seeded import SeededIK
-from x2.synth.motion.timing import Limits, postcheck, time_polyline
+from x2.synth.motion.timing import BEFORE_SCHEDULER, GRASP_VARIETY, Limits, MotionSettings, postcheck, time_polyline
 
 
 @pytest.fixture(scope="module")
@@ -203,3 +206,15 @@ def test_a_fast_but_continuous_step_is_followed_in_finer_steps(world, above_frui
     assert np.max(np.abs(np.diff(refined.waypoints, axis=0))) <= 0.4 * jump
     with pytest.raises(PathBreak, match="switches IK branch"):
         straight(ik, above_fruit, up, free, step=0.04, max_jump=0.3 * jump)
+    # without refine (the motion layer `x2 synth --sequential` keeps), the same step breaks at once
+    with pytest.raises(PathBreak, match="switches IK branch"):
+        straight(ik, above_fruit, up, free, step=0.04, max_jump=0.8 * jump, refine=False)
+
+
+def test_sequential_synthesis_keeps_the_motion_layer_before_the_scheduler():
+    """`--sequential` stays byte-comparable with the synthesis before the arm scheduler: every motion-layer
+    change since is a setting that BEFORE_SCHEDULER turns off, and its world follows lines without refining."""
+    sequential = SynthSession("fruit_in_microwave", sequential=True)
+    assert sequential.motion == replace(BEFORE_SCHEDULER, grasp_variety=GRASP_VARIETY)
+    assert sequential.motion.describe()["refine_jumps"] is False
+    assert "refine_jumps" not in MotionSettings().describe()  # (the default's records stay as they were)

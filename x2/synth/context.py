@@ -59,7 +59,8 @@ class SynthContext:
         """The collision world, synced to the live simulator (held objects stay attached), with every arm where
         the planning lane will find it."""
         if self._world is None or self._world.model.ngeom != self.backend.model.ngeom:
-            self._world = CollisionWorld(self.backend, moved_contacts_only=self.motion.moved_contacts_only)
+            self._world = CollisionWorld(self.backend, moved_contacts_only=self.motion.moved_contacts_only,
+                                         refine_jumps=self.motion.refine_jumps)
             self._ik.clear()
         else:
             self._world.sync(self.backend)

@@ -84,11 +84,15 @@ class _Carried:
 class CollisionWorld:
     """Collision checks for joint configurations of the robot's arms, on a private model copy."""
 
-    def __init__(self, backend: Backend, margin: float = 0.0, moved_contacts_only: bool = True):
+    def __init__(self, backend: Backend, margin: float = 0.0, moved_contacts_only: bool = True,
+                 refine_jumps: bool = True):
         self.env = backend.env
         # False: a query counts every contact, the moved arms' or not (the motion layer before the arm
         # scheduler, which `x2 synth --sequential` keeps for its bytes)
         self.moved_contacts_only = moved_contacts_only
+        # how the straight and guarded moves checked in this world follow their line (paths.follow's refine):
+        # False is the motion layer before the arm scheduler, as moved_contacts_only
+        self.refine_jumps = refine_jumps
         self.model = copy.deepcopy(backend.model)  # welded objects' poses live in model.body_pos
         # The simulator overrides every contact's softness and margin (x2/sim/mujoco/booth.py); checks need
         # the per-geom margins they set below, so the copy uses the geoms' own parameters.

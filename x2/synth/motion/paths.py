@@ -120,10 +120,11 @@ def screw(pos: np.ndarray, rot: np.ndarray, axis: np.ndarray, anchor: np.ndarray
 # ----- following -------------------------------------------------------------------------------------
 def follow(ik: SeededIK, q_start: np.ndarray, poses: TcpPoses, collides: Collides, *, max_jump: float,
            midpoints: bool = True, partial: bool = False, iters: int = STEP_ITERS,
-           explain: Explain | None = None) -> TcpPath:
+           explain: Explain | None = None, refine: bool = True) -> TcpPath:
     """Joint waypoints through `poses` from `q_start` (the arm at pose 0), each solved from the previous
-    one in `iters` DLS iterations. A pose not reached, a joint moving more than `max_jump` rad in one step,
-    or `collides` (at each waypoint and, with `midpoints`, each step's midpoint) ends the path: raises
+    one in `iters` DLS iterations. A pose not reached, a joint moving more than `max_jump` rad in one step
+    (with `refine`, also in each of its REFINE parts), or `collides` (at each waypoint and, with `midpoints`,
+    each step's midpoint) ends the path: raises
     `PathBreak`, or with `partial` returns the waypoints before it with the break in `broke`. `explain`
     (q, s) -> what q touches, called once at a collision for the message."""
     q_prev: Floats = np.asarray(q_start, dtype=np.float64)
@@ -140,8 +141,9 @@ def follow(ik: SeededIK, q_start: np.ndarray, poses: TcpPoses, collides: Collide
         if q is None:
             broke = _break(ik.arm, poses, "ik", "has no IK solution", s, s_prev)
         elif (jump := float(np.max(np.abs(q - q_prev)))) > max_jump:
-            fine = _finer(ik, poses, k, q_prev, max_jump, iters)
-            solves += REFINE
+            if refine:
+                fine = _finer(ik, poses, k, q_prev, max_jump, iters)
+                solves += REFINE
             if not fine:
                 broke = _break(ik.arm, poses, "jump", f"switches IK branch (a joint jumps {jump:.2f} rad; "
                                                        f"max {max_jump})", s, s_prev)
@@ -164,7 +166,8 @@ def follow(ik: SeededIK, q_start: np.ndarray, poses: TcpPoses, collides: Collide
 
 # A step whose joints jump more than max_jump is tried again in REFINE equal parts: near a singularity a joint
 # moves fast but continuously, and then no part jumps more than half of max_jump; a real switch of IK branch
-# still jumps in one part, and the path breaks there.
+# still jumps in one part, and the path breaks there. (Without `refine`, the motion layer before this existed,
+# which `x2 synth --sequential` keeps for its bytes, the path breaks at the first jump.)
 REFINE = 4
 
 
@@ -194,7 +197,7 @@ def _break(arm: str, poses: TcpPoses, cause: str, problem: str, s: float, reache
 
 def straight(ik: SeededIK, q_start: np.ndarray, displacement: np.ndarray, collides: Collides, *, step: float,
              max_jump: float, midpoints: bool = True, partial: bool = False, iters: int = STEP_ITERS,
-             explain: Explain | None = None) -> TcpPath:
+             explain: Explain | None = None, refine: bool = True) -> TcpPath:
     """The tcp moves from its pose at `q_start` by `displacement` (world, m) at a fixed orientation, in
     even steps of at most `step` m; the rest as `follow`."""
     q0 = np.asarray(q_start, dtype=np.float64)
@@ -202,7 +205,7 @@ def straight(ik: SeededIK, q_start: np.ndarray, displacement: np.ndarray, collid
     pos, rot = ik.fk(q0)
     poses = line(pos, rot, disp, steps(0.0, float(np.linalg.norm(disp)), step))
     return follow(ik, q0, poses, collides, max_jump=max_jump,
-                  midpoints=midpoints, partial=partial, iters=iters, explain=explain)
+                  midpoints=midpoints, partial=partial, iters=iters, explain=explain, refine=refine)
 
 
 def turn(ik: SeededIK, q_start: np.ndarray, axis: np.ndarray, anchor: np.ndarray, angle: float,

@@ -168,6 +168,9 @@ class MotionSettings:
     # behaviour-cloning policy meets one grasp per pose instead of a mean between a grasp and its half-turn
     # twin (x2 synth --grasp-variety, README "Synthesis").
     grasp_variety: int = GRASP_VARIETY
+    # A straight move whose joints jump in one step tries that step again in finer parts before it breaks off
+    # (paths.follow's refine): a fast but continuous joint near a singularity is not a switch of IK branch.
+    refine_jumps: bool = True
 
     def describe(self) -> dict[str, float | bool]:
         out: dict[str, float | bool] = {
@@ -178,11 +181,13 @@ class MotionSettings:
             "quick_place_goals": self.quick_place_goals}
         if self.grasp_variety != GRASP_VARIETY:  # (named only when chosen: the default's records stay as they were)
             out["grasp_variety"] = self.grasp_variety
+        if not self.refine_jumps:  # (named only when off, as grasp_variety)
+            out["refine_jumps"] = False
         return out
 
 
 BEFORE_SCHEDULER = MotionSettings(RRTConnect(), 4, 0.0, moved_contacts_only=False, retrace=False,
-                                  quick_place_goals=0)
+                                  quick_place_goals=0, refine_jumps=False)
 
 
 @dataclass(frozen=True)

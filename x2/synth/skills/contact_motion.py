@@ -173,7 +173,7 @@ def straight(ctx: SynthContext, arm: str, displacement: np.ndarray, *, touching:
     # is within 2.5 mm of a checked pose
     path = paths.straight(seeded_ik(world, arm), ctx.executor.arm_target(arm), displacement,
                           _contact_check(world, arm, touching), step=LINE_STEP, max_jump=MAX_JOINT_STEP,
-                          midpoints=False, partial=True, explain=_explain(world, arm))
+                          midpoints=False, partial=True, explain=_explain(world, arm), refine=world.refine_jumps)
     broke = path.broke
     if broke is not None and (broke.cause == "collision" or at_least is None or path.reached < at_least - 1e-9):
         raise _failure(broke)

@@ -271,7 +271,7 @@ def straight_line(world: CollisionWorld, arm: str, q_start: np.ndarray, displace
     where the line breaks off: PlanningError, or with `partial` the waypoints up to there."""
     path = straight(seeded_ik(world, arm), q_start, displacement, lambda q, s: world.in_collision({arm: q}),
                     step=LINE_STEP, max_jump=MAX_JUMP, midpoints=True, partial=partial,
-                    explain=lambda q, s: world.colliding_pairs({arm: q})[:3])
+                    explain=lambda q, s: world.colliding_pairs({arm: q})[:3], refine=world.refine_jumps)
     return path.waypoints
 
 

@@ -250,7 +250,8 @@ class MechanismPlanner:
         return self._follow(q0, self.mech.along(pos, rot, values), self.collides(touching, 0.0, part_at))
 
     def _follow(self, q0: np.ndarray, poses: paths.TcpPoses, collides: paths.Collides) -> paths.TcpPath:
-        path = paths.follow(self.ik, q0, poses, collides, max_jump=MAX_JUMP, midpoints=True, partial=True)
+        path = paths.follow(self.ik, q0, poses, collides, max_jump=MAX_JUMP, midpoints=True, partial=True,
+                            refine=self.world.refine_jumps)
         self.ctx.stats.ik_calls += path.solves
         return path
 
