@@ -190,6 +190,18 @@ def test_appearance_is_drawn_per_reset_from_its_own_stream_and_recorded(tmp_path
             fovy = 65 + ep.json_attr("reset_embodiment")["cameras"]["head"]["fovy"]
             assert 'name="head"' in ep.model_xml and f'fovy="{fovy:g}"' in ep.model_xml  # and its camera is drawn
     assert {k.split(", look ")[1] for k in coverage(ds).appearance} <= {"studio", "warm_wood"}
+    # augmented: a scenery block that draws a look restyles the world over the parent's, and the appearance axis
+    # counts that one; a block without a look leaves the parent's showing
+    augment_dataset(path, tmp_path / "aug", AugmentRequest(variants=1))
+    aug = Dataset.open(tmp_path / "aug")
+    expected = []
+    for record in aug.episodes():
+        with aug.load(record.index) as ep:
+            variant, parent_look = ep.text("scene_variant"), ep.json_attr("reset_look")["scenery"]
+            expected.append(f"scenery {variant}" if ep.json_attr("augmentation")["look"]
+                            else f"scenery {variant}, look {parent_look}")
+    assert sorted(coverage(aug).appearance.elements()) == sorted(expected)
+    assert any(", look " not in k for k in expected) and any(", look " in k for k in expected)  # both kinds seen
 
 
 def test_one_axis_redraws_alone(tmp_path: Path) -> None:

@@ -70,6 +70,8 @@ def _count(ds: Dataset, index: int, out: Coverage, layouts: set[tuple[tuple[str,
         augmentation = ep.json_attr(fmt.AUGMENTATION_ATTR)
         variant = ep.text(fmt.SCENE_VARIANT_ATTR) or "default"
         drawn = ep.json_attr(fmt.RESET_LOOK_ATTR)
+        if isinstance(augmentation, dict) and augmentation.get("look"):
+            drawn = None  # restyled again by its scenery block (the variant named): the parent's look is gone
         if isinstance(drawn, dict):  # a look drawn at the reset: the scenery it came from
             variant = f"{variant}, look {drawn.get('scenery')}"
         assets = ep.json_attr(fmt.ASSETS_ATTR) or {}
