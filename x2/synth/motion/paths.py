@@ -123,8 +123,8 @@ def follow(ik: SeededIK, q_start: np.ndarray, poses: TcpPoses, collides: Collide
            explain: Explain | None = None, refine: bool = True) -> TcpPath:
     """Joint waypoints through `poses` from `q_start` (the arm at pose 0), each solved from the previous
     one in `iters` DLS iterations. A pose not reached, a joint moving more than `max_jump` rad in one step
-    (with `refine`, also in each of its REFINE parts), or `collides` (at each waypoint and, with `midpoints`,
-    each step's midpoint) ends the path: raises
+    (with `refine`: still more than half of it in one of the step's REFINE finer parts), or `collides` (at
+    each waypoint and, with `midpoints`, each step's midpoint) ends the path: raises
     `PathBreak`, or with `partial` returns the waypoints before it with the break in `broke`. `explain`
     (q, s) -> what q touches, called once at a collision for the message."""
     q_prev: Floats = np.asarray(q_start, dtype=np.float64)
