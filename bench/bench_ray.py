@@ -94,9 +94,12 @@ def main() -> None:
                     assert runs["local"]["accepted_attempts"] == runs["ray"]["accepted_attempts"], "different attempts"
                 for side, values in rates.items():
                     medians[(workers, side)] = statistics.median(values)
+                # a round's two runs are minutes apart, its rounds further: the ratio within a round drifts least
+                pairs = [ray / local for ray, local in zip(rates["ray"], rates["local"], strict=True)]
                 print(f"{workers} worker(s): median accepted/min local {medians[(workers, 'local')]:.1f}, "
                       f"ray {medians[(workers, 'ray')]:.1f}, ray/local "
-                      f"{medians[(workers, 'ray')] / medians[(workers, 'local')]:.3f}", flush=True)
+                      f"{medians[(workers, 'ray')] / medians[(workers, 'local')]:.3f}; per round "
+                      f"{', '.join(f'{x:.3f}' for x in pairs)}, median {statistics.median(pairs):.3f}", flush=True)
         if a.memory_n:
             out = synth(a.task, a.memory_n, a.seed, 2, True, root / "memory")
             print(f"--ray local -n {a.memory_n} (2 workers): driver peak RSS {out['driver_peak_rss_mb']} MB, "
