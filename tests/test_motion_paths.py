@@ -213,7 +213,8 @@ def test_a_fast_but_continuous_step_is_followed_in_finer_steps(world, above_frui
 
 def test_sequential_synthesis_keeps_the_motion_layer_before_the_scheduler():
     """`--sequential` stays byte-comparable with the synthesis before the arm scheduler: every motion-layer
-    change since is a setting that BEFORE_SCHEDULER turns off, and its world follows lines without refining."""
+    change since is a setting that BEFORE_SCHEDULER turns off (the finer steps of a jumping straight move among
+    them), sequential synthesis runs on exactly those settings, and its episodes say so."""
     sequential = SynthSession("fruit_in_microwave", sequential=True)
     assert sequential.motion == replace(BEFORE_SCHEDULER, grasp_variety=GRASP_VARIETY)
     assert sequential.motion.describe()["refine_jumps"] is False
