@@ -234,8 +234,9 @@ class MadeVariant:
     geometry_s: float  # envelope (when this worker had not built it yet) + placement + compose + check
 
 
-# A worker's last parent: its variants come in a row, and the envelope is the dearest part of the first.
-_PARENT: tuple[tuple[str, int, EnvelopeParams], ParentEpisode] | None = None
+# A worker's last parent: its variants come in a row, and the envelope is the dearest part of the first. Known by
+# its episode file within one run; augment_dataset forgets it before each run (a forked worker starts with it).
+_PARENT: tuple[tuple[str, EnvelopeParams], ParentEpisode] | None = None
 
 
 def make_variant_unit(job: VariantJob) -> MadeVariant | None:
@@ -244,7 +245,7 @@ def make_variant_unit(job: VariantJob) -> MadeVariant | None:
     if job.made is not None:
         return None
     started = time.perf_counter()
-    key = (job.source, hash(job.xml), job.params)
+    key = (job.source, job.params)
     if _PARENT is None or _PARENT[0] != key:
         assert job.states is not None
         _PARENT = (key, ParentEpisode.of(job.xml, job.states, job.params, job.task_assets, job.source))
@@ -259,6 +260,8 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
                     workers: int = 1, ray: RayTarget | None = None) -> AugmentSummary:
     """With `workers` > 1 (or `ray`) the variants of each source episode are made on a pool (x2.workers) and
     committed in the same order as with one: the output is the same bytes whatever ran it."""
+    global _PARENT
+    _PARENT = None  # (another run's parent, maybe from a file since rewritten at the same path)
     started = time.perf_counter()
     _check_request(request)
     src = Dataset.open(source)
