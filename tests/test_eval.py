@@ -137,7 +137,7 @@ class LosesSlot1:
 
     def submit(self, fn: Any, *args: Any) -> Future[Any]:
         future: Future[Any] = Future()
-        if args[1] == 1:
+        if args[0].slot == 1:
             future.set_exception(WorkerLost("worker lost on every try, 3 (ActorDiedError: node gone)"))
         else:
             future.set_result(fn(*args))

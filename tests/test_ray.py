@@ -137,12 +137,13 @@ def test_a_lost_attempt_is_a_rejected_attempt_saying_so() -> None:
     from concurrent.futures import Future
 
     from x2.seeding import slot_seed
+    from x2.synth.attempt import AttemptUnit
     from x2.synth.runner import _outcome
     from x2.workers import WorkerLost
 
     future: Future[object] = Future()
     future.set_exception(WorkerLost("worker lost on every try (ActorDiedError: node gone)"))
-    outcome = _outcome(7, SEED, future)  # type: ignore[arg-type]
+    outcome = _outcome(AttemptUnit(7, slot_seed(SEED, 7), False), future)  # type: ignore[arg-type]
     assert (outcome.index, outcome.seed, outcome.accepted, outcome.reason) == (7, slot_seed(SEED, 7), False,
                                                                                 "worker lost")
 

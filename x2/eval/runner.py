@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from x2.eval.session import EvalOutcome, EvalSession, EvalSetup, policy_text
 from x2.policy.protocol import PolicyClient
 from x2.rollout.episodes import EpisodeOutcome, commit_episode, episode_start, open_dataset
 from x2.rollout.loop import EpisodeResult
-from x2.workers import RayTarget, WorkerLost, WorkerPool, open_pool
+from x2.workers import RayTarget, WorkerLost, WorkerPool, in_order, open_pool
 
 
 def connect(setup: EvalSetup) -> PolicyClient:
@@ -58,14 +57,23 @@ class EvalProgress:
 _SESSION: tuple[EvalSetup, EvalSession] | None = None
 
 
-def run_episode(setup: EvalSetup, slot: int, seed: int) -> EvalOutcome:
-    """One episode in a pool worker, on the session of `setup` (built at the worker's first unit of a split)."""
+@dataclass(frozen=True)
+class EpisodeUnit:
+    """What a worker is given to run: the episode of `slot` from `seed`, on the session `setup` describes."""
+
+    setup: EvalSetup
+    slot: int
+    seed: int
+
+
+def run_episode(unit: EpisodeUnit) -> EvalOutcome:
+    """One episode in a pool worker, on the session of its setup (built at the worker's first unit of a split)."""
     global _SESSION
-    if _SESSION is None or _SESSION[0] != setup:
+    if _SESSION is None or _SESSION[0] != unit.setup:
         if _SESSION is not None:
             _SESSION[1].close()
-        _SESSION = (setup, EvalSession(setup, connect))
-    return _SESSION[1].episode(slot, seed)
+        _SESSION = (unit.setup, EvalSession(unit.setup, connect))
+    return _SESSION[1].episode(unit.slot, unit.seed)
 
 
 def open_eval_pool(workers: int | None, ray: RayTarget | None) -> WorkerPool | None:
@@ -119,30 +127,17 @@ class EvalRun:
 
     def _run_pool(self, ds: Dataset, pool: WorkerPool, todo: list[tuple[int, int]],
                   on_update: Callable[[EvalProgress], None] | None) -> None:
-        pending: dict[int, Future[EvalOutcome]] = {}
-        finished: dict[int, EvalOutcome | None] = {}  # None: lost with its worker
-        queue = list(todo)
-        order = [slot for slot, _ in todo]
-        while order:
-            while queue and len(pending) + len(finished) < 2 * pool.workers:
-                slot, seed = queue.pop(0)
-                pending[slot] = pool.submit(run_episode, self.setup, slot, seed)
-            ready, _ = wait(pending.values(), return_when=FIRST_COMPLETED)
-            for slot in [s for s, f in pending.items() if f in ready]:
-                try:
-                    finished[slot] = pending.pop(slot).result()
-                except WorkerLost:
-                    finished[slot] = None
+        units = (EpisodeUnit(self.setup, slot, seed) for slot, seed in todo)
+        for unit, future in in_order(pool, run_episode, units):
             self.progress.workers_alive = pool.alive()
-            while order and order[0] in finished:
-                slot = order.pop(0)
-                outcome = finished.pop(slot)
-                if outcome is None:
-                    self.progress.lost.append(slot)
-                    if on_update is not None:
-                        on_update(self.progress)
-                else:
-                    self._commit(ds, outcome, on_update)
+            try:
+                outcome = future.result()
+            except WorkerLost:  # (left out, listed as lost: the next run makes it)
+                self.progress.lost.append(unit.slot)
+                if on_update is not None:
+                    on_update(self.progress)
+                continue
+            self._commit(ds, outcome, on_update)
 
     def _commit(self, ds: Dataset, outcome: EvalOutcome, on_update: Callable[[EvalProgress], None] | None) -> None:
         result = outcome.result

@@ -113,9 +113,19 @@ def init_worker(task: str, robot: str | None, variant: str, sequential: bool, gr
     _SESSION = SynthSession(task, robot, variant, sequential, gripper, grasp_variety)
 
 
-def run_attempt(index: int, seed: int, keep_rejected: bool) -> AttemptOutcome:
+@dataclass(frozen=True)
+class AttemptUnit:
+    """What a worker is given to run: attempt `index` from `seed` (`keep_rejected`: return a rejected attempt's
+    ticks too, for --keep-failed)."""
+
+    index: int
+    seed: int
+    keep_rejected: bool
+
+
+def run_attempt(unit: AttemptUnit) -> AttemptOutcome:
     assert _SESSION is not None, "worker not initialised"
-    return _SESSION.attempt(index, seed, keep_rejected)
+    return _SESSION.attempt(unit.index, unit.seed, unit.keep_rejected)
 
 
 def _verdict(result: EpisodeResult, executor: SkillExecutor) -> tuple[str, str]:

@@ -16,7 +16,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,9 +29,9 @@ from x2.rollout.episodes import EpisodeOutcome, commit_episode, episode_start, o
 from x2.rollout.loop import EpisodeResult
 from x2.seeding import slot_seed
 from x2.spec.held_out import refuse_eval_run
-from x2.synth.attempt import AttemptOutcome, SynthSession, init_worker, outcome_summary, run_attempt
+from x2.synth.attempt import AttemptOutcome, AttemptUnit, SynthSession, init_worker, outcome_summary, run_attempt
 from x2.synth.motion.timing import GRASP_VARIETY
-from x2.workers import RayTarget, WorkerLost, WorkerPool, open_pool
+from x2.workers import RayTarget, WorkerLost, WorkerPool, in_order, open_pool
 
 
 @dataclass(frozen=True)
@@ -162,26 +162,13 @@ class SynthRun:
     def _run_pool(self, ds: Dataset, on_update: Callable[[SynthProgress], None] | None) -> None:
         cfg, pool = self.config, self._pool
         assert pool is not None  # (run started the workers; they die with this process, even SIGKILLed)
-        pending: dict[int, Future[AttemptOutcome]] = {}
-        done: dict[int, AttemptOutcome] = {}
-        next_submit = next_commit = self.first_attempt
-        end = self.first_attempt + cfg.attempt_cap
-        while True:
-            while len(pending) + len(done) < 2 * pool.workers and next_submit < end:
-                seed = slot_seed(cfg.seed, next_submit)
-                pending[next_submit] = pool.submit(run_attempt, next_submit, seed, cfg.keep_failed)
-                next_submit += 1
-            if not pending and next_commit not in done:
-                self.progress.stop_reason = f"reached --max-attempts {cfg.attempt_cap}"
-                return
-            finished, _ = wait(pending.values(), return_when=FIRST_COMPLETED)
-            for index in [i for i, f in pending.items() if f in finished]:
-                done[index] = _outcome(index, cfg.seed, pending.pop(index))
+        first = self.first_attempt
+        units = (AttemptUnit(i, slot_seed(cfg.seed, i), cfg.keep_failed) for i in range(first, first + cfg.attempt_cap))
+        for unit, future in in_order(pool, run_attempt, units):
             self.progress.workers_alive, self._retried = pool.alive(), pool.retried()
-            while next_commit in done:
-                if not self._take(ds, done.pop(next_commit), on_update):
-                    return
-                next_commit += 1
+            if not self._take(ds, _outcome(unit, future), on_update):
+                return  # (no unit is submitted after this; those in flight are dropped with the pool)
+        self.progress.stop_reason = f"reached --max-attempts {cfg.attempt_cap}"
 
     def _take(self, ds: Dataset, outcome: AttemptOutcome, on_update: Callable[[SynthProgress], None] | None) -> bool:
         """Commit one attempt (in order); False when the run should stop."""
@@ -246,10 +233,10 @@ class SynthRun:
         write_bytes(ds.root / SYNTH_REPORT_FILE, (json.dumps(report, indent=1) + "\n").encode())
 
 
-def _outcome(index: int, master_seed: int, future: Future[AttemptOutcome]) -> AttemptOutcome:
+def _outcome(unit: AttemptUnit, future: Future[AttemptOutcome]) -> AttemptOutcome:
     """The attempt's outcome; one whose worker was lost on every try is a rejected attempt saying so (never a
     silent gap: its slot is used like any other's)."""
     try:
         return future.result()
     except WorkerLost as lost:
-        return AttemptOutcome(index, slot_seed(master_seed, index), False, "worker lost", str(lost), 0)
+        return AttemptOutcome(unit.index, unit.seed, False, "worker lost", str(lost), 0)
