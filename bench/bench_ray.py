@@ -9,8 +9,12 @@ memory on a long Ray run.
 2. Memory: `x2 synth --ray local -n M`, the driver's peak RSS (VmHWM of the command's own process, read from
    /proc until it exits; Ray's own processes are not in it).
 
+With `--ray cluster` the Ray side is a cluster that is already up, as on a lab's nodes: before each Ray run
+`ray start --head` starts one on this machine (untimed), the command runs with `--ray auto`, and `ray stop` ends
+the cluster after it, so the local runs share the machine with no Ray process.
+
 Usage: python bench/bench_ray.py [--task pick_place] [--n 40] [--rounds 2] [--workers 1,2] [--seed 0]
-       [--memory-n 1000] [--skip-throughput]
+       [--memory-n 1000] [--skip-throughput] [--ray local|cluster]
 """
 
 from __future__ import annotations
@@ -42,9 +46,24 @@ def _peak_rss_kb(pid: int) -> int | None:
     return None
 
 
-def synth(task: str, n: int, seed: int, workers: int, ray: bool, dataset: Path) -> dict[str, object]:
+def _ray_cli(*args: str) -> None:
+    ray = Path(sys.executable).with_name("ray")
+    subprocess.run([str(ray), *args], env=ENV, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def synth(task: str, n: int, seed: int, workers: int, ray: str | None, dataset: Path) -> dict[str, object]:
+    if ray == "cluster":
+        _ray_cli("start", "--head", f"--num-cpus={workers}", "--include-dashboard=false", "--disable-usage-stats")
+    try:
+        return _synth(task, n, seed, workers, None if ray is None else "auto" if ray == "cluster" else ray, dataset)
+    finally:
+        if ray == "cluster":
+            _ray_cli("stop", "--force")
+
+
+def _synth(task: str, n: int, seed: int, workers: int, ray: str | None, dataset: Path) -> dict[str, object]:
     args = [sys.executable, "-m", "x2", "synth", "--task", task, "-n", str(n), "--seed", str(seed),
-            "--workers", str(workers), "--dataset", str(dataset), *(["--ray", "local"] if ray else [])]
+            "--workers", str(workers), "--dataset", str(dataset), *(["--ray", ray] if ray else [])]
     errors = dataset.with_name(dataset.name + ".stderr")
     started = time.perf_counter()
     with errors.open("w") as stderr:
@@ -72,6 +91,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--memory-n", type=int, default=1000)
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--ray", choices=("local", "cluster"), default="local")
     a = parser.parse_args()
     print(f"# {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, {platform.node()}, {os.cpu_count()} cores, "
           f"{platform.processor() or platform.machine()}, Python {platform.python_version()}", flush=True)
@@ -86,7 +106,8 @@ def main() -> None:
                 for r in range(a.rounds):
                     runs = {}
                     for side in ("local", "ray") if r % 2 == 0 else ("ray", "local"):  # (drift hits both)
-                        out = synth(a.task, a.n, a.seed, workers, side == "ray", root / f"w{workers}-{side}-{r}")
+                        out = synth(a.task, a.n, a.seed, workers, a.ray if side == "ray" else None,
+                                    root / f"w{workers}-{side}-{r}")
                         runs[side] = out
                         rates[side].append(float(out["accepted_per_minute"]))  # type: ignore[arg-type]
                         print(f"{workers:>7} {side:>5} {r:>5} {out['accepted_per_minute']:>8} "
@@ -101,8 +122,8 @@ def main() -> None:
                       f"{medians[(workers, 'ray')] / medians[(workers, 'local')]:.3f}; per round "
                       f"{', '.join(f'{x:.3f}' for x in pairs)}, median {statistics.median(pairs):.3f}", flush=True)
         if a.memory_n:
-            out = synth(a.task, a.memory_n, a.seed, 2, True, root / "memory")
-            print(f"--ray local -n {a.memory_n} (2 workers): driver peak RSS {out['driver_peak_rss_mb']} MB, "
+            out = synth(a.task, a.memory_n, a.seed, 2, a.ray, root / "memory")
+            print(f"--ray {a.ray} -n {a.memory_n} (2 workers): driver peak RSS {out['driver_peak_rss_mb']} MB, "
                   f"{out['accepted_per_minute']} accepted/min, {out['attempted']} attempts, "
                   f"{out['command_wall_s']} s", flush=True)
     finally:
