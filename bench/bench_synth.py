@@ -220,6 +220,11 @@ def measure(args: argparse.Namespace, schedule: str, kept: dict[str, Path], keep
         print(f"  per attempt, summed over workers: loop {t['total']:.1f} s = teacher {t['teacher']:.1f} s + "
               f"physics step {t['step']:.1f} s + the rest {t['total'] - t['teacher'] - t['step']:.1f} s: "
               f"loop ratio {row['loop_ratio']:.2f}", flush=True)
+        # what separates the loop ratio from the overhead ratio: the accepted streams' steps inside their attempts
+        # (wall, beside planning and the parent's commits) against the floor stepping them back to back (CPU)
+        inside = sum(a["timing_s"]["step"] for a in report["attempts"] if a["accepted"])
+        print(f"  the accepted attempts' physics steps {inside:.1f} s against the floor's {floor_cpu:.1f} s of CPU: "
+              f"{inside / floor_cpu:.2f}", flush=True)
     return row
 
 if __name__ == "__main__":
