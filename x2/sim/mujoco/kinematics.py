@@ -13,6 +13,7 @@ import numpy as np
 
 from x2.arrays import Floats
 from x2.spec.env import ArmSpec
+from x2.vectors import norm
 
 
 class ArmDLS:
@@ -70,7 +71,7 @@ class ArmDLS:
             err_p = pos - site_xpos
             mujoco.mju_mat2Quat(quat, (target @ site_xmat.T).ravel())
             mujoco.mju_quat2Vel(vel, quat, 1.0)  # world-frame rotation vector from the tcp to the target
-            if np.linalg.norm(err_p) < pos_tol and np.linalg.norm(vel) < rot_tol:
+            if norm(err_p) < pos_tol and norm(vel) < rot_tol:
                 return q
             mujoco.mj_comPos(m, d)  # mj_jacSite reads the com-based quantities it computes
             mujoco.mj_jacSite(m, d, jp, jr, self.site)

@@ -27,6 +27,7 @@ import numpy as np
 from x2.arrays import Floats
 from x2.synth.motion.errors import PathBreak
 from x2.synth.motion.seeded import SeededIK
+from x2.vectors import norm
 
 Collides = Callable[[np.ndarray, float], bool]  # (arm configuration, path parameter) -> in collision
 Explain = Callable[[np.ndarray, float], object]  # what a colliding configuration touches, for the message
@@ -87,7 +88,8 @@ def steps(start: float, end: float, step: float) -> np.ndarray:
 
 def rotations(axis: np.ndarray, angles: np.ndarray) -> np.ndarray:
     """(n, 3, 3) rotation matrices of `angles` rad about `axis` (Rodrigues)."""
-    a = np.asarray(axis, dtype=np.float64) / np.linalg.norm(axis)
+    a = np.asarray(axis, dtype=np.float64)
+    a = a / norm(a)
     k = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
     t = np.asarray(angles, dtype=np.float64)[:, None, None]
     return np.eye(3) + np.sin(t) * k + (1 - np.cos(t)) * (k @ k)

@@ -18,6 +18,7 @@ import numpy as np
 from x2.arrays import Floats
 from x2.synth.motion.collision import CollisionWorld
 from x2.synth.motion.errors import PlanningError
+from x2.vectors import norm
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,7 @@ class RRTConnect:
         near = tree.nearest(target)
         q_near = tree.nodes[near].copy()
         delta = target - q_near
-        dist = float(np.linalg.norm(delta))
+        dist = norm(delta)
         q_new = target if dist <= self.extend else q_near + delta * (self.extend / dist)
         if dist < 1e-9 or not checker.edge_free(q_near, q_new):
             return None
@@ -257,7 +258,7 @@ class RRTConnect:
                 continue
             a = path[i] + (path[i + 1] - path[i]) * ((t1 - cum[i]) / max(seg[i], 1e-12))
             b = path[j] + (path[j + 1] - path[j]) * ((t2 - cum[j]) / max(seg[j], 1e-12))
-            if self.min_gain > 0.0 and (t2 - t1) - float(np.linalg.norm(b - a)) < self.min_gain * (t2 - t1):
+            if self.min_gain > 0.0 and (t2 - t1) - norm(b - a) < self.min_gain * (t2 - t1):
                 continue
             if checker.edge_free(a, b):
                 path = [*path[:i + 1], a, b, *path[j + 1:]]

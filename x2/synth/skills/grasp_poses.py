@@ -51,6 +51,7 @@ from x2.synth.skills.shapes import (
     rot_about,
     shape_of,
 )
+from x2.vectors import cross, norm
 
 FIT_CLEARANCE = 0.002  # m per side left by the open jaw (gripper_g.xml: an 84 mm orange in the 90 mm jaw)
 SQUEEZE_MIN = 0.004  # m: an object must be this much wider than the closed jaw for the pads to squeeze it
@@ -88,9 +89,9 @@ class GraspCandidate:
 def top_rotation(closing: np.ndarray) -> np.ndarray:
     """The tcp rotation of a top grasp (approach straight down) whose fingers close along `closing`."""
     y = np.array([closing[0], closing[1], 0.0])
-    y /= np.linalg.norm(y)
+    y /= norm(y)
     z = -UP
-    return np.stack([np.cross(y, z), y, z], axis=1)
+    return np.stack([cross(y, z), y, z], axis=1)
 
 
 def _yaw(angle: float) -> np.ndarray:
@@ -207,7 +208,7 @@ def fit_and_rank(candidates: list[GraspCandidate], shape_world: Shape, gripper: 
 def _dedupe(ranked: list[GraspCandidate]) -> list[GraspCandidate]:
     out: list[GraspCandidate] = []
     for c in ranked:
-        if not any(np.linalg.norm(c.pos - o.pos) < 0.005 and np.trace(c.rot.T @ o.rot) > 2.99 for o in out):
+        if not any(norm(c.pos - o.pos) < 0.005 and np.trace(c.rot.T @ o.rot) > 2.99 for o in out):
             out.append(c)
     return out
 

@@ -39,6 +39,7 @@ from x2.synth.skills.shapes import (
     rot_between,
     shape_of,
 )
+from x2.vectors import cross
 
 SlackFn = Callable[[np.ndarray, np.ndarray], float]  # (tcp pos, tcp rot) -> reach slack, m
 
@@ -221,13 +222,13 @@ def _tool_rotations(cav: Cavity, heading_to_box: np.ndarray) -> Iterator[tuple[f
     for tilt in TILTS:
         for heading in (u, heading_to_box):
             z = np.cos(tilt) * heading - np.sin(tilt) * cav.up
-            level = horizontal(np.cross(cav.up, heading), cav.up)
+            level = horizontal(cross(cav.up, heading), cav.up)
             for stacked in (False, True):
                 for sign in (1.0, -1.0):
-                    x = sign * level if stacked else np.cross(sign * level, z)
+                    x = sign * level if stacked else cross(sign * level, z)
                     cost = (abs(float(tilt) - TILTS[0]) + STACKED_COST * stacked
                             + TURN_COST * float(heading @ u < 0.999))
-                    yield cost, np.stack([x, np.cross(z, x), z], axis=1)
+                    yield cost, np.stack([x, cross(z, x), z], axis=1)
 
 
 def container_goals(ctx: SynthContext, held: Held, site: str, tcp_rot: np.ndarray, shoulder: np.ndarray,

@@ -16,6 +16,7 @@ import numpy as np
 from x2.sim.backend import Jaw
 from x2.spec.env import ArmSpec
 from x2.synth.motion.paths import rotations
+from x2.vectors import norm
 
 UP = np.array([0.0, 0.0, 1.0])
 _PRIMITIVES = (mujoco.mjtGeom.mjGEOM_SPHERE, mujoco.mjtGeom.mjGEOM_ELLIPSOID, mujoco.mjtGeom.mjGEOM_BOX,
@@ -271,7 +272,7 @@ class ArmReach:
     def slack(self, tcp_pos: np.ndarray, tcp_rot: np.ndarray) -> float:
         """`radius` minus the shoulder-wrist distance this tcp pose needs (< 0: out of reach)."""
         wrist = tcp_pos - tcp_rot[:, 2] * self.wrist_offset
-        return self.radius - float(np.linalg.norm(wrist - self.shoulder))
+        return self.radius - norm(wrist - self.shoulder)
 
 
 def arm_reach(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmSpec) -> ArmReach:
