@@ -98,6 +98,7 @@ class CollisionWorld:
         # the per-geom margins they set below, so the copy uses the geoms' own parameters.
         self.model.opt.enableflags &= ~int(mujoco.mjtEnableBit.mjENBL_OVERRIDE)
         self.data = mujoco.MjData(self.model)
+        self._check_qpos = self.data.qpos  # (a view taken once: each access through the bindings makes a new one)
         self.checks = 0
         m = self.model
         self.arms = tuple(a.name for a in self.env.robot.arms)
@@ -377,11 +378,11 @@ class CollisionWorld:
         return self._qpos.copy()
 
     def _update(self, q_by_arm: Mapping[str, np.ndarray]) -> None:
-        m, d = self.model, self.data
+        m, d, qpos = self.model, self.data, self._check_qpos
         # Checks never change the qpos: each one starts from it, so results do not depend on history.
-        d.qpos[:] = self._qpos
+        qpos[:] = self._qpos
         for arm, q in q_by_arm.items():
-            d.qpos[self._arm_slice[arm]] = q
+            qpos[self._arm_slice[arm]] = q
         mujoco.mj_kinematics(m, d)
         if self._attached:
             for carried in self._attached.values():
