@@ -49,6 +49,7 @@ class ObservationPlan:
     def observe(self, backend: Backend, obs: Observation) -> tuple[dict[str, Any], float]:
         """The message for tick `obs.tick`, and the milliseconds spent rendering it."""
         out: dict[str, Any] = {OBS_TICK: obs.tick, OBS_PROMPT: obs.instruction, OBS_TASK: obs.instruction}
+        assert obs.robot is not None and obs.object_poses is not None  # (an evaluation's loop observes every tick)
         if self.state:
             out[OBS_STATE] = np.asarray(obs.robot.qpos, dtype=np.float32)
         if self.environment_state:

@@ -1,9 +1,14 @@
 """An in-memory recorder: a worker records an attempt here, and the process that owns the dataset
 writes it through the real `EpisodeWriter` (one writer per dataset, episodes in attempt order), whose
-`extend` takes `arrays()` as they are."""
+`extend` takes `arrays()` as they are.
+
+A loop that does not observe (`RolloutOptions.observe` False) records each tick's state alone; `arrays` then
+takes the robot's and the objects' streams from those states in one batch (`Backend.observations`), the
+same numbers the loop would have read tick by tick."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +32,16 @@ class MemoryRecorder:
     def __len__(self) -> int:
         return len(self.ticks["timestamp"])
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        """Compact arrays to send between processes."""
-        return {name: np.asarray(values) for name, values in self.ticks.items()}
-
+    def arrays(self, observations: Callable[[np.ndarray], Mapping[str, np.ndarray]] | None = None
+               ) -> dict[str, np.ndarray]:
+        """Compact arrays to send between processes, in the loop's column order. Streams the ticks left out (a loop
+        that did not observe) come from `observations` of the recorded states, which must then be given."""
+        out = {}
+        derived: Mapping[str, np.ndarray] = {}
+        if self.ticks["qpos"] and self.ticks["qpos"][0] is None:
+            if observations is None:
+                raise ValueError("these ticks carry states alone: arrays() needs the backend's observations")
+            derived = observations(np.asarray(self.ticks["state"]))
+        for name, values in self.ticks.items():
+            out[name] = derived[name] if name in derived else np.asarray(values)
+        return out

@@ -17,8 +17,10 @@ from x2.spec.action import ActionLayout
 class Observation:
     tick: int
     time: float
-    robot: RobotState
-    object_poses: Floats
+    # None when the loop reads neither (RolloutOptions.observe False): for a teacher that acts on the simulator
+    # through its own context, as synthesis's executor does
+    robot: RobotState | None
+    object_poses: Floats | None
     instruction: str
     lateness_ms: float = 0.0  # how late this tick started against the clock's slot (0 when unpaced)
 

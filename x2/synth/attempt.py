@@ -79,23 +79,24 @@ class SynthSession:
         recorder = MemoryRecorder()
         t0 = time.perf_counter()
         try:
-            result = self.rollout.run(executor, seed, recorder, RolloutOptions())
+            # (the executor acts through its context's view of the simulator: the loop need not observe for it)
+            result = self.rollout.run(executor, seed, recorder, RolloutOptions(observe=False))
         except SkillFailure as failure:  # raised outside the executor, e.g. while resetting
             return AttemptOutcome(index, seed, False, failure.reason, failure.detail, len(recorder), stats=ctx.stats)
         except MotionError as exc:
             return AttemptOutcome(index, seed, False, "no plan", str(exc), len(recorder), stats=ctx.stats)
         except SimulationUnstable as exc:
             return AttemptOutcome(index, seed, False, "simulator unstable", str(exc), len(recorder), stats=ctx.stats)
-        total = time.perf_counter() - t0
         ctx.stats.lane_replans = len(executor.replans)
         if admission is not None:
             ctx.stats.space_time_checks, ctx.stats.waited_ticks = admission.checks, admission.waited
         reason, detail = _verdict(result, executor)
         accepted = reason == "accepted"
         keep = accepted or keep_rejected
+        arrays = recorder.arrays(self.backend.observations) if keep else None
+        total = time.perf_counter() - t0  # (the arrays too: the robot's and objects' streams are made there)
         return AttemptOutcome(
-            index, seed, accepted, reason, detail, result.ticks, result=result,
-            arrays=recorder.arrays() if keep else None,
+            index, seed, accepted, reason, detail, result.ticks, result=result, arrays=arrays,
             model_xml=self.backend.model_xml() if keep else "", object_names=self.backend.object_names,
             stats=ctx.stats,
             timing={"total": total, "teacher": float(result.stage_ms["teacher"].sum()) / 1e3,

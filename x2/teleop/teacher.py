@@ -86,6 +86,7 @@ class DeviceTeacher:
             self.ending = "success"
             return None
         age = now - sample.t if sample is not None else float("inf")
+        assert obs.robot is not None  # (a teleop session's loop observes every tick)
         action = self.safety(self.mapper.command(sample, age, events, obs.robot))
         self.status.mapper = self.mapper.status
         self.status.clamped = self.safety.clamped

@@ -398,6 +398,38 @@ class MujocoBackend:
             mujoco.mju_mat2Quat(ee[i, 3:], xmat)
         return RobotState(c.qpos[c.robot_q].copy(), c.qvel[c.robot_dq].copy(), ee)
 
+    def observations(self, states: Floats) -> dict[str, Floats]:
+        """What `robot_state` and `object_poses` read at each of these states of the current world, in one batch:
+        the joint streams straight from the states' qpos and qvel, the poses from the kinematics of each qpos on a
+        private MjData, through the same functions as the live reads (so the same bits)."""
+        m, c = self.model, self._c
+        states = np.asarray(states, dtype=np.float64)
+        n, spec = len(states), int(STATE_SPEC)
+        q0 = mujoco.mj_stateSize(m, spec & (int(mujoco.mjtState.mjSTATE_QPOS) - 1))  # (what precedes it)
+        v0 = mujoco.mj_stateSize(m, spec & (int(mujoco.mjtState.mjSTATE_QVEL) - 1))
+        qpos = states[:, q0:q0 + m.nq]
+        d = mujoco.MjData(m)
+        # whole arrays copied per state (a contiguous copy each), the rows wanted picked once afterwards
+        site_xpos, site_xmat = np.empty((n, m.nsite, 3)), np.empty((n, m.nsite, 9))
+        xpos, xquat = np.empty((n, m.nbody, 3)), np.empty((n, m.nbody, 4))
+        d_qpos, d_site_xpos, d_site_xmat, d_xpos, d_xquat = d.qpos, d.site_xpos, d.site_xmat, d.xpos, d.xquat
+        for t in range(n):
+            if m.nmocap:  # (mocap bodies move with the state, not the qpos)
+                mujoco.mj_setState(m, d, states[t], spec)
+            else:
+                d_qpos[:] = qpos[t]
+            mujoco.mj_kinematics(m, d)
+            site_xpos[t], site_xmat[t], xpos[t], xquat[t] = d_site_xpos, d_site_xmat, d_xpos, d_xquat
+        ee = np.empty((n, len(c.tcp_ids), 7))
+        ee[:, :, :3] = site_xpos[:, c.tcp_ids]
+        quats, mats = ee.reshape(-1, 7)[:, 3:], site_xmat[:, c.tcp_ids].reshape(-1, 9)
+        for k in range(len(mats)):
+            mujoco.mju_mat2Quat(quats[k], mats[k])
+        objects = np.empty((n, len(c.object_ids), 7))
+        objects[:, :, :3], objects[:, :, 3:] = xpos[:, c.object_ids], xquat[:, c.object_ids]
+        return {"qpos": qpos[:, c.robot_qadr], "qvel": states[:, v0 + c.robot_dadr], "ee_pose": ee,
+                "object_poses": objects}
+
     def object_poses(self) -> Floats:
         c = self._c
         out = np.empty((len(c.object_ids), 7))
