@@ -66,7 +66,7 @@ class Shape:
 
     def __post_init__(self) -> None:
         # the formulas `support` needs (rows of _KIND) and, for each but the first, the geoms that take it: fixed
-        # by the types, so a moved shape keeps them (_moved)
+        # by the types, so a moved shape keeps them (`moved`)
         rows = _KIND[self.types]
         kinds = tuple(sorted(set(rows.tolist())))
         object.__setattr__(self, "_kinds", kinds)
