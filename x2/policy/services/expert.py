@@ -70,8 +70,8 @@ class ExpertService:
         backend.set_state(np.asarray(obs[OBS_SIM_STATE], dtype=np.float64))
         tick = int(obs[OBS_TICK])
         try:
-            action = executor.act(Observation(tick, backend.time, backend.robot_state(), backend.object_poses(),
-                                              self._instruction))
+            # (the executor acts through its context's view of the simulator, as in synthesis: no reads for it)
+            action = executor.act(Observation(tick, backend.time, None, None, self._instruction))
         except (SkillFailure, MotionError, SimulationUnstable) as exc:
             return self._end(f"{type(exc).__name__}: {exc}")
         monitor.step(tick)  # after acting, as the rollout loop orders them: the teacher of tick t saw s_t only
