@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from dataclasses import replace
+from datetime import datetime, tzinfo
 from pathlib import Path
 
 import h5py
@@ -112,6 +113,30 @@ def test_byte_determinism(tmp_path: Path) -> None:
     at = a.find(created_a)
     assert at >= 0 and c[at:at + len(created_c)] == created_c
     assert all(at <= i < at + len(created_a) for i in diff)
+
+
+def test_attributes_written_low_level_are_the_bytes_h5py_writes(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer's attributes go through `set_attr` (h5py's low-level calls, types made once): the file is the
+    one h5py's `attrs[name] = value` writes, byte for byte, for every kind of attribute an episode carries."""
+    import x2.datasets.writer as writer_module
+
+    class Frozen(datetime):
+        @classmethod
+        def now(cls, tz: tzinfo | None = None) -> Frozen:
+            return cls(2026, 1, 2, 3, 4, 5, tzinfo=tz)
+
+    monkeypatch.setattr(writer_module, "datetime", Frozen)
+    files = []
+    for name in ("low_level", "h5py"):
+        if name == "h5py":
+            monkeypatch.setattr(writer_module, "set_attr", lambda obj, key, value: obj.attrs.__setitem__(key, value))
+        with Dataset.create(tmp_path / name, MANIFEST) as ds:
+            write_one(ds, images=True)
+            files.append(ds.episode_path(0))
+    with h5py.File(files[0]) as f:
+        assert f.attrs["operator"] == "bot" and f["timing"].attrs["created_utc"] == "2026-01-02T03:04:05Z"
+    assert files[0].read_bytes() == files[1].read_bytes()
 
 
 # ---- the commit log -------------------------------------------------------------------------------

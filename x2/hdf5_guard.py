@@ -75,12 +75,14 @@ def discard(file: h5py.File | None, path: str | Path, failed: bool = False) -> N
 
 
 @contextmanager
-def kept_if_complete(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterator[h5py.File]:
+def kept_if_complete(path: str | Path, mode: str = "w", opened: h5py.File | None = None,
+                     **kwargs: Any) -> Iterator[h5py.File]:
     """`with kept_if_complete(tmp) as f: write f` -> `tmp` is closed and kept when the block ends well and every
-    write reached the disk; otherwise it is discarded and the error raised (a failed write as OSError)."""
+    write reached the disk; otherwise it is discarded and the error raised (a failed write as OSError).
+    `opened`: the file is open already (as `tmp`); the block goes on writing it."""
     path = Path(path)
     watch()
-    file = h5py.File(path, mode, **kwargs)
+    file = opened if opened is not None else h5py.File(path, mode, **kwargs)
     try:
         yield file
         check_writes(path)

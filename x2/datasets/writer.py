@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from x2 import format as fmt
 from x2.arrays import Image
+from x2.datasets.attrs import set_attr
 from x2.datasets.commit import move_into_place, seal
 from x2.datasets.episode import segments_from_labels
 from x2.datasets.index import EpisodeRecord, append_record
@@ -79,7 +80,7 @@ class _Column:
         self.ds = f.create_dataset(self.path, shape=(0, *self.row_shape), maxshape=(None, *self.row_shape),
                                    dtype=self.dtype, chunks=chunks, track_times=False, **extra)
         for key, value in attrs.items():
-            self.ds.attrs[key] = attr_value(value)
+            set_attr(self.ds, key, attr_value(value))
 
 
 class EpisodeWriter:
@@ -111,15 +112,17 @@ class EpisodeWriter:
         self._closed = False
         self._write_failed = False
         self._file: h5py.File | None = None
+        self._swmr = False  # the file is open for SWMR writing (`_live`)
         self._shapes = dict(shapes) if shapes is not None else None
 
     def start(self) -> EpisodeWriter:
         watch()
         self._file = h5py.File(self.path, "w", libver="latest")
         for key, value in self._root.items():  # encoded and checked by root_attrs
-            self._file.attrs[key] = value
+            set_attr(self._file, key, value)
         if self._shapes is not None:
             self._setup_from_shapes(self._shapes)
+            self._live()
         return self
 
     @property
@@ -151,6 +154,8 @@ class EpisodeWriter:
         present = tuple(v is not None for v in values)
         if self._present is None:
             self._setup_once(values, images)
+        if not self._swmr:
+            self._live()
         if present != self._present or bool(images) != bool(self._cams):
             self._mismatch(values, images)
         if not timestamp > self._last_t:  # also refuses NaN
@@ -230,7 +235,8 @@ class EpisodeWriter:
                 col.ds.resize(start + count, axis=0)
                 _write_rows(col.ds, start, value)
             assert self._file is not None
-            self._file.flush()
+            if self._swmr:  # (a file that is not live is written at its close)
+                self._file.flush()
             check_writes(self.path)
         except (OSError, RuntimeError) as exc:
             self._refused(exc)
@@ -305,8 +311,14 @@ class EpisodeWriter:
             col.create(self._file, attrs)
         for cam, col in self._cams.items():
             col.create(self._file, self._camera_attrs.get(cam, {}))
-        # From here on the file only grows datasets: a crash leaves it readable by an SWMR reader.
-        self._file.swmr_mode = True
+
+    def _live(self) -> None:
+        """From here on the file only grows datasets: a crash leaves it readable by an SWMR reader (and
+        `x2 datasets validate --repair` salvages its frames). For ticks written as they come; an episode given
+        whole to `extend` skips it, and the rest of the file goes in without closing and reopening it."""
+        assert self._file is not None
+        if not self._swmr:
+            self._file.swmr_mode = self._swmr = True
 
     def _mismatch(self, values: tuple[Any, ...], images: Mapping[str, npt.NDArray[np.generic]] | None) -> None:
         assert self._present is not None
@@ -423,33 +435,36 @@ class EpisodeWriter:
                     device_arrays: Mapping[str, Mapping[str, npt.NDArray[np.generic]]],
                     timing_arrays: Mapping[str, npt.NDArray[np.generic]],
                     device_attrs: Mapping[str, Mapping[str, Any]], timing_attrs: Mapping[str, Any]) -> None:
-        """Last frames, then (SWMR allows no new objects) reopen to add labels, DAG, timing, device."""
+        """Last frames, then labels, DAG, timing, device (SWMR allows no new objects: a live file is reopened)."""
         self._drain_images(keep=0)
         self._flush()
         self._shutdown_pool()
         assert self._file is not None
-        self._file.flush()  # a failure here leaves the file open, for abort() to discard without a crash
-        file, self._file = self._file, None
-        file.close()
-        with kept_if_complete(self.path, "r+", libver="latest") as f:
-            f.attrs[fmt.SUCCESS_ATTR] = bool(success)
+        if self._swmr:
+            self._file.flush()  # a failure here leaves the file open, for abort() to discard without a crash
+            file, self._file = self._file, None
+            file.close()
+        else:
+            file, self._file = self._file, None  # kept_if_complete discards it on a failure
+        with kept_if_complete(self.path, "r+", libver="latest", opened=None if self._swmr else file) as f:
+            set_attr(f, fmt.SUCCESS_ATTR, bool(success))
             for key, value in extra.items():  # encoded and checked by check_extra
-                f.attrs[key] = value
+                set_attr(f, key, value)
             group = f.create_group(fmt.LABELS)
             subtask_names, arm_names = names
-            group.attrs[fmt.SUBTASK_NAMES_ATTR] = string_array(subtask_names)
+            set_attr(group, fmt.SUBTASK_NAMES_ATTR, string_array(subtask_names))
             for key, arr in label_arrays.items():
                 ds = group.create_dataset(key, data=arr, track_times=False)
                 if fmt.label_path(key) == fmt.ARM_SUBTASK_INDEX:
-                    ds.attrs[fmt.ARM_NAMES_ATTR] = string_array(arm_names)
+                    set_attr(ds, fmt.ARM_NAMES_ATTR, string_array(arm_names))
             group = f.create_group(fmt.DAG)
             for key, value in dag_attrs.items():
-                group.attrs[key] = json.dumps(value, sort_keys=True)
+                set_attr(group, key, json.dumps(value, sort_keys=True))
             f.create_dataset(fmt.COMPLETION_FRAME, data=completion, track_times=False)
             group = f.create_group(fmt.TIMING)
-            group.attrs[fmt.CREATED_UTC_ATTR] = self._created
+            set_attr(group, fmt.CREATED_UTC_ATTR, self._created)
             for key, value in timing_attrs.items():
-                group.attrs[key] = value
+                set_attr(group, key, value)
             for stage, times in sorted(timing_arrays.items()):
                 f.create_dataset(fmt.timing_path(stage), data=times, track_times=False)
             for name, streams in device_arrays.items():
@@ -457,7 +472,7 @@ class EpisodeWriter:
                 for key, arr in streams.items():
                     group.create_dataset(key, data=arr, track_times=False)
                 for key, value in device_attrs.get(name, {}).items():
-                    group.attrs[key] = value
+                    set_attr(group, key, value)
 
     def abort(self) -> None:
         """Discard the episode: close and remove the in-progress file. Safe to call twice."""
