@@ -16,22 +16,15 @@ import numpy as np
 from h5py import h5a, h5s, h5t
 
 _STRING = h5py.string_dtype()  # what h5py stores a str as: variable-length UTF-8
-_BYTES = h5py.string_dtype(encoding="ascii")
 _types: dict[tuple[str, object], tuple[h5t.TypeID, h5t.TypeID]] = {}  # dtype -> (file type, memory type)
 
 
 def set_attr(obj: h5py.File | h5py.Group | h5py.Dataset, name: str, value: Any) -> None:
     """`obj.attrs[name] = value`, for the values `x2.format.attr_value` makes (str, numbers, bools, numeric
     or string arrays)."""
-    if isinstance(value, str):
-        data = np.array(value, dtype=_STRING)
-    elif isinstance(value, bytes):
-        data = np.array(value, dtype=_BYTES)
-    else:
-        data = np.asarray(value, order="C")
-        if data.dtype.kind == "O" and h5py.check_string_dtype(data.dtype) is None:
-            obj.attrs[name] = value  # untagged objects: h5py's guess, element by element
-            return
+    # (attr_value tags string arrays with h5py's string dtype; an untagged object array has no HDF5 type and
+    # py_create refuses it)
+    data = np.array(value, dtype=_STRING) if isinstance(value, str) else np.asarray(value, order="C")
     key = (data.dtype.str, h5py.check_string_dtype(data.dtype))
     types = _types.get(key)
     if types is None:

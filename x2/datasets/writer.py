@@ -316,9 +316,8 @@ class EpisodeWriter:
         """From here on the file only grows datasets: a crash leaves it readable by an SWMR reader (and
         `x2 datasets validate --repair` salvages its frames). For ticks written as they come; an episode given
         whole to `extend` skips it, and the rest of the file goes in without closing and reopening it."""
-        assert self._file is not None
-        if not self._swmr:
-            self._file.swmr_mode = self._swmr = True
+        assert self._file is not None and not self._swmr
+        self._file.swmr_mode = self._swmr = True
 
     def _mismatch(self, values: tuple[Any, ...], images: Mapping[str, npt.NDArray[np.generic]] | None) -> None:
         assert self._present is not None
