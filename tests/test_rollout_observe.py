@@ -64,3 +64,14 @@ def test_states_alone_need_the_backend_and_a_memory_recorder() -> None:
 
     with pytest.raises(ValueError, match="MemoryRecorder"):
         Rollout(backend).run(teacher, 1, Listing(), RolloutOptions(observe=False))  # type: ignore[arg-type]
+
+
+def test_one_recording_takes_one_kind_of_tick() -> None:
+    backend = MujocoBackend(load_env("pick_place"))
+    teacher = JointWaypointTeacher([Waypoint(tuple(backend.home_action()), 0.1)], backend.env.fps, hold_s=0.0)
+    recorder = MemoryRecorder()
+    Rollout(backend).run(teacher, 1, recorder, RolloutOptions(observe=False, stop_on_success=False))
+    assert len(recorder) > 1 and not recorder.ticks["qpos"]  # (states alone: no empty streams kept per tick)
+    Rollout(backend).run(teacher, 1, recorder, RolloutOptions(observe=True, stop_on_success=False))
+    with pytest.raises(ValueError, match="one recording takes one kind"):
+        recorder.arrays(backend.observations)

@@ -95,6 +95,7 @@ class DagRuntime:
         self._active_log: list[tuple[int, ...]] = []
         self._progress_log: list[float] = []
         self._active_now, self._progress_now = tuple(sorted(self._active)), self.progress
+        self._active_ranked = self._by_rank(self._active)
 
     def _check_frame(self, t: int) -> int:
         if isinstance(t, bool):
@@ -120,11 +121,21 @@ class DagRuntime:
             self._opened = dict.fromkeys(self._active, t)
         holds, failed = _asker(values), _asker(failures)
         dag = self._dag
+        new: list[Event] = []
+        # Active nodes in topological rank. Most frames complete nothing: those are swept in the order kept since
+        # the last completion, and only a completion turns the rest of the frame into the heap below.
+        queue: list[tuple[int, int]] = []
+        for i, v in enumerate(self._active_ranked):
+            if holds(dag.nodes[v]):
+                new.append((dag.nodes[v], t))
+                queue = [(dag.rank[u], u) for u in self._active_ranked[i + 1:]]
+                queue += [(dag.rank[w], w) for w in self._complete(v, t)]
+                heapq.heapify(queue)
+                break
+            if self._failure is None:
+                self._check_failure(v, t, failed)
         # A heap by topological rank: successors opened mid-frame rank after the node that opened
         # them, so popping in rank order is a topological sweep over active nodes only.
-        queue = [(dag.rank[v], v) for v in self._active]
-        heapq.heapify(queue)
-        new: list[Event] = []
         while queue:
             _, v = heapq.heappop(queue)
             if holds(dag.nodes[v]):
@@ -137,10 +148,14 @@ class DagRuntime:
         if new:  # (the active set and the progress change only with completions: most frames repeat the last)
             self._events += new
             self._active_now = tuple(sorted(self._active))
+            self._active_ranked = self._by_rank(self._active)
             self._progress_now = self.progress
         self._active_log.append(self._active_now)
         self._progress_log.append(self._progress_now)
         return new
+
+    def _by_rank(self, nodes: Iterable[int]) -> tuple[int, ...]:
+        return tuple(sorted(nodes, key=self._dag.rank.__getitem__))
 
     def _complete(self, v: int, t: int) -> list[int]:
         """Latch v done at t; return the successors whose gates this opened."""

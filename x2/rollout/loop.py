@@ -111,11 +111,11 @@ class Rollout:
             monitor.reset(info.roles)
         horizon = opts.max_ticks or (round(self.env.task.horizon_s * self.env.fps) if self.env.task else 300)
         lateness: list[float] = []
-        stages: dict[str, list[float]] = {s: [] for s in STAGES}
-        teacher_ms, label_ms, record_ms, step_ms = (stages[s] for s in STAGES)
+        marks: list[tuple[float, float, float, float, float]] = []  # per tick, the five instants between stages
         end_reason = "horizon"
         perf = time.perf_counter
         observe = opts.observe
+        states_only = recorder if isinstance(recorder, MemoryRecorder) and not observe else None
         deepest = Penetration(0.0, 0, None)
         clock.start()
         t = 0
@@ -137,14 +137,13 @@ class Rollout:
                 monitor.step(t)
             t2 = perf()
             lateness.append(late)
-            if recorder is not None:
-                if robot is None:
-                    recorder.append(Tick(timestamp=backend.time, action=action, state=backend.get_state(),
-                                         lateness_ms=late))
-                else:
-                    recorder.append(Tick(timestamp=backend.time, action=action, qpos=robot.qpos, qvel=robot.qvel,
-                                         ee_pose=robot.ee_pose, object_poses=objects, state=backend.get_state(),
-                                         lateness_ms=late))
+            if states_only is not None:
+                states_only.append_state(backend.time, action, backend.get_state(), late)
+            elif recorder is not None:
+                assert robot is not None  # (a loop that does not observe records into a MemoryRecorder alone)
+                recorder.append(Tick(timestamp=backend.time, action=action, qpos=robot.qpos, qvel=robot.qvel,
+                                     ee_pose=robot.ee_pose, object_poses=objects, state=backend.get_state(),
+                                     lateness_ms=late))
             t3 = perf()
             finished = monitor is not None and (
                 (opts.stop_on_success and monitor.runtime.success)
@@ -157,11 +156,7 @@ class Rollout:
                     if not opts.unstable_ends:
                         raise
                     unstable = True
-            t4 = perf()
-            teacher_ms.append((t1 - t0) * 1e3)
-            label_ms.append((t2 - t1) * 1e3)
-            record_ms.append((t3 - t2) * 1e3)
-            step_ms.append((t4 - t3) * 1e3)
+            marks.append((t0, t1, t2, t3, perf()))  # (the stages' times are taken apart once, after the loop)
             t += 1
             if unstable:
                 end_reason = "unstable"
@@ -179,6 +174,12 @@ class Rollout:
             labels=monitor.labels() if monitor is not None and lateness else {},
             dag=monitor.dag_record() if monitor is not None else {},
             lateness_ms=np.asarray(lateness, np.float32),
-            stage_ms={s: np.asarray(v[: len(lateness)], np.float32) for s, v in stages.items()},
+            stage_ms=_stage_ms(marks),
             penetration=deepest,
         )
+
+
+def _stage_ms(marks: list[tuple[float, float, float, float, float]]) -> dict[str, npt.NDArray[np.float32]]:
+    """Each stage's milliseconds per tick, from the instants between stages."""
+    spans = np.diff(np.asarray(marks, dtype=np.float64).reshape(-1, len(STAGES) + 1), axis=1) * 1e3
+    return {stage: spans[:, i].astype(np.float32) for i, stage in enumerate(STAGES)}

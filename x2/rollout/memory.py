@@ -2,9 +2,10 @@
 writes it through the real `EpisodeWriter` (one writer per dataset, episodes in attempt order), whose
 `extend` takes `arrays()` as they are.
 
-A loop that does not observe (`RolloutOptions.observe` False) records each tick's state alone; `arrays` then
-takes the robot's and the objects' streams from those states in one batch (`Backend.observations`), the
-same numbers the loop would have read tick by tick."""
+A loop that does not observe (`RolloutOptions.observe` False) records each tick's state alone (`append_state`:
+no Tick made, no empty streams kept, on every tick of a synthesis); `arrays` then takes the robot's and the
+objects' streams from those states in one batch (`Backend.observations`), the same numbers the loop would have
+read tick by tick."""
 
 from __future__ import annotations
 
@@ -29,6 +30,14 @@ class MemoryRecorder:
         for name in _COLUMNS:
             self.ticks[name].append(getattr(tick, name))
 
+    def append_state(self, timestamp: float, action: np.ndarray, state: np.ndarray, lateness_ms: float) -> None:
+        """A tick of a loop that does not observe: its state alone (a fresh array, kept as it is)."""
+        ticks = self.ticks
+        ticks["timestamp"].append(timestamp)
+        ticks["action"].append(action)
+        ticks["state"].append(state)
+        ticks["lateness_ms"].append(lateness_ms)
+
     def __len__(self) -> int:
         return len(self.ticks["timestamp"])
 
@@ -38,10 +47,14 @@ class MemoryRecorder:
         that did not observe) come from `observations` of the recorded states, which must then be given."""
         out = {}
         derived: Mapping[str, np.ndarray] = {}
-        if self.ticks["qpos"] and self.ticks["qpos"][0] is None:
+        observed, states = len(self.ticks["qpos"]), len(self.ticks["state"])
+        if observed not in (0, states):
+            raise ValueError(f"{states - observed} of {states} ticks were recorded by append_state, the rest with "
+                             "their robot and object streams: one recording takes one kind")
+        if states and not observed:
             if observations is None:
                 raise ValueError("these ticks carry states alone: arrays() needs the backend's observations")
             derived = observations(np.asarray(self.ticks["state"]))
-        for name, values in self.ticks.items():
-            out[name] = derived[name] if name in derived else np.asarray(values)
+        for name in _COLUMNS:
+            out[name] = derived[name] if name in derived else np.asarray(self.ticks[name])
         return out

@@ -240,7 +240,7 @@ class MujocoBackend:
 
     def _changed(self) -> None:
         """The state changed (every method that changes it says so): what was derived from the last one is gone."""
-        self._touch_pairs: frozenset[tuple[int, int]] | None = None
+        self._touch_pairs: set[tuple[int, int]] | None = None
 
     @property
     def time(self) -> float:
@@ -515,12 +515,11 @@ class MujocoBackend:
         pairs = self._touch_pairs
         if pairs is None:  # once per state: predicates and skills ask several times a tick
             d = self.data
-            if d.ncon == 0:
-                pairs = frozenset()
-            else:
-                roots = self._c.root_of_geom
-                r1, r2 = roots[d.contact.geom1].tolist(), roots[d.contact.geom2].tolist()
-                pairs = frozenset(zip(r1, r2, strict=True)) | frozenset(zip(r2, r1, strict=True))
+            pairs = set()
+            if d.ncon:
+                for a, b in self._c.root_of_geom[d.contact.geom].tolist():  # (a loop: a few contacts, every tick)
+                    pairs.add((a, b))
+                    pairs.add((b, a))
             self._touch_pairs = pairs
         return (self._root(body_a), self._root(body_b)) in pairs
 
