@@ -25,11 +25,14 @@ Event = tuple[str, int]
 Failure = tuple[str, int, str]
 
 
+_PLAIN_CALLABLES = (types.MethodType, types.FunctionType)  # (made once: a union in the call is built every call)
+
+
 def _asker(values: Mapping[str, object] | Callable[[str], object] | None) -> Callable[[str], object]:
     # A Mapping is read with .get so a missing key reads as "does not hold" (False / no failure).
     if values is None:
         return lambda _name: None
-    if isinstance(values, types.MethodType | types.FunctionType):  # (the online monitor's, every frame: no ABC check)
+    if isinstance(values, _PLAIN_CALLABLES):  # (the online monitor's, every frame: no ABC check)
         return values
     if isinstance(values, Mapping):
         return values.get

@@ -34,6 +34,9 @@ from x2.synth.segments import ArmsTrack, ArmTrack, BaseTrack, Gripper, Guarded, 
 Program = Callable[[], Iterator[Segment]]
 REPLANNABLE = ("ik infeasible", "no plan", "target unreachable")  # failures another arm's pose may cause
 MAX_REPLANS = 3  # per lane
+# isinstance tuples made once (a union written in the call is built again on every call, twice a tick)
+_TRACKS = (ArmTrack, ArmsTrack, BaseTrack)
+_ONE_ARM = (ArmTrack, Gripper)
 
 
 @dataclass
@@ -308,7 +311,7 @@ class SkillExecutor:
 
     def _done(self, lane: Lane, seg: Segment) -> bool:
         k = lane.k
-        if isinstance(seg, ArmTrack | ArmsTrack | BaseTrack):
+        if isinstance(seg, _TRACKS):
             return k >= len(seg)
         if isinstance(seg, Gripper):
             return k >= seg.ticks
@@ -374,7 +377,7 @@ def track_of(seg: Segment | None) -> np.ndarray | None:
 
 
 def _arm_of(seg: Segment | None) -> str | None:
-    if isinstance(seg, ArmTrack | Gripper):
+    if isinstance(seg, _ONE_ARM):
         return seg.arm
     if isinstance(seg, Guarded):
         return seg.track.arm
