@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from x2.format import Tick
 from x2.rollout import JointWaypointTeacher, Observation, Rollout, RolloutOptions, Waypoint
 from x2.rollout.memory import MemoryRecorder
 from x2.sim.mujoco.backend import MujocoBackend
@@ -75,3 +76,18 @@ def test_one_recording_takes_one_kind_of_tick() -> None:
     Rollout(backend).run(teacher, 1, recorder, RolloutOptions(observe=True, stop_on_success=False))
     with pytest.raises(ValueError, match="one recording takes one kind"):
         recorder.arrays(backend.observations)
+
+
+def test_a_tick_of_its_state_alone_is_recorded_as_append_state_records_it() -> None:
+    backend = MujocoBackend(load_env("pick_place"))
+    backend.reset(3)
+    by_tick, by_state = MemoryRecorder(), MemoryRecorder()
+    for recorder in (by_tick, by_state):
+        action, state = np.asarray(backend.home_action(), np.float32), backend.get_state()
+        if recorder is by_tick:
+            recorder.append(Tick(timestamp=backend.time, action=action, state=state, lateness_ms=0.0))
+        else:
+            recorder.append_state(backend.time, action, state, 0.0)
+    a, b = by_tick.arrays(backend.observations), by_state.arrays(backend.observations)
+    assert list(a) == list(b) and all(a[k].tobytes() == b[k].tobytes() for k in a)
+    assert not by_tick.ticks["qpos"] and a["qpos"].shape[0] == 1

@@ -27,10 +27,14 @@ class MemoryRecorder:
 
     def append(self, tick: Tick) -> None:
         # The loop hands over fresh arrays every tick (copies from the simulator), so no copy here.
+        if tick.qpos is None:  # a tick of its state alone: recorded as append_state records it
+            self.append_state(tick.timestamp, tick.action, tick.state, tick.lateness_ms)
+            return
         for name in _COLUMNS:
             self.ticks[name].append(getattr(tick, name))
 
-    def append_state(self, timestamp: float, action: np.ndarray, state: np.ndarray, lateness_ms: float) -> None:
+    def append_state(self, timestamp: float, action: np.ndarray, state: np.ndarray, lateness_ms: float | None
+                     ) -> None:
         """A tick of a loop that does not observe: its state alone (a fresh array, kept as it is)."""
         ticks = self.ticks
         ticks["timestamp"].append(timestamp)
