@@ -12,7 +12,7 @@ ZARR2_STAMP := $(ZARR2)/.installed
 # x2's server with it and unpack its messages (tests/test_policy_wire.py).
 OPENPI := $(VENV)/openpi
 OPENPI_STAMP := $(OPENPI)/.installed
-# Robot parts from vendor files (pinned PyPI wheels, unpacked into the venv's share/x2-vendor; x2/spec/vendor.py)
+# Robot parts from vendor files (pinned PyPI wheels, unpacked into the venv's share/x2-vendor; x2/envspec/vendor.py)
 VENDOR := $(VENV)/share/x2-vendor
 VENDOR_STAMP := $(VENDOR)/.fetched
 export X2_ZARR2_PYTHON := $(abspath $(ZARR2))/bin/python
@@ -51,7 +51,7 @@ $(OPENPI_STAMP): $(STAMP)
 	  websockets msgpack
 	touch $(OPENPI_STAMP)
 
-$(VENDOR_STAMP): $(STAMP) x2/spec/vendor.py
+$(VENDOR_STAMP): $(STAMP) x2/envspec/vendor.py
 	$(BIN)/python -m x2 robots fetch >/dev/null
 	touch $(VENDOR_STAMP)
 

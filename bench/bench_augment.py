@@ -33,7 +33,7 @@ from x2.augment.compose import compose_world
 from x2.augment.envelope import STATE, EnvelopeParams, build_envelope
 from x2.augment.placement import box_support, distractor_shape, place_distractors, static_obstacles, work_area
 from x2.datasets import Dataset
-from x2.spec.scene import load_asset
+from x2.envspec.scene import load_asset
 
 ASSETS = ("block", "mug", "orange")
 CLEARANCE = 0.02

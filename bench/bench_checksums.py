@@ -20,7 +20,7 @@ import numpy as np
 
 import x2.datasets.writer as writer_module
 from x2.datasets import Dataset, EpisodeStart, Tick, validate
-from x2.datasets.digest import file_digest
+from x2.files.digest import file_digest
 
 MANIFEST = {"robot": "artixon-g", "task": "fruit_in_microwave", "fps": 30,
             "joint_names": [f"j{i}" for i in range(16)], "action_names": [f"a{i}" for i in range(14)],

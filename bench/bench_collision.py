@@ -25,9 +25,9 @@ import time
 import mujoco
 import numpy as np
 
+from x2.envspec import load_env
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
-from x2.synth.motion.collision import CollisionWorld
+from x2.sim.mujoco.collision import CollisionWorld
 
 
 def per_check(world: CollisionWorld, qs: list[np.ndarray]) -> float:

@@ -34,7 +34,7 @@ import numpy as np
 from x2.datasets import Dataset
 from x2.sim.layout import Placement
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
+from x2.envspec import load_env
 ds = Dataset.open(sys.argv[1])
 backend = MujocoBackend(load_env(ds.manifest.task))
 out = []
@@ -70,7 +70,7 @@ def synth(checkout: Path, n: int, seed: int, out: Path, workers: int) -> dict:
 def after_penetrations(paths: list[Path]) -> list[float]:
     """What `x2 datasets validate --physics` reports, per episode (the same function)."""
     from x2.datasets import Dataset
-    from x2.rollout.replay import deepest_penetration
+    from x2.recorded.replay import deepest_penetration
 
     depths = []
     for path in paths:

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from x2.datasets import Dataset
+from x2.envspec.held_out import EVAL_SEED_BASE
 from x2.eval.seeds import plan_split
-from x2.spec.held_out import EVAL_SEED_BASE
 
 
 def x2(*args: str) -> float:

@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from x2.datasets import EpisodeStart, Tick
+from x2.envspec import load_env
 from x2.labeling import DagRuntime
 from x2.rollout import TaskMonitor, open_dataset
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
 
 TICKS = 300
 

@@ -29,7 +29,9 @@ from pathlib import Path
 import mujoco
 
 from x2.datasets import Dataset
-from x2.render import DEFAULT_CAMERAS, DEFAULT_SIZE, ImageSize, render_dataset
+from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
+from x2.recorded.renderer import ImageSize
+from x2.render import render_dataset
 from x2.sim.mujoco.state import STATE_SPEC
 
 

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 from x2.datasets import Dataset
-from x2.rollout.replay import deepest_penetration
+from x2.envspec import load_env, names
+from x2.recorded.replay import deepest_penetration
 from x2.sim import make_backend
-from x2.spec import load_env, names
 from x2.synth.runner import SynthConfig, SynthRun
 
 

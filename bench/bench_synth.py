@@ -47,10 +47,10 @@ from pathlib import Path
 import numpy as np
 
 from x2.datasets import Dataset
+from x2.envspec import load_env
 from x2.format import SYNTH_REPORT_FILE
-from x2.rollout.replay import PENETRATION_LIMIT_M, deepest_penetration
+from x2.recorded.replay import PENETRATION_LIMIT_M, deepest_penetration
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
 from x2.synth.runner import SynthConfig, SynthRun
 
 

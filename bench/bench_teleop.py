@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from teleop_streams import home_stream  # noqa: E402
 
 from x2.devices.playback import PlaybackDevice  # noqa: E402
+from x2.envspec import load_env  # noqa: E402
 from x2.rollout import RealTimeClock, Rollout, RolloutOptions, open_dataset, record_episode  # noqa: E402
 from x2.sim.mujoco.backend import MujocoBackend  # noqa: E402
-from x2.spec import load_env  # noqa: E402
 from x2.teleop import JointMirror, TeleopConfig, TeleopSession, TeleopStatus, panel  # noqa: E402
 from x2.teleop.live import Picture  # noqa: E402
 from x2.teleop.preview import Preview  # noqa: E402

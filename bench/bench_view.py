@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from helpers.real_dataset import record_short_dataset  # noqa: E402
 
 from x2.datasets import Dataset  # noqa: E402
-from x2.render import StateRenderer  # noqa: E402
-from x2.rollout.world import open_world  # noqa: E402
+from x2.recorded.renderer import StateRenderer  # noqa: E402
+from x2.recorded.world import open_world  # noqa: E402
 from x2.view import DEFAULT_CAMERAS, DEFAULT_SIZE, plan_cameras, record_episode  # noqa: E402
 
 

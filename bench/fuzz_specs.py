@@ -44,7 +44,7 @@ def _load(kind: str, case: Case) -> str:
 
 def _classify(kind: str, case: Case) -> tuple[str, str]:
     """(outcome, detail): ok, error (one line), multiline (an X2Error over several lines), traceback."""
-    from x2.errors import X2Error
+    from x2.base.errors import X2Error
 
     try:
         return _load(kind, case), ""

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from x2.envspec import load_env
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
-from x2.synth.motion.collision import CollisionWorld
-from x2.synth.motion.ik import ArmIK
+from x2.sim.mujoco.collision import CollisionWorld
+from x2.sim.mujoco.ik import ArmIK
 
 APPROACH_X = np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])  # tool +z along world +x
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
+from x2.base.seeding import slot_seed
 from x2.devices.stream import joint_stream, write_stream
-from x2.seeding import slot_seed
-from x2.spec import load_env
+from x2.envspec import load_env
 
 
 def demo_stream(path: Path, task: str = "fruit_in_microwave", master_seed: int = 0) -> Path:

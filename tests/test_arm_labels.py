@@ -13,12 +13,12 @@ import pytest
 from conftest import copy_dataset
 
 from x2 import format as fmt
+from x2.base.errors import DatasetError
 from x2.datasets import Episode
-from x2.errors import DatasetError
+from x2.envspec import load_env
 from x2.labeling import ARM_SUBTASK_INDEX_KEY, DagRuntime, arm_label_arrays, arm_segment_owners, segment_owners
+from x2.recorded.relabel import relabel
 from x2.rollout.monitor import TaskMonitor
-from x2.rollout.relabel import relabel
-from x2.spec import load_env
 
 NODES = ["a", "b", "c", "d"]
 ARMS = ["left", "right"]

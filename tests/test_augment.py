@@ -33,12 +33,13 @@ from x2.augment.placement import (
     spheres_at,
     static_obstacles,
 )
+from x2.base.errors import DatasetError
 from x2.datasets import Dataset, validate
-from x2.errors import DatasetError
+from x2.envspec.scene import load_asset
 from x2.format import AUGMENTATION_REPORT_FILE
-from x2.render import ImageSize, render_dataset
-from x2.rollout.replay import replay_actions
-from x2.spec.scene import load_asset
+from x2.recorded.renderer import ImageSize
+from x2.recorded.replay import replay_actions
+from x2.render import render_dataset
 
 SMALL = ImageSize(96, 128)
 # What an augmented episode changes at its root; every other attribute and every dataset stays the parent's.

@@ -11,9 +11,9 @@ os.environ.setdefault("MUJOCO_GL", "egl")  # headless CPU rendering; must preced
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from x2.errors import X2Error  # noqa: E402
+from x2.base.errors import X2Error  # noqa: E402
+from x2.envspec import load_env  # noqa: E402
 from x2.sim.mujoco.backend import MujocoBackend  # noqa: E402
-from x2.spec import load_env  # noqa: E402
 from x2.tasks.predicates import evaluate  # noqa: E402
 
 FRUITS = ("apple", "orange", "lemon", "banana")

@@ -13,14 +13,14 @@ from helpers.real_dataset import record_short_dataset
 from helpers.write_episodes import MANIFEST, write_one
 from x2_cli import run_x2
 
+from x2.base.errors import X2Error
 from x2.datasets import Dataset, Episode, repair, validate
-from x2.datasets.digest import DigestMismatch, file_digest
 from x2.datasets.index import write_index
 from x2.datasets.manage import merge
-from x2.errors import X2Error
 from x2.export.hdf5 import export_hdf5
 from x2.export.request import ExportRequest
 from x2.export.zarr import export_zarr
+from x2.files.digest import DigestMismatch, file_digest
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from teleop_streams import home_stream
 from x2_cli import HEADLESS_ENV, run_x2
 
 from x2.devices.calibration import Calibration
-from x2.spec import load_robot
+from x2.envspec import load_robot
 
 
 def test_ls_and_check(tmp_path: Path) -> None:

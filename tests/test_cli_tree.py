@@ -14,8 +14,8 @@ import typer
 import typer.main
 from typer.testing import CliRunner
 
+from x2.base.errors import X2Error
 from x2.cli.app import _mount, app
-from x2.errors import X2Error
 
 _mount()
 runner = CliRunner()

@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from x2.envspec import load_env
 from x2.format import Tick
 from x2.rollout import FreeClock, JointWaypointTeacher, RealTimeClock, Rollout, RolloutOptions, Waypoint
 from x2.rollout.teacher import Observation
 from x2.sim.backend import ResetInfo
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
 
 FPS = 30
 PERIOD = 1.0 / FPS

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from x2.datasets import Dataset, Episode, repair, validate
+from x2.envspec import load_env
 from x2.rollout import Rollout, reach_and_return, record_episode
 from x2.rollout.episodes import open_dataset
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
 
 # Each run costs seconds of start-up before its first episode. The episode writer is killed at a dozen and
 # more moments by its own test (test_datasets_crash.py); these runs are for what collect adds: resuming the

@@ -19,13 +19,13 @@ from x2.augment.augment import AugmentRequest, augment_dataset
 from x2.cli.app import _mount, app
 from x2.datasets import Dataset
 from x2.datasets.coverage import coverage
-from x2.render.frames import ImageSize
+from x2.envspec import load_env
+from x2.envspec.held_out import EVAL_SEED_BASE, HeldOutError
+from x2.envspec.instruction import fill
+from x2.recorded.held_out_check import eval_configuration
+from x2.recorded.renderer import ImageSize
 from x2.render.task_preview import task_preview
-from x2.rollout.eval_check import eval_configuration
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
-from x2.spec.held_out import EVAL_SEED_BASE, HeldOutError
-from x2.spec.instruction import fill
 
 _mount()
 runner = CliRunner()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from x2.errors import X2Error
+from x2.base.errors import X2Error
 from x2.labeling import DagError, DagRuntime, find_cycle, topological_order
 
 # ---------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from helpers.real_dataset import record_short_dataset
 from helpers.write_episodes import MANIFEST, OBJECTS, attrs, content, fill, write_one
 from x2_cli import run_x2
 
+from x2.base.errors import DatasetError
 from x2.datasets import Dataset, Episode, repair, validate
 from x2.datasets.building import clear_dead_builds
 from x2.datasets.index import write_index
@@ -31,7 +32,6 @@ from x2.datasets.select import Selection
 from x2.datasets.splits_json import episode_splits, read_splits
 from x2.datasets.stats import dataset_stats
 from x2.datasets.stratified_split import assign_splits, split_counts
-from x2.errors import DatasetError
 
 REPO = Path(__file__).resolve().parents[1]
 VICTIM = REPO / "tests" / "helpers" / "manage_victim.py"

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from helpers.write_episodes import MANIFEST, NODES, OBJECTS, attrs, check, content, fill, write_one
 
+from x2.base.errors import DatasetError, NotFoundError
 from x2.datasets import (
     Dataset,
     EpisodeStart,
@@ -32,7 +33,6 @@ from x2.datasets import (
 )
 from x2.datasets.index import EpisodeRecord
 from x2.datasets.workspace import resolve_output
-from x2.errors import DatasetError, NotFoundError
 
 
 @pytest.fixture

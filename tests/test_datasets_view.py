@@ -27,8 +27,9 @@ from rerun.experimental import RrdReader
 from x2_cli import HEADLESS_ENV, run_x2
 
 from x2.datasets import Dataset, Episode
-from x2.render import DEFAULT_CAMERAS, DEFAULT_SIZE, ImageSize, StateRenderer
-from x2.rollout.world import open_world
+from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
+from x2.recorded.renderer import ImageSize, StateRenderer
+from x2.recorded.world import open_world
 from x2.view import plan_cameras, record_rerun, wants_viewer
 
 SMALL = ImageSize(96, 128)

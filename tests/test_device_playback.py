@@ -12,7 +12,7 @@ import pytest
 
 from x2.devices import DeviceError, make_device, read_stream, write_stream
 from x2.devices.stream import joint_stream
-from x2.spec.action import ActionLayout
+from x2.envspec.action import ActionLayout
 
 LAYOUT = ActionLayout.for_arms([(arm, [f"{arm}_j{i}" for i in range(1, 7)]) for arm in ("left", "right")])
 

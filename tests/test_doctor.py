@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from x2_cli import HEADLESS_ENV
 
-from x2 import doctor
+from x2.doctor import checks as doctor
 
 
 def test_one_line_each_with_the_fix_when_missing(tmp_path: Path) -> None:

@@ -22,8 +22,8 @@ import pytest
 from x2_cli import HEADLESS_ENV, run_x2
 
 from x2 import format as fmt
+from x2.base.errors import PolicyError
 from x2.datasets import Dataset
-from x2.errors import PolicyError
 from x2.eval.evaluate import REPORT_JSON, write_report
 from x2.eval.report import build_report
 from x2.eval.runner import EvalRun, open_eval_pool
@@ -33,8 +33,8 @@ from x2.eval.teacher import ChunkExecution
 from x2.policy.protocol import ACTIONS, PolicyService, ServiceInfo
 from x2.policy.server import PolicyServer
 from x2.policy.services import ServeOptions, make_service
+from x2.processes.pool import WorkerLost
 from x2.synth.runner import SynthConfig, SynthRun
-from x2.workers import WorkerLost
 
 pytestmark = pytest.mark.timeout(300)
 TASK = "pick_place"

@@ -27,18 +27,18 @@ from helpers.write_episodes import MANIFEST, write_one
 from typer.testing import CliRunner
 from x2_cli import HEADLESS_ENV, run_x2
 
+from x2.base.errors import ExportError
 from x2.cli.app import _mount
 from x2.cli.app import app as x2_app
 from x2.datasets import Dataset, remember_dataset
 from x2.datasets.select import Selection
 from x2.datasets.splits_json import write_splits
-from x2.errors import ExportError
 from x2.export.lerobot import export_lerobot, read_back, read_x2_meta
 from x2.export.lerobot_check import PIXEL_TOLERANCE, compare, mean_abs_diff
 from x2.export.lerobot_plan import LeRobotOptions
 from x2.export.request import ExportRequest
-from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
-from x2.render.frames import ImageSize
+from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
+from x2.recorded.renderer import ImageSize
 
 SMALL = ImageSize(96, 128)
 runner = CliRunner()

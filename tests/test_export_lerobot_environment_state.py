@@ -17,11 +17,11 @@ from helpers.corrupt_episodes import EPISODE, restamp
 from helpers.real_dataset import record_short_dataset
 from typer.testing import CliRunner
 
+from x2.base.errors import ExportError
 from x2.cli.app import _mount
 from x2.cli.app import app as x2_app
 from x2.datasets import Dataset
 from x2.datasets.select import Selection
-from x2.errors import ExportError
 from x2.export.lerobot import export_lerobot, read_back, read_x2_meta
 from x2.export.lerobot_check import compare
 from x2.export.lerobot_plan import LeRobotOptions

@@ -13,14 +13,14 @@ from helpers.real_dataset import record_short_dataset
 from typer.testing import CliRunner
 
 import x2.cli.progress as progress_module
+from x2.base.errors import ExportError
 from x2.cli.app import _mount, app
 from x2.datasets import Dataset, Episode
-from x2.datasets.digest import file_digest
 from x2.datasets.index import write_index
-from x2.errors import ExportError
 from x2.export.hdf5 import export_hdf5
 from x2.export.request import ExportProgress, ExportRequest, default_target
 from x2.export.zarr import export_zarr
+from x2.files.digest import file_digest
 from x2.format import string_array
 
 _mount()  # the root command, as `x2` builds it

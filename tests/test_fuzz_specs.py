@@ -26,9 +26,9 @@ from helpers.spec_fuzz import (
 from hypothesis import HealthCheck, given, note, settings
 from x2_cli import run_x2
 
-from x2.errors import X2Error
-from x2.spec.source import MAX_SPEC_BYTES
-from x2.spec.task import load_env
+from x2.base.errors import X2Error
+from x2.envspec.source import MAX_SPEC_BYTES
+from x2.envspec.task import load_env
 
 FUZZ = settings(derandomize=True, max_examples=20, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

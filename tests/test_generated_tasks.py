@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from x2.spec import load_env
+from x2.envspec import load_env
 
 ROOT = Path(__file__).resolve().parents[1]
 

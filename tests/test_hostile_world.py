@@ -21,11 +21,11 @@ from x2_cli import run_x2
 from x2.augment.compose import compose_world
 from x2.augment.envelope import EnvelopeParams
 from x2.augment.variant import ParentEpisode
+from x2.base.errors import DatasetError
 from x2.datasets import Episode
-from x2.errors import DatasetError
+from x2.recorded.replay import deepest_penetration, replay_actions
+from x2.recorded.world import open_world
 from x2.render.dataset import render_dataset
-from x2.rollout.replay import deepest_penetration, replay_actions
-from x2.rollout.world import open_world
 from x2.sim.mujoco.look import restyled_world
 from x2.sim.mujoco.recorded_xml import MAX_WORLD_BYTES, check_world_xml, compile_world
 

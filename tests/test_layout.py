@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from x2.errors import X2Error
-from x2.seeding import streams
+from x2.base.errors import X2Error
+from x2.base.seeding import streams
+from x2.envspec import load_env
+from x2.envspec.env import AssetSpec, BoothSpec, ObjectInstance, Region
 from x2.sim.layout import LayoutError, Placement, check_layout, solve_layout
-from x2.spec import load_env
-from x2.spec.env import AssetSpec, BoothSpec, ObjectInstance, Region
 
 SEEDS = range(200)
 TASKS = ("fruit_in_microwave", "pick_place")

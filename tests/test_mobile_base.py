@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from x2 import format as fmt
+from x2.base.errors import SpecError
 from x2.datasets import Dataset
 from x2.devices import DeviceEvent, Sample
-from x2.errors import SpecError
-from x2.rollout.relabel import relabel
-from x2.rollout.replay import deepest_penetration, replay_actions
+from x2.envspec import load_env, load_robot
+from x2.envspec.action import ActionLayout
+from x2.recorded.relabel import relabel
+from x2.recorded.replay import deepest_penetration, replay_actions
 from x2.sim import make_backend
-from x2.spec import load_env, load_robot
-from x2.spec.action import ActionLayout
 from x2.synth.binding import check_bindings
 from x2.synth.runner import SynthConfig, SynthRun
 from x2.teleop import EEVelocity, SafetyFilter, VRClutch

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from x2.envspec import load_env
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
-from x2.synth.motion.collision import CollisionWorld
-from x2.synth.motion.ik import ArmIK, IKOptions
+from x2.sim.mujoco.collision import CollisionWorld
+from x2.sim.mujoco.ik import ArmIK, IKOptions
 
 ROBOT_PREFIXES = ("left_", "right_")
 

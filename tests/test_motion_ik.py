@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from x2.base.errors import IKError
+from x2.envspec import load_env
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
-from x2.synth.motion.collision import CollisionWorld
-from x2.synth.motion.errors import IKError
-from x2.synth.motion.ik import ArmIK
+from x2.sim.mujoco.collision import CollisionWorld
+from x2.sim.mujoco.ik import ArmIK
 
 POS_TOL, ROT_TOL = 2e-3, np.deg2rad(2.0)
 

@@ -9,12 +9,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from x2.base.errors import PathBreak, PlanningError
+from x2.envspec import load_env
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
+from x2.sim.mujoco.collision import CollisionWorld
+from x2.sim.mujoco.ik import ArmIK
 from x2.synth.attempt import SynthSession
-from x2.synth.motion.collision import CollisionWorld
-from x2.synth.motion.errors import PathBreak, PlanningError
-from x2.synth.motion.ik import ArmIK
 from x2.synth.motion.paths import follow, line, rotations, screw, steps, straight, turn
 from x2.synth.motion.seeded import SeededIK
 from x2.synth.motion.timing import BEFORE_SCHEDULER, GRASP_VARIETY, Limits, MotionSettings, postcheck, time_polyline

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from conftest import cavity_reach_problem
 
-from x2.synth.motion.collision import CollisionWorld
-from x2.synth.motion.errors import PlanningError
+from x2.base.errors import PlanningError
+from x2.sim.mujoco.collision import CollisionWorld
 from x2.synth.motion.planner import RRTConnect
 
 

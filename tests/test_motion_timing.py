@@ -10,7 +10,7 @@ import pytest
 from conftest import cavity_reach_problem
 
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.synth.motion.collision import CollisionWorld
+from x2.sim.mujoco.collision import CollisionWorld
 from x2.synth.motion.planner import Plan
 from x2.synth.motion.timing import Limits, MotionPlan, plan_motion, postcheck, time_parametrize
 

@@ -1,7 +1,7 @@
 """Physics and rendering checks of the authored MuJoCo models: ArtiXon body, G/H grippers, object assets
 and the green-booth world builder.
 
-Everything is built from the `x2.spec.env` dataclasses directly (no YAML loader, no backend), so these
+Everything is built from the `x2.envspec.env` dataclasses directly (no YAML loader, no backend), so these
 tests pin the models themselves. Timing: 30 Hz control ticks of 16 substeps at 1/480 s, as in a
 default EnvSpec.
 """
@@ -20,9 +20,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
 
-from x2.errors import NotFoundError, SpecError  # noqa: E402
-from x2.sim.mujoco.world import build_world, free_joint, object_body  # noqa: E402
-from x2.spec.env import (  # noqa: E402
+from x2.base.errors import NotFoundError, SpecError  # noqa: E402
+from x2.envspec.env import (  # noqa: E402
     ArmSpec,
     AssetSpec,
     BoothSpec,
@@ -32,6 +31,7 @@ from x2.spec.env import (  # noqa: E402
     Region,
     RobotSpec,
 )
+from x2.sim.mujoco.world import build_world, free_joint, object_body  # noqa: E402
 
 PKG = Path(__file__).resolve().parents[1] / "x2"
 ROBOT_DIR = PKG / "robots" / "artixon"

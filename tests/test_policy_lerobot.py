@@ -24,9 +24,9 @@ import pytest
 from helpers.real_dataset import record_short_dataset
 from x2_cli import HEADLESS_ENV
 
+from x2.base.errors import PolicyError
 from x2.datasets import Dataset
 from x2.datasets.select import Selection
-from x2.errors import PolicyError
 from x2.export.lerobot import export_lerobot
 from x2.export.lerobot_plan import LeRobotOptions
 from x2.export.request import ExportRequest

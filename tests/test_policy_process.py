@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from helpers.processes import Proc, descendants, kill_all, wait_gone
 
-from x2.errors import PolicyError
+from x2.base.errors import PolicyError
 from x2.policy.client import RemotePolicy
 from x2.policy.process import ServiceProcess, serve_argv
 from x2.policy.services import ServeOptions

@@ -22,7 +22,7 @@ import pytest
 from helpers.toy_policy import ToyService
 from websockets.sync.server import ServerConnection, serve
 
-from x2.errors import PolicyError
+from x2.base.errors import PolicyError
 from x2.policy.client import RemotePolicy
 from x2.policy.protocol import OP_KEY, PolicyFault
 from x2.policy.server import PolicyServer

@@ -21,7 +21,8 @@ from test_synth_runner import deterministic_contents
 from x2_cli import run_x2
 
 from x2.format import AUGMENTATION_REPORT_FILE, SYNTH_REPORT_FILE
-from x2.render import ImageSize, render_dataset
+from x2.recorded.renderer import ImageSize
+from x2.render import render_dataset
 from x2.synth.runner import SynthConfig, SynthRun
 
 pytest.importorskip("ray", reason="x2[ray] is not installed (the dev extra pulls it)")
@@ -98,7 +99,7 @@ def test_eval_on_ray_is_the_local_evaluation_byte_for_byte(tmp_path: Path) -> No
 
 
 def test_importing_x2_imports_no_ray() -> None:
-    code = ("import sys, x2.cli.app, x2.synth.runner, x2.render.dataset, x2.workers; x2.cli.app._mount(); "
+    code = ("import sys, x2.cli.app, x2.synth.runner, x2.render.dataset, x2.processes.pool; x2.cli.app._mount(); "
             "print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -110,8 +111,8 @@ def test_a_unit_that_keeps_killing_its_worker_is_lost_and_the_pool_goes_on() -> 
     In a subprocess: Ray leaves threads behind in a process that used it, and a later test's pool forks."""
     code = textwrap.dedent("""\
         import os
-        from x2.workers import RayTarget, WorkerLost, open_pool
-        from x2.workers.ray_cluster import TASK_RETRIES
+        from x2.processes.pool import RayTarget, WorkerLost, open_pool
+        from x2.processes.ray_cluster import TASK_RETRIES
 
         pool = open_pool(1, ray=RayTarget("local"))
         try:
@@ -136,10 +137,10 @@ def test_a_unit_that_keeps_killing_its_worker_is_lost_and_the_pool_goes_on() -> 
 def test_a_lost_attempt_is_a_rejected_attempt_saying_so() -> None:
     from concurrent.futures import Future
 
-    from x2.seeding import slot_seed
+    from x2.base.seeding import slot_seed
+    from x2.processes.pool import WorkerLost
     from x2.synth.attempt import AttemptUnit
     from x2.synth.runner import _outcome
-    from x2.workers import WorkerLost
 
     future: Future[object] = Future()
     future.set_exception(WorkerLost("worker lost on every try (ActorDiedError: node gone)"))
@@ -151,11 +152,11 @@ def test_a_lost_attempt_is_a_rejected_attempt_saying_so() -> None:
 def test_a_killed_local_ray_driver_leaves_no_ray_process_behind() -> None:
     """SIGKILL the driver of a `--ray local` pool: the reaper it started ends the Ray agents that would otherwise
     idle for ever, and removes the run's Ray folder."""
-    from x2.workers.reaper import holders
+    from x2.processes.reaper import holders
 
     code = textwrap.dedent("""\
         import os, sys, time
-        from x2.workers import RayTarget, open_pool
+        from x2.processes.pool import RayTarget, open_pool
 
         pool = open_pool(1, ray=RayTarget("local"))
         assert pool.submit(os.getpid).result(timeout=120) > 0

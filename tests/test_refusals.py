@@ -19,7 +19,7 @@ from helpers.real_dataset import record_short_dataset
 from teleop_streams import home_stream
 
 from x2.datasets import Dataset, validate
-from x2.datasets.digest import file_digest
+from x2.files.digest import file_digest
 
 
 @pytest.fixture(scope="module")

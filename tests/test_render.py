@@ -18,15 +18,16 @@ import pytest
 from helpers.real_dataset import record_short_dataset
 from x2_cli import run_x2
 
+from x2.base.errors import DatasetError
 from x2.datasets import Dataset, Episode, validate
-from x2.datasets.digest import file_digest
 from x2.datasets.index import write_index
 from x2.datasets.rewrite import staged_path
-from x2.errors import DatasetError
+from x2.files.digest import file_digest
 from x2.format import CAMERA_POSES, IMAGES
-from x2.render import ImageSize, render_dataset
+from x2.recorded.renderer import ImageSize
+from x2.recorded.world import open_world
+from x2.render import render_dataset
 from x2.render.episode_file import write_rendered
-from x2.rollout.world import open_world
 from x2.sim.mujoco.state import STATE_SPEC
 
 SIZE = ImageSize(96, 128)

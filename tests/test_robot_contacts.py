@@ -11,8 +11,8 @@ import mujoco
 import numpy as np
 import pytest
 
+from x2.envspec import load_env
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
 
 ROBOTS = ("artixon-g", "artixon-h")
 # The shoulder brackets against the j1 housing (flush faces) and the upper arm (its root passes through

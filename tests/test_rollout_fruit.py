@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from x2.datasets import Dataset
+from x2.envspec import load_env
+from x2.recorded.relabel import relabel
 from x2.rollout import JointWaypointTeacher, Rollout, RolloutOptions, Waypoint, open_dataset, record_episode
-from x2.rollout.relabel import relabel
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
 
 NODES = ["open_door", "pick_fruit", "place_fruit", "close_door", "retract"]
 DONE = len(NODES)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from x2.envspec import load_env
 from x2.format import Tick
 from x2.rollout import JointWaypointTeacher, Observation, Rollout, RolloutOptions, Waypoint
 from x2.rollout.memory import MemoryRecorder
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
 
 
 class _Watching(JointWaypointTeacher):

@@ -18,11 +18,11 @@ import yaml
 from helpers.real_dataset import record_short_dataset
 from typer.testing import CliRunner
 
+from x2.base.errors import DatasetError, SpecError, X2Error
 from x2.cli.app import _mount, app
-from x2.errors import DatasetError, SpecError, X2Error
+from x2.envspec.scenery import SceneryVariant, load_scenery
 from x2.sim.mujoco.look import DRAW_ORDER, apply_look, restyled_world, sample_look
 from x2.sim.mujoco.world import world_text
-from x2.spec.scenery import SceneryVariant, load_scenery
 
 STATE = mujoco.mjtState.mjSTATE_INTEGRATION
 # the built-in assets a distractor may be: those without joints, read from their files here

@@ -16,9 +16,9 @@ from x2_cli import HEADLESS_ENV, run_x2
 
 import x2
 from x2.datasets import Dataset
-from x2.rollout.relabel import relabel
-from x2.rollout.replay import replay_actions
-from x2.rollout.world import open_world
+from x2.recorded.relabel import relabel
+from x2.recorded.replay import replay_actions
+from x2.recorded.world import open_world
 from x2.synth.runner import SynthConfig, SynthRun
 
 TASK = "fruit_in_microwave"
@@ -57,7 +57,7 @@ def test_an_old_episode_relabels_replays_and_rebuilds_without_any_spec(recorded:
         return subprocess.run([sys.executable, "-m", "x2", *args], cwd=tmp_path, env=env, capture_output=True,
                               text=True, timeout=300, stdin=subprocess.DEVNULL)
 
-    where = subprocess.run([sys.executable, "-c", "import x2, x2.spec.catalog as c; print(x2.__file__); "
+    where = subprocess.run([sys.executable, "-c", "import x2, x2.envspec.catalog as c; print(x2.__file__); "
                             "print(c.names('tasks'), c.names('robots'))"], env=env, capture_output=True, text=True,
                            cwd=tmp_path)
     assert where.stdout.splitlines() == [str(pkg / "x2" / "__init__.py"), "[] []"], where.stderr
@@ -71,7 +71,7 @@ def test_an_old_episode_relabels_replays_and_rebuilds_without_any_spec(recorded:
     rebuilt = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import numpy as np
         from x2.datasets import Dataset
-        from x2.rollout.world import open_world
+        from x2.recorded.world import open_world
         with Dataset.open({ds!r}).load(0) as ep, open_world(ep) as world:
             b = world.backend
             poses = ep["observations/object_poses"]

@@ -13,15 +13,15 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from x2.base.seeding import streams
 from x2.rollout import RolloutOptions
 from x2.rollout.loop import EpisodeResult
 from x2.rollout.memory import MemoryRecorder
-from x2.seeding import streams
 from x2.sim.mujoco.backend import MujocoBackend
+from x2.sim.mujoco.collision import CollisionWorld
 from x2.synth.attempt import SynthSession
 from x2.synth.context import SynthContext
 from x2.synth.executor import SkillExecutor
-from x2.synth.motion.collision import CollisionWorld
 from x2.synth.motion.seeded import SeededIK
 from x2.synth.skills import SKILLS
 

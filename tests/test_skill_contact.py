@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from x2.spec.catalog import BUILTIN_DIRS
+from x2.envspec.catalog import BUILTIN_DIRS
 from x2.synth.attempt import AttemptOutcome, SynthSession
 from x2.synth.skills.contact_motion import gripper_geoms, object_geoms
 

@@ -13,12 +13,12 @@ import mujoco
 import numpy as np
 import pytest
 
+from x2.base.seeding import slot_seed, streams
+from x2.envspec import load_env
+from x2.envspec.env import SkillBinding
 from x2.rollout import Rollout, RolloutOptions
 from x2.rollout.loop import EpisodeResult
-from x2.seeding import slot_seed, streams
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
-from x2.spec.env import SkillBinding
 from x2.synth.attempt import SynthSession
 from x2.synth.context import SynthContext
 from x2.synth.executor import SkillExecutor

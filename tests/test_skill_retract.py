@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from x2.base.seeding import streams
+from x2.envspec import load_env
+from x2.envspec.env import SkillBinding
 from x2.rollout import Rollout, RolloutOptions
-from x2.seeding import streams
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
-from x2.spec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.executor import SkillExecutor
 from x2.synth.skills import SKILLS

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 from test_synth_runner import deterministic_contents
 
+from x2.base.seeding import slot_seed
 from x2.rollout import RolloutOptions
-from x2.seeding import slot_seed
 from x2.sim.backend import Backend
+from x2.sim.mujoco.collision import CollisionWorld
 from x2.synth.attempt import AttemptOutcome, SynthSession
 from x2.synth.executor import Lane, SkillExecutor
-from x2.synth.motion.collision import CollisionWorld
 from x2.synth.runner import SynthConfig, SynthRun
 from x2.synth.segments import ArmTrack
 from x2.synth.spacetime import ARM_CLEARANCE, SpaceTimeAdmission

@@ -16,13 +16,13 @@ import pytest
 from typer.testing import CliRunner
 
 import x2
+from x2.base.seeding import slot_seed
 from x2.cli.app import _mount, app
 from x2.datasets import Dataset
+from x2.envspec import load_env
 from x2.format import SYNTH_REPORT_FILE
 from x2.labeling import topological_order
-from x2.seeding import slot_seed
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
 from x2.synth.runner import SynthConfig, SynthRun
 from x2.tasks.predicates import evaluate
 

@@ -9,10 +9,10 @@ import numpy as np
 
 from x2 import format as fmt
 from x2.datasets import Dataset
-from x2.rollout.relabel import relabel
-from x2.rollout.replay import deepest_penetration
-from x2.spec import load_env
-from x2.spec.robot import load_robot
+from x2.envspec import load_env
+from x2.envspec.robot import load_robot
+from x2.recorded.relabel import relabel
+from x2.recorded.replay import deepest_penetration
 from x2.synth.runner import SynthConfig, SynthRun
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from PIL import Image
 from x2_cli import run_x2
 
-from x2.render.frames import ImageSize
+from x2.recorded.renderer import ImageSize
 from x2.render.task_preview import task_preview
 from x2.synth.attempt import SynthSession
 

@@ -11,11 +11,11 @@ from x2_cli import run_x2
 
 from x2 import format as fmt
 from x2.datasets import Dataset, Episode
+from x2.envspec import load_env, names
+from x2.envspec.schema import DIMENSIONS
 from x2.labeling import topological_order
-from x2.rollout.relabel import relabel
-from x2.rollout.replay import deepest_penetration
-from x2.spec import load_env, names
-from x2.spec.files import DIMENSIONS
+from x2.recorded.relabel import relabel
+from x2.recorded.replay import deepest_penetration
 from x2.synth.runner import SynthConfig, SynthRun
 
 
@@ -115,7 +115,7 @@ def test_twist_lid_unscrews_the_lid(tmp_path: Path) -> None:
 
 
 def test_press_buttons_in_the_order_the_cue_showed_and_an_early_press_fails_the_due_node(tmp_path: Path) -> None:
-    from x2.rollout.world import open_world
+    from x2.recorded.world import open_world
 
     ds = _one_episode("press_buttons", tmp_path / "buttons", seed=6)
     with ds.load(next(iter(ds.episodes())).index) as ep:
@@ -171,7 +171,7 @@ def test_press_sequence_12_presses_the_drawn_sequence_and_a_wrong_button_fails_t
         assert [assets[f"cue_{k}"] for k in range(1, 13)] == [f"lamp_{b}" for b in steps]  # each lamp its button's
         # from the states: the order in which the buttons went down is the drawn sequence, and nothing else
         states = np.asarray(ep[fmt.STATES])
-        from x2.rollout.world import open_world
+        from x2.recorded.world import open_world
 
         with open_world(ep) as world:
             depth = np.empty((len(states), len(buttons)))
@@ -266,7 +266,7 @@ def test_handover_passes_the_baton_in_the_air_from_the_left_hand_to_the_right(tm
 
 
 def test_conveyor_pick_grasps_the_block_while_the_conveyor_carries_it(tmp_path: Path) -> None:
-    from x2.rollout.world import open_world
+    from x2.recorded.world import open_world
     from x2.tasks.predicates import evaluate
 
     ds = _one_episode("conveyor_pick", tmp_path / "conveyor", seed=1)

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from x2.devices import Sample
+from x2.envspec import load_env
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
 from x2.teleop import EEVelocity, JointMirror, SafetyFilter, VRClutch
 from x2.teleop.mapping import LEASH_M, VR_TO_ROBOT
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from x2.devices import DeviceEvent, Sample
+from x2.envspec import load_env
 from x2.sim.backend import RobotState
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.sim.mujoco.kinematics import ArmDLS
-from x2.spec import load_env
 from x2.teleop import EEVelocity, JointMirror, SafetyFilter, VRClutch
 from x2.teleop.mapping import VR_TO_ROBOT, MirrorConfig
 

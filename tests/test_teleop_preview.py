@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from rich.console import Console
 
+from x2.envspec import load_env
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec import load_env
 from x2.teleop.live import Picture
 from x2.teleop.preview import Preview, PreviewConfig
 

@@ -15,11 +15,11 @@ import pytest
 from teleop_streams import demo_stream, home_stream
 from x2_cli import HEADLESS_ENV, run_x2
 
+from x2.base.seeding import slot_seed
 from x2.datasets import Dataset, repair, validate
 from x2.devices import read_stream
-from x2.rollout.relabel import relabel
-from x2.rollout.replay import replay_actions
-from x2.seeding import slot_seed
+from x2.recorded.relabel import relabel
+from x2.recorded.replay import replay_actions
 
 # The 30 Hz loop paces these episodes by the wall clock: `make test` runs them alone, after the rest. (The
 # refusals at the end end before any loop starts: they run with the rest.)

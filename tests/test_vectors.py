@@ -1,9 +1,9 @@
-"""x2.vectors gives numpy's bits: planning code uses it where np.linalg.norm and np.cross were, and every
+"""x2.base.vectors gives numpy's bits: planning code uses it where np.linalg.norm and np.cross were, and every
 recorded episode (x2 synth --sequential's in particular) must stay what it was."""
 
 import numpy as np
 
-from x2.vectors import cross, norm
+from x2.base.vectors import cross, norm
 
 
 def test_norm_and_cross_are_numpys_bit_for_bit() -> None:

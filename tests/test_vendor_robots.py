@@ -14,12 +14,12 @@ import mujoco
 import numpy as np
 import pytest
 
+from x2.base.errors import SpecError, X2Error
 from x2.datasets import Dataset
-from x2.errors import SpecError, X2Error
-from x2.rollout.replay import deepest_penetration, replay_actions
+from x2.envspec import load_env, load_robot, names, vendor
+from x2.recorded.replay import deepest_penetration, replay_actions
 from x2.sim import make_backend
 from x2.sim.mujoco.recorded_xml import check_world_xml
-from x2.spec import load_env, load_robot, names, vendor
 from x2.synth.runner import SynthConfig, SynthRun
 
 ROBOT = "franka-panda"

@@ -1,4 +1,4 @@
-"""Worker processes die with their parent (x2.worker_life): a SIGKILLed `x2 synth --workers 2` leaves no
+"""Worker processes die with their parent (x2.processes.life): a SIGKILLed `x2 synth --workers 2` leaves no
 pool worker and no multiprocessing resource tracker (where one was started) behind; a pool whose workers
 were spawned by a thread that then ends keeps working (the kernel's parent-death signal follows the
 spawning thread, not the process); a worker whose parent is already gone when it starts exits at once; a
@@ -19,7 +19,7 @@ import pytest
 from helpers.processes import Proc, descendants, kill_all, wait_gone
 from x2_cli import HEADLESS_ENV
 
-from x2.worker_life import process_pool
+from x2.processes.life import process_pool
 
 HANG_GUARD_S = 120.0  # only so a broken build fails instead of hanging; the benchmark measures the time
 
@@ -67,7 +67,7 @@ def test_sigkilled_synth_leaves_no_worker_and_no_resource_tracker(tmp_path: Path
 
 _THREAD_SPAWNED_POOL = textwrap.dedent("""
     import os, threading
-    from x2.worker_life import process_pool
+    from x2.processes.life import process_pool
     box = {}
     def start():  # this thread spawns the workers, then ends
         box["pool"] = pool = process_pool(2)
@@ -91,7 +91,7 @@ def test_workers_spawned_by_a_thread_outlive_that_thread(tmp_path: Path) -> None
 
 _ORPHAN = textwrap.dedent("""
     import os, sys
-    from x2.worker_life import ParentProcess, die_with
+    from x2.processes.life import ParentProcess, die_with
     die_with(ParentProcess(int(sys.argv[1]), spawned_by_main_thread=True))
     print("still running")
 """)
@@ -126,7 +126,7 @@ def test_the_death_signal_is_armed_before_the_initializer_is_imported() -> None:
 
 _STOPPED_POOL = textwrap.dedent("""
     import multiprocessing, os, time
-    from x2.worker_life import process_pool, stop_workers
+    from x2.processes.life import process_pool, stop_workers
     pool = process_pool(2)
     tasks = [pool.submit(time.sleep, 3600) for _ in range(4)]  # two run, the rest wait
     while len(multiprocessing.active_children()) < 2:
@@ -155,7 +155,7 @@ def test_stop_workers_abandons_running_tasks_and_leaves_no_worker(tmp_path: Path
 
 _STOPPED_WHILE_SENDING = textwrap.dedent("""
     import sys, threading, time
-    from x2.worker_life import process_pool, stop_workers
+    from x2.processes.life import process_pool, stop_workers
 
     def reading(thread):  # is the pool's manager thread in the middle of reading a result?
         frame = sys._current_frames().get(thread.ident)
@@ -190,7 +190,7 @@ def test_stop_workers_returns_when_a_worker_dies_in_the_middle_of_sending_its_re
 
 _COPIES_BESIDE_A_THREAD = textwrap.dedent("""
     import multiprocessing, os, threading, time
-    from x2.worker_life import process_pool
+    from x2.processes.life import process_pool
 
     def start_method(pool):
         return pool._mp_context.get_start_method()

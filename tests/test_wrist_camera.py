@@ -11,8 +11,8 @@ import mujoco
 import numpy as np
 import pytest
 
+from x2.envspec import load_env, load_robot, names
 from x2.sim import Jaw, make_backend
-from x2.spec import load_env, load_robot, names
 
 H, W = 96, 128
 MARGIN = 0.03  # of the image size: a fingertip on the border is not "in view"

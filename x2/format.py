@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from x2.arrays import Image
-from x2.errors import DatasetError
+from x2.base.arrays import Image
+from x2.base.errors import DatasetError
 
 Array = npt.NDArray[Any]  # a stream, label or device array of any dtype
 
@@ -68,7 +68,7 @@ def parse_episode_filename(name: str) -> int | None:
 
 # ---- paths inside an episode file ---------------------------------------------------------------------
 TIMESTAMPS = "timestamps"  # (T,) float64 simulation time
-ACTION = "action"  # (T, A) float32, the action layout of x2/spec/action.py
+ACTION = "action"  # (T, A) float32, the action layout of x2/envspec/action.py
 STATES = "states"  # (T, D) float64, MuJoCo's integration state
 OBSERVATIONS = "observations"
 QPOS = "observations/qpos"  # (T, J) float32
@@ -291,7 +291,7 @@ class Manifest:
     action_names: tuple[str, ...] = ()
     cameras: Any = field(default_factory=list)  # names, or {name: {width, height, intrinsics, ...}}
     dag: dict[str, Any] = field(default_factory=dict)  # nodes, edges, scores
-    world: dict[str, Any] = field(default_factory=dict)  # everything the specs decided (x2.spec.record)
+    world: dict[str, Any] = field(default_factory=dict)  # everything the specs decided (x2.envspec.record)
     versions: dict[str, Any] = field(default_factory=dict)
     created: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -355,7 +355,7 @@ def manifest_extra(*, action_definition: str, object_names: Sequence[str], subst
 
 
 # Facts that must agree when a run appends to an existing dataset: mixing them would corrupt training.
-# `world` is the compiled task, scene, robot description, control rate and action layout (x2.spec.record).
+# `world` is the compiled task, scene, robot description, control rate and action layout (x2.envspec.record).
 MANIFEST_MUST_MATCH = ("robot", "task", "fps", "joint_names", "action_names", "world")
 
 

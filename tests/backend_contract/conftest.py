@@ -20,9 +20,9 @@ os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; before any back
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from x2.envspec import load_env  # noqa: E402
+from x2.envspec.env import EnvSpec  # noqa: E402
 from x2.sim import Backend, installed_backends, make_backend  # noqa: E402
-from x2.spec import load_env  # noqa: E402
-from x2.spec.env import EnvSpec  # noqa: E402
 
 PLUGIN = Path(__file__).resolve().parents[1] / "backend_plugin"
 if str(PLUGIN) not in sys.path:

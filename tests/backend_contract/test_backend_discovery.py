@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from x2_test_backend import DelegatingBackend  # tests/backend_plugin, on sys.path by this folder's conftest
 
-from x2.errors import NotFoundError, X2Error
+from x2.base.errors import NotFoundError, X2Error
+from x2.envspec.env import EnvSpec
 from x2.sim import installed_backends, make_backend, recorded_backend
 from x2.sim.discovery import ENV_VAR, GROUP
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec.env import EnvSpec
 
 
 def test_both_backends_are_installed() -> None:

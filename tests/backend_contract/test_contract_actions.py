@@ -1,4 +1,4 @@
-"""The action vector (x2/spec/action.py): its names and slots, the home action, what `step` accepts and how the
+"""The action vector (x2/envspec/action.py): its names and slots, the home action, what `step` accepts and how the
 gripper command maps to the jaw; the robot's joints as `robot_state` reports them and their ranges."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from x2.errors import X2Error
+from x2.base.errors import X2Error
+from x2.envspec.action import GRIPPER_SUFFIX
+from x2.envspec.env import EnvSpec
 from x2.sim import Backend
-from x2.spec.action import GRIPPER_SUFFIX
-from x2.spec.env import EnvSpec
 
 
 def test_action_layout_matches_the_robot(backend: Backend, env: EnvSpec) -> None:

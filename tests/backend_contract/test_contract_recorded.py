@@ -13,11 +13,11 @@ import pytest
 from helpers.real_dataset import record_short_dataset
 
 from x2.datasets import Dataset
-from x2.rollout.replay import replay_actions
-from x2.rollout.world import open_world
+from x2.envspec.env import EnvSpec
+from x2.recorded.replay import replay_actions
+from x2.recorded.world import open_world
 from x2.sim import Backend, recorded_backend
 from x2.sim.discovery import ENV_VAR
-from x2.spec.env import EnvSpec
 
 
 def test_a_rebuilt_world_retraces_the_recorded_ticks(backend: Backend, backend_name: str, env: EnvSpec,

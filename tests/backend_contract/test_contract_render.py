@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from x2.envspec.env import EnvSpec
 from x2.sim import Backend, CameraInfo
-from x2.spec.env import EnvSpec
 
 W, H = 128, 96  # small: the contract is about shapes and geometry, not the look
 

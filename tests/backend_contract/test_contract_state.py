@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from x2.errors import X2Error
+from x2.base.errors import X2Error
 from x2.sim import Backend
 
 SEED = 3

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from x2.envspec.env import EnvSpec
 from x2.sim import Backend
-from x2.spec.env import EnvSpec
 from x2.tasks.predicates import evaluate
 
 BLOCK_HALF = 0.025  # pick_place's cube: origin at its bottom face

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from x2.arrays import Floats
+from x2.base.arrays import Floats
+from x2.envspec.env import EnvSpec
 from x2.sim import Placement
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec.env import EnvSpec
 
 
 class DelegatingBackend:

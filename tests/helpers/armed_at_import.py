@@ -1,5 +1,5 @@
 """A pool initializer's module that notes, when it is imported, whether the process already has its
-parent-death signal armed (x2.worker_life must arm it before importing the initializer)."""
+parent-death signal armed (x2.processes.life must arm it before importing the initializer)."""
 
 from __future__ import annotations
 

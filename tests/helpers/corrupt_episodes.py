@@ -21,13 +21,13 @@ import h5py
 import numpy as np
 from hypothesis import strategies as st
 
+from x2.base.errors import X2Error
 from x2.datasets import Episode
-from x2.datasets.digest import file_digest
 from x2.datasets.index import read_index, write_index
 from x2.datasets.validate import repair, validate
-from x2.errors import X2Error
+from x2.files.digest import file_digest
 from x2.format import INDEX_FILE, parse_episode_filename
-from x2.rollout.replay import deepest_penetration, replay_actions
+from x2.recorded.replay import deepest_penetration, replay_actions
 
 EPISODE = "episodes/episode_000000.h5"
 
@@ -285,7 +285,7 @@ def _as_pair(outcome: Outcome) -> tuple[str, str]:
 # Children come from a fork server: a process started clean, single-threaded, with x2 imported once. Forking
 # the test process itself would copy whatever locks its other threads hold at that instant (a deadlock).
 _SERVER = multiprocessing.get_context("forkserver")
-_SERVER.set_forkserver_preload(["x2.datasets", "x2.rollout.replay", "x2.sim", "h5py", "mujoco"])
+_SERVER.set_forkserver_preload(["x2.datasets", "x2.recorded.replay", "x2.sim", "h5py", "mujoco"])
 
 
 def run_isolated(reader: Callable[[Path], None], root: Path, timeout: float | None = None) -> Outcome:

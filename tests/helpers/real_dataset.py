@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from x2.base.seeding import slot_seed
 from x2.datasets import Dataset, EpisodeRecord
+from x2.envspec import load_env
 from x2.rollout.episodes import open_dataset, record_episode
 from x2.rollout.loop import Rollout, RolloutOptions
 from x2.rollout.teacher import reach_and_return
-from x2.seeding import slot_seed
 from x2.sim import make_backend
-from x2.spec import load_env
 
 
 def record_short_dataset(path: Path, episodes: int = 2, ticks: int = 24, task: str = "fruit_in_microwave",

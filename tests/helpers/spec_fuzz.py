@@ -21,10 +21,10 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from x2.errors import X2Error
-from x2.spec import catalog
-from x2.spec.assets import load_asset
-from x2.spec.task import load_env
+from x2.base.errors import X2Error
+from x2.envspec import catalog
+from x2.envspec.assets import load_asset
+from x2.envspec.task import load_env
 from x2.synth.binding import check_bindings
 
 PACKAGE = catalog.PACKAGE_ROOT

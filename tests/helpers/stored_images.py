@@ -16,8 +16,8 @@ import numpy as np
 
 from x2.datasets import Dataset, Episode
 from x2.datasets.index import write_index
-from x2.render.frames import ImageSize, StateRenderer
-from x2.rollout.world import open_world
+from x2.recorded.renderer import ImageSize, StateRenderer
+from x2.recorded.world import open_world
 
 
 def rendered_frames(ep: Episode, cameras: Sequence[str], size: ImageSize) -> dict[str, np.ndarray]:

@@ -30,18 +30,18 @@ import numpy as np
 
 import x2
 from x2 import format as fmt
-from x2.atomic import write_text
 from x2.augment.envelope import Envelope, EnvelopeParams
 from x2.augment.variant import ParentEpisode, Variant, make_variant, variant_seed
+from x2.base.errors import DatasetError
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.datasets.select import Selection, require_some
 from x2.datasets.untrusted import json_loads
-from x2.errors import DatasetError
-from x2.hdf5_guard import kept_if_complete
-from x2.rollout.eval_check import refuse_eval_episodes
-from x2.rollout.world import recorded_env
-from x2.spec.scenery import SceneryVariant, load_scenery
-from x2.workers import RayTarget, WorkerLost, in_order, open_pool
+from x2.envspec.scenery import SceneryVariant, load_scenery
+from x2.files.atomic import write_text
+from x2.files.hdf5_guard import kept_if_complete
+from x2.processes.pool import RayTarget, WorkerLost, in_order, open_pool
+from x2.recorded.held_out_check import refuse_eval_episodes
+from x2.recorded.world import recorded_env
 
 # One variant per source episode: as many new episodes to render and encode as the source has; ask for more.
 DEFAULT_VARIANTS = 1
@@ -258,7 +258,7 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
                     selection: Selection = Selection(),
                     progress: Callable[[int, int], None] | None = None,
                     workers: int = 1, ray: RayTarget | None = None) -> AugmentSummary:
-    """With `workers` > 1 (or `ray`) the variants of each source episode are made on a pool (x2.workers) and
+    """With `workers` > 1 (or `ray`) the variants of each source episode are made on a pool (x2.processes.pool) and
     committed in the same order as with one: the output is the same bytes whatever ran it."""
     global _PARENT
     _PARENT = None  # (another run's parent, maybe from a file since rewritten at the same path)

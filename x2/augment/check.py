@@ -22,10 +22,10 @@ import numpy as np
 
 from x2.augment.envelope import STATE, moving_geoms
 from x2.augment.placement import SUPPORT_GEOM, Placed, Support
+from x2.envspec.env import AssetSpec, BoothSpec, ObjectInstance
 from x2.sim.layout import Placement
 from x2.sim.mujoco.booth import set_options
 from x2.sim.mujoco.world import add_object, object_body
-from x2.spec.env import AssetSpec, BoothSpec, ObjectInstance
 
 INSERTED_PREFIX = "augment/"
 MEASURED_BEYOND = 0.03  # m past the clearance

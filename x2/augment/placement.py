@@ -23,10 +23,10 @@ import numpy as np
 
 from x2.augment.envelope import Envelope
 from x2.augment.proxies import body_proxies
+from x2.envspec.env import AssetSpec
 from x2.sim.layout import DECIMALS
 from x2.sim.mujoco.robot import load_mjcf
 from x2.sim.mujoco.world import ASSET_ROOT_BODY
-from x2.spec.env import AssetSpec
 
 SUPPORT_GEOM = "table_top"
 EDGE_MARGIN = 0.01  # m kept between a footprint and the support's edge

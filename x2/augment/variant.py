@@ -29,11 +29,11 @@ from x2.augment.placement import (
     static_obstacles,
     work_area,
 )
-from x2.seeding import child_seed, streams
+from x2.base.seeding import child_seed, streams
+from x2.envspec.env import AssetSpec
+from x2.envspec.scenery import SceneryVariant
 from x2.sim.mujoco.look import sample_look
 from x2.sim.mujoco.recorded_xml import compile_world
-from x2.spec.env import AssetSpec
-from x2.spec.scenery import SceneryVariant
 
 STREAMS = ("look", "distractors", "placement")  # order is part of the bytes: append, never reorder
 

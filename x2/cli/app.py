@@ -45,9 +45,9 @@ def main() -> None:
 
 
 def _exit_without_hdf5_flush(code: object) -> None:
-    """After a failed HDF5 write or close (x2.hdf5_guard) the library's exit-time cleanup may crash the
+    """After a failed HDF5 write or close (x2.files.hdf5_guard) the library's exit-time cleanup may crash the
     process after its error line: end it here instead, with the command's own exit code."""
-    guard = sys.modules.get("x2.hdf5_guard")  # not imported: no HDF5 file was written
+    guard = sys.modules.get("x2.files.hdf5_guard")  # not imported: no HDF5 file was written
     if guard is not None and guard.in_doubt():
         sys.stdout.flush()
         sys.stderr.flush()

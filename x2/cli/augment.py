@@ -10,17 +10,17 @@ from rich.table import Table
 
 from x2.augment.augment import DEFAULT_VARIANTS, AugmentRequest, augment_dataset
 from x2.augment.preview import draw_preview
+from x2.base.errors import DatasetError
 from x2.cli._common import console
 from x2.cli.group_class import typer_group
 from x2.cli.options import CpusPerWorkerOpt, RayOpt, ray_target
 from x2.cli.progress import progress
 from x2.datasets import Dataset, remember_dataset, resolve_dataset, resolve_output
 from x2.datasets.select import Selection, parse_episode_list
-from x2.errors import DatasetError
 from x2.format import AUGMENTATION_REPORT_FILE
-from x2.render import DEFAULT_SIZE, ImageSize, render_dataset
-from x2.render.frames import parse_cameras
-from x2.render.source import default_cameras, stored_cameras
+from x2.recorded.frames import DEFAULT_SIZE, default_cameras, stored_cameras
+from x2.recorded.renderer import ImageSize, parse_cameras
+from x2.render import render_dataset
 
 app = typer_group(
     "augment", "Enlarge a dataset: its recorded motion in new scenery, labels untouched.",

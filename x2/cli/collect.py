@@ -7,16 +7,16 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from x2.base.seeding import slot_seed
 from x2.cli._common import console
 from x2.cli.group_class import typer_group
 from x2.cli.options import AllowEvalOpt, OutputDatasetOpt, RobotOpt, TaskOpt, VariantOpt
 from x2.cli.progress import progress
 from x2.datasets import workspace
+from x2.envspec import load_env
+from x2.envspec.held_out import refuse_eval_run
 from x2.rollout import RealTimeClock, Rollout, open_dataset, reach_and_return, record_episode
-from x2.seeding import slot_seed
 from x2.sim import make_backend
-from x2.spec import load_env
-from x2.spec.held_out import refuse_eval_run
 
 app = typer_group(
     "collect", "Record episodes into a dataset.",

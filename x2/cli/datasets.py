@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from x2.base.errors import X2Error
 from x2.cli._common import console, dataset_arg, open_dataset_arg
 from x2.cli.group_class import typer_group
 from x2.cli.options import DatasetArg, DatasetOpt
@@ -24,9 +25,8 @@ from x2.datasets import (
 )
 from x2.datasets.coverage import Coverage, coverage
 from x2.datasets.validate import Report
-from x2.errors import X2Error
-from x2.rollout.eval_check import held_out_episodes
-from x2.rollout.replay import PENETRATION_LIMIT_M, deepest_penetration
+from x2.recorded.held_out_check import held_out_episodes
+from x2.recorded.replay import PENETRATION_LIMIT_M, deepest_penetration
 
 app = typer_group(
     "datasets",

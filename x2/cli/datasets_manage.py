@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from x2.base.errors import DatasetError
 from x2.cli._common import console, dataset_arg, open_dataset_arg
 from x2.cli.datasets import app
 from x2.cli.options import DatasetArg, EpisodesOpt, SourceOpt, SplitOpt, SuccessOnly, selection
@@ -28,7 +29,6 @@ from x2.datasets.manage import (
 from x2.datasets.select import parse_episode_list
 from x2.datasets.stats import DatasetStats, dataset_stats, plot_durations, write_json
 from x2.datasets.stratified_split import assign_splits
-from x2.errors import DatasetError
 from x2.format import REMOVED_DIR, SPLITS_FILE
 
 OutOpt = Annotated[str, typer.Option(

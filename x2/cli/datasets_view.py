@@ -14,9 +14,9 @@ from x2.cli._common import console, open_dataset_arg
 from x2.cli.datasets import app
 from x2.cli.options import DatasetOpt
 from x2.cli.progress import progress
-from x2.export.staging import staged
-from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
-from x2.render.frames import ImageSize, parse_cameras
+from x2.files.staging import staged
+from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
+from x2.recorded.renderer import ImageSize, parse_cameras
 from x2.view import (
     VIEWER_PORT,
     default_rrd_path,

@@ -19,7 +19,7 @@ from x2.devices import EXAMPLES, Device, make_device
 from x2.devices.calibration import JOINTS, calibration_dir, calibration_path
 from x2.devices.leader_calibration import calibrate_leader, parse_flips
 from x2.devices.master_arm import MasterArmDevice
-from x2.spec import load_robot
+from x2.envspec import load_robot
 
 app = typer_group(
     "devices", "Input devices: list them, check one live, calibrate a leader arm.",

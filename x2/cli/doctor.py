@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from x2.cli._common import console
 from x2.datasets.workspace import data_dir
-from x2.doctor import MISSING, OK, WARN, diagnose
+from x2.doctor.checks import MISSING, OK, WARN, diagnose
 
 _STYLE = {OK: "green", MISSING: "red", WARN: "yellow"}
 _ESSENTIAL = ("renderer", "python")  # without these no x2 command that simulates or renders works

@@ -9,16 +9,16 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from x2.base.errors import PolicyError
 from x2.cli._common import console
 from x2.cli.options import CpusPerWorkerOpt, RayOpt, RobotOpt, ray_target
 from x2.cli.progress import progress
 from x2.datasets import workspace
-from x2.errors import PolicyError
 from x2.eval.evaluate import REPORT_JSON, REPORT_PNG, EvalConfig, evaluate, write_report
 from x2.eval.runner import EvalProgress
 from x2.eval.seeds import SplitPlan
 from x2.eval.teacher import ChunkExecution
-from x2.render.frames import ImageSize, parse_cameras
+from x2.recorded.renderer import ImageSize, parse_cameras
 
 
 def eval_command(

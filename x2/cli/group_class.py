@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperGroup, TyperOption
 
+from x2.base.errors import X2Error
 from x2.cli._common import debug_enabled, err_console, fail
-from x2.disk import is_refusal, refused
-from x2.errors import X2Error
+from x2.files.disk import is_refusal, refused
 
 if TYPE_CHECKING:  # typer vendors click: its base classes take the vendored Context
     from typer._click.core import Context as ClickContext

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from x2.cli._common import console, open_dataset_arg
 from x2.cli.options import DatasetOpt
-from x2.rollout.relabel import relabel
+from x2.recorded.relabel import relabel
 
 
 def label(

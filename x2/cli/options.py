@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from x2.datasets.select import Selection, parse_episode_list
-from x2.workers import RayTarget
+from x2.processes.pool import RayTarget
 
 # A dataset that exists, read by the command.
 DatasetArg = Annotated[str | None, typer.Argument(

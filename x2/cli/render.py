@@ -8,14 +8,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from x2.base.errors import DatasetError
 from x2.cli._common import console, open_dataset_arg
 from x2.cli.options import CpusPerWorkerOpt, DatasetArg, RayOpt, ray_target
 from x2.cli.progress import progress
 from x2.datasets import Dataset
 from x2.datasets.select import parse_episode_list
-from x2.errors import DatasetError
-from x2.render import DEFAULT_CAMERAS, DEFAULT_SIZE, ImageSize, RenderProgress, contact_sheet, render_dataset
-from x2.render.frames import parse_cameras
+from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
+from x2.recorded.renderer import ImageSize, parse_cameras
+from x2.render import RenderProgress, contact_sheet, render_dataset
 
 
 def _mb(n: int) -> str:

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from x2.cli._common import console, open_dataset_arg
 from x2.cli.options import DatasetOpt
-from x2.rollout.replay import replay_actions
+from x2.recorded.replay import replay_actions
 
 
 def replay(

@@ -12,18 +12,18 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from x2 import spec
+from x2 import envspec as spec
+from x2.base.errors import X2Error
 from x2.cli._common import console
 from x2.cli.group_class import typer_group
 from x2.cli.options import GripperOpt, RobotOpt, VariantOpt
 from x2.cli.progress import progress
-from x2.errors import X2Error
+from x2.envspec import vendor
+from x2.envspec.env import ArmPart, GripperPart
+from x2.envspec.schema import DIMENSIONS
 from x2.labeling import topological_order
-from x2.render.defaults import DEFAULT_SIZE
-from x2.render.frames import ImageSize
-from x2.spec import vendor
-from x2.spec.env import ArmPart, GripperPart
-from x2.spec.files import DIMENSIONS
+from x2.recorded.frames import DEFAULT_SIZE
+from x2.recorded.renderer import ImageSize
 
 robots_app = typer_group(
     "robots", "List and inspect robots; fetch the vendor files some are made of.",

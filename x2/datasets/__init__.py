@@ -7,8 +7,8 @@ records, writer-side checks) is x2.format.
 
 from x2.datasets.episode import Episode
 from x2.datasets.index import EpisodeRecord, Segment
-from x2.datasets.inspect import DatasetSummary, summarize
 from x2.datasets.store import Dataset, lock_holder
+from x2.datasets.summary import DatasetSummary, summarize
 from x2.datasets.timeline import plot_timeline
 from x2.datasets.validate import Problem, RepairResult, Report, repair, validate
 from x2.datasets.workspace import (

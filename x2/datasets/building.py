@@ -16,9 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from x2 import format as fmt
-from x2.atomic import fsync_dir, fsync_tree, remove_orphans
-from x2.disk import is_refusal, refused
-from x2.errors import DatasetError
+from x2.base.errors import DatasetError
+from x2.files.atomic import fsync_dir, fsync_tree, remove_orphans
+from x2.files.disk import is_refusal, refused
 
 _BUILDING = ".building-"
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from x2.atomic import fsync_dir, fsync_file
-from x2.datasets.digest import file_digest
+from x2.files.atomic import fsync_dir, fsync_file
+from x2.files.digest import file_digest
 
 
 def seal(path: Path) -> str:

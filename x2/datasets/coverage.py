@@ -9,7 +9,7 @@
   cameras' mounting and lens and the table's height, and the range of the table heights drawn;
 - split: train or eval, as the episodes recorded it.
 
-Unlike `x2.datasets.inspect` this opens every episode file (root attributes only, no arrays).
+Unlike `x2.datasets.summary` this opens every episode file (root attributes only, no arrays).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from x2 import format as fmt
+from x2.base.errors import DatasetError
 from x2.datasets.store import Dataset
-from x2.errors import DatasetError
 
 __all__ = ["Coverage", "coverage"]
 

@@ -23,10 +23,10 @@ import numpy as np
 import numpy.typing as npt
 
 from x2 import format as fmt
-from x2.datasets.digest import file_digest
+from x2.base.errors import DatasetError
 from x2.datasets.index import EpisodeRecord, Segment
 from x2.datasets.untrusted import as_int, check_backed, hdf5_errors, parse_events, parse_failure, parse_json
-from x2.errors import DatasetError
+from x2.files.digest import file_digest
 
 
 def segments_from_labels(subtask_index: npt.NDArray[np.generic], names: Sequence[str]) -> list[Segment]:

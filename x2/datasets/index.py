@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from x2.atomic import fsync_dir, write_bytes
-from x2.datasets.digest import DIGEST_FORM
+from x2.base.errors import DatasetError
 from x2.datasets.untrusted import json_loads
-from x2.errors import DatasetError
+from x2.files.atomic import fsync_dir, write_bytes
+from x2.files.digest import DIGEST_FORM
 
 
 class Segment(NamedTuple):
@@ -45,7 +45,7 @@ class EpisodeRecord:
     # scripted) it was drawn for; None for episodes written without one (tools, tests).
     master_seed: int | None = None
     slot: int | None = None
-    # sha256 of the finished file as committed (x2.datasets.digest); None in logs written before checksums.
+    # sha256 of the finished file as committed (x2.files.digest); None in logs written before checksums.
     digest: str | None = None
 
     def to_json(self) -> str:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from x2.base.errors import DatasetError
 from x2.datasets.building import building
 from x2.datasets.difference import describe, first_difference
 from x2.datasets.episode import Episode
@@ -40,8 +41,8 @@ from x2.datasets.select import Selection
 from x2.datasets.splits_json import read_splits, write_splits
 from x2.datasets.store import Dataset
 from x2.datasets.untrusted import json_loads
-from x2.disk import is_refusal
-from x2.errors import DatasetError
+from x2.files.disk import is_refusal
+from x2.files.hdf5_guard import kept_if_complete
 from x2.format import (
     EPISODES_DIR,
     FILTERED_FROM_ATTR,
@@ -52,7 +53,6 @@ from x2.format import (
     Manifest,
     episode_filename,
 )
-from x2.hdf5_guard import kept_if_complete
 
 # What must agree for episodes to be trained on together: the same robot, observed and commanded alike.
 MERGE_ALIKE = ("robot", "fps", "joint_names", "action_names", "cameras")

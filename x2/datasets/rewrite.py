@@ -21,11 +21,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from x2 import format as fmt
-from x2.atomic import fsync_dir
+from x2.base.errors import DatasetError
 from x2.datasets.commit import move_into_place, seal
 from x2.datasets.episode import Episode
 from x2.datasets.index import EpisodeRecord, write_index
-from x2.errors import DatasetError
+from x2.files.atomic import fsync_dir
 
 
 def staged_path(root: Path, index: int) -> Path:

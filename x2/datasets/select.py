@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from x2.base.errors import DatasetError
 from x2.datasets.index import EpisodeRecord, format_indices
 from x2.datasets.splits_json import episode_splits
 from x2.datasets.store import Dataset
-from x2.errors import DatasetError
 from x2.format import SOURCES
 
 

@@ -13,11 +13,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from x2 import format as fmt
-from x2.atomic import write_text
+from x2.base.errors import DatasetError
 from x2.datasets.episode import Episode
 from x2.datasets.store import Dataset
 from x2.datasets.untrusted import json_loads
-from x2.errors import DatasetError
+from x2.files.atomic import write_text
 
 
 def read_splits(root: Path) -> dict[int, str]:

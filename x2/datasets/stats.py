@@ -18,12 +18,12 @@ import numpy as np
 import numpy.typing as npt
 
 from x2 import format as fmt
-from x2.atomic import replacing, write_text
 from x2.datasets.episode import Episode
 from x2.datasets.index import EpisodeRecord
-from x2.datasets.inspect import segment_lengths
 from x2.datasets.removal import Progress
 from x2.datasets.store import Dataset
+from x2.datasets.summary import segment_lengths
+from x2.files.atomic import replacing, write_text
 
 FEATURES = {"action": fmt.ACTION, "qpos": fmt.QPOS, "qvel": fmt.QVEL, "ee_pose": fmt.EE_POSE}
 POSE_PARTS = ("x", "y", "z", "qw", "qx", "qy", "qz")

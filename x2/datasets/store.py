@@ -21,18 +21,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from x2.atomic import fsync_dir, write_bytes
+from x2.base.errors import DatasetError, NotFoundError, X2Error
 from x2.datasets.commit import move_into_place, seal
 from x2.datasets.difference import describe, first_difference
-from x2.datasets.digest import verify_digest
 from x2.datasets.episode import Episode
 from x2.datasets.index import EpisodeRecord, append_record, drop_torn_tail, format_indices, read_index
 from x2.datasets.removal import finish_removal
 from x2.datasets.rewrite import finish_interrupted
 from x2.datasets.untrusted import json_loads
 from x2.datasets.writer import EpisodeWriter
-from x2.disk import is_refusal, refused
-from x2.errors import DatasetError, NotFoundError, X2Error
+from x2.files.atomic import fsync_dir, write_bytes
+from x2.files.digest import verify_digest
+from x2.files.disk import is_refusal, refused
 from x2.format import (
     ANY_EPISODE_FILE,
     EPISODES_DIR,

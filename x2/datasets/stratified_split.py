@@ -20,13 +20,13 @@ from typing import Any
 import numpy as np
 
 from x2 import format as fmt
+from x2.base.errors import DatasetError
 from x2.datasets.episode import Episode
 from x2.datasets.index import EpisodeRecord
 from x2.datasets.removal import Progress
 from x2.datasets.splits_json import write_splits
 from x2.datasets.store import Dataset
 from x2.datasets.untrusted import json_loads
-from x2.errors import DatasetError
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from x2 import format as fmt
-from x2.atomic import replacing
 from x2.datasets.episode import Episode
+from x2.files.atomic import replacing
 
 
 def plot_timeline(episode: Episode, out: str | Path, title: str | None = None) -> Path:

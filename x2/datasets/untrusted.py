@@ -26,7 +26,7 @@ from typing import Any
 
 import h5py
 
-from x2.errors import DatasetError
+from x2.base.errors import DatasetError
 
 # x2's largest JSON attr is the world record (~6 KB); a big augmentation config ~50 KB
 MAX_JSON_BYTES = 16 * 1024 * 1024

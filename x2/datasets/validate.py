@@ -19,8 +19,7 @@ from typing import Literal
 
 import h5py
 
-from x2.atomic import fsync_dir
-from x2.datasets.digest import ALGORITHM
+from x2.base.errors import DatasetError
 from x2.datasets.episode import Episode
 from x2.datasets.index import FILE_FACTS, EpisodeRecord, format_indices, scan_index, write_index
 from x2.datasets.removal import finish_removal, journal_path, pending_removal
@@ -28,7 +27,8 @@ from x2.datasets.rewrite import finish_interrupted, interrupted_renames, staged_
 from x2.datasets.splits_json import read_splits
 from x2.datasets.store import Dataset, lock_holder
 from x2.datasets.untrusted import json_loads
-from x2.errors import DatasetError
+from x2.files.atomic import fsync_dir
+from x2.files.digest import ALGORITHM
 from x2.format import (
     EPISODES_DIR,
     INDEX_FILE,

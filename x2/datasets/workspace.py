@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 
 from x2 import format as fmt
-from x2.atomic import write_bytes
+from x2.base.errors import NotFoundError
 from x2.datasets.untrusted import json_loads
-from x2.errors import NotFoundError
+from x2.files.atomic import write_bytes
 
 DATA_DIR = "data"
 STATE_PATH = Path(".x2") / "state.json"

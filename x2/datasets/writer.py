@@ -26,14 +26,15 @@ import numpy as np
 import numpy.typing as npt
 
 from x2 import format as fmt
-from x2.arrays import Image
+from x2.base.arrays import Image
+from x2.base.errors import DatasetError
 from x2.datasets.attrs import set_attr
 from x2.datasets.commit import move_into_place, seal
 from x2.datasets.episode import segments_from_labels
 from x2.datasets.index import EpisodeRecord, append_record
 from x2.datasets.zstd import compress_frame, image_filter, zstd_lib
-from x2.disk import is_refusal, refused
-from x2.errors import DatasetError
+from x2.files.disk import is_refusal, refused
+from x2.files.hdf5_guard import check_writes, discard, kept_if_complete, watch
 from x2.format import (
     TICK_STREAMS,
     EpisodeStart,
@@ -50,7 +51,6 @@ from x2.format import (
     safe_name,
     string_array,
 )
-from x2.hdf5_guard import check_writes, discard, kept_if_complete, watch
 
 _CHUNK_BYTES = 16 * 1024  # low-dim chunks: a short episode wastes little, a long one reads in few chunks
 _IMAGE_LAG = 2  # ticks a frame may spend in the compression pool before append writes it (66 ms at 30 Hz)

@@ -17,7 +17,7 @@ import hdf5plugin
 import numpy as np
 import numpy.typing as npt
 
-from x2.errors import DatasetError
+from x2.base.errors import DatasetError
 
 ZSTD_LEVEL = 1  # measured: ~7 ms per 3x480x640 frame at 11.7x on 2 cores
 

@@ -26,8 +26,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from x2.arrays import Floats
-from x2.errors import X2Error
+from x2.base.arrays import Floats
+from x2.base.errors import X2Error
 
 KINDS = ("keyboard", "vr", "master-arm")
 # Stored as int codes in /device/<name>/event_code; the order is part of the stream format.

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from x2.atomic import write_text
 from x2.devices.base import DeviceError
+from x2.files.atomic import write_text
 
 ARMS = 2
 JOINTS_PER_ARM = 6
@@ -140,7 +140,7 @@ class Calibration:
         return cls(**data)
 
     def save(self, path: str | Path) -> Path:
-        """Write atomically (x2.atomic): a crash never leaves half a file."""
+        """Write atomically (x2.files.atomic): a crash never leaves half a file."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = asdict(self)

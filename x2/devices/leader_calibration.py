@@ -8,9 +8,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from x2.base.errors import X2Error
 from x2.devices.calibration import GRIPPER_SLOTS, JOINTS, Calibration
 from x2.devices.master_arm import MasterArmDevice
-from x2.errors import X2Error
 
 MIN_GRIPPER_TRAVEL_TICKS = 20
 

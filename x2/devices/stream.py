@@ -28,10 +28,10 @@ import h5py
 import numpy as np
 
 from x2 import format as fmt
-from x2.atomic import replacing
 from x2.devices.base import EVENTS, KINDS, DeviceError, DeviceEvent, Sample
-from x2.hdf5_guard import kept_if_complete
-from x2.spec.action import ActionLayout
+from x2.envspec.action import ActionLayout
+from x2.files.atomic import replacing
+from x2.files.hdf5_guard import kept_if_complete
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ def _from_actions(f: h5py.File, path: Path, source: dict[str, Any]) -> Stream:
     layout = ActionLayout.from_names(names)
     if layout is None or layout.dim != actions.shape[1] or not len(actions):
         raise _fail(path, "action", f"shape {actions.shape} named {names[:8]}",
-                    "(T, A) actions named per arm: its joints, then <arm>_gripper (x2.spec.action)")
+                    "(T, A) actions named per arm: its joints, then <arm>_gripper (x2.envspec.action)")
     arrays, attrs = joint_stream(actions, float(f.attrs[fmt.FPS_ATTR]), layout)
     return _parse(arrays, attrs, path, fmt.ACTION, source)
 

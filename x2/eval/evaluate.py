@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from x2.atomic import write_bytes
 from x2.eval.picture import draw_report
 from x2.eval.report import build_report
 from x2.eval.runner import EvalProgress, EvalRun, dumps, open_eval_pool, run_summary
 from x2.eval.seeds import SplitPlan, plan_split, refuse_trained_seeds
 from x2.eval.session import EvalSetup
 from x2.eval.teacher import ChunkExecution
+from x2.files.atomic import write_bytes
 from x2.policy.services import ServeOptions, parse_kind
-from x2.workers import RayTarget, WorkerPool
+from x2.processes.pool import RayTarget, WorkerPool
 
 REPORT_JSON, REPORT_PNG = "eval_report.json", "eval_report.png"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from x2.atomic import write_bytes
+from x2.files.atomic import write_bytes
 
 COLOURS = {"train": "#4c72b0", "eval": "#dd8452"}
 LABELS = {"train": "in-distribution (train)", "eval": "out-of-distribution (eval)"}

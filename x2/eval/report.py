@@ -21,7 +21,7 @@ import numpy as np
 
 from x2 import format as fmt
 from x2.datasets import Dataset, Episode
-from x2.rollout.world import recorded_env
+from x2.recorded.world import recorded_env
 
 Z95 = 1.959964
 

@@ -5,7 +5,7 @@ A run into a dataset that already holds some of its slots (a run that was killed
 every episode is committed whole or not at all (x2/rollout/episodes.py), so a kill loses at most the episodes in
 flight. A dataset holds one policy's rollouts: a run of another policy into it is refused.
 
-The pool (x2.workers: local processes, or Ray actors with --ray) serves every split of a run: a unit carries its
+The pool (x2.processes.pool: local processes, or Ray actors with --ray) serves every split of a run: a unit carries its
 split's EvalSetup and a worker keeps the session of the setup it saw last. An episode whose worker was lost on
 every try is left out and counted; running the command again runs it.
 """
@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from x2 import format as fmt
+from x2.base.errors import PolicyError
 from x2.datasets import Dataset, EpisodeWriter
-from x2.errors import PolicyError
 from x2.eval.seeds import SplitPlan
 from x2.eval.session import EvalOutcome, EvalSession, EvalSetup, policy_text
 from x2.policy.protocol import PolicyClient
+from x2.processes.pool import RayTarget, WorkerLost, WorkerPool, in_order, open_pool
 from x2.rollout.episodes import EpisodeOutcome, commit_episode, episode_start, open_dataset
 from x2.rollout.loop import EpisodeResult
-from x2.workers import RayTarget, WorkerLost, WorkerPool, in_order, open_pool
 
 
 def connect(setup: EvalSetup) -> PolicyClient:

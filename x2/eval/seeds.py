@@ -1,7 +1,7 @@
 """Which episodes an evaluation runs: the split's configuration, its master seed, and the guard that keeps
 them apart from the training data.
 
-Episode k of a run is slot k of its master seed (x2/seeding.py), so every policy evaluated with the same
+Episode k of a run is slot k of its master seed (x2/base/seeding.py), so every policy evaluated with the same
 options meets the same worlds. In-distribution (`train`) runs use the task's training configuration with
 `--seed` as master seed; out-of-distribution (`eval`) runs use a held-out variant of the task's scene with
 `EVAL_SEED_BASE + --seed`, a seed no collector uses without --allow-eval. In-distribution seeds are still
@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from x2.base.errors import PolicyError
+from x2.base.seeding import slot_seed
 from x2.datasets import Dataset
-from x2.errors import PolicyError
-from x2.seeding import slot_seed
-from x2.spec import catalog, load_env
-from x2.spec.held_out import EVAL_SEED_BASE, HeldOutError
+from x2.envspec import catalog, load_env
+from x2.envspec.held_out import EVAL_SEED_BASE, HeldOutError
 
 SPLITS = ("train", "eval")
 

@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 
 from x2 import format as fmt
-from x2.errors import PolicyError
+from x2.base.errors import PolicyError
+from x2.envspec import load_env
+from x2.envspec.held_out import config_split
 from x2.eval.observe import ObservationPlan
 from x2.eval.teacher import ChunkExecution, PolicyTeacher
 from x2.policy.protocol import PolicyClient, PolicyFault, ServiceInfo
@@ -24,8 +26,6 @@ from x2.rollout import Rollout, RolloutOptions
 from x2.rollout.loop import EpisodeResult
 from x2.rollout.memory import MemoryRecorder
 from x2.sim import make_backend
-from x2.spec import load_env
-from x2.spec.held_out import config_split
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from x2.arrays import Floats
-from x2.errors import PolicyError
+from x2.base.arrays import Floats
+from x2.base.errors import PolicyError
 from x2.eval.observe import ObservationPlan
 from x2.policy.protocol import ACTIONS, END, PolicyClient, PolicyFault
 from x2.rollout.teacher import Observation

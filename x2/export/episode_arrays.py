@@ -23,13 +23,13 @@ import numpy as np
 from PIL import Image
 
 from x2 import format as fmt
+from x2.base.errors import DatasetError, ExportError
 from x2.datasets import Episode
-from x2.errors import DatasetError, ExportError
+from x2.envspec.action import ActionLayout
 from x2.export.sources import names_by_column
 from x2.labeling import ARM_SUBTASK_INDEX_KEY, arm_label_arrays, arm_segment_owners
-from x2.render.frames import ImageSize
-from x2.render.source import episode_frames, stored_cameras
-from x2.spec.action import ActionLayout
+from x2.recorded.frames import episode_frames, stored_cameras
+from x2.recorded.renderer import ImageSize
 
 # export name -> path in the episode file; the first three are in every x2 episode, the others optional.
 LOW_DIM: dict[str, str] = {
@@ -201,7 +201,7 @@ def camera_batches(ep: Episode, cameras: Sequence[str], render_size: ImageSize, 
                    batch: int = 32) -> Iterator[dict[str, np.ndarray]]:
     """{camera: (n, H, W, 3) uint8} for consecutive runs of at most `batch` frames, at `sizes`.
     Stored streams are read when every camera has one, otherwise frames are rendered at `render_size`
-    (x2.render.source); either way each frame is then resized to its camera's export size."""
+    (x2.recorded.frames); either way each frame is then resized to its camera's export size."""
     stored = stored_cameras(ep)
     source_size = None if all(c in stored for c in cameras) else render_size
     pending: dict[str, list[np.ndarray]] = {c: [] for c in cameras}

@@ -49,8 +49,8 @@ from typing import Any
 import h5py
 import numpy as np
 
+from x2.base.errors import ExportError
 from x2.datasets import Episode
-from x2.errors import ExportError
 from x2.export.episode_arrays import (
     EpisodeArrays,
     camera_batches,
@@ -61,10 +61,10 @@ from x2.export.episode_arrays import (
 )
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
 from x2.export.sources import ExportSources, open_sources
-from x2.export.staging import staged
-from x2.hdf5_guard import check_writes, kept_if_complete
-from x2.render import ImageSize
-from x2.render.defaults import DEFAULT_SIZE
+from x2.files.hdf5_guard import check_writes, kept_if_complete
+from x2.files.staging import staged
+from x2.recorded.frames import DEFAULT_SIZE
+from x2.recorded.renderer import ImageSize
 
 IMAGE_COMPRESSION = {"compression": "gzip", "compression_opts": 4}  # built into every HDF5 reader
 VALID_SPLITS = ("val", "valid")  # robomimic's validation filter key is "valid"

@@ -3,7 +3,7 @@
 Everything goes through LeRobot 0.6.1's own writer and reader:
 
 1. `LeRobotDataset.create` / `add_frame` / `save_episode` / `finalize` write the frames into the staged
-   folder (`x2.export.staging.staged`): state, action, subtask_index (and subtask_index.<arm> per arm with
+   folder (`x2.files.staging.staged`): state, action, subtask_index (and subtask_index.<arm> per arm with
    per-arm labels), camera videos, task, and with --environment-state the object poses.
 2. The subtask segments become the `language_persistent` column through LeRobot's own
    `LanguageColumnsWriter` (fed from a staging folder the way its annotation pipeline feeds it; our
@@ -30,9 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from x2.atomic import write_text
+from x2.base.errors import ExportError
 from x2.datasets.untrusted import json_loads
-from x2.errors import ExportError
 from x2.export.lerobot_check import Edges, EpisodeReadback, Readback, compare
 from x2.export.lerobot_language import ARM_JOIN, SUBTASK_STYLE, subtask_rows
 from x2.export.lerobot_plan import (
@@ -50,7 +49,8 @@ from x2.export.lerobot_stats import FLOOR as STATS_FLOOR
 from x2.export.lerobot_stats import floor_spread
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
 from x2.export.sources import ExportSources, open_sources
-from x2.export.staging import staged
+from x2.files.atomic import write_text
+from x2.files.staging import staged
 
 X2_META = "meta/x2.json"
 _LANGUAGE_STAGING, _HF_CACHE = ".x2-language-staging", ".x2-hf-cache"  # inside the staged folder, removed

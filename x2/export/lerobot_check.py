@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from x2.errors import ExportError
+from x2.base.errors import ExportError
 from x2.export.lerobot_language import frame_timestamp
 from x2.export.lerobot_plan import ENV_STATE, ExportPlan, arm_feature
 

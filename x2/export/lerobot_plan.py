@@ -18,14 +18,13 @@ from typing import Any
 import numpy as np
 
 from x2 import format as fmt
+from x2.base.errors import ExportError
 from x2.datasets import Dataset, Episode, EpisodeRecord
-from x2.errors import ExportError
 from x2.export.episode_arrays import arm_labels, labelled_arms
 from x2.export.lerobot_language import frame_subtasks
 from x2.export.sources import ExportSources
-from x2.render.defaults import DEFAULT_SIZE
-from x2.render.frames import ImageSize
-from x2.render.source import episode_frames
+from x2.recorded.frames import DEFAULT_SIZE, episode_frames
+from x2.recorded.renderer import ImageSize
 
 # Sim time is accumulated in float64 (865 ticks drift ~1e-11 s); LeRobot's own sync tolerance is 1e-4 s.
 TICK_TOLERANCE_S = 1e-4

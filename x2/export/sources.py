@@ -4,7 +4,7 @@ provenance written beside the export.
 
 `open_sources(request, kind)` does all of it before anything is written, so a refusal (an existing
 target, a damaged file, episodes that disagree with the manifest) leaves no export behind. Each file is
-hashed (x2.datasets.digest) and opened right after, and stays open until the exporter has written it:
+hashed (x2.files.digest) and opened right after, and stays open until the exporter has written it:
 the exporter reads its arrays, attrs and camera frames from that one open `Episode`.
 
 Joint and action names come from the manifest, the dataset-level contract; an episode whose own
@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from x2 import format as fmt
+from x2.base.errors import ExportError
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.datasets.splits_json import effective_split, read_splits
-from x2.errors import ExportError
 from x2.export.provenance import provenance
 from x2.export.request import ExportRequest
-from x2.export.staging import check_target
-from x2.render.frames import ImageSize
-from x2.render.source import default_cameras, stored_cameras
+from x2.files.staging import check_target
+from x2.recorded.frames import default_cameras, stored_cameras
+from x2.recorded.renderer import ImageSize
 
 _SPARE_FILES = 64  # descriptors left for everything else while every source episode is open
 

@@ -21,7 +21,7 @@ format 2 and only numcodecs compressors. Camera arrays hold one frame per chunk 
 (clevel 5, no shuffle: diffusion_policy's default image compressor); low-dimensional arrays are stored
 uncompressed in ~2 MB chunks. `meta/episode_ends` is written after everything else: a replay buffer
 without it has no episodes. The whole tree is built beside the target, read back, and renamed into
-place (x2.export.staging); `zip=True` packs the finished tree into one uncompressed ZIP (ZIP_STORED,
+place (x2.files.staging); `zip=True` packs the finished tree into one uncompressed ZIP (ZIP_STORED,
 what zarr's ZipStore reads in place) instead.
 """
 
@@ -44,7 +44,7 @@ import zarr.codecs
 import zarr.core.sync as zarr_sync
 from zarr.storage import LocalStore, ZipStore
 
-from x2.errors import ExportError
+from x2.base.errors import ExportError
 from x2.export.episode_arrays import (
     EpisodeArrays,
     camera_batches,
@@ -55,9 +55,9 @@ from x2.export.episode_arrays import (
 )
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
 from x2.export.sources import ExportSources, open_sources
-from x2.export.staging import clear_leftovers, staged
-from x2.render import ImageSize
-from x2.render.defaults import DEFAULT_SIZE
+from x2.files.staging import clear_leftovers, staged
+from x2.recorded.frames import DEFAULT_SIZE
+from x2.recorded.renderer import ImageSize
 
 FORMATS = (2, 3)
 LOW_DIM_CHUNK_BYTES = 2_000_000  # diffusion_policy's own target chunk size
@@ -167,7 +167,7 @@ def _settle_writes() -> None:
 
 def _build_dir(target: Path, tmp: Path, zip_: bool) -> Path:
     """Where the tree is built: the staged temp itself, or (for a zip) a hidden folder beside it that a
-    later run clears if this one is killed (same naming as x2.export.staging's partials)."""
+    later run clears if this one is killed (same naming as x2.files.staging's partials)."""
     if not zip_:
         return tmp
     pseudo = target.with_name(f"{target.name}.tree")

@@ -10,7 +10,7 @@ import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from x2.errors import X2Error
+from x2.base.errors import X2Error
 
 # Reserved because `DagRuntime.labels()` uses them for frames after the last completion; a node with
 # one of these ids would make the string labels ambiguous.

@@ -17,7 +17,7 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.sync.client import ClientConnection, connect
 
-from x2.errors import PolicyError, one_line
+from x2.base.errors import PolicyError, one_line
 from x2.policy.protocol import ACTIONS, FINALIZE, INITIALIZE, OP_KEY, PolicyFault, ServiceInfo
 from x2.policy.wire import pack, unpack
 

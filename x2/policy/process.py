@@ -1,7 +1,7 @@
 """A policy service as a child process of the run that uses it: `x2 serve` started, waited for, stopped.
 
 The child binds port 0 and writes its URL to a ready file (atomically: the parent never reads half a URL),
-so no port is ever guessed. It arms x2.worker_life's parent-death signal before it loads its policy, with
+so no port is ever guessed. It arms x2.processes.life's parent-death signal before it loads its policy, with
 the parent named in the `X2_PARENT_PROCESS` environment variable: a SIGKILLed evaluator leaves no service
 behind holding a GPU. The child runs in its own process group, so a Ctrl-C at the terminal reaches the
 evaluator alone, which then stops the service in order (SIGTERM, then SIGKILL).
@@ -20,10 +20,10 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from x2.atomic import write_bytes
-from x2.errors import PolicyError, one_line
+from x2.base.errors import PolicyError, one_line
+from x2.files.atomic import write_bytes
 from x2.policy.services import ServeOptions
-from x2.worker_life import ParentProcess, die_with
+from x2.processes.life import ParentProcess, die_with
 
 PARENT_ENV = "X2_PARENT_PROCESS"  # "PID:1" (spawned by the parent's main thread) or "PID:0"
 _READY = "ready"

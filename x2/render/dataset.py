@@ -19,20 +19,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from x2.atomic import write_bytes
+from x2.base.errors import DatasetError
 from x2.datasets import Dataset, Episode
 from x2.datasets.index import EpisodeRecord, format_indices
 from x2.datasets.rewrite import commit_rewrite, finish_interrupted, staged_path
 from x2.datasets.select import Selection
-from x2.disk import is_refusal, refused
-from x2.errors import DatasetError
-from x2.render.defaults import DEFAULT_CAMERAS, DEFAULT_SIZE
+from x2.files.atomic import write_bytes
+from x2.files.disk import is_refusal, refused
+from x2.processes.pool import RayTarget, WorkerLost
+from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
+from x2.recorded.held_out_check import eval_configuration, refuse_held_out
+from x2.recorded.renderer import ImageSize
 from x2.render.episode_file import cameras_to_draw
-from x2.render.frames import ImageSize
 from x2.render.workers import JobResult, RenderJob, progress_queue, run_job, run_shipped, worker_pool
-from x2.rollout.eval_check import eval_configuration, refuse_held_out
 from x2.sim.mujoco.recorded_xml import compile_world
-from x2.workers import RayTarget, WorkerLost
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def render_dataset(path: str | Path, cameras: Sequence[str] = DEFAULT_CAMERAS, s
                    episodes: Sequence[int] | None = None, allow_eval: bool = False,
                    ray: RayTarget | None = None) -> RenderSummary:
     """Render `cameras` at `size` into every selected episode (all of them unless `episodes`); episodes of an
-    evaluation configuration are refused unless `allow_eval`. With `ray`, on Ray actors (x2.workers)."""
+    evaluation configuration are refused unless `allow_eval`. With `ray`, on Ray actors (x2.processes.pool)."""
     cameras = tuple(cameras)
     started = time.perf_counter()
     ds = Dataset.open(path)

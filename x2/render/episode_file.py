@@ -17,14 +17,14 @@ import mujoco
 import numpy as np
 
 from x2 import format as fmt
-from x2.atomic import fsync_file
+from x2.base.errors import DatasetError
 from x2.datasets import Episode
 from x2.datasets.zstd import compress_frame, image_filter, zstd_lib
-from x2.errors import DatasetError
-from x2.hdf5_guard import kept_if_complete
-from x2.render.frames import ImageSize, StateRenderer
-from x2.render.source import stored_cameras
-from x2.rollout.world import SIM_BOUND, open_world
+from x2.files.atomic import fsync_file
+from x2.files.hdf5_guard import kept_if_complete
+from x2.recorded.frames import stored_cameras
+from x2.recorded.renderer import ImageSize, StateRenderer
+from x2.recorded.world import SIM_BOUND, open_world
 
 POSE_CONVENTION = "x y z (m), quaternion w x y z; MuJoCo camera axes: looking along -z, image up +y"
 

@@ -3,7 +3,7 @@ episode's contact sheet, a task's preview of seeded resets).
 
 A grid is a title, then rows of equally sized tiles; a row may have a band of labels above its tiles (one
 per tile, at most two lines each) and a label on its left. The PNG is written whole under a temporary name
-beside the target and renamed into place (x2/atomic.py), and the same pictures give the same bytes.
+beside the target and renamed into place (x2/files/atomic.py), and the same pictures give the same bytes.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from x2.atomic import replacing
-from x2.render.frames import ImageSize
+from x2.files.atomic import replacing
+from x2.recorded.renderer import ImageSize
 
 GAP = 4  # px between tiles
 TEXT = (20, 20, 20)

@@ -10,8 +10,8 @@ import mujoco
 import numpy as np
 from PIL import Image, ImageDraw
 
+from x2.envspec import load_env
 from x2.sim import make_backend
-from x2.spec import load_env
 
 # name, azimuth, elevation, distance (m): inside the booth's walls (1.6 m from its centre), which hide what is behind
 VIEWS = (("front", 180.0, -12.0, 2.0), ("side", 120.0, -20.0, 1.7), ("above", 180.0, -75.0, 2.0))

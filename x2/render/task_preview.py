@@ -1,7 +1,7 @@
 """A task's randomisation at a glance: the worlds of many seeded resets, one tile each, in one PNG.
 
 Tile k is the world `x2 synth --seed S` starts its attempt k from in a new dataset (one it resumes continues
-at later slots): the same seed (slot k of master seed S, x2/seeding.py), the same compiled env (task, robot,
+at later slots): the same seed (slot k of master seed S, x2/base/seeding.py), the same compiled env (task, robot,
 gripper, scene variant) and the same reset the loop does, so a layout or an asset draw seen here is the one
 synthesis meets. Only objects with more than one candidate asset are named in a tile's label: the others are
 the same in every tile. A tile quotes its instruction when the resets drew more wordings than their assets
@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from x2.errors import X2Error
-from x2.render.defaults import DEFAULT_SIZE
-from x2.render.frames import ImageSize
+from x2.base.errors import X2Error
+from x2.base.seeding import AXES, slot_seed
+from x2.envspec import load_env
+from x2.envspec.env import EnvSpec
+from x2.recorded.frames import DEFAULT_SIZE
+from x2.recorded.renderer import ImageSize
 from x2.render.grid import Box, GridRow, draw_grid, write_png
-from x2.seeding import AXES, slot_seed
 from x2.sim import make_backend
-from x2.spec import load_env
-from x2.spec.env import EnvSpec
 
 MAX_COLUMNS = 10  # a wider default grid would not fit a screen at the default tile size
 
@@ -91,7 +91,7 @@ def task_preview(task: str, out: str | Path, *, seeds: int = 12, master_seed: in
                  gripper: str | None = None, columns: int | None = None, axis: str | None = None,
                  on_tile: Callable[[int, int], None] | None = None) -> TaskPreview:
     """Render slots 0..seeds-1 of `master_seed` and write the grid to `out` (a .png). With `axis`, only that
-    randomisation axis (x2/seeding.py: AXES) is drawn from each slot's seed, the rest from slot 0's. Every
+    randomisation axis (x2/base/seeding.py: AXES) is drawn from each slot's seed, the rest from slot 0's. Every
     argument is checked before the first frame is rendered and nothing is written unless all tiles are drawn.
     `on_tile(done, total)` is called after each tile."""
     out = Path(out)

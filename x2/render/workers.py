@@ -6,7 +6,7 @@ a unit carries its episode's bytes and returns the new file's bytes instead, for
 actor reserves one CPU by default, which is what a renderer needs: MuJoCo draws through EGL, on the CPU
 with Mesa where the node has no GPU. A worker must never outlive the `x2 render`
 that started it, even a SIGKILLed one (nothing would then wait for it, and it would keep a core busy
-writing a file nobody commits): x2.worker_life arms that before the worker does anything else.
+writing a file nobody commits): x2.processes.life arms that before the worker does anything else.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from x2.workers import RayTarget, WorkerPool, open_pool
+from x2.processes.pool import RayTarget, WorkerPool, open_pool
 
 _progress: Any = None  # this worker's end of the parent's progress queue
 
@@ -52,8 +52,8 @@ def _init_worker(progress: Any) -> None:
 
 
 def run_job(job: RenderJob) -> JobResult:
+    from x2.recorded.renderer import ImageSize
     from x2.render.episode_file import write_rendered
-    from x2.render.frames import ImageSize
 
     started = time.perf_counter()
 
@@ -77,7 +77,7 @@ def run_shipped(job: RenderJob, source: bytes) -> tuple[JobResult, bytes]:
 
 
 def worker_pool(workers: int, progress: Any, ray: RayTarget | None = None) -> WorkerPool:
-    """`workers` spawned processes that die with this one (x2.worker_life), or Ray actors (no progress queue:
+    """`workers` spawned processes that die with this one (x2.processes.life), or Ray actors (no progress queue:
     a cluster's workers report per episode)."""
     return open_pool(workers, _init_worker, (progress if ray is None else None,), ray=ray)
 

@@ -1,8 +1,8 @@
 """Episodes into a dataset: the one commit path every collector takes, and what it records about them.
 
 An episode file carries its whole world: `model_xml` (the model exactly as stepped, compiled from this
-text), `world` (the compiled task, scene, robot and action layout: x2.spec.record), the drawn `assets`
-and `layout`, and the seed with the master seed and slot it was drawn for. `x2.rollout.world.open_world`
+text), `world` (the compiled task, scene, robot and action layout: x2.envspec.record), the drawn `assets`
+and `layout`, and the seed with the master seed and slot it was drawn for. `x2.recorded.world.open_world`
 rebuilds everything from these attrs alone. The names and types are x2.format's; this module
 fills them from a compiled environment and a finished rollout.
 """
@@ -29,6 +29,10 @@ from x2.datasets import (
     Rejection,
     TeleopEnd,
 )
+from x2.envspec.action import DEFINITION
+from x2.envspec.env import EnvSpec
+from x2.envspec.held_out import config_split
+from x2.envspec.record import env_record
 from x2.format import MISSED_SLOTS_ATTR, Array, manifest_extra
 from x2.rollout.background import BackgroundRecorder
 from x2.rollout.loop import EpisodeResult, Recorder, Rollout, RolloutOptions
@@ -36,10 +40,6 @@ from x2.rollout.teacher import Teacher
 from x2.sim.backend import Backend
 from x2.sim.discovery import DEFAULT as DEFAULT_BACKEND
 from x2.sim.discovery import chosen_backend
-from x2.spec.action import DEFINITION
-from x2.spec.env import EnvSpec
-from x2.spec.held_out import config_split
-from x2.spec.record import env_record
 
 
 def versions() -> dict[str, str]:

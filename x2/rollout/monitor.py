@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from x2 import format as fmt
+from x2.envspec.env import TaskSpec
+from x2.envspec.roles import bind_task
 from x2.labeling import DagRuntime, Event, arm_label_arrays, arm_segment_owners
-from x2.spec.env import TaskSpec
-from x2.spec.roles import bind_task
 from x2.tasks.predicates import PREDICATES, WorldView
 
 # How much a predicate costs to ask, roughly (a joint value, a lookup in the state's contacts, then geometry).
@@ -31,7 +31,7 @@ class TaskMonitor:
 
     def __init__(self, task: TaskSpec, world: WorldView, fps: int, arms: Sequence[str] = ()):
         self.world, self.fps = world, fps
-        self.declared = task  # as compiled: its roles (x2/spec/roles.py) unbound; `task` is the one running
+        self.declared = task  # as compiled: its roles (x2/envspec/roles.py) unbound; `task` is the one running
         self._bind(task)
         self.arm_names = tuple(arms)
         self._default_arms = {n.id: self.arm_names for n in task.nodes}

@@ -8,9 +8,9 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from x2.arrays import Floats
+from x2.base.arrays import Floats
+from x2.envspec.action import ActionLayout
 from x2.sim.backend import ResetInfo, RobotState
-from x2.spec.action import ActionLayout
 
 
 class Observation(NamedTuple):

@@ -4,10 +4,10 @@
 from collections.abc import Mapping
 
 from x2 import format as fmt
+from x2.envspec.env import EnvSpec
 from x2.sim.backend import Backend, CameraInfo, Contact, Jaw, ResetInfo, RobotState, SimulationUnstable
 from x2.sim.discovery import BackendFactory, backend_factory, installed_backends
 from x2.sim.layout import LayoutError, Placement, solve_layout
-from x2.spec.env import EnvSpec
 
 __all__ = ["Backend", "BackendFactory", "CameraInfo", "Contact", "Jaw", "LayoutError", "Placement", "ResetInfo",
            "RobotState", "SimulationUnstable", "backend_factory", "installed_backends", "make_backend",

@@ -3,7 +3,7 @@ the entry point group `x2.backends` and must pass tests/backend_contract (docs/b
 
 A backend owns one world built from an `EnvSpec`. It knows nothing of loops, labels or datasets
 (`sim` knows no loop): it resets, steps one control tick, saves and restores state, reports what
-the robot and objects are doing, and renders. Actions follow `x2.spec.action` (per arm: joint targets,
+the robot and objects are doing, and renders. Actions follow `x2.envspec.action` (per arm: joint targets,
 then the gripper opening in [0, 1]).
 """
 
@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from x2.arrays import Floats, Image
-from x2.errors import X2Error
+from x2.base.arrays import Floats, Image
+from x2.base.errors import X2Error
+from x2.envspec.action import ActionLayout
+from x2.envspec.env import EnvSpec
 from x2.sim.layout import Placement
-from x2.spec.action import ActionLayout
-from x2.spec.env import EnvSpec
 
 if TYPE_CHECKING:
     import mujoco
@@ -37,7 +37,7 @@ class ResetInfo:
     # the cameras and table height drawn for this world when its scene randomises embodiment
     # ({"cameras": ..., "table_height": m}, each when drawn: x2/sim/mujoco/embodiment.py)
     embodiment: dict[str, object] | None = None
-    # the object each of the scene's roles was bound to (x2/spec/roles.py); None when it declares none
+    # the object each of the scene's roles was bound to (x2/envspec/roles.py); None when it declares none
     roles: dict[str, str] | None = None
 
 

@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Protocol, runtime_checkable
 
-from x2.errors import NotFoundError, X2Error, one_line
+from x2.base.errors import NotFoundError, X2Error, one_line
+from x2.envspec.env import EnvSpec
 from x2.sim.backend import Backend
 from x2.sim.layout import Placement
-from x2.spec.env import EnvSpec
 
 GROUP = "x2.backends"
 ENV_VAR = "X2_BACKEND"

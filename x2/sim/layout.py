@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from x2.errors import X2Error
-from x2.spec.env import AssetSpec, ObjectInstance, Role
+from x2.base.errors import X2Error
+from x2.envspec.env import AssetSpec, ObjectInstance, Role
 
 
 class LayoutError(X2Error):

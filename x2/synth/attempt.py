@@ -12,16 +12,16 @@ from typing import Any
 
 import numpy as np
 
+from x2.base.errors import MotionError
+from x2.base.seeding import streams
+from x2.envspec import load_env
 from x2.rollout import Rollout, RolloutOptions
 from x2.rollout.loop import PENETRATION_LIMIT_M, EpisodeResult
 from x2.rollout.memory import MemoryRecorder
-from x2.seeding import streams
 from x2.sim import SimulationUnstable, make_backend
-from x2.spec import load_env
 from x2.synth.binding import check_bindings, task_program
 from x2.synth.context import SynthContext, SynthStats
 from x2.synth.executor import SkillExecutor
-from x2.synth.motion.errors import MotionError
 from x2.synth.motion.timing import BEFORE_SCHEDULER, GRASP_VARIETY, MotionSettings
 from x2.synth.scheduler import ArmScheduler
 from x2.synth.segments import SkillFailure

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from x2.errors import SpecError
+from x2.base.errors import SpecError
+from x2.envspec.env import EnvSpec, NodeSpec
 from x2.labeling import topological_order
-from x2.spec.env import EnvSpec, NodeSpec
 from x2.synth.context import SynthContext
 from x2.synth.segments import Segment, Wait
 from x2.synth.skills import SKILLS

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from x2.base.errors import IKError, PlanningError
 from x2.rollout.monitor import TaskMonitor
 from x2.sim.backend import Backend
+from x2.sim.mujoco.collision import CollisionWorld
+from x2.sim.mujoco.ik import ArmIK
 from x2.synth.executor import Lane, SkillExecutor
-from x2.synth.motion.collision import CollisionWorld
-from x2.synth.motion.errors import IKError, PlanningError
-from x2.synth.motion.ik import ArmIK
 from x2.synth.motion.timing import Limits, MotionSettings, plan_motion, time_polyline
 from x2.synth.segments import ArmTrack, Segment, SkillFailure
 

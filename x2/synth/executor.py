@@ -25,10 +25,10 @@ from typing import Protocol
 
 import numpy as np
 
-from x2.arrays import Floats
+from x2.base.arrays import Floats
+from x2.envspec.action import ActionLayout
 from x2.rollout.teacher import Observation
 from x2.sim.backend import ResetInfo
-from x2.spec.action import ActionLayout
 from x2.synth.segments import ArmsTrack, ArmTrack, BaseTrack, Gripper, Guarded, Segment, SkillFailure, Wait
 
 Program = Callable[[], Iterator[Segment]]

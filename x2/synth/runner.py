@@ -5,7 +5,7 @@ of its seed; the parent commits accepted attempts strictly in index order and st
 So the same master seed gives the same dataset bytes with 1 worker or 8. A run into an existing
 dataset starts after the last attempt any earlier run took (rejected ones included: the dataset's slot
 ledger), so `-n 2` twice is `-n 4` once and no demonstration is ever made twice. The workers are local
-processes or Ray actors (x2.workers); where an attempt ran changes no byte.
+processes or Ray actors (x2.processes.pool); where an attempt ran changes no byte.
 """
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from x2.atomic import write_bytes
+from x2.base.seeding import slot_seed
 from x2.datasets import Dataset, EpisodeWriter, Rejection
+from x2.envspec.held_out import refuse_eval_run
+from x2.files.atomic import write_bytes
 from x2.format import SYNTH_REPORT_FILE
+from x2.processes.pool import RayTarget, WorkerLost, WorkerPool, in_order, open_pool
 from x2.rollout.episodes import EpisodeOutcome, commit_episode, episode_start, open_dataset, versions
 from x2.rollout.loop import EpisodeResult
-from x2.seeding import slot_seed
-from x2.spec.held_out import refuse_eval_run
 from x2.synth.attempt import AttemptOutcome, AttemptUnit, SynthSession, init_worker, outcome_summary, run_attempt
 from x2.synth.motion.timing import GRASP_VARIETY
-from x2.workers import RayTarget, WorkerLost, WorkerPool, in_order, open_pool
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class SynthConfig:
     hopeless_rate: float = 0.05
     sequential: bool = False  # one node at a time, as before the arm scheduler (same bytes for a seed)
     grasp_variety: int = GRASP_VARIETY  # best-ranked grasps sampled among (MotionSettings.grasp_variety)
-    allow_eval: bool = False  # an eval scene variant or master seed (x2/spec/held_out.py) is refused without it
+    allow_eval: bool = False  # an eval scene variant or master seed (x2/envspec/held_out.py) is refused without it
     ray: RayTarget | None = None  # attempts on Ray actors instead of local processes (x2[ray])
 
     @property
@@ -103,7 +103,7 @@ class SynthRun:
     def start_workers(self) -> None:
         """Start the workers now, before the dataset is opened. `x2 synth` calls this before its progress
         display starts a thread: while this process has no other thread the local workers are forked copies
-        of it, which start in milliseconds instead of importing x2 anew (worker_life.process_pool). On Ray
+        of it, which start in milliseconds instead of importing x2 anew (x2.processes.life.process_pool). On Ray
         even one worker is an actor (the point of --ray is to run elsewhere)."""
         cfg = self.config
         if self._pool is None and (cfg.ray is not None or self.workers > 1):

@@ -20,8 +20,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from x2.envspec.env import NodeSpec
 from x2.labeling import topological_order
-from x2.spec.env import NodeSpec
 from x2.synth.binding import node_program, resolve_arm
 from x2.synth.context import SynthContext
 from x2.synth.executor import Lane, SkillExecutor
@@ -58,7 +58,7 @@ class ArmScheduler:
         if state == self._last:
             return lanes  # nothing completed and no arm freed since the last decision
         self._last = state
-        # the nodes as the monitor runs them: their roles bound to this reset's objects (x2/spec/roles.py)
+        # the nodes as the monitor runs them: their roles bound to this reset's objects (x2/envspec/roles.py)
         nodes: dict[str, NodeSpec] = {n.id: n for n in ctx.monitor.task.nodes}
         ready = self._ready()
         while done_already := [n for n in ready if ctx.node_done(n)]:  # their successors may be ready now

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from x2.errors import X2Error
+from x2.base.errors import X2Error
 
 
 class SkillFailure(X2Error):

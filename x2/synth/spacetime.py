@@ -20,8 +20,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from x2.sim.mujoco.collision import CollisionWorld
 from x2.synth.executor import Lane, SkillExecutor, track_of
-from x2.synth.motion.collision import CollisionWorld
 
 ARM_CLEARANCE = 0.03  # m between the two arms (and what they hold) over their committed motion
 DELAY_GRID = 12  # delays tried: 0 and at most this many more, up to the end of the other tracks

@@ -15,7 +15,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from x2.arrays import Floats
+from x2.base.arrays import Floats
 
 ArgKind = Literal["object", "joint", "part", "arm", "float"]
 

@@ -29,11 +29,11 @@ from typing import Protocol
 import mujoco
 import numpy as np
 
-from x2.arrays import Floats
+from x2.base.arrays import Floats
+from x2.base.errors import X2Error
 from x2.devices import DeviceEvent, Sample
 from x2.devices.calibration import ARMS as LEADER_ARMS
 from x2.devices.calibration import JOINTS_PER_ARM as LEADER_JOINTS
-from x2.errors import X2Error
 from x2.sim.backend import Backend, RobotState
 from x2.sim.mujoco.kinematics import ArmDLS
 

@@ -19,8 +19,8 @@ from multiprocessing.synchronize import Event, Lock
 
 import numpy as np
 
+from x2.processes.life import ParentProcess, die_with
 from x2.sim.backend import Backend
-from x2.worker_life import ParentProcess, die_with
 
 MAX_STATE = 8192  # doubles: the booth's integration state is a few hundred
 

@@ -14,15 +14,15 @@ from types import TracebackType
 from typing import Literal
 
 from x2 import format as fmt
+from x2.base.errors import X2Error
 from x2.datasets import Dataset, remember_dataset, resolve_output
 from x2.devices import Device, make_device
 from x2.devices.keyboard import KeyboardConfig, KeyboardDevice, keymap_lines
 from x2.devices.playback import PlaybackDevice
-from x2.errors import X2Error
+from x2.envspec import load_env, load_robot, names
+from x2.envspec.held_out import refuse_eval_run
 from x2.rollout import open_dataset
 from x2.sim import Backend, make_backend
-from x2.spec import load_env, load_robot, names
-from x2.spec.held_out import refuse_eval_run
 from x2.teleop.live import Picture
 from x2.teleop.preview import Preview, PreviewConfig
 from x2.teleop.session import EpisodeSummary, TeleopConfig, TeleopSession
@@ -48,7 +48,7 @@ class TeleopRequest:
     keys: str = "auto"
     preview: bool = False
     preview_camera: str | None = None
-    allow_eval: bool = False  # an eval scene variant or master seed (x2/spec/held_out.py) is refused without it
+    allow_eval: bool = False  # an eval scene variant or master seed (x2/envspec/held_out.py) is refused without it
 
 
 def choose_task(task: str | None, robot: str, ask: AskTask | None) -> str:

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from x2.base.seeding import slot_seed
 from x2.datasets import Dataset
 from x2.devices import Device
 from x2.rollout import RealTimeClock, Rollout, RolloutOptions, record_episode
 from x2.rollout.clock import Clock
 from x2.rollout.episodes import DeviceRecord
 from x2.rollout.loop import EpisodeResult, TickHook
-from x2.seeding import slot_seed
 from x2.sim.backend import Backend
 from x2.teleop.mapping import Mapper, mapper_for
 from x2.teleop.status import TeleopStatus

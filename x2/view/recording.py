@@ -32,13 +32,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from x2 import format as fmt
+from x2.base.errors import DatasetError, ExportError
 from x2.datasets import Episode
-from x2.errors import DatasetError, ExportError
-from x2.render.defaults import DEFAULT_SIZE
-from x2.render.frames import ImageSize
-from x2.render.source import default_cameras, episode_frames, stored_cameras
-from x2.rollout.world import recorded_env
-from x2.spec.env import ArmSpec
+from x2.envspec.env import ArmSpec
+from x2.recorded.frames import DEFAULT_SIZE, default_cameras, episode_frames, stored_cameras
+from x2.recorded.renderer import ImageSize
+from x2.recorded.world import recorded_env
 from x2.view.layout import ArmJoints, default_blueprint
 
 if TYPE_CHECKING:

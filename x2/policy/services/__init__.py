@@ -15,7 +15,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from x2.errors import PolicyError
+from x2.base.errors import PolicyError
 from x2.policy.protocol import PolicyService
 
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from x2.base.errors import MotionError
 from x2.policy.protocol import ACTIONS, END, OBS_SIM_STATE, OBS_TICK, PolicyFault, ServiceInfo
 from x2.policy.services import ServeOptions
 from x2.rollout.teacher import Observation
 from x2.sim import SimulationUnstable
 from x2.synth.attempt import SynthSession
 from x2.synth.executor import SkillExecutor
-from x2.synth.motion.errors import MotionError
 from x2.synth.segments import SkillFailure
 
 

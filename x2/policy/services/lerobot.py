@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from x2.datasets.digest import file_digest
+from x2.base.errors import PolicyError
 from x2.datasets.untrusted import json_loads
-from x2.errors import PolicyError
+from x2.files.digest import file_digest
 from x2.policy.protocol import (
     ACTIONS,
     OBS_ENV_STATE,

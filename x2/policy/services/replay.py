@@ -18,7 +18,7 @@ from x2 import format as fmt
 from x2.datasets import Dataset
 from x2.policy.protocol import ACTIONS, END, OBS_TICK, PolicyFault, ServiceInfo
 from x2.policy.services import ServeOptions
-from x2.rollout.world import SIM_BOUND
+from x2.recorded.world import SIM_BOUND
 
 
 class ReplayService:

@@ -19,9 +19,12 @@ import numpy as np
 import numpy.typing as npt
 
 from x2 import format as fmt
-from x2.arrays import Floats, Image
-from x2.errors import DatasetError, NotFoundError, SpecError, X2Error
-from x2.seeding import axis_streams
+from x2.base.arrays import Floats, Image
+from x2.base.errors import DatasetError, NotFoundError, SpecError, X2Error
+from x2.base.seeding import axis_streams
+from x2.envspec.action import ActionLayout
+from x2.envspec.env import AssetSpec, EnvSpec
+from x2.envspec.instruction import fill, pick_template
 from x2.sim.backend import CameraInfo, Contact, Jaw, ResetInfo, RobotState, SimulationUnstable
 from x2.sim.layout import Placement, draw_assets, draw_roles, solve_layout
 from x2.sim.mujoco.embodiment import jittered_world, mounted, sample_embodiment
@@ -30,9 +33,6 @@ from x2.sim.mujoco.look import restyled_world, sample_look
 from x2.sim.mujoco.recorded_xml import check_world_xml, compile_world, make_data
 from x2.sim.mujoco.state import STATE_SPEC, state_size
 from x2.sim.mujoco.world import ASSET_ROOT_BODY, free_joint, object_body, spec_files, world_error, world_xml
-from x2.spec.action import ActionLayout
-from x2.spec.env import AssetSpec, EnvSpec
-from x2.spec.instruction import fill, pick_template
 
 _CACHE = 4  # compiled worlds kept: a re-recorded teleop episode or a relabel pass reuses its world
 
@@ -267,7 +267,7 @@ class MujocoBackend:
         """The world for `seed`: its assets and layout drawn from the seed's scene stream, its instruction from
         its language stream, its look from its appearance stream and its cameras and table height from its
         embodiment stream (a recorded world keeps its own), arms at home, grippers open, everything at rest.
-        `axes` ({"appearance": s}) draws an axis from another seed's streams (x2/seeding.py: AXES)."""
+        `axes` ({"appearance": s}) draws an axis from another seed's streams (x2/base/seeding.py: AXES)."""
         if variant is not None and variant != self.env.variant:
             if self._recorded is not None:
                 raise X2Error(f"variant: found {variant!r} for a recorded world; allowed: its own, "
@@ -328,7 +328,7 @@ class MujocoBackend:
 
     def _switch_variant(self, variant: str) -> None:
         """Recompile the same task/scene/robot files with another scene variant (assets, lighting, split)."""
-        from x2.spec import load_env
+        from x2.envspec import load_env
 
         files = self.env.sources
         task, scene, robot = (files[0], files[1], files[2]) if self.env.task is not None else (None, *files[:2])

@@ -11,7 +11,7 @@ import math
 
 import mujoco
 
-from x2.spec.env import FILL_LIGHT_RATIO, KEY_LIGHT_DIRECTION, BoothSpec
+from x2.envspec.env import FILL_LIGHT_RATIO, KEY_LIGHT_DIRECTION, BoothSpec
 
 TABLE_TOP_THICKNESS = 0.04  # m, a laminated tabletop
 TABLE_LEG_HALF = 0.025  # m, square steel legs

@@ -19,7 +19,7 @@ world-frame height x2 reads as a constant (the booth's `table_height` in predica
 where they were, so none of them can disagree with the model. The planner, IK and collision checks read the
 compiled model, where the mount has moved. A static mount never touches the floor or the table in MuJoCo
 (bodies welded to the world are not collided with each other), so lowering a pedestal is harmless; a mobile
-base rides on the floor, and its robot file may not declare the axis (x2/spec/robot.py).
+base rides on the floor, and its robot file may not declare the axis (x2/envspec/robot.py).
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from x2.errors import X2Error
+from x2.base.errors import X2Error
+from x2.envspec.env import CameraJitter, EnvSpec, RobotSpec
 from x2.sim.mujoco.world import world_text
-from x2.spec.env import CameraJitter, EnvSpec, RobotSpec
 
 DECIMALS = 5
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from x2.envspec.env import EnvSpec
 from x2.sim.backend import Backend
 from x2.sim.discovery import BackendFactory
 from x2.sim.layout import Placement
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.spec.env import EnvSpec
 
 
 def make(env: EnvSpec) -> Backend:

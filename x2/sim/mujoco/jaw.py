@@ -15,11 +15,11 @@ import functools
 import mujoco
 import numpy as np
 
-from x2.arrays import Floats
-from x2.errors import X2Error
+from x2.base.arrays import Floats
+from x2.base.errors import X2Error
+from x2.envspec.env import RobotSpec
 from x2.sim.backend import Jaw
 from x2.sim.mujoco.linkage import lone_subtree
-from x2.spec.env import RobotSpec
 
 COMMANDS = 21  # evenly spaced commands, closed to open: the 2F-85's gap is within 0.3 mm of linear between them
 SETTLE_S = 1.5  # s from rest at each command (the 2F-85 settles within 0.5 s)

@@ -11,15 +11,15 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from x2.arrays import Floats
-from x2.spec.env import ArmSpec
-from x2.vectors import norm
+from x2.base.arrays import Floats, Ints
+from x2.base.vectors import norm
+from x2.envspec.env import ArmSpec
 
 
 class ArmDLS:
     """Tcp pose -> joint angles for one arm chain of `model` (joints at `qadr`, tcp site `site`)."""
 
-    def __init__(self, model: mujoco.MjModel, qadr: Floats, joint_range: Floats, site: int,
+    def __init__(self, model: mujoco.MjModel, qadr: Ints, joint_range: Floats, site: int,
                  damping: float = 0.02, rot_weight: float = 0.25):
         m = model
         self.model = m

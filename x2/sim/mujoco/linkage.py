@@ -25,9 +25,9 @@ import warnings
 
 import mujoco
 
-from x2.errors import SpecError
+from x2.base.errors import SpecError
+from x2.envspec.env import GripperPart, Linkage
 from x2.sim.mujoco.parts import add_tcp_and_wrist, inline_meshes, pad_contacts, strip_part, vendor_spec
-from x2.spec.env import GripperPart, Linkage
 
 _COPY = "vendor_"  # the prefix the copied subtree's names carry until they are renamed
 

@@ -27,12 +27,12 @@ import numpy as np
 import numpy.typing as npt
 
 from x2 import format as fmt
-from x2.errors import DatasetError
+from x2.base.errors import DatasetError
+from x2.envspec.env import FILL_LIGHT_RATIO
+from x2.envspec.scenery import SURFACES, LightingLook, SceneryVariant, SurfaceLook
+from x2.envspec.schema import TEXTURES
 from x2.sim.mujoco.recorded_xml import world_spec
 from x2.sim.mujoco.world import world_text
-from x2.spec.env import FILL_LIGHT_RATIO
-from x2.spec.files import TEXTURES
-from x2.spec.scenery import SURFACES, LightingLook, SceneryVariant, SurfaceLook
 
 LOOK_DECIMALS = 4
 SHADE = 0.6  # a textured surface without colour2 pairs its colour with this darker shade of it

@@ -29,9 +29,9 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from x2.arrays import Floats
-from x2.errors import SpecError
-from x2.spec.env import ArmPart, GripperPart
+from x2.base.arrays import Floats
+from x2.base.errors import SpecError
+from x2.envspec.env import ArmPart, GripperPart
 
 ROBOT_CONTYPE, ROBOT_CONAFFINITY = 2, 3  # as the artixon robot: touches the booth, objects and itself
 FLANGE_SITE = "flange"

@@ -32,7 +32,7 @@ from typing import NoReturn
 
 import mujoco
 
-from x2.errors import DatasetError
+from x2.base.errors import DatasetError
 
 MAX_WORLD_BYTES = 4 * 1024 * 1024  # x2's worlds are ~20 KB (the green booth with two arms and its objects)
 MAX_DEPTH = 64  # x2's are 13 deep (mujoco > worldbody > nested robot bodies)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import mujoco
 
-from x2.errors import NotFoundError, SpecError
+from x2.base.errors import NotFoundError, SpecError
+from x2.envspec.env import RobotSpec
 from x2.sim.mujoco.linkage import linkage_gripper_spec
 from x2.sim.mujoco.parts import arm_part_spec, gripper_part_spec
-from x2.spec.env import RobotSpec
 
 
 def load_mjcf(path: Path, what: str) -> mujoco.MjSpec:

@@ -27,12 +27,12 @@ from pathlib import Path
 
 import mujoco
 
-from x2.errors import SpecError
+from x2.base.errors import SpecError
+from x2.envspec.env import AssetSpec, EnvSpec, ObjectInstance
+from x2.envspec.source import display_path
 from x2.sim.layout import Placement
 from x2.sim.mujoco.booth import add_booth
 from x2.sim.mujoco.robot import load_mjcf, robot_mjcf_spec
-from x2.spec.env import AssetSpec, EnvSpec, ObjectInstance
-from x2.spec.source import display_path
 
 ASSET_ROOT_BODY = "object"
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from x2.arrays import Floats
-from x2.synth.motion.errors import PathBreak
+from x2.base.arrays import Floats
+from x2.base.errors import PathBreak
+from x2.base.vectors import norm
 from x2.synth.motion.seeded import SeededIK
-from x2.vectors import norm
 
 Collides = Callable[[np.ndarray, float], bool]  # (arm configuration, path parameter) -> in collision
 Explain = Callable[[np.ndarray, float], object]  # what a colliding configuration touches, for the message

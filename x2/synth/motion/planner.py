@@ -15,10 +15,10 @@ from typing import Protocol
 
 import numpy as np
 
-from x2.arrays import Floats
-from x2.synth.motion.collision import CollisionWorld
-from x2.synth.motion.errors import PlanningError
-from x2.vectors import norm
+from x2.base.arrays import Floats
+from x2.base.errors import PlanningError
+from x2.base.vectors import norm
+from x2.sim.mujoco.collision import CollisionWorld
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import weakref
 
-from x2.arrays import Floats
+from x2.base.arrays import Floats
+from x2.sim.mujoco.collision import CollisionWorld
 from x2.sim.mujoco.kinematics import ArmDLS
-from x2.synth.motion.collision import CollisionWorld
 
 
 class SeededIK(ArmDLS):

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import ruckig
 
-from x2.synth.motion.collision import CollisionWorld
-from x2.synth.motion.errors import PlanningError
+from x2.base.errors import PlanningError
+from x2.sim.mujoco.collision import CollisionWorld
 from x2.synth.motion.planner import JointPathPlanner, Plan, RRTConnect
 
 

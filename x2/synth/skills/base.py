@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from x2.spec.env import SkillBinding
+from x2.envspec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.segments import Segment
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from x2.base.errors import PathBreak
+from x2.sim.mujoco.collision import CollisionWorld
 from x2.synth.context import SynthContext
 from x2.synth.motion import paths
-from x2.synth.motion.collision import CollisionWorld
-from x2.synth.motion.errors import PathBreak
 from x2.synth.motion.seeded import seeded_ik
 from x2.synth.segments import ArmTrack, SkillFailure
 from x2.synth.skills.shapes import object_geoms, subtree_geoms

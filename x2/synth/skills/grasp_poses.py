@@ -33,9 +33,10 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from x2.base.errors import PlanningError
+from x2.base.vectors import cross, norm
+from x2.sim.mujoco.collision import CollisionWorld
 from x2.synth.context import SynthContext
-from x2.synth.motion.collision import CollisionWorld
-from x2.synth.motion.errors import PlanningError
 from x2.synth.motion.paths import straight
 from x2.synth.motion.seeded import seeded_ik
 from x2.synth.segments import SkillFailure
@@ -51,7 +52,6 @@ from x2.synth.skills.shapes import (
     rot_about,
     shape_of,
 )
-from x2.vectors import cross, norm
 
 FIT_CLEARANCE = 0.002  # m per side left by the open jaw (gripper_g.xml: an 84 mm orange in the 90 mm jaw)
 SQUEEZE_MIN = 0.004  # m: an object must be this much wider than the closed jaw for the pads to squeeze it

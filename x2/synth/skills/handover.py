@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from x2.spec.env import SkillBinding
+from x2.envspec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.segments import Gripper, Segment, SkillFailure, Wait
 from x2.synth.skills.grasp_poses import solve_pose

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 import mujoco
 import numpy as np
 
-from x2.spec.env import SkillBinding
+from x2.envspec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.motion.seeded import seeded_ik
 from x2.synth.segments import ArmTrack, Gripper, Segment, SkillFailure, Wait

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import mujoco
 import numpy as np
 
-from x2.spec.env import SkillBinding
+from x2.envspec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.motion import paths
 from x2.synth.motion.seeded import seeded_ik

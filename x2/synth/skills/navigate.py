@@ -15,10 +15,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from x2.spec.env import MobileBaseSpec, SkillBinding
+from x2.base.errors import IKError, PlanningError
+from x2.envspec.env import MobileBaseSpec, SkillBinding
+from x2.sim.mujoco.collision import CollisionWorld
 from x2.synth.context import SynthContext
-from x2.synth.motion.collision import CollisionWorld
-from x2.synth.motion.errors import IKError, PlanningError
 from x2.synth.motion.timing import Limits, time_polyline
 from x2.synth.segments import BaseTrack, Segment, SkillFailure, Wait
 

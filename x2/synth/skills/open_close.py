@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from x2.spec.env import SkillBinding
+from x2.envspec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.executor import Lane, SkillExecutor
 from x2.synth.motion.paths import steps

@@ -22,10 +22,10 @@ from collections.abc import Iterator
 import mujoco
 import numpy as np
 
-from x2.spec.env import SkillBinding
+from x2.base.errors import PlanningError
+from x2.envspec.env import SkillBinding
+from x2.sim.mujoco.collision import CollisionWorld
 from x2.synth.context import SynthContext
-from x2.synth.motion.collision import CollisionWorld
-from x2.synth.motion.errors import PlanningError
 from x2.synth.segments import ArmTrack, Gripper, Guarded, Segment, SkillFailure, Wait
 from x2.synth.skills.grasp_poses import choose_grasp, solve_pose, straight_line
 from x2.synth.skills.place_poses import (

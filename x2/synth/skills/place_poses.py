@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from x2.base.vectors import cross
 from x2.synth.context import SynthContext
 from x2.synth.segments import SkillFailure
 from x2.synth.skills.shapes import (
@@ -39,7 +40,6 @@ from x2.synth.skills.shapes import (
     rot_between,
     shape_of,
 )
-from x2.vectors import cross
 
 SlackFn = Callable[[np.ndarray, np.ndarray], float]  # (tcp pos, tcp rot) -> reach slack, m
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from x2.spec.env import SkillBinding
+from x2.envspec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.segments import Gripper, Guarded, Segment, SkillFailure
 from x2.synth.skills.contact_motion import (

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
+from x2.base.vectors import norm
+from x2.envspec.env import ArmSpec
 from x2.sim.backend import Jaw
-from x2.spec.env import ArmSpec
 from x2.synth.motion.paths import rotations
-from x2.vectors import norm
 
 UP = np.array([0.0, 0.0, 1.0])
 _PRIMITIVES = (mujoco.mjtGeom.mjGEOM_SPHERE, mujoco.mjtGeom.mjGEOM_ELLIPSOID, mujoco.mjtGeom.mjGEOM_BOX,

@@ -17,9 +17,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from x2.spec.env import SkillBinding
+from x2.base.errors import PlanningError
+from x2.envspec.env import SkillBinding
 from x2.synth.context import SynthContext
-from x2.synth.motion.errors import PlanningError
 from x2.synth.motion.timing import Limits, time_polyline
 from x2.synth.segments import ArmsTrack, Gripper, Segment, SkillFailure, Wait
 from x2.synth.skills.grasp_poses import straight_line

@@ -28,9 +28,9 @@ from collections.abc import Generator, Iterator
 
 import numpy as np
 
-from x2.spec.env import SkillBinding
+from x2.base.errors import PlanningError
+from x2.envspec.env import SkillBinding
 from x2.synth.context import SynthContext
-from x2.synth.motion.errors import PlanningError
 from x2.synth.segments import Gripper, Guarded, Segment, SkillFailure, Wait
 from x2.synth.skills.contact_motion import object_reach, unit
 from x2.synth.skills.grasp_poses import solve_pose, straight_line
