@@ -1,6 +1,7 @@
 """Prove that a change of x2's code changed no output byte: one fixed workload, two versions, fingerprints.
 
     .venv/bin/python bench/compare_outputs.py                    # 88fbca4 (before the format module) vs this tree
+    .venv/bin/python bench/compare_outputs.py --before e31c6fa   # the house plan's first step vs this tree
     .venv/bin/python bench/compare_outputs.py --before REV --keep
     .venv/bin/python bench/compare_outputs.py --after 88fbca4 --no-exclusions   # one version twice, raw
 
@@ -53,6 +54,12 @@ STEPS: tuple[tuple[str, ...], ...] = (
     ("export", "zarr", "data/pick_place-aug", "--state-only", "--zarr-format", "3"),
     ("export", "hdf5", "data/pick_place-aug", "--state-only"),
     ("export", "lerobot", "data/pick_place-waypoints", "--state-only"),
+    # x2 eval: synthesis's teacher behind the policy protocol on synthesis's seeds, and the recorded actions
+    # served back (each run is a folder of split datasets and a report)
+    ("eval", "--task", "pick_place", "--policy", "expert", "-n", "1", "--split", "train", "--seed", "7",
+     "--workers", "1", "--dataset", "data/eval-expert"),
+    ("eval", "--task", "pick_place", "--policy", "replay:data/pick_place", "-n", "2", "--split", "train",
+     "--seed", "7", "--workers", "1", "--dataset", "data/eval-replay"),
 )
 
 
@@ -84,6 +91,19 @@ EXCLUDED: tuple[Exclusion, ...] = (
     Exclusion("data/*/synth_report.json:attempt_time_s.*", "wall-clock time of the attempts' stages, summed"),
     Exclusion("data/*/synth_report.json:attempts[*].timing_s.*", "wall-clock time of each attempt's stages"),
     Exclusion("data/*/synth_report.json:finished", "wall-clock time the run finished"),
+    # an x2 eval run: data/<run>/<split> is a dataset like the others, data/<run>/eval_report.json its report
+    Exclusion("data/*/*/.lock", "the pid of the last process that held the dataset's lock"),
+    Exclusion("data/*/*/episodes/*.h5", "the file holds /timing; compared object by object instead"),
+    Exclusion("data/*/*/episodes/*.h5:/timing/*", "wall-clock stage times and lateness (docs/format.md)"),
+    Exclusion("data/*/*/episodes/*.h5:/timing@*", "created_utc, missed_slots: decided by the wall clock"),
+    Exclusion("data/*/*/episodes.jsonl", "its lines carry digests; compared field by field"),
+    Exclusion("data/*/*/episodes.jsonl:*.digest", WHOLE_FILE),
+    Exclusion("data/*/*/manifest.json", "holds `created`; compared field by field"),
+    Exclusion("data/*/*/manifest.json:created", "wall-clock time the dataset was created"),
+    Exclusion("data/*/eval_report.json", "holds wall-clock figures; compared field by field"),
+    Exclusion("data/*/eval_report.json:episodes[*].time_ms.*", "wall-clock time of each rollout's stages"),
+    Exclusion("data/*/eval_report.json:runs[*].per_minute", "throughput: wall clock"),
+    Exclusion("data/*/eval_report.json:tasks.*.*.time_share.*", "shares of the wall-clock stage times"),
     Exclusion("exports/*.hdf5", "holds x2_provenance; compared object by object"),
     Exclusion("exports/*.hdf5:/@x2_provenance", "JSON text with the export time; compared field by field"),
     Exclusion("exports/*.hdf5:/@x2_provenance:exported_utc", "wall-clock time of the export"),
@@ -326,6 +346,8 @@ def artefact(key: str) -> str:
     parts = path.split("/")
     if parts[0] == "data" and len(parts) >= 4 and parts[2] == "episodes":
         return "episode " + "/".join(parts[:4])
+    if parts[0] == "data" and len(parts) >= 5 and parts[3] == "episodes":  # an x2 eval run's split dataset
+        return "episode " + "/".join(parts[:5])
     if parts[0] in {"data", "exports"} and len(parts) >= 2:
         return ("dataset " if parts[0] == "data" else "export ") + "/".join(parts[:2])
     return "workspace (.x2/state.json, folders)"
