@@ -18,6 +18,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from x2.base.arrays import Floats, Ints
 from x2.base.errors import PathBreak
 from x2.sim.mujoco.collision import CollisionWorld
 from x2.synth.context import SynthContext
@@ -41,7 +42,7 @@ MAX_JOINT_STEP = 0.15  # rad per step: more is an IK branch switch (largest kept
 # scenes, 32 attempts: 0.04)
 
 
-def unit(v: np.ndarray) -> np.ndarray:
+def unit(v: Floats) -> Floats:
     v = np.asarray(v, dtype=np.float64)
     n = float(np.linalg.norm(v))
     if n < 1e-9:
@@ -49,7 +50,7 @@ def unit(v: np.ndarray) -> np.ndarray:
     return v / n
 
 
-def tool_frame(approach: np.ndarray, x_hint: np.ndarray) -> np.ndarray:
+def tool_frame(approach: Floats, x_hint: Floats) -> Floats:
     """Tool rotation (columns x, y, z) with +z along `approach` and x as close to `x_hint` as possible."""
     z = unit(approach)
     x = np.asarray(x_hint, dtype=np.float64) - np.dot(x_hint, z) * z
@@ -60,13 +61,13 @@ def tool_frame(approach: np.ndarray, x_hint: np.ndarray) -> np.ndarray:
 
 
 # ----- geometry from the model ------------------------------------------------------------------------
-def gripper_geoms(model: mujoco.MjModel, tcp_site: int) -> np.ndarray:
+def gripper_geoms(model: mujoco.MjModel, tcp_site: int) -> Ints:
     """The gripper's geoms: the subtree of the body that carries the tcp site."""
     return subtree_geoms(model, int(model.site_bodyid[tcp_site]))
 
 
-def extent(model: mujoco.MjModel, data: mujoco.MjData, geoms: np.ndarray, origin: np.ndarray,
-           direction: np.ndarray) -> float:
+def extent(model: mujoco.MjModel, data: mujoco.MjData, geoms: Ints, origin: Floats,
+           direction: Floats) -> float:
     """How far the geoms reach from `origin` along the world `direction` (their bounding boxes' support)."""
     u = unit(direction)
     best = -np.inf
@@ -77,7 +78,7 @@ def extent(model: mujoco.MjModel, data: mujoco.MjData, geoms: np.ndarray, origin
     return best
 
 
-def gripper_reach(ctx: SynthContext, arm: str, local_dir: np.ndarray, band: float | None = None) -> float:
+def gripper_reach(ctx: SynthContext, arm: str, local_dir: Floats, band: float | None = None) -> float:
     """How far the gripper (at its current opening) reaches past the tcp along a tool-frame direction;
     along +z this is the fingertips' distance below the tcp. With `band`, only parts reaching within
     `band` m of the fingertips count (what can touch an object that high when the tips are at its foot)."""
@@ -91,7 +92,7 @@ def gripper_reach(ctx: SynthContext, arm: str, local_dir: np.ndarray, band: floa
     return extent(m, d, geoms, tcp, rot @ np.asarray(local_dir, dtype=np.float64))
 
 
-def object_reach(ctx: SynthContext, obj: str, origin: np.ndarray, direction: np.ndarray) -> float:
+def object_reach(ctx: SynthContext, obj: str, origin: Floats, direction: Floats) -> float:
     """How far the object reaches from `origin` along a world direction, as it is now in the simulator."""
     m, d = ctx.backend.model, ctx.backend.data
     return extent(m, d, object_geoms(m, obj), np.asarray(origin, dtype=np.float64), direction)
@@ -120,7 +121,7 @@ def _contact_check(world: CollisionWorld, arm: str, touching: str | None) -> pat
         return lambda q, s: world.in_collision({arm: q})
     ok_a, ok_b = gripper_geoms(world.model, world.tcp_site[arm]), object_geoms(world.model, touching)
 
-    def collides(q: np.ndarray, s: float) -> bool:
+    def collides(q: Floats, s: float) -> bool:
         if not world.in_collision({arm: q}):
             return False
         d = world.data
@@ -148,7 +149,7 @@ def contact_force(ctx: SynthContext, arm: str, obj: str) -> float:
     return total
 
 
-def _timed(ctx: SynthContext, arm: str, waypoints: np.ndarray, speed: float, kind: str) -> ArmTrack:
+def _timed(ctx: SynthContext, arm: str, waypoints: Floats, speed: float, kind: str) -> ArmTrack:
     if len(waypoints) < 2 or not np.any(waypoints[1:] != waypoints[0]):
         raise SkillFailure("no plan", f"arm {arm!r}: a {kind} move of zero length")
     return ctx.timed(arm, waypoints, speed, kind)
@@ -162,7 +163,7 @@ def _failure(broke: PathBreak) -> SkillFailure:
     return SkillFailure("trajectory collision" if broke.cause == "collision" else "ik infeasible", str(broke))
 
 
-def straight(ctx: SynthContext, arm: str, displacement: np.ndarray, *, touching: str | None = None,
+def straight(ctx: SynthContext, arm: str, displacement: Floats, *, touching: str | None = None,
              speed: float = CONTACT_SPEED, at_least: float | None = None) -> ArmTrack:
     """The tcp moves by `displacement` (world, m) in a straight line keeping its orientation, from the
     commanded targets; the gripper may touch the object `touching` (and nothing else). A guarded move's
@@ -180,8 +181,8 @@ def straight(ctx: SynthContext, arm: str, displacement: np.ndarray, *, touching:
     return _timed(ctx, arm, path.waypoints, speed, "cartesian")
 
 
-def screw_waypoints(ctx: SynthContext, arm: str, q_start: np.ndarray, axis: np.ndarray, anchor: np.ndarray,
-                    angle: float, touching: str | None) -> np.ndarray:
+def screw_waypoints(ctx: SynthContext, arm: str, q_start: Floats, axis: Floats, anchor: Floats,
+                    angle: float, touching: str | None) -> Floats:
     """Joint waypoints turning the tcp by `angle` about the line (anchor, axis), each seeded from the
     previous one so the arm never switches IK branch. Raises SkillFailure where it cannot."""
     world = ctx.world()
@@ -194,7 +195,7 @@ def screw_waypoints(ctx: SynthContext, arm: str, q_start: np.ndarray, axis: np.n
     return path.waypoints
 
 
-def screw(ctx: SynthContext, arm: str, axis: np.ndarray, anchor: np.ndarray, angle: float, *,
+def screw(ctx: SynthContext, arm: str, axis: Floats, anchor: Floats, angle: float, *,
           touching: str | None = None, speed: float = CONTACT_SPEED) -> ArmTrack:
     """Turn the tcp by `angle` about the line through `anchor` along `axis` (world), from the commanded targets."""
     waypoints = screw_waypoints(ctx, arm, ctx.executor.arm_target(arm), axis, anchor, angle, touching)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from x2.base.arrays import Floats
 from x2.base.errors import PlanningError
 from x2.base.vectors import cross, norm
 from x2.sim.mujoco.collision import CollisionWorld
@@ -75,18 +76,18 @@ LYING = 0.7  # |cos| between a rod's axis and the vertical below which it lies (
 # ----- candidates ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class GraspCandidate:
-    pos: np.ndarray  # tcp position (world)
-    rot: np.ndarray  # tcp rotation (columns: x, y = closing axis, z = approach axis)
+    pos: Floats  # tcp position (world)
+    rot: Floats  # tcp rotation (columns: x, y = closing axis, z = approach axis)
     width: float  # m, the object's extent along the closing axis
     source: str  # "site:<name>" or "<geom type>:<geom name>"
     score: float = 0.0  # lower is better
 
     @property
-    def approach(self) -> np.ndarray:
+    def approach(self) -> Floats:
         return self.rot[:, 2]
 
 
-def top_rotation(closing: np.ndarray) -> np.ndarray:
+def top_rotation(closing: Floats) -> Floats:
     """The tcp rotation of a top grasp (approach straight down) whose fingers close along `closing`."""
     y = np.array([closing[0], closing[1], 0.0])
     y /= norm(y)
@@ -94,7 +95,7 @@ def top_rotation(closing: np.ndarray) -> np.ndarray:
     return np.stack([cross(y, z), y, z], axis=1)
 
 
-def _yaw(angle: float) -> np.ndarray:
+def _yaw(angle: float) -> Floats:
     return np.array([np.cos(angle), np.sin(angle), 0.0])
 
 
@@ -126,7 +127,7 @@ def raw_candidates(model: mujoco.MjModel, data: mujoco.MjData, obj: str,
         centre = data.geom_xpos[g].copy()
         axes = data.geom_xmat[g].reshape(3, 3)
         tag = f"{mujoco.mjtGeom(t).name.removeprefix('mjGEOM_').lower()}:{model.geom(g).name}"
-        yaws: list[np.ndarray] = []
+        yaws: list[Floats] = []
         if t in (mujoco.mjtGeom.mjGEOM_BOX, mujoco.mjtGeom.mjGEOM_ELLIPSOID):
             vertical = int(np.argmax(np.abs(axes.T @ UP)))
             h = [k for k in range(3) if k != vertical]
@@ -213,7 +214,7 @@ def _dedupe(ranked: list[GraspCandidate]) -> list[GraspCandidate]:
     return out
 
 
-def natural_closing_axis(shoulder: np.ndarray, target: np.ndarray) -> np.ndarray:
+def natural_closing_axis(shoulder: Floats, target: Floats) -> Floats:
     """The closing axis a top grasp has with the wrist untwisted: across the horizontal reach direction
     (at home, reaching along +x, the jaw closes along +y)."""
     d = target[:2] - shoulder[:2]
@@ -228,7 +229,7 @@ def order_for_trial(ranked: list[GraspCandidate], rng: np.random.Generator, vari
 
 
 # ----- fast IK ---------------------------------------------------------------------------------------
-def solve_pose(ctx: SynthContext, arm: str, pos: np.ndarray, rot: np.ndarray, seeds: list[np.ndarray]) -> np.ndarray:
+def solve_pose(ctx: SynthContext, arm: str, pos: Floats, rot: Floats, seeds: list[Floats]) -> Floats:
     """A collision-free configuration for the tcp pose: damped least squares from each seed and, when the
     result collides, from the same pose with the wrist flipped (~3 ms a try). Not mink with random
     restarts (`ctx.solve_ik`, 0.1-1 s a solve): on this task's grasps and places it found a solution where
@@ -254,7 +255,7 @@ def solve_pose(ctx: SynthContext, arm: str, pos: np.ndarray, rot: np.ndarray, se
     raise SkillFailure("ik infeasible", f"arm {arm!r}: tcp at {np.round(pos, 3).tolist()}: {why}")
 
 
-def _wrist_flip(q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
+def _wrist_flip(q: Floats, lo: Floats, hi: Floats) -> Floats | None:
     """The other wrist branch of a roll-pitch-roll wrist (j4, j5, j6: same tool pose), if within limits."""
     out = q.copy()
     out[3], out[4], out[5] = q[3] + np.pi, -q[4], q[5] + np.pi
@@ -264,8 +265,8 @@ def _wrist_flip(q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | N
     return out if np.all(out >= lo) and np.all(out <= hi) else None
 
 
-def straight_line(world: CollisionWorld, arm: str, q_start: np.ndarray, displacement: np.ndarray, *,
-                  partial: bool = False) -> np.ndarray:
+def straight_line(world: CollisionWorld, arm: str, q_start: Floats, displacement: Floats, *,
+                  partial: bool = False) -> Floats:
     """Pick and place's straight moves (approach, lift, the way in and out of a place): `paths.straight`
     at LINE_STEP and MAX_JUMP, every waypoint and midpoint checked against the world as its allowances
     stand (fingers-object while grasping, the support while lifting). Joint waypoints, first = q_start;
@@ -280,8 +281,8 @@ def straight_line(world: CollisionWorld, arm: str, q_start: np.ndarray, displace
 @dataclass(frozen=True)
 class GraspPlan:
     candidate: GraspCandidate
-    q_grasp: np.ndarray
-    retreat: np.ndarray  # (n, dof) straight-line waypoints from q_grasp back to the pre-grasp pose
+    q_grasp: Floats
+    retreat: Floats  # (n, dof) straight-line waypoints from q_grasp back to the pre-grasp pose
 
 
 def choose_grasp(ctx: SynthContext, obj: str, arm: str, approach: float, site: str | None = None) -> GraspPlan:

@@ -30,7 +30,6 @@ from x2.synth.skills.pick_place import (
     NEAR_CONTACT,
     RELEASE_TICKS,
     close_on,
-    float_param,
     holding,
     released,
     straight_move,
@@ -57,9 +56,9 @@ def hand_over(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Se
     world = ctx.world()
     world.attach(obj, giver)  # at the grip as it is now
     try:
-        yield from _carry_to_meeting_point(ctx, giver, obj, float_param(binding, "height", HEIGHT))
+        yield from _carry_to_meeting_point(ctx, giver, obj, binding.number("height", HEIGHT))
         yield Wait(SETTLE_TICKS)
-        yield from close_on(ctx, taker, obj, float_param(binding, "approach", APPROACH), site)
+        yield from close_on(ctx, taker, obj, binding.number("approach", APPROACH), site)
         yield Gripper(giver, 1.0, ticks=2)
         yield Wait(RELEASE_TICKS, until=lambda: released(ctx, giver, obj), name="giver lets go")
         if not released(ctx, giver, obj):

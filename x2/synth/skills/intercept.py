@@ -26,6 +26,7 @@ from collections.abc import Iterator
 import mujoco
 import numpy as np
 
+from x2.base.arrays import Floats
 from x2.envspec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.motion.seeded import seeded_ik
@@ -37,7 +38,6 @@ from x2.synth.skills.pick_place import (
     LIFT,
     OPEN_TICKS,
     SQUEEZE_TICKS,
-    float_param,
     holding,
     jaw_open,
     supports,
@@ -60,25 +60,35 @@ LATER_TICKS = 6  # ticks the meeting moves on when the object is not yet within 
 class Motion:
     """Where the object goes: position now, constant velocity, and how long until its carrier stops."""
 
-    pos: np.ndarray
-    vel: np.ndarray
+    pos: Floats
+    vel: Floats
     stops_in: float  # s (inf: nothing stops it)
     carrier: str | None  # the slide joint carrying it
     carrier_q: float
     carrier_rate: float  # m/s along the joint
 
-    def at(self, t: float) -> np.ndarray:
+    def at(self, t: float) -> Floats:
         return self.pos + self.vel * min(t, self.stops_in)
 
     def carrier_at(self, t: float) -> float:
         return self.carrier_q + self.carrier_rate * min(t, self.stops_in)
 
 
+@dataclasses.dataclass(frozen=True)
+class Meeting:
+    """Where and when the hand meets the moving object, and the free-space motion that takes it there."""
+
+    offset: Floats  # the grasp's tcp position from the object's origin
+    rot: Floats  # tcp rotation of the grasp
+    lead: int  # ticks from now until the hand is above the meeting point
+    track: ArmTrack  # the free-space motion there (no longer than `lead`)
+
+
 def intercept(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment]:
     obj = binding.target_object
     if obj is None or obj not in ctx.backend.object_names:
         raise SkillFailure("no grasp", f"intercept needs an object target, got {binding.target!r}")
-    approach, lift = float_param(binding, "approach", APPROACH), float_param(binding, "lift", LIFT)
+    approach, lift = binding.number("approach", APPROACH), binding.number("lift", LIFT)
     dt = ctx.env.control_dt
     if not jaw_open(ctx, arm):
         yield Gripper(arm, 1.0, OPEN_TICKS)
@@ -90,10 +100,11 @@ def intercept(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Se
         raise SkillFailure("target unreachable", f"{obj} is not moving ({np.linalg.norm(motion.vel):.3f} m/s): "
                                                  "bind pick to a standing object")
     try:
-        offset, rot, lead, track = _plan_meeting(ctx, arm, obj, motion, approach)
-        yield track
-        if lead > len(track):
-            yield Wait(lead - len(track), name="the object coming")
+        meeting = _plan_meeting(ctx, arm, obj, motion, approach)
+        offset, rot = meeting.offset, meeting.rot
+        yield meeting.track
+        if meeting.lead > len(meeting.track):
+            yield Wait(meeting.lead - len(meeting.track), name="the object coming")
         motion = _motion(ctx, obj)  # read again: follow the object as it is, not as it was predicted
         descent, close = round(DESCENT_S / dt), CLOSE_TICKS + SQUEEZE_TICKS
         if (descent + 1 + close) * dt > motion.stops_in:
@@ -126,15 +137,16 @@ def intercept(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Se
         raise SkillFailure("grasp lost", f"{obj} slipped out of the {arm} gripper during the lift")
 
 
-def _smooth(u: np.ndarray) -> np.ndarray:
+def _smooth(u: Floats) -> Floats:
     """0 -> 1 with zero slope at both ends (smoothstep)."""
     return u * u * (3 - 2 * u)
 
 
-def _velocity(ctx: SynthContext, obj: str) -> np.ndarray:
+def _velocity(ctx: SynthContext, obj: str) -> Floats:
     """The object's linear velocity (its free joint's), world frame."""
     dof = ctx.backend.model.joint(f"{obj}/free").dofadr[0]
-    return ctx.backend.data.qvel[dof:dof + 3].copy()
+    vel: Floats = ctx.backend.data.qvel[dof:dof + 3].copy()
+    return vel
 
 
 def _motion(ctx: SynthContext, obj: str) -> Motion:
@@ -164,8 +176,8 @@ def _carrier_joint(ctx: SynthContext, obj: str) -> int | None:
 
 
 def _plan_meeting(ctx: SynthContext, arm: str, obj: str, motion: Motion,
-                  approach: float) -> tuple[np.ndarray, np.ndarray, int, ArmTrack]:
-    """(grasp offset from the object's origin, tcp rotation, meeting tick from now, the motion there)."""
+                  approach: float) -> Meeting:
+    """The first meeting the arm makes in time (step 1 above), a grasp `approach` m above it."""
     m, d = ctx.backend.model, ctx.backend.data
     dt = ctx.env.control_dt
     arm_model = ctx.env.robot.arm(arm)
@@ -215,14 +227,14 @@ def _plan_meeting(ctx: SynthContext, arm: str, obj: str, motion: Motion,
             continue
         assert isinstance(track, ArmTrack)  # move_to yields one track
         if len(track) + LEAD_MARGIN <= lead:
-            return offset, cand.rot, lead, track
+            return Meeting(offset, cand.rot, lead, track)
         lead = len(track) + LEAD_MARGIN
     raise SkillFailure("no plan", f"no way to meet the moving {obj}: " + ("; ".join(errors[:3]) or
                                                                           "the arm never gets there in time"))
 
 
-def _follow(ctx: SynthContext, arm: str, obj: str | None, motion: Motion, tcp: np.ndarray, rot: np.ndarray,
-            times: np.ndarray | None) -> np.ndarray:
+def _follow(ctx: SynthContext, arm: str, obj: str | None, motion: Motion, tcp: Floats, rot: Floats,
+            times: Floats | None) -> Floats:
     """Joint targets putting the tcp on each row of `tcp` (one per tick), each checked for collisions with the
     carrier (and, with `obj`, the object) where they are at that tick's time."""
     world = ctx.world()

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import mujoco
 import numpy as np
 
+from x2.base.arrays import Bools, Floats, Ints
 from x2.envspec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.motion import paths
@@ -33,6 +35,8 @@ MAX_JUMP = 0.5  # rad: a larger joint change between coarse waypoints is an IK b
 # reach 0.24 carrying a door 0.1 rad, 0.21 on 3 cm lines: fruit_in_microwave and drawer_test, 16 attempts)
 CHECK_MARGIN = 0.005  # m of clearance for the arm in the checks: the servos track within a few mm
 DOWN = np.array([0.0, 0.0, -1.0])
+# what of the part the gripper may touch in a check: its handle (all but the panel), all of it, or anything at all
+Touch = Literal["handle", "part", "anything"]
 
 
 @dataclass(frozen=True)
@@ -44,20 +48,20 @@ class Mechanism:
     value: float  # joint position when read (rad | m)
     lo: float
     hi: float
-    axis: np.ndarray  # world, unit; positive joint motion turns about / slides along it
-    anchor: np.ndarray  # world point on the hinge axis
-    part: np.ndarray  # collidable geoms of the moving body's subtree
+    axis: Floats  # world, unit; positive joint motion turns about / slides along it
+    anchor: Floats  # world point on the hinge axis
+    part: Ints  # collidable geoms of the moving body's subtree
     panel: int  # the largest box among them: the face a push acts on
     grasps: tuple[str, ...]  # grasp frame sites on the moving part
 
-    def along(self, pos: np.ndarray, rot: np.ndarray, values: np.ndarray) -> paths.TcpPoses:
+    def along(self, pos: Floats, rot: Floats, values: Floats) -> paths.TcpPoses:
         """Tcp poses fixed to the part, from (`pos`, `rot`) with the joint as it is now, with the joint at
         each of `values` (the path parameter: rad about the hinge, m along the slide)."""
         if self.hinge:
             return paths.screw(pos, rot, self.axis, self.anchor, values, origin=self.value)
         return paths.line(pos, rot, self.axis, values, origin=self.value)
 
-    def carry(self, pos: np.ndarray, rot: np.ndarray, value: float) -> tuple[np.ndarray, np.ndarray]:
+    def carry(self, pos: Floats, rot: Floats, value: float) -> tuple[Floats, Floats]:
         """A pose fixed to the part as it is now, after the joint moves to `value`."""
         poses = self.along(pos, rot, np.array([value]))
         return poses.pos[0], poses.rot[0]
@@ -70,7 +74,7 @@ class Hand:
     palm_clear: float  # m from the tcp back to the palm's front (tool -z)
     finger_x: float  # m: the fingers' half thickness along tool x, the standoff of a sideways push
     tips: float  # m the fingertips (the H gripper's hooks) reach past the tcp along tool z
-    geoms: np.ndarray  # gripper geoms (palm, fingers, pads)
+    geoms: Ints  # gripper geoms (palm, fingers, pads)
 
 
 def joint_of(ctx: SynthContext, binding: SkillBinding) -> int:
@@ -81,7 +85,7 @@ def joint_of(ctx: SynthContext, binding: SkillBinding) -> int:
     name = binding.params.get("joint")
     if isinstance(name, str):
         full = name if "/" in name else f"{binding.target_object}/{name}"
-        j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, full)
+        j: int = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, full)
         if j < 0 or m.jnt_type[j] not in movable:
             raise SkillFailure("target unreachable", f"no hinge or slide joint {full!r}")
         return j
@@ -152,7 +156,7 @@ class MechanismPlanner:
         part[mech.part] = True
         # what the gripper may touch: the handle while grasping, the part while pushing, anything while
         # easing out of wherever another skill left the hand
-        self._touch = {"handle": handle, "part": part, "anything": np.ones(m.ngeom, dtype=bool)}
+        self._touch: dict[Touch, Bools] = {"handle": handle, "part": part, "anything": np.ones(m.ngeom, dtype=bool)}
 
     def _hand(self) -> Hand:
         w = self.world
@@ -162,7 +166,7 @@ class MechanismPlanner:
         collidable = (m.geom_contype != 0) | (m.geom_conaffinity != 0)
         geoms = np.flatnonzero(subtree_mask(m, site_body)[m.geom_bodyid] & collidable)
 
-        def reach(g: int, u: np.ndarray) -> float:  # support of the geom's bounding box along world u
+        def reach(g: int, u: Floats) -> float:  # support of the geom's bounding box along world u
             grot = d.geom_xmat[g].reshape(3, 3)
             centre = d.geom_xpos[g] + grot @ m.geom_aabb[g, :3] - tcp
             return float(centre @ u + np.abs(grot.T @ u) @ m.geom_aabb[g, 3:])
@@ -178,11 +182,11 @@ class MechanismPlanner:
         tips = max(reach(g, rot[:, 2]) for g in fingers)
         return Hand(-palm_front, finger_x, tips, geoms)
 
-    def solve(self, pos: np.ndarray, rot: np.ndarray, seed: np.ndarray, iters: int = 40) -> np.ndarray | None:
+    def solve(self, pos: Floats, rot: Floats, seed: Floats, iters: int = 40) -> Floats | None:
         self.ctx.stats.ik_calls += 1
         return self.ik.solve(pos, rot, seed, iters=iters)
 
-    def solve_cold(self, pos: np.ndarray, rot: np.ndarray) -> np.ndarray | None:
+    def solve_cold(self, pos: Floats, rot: Floats) -> Floats | None:
         """From the commanded targets, else from home. Converging solves take 5-30 iterations; a pose
         that is not reached in COLD_ITERS from either is dropped (another candidate is cheaper than
         random restarts at ~0.1 ms an iteration)."""
@@ -192,7 +196,7 @@ class MechanismPlanner:
                 return q
         return None
 
-    def free(self, q: np.ndarray, touching: str | None, part_value: float | None = None,
+    def free(self, q: Floats, touching: Touch | None, part_value: float | None = None,
              opening: float | None = None) -> bool:
         """The arm at `q` (with CHECK_MARGIN of clearance) touches nothing but the `touching` geoms of the
         part ("handle": all but the panel, "part": all; or "anything") with its gripper; the part at `part_value`
@@ -224,10 +228,10 @@ class MechanismPlanner:
             for (name, *_), adr in zip(self._fingers, self._finger_adr, strict=True):
                 w.set_joint(name, qpos[adr])
 
-    def timed(self, waypoints: np.ndarray, speed: float, kind: str) -> ArmTrack:
+    def timed(self, waypoints: Floats, speed: float, kind: str) -> ArmTrack:
         return self.ctx.timed(self.arm, even(np.asarray(waypoints, dtype=np.float64)), speed, kind)
 
-    def collides(self, touching: str | None, opening: float | None,
+    def collides(self, touching: Touch | None, opening: float | None,
                  part_at: Callable[[float], float] | None = None) -> paths.Collides:
         """`free`'s complement as a path predicate; with `part_at`, the part is at part_at(s) when the
         path parameter is s."""
@@ -235,28 +239,28 @@ class MechanismPlanner:
             return lambda q, s: not self.free(q, touching, opening=opening)
         return lambda q, s: not self.free(q, touching, part_at(s), opening=opening)
 
-    def line(self, q0: np.ndarray, rot: np.ndarray, start: np.ndarray, end: np.ndarray, touching: str | None,
+    def line(self, q0: Floats, rot: Floats, start: Floats, end: Floats, touching: Touch | None,
              opening: float | None = None) -> paths.TcpPath:
         """The tcp straight from `start` to `end` at orientation `rot`, from q0 (the arm at `start`), as far
         as the IK follows and no waypoint or midpoint collides (`complete` if it gets to `end`)."""
         poses = paths.line(start, rot, end - start, paths.steps(0.0, float(np.linalg.norm(end - start)), LINE_STEP))
         return self._follow(q0, poses, self.collides(touching, opening))
 
-    def sweep(self, q0: np.ndarray, pos: np.ndarray, rot: np.ndarray, values: np.ndarray, touching: str,
+    def sweep(self, q0: Floats, pos: Floats, rot: Floats, values: Floats, touching: Touch,
               part_at: Callable[[float], float]) -> paths.TcpPath:
         """The tcp pose (`pos`, `rot`), fixed to the part (at its value when read), carried along the joint
         `values` (values[0]: where q0 is) until the IK breaks off or a pose collides with the part at
         part_at(v); the hand is closed on (or pushing) the part throughout."""
         return self._follow(q0, self.mech.along(pos, rot, values), self.collides(touching, 0.0, part_at))
 
-    def _follow(self, q0: np.ndarray, poses: paths.TcpPoses, collides: paths.Collides) -> paths.TcpPath:
+    def _follow(self, q0: Floats, poses: paths.TcpPoses, collides: paths.Collides) -> paths.TcpPath:
         path = paths.follow(self.ik, q0, poses, collides, max_jump=MAX_JUMP, midpoints=True, partial=True,
                             refine=self.world.refine_jumps)
         self.ctx.stats.ik_calls += path.solves
         return path
 
 
-def even(waypoints: np.ndarray, step: float = 0.02) -> np.ndarray:
+def even(waypoints: Floats, step: float = 0.02) -> Floats:
     """The same joint polyline with vertices every `step` rad (largest joint change): `time_polyline`
     limits the whole path by its steepest segment, so uneven coarse waypoints (one joint turning 0.25
     rad between two of them, 0.1 elsewhere) would slow all of it down."""

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from x2.base.arrays import Floats
 from x2.base.errors import IKError, PlanningError
 from x2.envspec.env import MobileBaseSpec, SkillBinding
 from x2.sim.mujoco.collision import CollisionWorld
@@ -37,7 +38,7 @@ def navigate(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Seg
         raise SkillFailure("target unreachable", f"robot {ctx.env.robot.name} has no mobile base")
     target = _target_pos(ctx, binding)
     reach_with = str(binding.params.get("reach_with") or ctx.arm_for(target))
-    distance = float(binding.params.get("distance", STANDOFF))  # type: ignore[arg-type]  # check_bindings: a number
+    distance = binding.number("distance", STANDOFF)
     start = ctx.executor.base_target()
     world = ctx.world()
     goal = _choose_goal(ctx, world, base, start, target, reach_with, distance)
@@ -58,7 +59,7 @@ def navigate(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Seg
     yield Wait(round(SETTLE_S * ctx.env.fps), until=arrived, required=True, name="the base at its goal")
 
 
-def _target_pos(ctx: SynthContext, binding: SkillBinding) -> np.ndarray:
+def _target_pos(ctx: SynthContext, binding: SkillBinding) -> Floats:
     target = binding.target or binding.target_object
     if target is None:
         raise SkillFailure("target unreachable", "navigate needs a target (@tag, OBJECT or OBJECT/PART)")
@@ -67,13 +68,13 @@ def _target_pos(ctx: SynthContext, binding: SkillBinding) -> np.ndarray:
     return np.asarray(ctx.backend.site_box(target)[0], dtype=np.float64)
 
 
-def _rot(yaw: float) -> np.ndarray:
+def _rot(yaw: float) -> Floats:
     c, s = np.cos(yaw), np.sin(yaw)
     return np.array([[c, -s], [s, c]])
 
 
-def _choose_goal(ctx: SynthContext, world: CollisionWorld, base: MobileBaseSpec, start: np.ndarray,
-                 target: np.ndarray, arm: str, distance: float) -> np.ndarray:
+def _choose_goal(ctx: SynthContext, world: CollisionWorld, base: MobileBaseSpec, start: Floats,
+                 target: Floats, arm: str, distance: float) -> Floats:
     """The first base pose (x, y, yaw) from which `arm`'s first joint axis stands `distance` (then the other
     standoffs) behind the target along the heading, the robot collides with nothing and the arm reaches above
     the target."""
@@ -104,13 +105,13 @@ def _choose_goal(ctx: SynthContext, world: CollisionWorld, base: MobileBaseSpec,
                                              f"(tried {', '.join(tried)})")
 
 
-def _line(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _line(a: Floats, b: Floats) -> Floats:
     """Points from a to b at most CHECK_STEP apart (a included)."""
     n = max(1, int(np.ceil(np.max(np.abs(b - a)) / CHECK_STEP)))
     return a + (b - a) * (np.arange(n + 1)[:, None] / n)
 
 
-def _free(world: CollisionWorld, points: np.ndarray) -> bool:
+def _free(world: CollisionWorld, points: Floats) -> bool:
     for q in points[1:]:
         world.set_base(q)
         if world.in_collision({}):
@@ -118,7 +119,7 @@ def _free(world: CollisionWorld, points: np.ndarray) -> bool:
     return True
 
 
-def _drive(world: CollisionWorld, base: MobileBaseSpec, start: np.ndarray, goal: np.ndarray) -> np.ndarray:
+def _drive(world: CollisionWorld, base: MobileBaseSpec, start: Floats, goal: Floats) -> Floats:
     """A collision-free polyline of base poses from start to goal, finely stepped: straight, or backing away
     from the table (-x), along it and in again."""
     straight = _line(start, goal)

@@ -26,10 +26,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import mujoco
 import numpy as np
 
+from x2.base.arrays import Floats
 from x2.envspec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.executor import Lane, SkillExecutor
@@ -40,6 +42,7 @@ from x2.synth.skills.mechanism import (
     DOWN,
     Mechanism,
     MechanismPlanner,
+    Touch,
     read_mechanism,
     refresh,
 )
@@ -67,19 +70,22 @@ GRIPPER_TICKS = 15  # the G and H grippers close fully within 0.5 s (tests/test_
 APERTURES = (1.0, 0.25)  # gripper openings tried for the way onto a handle: wide, else just around a bar
 RELEASE_TICKS = GRIPPER_TICKS  # fully open before backing out: the H gripper's hooks would catch the bar
 TOP_GRASP_COS = np.cos(np.deg2rad(45.0))  # an approach within 45 deg of straight down is a grasp from above
+PullEnd = Literal["carried", "lagging", "lost"]  # how a pull ended (`_pull`)
 
 
 # ----- goals ---------------------------------------------------------------------------------------------
 def _goal(ctx: SynthContext, binding: SkillBinding, mech: Mechanism, opening: bool) -> float:
     """The `target` parameter, else the node's joint_above/below threshold plus a margin, else the range end."""
     if "target" in binding.params:
-        goal = float(binding.params["target"])  # type: ignore[arg-type]
+        goal = binding.number("target", np.nan)  # (present: the default is never read)
     else:
         wanted = "joint_above" if opening else "joint_below"
         node = next((n for n in ctx.monitor.task.nodes if n.skill is binding), None)
         calls = [c for c in (node.success if node else ()) if c.name == wanted and c.args.get("joint") == mech.joint]
         if calls:
-            threshold = float(calls[0].args["value"])  # type: ignore[arg-type]
+            value = calls[0].args["value"]
+            assert isinstance(value, int | float)  # a "float" argument: the task compiler made it a number
+            threshold = float(value)
             goal = threshold + (MARGIN[mech.hinge] if opening else -MARGIN[mech.hinge])
         else:
             goal = mech.hi - 0.1 * (mech.hi - mech.lo) if opening else mech.lo
@@ -110,12 +116,12 @@ def _beyond(mech: Mechanism, goal: float, sign: float) -> float:
 # ----- pull: grasp and carry --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Grasp:
-    pos: np.ndarray  # tcp at the grasp, part at mech.value
-    rot: np.ndarray
+    pos: Floats  # tcp at the grasp, part at mech.value
+    rot: Floats
     opening: float  # the hand's aperture on the way in (gripper action)
-    q_pre: np.ndarray  # arm at the pre-grasp (backed off along the approach)
-    descent: np.ndarray  # pre-grasp -> grasp waypoints
-    arc: np.ndarray  # grasp -> as far as the arm follows toward the goal
+    q_pre: Floats  # arm at the pre-grasp (backed off along the approach)
+    descent: Floats  # pre-grasp -> grasp waypoints
+    arc: Floats  # grasp -> as far as the arm follows toward the goal
     reach: float  # joint value at the end of `arc`
 
 
@@ -162,7 +168,7 @@ def _furthest[C: (_Grasp, _Push)](candidates: Iterable[C], goal: float, sign: fl
 
 
 def _pull(ctx: SynthContext, plan: MechanismPlanner, goal: float, sign: float,
-          allow_short: bool) -> Generator[Segment, None, str]:
+          allow_short: bool) -> Generator[Segment, None, PullEnd]:
     """Grasp the part and carry it toward `goal`, let go and back out. With `allow_short` the carry may
     end early where the arm cannot follow (a push takes over). Returns "carried", "lagging" (the part
     stayed behind for ROUNDS re-plans) or "lost" (it slipped out of the grasp)."""
@@ -181,7 +187,8 @@ def _pull(ctx: SynthContext, plan: MechanismPlanner, goal: float, sign: float,
     yield Gripper(arm, 0.0, ticks=GRIPPER_TICKS)
     kind = "screw" if mech.hinge else "cartesian"
     carry_to = min(goal, best.reach) if sign > 0 else max(goal, best.reach)
-    arc, status = best.arc, "lagging"
+    arc = best.arc
+    status: PullEnd = "lagging"
     for _ in range(ROUNDS):
         yield Guarded(plan.timed(arc, SWEEP_SPEED, kind),
                       until=lambda: _reached(ctx, mech, carry_to, sign), required=False, name=f"pull {mech.joint}")
@@ -206,7 +213,7 @@ def _pull(ctx: SynthContext, plan: MechanismPlanner, goal: float, sign: float,
     return status
 
 
-def _back_out(ctx: SynthContext, plan: MechanismPlanner, approach: np.ndarray, touching: str, opening: float | None,
+def _back_out(ctx: SynthContext, plan: MechanismPlanner, approach: Floats, touching: Touch, opening: float | None,
               distance: float = APPROACH) -> Iterator[Segment]:
     """Straight back by `distance` from the commanded pose (contacts with the part allowed on the way
     out), so the next free-space plan starts clear: along -approach, else straight up, else up and away
@@ -230,9 +237,9 @@ def _back_out(ctx: SynthContext, plan: MechanismPlanner, approach: np.ndarray, t
 # ----- push: sweep the trailing face --------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Push:
-    q_pre: np.ndarray  # arm above the push's start
-    descent: np.ndarray  # pre-push -> start, PUSH_GAP behind the face
-    sweep: np.ndarray  # start -> as far as the arm follows toward the goal
+    q_pre: Floats  # arm above the push's start
+    descent: Floats  # pre-push -> start, PUSH_GAP behind the face
+    sweep: Floats  # start -> as far as the arm follows toward the goal
     reach: float  # joint value at the end of `sweep`
     clear: float  # m the hand must rise from the push height for its fingertips to clear the face's top
 
@@ -365,7 +372,7 @@ def _under_way(executor: SkillExecutor, lane: Lane) -> bool:
 
 
 def _sweep_hits(ctx: SynthContext, mech: Mechanism, values: Iterable[float], other: str,
-                poses: Iterable[np.ndarray]) -> bool:
+                poses: Iterable[Floats]) -> bool:
     """Does the part, at any of `values`, come within CHECK_MARGIN of the `other` arm at any of `poses`?"""
     world = ctx.world()
     mine = world.arm_geoms(other)
@@ -411,7 +418,7 @@ class Aside:
 
     ctx: SynthContext
     mech: Mechanism
-    values: np.ndarray
+    values: Floats
     arm: str
     lane: Lane
     _asked: int = 0

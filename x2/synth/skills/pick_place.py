@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import mujoco
 import numpy as np
 
+from x2.base.arrays import Floats
 from x2.base.errors import PlanningError
 from x2.envspec.env import SkillBinding
 from x2.sim.mujoco.collision import CollisionWorld
@@ -86,12 +88,6 @@ def _opened_to(ctx: SynthContext, arm: str, command: float) -> bool:
     return finger >= g.closed_ctrl + command * (g.open_ctrl - g.closed_ctrl) - OPEN_TOL
 
 
-def float_param(binding: SkillBinding, name: str, default: float) -> float:
-    value = binding.params.get(name, default)
-    assert isinstance(value, int | float)  # check_bindings checked the type against SKILLS
-    return float(value)
-
-
 def supports(ctx: SynthContext, obj: str) -> list[tuple[str, str]]:
     """(object, geom) for every geom outside the object and the robot that touches it now."""
     m, d = ctx.backend.model, ctx.backend.data
@@ -107,7 +103,7 @@ def supports(ctx: SynthContext, obj: str) -> list[tuple[str, str]]:
 
 
 # ----- pick -------------------------------------------------------------------------------------------
-def straight_move(ctx: SynthContext, world: CollisionWorld, arm: str, displacement: np.ndarray, speed: float,
+def straight_move(ctx: SynthContext, world: CollisionWorld, arm: str, displacement: Floats, speed: float,
                   what: str) -> ArmTrack:
     """The tcp's straight line by `displacement` from the commanded pose, checked in `world` as its allowances
     stand, timed at `speed`; SkillFailure("no plan") naming `what` where it breaks off."""
@@ -139,7 +135,7 @@ def pick(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment
     if obj is None or obj not in ctx.backend.object_names:
         raise SkillFailure("no grasp", f"pick needs an object target, got {binding.target!r}")
     site = binding.target if binding.target != obj else None  # OBJECT/PART: grasp that part's site
-    approach, lift = float_param(binding, "approach", APPROACH), float_param(binding, "lift", LIFT)
+    approach, lift = binding.number("approach", APPROACH), binding.number("lift", LIFT)
     try:
         yield from close_on(ctx, arm, obj, approach, site)
         world = ctx.world()
@@ -181,7 +177,7 @@ def place(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segmen
         goals = container_goals(ctx, held, target, tcp_rot, reach.shoulder, reach.slack)
     else:
         goals = surface_goals(ctx, held, surface_spot(ctx, target), tcp_rot, reach.shoulder, reach.slack,
-                              float_param(binding, "approach", APPROACH))
+                              binding.number("approach", APPROACH))
     goals = sorted((g for g in goals if g.slack > MIN_SLACK), key=lambda g: g.cost)
     if not goals:
         raise SkillFailure("target unreachable", f"no place pose at {target} within the {arm} arm's reach")
@@ -189,8 +185,9 @@ def place(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segmen
     try:
         if not into:
             world.allow([(obj, touch), (obj, "table_top")])  # the guarded move down ends in contact
-        goal, path_in, motion = _first_feasible(ctx, arm, target, goals[:MAX_PLACE_TRIES])
-        yield from motion
+        way = _first_feasible(ctx, arm, target, goals[:MAX_PLACE_TRIES])
+        goal, path_in = way.goal, way.line
+        yield from way.motion
         if goal.press > 0:
             yield Guarded(ctx.timed(arm, path_in, NEAR_CONTACT), until=lambda: backend.touching(obj, touch),
                           required=False, name=f"{obj} down onto {touch}")
@@ -215,8 +212,24 @@ def place(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segmen
         raise SkillFailure("predicate false", f"{obj} still touches the {arm} fingers after the release")
 
 
-def _first_feasible(ctx: SynthContext, arm: str, target: str,
-                    goals: list[PlaceGoal]) -> tuple[PlaceGoal, np.ndarray, list[Segment]]:
+@dataclass(frozen=True)
+class _LineIn:
+    """A place goal's pre-place pose and the straight line in from there."""
+
+    q_pre: Floats
+    line: Floats  # (n, dof) joint waypoints from q_pre to the goal and its `press` beyond
+
+
+@dataclass(frozen=True)
+class _WayIn:
+    """The place goal taken, the straight line in, and the free-space motion to the line's start."""
+
+    goal: PlaceGoal
+    line: Floats
+    motion: list[Segment]
+
+
+def _first_feasible(ctx: SynthContext, arm: str, target: str, goals: list[PlaceGoal]) -> _WayIn:
     """The first goal with an IK solution at its pre-place pose (further from the workspace's edge than the
     goal, so the solver converges more often), a straight line in, and a free-space plan there.
 
@@ -225,15 +238,16 @@ def _first_feasible(ctx: SynthContext, arm: str, target: str,
     round the container's frame (~4,000 checks) is passed over for the next one whose way is simple."""
     world = ctx.world()
     seeds = [np.array(ctx.env.robot.arm(arm).home), ctx.executor.arm_target(arm)]
-    lines: dict[int, tuple[np.ndarray, np.ndarray] | str] = {}
+    lines: dict[int, _LineIn | str] = {}
 
-    def line_in(i: int) -> tuple[np.ndarray, np.ndarray] | str:
-        """(pre-place pose, the straight line in) of goal i, or why there is none (solved once)."""
+    def line_in(i: int) -> _LineIn | str:
+        """Goal i's pre-place pose and straight line in, or why there is none (solved once)."""
         if i not in lines:
             goal = goals[i]
             try:
                 q_pre = solve_pose(ctx, arm, goal.pos - goal.direction * goal.distance, goal.rot, seeds)
-                lines[i] = q_pre, straight_line(world, arm, q_pre, goal.direction * (goal.distance + goal.press))
+                lines[i] = _LineIn(q_pre, straight_line(world, arm, q_pre,
+                                                        goal.direction * (goal.distance + goal.press)))
             except (SkillFailure, PlanningError) as exc:
                 lines[i] = str(exc)[:160]
         return lines[i]
@@ -243,7 +257,7 @@ def _first_feasible(ctx: SynthContext, arm: str, target: str,
         if isinstance(found, str):
             continue
         with contextlib.suppress(SkillFailure):
-            return goals[i], found[1], list(ctx.move_to(arm, found[0], trees=False))
+            return _WayIn(goals[i], found.line, list(ctx.move_to(arm, found.q_pre, trees=False)))
     errors: list[str] = []
     unplanned = 0
     for i, goal in enumerate(goals):
@@ -251,20 +265,19 @@ def _first_feasible(ctx: SynthContext, arm: str, target: str,
         if isinstance(found, str):
             errors.append(found)
             continue
-        q_pre, path_in = found
         try:
-            motion = list(ctx.move_to(arm, q_pre))  # planned now: a pose with no way there is no use
+            motion = list(ctx.move_to(arm, found.q_pre))  # planned now: a pose with no way there is no use
         except SkillFailure as exc:
             unplanned += 1
             if unplanned == MAX_UNPLANNED:  # a failed plan spends the planner's whole budget
                 raise
             errors.append(str(exc)[:160])
             continue
-        return goal, path_in, motion
+        return _WayIn(goal, found.line, motion)
     raise SkillFailure("target unreachable", f"{target}: " + "; ".join(errors[:3]))
 
 
-def _back_out(ctx: SynthContext, arm: str, obj: str, goal: PlaceGoal, path_in: np.ndarray, target: str) -> ArmTrack:
+def _back_out(ctx: SynthContext, arm: str, obj: str, goal: PlaceGoal, path_in: Floats, target: str) -> ArmTrack:
     """Back along the line in (from where the move in stopped), re-checked with the jaw open and the object
     left behind; a fresh straight line if that collides."""
     world = ctx.world()

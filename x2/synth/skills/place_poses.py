@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from x2.base.arrays import Floats
 from x2.base.vectors import cross
 from x2.synth.context import SynthContext
 from x2.synth.segments import SkillFailure
@@ -41,7 +42,7 @@ from x2.synth.skills.shapes import (
     shape_of,
 )
 
-SlackFn = Callable[[np.ndarray, np.ndarray], float]  # (tcp pos, tcp rot) -> reach slack, m
+SlackFn = Callable[[Floats, Floats], float]  # (tcp pos, tcp rot) -> reach slack, m
 
 RELEASE_GAP = 0.008  # m, the held object's lowest point above the surface when the jaw opens
 RELEASE_MARGIN = 0.015  # m per side the jaw opens beyond the object's width to let go
@@ -72,7 +73,7 @@ class Held:
     """The held object and the gripper around it, in the tcp frame (measured on the live world)."""
 
     obj: str
-    rel_pos: np.ndarray  # object origin in the tcp frame
+    rel_pos: Floats  # object origin in the tcp frame
     obj_shape: Shape  # the object's collision geoms, tcp frame
     grip_shape: Shape  # the gripper's (fingers closed on the object, palm), tcp frame
     width: float  # m, the object's extent along the closing axis (tcp y)
@@ -97,9 +98,9 @@ def held_by(ctx: SynthContext, arm: str, obj: str) -> Held:
 class PlaceGoal:
     """A tcp pose to let go at, and the straight line the arm comes in on."""
 
-    pos: np.ndarray
-    rot: np.ndarray
-    direction: np.ndarray  # unit, world: the motion from the pre-place pose to the goal
+    pos: Floats
+    rot: Floats
+    direction: Floats  # unit, world: the motion from the pre-place pose to the goal
     distance: float  # m, pre-place pose -> goal
     press: float  # m past the goal a guarded move may go until contact (0: no guard)
     slack: float  # m, the arm's reach slack at the goal (ArmReach)
@@ -119,20 +120,20 @@ def part_site(ctx: SynthContext, obj: str, part: str) -> str | None:
     return None
 
 
-def surface_spot(ctx: SynthContext, target: str) -> np.ndarray:
+def surface_spot(ctx: SynthContext, target: str) -> Floats:
     """The point to put things down at: a surface part, else the top centre of an object, or a site."""
     m, d = ctx.backend.model, ctx.backend.data
-    if target not in ctx.backend.object_names:
-        return d.site_xpos[m.site(target).id].copy()
-    site = part_site(ctx, target, "surface")
+    site = target if target not in ctx.backend.object_names else part_site(ctx, target, "surface")
+    spot: Floats  # (MuJoCo's arrays are untyped)
     if site is not None:
-        return d.site_xpos[m.site(site).id].copy()
-    spot = d.xpos[m.body(f"{target}/object").id].copy()
-    spot[2] = object_shape(m, d, target, world=True).support(UP)
+        spot = d.site_xpos[m.site(site).id].copy()
+    else:
+        spot = d.xpos[m.body(f"{target}/object").id].copy()
+        spot[2] = object_shape(m, d, target, world=True).support(UP)
     return spot
 
 
-def surface_goals(ctx: SynthContext, held: Held, spot: np.ndarray, tcp_rot: np.ndarray, shoulder: np.ndarray,
+def surface_goals(ctx: SynthContext, held: Held, spot: Floats, tcp_rot: Floats, shoulder: Floats,
                   slack: SlackFn, approach: float) -> list[PlaceGoal]:
     jitter = ctx.rng["grasp"].uniform(-1.0, 1.0, size=2) * JITTER / np.sqrt(2)
     lean_dir = horizontal(spot - shoulder)
@@ -166,25 +167,26 @@ class Cavity:
     """A container's inner space from its box site, trimmed to the solid geometry around it, and the side
     it is open on. Coordinates along unit axes n (out of the opening), lateral and up."""
 
-    n: np.ndarray
-    lateral: np.ndarray
-    up: np.ndarray
+    n: Floats
+    lateral: Floats
+    up: Floats
     face: float  # the opening's plane along n
     back: float  # the back wall along n
     sides: tuple[float, float]  # the side walls along lateral
     floor: float
     ceiling: float
 
-    def point(self, along_n: float, along_l: float, along_up: float) -> np.ndarray:
-        return along_n * self.n + along_l * self.lateral + along_up * self.up
+    def point(self, along_n: float, along_l: float, along_up: float) -> Floats:
+        p: Floats = along_n * self.n + along_l * self.lateral + along_up * self.up
+        return p
 
 
-def free_distance(m: mujoco.MjModel, d: mujoco.MjData, start: np.ndarray, direction: np.ndarray) -> float:
+def free_distance(m: mujoco.MjModel, d: mujoco.MjData, start: Floats, direction: Floats) -> float:
     """Distance from `start` along `direction` to the first geom that collides (rays pass visual geoms)."""
     travelled, pnt = 0.0, np.array(start, dtype=np.float64)
     geomid = np.zeros(1, dtype=np.int32)
     for _ in range(8):  # a few visual geoms at most on any line through the booth
-        dist = mujoco.mj_ray(m, d, pnt, direction, None, 1, -1, geomid)
+        dist: float = mujoco.mj_ray(m, d, pnt, direction, None, 1, -1, geomid)
         if dist < 0:
             return np.inf
         travelled += dist
@@ -196,7 +198,7 @@ def free_distance(m: mujoco.MjModel, d: mujoco.MjData, start: np.ndarray, direct
     return travelled
 
 
-def cavity(ctx: SynthContext, site: str, shoulder: np.ndarray) -> Cavity:
+def cavity(ctx: SynthContext, site: str, shoulder: Floats) -> Cavity:
     m, d = ctx.backend.model, ctx.backend.data
     centre, box_rot, half = (np.array(v, dtype=np.float64) for v in ctx.backend.site_box(site))
     free = {(k, s): free_distance(m, d, centre, s * box_rot[:, k]) for k in range(3) for s in (1.0, -1.0)}
@@ -214,7 +216,7 @@ def cavity(ctx: SynthContext, site: str, shoulder: np.ndarray) -> Cavity:
                   floor=c_up - inner[2, -1.0], ceiling=c_up + inner[2, 1.0])
 
 
-def _tool_rotations(cav: Cavity, heading_to_box: np.ndarray) -> Iterator[tuple[float, np.ndarray]]:
+def _tool_rotations(cav: Cavity, heading_to_box: Floats) -> Iterator[tuple[float, Floats]]:
     """(cost, tcp rotation) of tool poses tilted down into the opening, heading straight in or along the
     reach, fingers side by side or stacked (an object grasped across its length then stays level), each
     twist both ways round."""
@@ -231,7 +233,7 @@ def _tool_rotations(cav: Cavity, heading_to_box: np.ndarray) -> Iterator[tuple[f
                     yield cost, np.stack([x, cross(z, x), z], axis=1)
 
 
-def container_goals(ctx: SynthContext, held: Held, site: str, tcp_rot: np.ndarray, shoulder: np.ndarray,
+def container_goals(ctx: SynthContext, held: Held, site: str, tcp_rot: Floats, shoulder: Floats,
                     slack: SlackFn) -> list[PlaceGoal]:
     cav = cavity(ctx, site, shoulder)
     u = -cav.n  # into the box
@@ -258,7 +260,7 @@ def container_goals(ctx: SynthContext, held: Held, site: str, tcp_rot: np.ndarra
     return goals
 
 
-def _fit(held: Held, rot: np.ndarray, cav: Cavity, shoulder: np.ndarray) -> np.ndarray | None:
+def _fit(held: Held, rot: Floats, cav: Cavity, shoulder: Floats) -> Floats | None:
     """The tcp position putting the held object INSET behind the opening, as near the shoulder as the side
     walls allow (reach is what limits a place into a container), RELEASE_GAP above the floor; None if
     object and fingers do not fit."""

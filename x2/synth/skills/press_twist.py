@@ -9,10 +9,12 @@ joint_above/below) holds on the live simulator, not when the planned motion ends
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import mujoco
 import numpy as np
 
+from x2.base.arrays import Floats
 from x2.envspec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.segments import Gripper, Guarded, Segment, SkillFailure, Wait
@@ -51,7 +53,7 @@ def target_site(ctx: SynthContext, binding: SkillBinding, kind: mujoco.mjtJoint)
         return binding.target
     obj = binding.target_object
     m = ctx.backend.model
-    sites = sorted((m.site(i).name for i in range(m.nsite) if m.site(i).name.startswith(f"{obj}/")),
+    sites: list[str] = sorted((m.site(i).name for i in range(m.nsite) if m.site(i).name.startswith(f"{obj}/")),
                    key=lambda s: (not s.endswith("grasp"), s))
     for site in sites:
         try:
@@ -63,7 +65,7 @@ def target_site(ctx: SynthContext, binding: SkillBinding, kind: mujoco.mjtJoint)
                                              f"joint; name a part ({obj}/PART)")
 
 
-def _approach_pose(ctx: SynthContext, arm: str, approach: np.ndarray) -> np.ndarray | None:
+def _approach_pose(ctx: SynthContext, arm: str, approach: Floats) -> Floats | None:
     """Tool rotation for an approach direction, keeping the wrist's current heading; None = any heading
     about a vertical approach (the IK chooses, as for top grasps)."""
     if float(np.dot(approach, -UP)) > 1.0 - 1e-6:
@@ -99,9 +101,16 @@ def press(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segmen
     yield straight(ctx, arm, normal * approach, touching=obj, speed=NEAR_SPEED)
 
 
-def _twist_grasp(ctx: SynthContext, arm: str, site: str, obj: str, axis: np.ndarray, anchor: np.ndarray,
-                 turn: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Grasp pose (pos, rot) and joint angles from which the tcp can turn by `turn` about the axis.
+@dataclass(frozen=True)
+class _KnobGrasp:
+    pos: Floats  # tcp at the grasp
+    rot: Floats
+    q: Floats  # the arm's joints there
+
+
+def _twist_grasp(ctx: SynthContext, arm: str, site: str, obj: str, axis: Floats, anchor: Floats,
+                 turn: float) -> _KnobGrasp:
+    """Grasp pose and joint angles from which the tcp can turn by `turn` about the axis.
 
     A round knob can be taken at any angle about its axis, so the grasp frame is rotated until the
     middle of the turn has the wrist at its current heading (at home, the middle of the roll joint's
@@ -118,7 +127,7 @@ def _twist_grasp(ctx: SynthContext, arm: str, site: str, obj: str, axis: np.ndar
             screw_waypoints(ctx, arm, q, axis, anchor, turn, obj)
         except SkillFailure:
             continue
-        return pos, rot, q
+        return _KnobGrasp(pos, rot, q)
     raise SkillFailure("ik infeasible", f"arm {arm!r}: no grasp of {site} leaves room to turn it by "
                                         f"{np.rad2deg(turn):.0f} deg")
 
@@ -138,9 +147,9 @@ def twist(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segmen
     axis, anchor = d.xaxis[jid].copy(), d.xanchor[jid].copy()
     turn = angle + np.sign(angle) * TWIST_OVERTURN
     yield Gripper(arm, 1.0, ticks=GRIPPER_TICKS)
-    pos, rot, q_grasp = _twist_grasp(ctx, arm, site, obj, axis, anchor, turn)
-    approach_dir = rot[:, 2]
-    yield from ctx.move_to(arm, ctx.solve_ik(arm, pos - approach_dir * approach, rot, q_ref=q_grasp))
+    grasp = _twist_grasp(ctx, arm, site, obj, axis, anchor, turn)
+    approach_dir = grasp.rot[:, 2]
+    yield from ctx.move_to(arm, ctx.solve_ik(arm, grasp.pos - approach_dir * approach, grasp.rot, q_ref=grasp.q))
     yield straight(ctx, arm, approach_dir * approach, touching=obj, speed=NEAR_SPEED)
     yield Gripper(arm, 0.0, ticks=GRIPPER_TICKS)
 

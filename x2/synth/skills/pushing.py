@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from x2.base.arrays import Floats
 from x2.envspec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.segments import Gripper, Guarded, Segment, SkillFailure
@@ -48,8 +49,8 @@ PULL_TIP_HEIGHT = 0.008  # m fingertips above the table when closing on the obje
 PULL_MIN_GRIP = 0.01  # m the tcp (pad centre) stays below the object's top, so the pads close on its side
 
 
-def _goal(ctx: SynthContext, binding: SkillBinding, start: np.ndarray, default: tuple[float, float]
-          ) -> tuple[np.ndarray, float]:
+def _goal(ctx: SynthContext, binding: SkillBinding, start: Floats, default: tuple[float, float]
+          ) -> tuple[Floats, float]:
     """Unit direction (3-vector, horizontal) and distance of the slide."""
     params = binding.params
     if "to" in params:
@@ -68,12 +69,12 @@ def _goal(ctx: SynthContext, binding: SkillBinding, start: np.ndarray, default: 
     return np.array([direction[0], direction[1], 0.0]), distance
 
 
-def _covered(ctx: SynthContext, obj: str, start: np.ndarray, direction: np.ndarray,
+def _covered(ctx: SynthContext, obj: str, start: Floats, direction: Floats,
              distance: float) -> Callable[[], bool]:
     return lambda: float((ctx.backend.object_pos(obj) - start) @ direction) >= distance
 
 
-def _slide(ctx: SynthContext, arm: str, obj: str, start: np.ndarray, direction: np.ndarray, distance: float,
+def _slide(ctx: SynthContext, arm: str, obj: str, start: Floats, direction: Floats, distance: float,
            lead: float, leg: float, verb: str) -> Iterator[Segment]:
     """Move the tcp (in contact) until the object has covered `distance` along `direction`, in legs of
     `leg` m; before each leg the motion is re-aimed from where the object is now at the goal (turning at
@@ -120,8 +121,8 @@ def push(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment
     yield straight(ctx, arm, -direction * 0.01 - DOWN * HOVER, touching=obj, speed=NEAR_SPEED)
 
 
-def _pull_grasps(ctx: SynthContext, arm: str, binding: SkillBinding, obj: str, start: np.ndarray,
-                 direction: np.ndarray, tip: float) -> list[tuple[np.ndarray, np.ndarray]]:
+def _pull_grasps(ctx: SynthContext, arm: str, binding: SkillBinding, obj: str, start: Floats,
+                 direction: Floats, tip: float) -> list[tuple[Floats, Floats]]:
     """Candidate (tcp position, rotation) top grasps, best first. On a part (a handle) the fingers close
     along the site's y, else x. On the object itself they close on a pair of its faces, preferably along
     the direction of motion, so the far pad drags it by its normal force rather than by friction alone.
@@ -130,7 +131,7 @@ def _pull_grasps(ctx: SynthContext, arm: str, binding: SkillBinding, obj: str, s
     if binding.target is not None and binding.target != obj:  # a named part, e.g. a handle
         pos, rot, _ = ctx.backend.site_box(binding.target)
         axes = [rot[:, 1], rot[:, 0]]
-        centre = np.array(pos, dtype=np.float64)
+        centre: Floats = np.array(pos, dtype=np.float64)
         centre[2] = max(centre[2], table + PULL_TIP_HEIGHT + tip)
     else:
         body = np.asarray(ctx.backend.data.xmat[ctx.backend.model.body(f"{obj}/object").id]).reshape(3, 3)
@@ -141,7 +142,7 @@ def _pull_grasps(ctx: SynthContext, arm: str, binding: SkillBinding, obj: str, s
         if centre[2] - tip < table + 0.002:
             raise SkillFailure("no grasp", f"{obj} is too low for the fingers to close on it above the table")
     _, now = ctx.world().tcp_pose(arm)
-    out = []
+    out: list[tuple[Floats, Floats]] = []
     for a in axes:
         flat = a - (a @ DOWN) * DOWN
         if np.linalg.norm(flat) < 1e-3:

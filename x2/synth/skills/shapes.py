@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
+from x2.base.arrays import Bools, Floats, Ints
 from x2.base.vectors import norm
 from x2.envspec.env import ArmSpec
 from x2.sim.backend import Jaw
@@ -28,24 +29,29 @@ for _row, _type in enumerate((mujoco.mjtGeom.mjGEOM_SPHERE, mujoco.mjtGeom.mjGEO
     _KIND[int(_type)] = _row
 
 
-def _box(s: np.ndarray, dl: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray:
-    return (a * s).sum(axis=1)  # (sizes are half extents)
+def _box(s: Floats, dl: Floats, a: Floats, d: Floats) -> Floats:
+    ext: Floats = (a * s).sum(axis=1)  # (sizes are half extents)
+    return ext
 
 
-def _sphere(s: np.ndarray, dl: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray:
-    return s[:, 0] * np.sqrt(d @ d)
+def _sphere(s: Floats, dl: Floats, a: Floats, d: Floats) -> Floats:
+    ext: Floats = s[:, 0] * np.sqrt(d @ d)
+    return ext
 
 
-def _ellipsoid(s: np.ndarray, dl: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray:
-    return np.sqrt(((s * dl) ** 2).sum(axis=1))
+def _ellipsoid(s: Floats, dl: Floats, a: Floats, d: Floats) -> Floats:
+    ext: Floats = np.sqrt(((s * dl) ** 2).sum(axis=1))
+    return ext
 
 
-def _capsule(s: np.ndarray, dl: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray:
-    return s[:, 1] * a[:, 2] + s[:, 0] * np.sqrt(d @ d)
+def _capsule(s: Floats, dl: Floats, a: Floats, d: Floats) -> Floats:
+    ext: Floats = s[:, 1] * a[:, 2] + s[:, 0] * np.sqrt(d @ d)
+    return ext
 
 
-def _cylinder(s: np.ndarray, dl: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray:
-    return s[:, 1] * a[:, 2] + s[:, 0] * np.sqrt(dl[:, 0] ** 2 + dl[:, 1] ** 2)
+def _cylinder(s: Floats, dl: Floats, a: Floats, d: Floats) -> Floats:
+    ext: Floats = s[:, 1] * a[:, 2] + s[:, 0] * np.sqrt(dl[:, 0] ** 2 + dl[:, 1] ** 2)
+    return ext
 
 
 # a geom's extent along d beyond its centre, per row of _KIND (d, and dl: d in each geom's axes, a = |dl|)
@@ -57,12 +63,12 @@ class Shape:
     """Geoms expressed in one frame, with their support function (exact for primitives, the bounding box
     for anything else)."""
 
-    types: np.ndarray  # (n,) mjtGeom
-    sizes: np.ndarray  # (n, 3)
-    pos: np.ndarray  # (n, 3) centres in the frame
-    rot: np.ndarray  # (n, 3, 3) geom axes in the frame
+    types: Ints  # (n,) mjtGeom
+    sizes: Floats  # (n, 3)
+    pos: Floats  # (n, 3) centres in the frame
+    rot: Floats  # (n, 3, 3) geom axes in the frame
     _kinds: tuple[int, ...] = field(init=False, repr=False, compare=False)
-    _takes: tuple[np.ndarray, ...] = field(init=False, repr=False, compare=False)
+    _takes: tuple[Bools, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # the formulas `support` needs (rows of _KIND) and, for each but the first, the geoms that take it: fixed
@@ -72,7 +78,7 @@ class Shape:
         object.__setattr__(self, "_kinds", kinds)
         object.__setattr__(self, "_takes", tuple(rows == k for k in kinds[1:]))
 
-    def support(self, d: np.ndarray) -> float:
+    def support(self, d: Floats) -> float:
         """max p.d over every point p of the shape (d in the shape's frame). Each formula the shape's geoms need
         over every geom, then each geom's own picked: the grasp and place searches call this hundreds of times an
         attempt, and a Python loop over the geoms cost ~5x as much."""
@@ -86,10 +92,10 @@ class Shape:
             ext = np.where(takes, _FORMULAS[k](s, dl, a, d), ext)
         return float(np.max(self.pos @ d + ext))
 
-    def width(self, axis: np.ndarray) -> float:
+    def width(self, axis: Floats) -> float:
         return self.support(axis) + self.support(-axis)
 
-    def moved(self, pos: np.ndarray, rot: np.ndarray) -> Shape:
+    def moved(self, pos: Floats, rot: Floats) -> Shape:
         """The shape in the parent frame of a frame at (pos, rot)."""
         moved = object.__new__(Shape)  # the same geoms: their formulas stay as __post_init__ found them
         for name, value in (("types", self.types), ("sizes", self.sizes), ("pos", self.pos @ rot.T + pos),
@@ -98,7 +104,7 @@ class Shape:
             object.__setattr__(moved, name, value)
         return moved
 
-    def turned(self, rot: np.ndarray) -> Shape:
+    def turned(self, rot: Floats) -> Shape:
         """The shape rotated about its frame's origin."""
         return self.moved(np.zeros(3), rot)
 
@@ -108,8 +114,8 @@ def concat(*shapes: Shape) -> Shape:
     return Shape(*(np.concatenate(p) for p in parts))
 
 
-def shape_of(model: mujoco.MjModel, data: mujoco.MjData, geoms: np.ndarray, frame_pos: np.ndarray,
-             frame_rot: np.ndarray) -> Shape:
+def shape_of(model: mujoco.MjModel, data: mujoco.MjData, geoms: Ints, frame_pos: Floats,
+             frame_rot: Floats) -> Shape:
     """The geoms, at their current world poses, expressed in the frame (frame_pos, frame_rot)."""
     types = model.geom_type[geoms].copy()
     sizes = model.geom_size[geoms].copy()
@@ -130,8 +136,8 @@ def shape_of(model: mujoco.MjModel, data: mujoco.MjData, geoms: np.ndarray, fram
 MESH_SLABS = 4  # boxes a mesh's vertices are cut into along its longest axis
 
 
-def _with_mesh_slabs(model: mujoco.MjModel, geoms: np.ndarray, meshes: np.ndarray, types: np.ndarray,
-                     sizes: np.ndarray, pos: np.ndarray, rot: np.ndarray) -> Shape:
+def _with_mesh_slabs(model: mujoco.MjModel, geoms: Ints, meshes: Bools, types: Ints,
+                     sizes: Floats, pos: Floats, rot: Floats) -> Shape:
     """The geoms' shape with each mesh geom (mask `meshes`) as the bounding boxes of MESH_SLABS slabs of its
     vertices: one bounding box of a curved finger reaches far into the jaw where the finger does not (a ViperX
     finger's closes ALOHA's 70 mm jaw to 50 mm); the slabs follow it within a few mm and still contain it."""
@@ -148,7 +154,7 @@ def _with_mesh_slabs(model: mujoco.MjModel, geoms: np.ndarray, meshes: np.ndarra
 
 
 @functools.lru_cache(maxsize=256)
-def _slabs(vertices: bytes) -> tuple[np.ndarray, np.ndarray]:
+def _slabs(vertices: bytes) -> tuple[Floats, Floats]:
     """(centres, half sizes) of the boxes around MESH_SLABS slabs of the vertices (mesh frame, float32 bytes)."""
     v = np.frombuffer(vertices, dtype=np.float32).reshape(-1, 3).astype(np.float64)
     lo, hi = v.min(axis=0), v.max(axis=0)
@@ -165,7 +171,7 @@ def _slabs(vertices: bytes) -> tuple[np.ndarray, np.ndarray]:
     return np.array(centres), np.array(halves)
 
 
-def subtree_mask(model: mujoco.MjModel, root: int) -> np.ndarray:
+def subtree_mask(model: mujoco.MjModel, root: int) -> Bools:
     """Mask over bodies: `root` and everything below it."""
     inside = np.zeros(model.nbody, dtype=bool)
     for b in range(model.nbody):  # bodies are numbered parents first
@@ -173,7 +179,7 @@ def subtree_mask(model: mujoco.MjModel, root: int) -> np.ndarray:
     return inside
 
 
-def welded_mask(model: mujoco.MjModel, root: int) -> np.ndarray:
+def welded_mask(model: mujoco.MjModel, root: int) -> Bools:
     """Mask over bodies: `root` and the bodies below it fixed to it (no joint on the way)."""
     welded = np.zeros(model.nbody, dtype=bool)
     for b in range(model.nbody):  # bodies are numbered parents first
@@ -181,13 +187,14 @@ def welded_mask(model: mujoco.MjModel, root: int) -> np.ndarray:
     return welded
 
 
-def subtree_geoms(model: mujoco.MjModel, root: int) -> np.ndarray:
+def subtree_geoms(model: mujoco.MjModel, root: int) -> Ints:
     """Geoms that take part in contacts, of body `root` and everything below it."""
     geoms = np.flatnonzero(subtree_mask(model, root)[model.geom_bodyid])
-    return geoms[(model.geom_contype[geoms] | model.geom_conaffinity[geoms]) != 0]
+    collidable: Ints = geoms[(model.geom_contype[geoms] | model.geom_conaffinity[geoms]) != 0]
+    return collidable
 
 
-def object_geoms(model: mujoco.MjModel, obj: str) -> np.ndarray:
+def object_geoms(model: mujoco.MjModel, obj: str) -> Ints:
     """Collision geoms of an object instance (its `<obj>/object` body and everything below it)."""
     return subtree_geoms(model, model.body(f"{obj}/object").id)
 
@@ -213,11 +220,11 @@ class GripperGeometry:
     palm: Shape  # the rest of the gripper (palm, mount), tcp frame
     jaw: Jaw | None = None  # a linkage gripper's measured jaw (its gaps are not linear in the command)
 
-    def fingertips_below(self, rot: np.ndarray) -> float:
+    def fingertips_below(self, rot: Floats) -> float:
         """How far below the tcp the fingertips reach with the tcp at rotation `rot` (m, world z)."""
         return self.fingers.turned(rot).support(-UP)
 
-    def palm_below(self, rot: np.ndarray) -> float:
+    def palm_below(self, rot: Floats) -> float:
         """How far below the tcp the palm's lowest point is (negative: above it) with the tcp at `rot`."""
         return self.palm.turned(rot).support(-UP)
 
@@ -272,11 +279,11 @@ class ArmReach:
     the distance it has from the shoulder-pitch joint (j2) with the elbow straight (artixon: 0.30 + 0.10 + 0.18
     m); the robot file names the two joints (`reach_joints`)."""
 
-    shoulder: np.ndarray  # world position of the shoulder pitch joint
+    shoulder: Floats  # world position of the shoulder pitch joint
     radius: float  # m, shoulder pitch -> wrist pitch with the arm straight
     wrist_offset: float  # m, wrist pitch joint -> tcp along the tool axis
 
-    def slack(self, tcp_pos: np.ndarray, tcp_rot: np.ndarray) -> float:
+    def slack(self, tcp_pos: Floats, tcp_rot: Floats) -> float:
         """`radius` minus the shoulder-wrist distance this tcp pose needs (< 0: out of reach)."""
         wrist = tcp_pos - tcp_rot[:, 2] * self.wrist_offset
         return self.radius - norm(wrist - self.shoulder)
@@ -295,12 +302,13 @@ def arm_reach(model: mujoco.MjModel, data: mujoco.MjData, arm: ArmSpec) -> ArmRe
 
 
 # ----- rotations ------------------------------------------------------------------------------------
-def rot_about(axis: np.ndarray, angle: float) -> np.ndarray:
+def rot_about(axis: Floats, angle: float) -> Floats:
     """Rotation matrix of `angle` rad about `axis` (the screw moves' Rodrigues, for one angle)."""
-    return rotations(axis, np.array([angle]))[0]
+    rot: Floats = rotations(axis, np.array([angle]))[0]
+    return rot
 
 
-def rot_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def rot_between(a: Floats, b: Floats) -> Floats:
     """The smallest rotation taking unit vector a to unit vector b."""
     axis = np.cross(a, b)
     s, c = float(np.linalg.norm(axis)), float(np.clip(a @ b, -1.0, 1.0))
@@ -312,7 +320,7 @@ def rot_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return rot_about(other, np.pi)
 
 
-def horizontal(v: np.ndarray, up: np.ndarray = UP) -> np.ndarray:
+def horizontal(v: Floats, up: Floats = UP) -> Floats:
     """The unit vector along v's component perpendicular to `up`."""
     h = v - (v @ up) * up
     return h / max(float(np.linalg.norm(h)), 1e-9)

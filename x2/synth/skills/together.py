@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from x2.base.arrays import Floats
 from x2.base.errors import PlanningError
 from x2.envspec.env import SkillBinding
 from x2.synth.context import SynthContext
@@ -27,7 +28,6 @@ from x2.synth.skills.pick_place import (
     APPROACH,
     RELEASE_TICKS,
     close_on,
-    float_param,
     holding,
     released,
     supports,
@@ -47,11 +47,11 @@ def lift_together(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterato
     arms = [a.name for a in ctx.env.robot.arms]
     if len(arms) != 2:
         raise SkillFailure("no plan", f"lift_together needs two arms, robot {ctx.env.robot.name} has {len(arms)}")
-    lift = float_param(binding, "lift", LIFT)
+    lift = binding.number("lift", LIFT)
     try:
         for a, site in _handles(ctx, obj, arms).items():
             if not holding(ctx, a, obj):
-                yield from close_on(ctx, a, obj, float_param(binding, "approach", APPROACH), site)
+                yield from close_on(ctx, a, obj, binding.number("approach", APPROACH), site)
         world = ctx.world()
         world.attach(obj, arms[0])
         world.allow((obj, body) for body in _bodies(ctx, arms[1]))  # it holds the object too
@@ -99,7 +99,7 @@ def _bodies(ctx: SynthContext, arm: str) -> list[str]:
     return sorted(name for b in bodies if (name := m.body(b).name))
 
 
-def _together(ctx: SynthContext, obj: str | None, arms: list[str], displacement: np.ndarray) -> ArmsTrack:
+def _together(ctx: SynthContext, obj: str | None, arms: list[str], displacement: Floats) -> ArmsTrack:
     """Both arms' straight lines by `displacement`, checked against each other at every waypoint, on one time
     profile."""
     world = ctx.world()

@@ -28,13 +28,14 @@ from collections.abc import Generator, Iterator
 
 import numpy as np
 
+from x2.base.arrays import Floats
 from x2.base.errors import PlanningError
 from x2.envspec.env import SkillBinding
 from x2.synth.context import SynthContext
 from x2.synth.segments import Gripper, Guarded, Segment, SkillFailure, Wait
 from x2.synth.skills.contact_motion import object_reach, unit
 from x2.synth.skills.grasp_poses import solve_pose, straight_line
-from x2.synth.skills.pick_place import NEAR_CONTACT, OPEN_TICKS, RELEASE_TICKS, float_param, holding, released
+from x2.synth.skills.pick_place import NEAR_CONTACT, OPEN_TICKS, RELEASE_TICKS, holding, released
 from x2.synth.skills.place_poses import part_site
 from x2.synth.skills.shapes import UP, rot_about
 
@@ -63,7 +64,7 @@ def hook_pull(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Se
     if obj is None or obj not in ctx.backend.object_names:
         raise SkillFailure("target unreachable", f"hook_pull needs an object target, got {binding.target!r}")
     tool, face = _held_tool(ctx, arm, binding)
-    reach = float_param(binding, "reach", REACH)
+    reach = binding.number("reach", REACH)
     world = ctx.world()
     world.attach(tool, arm)
     try:
@@ -88,19 +89,19 @@ def _held_tool(ctx: SynthContext, arm: str, binding: SkillBinding) -> tuple[str,
     raise SkillFailure("grasp lost", f"the {arm} gripper does not hold {what}")
 
 
-def _toward_arm(ctx: SynthContext, arm: str, obj: str) -> np.ndarray:
+def _toward_arm(ctx: SynthContext, arm: str, obj: str) -> Floats:
     delta = np.asarray(ctx.backend.arm_root_pos(arm)) - np.asarray(ctx.backend.object_pos(obj))
     return unit(np.array([delta[0], delta[1], 0.0]))
 
 
-def _live_pose(ctx: SynthContext, site: str) -> tuple[np.ndarray, np.ndarray]:
+def _live_pose(ctx: SynthContext, site: str) -> tuple[Floats, Floats]:
     m, d = ctx.backend.model, ctx.backend.data
     sid = m.site(site).id
     return d.site_xpos[sid].copy(), d.site_xmat[sid].reshape(3, 3).copy()
 
 
 def _to_drag_start(ctx: SynthContext, arm: str, tool: str, face: str, obj: str,
-                   reach: float) -> Generator[Segment, None, np.ndarray]:
+                   reach: float) -> Generator[Segment, None, Floats]:
     """Steps 1 and 2: the face GAP behind the object, the tool level and CLEARANCE above the table, in an arm
     pose from which the whole drag is one straight line. Returns the drag's heading (unit, horizontal)."""
     backend = ctx.backend
@@ -161,7 +162,7 @@ def _level_off(ctx: SynthContext, arm: str, tool: str) -> Iterator[Segment]:
     yield ctx.timed(arm, path, NEAR_CONTACT)
 
 
-def _drag(ctx: SynthContext, arm: str, tool: str, obj: str, reach: float, heading: np.ndarray) -> Iterator[Segment]:
+def _drag(ctx: SynthContext, arm: str, tool: str, obj: str, reach: float, heading: Floats) -> Iterator[Segment]:
     """Step 3: along `heading` until the object is within `reach` of the arm's first joint."""
     turned = float(np.arccos(np.clip(heading @ _toward_arm(ctx, arm, obj), -1.0, 1.0)))
     world = ctx.world()
@@ -175,7 +176,7 @@ def _drag(ctx: SynthContext, arm: str, tool: str, obj: str, reach: float, headin
                   name=f"{obj} within {reach:.2f} m")
 
 
-def _set_down(ctx: SynthContext, arm: str, tool: str, face: str, obj: str, toward: np.ndarray) -> Iterator[Segment]:
+def _set_down(ctx: SynthContext, arm: str, tool: str, face: str, obj: str, toward: Floats) -> Iterator[Segment]:
     """Step 4: off the object (back along the drag's heading `toward`), up, aside until the blade clears it,
     down, let go, hand up."""
     backend = ctx.backend
@@ -194,7 +195,7 @@ def _set_down(ctx: SynthContext, arm: str, tool: str, face: str, obj: str, towar
     obj_pos = np.asarray(backend.object_pos(obj), dtype=np.float64)
     face_pos, face_rot = _live_pose(ctx, face)
     tcp_pos, _ = _live_pose(ctx, ctx.env.robot.arm(arm).tcp_site)
-    side = tcp_pos - obj_pos
+    side: Floats = tcp_pos - obj_pos
     side = unit(side - (side @ toward) * toward - (side @ UP) * UP)  # the handle's side of the object
     half = float(np.abs(face_rot[:, 1] @ side)) * float(backend.site_box(face)[2][1])
     shift = half + object_reach(ctx, obj, obj_pos, side) + ASIDE_MARGIN - float((face_pos - obj_pos) @ side)
