@@ -14,7 +14,7 @@ import pytest  # noqa: E402
 from x2.base.errors import X2Error  # noqa: E402
 from x2.envspec import load_env  # noqa: E402
 from x2.sim.mujoco.backend import MujocoBackend  # noqa: E402
-from x2.tasks.predicates import evaluate  # noqa: E402
+from x2.tasks.predicates import holds  # noqa: E402
 
 FRUITS = ("apple", "orange", "lemon", "banana")
 G = 9.81
@@ -264,7 +264,7 @@ def test_dropped_fruit_falls_and_rests_on_the_table(backend: MujocoBackend, frui
     assert np.hypot(pos[0] - p.x, pos[1] - p.y) < 0.05
     dof = backend.model.jnt_dofadr[backend.model.joint("fruit/free").id]
     assert np.linalg.norm(backend.data.qvel[dof:dof + 3]) < 0.01
-    assert not evaluate(backend, "object_fallen", {"obj": "fruit"})
+    assert not holds(backend, "object_fallen", {"obj": "fruit"})
 
 
 # ----------------------------------------------------------------------------- predicates (WorldView)
@@ -276,30 +276,30 @@ def test_predicates_on_the_world(backend: MujocoBackend, fruit_seeds, fruit: str
     backend.reset(fruit_seeds[fruit])
     door = {"joint": "microwave/door_hinge", "value": 1.2}
     assert backend.joint_value("microwave/door_hinge") == 0.0
-    assert not evaluate(backend, "joint_above", door)
+    assert not holds(backend, "joint_above", door)
     backend.set_joint_values({"microwave/door_hinge": 1.5})
     assert backend.joint_value("microwave/door_hinge") == 1.5
-    assert evaluate(backend, "joint_above", door)
-    assert not evaluate(backend, "joint_below", {"joint": "microwave/door_hinge", "value": 0.1})
+    assert holds(backend, "joint_above", door)
+    assert not holds(backend, "joint_below", {"joint": "microwave/door_hinge", "value": 0.1})
     backend.set_joint_values({"microwave/door_hinge": 0.0})
-    assert not evaluate(backend, "joint_above", door)
+    assert not holds(backend, "joint_above", door)
 
     inside = {"obj": "fruit", "container": "microwave/cavity"}
-    assert not evaluate(backend, "object_inside", inside)  # on the table at reset
+    assert not holds(backend, "object_inside", inside)  # on the table at reset
     centre, rot, half = backend.site_box("microwave/cavity")
     assert np.all(half > 0) and np.allclose(rot @ rot.T, np.eye(3))
     backend.set_object_pose("fruit", np.array(centre, copy=True))
-    assert evaluate(backend, "object_inside", inside)
+    assert holds(backend, "object_inside", inside)
     backend.set_object_pose("fruit", np.array(centre, copy=True) + np.array([0.0, 0.0, 2 * half[2]]))
-    assert not evaluate(backend, "object_inside", inside)  # above the oven
+    assert not holds(backend, "object_inside", inside)  # above the oven
 
 
 def test_arm_and_gripper_predicates(backend: MujocoBackend, fruit_seeds) -> None:
     backend.reset(fruit_seeds["apple"])
-    assert evaluate(backend, "arm_at_home", {"arm": "both"})
-    assert not evaluate(backend, "gripper_holding", {"arm": "right", "obj": "fruit"})
-    assert evaluate(backend, "gripper_released", {"arm": "right", "obj": "fruit"})
-    assert not evaluate(backend, "object_lifted", {"obj": "fruit"})
+    assert holds(backend, "arm_at_home", {"arm": "both"})
+    assert not holds(backend, "gripper_holding", {"arm": "right", "obj": "fruit"})
+    assert holds(backend, "gripper_released", {"arm": "right", "obj": "fruit"})
+    assert not holds(backend, "object_lifted", {"obj": "fruit"})
 
     # hand the apple to the open right gripper (origin is its bottom, 34 mm below its centre) and close it
     tcp = backend.robot_state().ee_pose[1, :3]
@@ -308,16 +308,16 @@ def test_arm_and_gripper_predicates(backend: MujocoBackend, fruit_seeds) -> None
     action[13] = 0.0
     for _ in range(30):
         backend.step(action)
-    assert evaluate(backend, "gripper_holding", {"arm": "right", "obj": "fruit"})
-    assert not evaluate(backend, "gripper_released", {"arm": "right", "obj": "fruit"})
-    assert not evaluate(backend, "gripper_holding", {"arm": "left", "obj": "fruit"})
-    assert evaluate(backend, "object_lifted", {"obj": "fruit", "height": 0.3})  # held, not dropped
-    assert evaluate(backend, "arm_at_home", {"arm": "both"})
+    assert holds(backend, "gripper_holding", {"arm": "right", "obj": "fruit"})
+    assert not holds(backend, "gripper_released", {"arm": "right", "obj": "fruit"})
+    assert not holds(backend, "gripper_holding", {"arm": "left", "obj": "fruit"})
+    assert holds(backend, "object_lifted", {"obj": "fruit", "height": 0.3})  # held, not dropped
+    assert holds(backend, "arm_at_home", {"arm": "both"})
 
     backend.set_joint_values({"right_j1": _home_qpos(backend)[6] + 0.5})
-    assert not evaluate(backend, "arm_at_home", {"arm": "right"})
-    assert not evaluate(backend, "arm_at_home", {"arm": "both"})
-    assert evaluate(backend, "arm_at_home", {"arm": "left"})
+    assert not holds(backend, "arm_at_home", {"arm": "right"})
+    assert not holds(backend, "arm_at_home", {"arm": "both"})
+    assert holds(backend, "arm_at_home", {"arm": "left"})
     assert backend.arm_joint_error("right") == pytest.approx(0.5)
 
 

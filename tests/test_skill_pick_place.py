@@ -27,7 +27,7 @@ from x2.synth.skills.grasp_poses import GraspCandidate, fit_and_rank, order_for_
 from x2.synth.skills.pick_place import pick, place
 from x2.synth.skills.place_poses import LEANS, PLACE_YAWS, Held, surface_goals
 from x2.synth.skills.shapes import UP, Shape, arm_reach, gripper_geometry, object_shape, rot_about
-from x2.tasks.predicates import evaluate
+from x2.tasks.predicates import holds
 
 ROBOTS = ("artixon-g", "artixon-h")
 SEEDS = [slot_seed(0, i) for i in range(6)]
@@ -77,12 +77,12 @@ class Harness:
 def _pick_then_place(ctx: SynthContext, run: Run) -> Iterator[Segment]:
     b = ctx.backend
     yield from pick(ctx, _binding("pick", "block"), "right")
-    run.notes["lifted"] = evaluate(b, "object_lifted", {"obj": "block", "height": 0.05})
-    run.notes["held"] = evaluate(b, "gripper_holding", {"arm": "right", "obj": "block"})
+    run.notes["lifted"] = holds(b, "object_lifted", {"obj": "block", "height": 0.05})
+    run.notes["held"] = holds(b, "gripper_holding", {"arm": "right", "obj": "block"})
     yield from place(ctx, _binding("place", "plate"), "right")
     yield Wait(10)  # settle
-    run.notes["on"] = evaluate(b, "object_on", {"obj": "block", "target": "plate"})
-    run.notes["released"] = evaluate(b, "gripper_released", {"arm": "right", "obj": "block"})
+    run.notes["on"] = holds(b, "object_on", {"obj": "block", "target": "plate"})
+    run.notes["released"] = holds(b, "gripper_released", {"arm": "right", "obj": "block"})
 
 
 @pytest.fixture(scope="module", params=ROBOTS)
@@ -203,7 +203,7 @@ def _fruit_in(ctx: SynthContext, run: Run) -> Iterator[Segment]:
     task = ctx.env.task
     assert task is not None
     node = next(n for n in task.nodes if n.id == "place_fruit")
-    run.notes["inside"] = all(evaluate(ctx.backend, p.name, p.args) for p in node.success)
+    run.notes["inside"] = all(holds(ctx.backend, p.name, p.args) for p in node.success)
     # wholly behind the opening, so the door can close
     m, d = ctx.backend.model, ctx.backend.data
     centre, rot, half = ctx.backend.site_box("microwave/cavity")

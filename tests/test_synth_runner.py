@@ -24,7 +24,7 @@ from x2.format import SYNTH_REPORT_FILE
 from x2.labeling import topological_order
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.synth.runner import SynthConfig, SynthRun
-from x2.tasks.predicates import evaluate
+from x2.tasks.predicates import holds
 
 _mount()
 runner = CliRunner()
@@ -127,7 +127,7 @@ def test_accepted_episodes_respect_the_dag_and_end_in_every_sink(two_runs: tuple
             backend.set_state(ep["states"][-1])
             for sink in sinks:
                 node = next(n for n in task.nodes if n.id == sink)
-                assert all(evaluate(backend, c.name, c.args) for c in node.success), sink
+                assert all(holds(backend, c.name, c.args) for c in node.success), sink
     assert topological_order(task.node_ids, task.edges)
 
 

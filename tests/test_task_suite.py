@@ -267,7 +267,7 @@ def test_handover_passes_the_baton_in_the_air_from_the_left_hand_to_the_right(tm
 
 def test_conveyor_pick_grasps_the_block_while_the_conveyor_carries_it(tmp_path: Path) -> None:
     from x2.recorded.world import open_world
-    from x2.tasks.predicates import evaluate
+    from x2.tasks.predicates import holds
 
     ds = _one_episode("conveyor_pick", tmp_path / "conveyor", seed=1)
     with ds.load(next(iter(ds.episodes())).index) as ep:
@@ -283,7 +283,7 @@ def test_conveyor_pick_grasps_the_block_while_the_conveyor_carries_it(tmp_path: 
             moving_and_held = []
             for t in range(lifted - 8, lifted):
                 world.backend.set_state(states[t])
-                if speed[t] > 0.04 and evaluate(world.backend, "gripper_holding", {"arm": "right", "obj": "block"}):
+                if speed[t] > 0.04 and holds(world.backend, "gripper_holding", {"arm": "right", "obj": "block"}):
                     moving_and_held.append(t)
             assert moving_and_held, "the fingers closed on the block only after it had stopped"
         plate = poses[-1, names.index("plate"), :3]

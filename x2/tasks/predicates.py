@@ -148,5 +148,6 @@ def within_reach(world: WorldView, obj: str, arm: str, distance: float = 0.5) ->
                for a in _arms(arm))
 
 
-def evaluate(world: WorldView, name: str, args: dict[str, object]) -> bool:
+def holds(world: WorldView, name: str, args: dict[str, object]) -> bool:
+    """Whether predicate `name` holds with `args` in `world` (as the DAG runtime asks it)."""
     return bool(PREDICATES[name].fn(world, **args))

@@ -163,7 +163,7 @@ def _failure(broke: PathBreak) -> SkillFailure:
     return SkillFailure("trajectory collision" if broke.cause == "collision" else "ik infeasible", str(broke))
 
 
-def straight(ctx: SynthContext, arm: str, displacement: Floats, *, touching: str | None = None,
+def straight_track(ctx: SynthContext, arm: str, displacement: Floats, *, touching: str | None = None,
              speed: float = CONTACT_SPEED, at_least: float | None = None) -> ArmTrack:
     """The tcp moves by `displacement` (world, m) in a straight line keeping its orientation, from the
     commanded targets; the gripper may touch the object `touching` (and nothing else). A guarded move's
@@ -195,7 +195,7 @@ def screw_waypoints(ctx: SynthContext, arm: str, q_start: Floats, axis: Floats, 
     return path.waypoints
 
 
-def screw(ctx: SynthContext, arm: str, axis: Floats, anchor: Floats, angle: float, *,
+def screw_track(ctx: SynthContext, arm: str, axis: Floats, anchor: Floats, angle: float, *,
           touching: str | None = None, speed: float = CONTACT_SPEED) -> ArmTrack:
     """Turn the tcp by `angle` about the line through `anchor` along `axis` (world), from the commanded targets."""
     waypoints = screw_waypoints(ctx, arm, ctx.executor.arm_target(arm), axis, anchor, angle, touching)

@@ -39,7 +39,7 @@ from x2.synth.skills.place_poses import (
     surface_spot,
 )
 from x2.synth.skills.shapes import UP, arm_reach, gripper_geometry, object_geoms
-from x2.tasks.predicates import evaluate
+from x2.tasks.predicates import holds
 
 # Defaults of the skills' parameters (binding.params).
 APPROACH = 0.08  # m, pre-grasp / pre-place distance from the goal along the approach line
@@ -62,11 +62,11 @@ MAX_UNPLANNED = 2  # free-space plans that may fail before the place gives up ("
 
 
 def holding(ctx: SynthContext, arm: str, obj: str) -> bool:
-    return evaluate(ctx.backend, "gripper_holding", {"arm": arm, "obj": obj})
+    return holds(ctx.backend, "gripper_holding", {"arm": arm, "obj": obj})
 
 
 def released(ctx: SynthContext, arm: str, obj: str) -> bool:
-    return evaluate(ctx.backend, "gripper_released", {"arm": arm, "obj": obj})
+    return holds(ctx.backend, "gripper_released", {"arm": arm, "obj": obj})
 
 
 def jaw_open(ctx: SynthContext, arm: str) -> bool:

@@ -25,9 +25,9 @@ from x2.synth.skills.contact_motion import (
     contact_force,
     gripper_reach,
     joint_of_site,
-    screw,
+    screw_track,
     screw_waypoints,
-    straight,
+    straight_track,
     tool_frame,
 )
 from x2.synth.skills.shapes import rot_about
@@ -92,13 +92,13 @@ def press(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segmen
         return button_pressed(ctx.backend, joint, depth) or contact_force(ctx, arm, obj) > PRESS_MAX_FORCE
 
     press_by = approach + depth + PRESS_OVERTRAVEL
-    track = straight(ctx, arm, -normal * press_by, touching=obj, speed=CONTACT_SPEED)
+    track = straight_track(ctx, arm, -normal * press_by, touching=obj, speed=CONTACT_SPEED)
     yield Guarded(track, until=stop, name=f"press {joint} by {depth * 1e3:.0f} mm")
     if not button_pressed(ctx.backend, joint, depth):
         raise SkillFailure("predicate false", f"{joint} moved only {-ctx.backend.joint_value(joint) * 1e3:.1f} mm "
                                               f"under {PRESS_MAX_FORCE:.0f} N")
     yield Wait(round(PRESS_HOLD_S * ctx.env.fps))
-    yield straight(ctx, arm, normal * approach, touching=obj, speed=NEAR_SPEED)
+    yield straight_track(ctx, arm, normal * approach, touching=obj, speed=NEAR_SPEED)
 
 
 @dataclass(frozen=True)
@@ -150,13 +150,13 @@ def twist(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segmen
     grasp = _twist_grasp(ctx, arm, site, obj, axis, anchor, turn)
     approach_dir = grasp.rot[:, 2]
     yield from ctx.move_to(arm, ctx.solve_ik(arm, grasp.pos - approach_dir * approach, grasp.rot, q_ref=grasp.q))
-    yield straight(ctx, arm, approach_dir * approach, touching=obj, speed=NEAR_SPEED)
+    yield straight_track(ctx, arm, approach_dir * approach, touching=obj, speed=NEAR_SPEED)
     yield Gripper(arm, 0.0, ticks=GRIPPER_TICKS)
 
     def turned() -> bool:
         return joint_above(ctx.backend, joint, goal) if angle >= 0 else joint_below(ctx.backend, joint, goal)
 
-    track = screw(ctx, arm, axis, anchor, turn, touching=obj, speed=CONTACT_SPEED)
+    track = screw_track(ctx, arm, axis, anchor, turn, touching=obj, speed=CONTACT_SPEED)
     yield Guarded(track, until=turned, name=f"turn {joint} to {goal:.2f} rad")
     yield Gripper(arm, 1.0, ticks=GRIPPER_TICKS)
-    yield straight(ctx, arm, -approach_dir * approach, touching=obj, speed=NEAR_SPEED)
+    yield straight_track(ctx, arm, -approach_dir * approach, touching=obj, speed=NEAR_SPEED)

@@ -28,7 +28,7 @@ from x2.synth.skills.contact_motion import (
     NEAR_SPEED,
     gripper_reach,
     object_reach,
-    straight,
+    straight_track,
     tool_frame,
     unit,
 )
@@ -90,7 +90,7 @@ def _slide(ctx: SynthContext, arm: str, obj: str, start: Floats, direction: Floa
         aim = rot_about(np.array([0.0, 0.0, 1.0]), float(np.clip(off, -STEER_MAX, STEER_MAX))) @ direction
         last = remaining <= leg
         length = lead + (remaining + SLACK if last else leg)
-        track = straight(ctx, arm, aim * length, touching=obj, speed=CONTACT_SPEED,
+        track = straight_track(ctx, arm, aim * length, touching=obj, speed=CONTACT_SPEED,
                          at_least=lead + remaining if last else None)
         yield Guarded(track, until=covered, required=last, name=f"{verb} {obj} {distance * 1e3:.0f} mm")
         if last:
@@ -116,9 +116,9 @@ def push(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment
     begin = start - direction * (behind + front + PUSH_GAP)
     begin[2] = ctx.backend.table_height + PUSH_TIP_HEIGHT + tip
     yield from ctx.move_pose(arm, begin - DOWN * HOVER, rot)
-    yield straight(ctx, arm, DOWN * HOVER, speed=NEAR_SPEED)
+    yield straight_track(ctx, arm, DOWN * HOVER, speed=NEAR_SPEED)
     yield from _slide(ctx, arm, obj, start, direction, distance, front + PUSH_GAP, PUSH_LEG, "push")
-    yield straight(ctx, arm, -direction * 0.01 - DOWN * HOVER, touching=obj, speed=NEAR_SPEED)
+    yield straight_track(ctx, arm, -direction * 0.01 - DOWN * HOVER, touching=obj, speed=NEAR_SPEED)
 
 
 def _pull_grasps(ctx: SynthContext, arm: str, binding: SkillBinding, obj: str, start: Floats,
@@ -170,8 +170,8 @@ def pull(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment
     if chosen is None:
         raise SkillFailure("ik infeasible", f"arm {arm!r}: no reachable grasp on {binding.target}")
     yield from ctx.move_to(arm, chosen)
-    yield straight(ctx, arm, DOWN * HOVER, touching=obj, speed=NEAR_SPEED)
+    yield straight_track(ctx, arm, DOWN * HOVER, touching=obj, speed=NEAR_SPEED)
     yield Gripper(arm, 0.0, ticks=GRIPPER_TICKS)
     yield from _slide(ctx, arm, obj, start, direction, distance, 0.0, np.inf, "pull")  # held: no drift to steer
     yield Gripper(arm, 1.0, ticks=GRIPPER_TICKS)
-    yield straight(ctx, arm, -DOWN * HOVER, touching=obj, speed=NEAR_SPEED)
+    yield straight_track(ctx, arm, -DOWN * HOVER, touching=obj, speed=NEAR_SPEED)
