@@ -21,9 +21,9 @@ from x2.base.seeding import AXES, slot_seed
 from x2.envspec import load_env
 from x2.envspec.env import EnvSpec
 from x2.recorded.frames import DEFAULT_SIZE
-from x2.recorded.renderer import ImageSize
 from x2.render.grid import Box, GridRow, draw_grid, write_png
 from x2.sim import make_backend
+from x2.sim.camera import ImageSize
 
 MAX_COLUMNS = 10  # a wider default grid would not fit a screen at the default tile size
 
@@ -111,13 +111,11 @@ def task_preview(task: str, out: str | Path, *, seeds: int = 12, master_seed: in
     camera = camera or default_camera(env)
     backend = make_backend(env)
     try:
-        model = backend.model
-        have = [model.camera(i).name for i in range(model.ncam)]
-        if camera not in have:
-            raise X2Error(f"--camera: found {camera!r}; allowed: {', '.join(have)}")
-        limit = ImageSize(model.vis.global_.offheight, model.vis.global_.offwidth)
-        if size.height > limit.height or size.width > limit.width:
-            raise X2Error(f"--size: found {size}; allowed: up to {limit} (the model's offscreen buffer)")
+        have = backend.cameras
+        if camera not in have.names:
+            raise X2Error(f"--camera: found {camera!r}; allowed: {', '.join(have.names)}")
+        if not have.fits(size):
+            raise X2Error(f"--size: found {size}; allowed: up to {have.largest} (the model's offscreen buffer)")
         drawn = [o.name for o in env.objects if len(o.candidates) > 1]
         frames, labels, slot_seeds, instructions, draws_of = [], [], [], [], []
         for slot in range(seeds):
