@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from x2.base.errors import DatasetError
 from x2.datasets import Dataset, Episode
@@ -151,7 +150,7 @@ def _run(ds: Dataset, records: list[EpisodeRecord], todo: list[EpisodeRecord], p
     skipped = selected - len(todo)
     reports = progress_queue()
     pool = worker_pool(workers, reports, ray)
-    pending: dict[int, Future[Any]] = {}  # of JobResult, or with a Ray pool (JobResult, bytes)
+    pending: dict[int, Future[JobResult | tuple[JobResult, bytes]]] = {}  # (JobResult, bytes): a Ray pool's
     finished: dict[int, JobResult] = {}
     submitted = committed = 0
     try:

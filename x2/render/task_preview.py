@@ -14,7 +14,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from x2.base.errors import X2Error
 from x2.base.seeding import AXES, slot_seed
@@ -23,6 +22,7 @@ from x2.envspec.env import EnvSpec
 from x2.recorded.frames import DEFAULT_SIZE
 from x2.render.grid import Box, GridRow, draw_grid, write_png
 from x2.sim import make_backend
+from x2.sim.backend import CameraDraw, EmbodimentDraw
 from x2.sim.camera import ImageSize
 
 MAX_COLUMNS = 10  # a wider default grid would not fit a screen at the default tile size
@@ -66,13 +66,14 @@ def _draws_embodiment(env: EnvSpec) -> bool:
                 or ("table_height" in env.embodiment and env.robot.table_height_jitter > 0))
 
 
-def _cameras(embodiment: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
-    return sorted((embodiment or {}).get("cameras", {}).items())
+def _cameras(embodiment: EmbodimentDraw | None) -> list[tuple[str, CameraDraw]]:
+    cameras = {} if embodiment is None else embodiment.get("cameras", {})
+    return sorted(cameras.items(), key=lambda item: item[0])
 
 
-def _table_height(embodiment: dict[str, Any] | None) -> list[str]:
+def _table_height(embodiment: EmbodimentDraw | None) -> list[str]:
     """The drawn table height as a tile says it (cm, relative to the robot's mount), if one was drawn."""
-    height = (embodiment or {}).get("table_height")
+    height = None if embodiment is None else embodiment.get("table_height")
     return [] if height is None else [f"table {100 * float(height):+.1f} cm"]
 
 

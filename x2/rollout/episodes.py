@@ -13,7 +13,6 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -52,7 +51,7 @@ def versions() -> dict[str, str]:
 
 def dataset_manifest(env: EnvSpec, backend: Backend, cameras: tuple[str, ...] = ()) -> Manifest:
     task = env.task
-    dag: dict[str, Any] = {}
+    dag: dict[str, object] = {}
     if task is not None:
         dag = {
             "nodes": list(task.node_ids),
@@ -126,7 +125,7 @@ class DeviceRecord:
     """What a teleoperated episode adds: its raw device streams (/device/<kind>/...) and how it ended."""
 
     streams: Mapping[str, Mapping[str, Array]]
-    attrs: Mapping[str, Mapping[str, Any]]
+    attrs: Mapping[str, Mapping[str, object]]  # HDF5 attrs of each /device/<name> group
     teleop: TeleopEnd
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 import numpy as np
 
@@ -27,6 +27,21 @@ if TYPE_CHECKING:
     import mujoco
 
 
+class CameraDraw(TypedDict):
+    """One camera's drawn change (x2/sim/mujoco/embodiment.py), in its own frame."""
+
+    offset: list[float]  # m
+    turn: list[float]  # a rotation vector, rad
+    fovy: float  # degrees added to its field of view
+
+
+class EmbodimentDraw(TypedDict, total=False):
+    """The embodiment a reset drew, each part only when drawn (recorded as the episode's `reset_embodiment`)."""
+
+    cameras: dict[str, CameraDraw]  # by camera name, in the robot's declaration order
+    table_height: float  # m, relative to the robot's mount
+
+
 @dataclass(frozen=True)
 class ResetInfo:
     seed: int
@@ -39,7 +54,7 @@ class ResetInfo:
     appearance: dict[str, object] | None = None
     # the cameras and table height drawn for this world when its scene randomises embodiment
     # ({"cameras": ..., "table_height": m}, each when drawn: x2/sim/mujoco/embodiment.py)
-    embodiment: dict[str, object] | None = None
+    embodiment: EmbodimentDraw | None = None
     # the object each of the scene's roles was bound to (x2/envspec/roles.py); None when it declares none
     roles: dict[str, str] | None = None
 

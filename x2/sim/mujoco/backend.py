@@ -24,7 +24,7 @@ from x2.base.seeding import axis_streams
 from x2.envspec.action import ActionLayout
 from x2.envspec.env import AssetSpec, EnvSpec
 from x2.envspec.instruction import fill, pick_template
-from x2.sim.backend import CameraInfo, Contact, Jaw, ResetInfo, RobotState, SimulationUnstable
+from x2.sim.backend import CameraInfo, Contact, EmbodimentDraw, Jaw, ResetInfo, RobotState, SimulationUnstable
 from x2.sim.camera import ImageSize, WorldCameras, pinhole
 from x2.sim.layout import Placement, draw_assets, draw_roles, solve_layout
 from x2.sim.mujoco.compiled import Compiled, compiled
@@ -51,7 +51,7 @@ class MujocoBackend:
         self.table_height = env.booth.table_height
         self._recorded = _recorded
         self._appearance: dict[str, object] | None = None  # the look the last reset drew (a recorded world's is in it)
-        self._embodiment: dict[str, object] | None = None  # its embodiment's draw, likewise
+        self._embodiment: EmbodimentDraw | None = None  # its embodiment's draw, likewise
         self._roles: dict[str, str] | None = None  # the objects its roles were bound to, likewise
         self._jaw: Jaw | None = None
         source = None
