@@ -26,7 +26,7 @@ from x2.export.hdf5 import Hdf5Options, export_hdf5  # noqa: E402
 from x2.export.request import ExportRequest  # noqa: E402
 from x2.export.zarr import ZarrOptions, export_zarr  # noqa: E402
 from x2.recorded.frames import episode_frames  # noqa: E402
-from x2.recorded.renderer import ImageSize  # noqa: E402
+from x2.sim.camera import ImageSize  # noqa: E402
 
 
 def main() -> None:

@@ -36,7 +36,7 @@ from x2.export.lerobot import export_lerobot, quiet_lerobot  # noqa: E402
 from x2.export.lerobot_plan import ExportPlan, LeRobotOptions, plan_export  # noqa: E402
 from x2.export.request import ExportProgress, ExportRequest  # noqa: E402
 from x2.export.sources import ExportSources, open_sources  # noqa: E402
-from x2.recorded.renderer import ImageSize  # noqa: E402
+from x2.sim.camera import ImageSize  # noqa: E402
 
 
 def in_memory(plan: ExportPlan, sources: ExportSources) -> list[list[dict]]:

@@ -30,8 +30,8 @@ import mujoco
 
 from x2.datasets import Dataset
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
-from x2.recorded.renderer import ImageSize
 from x2.render import render_dataset
+from x2.sim.camera import ImageSize
 from x2.sim.mujoco.state import STATE_SPEC
 
 

@@ -27,7 +27,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from helpers.real_dataset import record_short_dataset  # noqa: E402
 
 from x2.datasets import Dataset  # noqa: E402
-from x2.recorded.renderer import StateRenderer  # noqa: E402
 from x2.recorded.world import open_world  # noqa: E402
 from x2.view import DEFAULT_CAMERAS, DEFAULT_SIZE, plan_cameras, record_episode  # noqa: E402
 
@@ -60,7 +59,7 @@ def main() -> None:
         ds = Dataset.open(args.dataset or root / "ds")
         with ds.load(0) as ep:
             t0 = time.perf_counter()
-            with open_world(ep) as world, StateRenderer(world, [camera], DEFAULT_SIZE) as renderer:
+            with open_world(ep) as world, world.backend.renderer([camera], DEFAULT_SIZE) as renderer:
                 frames = np.stack([renderer.frame(s)[camera] for s in ep["states"]])
             render_s = time.perf_counter() - t0
 

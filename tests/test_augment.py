@@ -37,9 +37,9 @@ from x2.base.errors import DatasetError
 from x2.datasets import Dataset, validate
 from x2.envspec.scene import load_asset
 from x2.format import AUGMENTATION_REPORT_FILE
-from x2.recorded.renderer import ImageSize
 from x2.recorded.replay import replay_actions
 from x2.render import render_dataset
+from x2.sim.camera import ImageSize
 
 SMALL = ImageSize(96, 128)
 # What an augmented episode changes at its root; every other attribute and every dataset stays the parent's.

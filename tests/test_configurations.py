@@ -23,8 +23,8 @@ from x2.envspec import load_env
 from x2.envspec.held_out import EVAL_SEED_BASE, HeldOutError
 from x2.envspec.instruction import fill
 from x2.recorded.held_out_check import eval_configuration
-from x2.recorded.renderer import ImageSize
 from x2.render.task_preview import task_preview
+from x2.sim.camera import ImageSize
 from x2.sim.mujoco.backend import MujocoBackend
 
 _mount()

@@ -28,8 +28,8 @@ from x2_cli import HEADLESS_ENV, run_x2
 
 from x2.datasets import Dataset, Episode
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
-from x2.recorded.renderer import ImageSize, StateRenderer
 from x2.recorded.world import open_world
+from x2.sim.camera import ImageSize
 from x2.view import plan_cameras, record_rerun, wants_viewer
 
 SMALL = ImageSize(96, 128)
@@ -79,7 +79,7 @@ class Recording:
 
 
 def rendered(ep: Episode, camera: str, size: ImageSize) -> np.ndarray:
-    with open_world(ep) as world, StateRenderer(world, [camera], size) as renderer:
+    with open_world(ep) as world, world.backend.renderer([camera], size) as renderer:
         return np.stack([renderer.frame(s)[camera] for s in ep["states"]])
 
 

@@ -31,7 +31,7 @@ from x2.export.hdf5 import Hdf5Options, demo_names, export_hdf5
 from x2.export.request import ExportRequest
 from x2.export.zarr import ZarrOptions, export_zarr
 from x2.recorded.frames import episode_frames
-from x2.recorded.renderer import ImageSize
+from x2.sim.camera import ImageSize
 
 REPO = Path(__file__).resolve().parents[1]
 _mount()  # the root command, as `x2` builds it

@@ -38,7 +38,7 @@ from x2.export.lerobot_check import PIXEL_TOLERANCE, compare, mean_abs_diff
 from x2.export.lerobot_plan import LeRobotOptions
 from x2.export.request import ExportRequest
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
-from x2.recorded.renderer import ImageSize
+from x2.sim.camera import ImageSize
 
 SMALL = ImageSize(96, 128)
 runner = CliRunner()

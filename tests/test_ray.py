@@ -21,8 +21,8 @@ from test_synth_runner import deterministic_contents
 from x2_cli import run_x2
 
 from x2.format import AUGMENTATION_REPORT_FILE, SYNTH_REPORT_FILE
-from x2.recorded.renderer import ImageSize
 from x2.render import render_dataset
+from x2.sim.camera import ImageSize
 from x2.synth.runner import SynthConfig, SynthRun
 
 pytest.importorskip("ray", reason="x2[ray] is not installed (the dev extra pulls it)")

@@ -24,10 +24,10 @@ from x2.datasets.index import write_index
 from x2.datasets.rewrite import staged_path
 from x2.files.digest import file_digest
 from x2.format import CAMERA_POSES, IMAGES
-from x2.recorded.renderer import ImageSize
 from x2.recorded.world import open_world
 from x2.render import render_dataset
 from x2.render.episode_file import write_rendered
+from x2.sim.camera import ImageSize
 from x2.sim.mujoco.state import STATE_SPEC
 
 SIZE = ImageSize(96, 128)

@@ -22,8 +22,8 @@ from x2_cli import HEADLESS_ENV, run_x2
 
 from x2.cli.datasets import app as datasets_app
 from x2.datasets import validate
-from x2.recorded.renderer import ImageSize
 from x2.render import render_dataset
+from x2.sim.camera import ImageSize
 
 ARGS = ["--cameras", "head,left_wrist", "--size", "96x128", "--workers", "2"]
 KILLS = 3

@@ -19,10 +19,10 @@ from x2.datasets.coverage import coverage
 from x2.envspec import load_env
 from x2.envspec.record import env_from_record, env_record
 from x2.recorded.relabel import relabel
-from x2.recorded.renderer import ImageSize
 from x2.recorded.replay import replay_actions
 from x2.recorded.world import open_world
 from x2.render.task_preview import task_preview
+from x2.sim.camera import ImageSize
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.sim.mujoco.kinematics import ArmDLS
 from x2.synth.runner import SynthConfig, SynthRun

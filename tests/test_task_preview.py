@@ -12,8 +12,8 @@ import numpy as np
 from PIL import Image
 from x2_cli import run_x2
 
-from x2.recorded.renderer import ImageSize
 from x2.render.task_preview import task_preview
+from x2.sim.camera import ImageSize
 from x2.synth.attempt import SynthSession
 
 SIZE = ImageSize(96, 128)

@@ -12,7 +12,7 @@ from x2_test_backend import DelegatingBackend  # tests/backend_plugin, on sys.pa
 
 from x2.base.errors import NotFoundError, X2Error
 from x2.envspec.env import EnvSpec
-from x2.sim import installed_backends, make_backend, recorded_backend
+from x2.sim import ImageSize, installed_backends, make_backend, recorded_backend
 from x2.sim.discovery import ENV_VAR, GROUP
 from x2.sim.mujoco.backend import MujocoBackend
 
@@ -39,6 +39,10 @@ def test_chosen_by_argument_or_environment(env: EnvSpec, monkeypatch: pytest.Mon
     info = b.reset(0)
     b.step(b.home_action())
     assert b.steps == 1  # the tick went through the plugin's code
+    with b.renderer(("head",), ImageSize(48, 64)) as renderer:
+        renderer.set_state(b.get_state())
+        assert renderer.render("head").shape == (48, 64, 3)
+    assert b.renderers == 1  # and the renderer was made by it
     xml = b.model_xml()
     monkeypatch.setenv(ENV_VAR, "delegate")
     again = make_backend(env)

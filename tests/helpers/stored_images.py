@@ -16,12 +16,12 @@ import numpy as np
 
 from x2.datasets import Dataset, Episode
 from x2.datasets.index import write_index
-from x2.recorded.renderer import ImageSize, StateRenderer
 from x2.recorded.world import open_world
+from x2.sim.camera import ImageSize
 
 
 def rendered_frames(ep: Episode, cameras: Sequence[str], size: ImageSize) -> dict[str, np.ndarray]:
-    with open_world(ep) as world, StateRenderer(world, cameras, size) as renderer:
+    with open_world(ep) as world, world.backend.renderer(cameras, size) as renderer:
         shots = [renderer.frame(state) for state in ep["states"]]
     return {cam: np.stack([s[cam] for s in shots]) for cam in cameras}
 

@@ -24,8 +24,8 @@ from x2.datasets import Episode  # noqa: E402
 from x2.envspec.scene import load_asset  # noqa: E402
 from x2.files.atomic import replacing  # noqa: E402
 from x2.recorded.frames import frames_at  # noqa: E402
-from x2.recorded.renderer import ImageSize  # noqa: E402
 from x2.recorded.world import recorded_env  # noqa: E402
+from x2.sim.camera import ImageSize  # noqa: E402
 
 LOW_LAYER = 0.03  # m above the support: every distractor fills this slab, so this footprint is off limits
 CELL = 0.004  # m per footprint pixel

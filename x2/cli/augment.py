@@ -19,8 +19,8 @@ from x2.datasets import Dataset, remember_dataset, resolve_dataset, resolve_outp
 from x2.datasets.select import Selection, parse_episode_list
 from x2.format import AUGMENTATION_REPORT_FILE
 from x2.recorded.frames import DEFAULT_SIZE, default_cameras, stored_cameras
-from x2.recorded.renderer import ImageSize, parse_cameras
 from x2.render import render_dataset
+from x2.sim.camera import ImageSize, parse_cameras
 
 app = typer_group(
     "augment", "Enlarge a dataset: its recorded motion in new scenery, labels untouched.",

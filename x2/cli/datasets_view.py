@@ -16,7 +16,7 @@ from x2.cli.options import DatasetOpt
 from x2.cli.progress import progress
 from x2.files.staging import staged
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
-from x2.recorded.renderer import ImageSize, parse_cameras
+from x2.sim.camera import ImageSize, parse_cameras
 from x2.view import (
     VIEWER_PORT,
     default_rrd_path,

@@ -18,7 +18,7 @@ from x2.eval.evaluate import REPORT_JSON, REPORT_PNG, EvalConfig, evaluate, writ
 from x2.eval.runner import EvalProgress
 from x2.eval.seeds import SplitPlan
 from x2.eval.teacher import ChunkExecution
-from x2.recorded.renderer import ImageSize, parse_cameras
+from x2.sim.camera import ImageSize, parse_cameras
 
 
 def eval_command(

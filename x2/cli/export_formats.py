@@ -17,7 +17,7 @@ from x2.export import zarr as zarr_export
 from x2.export.episode_arrays import RESIZE_DESCRIPTION
 from x2.export.request import ExportRequest
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
-from x2.recorded.renderer import ImageSize, parse_cameras
+from x2.sim.camera import ImageSize, parse_cameras
 
 OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Target path (default: ./exports/<dataset>.<ext>).",
                                              show_default=False)]

@@ -17,7 +17,7 @@ from x2.export.lerobot_plan import LeRobotOptions
 from x2.export.request import ExportProgress, ExportRequest, default_target
 from x2.files.staging import check_target
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
-from x2.recorded.renderer import ImageSize, parse_cameras
+from x2.sim.camera import ImageSize, parse_cameras
 
 
 def _count(n: int, word: str) -> str:

@@ -15,8 +15,8 @@ from x2.cli.progress import progress
 from x2.datasets import Dataset
 from x2.datasets.select import parse_episode_list
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
-from x2.recorded.renderer import ImageSize, parse_cameras
 from x2.render import RenderProgress, contact_sheet, render_dataset
+from x2.sim.camera import ImageSize, parse_cameras
 
 
 def _mb(n: int) -> str:

@@ -23,7 +23,7 @@ from x2.envspec.env import ArmPart, GripperPart
 from x2.envspec.schema import DIMENSIONS
 from x2.labeling import topological_order
 from x2.recorded.frames import DEFAULT_SIZE
-from x2.recorded.renderer import ImageSize
+from x2.sim.camera import ImageSize
 
 robots_app = typer_group(
     "robots", "List and inspect robots; fetch the vendor files some are made of.",

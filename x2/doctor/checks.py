@@ -1,6 +1,7 @@
 """`x2 doctor`: what this machine can do for x2, one line per thing, with the fix when it cannot.
 
-Checks the renderer (the EGL vendor and a one-second render of the reference booth), Python and the
+Checks the renderer (the EGL vendor and a one-second render of the reference booth by the chosen backend's
+renderer), Python and the
 installed extras (LeRobot, rerun, the device SDKs), the SteamVR runtime, serial ports and whether they
 can be opened, the display, and the free disk where data is written. Nothing here changes the machine.
 """
@@ -50,23 +51,22 @@ def check_renderer(seconds: float = 1.0) -> Finding:
     backend = os.environ.get("MUJOCO_GL", "")
     fix = "apt install libegl1 libgl1-mesa-dri (Mesa's EGL), or MUJOCO_GL=osmesa"
     try:
-        import mujoco
-
         from x2.envspec import load_env
-        from x2.sim.mujoco.world import world_xml
+        from x2.sim import ImageSize, make_backend
 
-        env = load_env("fruit_in_microwave")
-        model = mujoco.MjModel.from_xml_string(world_xml(env, {}))
-        data = mujoco.MjData(model)
-        mujoco.mj_forward(model, data)
-        with mujoco.Renderer(model, *RENDER_SIZE) as renderer:
-            vendor = _gl_vendor()
-            frames, start = 0, time.perf_counter()
-            while time.perf_counter() - start < seconds:
-                renderer.update_scene(data, camera="head")
-                renderer.render()
-                frames += 1
-            rate = frames / (time.perf_counter() - start)
+        world = make_backend(load_env("fruit_in_microwave"))
+        try:
+            world.reset(0)
+            with world.renderer(("head",), ImageSize(*RENDER_SIZE)) as renderer:
+                renderer.set_state(world.get_state())
+                vendor = _gl_vendor()
+                frames, start = 0, time.perf_counter()
+                while time.perf_counter() - start < seconds:
+                    renderer.render("head")
+                    frames += 1
+                rate = frames / (time.perf_counter() - start)
+        finally:
+            world.close()
     except Exception as exc:  # any failure to make a context is the finding itself
         return Finding("renderer", MISSING, f"MUJOCO_GL={backend or '(unset)'}: {type(exc).__name__}: {exc}", fix)
     return Finding("renderer", OK, f"MUJOCO_GL={backend or '(unset)'}, {vendor}: {rate:.0f} frames/s "

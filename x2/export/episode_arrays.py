@@ -29,7 +29,7 @@ from x2.envspec.action import ActionLayout
 from x2.export.sources import names_by_column
 from x2.labeling import ARM_SUBTASK_INDEX_KEY, arm_label_arrays, arm_segment_owners
 from x2.recorded.frames import episode_frames, stored_cameras
-from x2.recorded.renderer import ImageSize
+from x2.sim.camera import ImageSize
 
 # export name -> path in the episode file; the first three are in every x2 episode, the others optional.
 LOW_DIM: dict[str, str] = {

@@ -64,7 +64,7 @@ from x2.export.sources import ExportSources, open_sources
 from x2.files.hdf5_guard import check_writes, kept_if_complete
 from x2.files.staging import staged
 from x2.recorded.frames import DEFAULT_SIZE
-from x2.recorded.renderer import ImageSize
+from x2.sim.camera import ImageSize
 
 IMAGE_COMPRESSION = {"compression": "gzip", "compression_opts": 4}  # built into every HDF5 reader
 VALID_SPLITS = ("val", "valid")  # robomimic's validation filter key is "valid"

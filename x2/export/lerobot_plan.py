@@ -24,7 +24,7 @@ from x2.export.episode_arrays import arm_labels, labelled_arms
 from x2.export.lerobot_language import frame_subtasks
 from x2.export.sources import ExportSources
 from x2.recorded.frames import DEFAULT_SIZE, episode_frames
-from x2.recorded.renderer import ImageSize
+from x2.sim.camera import ImageSize
 
 # Sim time is accumulated in float64 (865 ticks drift ~1e-11 s); LeRobot's own sync tolerance is 1e-4 s.
 TICK_TOLERANCE_S = 1e-4

@@ -28,7 +28,7 @@ from x2.export.provenance import provenance
 from x2.export.request import ExportRequest
 from x2.files.staging import check_target
 from x2.recorded.frames import default_cameras, stored_cameras
-from x2.recorded.renderer import ImageSize
+from x2.sim.camera import ImageSize
 
 _SPARE_FILES = 64  # descriptors left for everything else while every source episode is open
 

@@ -57,7 +57,7 @@ from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, 
 from x2.export.sources import ExportSources, open_sources
 from x2.files.staging import clear_leftovers, staged
 from x2.recorded.frames import DEFAULT_SIZE
-from x2.recorded.renderer import ImageSize
+from x2.sim.camera import ImageSize
 
 FORMATS = (2, 3)
 LOW_DIM_CHUNK_BYTES = 2_000_000  # diffusion_policy's own target chunk size

@@ -22,12 +22,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import h5py
-import numpy as np
 
 from x2 import format as fmt
+from x2.base.arrays import Image
 from x2.datasets import Episode
-from x2.recorded.renderer import ImageSize, StateRenderer
 from x2.recorded.world import open_world
+from x2.sim.camera import ImageSize
 
 DEFAULT_CAMERAS: tuple[str, ...] = ("head", "left_wrist", "right_wrist")
 DEFAULT_SIZE = ImageSize(240, 320)
@@ -63,7 +63,7 @@ def _split(ep: Episode, cameras: Sequence[str], size: ImageSize | None) -> tuple
 
 
 def episode_frames(ep: Episode, cameras: Sequence[str],
-                   size: ImageSize | None = None) -> Iterator[dict[str, np.ndarray]]:
+                   size: ImageSize | None = None) -> Iterator[dict[str, Image]]:
     """One {camera: (H, W, 3) uint8} per frame, in order. A camera stored at `size` (or at any size when
     `size` is None) is read from the file; the others are rendered from /states of the file's own world
     (at DEFAULT_SIZE when `size` is None)."""
@@ -73,7 +73,7 @@ def episode_frames(ep: Episode, cameras: Sequence[str],
 _READ_BLOCK = 32  # frames per h5py read of a stored stream: one call per frame costs ~3x more per frame
 
 
-def _stored(datasets: dict[str, h5py.Dataset], frames: Sequence[int]) -> Iterator[dict[str, np.ndarray]]:
+def _stored(datasets: dict[str, h5py.Dataset], frames: Sequence[int]) -> Iterator[dict[str, Image]]:
     """Stored frames in the order asked; a run of consecutive frames is read a block at a time."""
     frames = list(frames)
     i = 0
@@ -88,7 +88,7 @@ def _stored(datasets: dict[str, h5py.Dataset], frames: Sequence[int]) -> Iterato
 
 
 def frames_at(ep: Episode, cameras: Sequence[str], frames: Sequence[int],
-              size: ImageSize | None = None) -> Iterator[dict[str, np.ndarray]]:
+              size: ImageSize | None = None) -> Iterator[dict[str, Image]]:
     """As `episode_frames`, for the given frame numbers only (in the order given)."""
     read, draw = _split(ep, cameras, size)
     stored = _stored({c: ep.dataset(fmt.image_path(c)) for c in read}, frames)
@@ -96,7 +96,7 @@ def frames_at(ep: Episode, cameras: Sequence[str], frames: Sequence[int],
         for shot in stored:
             yield {c: shot[c] for c in cameras}
         return
-    with open_world(ep) as world, StateRenderer(world, draw, size or DEFAULT_SIZE) as renderer:
+    with open_world(ep) as world, world.backend.renderer(draw, size or DEFAULT_SIZE) as renderer:
         states = ep.dataset(fmt.STATES)
         for t in frames:
             frame = renderer.frame(states[t])

@@ -9,12 +9,15 @@ relabelling on purpose after a spec change.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from x2 import format as fmt
+from x2.base.arrays import Ints
 from x2.base.errors import DatasetError, X2Error
 from x2.datasets import Episode
 from x2.datasets.difference import describe, first_difference
@@ -38,7 +41,7 @@ class RelabelReport:
     failure: tuple[str, int, str] | None = None
     success: bool = False
     notes: list[str] = field(default_factory=list)
-    labels: dict[str, np.ndarray] = field(default_factory=dict)
+    labels: dict[str, npt.NDArray[np.generic]] = field(default_factory=dict)
 
     @property
     def identical(self) -> bool:
@@ -51,7 +54,7 @@ def _today(env: EnvSpec) -> EnvSpec:
     return load_env(env.task.name, robot=env.robot.name, variant=env.variant)
 
 
-def spec_drift(stored: dict, env: EnvSpec) -> str | None:
+def spec_drift(stored: Mapping[str, object], env: EnvSpec) -> str | None:
     """How today's specs differ from the world record stored in an episode (first difference), if they do."""
     try:
         today = env_record(_today(env))
@@ -115,7 +118,7 @@ def relabel(ep: Episode, specs: Specs = "file") -> RelabelReport:
             continue
         stored = ep[path]
         if stored.shape != arr.shape or not np.array_equal(stored, arr):
-            bad: np.ndarray | list[int] = []
+            bad: Ints | list[int] = []
             if stored.shape == arr.shape:
                 bad = np.flatnonzero((stored != arr).reshape(len(arr), -1).any(axis=1))
             where = (f"first at frame {bad[0]}, {len(bad)} frames" if len(bad)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from x2 import format as fmt
+from x2.base.arrays import Floats, Ints
 from x2.datasets import Episode
 from x2.recorded.world import SIM_BOUND, open_world
 from x2.rollout.loop import PENETRATION_LIMIT_M, Penetration
@@ -25,8 +26,8 @@ __all__ = ["PENETRATION_LIMIT_M", "ReplayReport", "deepest_penetration", "replay
 @dataclass(frozen=True)
 class ReplayReport:
     episode: int
-    deviation: np.ndarray  # (T,) largest |state - stored state| over the state vector, per frame (0 at 0)
-    worst_component: np.ndarray  # (T,) index into the state vector of that largest deviation
+    deviation: Floats  # (T,) largest |state - stored state| over the state vector, per frame (0 at 0)
+    worst_component: Ints  # (T,) index into the state vector of that largest deviation
 
     @property
     def max_deviation(self) -> float:

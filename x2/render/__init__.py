@@ -9,7 +9,7 @@ drawn now) is x2.recorded.frames.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from x2.render.dataset import RenderProgress, RenderSummary, render_dataset
@@ -23,7 +23,7 @@ _WHERE = {
 __all__ = ["RenderProgress", "RenderSummary", "contact_sheet", "render_dataset"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'x2.render' has no attribute {name!r}")

@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from x2.base.errors import DatasetError
 from x2.datasets import Dataset, Episode
@@ -29,10 +28,10 @@ from x2.files.disk import is_refusal, refused
 from x2.processes.pool import RayTarget, WorkerLost
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.recorded.held_out_check import eval_configuration, refuse_held_out
-from x2.recorded.renderer import ImageSize
+from x2.recorded.world import open_world
 from x2.render.episode_file import cameras_to_draw
 from x2.render.workers import JobResult, RenderJob, progress_queue, run_job, run_shipped, worker_pool
-from x2.sim.mujoco.recorded_xml import compile_world
+from x2.sim.camera import ImageSize
 
 
 @dataclass(frozen=True)
@@ -86,14 +85,14 @@ def _check_request(cameras: Sequence[str], size: ImageSize, workers: int, ep: Ep
         raise DatasetError(f"--cameras: found {list(cameras)}; allowed: one or more distinct camera names")
     if workers < 1:
         raise DatasetError(f"--workers: found {workers}; allowed: 1 or more")
-    model = compile_world(ep.model_xml, str(ep.path))
-    have = [model.camera(i).name for i in range(model.ncam)]
-    missing = [c for c in cameras if c not in have]
+    with open_world(ep) as world:
+        have = world.backend.cameras
+    missing = have.missing(cameras)
     if missing:
-        raise DatasetError(f"--cameras: found {missing}; allowed: the episode's cameras {have} ({ep.path.name})")
-    limit = (model.vis.global_.offheight, model.vis.global_.offwidth)
-    if size.height > limit[0] or size.width > limit[1]:
-        raise DatasetError(f"--size: found {size}; allowed: up to {limit[0]}x{limit[1]} (the model's offscreen "
+        raise DatasetError(f"--cameras: found {missing}; allowed: the episode's cameras {list(have.names)} "
+                           f"({ep.path.name})")
+    if not have.fits(size):
+        raise DatasetError(f"--size: found {size}; allowed: up to {have.largest} (the model's offscreen "
                            f"buffer, {ep.path.name})")
 
 
@@ -151,7 +150,7 @@ def _run(ds: Dataset, records: list[EpisodeRecord], todo: list[EpisodeRecord], p
     skipped = selected - len(todo)
     reports = progress_queue()
     pool = worker_pool(workers, reports, ray)
-    pending: dict[int, Future[Any]] = {}  # of JobResult, or with a Ray pool (JobResult, bytes)
+    pending: dict[int, Future[JobResult | tuple[JobResult, bytes]]] = {}  # (JobResult, bytes): a Ray pool's
     finished: dict[int, JobResult] = {}
     submitted = committed = 0
     try:

@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import h5py
-import mujoco
 import numpy as np
 
 from x2 import format as fmt
@@ -23,8 +22,8 @@ from x2.datasets.zstd import compress_frame, image_filter, zstd_lib
 from x2.files.atomic import fsync_file
 from x2.files.hdf5_guard import kept_if_complete
 from x2.recorded.frames import stored_cameras
-from x2.recorded.renderer import ImageSize, StateRenderer
 from x2.recorded.world import SIM_BOUND, open_world
+from x2.sim.camera import ImageSize
 
 POSE_CONVENTION = "x y z (m), quaternion w x y z; MuJoCo camera axes: looking along -z, image up +y"
 
@@ -87,7 +86,7 @@ def write_rendered(src: Path, dst: Path, cameras: Sequence[str], size: ImageSize
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.unlink(missing_ok=True)
     drop = {f"{root}/{cam}" for cam in cameras for root in (fmt.IMAGES, fmt.CAMERA_POSES)}
-    with Episode(src) as ep, open_world(ep) as world, StateRenderer(world, cameras, size) as renderer, \
+    with Episode(src) as ep, open_world(ep) as world, world.backend.renderer(cameras, size) as renderer, \
             h5py.File(src, "r") as old, kept_if_complete(dst, "w", libver="latest") as new:
         _copy_without(old, new, drop)
         states = ep.numeric(fmt.STATES, 2, 1, bound=SIM_BOUND)
@@ -102,7 +101,7 @@ def write_rendered(src: Path, dst: Path, cameras: Sequence[str], size: ImageSize
                 ds.attrs[key] = value
             ds.attrs["body"] = renderer.camera_body(cam)
             ds.attrs["poses"] = fmt.camera_pose_path(cam)
-            ds.attrs["renderer"] = f"mujoco {mujoco.__version__}"
+            ds.attrs["renderer"] = renderer.description
             streams[cam] = ds
         poses = {cam: np.empty((frames, 7), np.float64) for cam in cameras}
         direct = zstd_lib() is not None

@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from x2.base.arrays import Image as Pixels  # (PIL.Image is the picture drawn)
 from x2.files.atomic import replacing
-from x2.recorded.renderer import ImageSize
+from x2.sim.camera import ImageSize
 
 GAP = 4  # px between tiles
 TEXT = (20, 20, 20)
@@ -26,7 +27,7 @@ LABEL_LINES = 2  # a tile's label wraps onto at most this many lines
 
 @dataclass(frozen=True)
 class GridRow:
-    tiles: Sequence[np.ndarray]  # (H, W, 3) uint8 each, all of the grid's size
+    tiles: Sequence[Pixels]  # (H, W, 3) uint8 each, all of the grid's size
     labels: Sequence[str] | None = None  # one above each tile; None: the row has no label band
     name: str = ""  # drawn on the row's left
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from x2.datasets import Episode
 from x2.recorded.frames import frames_at
-from x2.recorded.renderer import ImageSize
 from x2.render.grid import GridRow, draw_grid, write_png
+from x2.sim.camera import ImageSize
 
 
 def sheet_moments(ep: Episode) -> list[tuple[int, str]]:

@@ -14,16 +14,16 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from x2.base.errors import X2Error
 from x2.base.seeding import AXES, slot_seed
 from x2.envspec import load_env
 from x2.envspec.env import EnvSpec
 from x2.recorded.frames import DEFAULT_SIZE
-from x2.recorded.renderer import ImageSize
 from x2.render.grid import Box, GridRow, draw_grid, write_png
 from x2.sim import make_backend
+from x2.sim.backend import CameraDraw, EmbodimentDraw
+from x2.sim.camera import ImageSize
 
 MAX_COLUMNS = 10  # a wider default grid would not fit a screen at the default tile size
 
@@ -66,13 +66,14 @@ def _draws_embodiment(env: EnvSpec) -> bool:
                 or ("table_height" in env.embodiment and env.robot.table_height_jitter > 0))
 
 
-def _cameras(embodiment: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
-    return sorted((embodiment or {}).get("cameras", {}).items())
+def _cameras(embodiment: EmbodimentDraw | None) -> list[tuple[str, CameraDraw]]:
+    cameras = {} if embodiment is None else embodiment.get("cameras", {})
+    return sorted(cameras.items(), key=lambda item: item[0])
 
 
-def _table_height(embodiment: dict[str, Any] | None) -> list[str]:
+def _table_height(embodiment: EmbodimentDraw | None) -> list[str]:
     """The drawn table height as a tile says it (cm, relative to the robot's mount), if one was drawn."""
-    height = (embodiment or {}).get("table_height")
+    height = None if embodiment is None else embodiment.get("table_height")
     return [] if height is None else [f"table {100 * float(height):+.1f} cm"]
 
 
@@ -111,13 +112,11 @@ def task_preview(task: str, out: str | Path, *, seeds: int = 12, master_seed: in
     camera = camera or default_camera(env)
     backend = make_backend(env)
     try:
-        model = backend.model
-        have = [model.camera(i).name for i in range(model.ncam)]
-        if camera not in have:
-            raise X2Error(f"--camera: found {camera!r}; allowed: {', '.join(have)}")
-        limit = ImageSize(model.vis.global_.offheight, model.vis.global_.offwidth)
-        if size.height > limit.height or size.width > limit.width:
-            raise X2Error(f"--size: found {size}; allowed: up to {limit} (the model's offscreen buffer)")
+        have = backend.cameras
+        if camera not in have.names:
+            raise X2Error(f"--camera: found {camera!r}; allowed: {', '.join(have.names)}")
+        if not have.fits(size):
+            raise X2Error(f"--size: found {size}; allowed: up to {have.largest} (the model's offscreen buffer)")
         drawn = [o.name for o in env.objects if len(o.candidates) > 1]
         frames, labels, slot_seeds, instructions, draws_of = [], [], [], [], []
         for slot in range(seeds):

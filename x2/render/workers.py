@@ -52,8 +52,8 @@ def _init_worker(progress: Any) -> None:
 
 
 def run_job(job: RenderJob) -> JobResult:
-    from x2.recorded.renderer import ImageSize
     from x2.render.episode_file import write_rendered
+    from x2.sim.camera import ImageSize
 
     started = time.perf_counter()
 

@@ -1,6 +1,6 @@
 """The loop every data source runs: teacher -> record -> step -> label."""
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from x2.rollout.clock import Clock, FreeClock, RealTimeClock
 from x2.rollout.loop import EpisodeResult, Recorder, Rollout, RolloutOptions
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 _EPISODES = ("commit_episode", "dataset_manifest", "open_dataset", "record_episode")
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _EPISODES:
         from x2.rollout import episodes
 

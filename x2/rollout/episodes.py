@@ -13,9 +13,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import mujoco
 import numpy as np
 
 import x2
@@ -37,6 +35,7 @@ from x2.format import MISSED_SLOTS_ATTR, Array, manifest_extra
 from x2.rollout.background import BackgroundRecorder
 from x2.rollout.loop import EpisodeResult, Recorder, Rollout, RolloutOptions
 from x2.rollout.teacher import Teacher
+from x2.sim import simulator_versions
 from x2.sim.backend import Backend
 from x2.sim.discovery import DEFAULT as DEFAULT_BACKEND
 from x2.sim.discovery import chosen_backend
@@ -45,14 +44,14 @@ from x2.sim.discovery import chosen_backend
 def versions() -> dict[str, str]:
     """What made the data; `backend` names a simulator backend other than x2's own MuJoCo one (the entry point
     $X2_BACKEND chose, docs/backends.md), so a reader knows whose physics stepped the episode."""
-    out = {"x2": x2.__version__, "mujoco": mujoco.__version__, "numpy": np.__version__}
+    out = {"x2": x2.__version__, **simulator_versions(), "numpy": np.__version__}
     backend = chosen_backend()
     return out if backend == DEFAULT_BACKEND else {**out, "backend": backend}
 
 
 def dataset_manifest(env: EnvSpec, backend: Backend, cameras: tuple[str, ...] = ()) -> Manifest:
     task = env.task
-    dag: dict[str, Any] = {}
+    dag: dict[str, object] = {}
     if task is not None:
         dag = {
             "nodes": list(task.node_ids),
@@ -126,7 +125,7 @@ class DeviceRecord:
     """What a teleoperated episode adds: its raw device streams (/device/<kind>/...) and how it ended."""
 
     streams: Mapping[str, Mapping[str, Array]]
-    attrs: Mapping[str, Mapping[str, Any]]
+    attrs: Mapping[str, Mapping[str, object]]  # HDF5 attrs of each /device/<name> group
     teleop: TeleopEnd
 
 

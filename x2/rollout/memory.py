@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from x2.base.arrays import Floats
 from x2.format import Tick
 
 # The Tick fields the loop fills, in Tick's order; each becomes one array to send between processes.
@@ -23,7 +24,7 @@ _COLUMNS = ("timestamp", "action", "state", "qpos", "qvel", "ee_pose", "object_p
 
 @dataclass
 class MemoryRecorder:
-    ticks: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _COLUMNS})
+    ticks: dict[str, list[object]] = field(default_factory=lambda: {c: [] for c in _COLUMNS})
 
     def append(self, tick: Tick) -> None:
         # The loop hands over fresh arrays every tick (copies from the simulator), so no copy here.
@@ -33,8 +34,7 @@ class MemoryRecorder:
         for name in _COLUMNS:
             self.ticks[name].append(getattr(tick, name))
 
-    def append_state(self, timestamp: float, action: np.ndarray, state: np.ndarray, lateness_ms: float | None
-                     ) -> None:
+    def append_state(self, timestamp: float, action: Floats, state: Floats, lateness_ms: float | None) -> None:
         """A tick of a loop that does not observe: its state alone (a fresh array, kept as it is)."""
         ticks = self.ticks
         ticks["timestamp"].append(timestamp)
@@ -45,12 +45,12 @@ class MemoryRecorder:
     def __len__(self) -> int:
         return len(self.ticks["timestamp"])
 
-    def arrays(self, observations: Callable[[np.ndarray], Mapping[str, np.ndarray]] | None = None
-               ) -> dict[str, np.ndarray]:
+    def arrays(self, observations: Callable[[Floats], Mapping[str, Floats]] | None = None
+               ) -> dict[str, npt.NDArray[np.generic]]:
         """Compact arrays to send between processes, in the loop's column order. Streams the ticks left out (a loop
         that did not observe) come from `observations` of the recorded states, which must then be given."""
-        out = {}
-        derived: Mapping[str, np.ndarray] = {}
+        out: dict[str, npt.NDArray[np.generic]] = {}
+        derived: Mapping[str, Floats] = {}
         observed, states = len(self.ticks["qpos"]), len(self.ticks["state"])
         if observed not in (0, states):
             raise ValueError(f"{states - observed} of {states} ticks were recorded by append_state, the rest with "

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from x2 import format as fmt
 from x2.envspec.env import TaskSpec
@@ -114,7 +115,7 @@ class TaskMonitor:
                                              "failure": [c.describe() for c in n.failure]} for n in self.task.nodes}),
         }
 
-    def labels(self) -> dict[str, np.ndarray]:
+    def labels(self) -> dict[str, npt.NDArray[np.generic]]:
         """The runtime's label arrays, and with arms arm_subtask_index (T, A) from the arms each node ran on."""
         out = self.runtime.label_arrays()
         rt = self.runtime

@@ -6,12 +6,14 @@ from collections.abc import Mapping
 from x2 import format as fmt
 from x2.envspec.env import EnvSpec
 from x2.sim.backend import Backend, CameraInfo, Contact, Jaw, ResetInfo, RobotState, SimulationUnstable
+from x2.sim.camera import ImageSize, StateRenderer, WorldCameras, parse_cameras
 from x2.sim.discovery import BackendFactory, backend_factory, installed_backends
 from x2.sim.layout import LayoutError, Placement, solve_layout
 
-__all__ = ["Backend", "BackendFactory", "CameraInfo", "Contact", "Jaw", "LayoutError", "Placement", "ResetInfo",
-           "RobotState", "SimulationUnstable", "backend_factory", "installed_backends", "make_backend",
-           "recorded_backend", "solve_layout"]
+__all__ = ["Backend", "BackendFactory", "CameraInfo", "Contact", "ImageSize", "Jaw", "LayoutError", "Placement",
+           "ResetInfo", "RobotState", "SimulationUnstable", "StateRenderer", "WorldCameras", "backend_factory",
+           "installed_backends", "make_backend", "parse_cameras", "recorded_backend", "simulator_versions",
+           "solve_layout"]
 
 
 def make_backend(env: EnvSpec, backend: str | None = None) -> Backend:
@@ -27,3 +29,12 @@ def recorded_backend(env: EnvSpec, model_xml: str, assets: Mapping[str, str],
     it is known to be self-contained (x2.sim.mujoco.recorded_xml); `source` names the file in errors.
     `backend` as for `make_backend`."""
     return backend_factory(backend).recorded(env, model_xml, assets, layout, source, roles)
+
+
+def simulator_versions() -> dict[str, str]:
+    """The simulator library every backend runs on, by name, with its version (each episode's `versions` records
+    it): MuJoCo, whose model/data view every backend keeps and whose renderer draws x2's pictures
+    (docs/backends.md). A backend other than MuJoCo's is named beside it by its entry point."""
+    import mujoco  # (here: importing x2.sim loads no simulator until one is used)
+
+    return {"mujoco": mujoco.__version__}

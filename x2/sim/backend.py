@@ -1,16 +1,18 @@
-"""The simulator interface every loop and tool talks to. MuJoCo implements it; another simulator plugs in through
-the entry point group `x2.backends` and must pass tests/backend_contract (docs/backends.md).
+"""The simulator interface every loop and tool talks to: the seam between x2 and a simulator. MuJoCo implements it
+(x2/sim/mujoco/backend.py); another simulator plugs in through the entry point group `x2.backends` and must pass
+tests/backend_contract (docs/backends.md).
 
 A backend owns one world built from an `EnvSpec`. It knows nothing of loops, labels or datasets
 (`sim` knows no loop): it resets, steps one control tick, saves and restores state, reports what
-the robot and objects are doing, and renders. Actions follow `x2.envspec.action` (per arm: joint targets,
+the robot and objects are doing, and makes pictures. Actions follow `x2.envspec.action` (per arm: joint targets,
 then the gripper opening in [0, 1]).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 import numpy as np
 
@@ -18,10 +20,26 @@ from x2.base.arrays import Floats, Image
 from x2.base.errors import X2Error
 from x2.envspec.action import ActionLayout
 from x2.envspec.env import EnvSpec
+from x2.sim.camera import ImageSize, StateRenderer, WorldCameras
 from x2.sim.layout import Placement
 
 if TYPE_CHECKING:
     import mujoco
+
+
+class CameraDraw(TypedDict):
+    """One camera's drawn change (x2/sim/mujoco/embodiment.py), in its own frame."""
+
+    offset: list[float]  # m
+    turn: list[float]  # a rotation vector, rad
+    fovy: float  # degrees added to its field of view
+
+
+class EmbodimentDraw(TypedDict, total=False):
+    """The embodiment a reset drew, each part only when drawn (recorded as the episode's `reset_embodiment`)."""
+
+    cameras: dict[str, CameraDraw]  # by camera name, in the robot's declaration order
+    table_height: float  # m, relative to the robot's mount
 
 
 @dataclass(frozen=True)
@@ -36,7 +54,7 @@ class ResetInfo:
     appearance: dict[str, object] | None = None
     # the cameras and table height drawn for this world when its scene randomises embodiment
     # ({"cameras": ..., "table_height": m}, each when drawn: x2/sim/mujoco/embodiment.py)
-    embodiment: dict[str, object] | None = None
+    embodiment: EmbodimentDraw | None = None
     # the object each of the scene's roles was bound to (x2/envspec/roles.py); None when it declares none
     roles: dict[str, str] | None = None
 
@@ -110,12 +128,18 @@ class SimulationUnstable(X2Error):
 
 
 class Backend(Protocol):
-    """One world, stepped one control tick at a time. The loop, teleop, synthesis, the safety filter and
-    offline readers talk to this, never to a simulator class.
+    """One world, stepped one control tick at a time. The loop, teleop, synthesis, the safety filter, the readers of
+    recorded episodes and the pictures talk to this, never to a simulator class.
 
-    `model` / `data` are a MuJoCo view of the world (kinematics, contacts, names): planners, IK and skills
-    read them, nothing writes them but the backend. The MuJoCo backend steps them itself; another simulator
-    keeps them in sync with its own state. The last group of methods is the predicates' `WorldView`.
+    What reads `model` / `data`, a MuJoCo view of the world (kinematics, contacts, names, collision geometry):
+    inside x2.sim, the collision world and IK (x2/sim/mujoco/collision.py, ik.py, kinematics.py: the planner's
+    checks, synthesis's and teleop's IK, each handed the backend); outside it, only synthesis's skills
+    (x2.synth.skills: grasp and place poses, shapes, mechanisms, contacts) and replay augmentation (x2.augment: the
+    swept envelope, the placement of new geoms, the distance checker), the packages pyproject's mujoco contract
+    names. Nothing writes them but the backend. The MuJoCo backend steps them itself; another simulator keeps them
+    in sync with its own state. Everything else a caller needs is a method here: pictures come from `render` (the
+    current state) and `renderer` (a `StateRenderer` of this world that draws any stored state), the world's
+    cameras from `cameras`. The last group of methods is the predicates' `WorldView`.
     """
 
     env: EnvSpec
@@ -154,8 +178,13 @@ class Backend(Protocol):
     def penetration(self) -> float: ...  # depth (m) of the deepest contact now, 0 if none penetrates
     def deepest_contact(self) -> Contact | None: ...
     def geom_distance(self, geom1: str, geom2: str, cutoff: float = 1.0) -> float: ...
+    # pictures: the current state's, the pinhole it was taken with, the world's cameras, and a renderer of this
+    # world's stored states (its own state: the backend's stays as it is; made again after a reset builds a new world)
     def render(self, camera: str, width: int = 640, height: int = 480) -> Image: ...
     def camera_info(self, camera: str, width: int = 640, height: int = 480) -> CameraInfo: ...
+    @property
+    def cameras(self) -> WorldCameras: ...
+    def renderer(self, cameras: Sequence[str], size: ImageSize) -> StateRenderer: ...
     def model_xml(self) -> str: ...
     def jaw(self) -> Jaw | None: ...  # a linkage gripper's measured jaw; None: slide fingers (ctrl = opening)
     def close(self) -> None: ...

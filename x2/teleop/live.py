@@ -16,6 +16,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
+from x2.base.arrays import Image
 from x2.devices import DeviceHealth
 from x2.teleop.status import TeleopStatus
 
@@ -58,7 +59,7 @@ class Picture:
 
     _styles: dict[tuple[int, ...], Style] = {}
 
-    def __init__(self, image: np.ndarray):
+    def __init__(self, image: Image):
         q = (np.asarray(image, np.uint8) >> 4) * 17  # 0, 17, ..., 255
         h = q.shape[0] - q.shape[0] % 2
         self.width = q.shape[1]

@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-import mujoco
 import numpy as np
 
 from x2.base.arrays import Floats
@@ -36,6 +35,7 @@ from x2.devices.calibration import ARMS as LEADER_ARMS
 from x2.devices.calibration import JOINTS_PER_ARM as LEADER_JOINTS
 from x2.sim.backend import Backend, RobotState
 from x2.sim.mujoco.kinematics import ArmDLS
+from x2.sim.mujoco.rotations import quaternion_matrix, rotation_angle, rotation_vector, vector_matrix
 
 STALE_S = 0.25  # a sample older than this is not followed: the robot holds (device hiccup, lost USB)
 # How far a tcp target may lead the measured tcp. In free space the tcp trails its target by ~2 mm at the
@@ -60,9 +60,9 @@ HOLD_RAD = 0.05
 class Mapper(Protocol):
     status: str  # one line for the operator panel
 
-    def reset(self, backend: Backend, home_action: np.ndarray) -> None: ...
+    def reset(self, backend: Backend, home_action: Floats) -> None: ...
     def command(self, sample: Sample | None, age_s: float, events: Sequence[DeviceEvent],
-                robot: RobotState) -> np.ndarray: ...
+                robot: RobotState) -> Floats: ...
 
 
 def _arm_slices(backend: Backend) -> list[slice]:
@@ -92,7 +92,7 @@ class JointMirror:
         self.fps, self.config = fps, config or MirrorConfig()
         self.status = "waiting for the leader arm"
 
-    def reset(self, backend: Backend, home_action: np.ndarray) -> None:
+    def reset(self, backend: Backend, home_action: Floats) -> None:
         arms = backend.env.robot.arms
         if len(arms) != LEADER_ARMS or any(len(a.joints) != LEADER_JOINTS for a in arms):
             # joint to joint needs the leader's kinematics: ALOHA's ViperX and the artixon arms match the
@@ -108,7 +108,7 @@ class JointMirror:
         self.status = "waiting for the leader arm"
 
     def command(self, sample: Sample | None, age_s: float, events: Sequence[DeviceEvent],
-                robot: RobotState) -> np.ndarray:
+                robot: RobotState) -> Floats:
         c = self.config
         self.tick += 1
         for ev in events:
@@ -157,7 +157,7 @@ class _BaseTarget:
         self.slice, self.config = backend.action_layout.base, config
         self.lo, self.hi = base.low, base.high
 
-    def drive(self, cmd: np.ndarray, forward: float, left: float, turn: float, dt: float) -> bool:
+    def drive(self, cmd: Floats, forward: float, left: float, turn: float, dt: float) -> bool:
         """Move the target by one tick of (forward, left, turn) in [-1, 1]; True if it moved."""
         if not (forward or left or turn):
             return False
@@ -175,10 +175,10 @@ class _TcpTargets:
     """Per-arm tcp targets followed by damped least-squares IK, shared by the Cartesian mappers, kept near
     the measured tcp (`observe` each tick before `follow` / `hold`)."""
 
-    def __init__(self, backend: Backend, home_action: np.ndarray):
+    def __init__(self, backend: Backend, home_action: Floats):
         self.slices = _arm_slices(backend)
         self.cmd = np.array(home_action, dtype=np.float64)
-        self.ik = [ArmDLS.for_arm(backend.model, arm) for arm in backend.env.robot.arms]
+        self.ik = [ArmDLS.of_backend(backend, arm) for arm in backend.env.robot.arms]
         self.pos, self.rot = [], []
         for a, sl in enumerate(self.slices):
             p, r = self.ik[a].fk(self.cmd[sl])
@@ -192,7 +192,7 @@ class _TcpTargets:
         for arm in backend.env.robot.arms:
             self.qpos_slices.append(slice(start, start + len(arm.joints)))
             start += len(arm.joints) + len(arm.gripper_joints)
-        self.measured: list[tuple[np.ndarray, np.ndarray]] = [(p.copy(), r.copy()) for p, r in zip(self.pos, self.rot,
+        self.measured: list[tuple[Floats, Floats]] = [(p.copy(), r.copy()) for p, r in zip(self.pos, self.rot,
                                                                                                    strict=True)]
         self.q_measured = [self.cmd[sl].copy() for sl in self.slices]
         self.at_rest = [True] * n
@@ -208,7 +208,8 @@ class _TcpTargets:
             turn = np.array([[np.cos(yaw), np.sin(yaw), 0.0], [-np.sin(yaw), np.cos(yaw), 0.0], [0.0, 0.0, 1.0]])
             to_base = (turn, self.mount + np.array([x, y, 0.0]))
         for a, sl in enumerate(self.qpos_slices):
-            pos, rot = np.asarray(robot.ee_pose[a, :3], dtype=np.float64).copy(), _quat_matrix(robot.ee_pose[a, 3:])
+            pos = np.asarray(robot.ee_pose[a, :3], dtype=np.float64).copy()
+            rot = quaternion_matrix(robot.ee_pose[a, 3:])
             if to_base is not None:
                 turn, origin = to_base
                 pos, rot = self.mount + turn @ (pos - origin), turn @ rot
@@ -238,7 +239,7 @@ class _TcpTargets:
         pos, rot = self.measured[a]
         if not self.at_rest[a]:
             return
-        if np.linalg.norm(self.pos[a] - pos) > HOLD_M or _angle(self.rot[a], rot) > HOLD_RAD:
+        if np.linalg.norm(self.pos[a] - pos) > HOLD_M or rotation_angle(self.rot[a], rot) > HOLD_RAD:
             self.pos[a], self.rot[a] = pos.copy(), rot.copy()
             self.cmd[self.slices[a]] = self.q_measured[a]
 
@@ -251,31 +252,12 @@ class _TcpTargets:
         if dist > LEASH_M:
             self.pos[a] = pos + offset * (LEASH_M / dist)
             held = True
-        w = _rotvec(self.rot[a] @ rot.T)  # world-frame rotation from the measured tcp to the target
+        w = rotation_vector(self.rot[a] @ rot.T)  # world-frame rotation from the measured tcp to the target
         angle = float(np.linalg.norm(w))
         if angle > LEASH_RAD:
-            self.rot[a] = _rotvec_matrix(w * (LEASH_RAD / angle)) @ rot
+            self.rot[a] = vector_matrix(w * (LEASH_RAD / angle)) @ rot
             held = True
         return held
-
-
-def _rotvec(rot: np.ndarray) -> np.ndarray:
-    quat, vel = np.zeros(4), np.zeros(3)
-    mujoco.mju_mat2Quat(quat, np.ascontiguousarray(rot).ravel())
-    mujoco.mju_quat2Vel(vel, quat, 1.0)
-    return vel
-
-
-def _angle(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.linalg.norm(_rotvec(a @ b.T)))
-
-
-def _rotvec_matrix(w: np.ndarray) -> np.ndarray:
-    quat = np.zeros(4)
-    mujoco.mju_axisAngle2Quat(quat, w / (np.linalg.norm(w) or 1.0), float(np.linalg.norm(w)))
-    mat = np.zeros(9)
-    mujoco.mju_quat2Mat(mat, quat)
-    return mat.reshape(3, 3)
 
 
 @dataclass(frozen=True)
@@ -292,7 +274,7 @@ class EEVelocity:
         self.paused = False  # Enter ("engage") locks the arms against stray keys, and unlocks them
         self.driving = False  # B: the motion keys drive a mobile robot's base instead of the active arm
 
-    def reset(self, backend: Backend, home_action: np.ndarray) -> None:
+    def reset(self, backend: Backend, home_action: Floats) -> None:
         self.targets = _TcpTargets(backend, home_action)
         self.base = _BaseTarget(backend, BaseDriveConfig()) if backend.env.robot.base is not None else None
         self.driving = False
@@ -301,7 +283,7 @@ class EEVelocity:
         self.active = self.rows.index(1) if 1 in self.rows else 0  # the keyboard starts on the right arm
 
     def command(self, sample: Sample | None, age_s: float, events: Sequence[DeviceEvent],
-                robot: RobotState) -> np.ndarray:
+                robot: RobotState) -> Floats:
         tg, c, dt = self.targets, self.config, 1.0 / self.fps
         tg.observe(robot)
         for ev in events:
@@ -330,7 +312,7 @@ class EEVelocity:
                 tg.hold(a)
                 continue
             tg.pos[a] = tg.pos[a] + v
-            tg.rot[a] = _rotvec_matrix(w) @ tg.rot[a]
+            tg.rot[a] = vector_matrix(w) @ tg.rot[a]
             tg.follow(a)
         arm = self.names[self.active]
         edge = " (at the edge of reach)" if tg.limited[self.active] else ""
@@ -344,12 +326,6 @@ class EEVelocity:
 VR_TO_ROBOT = np.array([[0.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
 
 
-def _quat_matrix(q: np.ndarray) -> np.ndarray:
-    mat = np.zeros(9)
-    mujoco.mju_quat2Mat(mat, np.asarray(q, dtype=np.float64) / (np.linalg.norm(q) or 1.0))
-    return mat.reshape(3, 3)
-
-
 @dataclass(frozen=True)
 class ClutchConfig:
     scale: float = 1.0  # tcp metres per controller metre
@@ -361,16 +337,16 @@ class VRClutch:
         self.fps, self.config = fps, config or ClutchConfig()
         self.status = "hold a trigger to move that arm"
 
-    def reset(self, backend: Backend, home_action: np.ndarray) -> None:
+    def reset(self, backend: Backend, home_action: Floats) -> None:
         self.targets = _TcpTargets(backend, home_action)
         self.base = _BaseTarget(backend, BaseDriveConfig()) if backend.env.robot.base is not None else None
         self.names = [a.name for a in backend.env.robot.arms]
         self.rows = device_rows(backend)
         n = len(self.targets.slices)
-        self.anchor: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None] = [None] * n
+        self.anchor: list[tuple[Floats, Floats, Floats, Floats] | None] = [None] * n
 
     def command(self, sample: Sample | None, age_s: float, events: Sequence[DeviceEvent],
-                robot: RobotState) -> np.ndarray:
+                robot: RobotState) -> Floats:
         tg, c = self.targets, self.config
         tg.observe(robot)
         if sample is None or age_s > STALE_S:
@@ -395,7 +371,7 @@ class VRClutch:
                 parts.append(f"{self.names[a]}: " + ("holding" if v["valid"][h] >= 0.5 else "tracking lost"))
                 continue
             ctrl_pos = VR_TO_ROBOT @ v["pose"][h, :3]
-            ctrl_rot = VR_TO_ROBOT @ _quat_matrix(v["pose"][h, 3:]) @ VR_TO_ROBOT.T
+            ctrl_rot = VR_TO_ROBOT @ quaternion_matrix(v["pose"][h, 3:]) @ VR_TO_ROBOT.T
             anchor = self.anchor[a]
             if anchor is None:
                 self.anchor[a] = anchor = (ctrl_pos, ctrl_rot, tg.pos[a].copy(), tg.rot[a].copy())

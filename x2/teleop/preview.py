@@ -2,9 +2,11 @@
 
 Rendering costs ~50 ms of CPU a frame here (Mesa on the CPU), far too much for the 30 Hz control
 thread, so the loop only publishes the physics state into shared memory every few ticks (a copy of a
-few hundred doubles); a spawned process holds its own copy of the episode's model, renders the latest
+few hundred doubles); a spawned process holds its own renderer of the episode's world, draws the latest
 state at `hz` and leaves the frame in shared memory for the panel, which draws it in the terminal.
-Each episode sends its world's XML (welded objects included) once, at its first tick.
+Each episode sends its world's XML (welded objects included) once, at its first tick: a renderer can cross no
+process boundary, and `model_xml` is every backend's world as MJCF text, so the preview draws it with MuJoCo's
+renderer (x2/sim/mujoco/renderer.py), whichever backend steps it.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from multiprocessing.synchronize import Event, Lock
 
 import numpy as np
 
+from x2.base.arrays import Floats, Image
 from x2.processes.life import ParentProcess, die_with
 from x2.sim.backend import Backend
+from x2.sim.camera import ImageSize
 
 MAX_STATE = 8192  # doubles: the booth's integration state is a few hundred
 
@@ -75,7 +79,7 @@ class Preview:
         if tick % self.config.publish_every == 0:
             self.publish(backend.get_state())
 
-    def publish(self, state: np.ndarray) -> None:
+    def publish(self, state: Floats) -> None:
         n = len(state)
         if n > MAX_STATE:
             return  # a world this large gets no preview rather than a cut state
@@ -84,7 +88,7 @@ class Preview:
             self._state_len.value = n
             self._state_seq.value += 1
 
-    def image(self) -> np.ndarray | None:
+    def image(self) -> Image | None:
         """The latest frame (height, width, 3) uint8, or None before the first."""
         c = self.config
         with self._lock:
@@ -101,36 +105,32 @@ def _render_loop(c: PreviewConfig, lock: Lock, state: ctypes.Array[ctypes.c_doub
                  state_seq: ctypes.c_longlong, image: ctypes.Array[ctypes.c_ubyte], image_seq: ctypes.c_longlong,
                  worlds: mp.Queue[str], stop: Event, parent: ParentProcess) -> None:
     die_with(parent)  # a SIGKILLed session never sets `stop`
-    import mujoco  # in the child: it picks up MUJOCO_GL=egl from x2's import below
+    import x2  # noqa: F401  (caps BLAS threads, sets MUJOCO_GL before the renderer's import loads a GL)
+    from x2.sim.mujoco.renderer import MujocoRenderer
 
-    import x2  # noqa: F401  (caps BLAS threads, sets MUJOCO_GL)
-    from x2.sim.mujoco.state import STATE_SPEC
-
-    model = data = renderer = None
+    renderer: MujocoRenderer | None = None
     seen = 0
     buf = np.empty(MAX_STATE)
     period = 1.0 / c.hz
+    size = ImageSize(c.height, c.width)
     try:
         while not stop.is_set():
             t0 = time.monotonic()
             with contextlib.suppress(queue.Empty):
                 while True:  # only the newest world matters
-                    model = mujoco.MjModel.from_xml_string(worlds.get_nowait())
-                    data = mujoco.MjData(model)
+                    xml = worlds.get_nowait()
                     if renderer is not None:
                         renderer.close()
-                    renderer = mujoco.Renderer(model, height=c.height, width=c.width)
+                        renderer = None
+                    renderer = MujocoRenderer.of_xml(xml, (c.camera,), size)
                     seen = 0
-            if model is not None and state_seq.value != seen:
+            if renderer is not None and state_seq.value != seen:
                 with lock:
                     seen, n = state_seq.value, state_len.value
                     buf[:n] = np.frombuffer(state, np.float64, n)
-                if n == mujoco.mj_stateSize(model, STATE_SPEC):
-                    mujoco.mj_setState(model, data, buf[:n], STATE_SPEC)
-                    mujoco.mj_forward(model, data)
-                    assert renderer is not None  # made with the model
-                    renderer.update_scene(data, camera=c.camera)
-                    frame = renderer.render()
+                if n == renderer.state_size:
+                    renderer.set_state(buf[:n])
+                    frame = renderer.render(c.camera)
                     with lock:
                         np.frombuffer(image, np.uint8)[:] = frame.reshape(-1)
                         image_seq.value += 1

@@ -76,8 +76,7 @@ def lifecycle_keys(device: Device, keys: str) -> list[Device]:
 
 
 def preview_for(backend: Backend, camera: str | None) -> Preview:
-    m = backend.model
-    cameras = [m.camera(i).name for i in range(m.ncam)]
+    cameras = backend.cameras.names
     camera = camera or (backend.env.robot.cameras[0] if backend.env.robot.cameras else "front")
     if camera not in cameras:
         raise X2Error(f"--preview-camera: found {camera!r}; allowed: {', '.join(cameras)}")

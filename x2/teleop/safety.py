@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from x2.base.arrays import Floats
 from x2.sim.backend import Backend
 
 
@@ -31,15 +32,15 @@ class SafetyFilter:
         if base is not None and layout.base is not None:  # a mobile base: within its range, at a drive's speed
             self.lo[layout.base], self.hi[layout.base] = base.low, base.high
             self.step[layout.base] = c.max_base_speed / fps
-        self.last: np.ndarray | None = None
+        self.last: Floats | None = None
         self.clamped = 0  # ticks where the filter changed the mapper's action
         self.rejected = 0  # ticks with non-finite actions (held the last one)
 
-    def reset(self, home_action: np.ndarray) -> None:
+    def reset(self, home_action: Floats) -> None:
         self.last = np.array(home_action, dtype=np.float64)
         self.clamped = self.rejected = 0
 
-    def __call__(self, action: np.ndarray) -> np.ndarray:
+    def __call__(self, action: Floats) -> Floats:
         assert self.last is not None, "reset() the safety filter first"
         action = np.asarray(action, dtype=np.float64)
         if action.shape != self.last.shape or not np.all(np.isfinite(action)):

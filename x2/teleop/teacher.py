@@ -11,8 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-import numpy as np
-
+from x2.base.arrays import Floats
 from x2.datasets import TeleopEnd
 from x2.devices import Device, DeviceEvent, StreamBuilder
 from x2.rollout.clock import Clock
@@ -40,7 +39,7 @@ class DeviceTeacher:
         self.record_stream = record_stream  # off only to measure the recorder's cost (bench/bench_teleop.py)
         self.stream = StreamBuilder(device.kind, 0.0)
 
-    def reset(self, info: ResetInfo, home_action: np.ndarray) -> None:
+    def reset(self, info: ResetInfo, home_action: Floats) -> None:
         self.mapper.reset(self.backend, home_action)
         self.safety.reset(home_action)
         self.ending = None
@@ -64,7 +63,7 @@ class DeviceTeacher:
             events.extend(k.events())
         return events
 
-    def act(self, obs: Observation) -> np.ndarray | None:
+    def act(self, obs: Observation) -> Floats | None:
         now = time.monotonic()
         if not self._started:  # time zero of the stream is the episode's first tick
             self._started = True

@@ -36,8 +36,8 @@ from x2.base.errors import DatasetError, ExportError
 from x2.datasets import Episode
 from x2.envspec.env import ArmSpec
 from x2.recorded.frames import DEFAULT_SIZE, default_cameras, episode_frames, stored_cameras
-from x2.recorded.renderer import ImageSize
 from x2.recorded.world import recorded_env
+from x2.sim.camera import ImageSize
 from x2.view.layout import ArmJoints, default_blueprint
 
 if TYPE_CHECKING:

@@ -25,8 +25,7 @@ base rides on the floor, and its robot file may not declare the axis (x2/envspec
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import mujoco
 import numpy as np
@@ -34,17 +33,18 @@ import numpy.typing as npt
 
 from x2.base.errors import X2Error
 from x2.envspec.env import CameraJitter, EnvSpec, RobotSpec
+from x2.sim.backend import CameraDraw, EmbodimentDraw
 from x2.sim.mujoco.world import world_text
 
 DECIMALS = 5
 
 
-def sample_embodiment(robot: RobotSpec, axes: Sequence[str], rng: np.random.Generator) -> dict[str, Any] | None:
+def sample_embodiment(robot: RobotSpec, axes: Sequence[str], rng: np.random.Generator) -> EmbodimentDraw | None:
     """The draw of the embodiment axes a scene lists (`axes`) for `robot`, or None when nothing is drawn (no
     axis listed, or none the robot declares a range for). The cameras come first, then the table's height, each
     taking a fixed number of uniforms from `rng`, so listing `table_height` leaves the cameras' draws as they
     were."""
-    draw: dict[str, Any] = {}
+    draw: EmbodimentDraw = {}
     if "camera" in axes and robot.camera_jitter:
         draw["cameras"] = sample_cameras(robot.camera_jitter, rng)
     if "table_height" in axes and robot.table_height_jitter > 0:
@@ -52,10 +52,10 @@ def sample_embodiment(robot: RobotSpec, axes: Sequence[str], rng: np.random.Gene
     return draw or None
 
 
-def sample_cameras(jitter: Sequence[CameraJitter], rng: np.random.Generator) -> dict[str, Any]:
+def sample_cameras(jitter: Sequence[CameraJitter], rng: np.random.Generator) -> dict[str, CameraDraw]:
     """One draw per declared camera, in declaration order, each taking exactly 8 uniforms (offset 3, turn axis 3,
     turn angle 1, fovy 1), so a camera's draw does not depend on another camera's ranges."""
-    cameras: dict[str, Any] = {}
+    cameras: dict[str, CameraDraw] = {}
     for j in jitter:
         u = rng.uniform(-1.0, 1.0, size=8)
         offset = u[:3] * j.position
@@ -72,7 +72,7 @@ def sample_table_height(jitter: float, rng: np.random.Generator) -> float:
     return round(u * jitter, DECIMALS) + 0.0  # (+ 0.0: no "-0.0" in the JSON)
 
 
-def mounted(env: EnvSpec, draw: Mapping[str, Any] | None) -> EnvSpec:
+def mounted(env: EnvSpec, draw: EmbodimentDraw | None) -> EnvSpec:
     """`env` with the robot's mount moved down by the drawn table height (`env` itself when none was drawn): the
     world built from it has the table `table_height` m higher as the robot sees it (see the module docstring).
     Only the world is built from this env; the episode keeps the nominal one and the draw beside it."""
@@ -84,7 +84,7 @@ def mounted(env: EnvSpec, draw: Mapping[str, Any] | None) -> EnvSpec:
     return dataclasses.replace(env, robot=robot)
 
 
-def apply_embodiment(spec: mujoco.MjSpec, draw: Mapping[str, Any]) -> None:
+def apply_embodiment(spec: mujoco.MjSpec, draw: EmbodimentDraw) -> None:
     """Move, turn and re-lens the drawn cameras of a world spec in place (the table's height is the world
     builder's: `mounted`)."""
     for name, change in draw.get("cameras", {}).items():
@@ -103,7 +103,7 @@ def apply_embodiment(spec: mujoco.MjSpec, draw: Mapping[str, Any]) -> None:
         cam.fovy = round(float(cam.fovy) + float(change["fovy"]), DECIMALS)
 
 
-def jittered_world(model_xml: str, draw: Mapping[str, Any]) -> str:
+def jittered_world(model_xml: str, draw: EmbodimentDraw) -> str:
     """A world's MJCF text (as x2 printed it) with the drawn cameras applied, printed the same way."""
     spec = mujoco.MjSpec.from_string(model_xml)
     apply_embodiment(spec, draw)

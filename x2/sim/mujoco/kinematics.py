@@ -14,6 +14,7 @@ import numpy as np
 from x2.base.arrays import Floats, Ints
 from x2.base.vectors import norm
 from x2.envspec.env import ArmSpec
+from x2.sim.backend import Backend
 
 
 class ArmDLS:
@@ -42,6 +43,11 @@ class ArmDLS:
         jids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in arm.joints]
         site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, arm.tcp_site)
         return cls(model, model.jnt_qposadr[jids].copy(), model.jnt_range[jids].copy(), site, **options)
+
+    @classmethod
+    def of_backend(cls, backend: Backend, arm: ArmSpec, **options: float) -> ArmDLS:
+        """`for_arm` on the backend's world as it is now (its MuJoCo view: the IK reads it, its caller need not)."""
+        return cls.for_arm(backend.model, arm, **options)
 
     def fk(self, q: Floats) -> tuple[Floats, Floats]:
         """Tcp position and rotation matrix at arm angles `q` (the arm chain depends on nothing else, but for a

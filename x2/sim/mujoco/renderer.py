@@ -1,0 +1,114 @@
+"""MuJoCo's `StateRenderer` (x2/sim/camera.py): the one place x2 makes a `mujoco.Renderer`.
+
+A picture needs only positions: `set_state` runs `mj_kinematics` (bodies), `mj_comPos` (the centres of mass that
+tracking cameras aim at) and `mj_camlight` (cameras and lights) on the renderer's own MjData; `mj_forward` would
+also run collision and dynamics, which no pixel of x2's worlds depends on. The backend's own data is never touched,
+so a renderer can draw stored states while the world it came from steps on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+
+import mujoco
+import numpy as np
+
+from x2.base.arrays import Floats, Image
+from x2.sim.camera import CameraError, FreeCamera, ImageSize, Intrinsics, Viewpoint, WorldCameras, pinhole
+from x2.sim.mujoco.state import STATE_SPEC, state_size
+
+
+def world_cameras(model: mujoco.MjModel) -> WorldCameras:
+    """The model's cameras in its order, and its offscreen buffer: the largest picture a renderer of it draws."""
+    return WorldCameras(tuple(model.camera(i).name for i in range(model.ncam)),
+                        ImageSize(model.vis.global_.offheight, model.vis.global_.offwidth))
+
+
+class MujocoRenderer:
+    """Draws `cameras` of `model` at `size` from any state of it (see the module docstring)."""
+
+    def __init__(self, model: mujoco.MjModel, cameras: Sequence[str], size: ImageSize) -> None:
+        self.model, self.size = model, size
+        self.data = mujoco.MjData(model)  # our own: the backend's data stays as the loop left it
+        world = world_cameras(model)
+        missing = world.missing(cameras)
+        if missing:
+            raise CameraError(f"cameras: found {missing}; allowed: the model's cameras {list(world.names)}")
+        self.cameras = tuple(cameras)
+        self._ids = {c: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, c) for c in self.cameras}
+        if not world.fits(size):
+            raise CameraError(f"size: found {size}; allowed: up to {world.largest} (the model's offscreen buffer)")
+        self.state_size = state_size(model)
+        self.description = f"mujoco {mujoco.__version__}"
+        self._renderer = mujoco.Renderer(model, height=size.height, width=size.width)
+
+    @classmethod
+    def of_xml(cls, model_xml: str, cameras: Sequence[str], size: ImageSize) -> MujocoRenderer:
+        """A renderer of the world `model_xml` describes (MJCF text as `Backend.model_xml` gives it)."""
+        return cls(mujoco.MjModel.from_xml_string(model_xml), cameras, size)
+
+    def set_state(self, state: Floats) -> None:
+        mujoco.mj_setState(self.model, self.data, np.asarray(state, np.float64), STATE_SPEC)
+        mujoco.mj_kinematics(self.model, self.data)
+        mujoco.mj_comPos(self.model, self.data)
+        mujoco.mj_camlight(self.model, self.data)
+
+    def render(self, camera: str) -> Image:
+        """The camera's picture of the state last set: (H, W, 3) uint8, a fresh array."""
+        self._renderer.update_scene(self.data, camera=self._ids[camera])
+        image: Image = self._renderer.render()
+        return image
+
+    def render_free(self, view: FreeCamera) -> tuple[Image, Viewpoint]:
+        """The picture of the state last set from a free camera, and where the renderer placed that camera."""
+        cam = mujoco.MjvCamera()
+        cam.type = mujoco.mjtCamera.mjCAMERA_FREE
+        cam.lookat[:], cam.distance, cam.azimuth, cam.elevation = view.lookat, view.distance, view.azimuth, \
+            view.elevation
+        self._renderer.update_scene(self.data, camera=cam)
+        image: Image = self._renderer.render()
+        glcam = self._renderer.scene.camera[0]
+        return image, Viewpoint(np.array(glcam.pos), np.array(glcam.forward), np.array(glcam.up),
+                                float(self.model.vis.global_.fovy))
+
+    def frame(self, state: Floats) -> dict[str, Image]:
+        self.set_state(state)
+        return {c: self.render(c) for c in self.cameras}
+
+    def frames(self, states: Floats) -> Iterator[dict[str, Image]]:
+        for state in states:
+            yield self.frame(state)
+
+    def camera_pose(self, camera: str) -> Floats:
+        """(7,) float64 world pose of the camera at the state last set: position, quaternion w x y z
+        (MuJoCo/OpenGL camera axes: looking along -z, y up)."""
+        cid = self._ids[camera]
+        quat = np.empty(4)
+        mujoco.mju_mat2Quat(quat, self.data.cam_xmat[cid])
+        return np.concatenate([self.data.cam_xpos[cid], quat])
+
+    def camera_frame(self, camera: str) -> tuple[Floats, Floats]:
+        """The camera's position (3,) and rotation (3, 3) at the state last set, copies."""
+        cid = self._ids[camera]
+        return self.data.cam_xpos[cid].copy(), self.data.cam_xmat[cid].reshape(3, 3).copy()
+
+    def intrinsics(self, camera: str) -> Intrinsics:
+        """Pinhole intrinsics at this size, as stored with the image stream."""
+        fovy = float(self.model.cam_fovy[self._ids[camera]])
+        return {"fovy_deg": fovy, "intrinsics": pinhole(fovy, self.size.height, self.size.width),
+                "height": self.size.height, "width": self.size.width}
+
+    def camera_body(self, camera: str) -> str:
+        """The body the camera is fixed to (``world`` for a booth camera)."""
+        return str(self.model.body(int(self.model.cam_bodyid[self._ids[camera]])).name)
+
+    def close(self) -> None:
+        self._renderer.close()
+
+    def __enter__(self) -> MujocoRenderer:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
