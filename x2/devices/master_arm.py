@@ -256,8 +256,7 @@ class MasterArmDevice(DeviceBase):
         cfg = self.config
         sdk = _import_sdk(cfg.sdk)
         if os.sep in cfg.port and not os.path.exists(cfg.port):
-            raise DeviceError(f"master-arm: serial port {cfg.port} not found; plug the leader arm in or pass "
-                              "--device master-arm:PORT")
+            raise _port_not_found(cfg.port)
         self.calibration = self._load_calibration()
         bus = self._connect_bus(sdk)
         try:
@@ -392,11 +391,19 @@ def _port_error(port: str, exc: OSError) -> DeviceError:
         return DeviceError(f"master-arm: permission denied on serial port {port}; add your user to the dialout "
                            "group (sudo usermod -aG dialout $USER, then log in again)")
     if code == errno.EBUSY or "busy" in text.lower() or "lock" in text.lower():
-        return DeviceError(f"master-arm: serial port {port} is busy; close the other program using it")
+        return _port_busy(port)
     if code in (errno.ENOENT, errno.ENODEV, errno.ENXIO):
-        return DeviceError(f"master-arm: serial port {port} not found; plug the leader arm in or pass "
-                           "--device master-arm:PORT")
+        return _port_not_found(port)
     return DeviceError(f"master-arm: cannot open serial port {port} ({text}); check the cable and the port name")
+
+
+def _port_not_found(port: str) -> DeviceError:
+    return DeviceError(f"master-arm: serial port {port} not found; plug the leader arm in or pass "
+                       "--device master-arm:PORT")
+
+
+def _port_busy(port: str) -> DeviceError:
+    return DeviceError(f"master-arm: serial port {port} is busy; close the other program using it")
 
 
 def _lock_port(port: _PortHandler, name: str) -> None:
@@ -412,7 +419,7 @@ def _lock_port(port: _PortHandler, name: str) -> None:
     except OSError as exc:
         # Anything but "held by someone else" is a file system without flock: run unlocked.
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-            raise DeviceError(f"master-arm: serial port {name} is busy; close the other program using it") from None
+            raise _port_busy(name) from None
 
 
 def _selectable_fd(port: _PortHandler) -> int | None:
@@ -471,15 +478,10 @@ def _close_bus(bus: _Bus) -> None:
 
 def _id_list(ids: list[int] | tuple[int, ...]) -> str:
     """1, 2, 3, 5 -> '1-3, 5': short enough for one line of health detail."""
-    parts: list[str] = []
-    run: list[int] = []
+    runs: list[list[int]] = []  # consecutive ids
     for i in sorted(ids):
-        if run and i == run[-1] + 1:
-            run.append(i)
-            continue
-        if run:
-            parts.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)))
-        run = [i]
-    if run:
-        parts.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)))
-    return ", ".join(parts)
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)) for run in runs)

@@ -96,8 +96,12 @@ class StreamBuilder:
         return out
 
     def attrs(self) -> dict[str, str]:
-        fields = sorted(self._values)
-        return {"kind": self.kind, "fields": json.dumps(fields), "events": json.dumps(list(EVENTS))}
+        return stream_attrs(self.kind, sorted(self._values))
+
+
+def stream_attrs(kind: str, fields: Sequence[str]) -> dict[str, str]:
+    """The attributes of a stream group (see the module docstring)."""
+    return {"kind": kind, "fields": json.dumps(fields), "events": json.dumps(list(EVENTS))}
 
 
 def write_stream(path: Path, name: str, arrays: Mapping[str, Floats | Ints], attrs: Mapping[str, str]) -> None:
@@ -241,5 +245,4 @@ def joint_stream(actions: Floats, fps: float, layout: ActionLayout, rate_hz: flo
         "event_t": np.array([e[0] for e in ev], np.float64),
         "event_code": np.array([EVENTS.index(e[1]) for e in ev], np.int16),
         "event_arm": np.array([e[2] for e in ev], np.int16)}
-    attrs = {"kind": "master-arm", "fields": json.dumps(["joints", "ticks"]), "events": json.dumps(list(EVENTS))}
-    return arrays, attrs
+    return arrays, stream_attrs("master-arm", ["joints", "ticks"])
