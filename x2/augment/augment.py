@@ -338,10 +338,8 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
                 try:
                     made = future.result()
                 except WorkerLost as lost:  # (a rerun makes it: only what is in the dataset is skipped)
-                    rejected[(record.index, job.k)] = {"parent": record.index, "k": job.k, "seed": job.seed,
-                                                       "scenery": job.scenery.name, "problems": [str(lost)]}
-                    summary.outcomes.append(Outcome(record.index, job.k, job.scenery.name, None, 0, None,
-                                                    (str(lost),)))
+                    summary.outcomes.append(_reject(rejected, record.index, job.k, job.seed, job.scenery.name,
+                                                    [str(lost)]))
                 else:
                     assert made is not None
                     summary.geometry_s += made.geometry_s
@@ -373,11 +371,15 @@ def _commit(ds: Dataset, src: Dataset, record: EpisodeRecord, k: int, variant: V
     placed = len(variant.placement.placed)
     name = variant.scenery.name
     if variant.problems:
-        rejected[(record.index, k)] = {"parent": record.index, "k": k, "seed": variant.seed, "scenery": name,
-                                       "problems": variant.problems}
-        return Outcome(record.index, k, name, None, placed, distance, tuple(variant.problems)), config
+        return _reject(rejected, record.index, k, variant.seed, name, variant.problems, placed, distance), config
     committed = ds.add_file(partial(_copy_episode, src.episode_path(record.index), variant=variant, config=config,
                                     envelope=envelope))
     rejected.pop((record.index, k), None)
     return Outcome(record.index, k, name, committed.index, placed, distance), config
 
+
+def _reject(rejected: dict[tuple[int, int], RejectedRecord], parent: int, k: int, seed: int, scenery: str,
+            problems: list[str], placed: int = 0, distance: float | None = None) -> Outcome:
+    """List variant k of `parent` as rejected (augmentation.json; a rerun makes it again); its outcome."""
+    rejected[(parent, k)] = {"parent": parent, "k": k, "seed": seed, "scenery": scenery, "problems": problems}
+    return Outcome(parent, k, scenery, None, placed, distance, tuple(problems))
