@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import h5py
 import hdf5plugin  # noqa: F401  (the Zstd filter of stored image streams must be known to copy files)
@@ -31,7 +31,9 @@ import numpy as np
 import x2
 from x2 import format as fmt
 from x2.augment.envelope import Envelope, EnvelopeParams
+from x2.augment.records import AugmentationConfig, AugmentationReport, MadeConfig, RejectedRecord, RequestRecord
 from x2.augment.variant import ParentEpisode, Variant, make_variant, variant_seed
+from x2.base.arrays import Floats
 from x2.base.errors import DatasetError
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.datasets.select import Selection, require_some
@@ -62,7 +64,7 @@ class AugmentRequest:
     def envelope_params(self) -> EnvelopeParams:
         return replace(EnvelopeParams(), clearance=self.clearance, eps=self.eps)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> RequestRecord:
         return {"variants": self.variants, "scenery": list(self.scenery), "objects": self.objects,
                 "clearance": self.clearance, "eps": self.eps, "seed": self.seed, "allow_eval": self.allow_eval,
                 "mode": self.mode}
@@ -141,7 +143,7 @@ def scenery_for(scenery: Sequence[SceneryVariant], parent: int, k: int) -> Scene
     return scenery[(parent + k) % len(scenery)]
 
 
-def _copy_episode(parent: Path, path: Path, index: int, *, variant: Variant, config: dict[str, Any],
+def _copy_episode(parent: Path, path: Path, index: int, *, variant: Variant, config: AugmentationConfig,
                   envelope: Envelope) -> None:
     """The parent's file with the new world; see the module docstring."""
     with h5py.File(parent, "r") as src, kept_if_complete(path, "w", libver="latest") as dst:
@@ -171,12 +173,14 @@ def _copy_episode(parent: Path, path: Path, index: int, *, variant: Variant, con
         stored.attrs["params"] = json.dumps(envelope.summary(), sort_keys=True)
 
 
-def _existing(out: Dataset) -> dict[tuple[str, int, int], dict[str, Any]]:
+def _existing(out: Dataset) -> dict[tuple[str, int, int], MadeConfig]:
     """(parent dataset, parent index, k) -> augmentation config of every variant already in `out`."""
-    found = {}
+    found: dict[tuple[str, int, int], MadeConfig] = {}
     for record in out.episodes():
         with out.load(record.index) as ep:
-            config = ep.json_attr(fmt.AUGMENTATION_ATTR) or {}
+            config: AugmentationConfig | None = ep.json_attr(fmt.AUGMENTATION_ATTR)  # as _commit wrote it
+        if not config:
+            continue
         parent = config.get("parent") or {}
         if "dataset" in parent and "episode" in parent and "k" in config:
             key = (str(parent["dataset"]), int(parent["episode"]), int(config["k"]))
@@ -184,10 +188,10 @@ def _existing(out: Dataset) -> dict[tuple[str, int, int], dict[str, Any]]:
     return found
 
 
-def _write_report(out: Dataset, source: Dataset, request: AugmentRequest,
-                  done: dict[tuple[str, int, int], dict[str, Any]], rejected: dict[tuple[int, int], dict]) -> None:
+def _write_report(out: Dataset, source: Dataset, request: AugmentRequest, done: dict[tuple[str, int, int], MadeConfig],
+                  rejected: dict[tuple[int, int], RejectedRecord]) -> None:
     made = sorted(done.values(), key=lambda c: (c["parent"]["episode"], c["k"]))
-    report = {
+    report: AugmentationReport = {
         "x2_version": x2.__version__, "source": source.name, "request": request.as_dict(),
         "episodes": [{"index": c["index"], "parent": c["parent"]["episode"], "k": c["k"], "seed": c["seed"],
                       "scenery": c["scenery"]["name"], "split": c["scenery"]["split"],
@@ -199,10 +203,11 @@ def _write_report(out: Dataset, source: Dataset, request: AugmentRequest,
     write_text(out.root / fmt.AUGMENTATION_REPORT_FILE, json.dumps(report, indent=1, sort_keys=True) + "\n")
 
 
-def _read_rejected(out: Path) -> dict[tuple[int, int], dict]:
+def _read_rejected(out: Path) -> dict[tuple[int, int], RejectedRecord]:
     try:
         data = json_loads((out / fmt.AUGMENTATION_REPORT_FILE).read_text(encoding="utf-8"))
-        return {(int(r["parent"]), int(r["k"])): r for r in data.get("rejected", [])}
+        rejected: list[RejectedRecord] = data.get("rejected", [])  # as _write_report wrote them
+        return {(int(r["parent"]), int(r["k"])): r for r in rejected}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
 
@@ -217,14 +222,23 @@ class VariantJob:
     k: int
     scenery: SceneryVariant
     seed: int
-    made: dict[str, Any] | None = None
+    made: MadeConfig | None = None
     xml: str = ""
-    states: np.ndarray | None = None
+    states: Floats | None = None
     task_assets: tuple[str, ...] = ()
     source: str = ""  # the episode file (errors name it)
     params: EnvelopeParams = EnvelopeParams()
     objects: int | None = None
     mode: str = "uniform"
+
+
+class _ParentFields(TypedDict):
+    """The fields of a VariantJob that carry its recorded episode."""
+
+    xml: str
+    states: Floats
+    source: str
+    task_assets: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -294,18 +308,22 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
 
         def jobs() -> Iterator[VariantJob]:
             for record in records:
-                parent: dict[str, Any] = {}  # read once, for the first variant still to make
+                parent: _ParentFields | None = None  # read once, for the first variant still to make
                 for k in range(request.variants):
                     scene, seed = scenery_for(scenery, record.index, k), variant_seed(request.seed, record.seed, k)
                     made = done.get((src.name, record.index, k))
-                    if made is None and not parent:
+                    if made is not None:
+                        yield VariantJob(record.index, k, scene, seed, made)
+                        continue
+                    if parent is None:
                         with src.load(record.index) as ep:
-                            parent = {"xml": ep.model_xml, "states": ep[fmt.STATES], "source": str(ep.path),
+                            # float64 in every episode (format.STATES): asarray hands back the array read, typed
+                            parent = {"xml": ep.model_xml, "states": np.asarray(ep[fmt.STATES], np.float64),
+                                      "source": str(ep.path),
                                       "task_assets": tuple(str(a) for a in
                                                            (ep.json_attr(fmt.ASSETS_ATTR) or {}).values())}
-                    yield (VariantJob(record.index, k, scene, seed, made) if made is not None else
-                           VariantJob(record.index, k, scene, seed, None, **parent,
-                                      params=request.envelope_params(), objects=request.objects, mode=request.mode))
+                    yield VariantJob(record.index, k, scene, seed, None, **parent, params=request.envelope_params(),
+                                     objects=request.objects, mode=request.mode)
 
         if ray is not None or workers > 1:
             pool = open_pool(workers if ray is None else (workers if workers > 1 else None), ray=ray)
@@ -320,10 +338,8 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
                 try:
                     made = future.result()
                 except WorkerLost as lost:  # (a rerun makes it: only what is in the dataset is skipped)
-                    rejected[(record.index, job.k)] = {"parent": record.index, "k": job.k, "seed": job.seed,
-                                                       "scenery": job.scenery.name, "problems": [str(lost)]}
-                    summary.outcomes.append(Outcome(record.index, job.k, job.scenery.name, None, 0, None,
-                                                    (str(lost),)))
+                    summary.outcomes.append(_reject(rejected, record.index, job.k, job.seed, job.scenery.name,
+                                                    [str(lost)]))
                 else:
                     assert made is not None
                     summary.geometry_s += made.geometry_s
@@ -344,20 +360,26 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
 
 
 def _commit(ds: Dataset, src: Dataset, record: EpisodeRecord, k: int, variant: Variant, envelope: Envelope,
-            request: AugmentRequest, rejected: dict[tuple[int, int], dict]) -> tuple[Outcome, dict[str, Any]]:
+            request: AugmentRequest, rejected: dict[tuple[int, int], RejectedRecord]
+            ) -> tuple[Outcome, AugmentationConfig]:
     """Write variant k of `record` into `ds`, or record why it was rejected; the outcome and the configuration
     the episode carries."""
-    config = {**variant.config, "k": k, "request_seed": request.seed,
-              "parent": {"dataset": src.name, "episode": record.index, "seed": record.seed},
-              "x2_version": x2.__version__}
+    config: AugmentationConfig = {
+        **variant.config, "k": k, "request_seed": request.seed,
+        "parent": {"dataset": src.name, "episode": record.index, "seed": record.seed}, "x2_version": x2.__version__}
     distance = config["check"]["min_distance_m"]
     placed = len(variant.placement.placed)
     name = variant.scenery.name
     if variant.problems:
-        rejected[(record.index, k)] = {"parent": record.index, "k": k, "seed": variant.seed, "scenery": name,
-                                       "problems": variant.problems}
-        return Outcome(record.index, k, name, None, placed, distance, tuple(variant.problems)), config
+        return _reject(rejected, record.index, k, variant.seed, name, variant.problems, placed, distance), config
     committed = ds.add_file(partial(_copy_episode, src.episode_path(record.index), variant=variant, config=config,
                                     envelope=envelope))
     rejected.pop((record.index, k), None)
     return Outcome(record.index, k, name, committed.index, placed, distance), config
+
+
+def _reject(rejected: dict[tuple[int, int], RejectedRecord], parent: int, k: int, seed: int, scenery: str,
+            problems: list[str], placed: int = 0, distance: float | None = None) -> Outcome:
+    """List variant k of `parent` as rejected (augmentation.json; a rerun makes it again); its outcome."""
+    rejected[(parent, k)] = {"parent": parent, "k": k, "seed": seed, "scenery": scenery, "problems": problems}
+    return Outcome(parent, k, scenery, None, placed, distance, tuple(problems))

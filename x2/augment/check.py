@@ -13,15 +13,16 @@ support, for one second of simulation.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import mujoco
 import numpy as np
 
 from x2.augment.envelope import STATE, moving_geoms
 from x2.augment.placement import SUPPORT_GEOM, Placed, Support
+from x2.augment.records import CheckRecord, SettleRecord
+from x2.base.arrays import Floats
 from x2.envspec.env import AssetSpec, BoothSpec, ObjectInstance
 from x2.sim.layout import Placement
 from x2.sim.mujoco.booth import set_options
@@ -63,7 +64,7 @@ class CheckResult:
     def passed(self) -> bool:
         return not self.problems
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> CheckRecord:
         def r(v: float) -> float | None:
             return None if math.isinf(v) else round(v, 6)
         return {"passed": self.passed, "clearance_m": self.clearance, "measured_within_m": self.reach,
@@ -83,7 +84,7 @@ def _distance(model: mujoco.MjModel, data: mujoco.MjData, a: int, b: int, distma
     return math.inf if dist >= distmax else dist
 
 
-def check_world(model: mujoco.MjModel, states: np.ndarray, clearance: float,
+def check_world(model: mujoco.MjModel, states: Floats, clearance: float,
                 support: str = SUPPORT_GEOM) -> CheckResult:
     """Measure the inserted geoms (named ``augment/...``) of `model` against the motion in `states`."""
     # Pairs nearer than `reach` are measured exactly (so the closest approach is reported, not only whether
@@ -153,7 +154,7 @@ def check_world(model: mujoco.MjModel, states: np.ndarray, clearance: float,
 
 
 def settle(placed: Sequence[Placed], assets: dict[str, AssetSpec], support: Support,
-           booth: BoothSpec = BoothSpec(), seconds: float = SETTLE_SECONDS) -> dict[str, dict[str, float]]:
+           booth: BoothSpec = BoothSpec(), seconds: float = SETTLE_SECONDS) -> dict[str, SettleRecord]:
     """Each distractor as a free body on a copy of the support, simulated for `seconds`: how far each
     origin moved (m) and how far it tilted (rad). At rest means under SETTLE_MOVE and SETTLE_TILT."""
     if not placed:
@@ -183,6 +184,6 @@ def settle(placed: Sequence[Placed], assets: dict[str, AssetSpec], support: Supp
             for i, p in enumerate(placed)}
 
 
-def restless(settled: dict[str, dict[str, float]]) -> list[str]:
+def restless(settled: Mapping[str, SettleRecord]) -> list[str]:
     """Distractors that did not stay where they were put."""
     return [name for name, s in settled.items() if s["moved_m"] > SETTLE_MOVE or s["tilt_rad"] > SETTLE_TILT]

@@ -9,7 +9,6 @@ keeps its size and meaning and the recorded `/states` set the new model exactly 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import mujoco
 
@@ -31,7 +30,7 @@ def add_distractors(spec: mujoco.MjSpec, placed: Sequence[Placed], shapes: Mappi
             geom.set_frame(frame)
 
 
-def compose_world(parent_xml: str, look: Mapping[str, Any], placed: Sequence[Placed],
+def compose_world(parent_xml: str, look: Mapping[str, object], placed: Sequence[Placed],
                   shapes: Mapping[str, DistractorShape], timestep: float, source: str = "parent model_xml") -> str:
     """The parent's world (read from the file `source` names, so checked first) with `look` and `placed`."""
     spec = world_spec(parent_xml, source)

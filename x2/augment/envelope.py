@@ -22,12 +22,13 @@ the clearance from everything that moved. x2.augment.check verifies that indepen
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import mujoco
 import numpy as np
 
 from x2.augment.proxies import Proxies, body_proxies
+from x2.augment.records import EnvelopeParamsRecord, EnvelopeRecord
+from x2.base.arrays import Floats, Ints
 
 STATE = mujoco.mjtState.mjSTATE_INTEGRATION
 
@@ -40,16 +41,16 @@ class EnvelopeParams:
     max_depth: int = 4  # at most 2^4 sub-steps per recorded frame
     cell: float = 0.04  # m, longest spacing of proxy spheres
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> EnvelopeParamsRecord:
         return {"eps": self.eps, "clearance": self.clearance, "temporal_tol": self.temporal_tol,
                 "max_depth": self.max_depth, "cell": self.cell}
 
 
 @dataclass(frozen=True)
 class Envelope:
-    start: np.ndarray  # (N, 3) capsule segment starts
-    end: np.ndarray  # (N, 3)
-    radius: np.ndarray  # (N,) inflated radii
+    start: Floats  # (N, 3) capsule segment starts
+    end: Floats  # (N, 3)
+    radius: Floats  # (N,) inflated radii
     params: EnvelopeParams
     proxies: int = 0
     frames: int = 0
@@ -66,14 +67,14 @@ class Envelope:
         """What every capsule adds to its proxy's radius."""
         return self.params.eps + self.temporal_bound + self.params.clearance
 
-    def near(self, lo: np.ndarray, hi: np.ndarray) -> Envelope:
+    def near(self, lo: Floats, hi: Floats) -> Envelope:
         """The capsules that reach into the box [lo, hi] (all others are farther than their radius)."""
         cap_lo = np.minimum(self.start, self.end) - self.radius[:, None]
         cap_hi = np.maximum(self.start, self.end) + self.radius[:, None]
         keep = np.all((cap_hi >= lo) & (cap_lo <= hi), axis=1)
         return replace(self, start=self.start[keep], end=self.end[keep], radius=self.radius[keep])
 
-    def margin(self, centres: np.ndarray, radii: np.ndarray) -> float:
+    def margin(self, centres: Floats, radii: Floats) -> float:
         """Smallest (distance between sphere and capsule surfaces) over the spheres and capsules;
         negative when a sphere reaches into a capsule. +inf without capsules."""
         if len(self.radius) == 0 or len(radii) == 0:
@@ -87,19 +88,19 @@ class Envelope:
         dist = np.sqrt(np.einsum("qnj,qnj->qn", gap, gap)) - self.radius[None, :] - radii[:, None]
         return float(dist.min())
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> EnvelopeRecord:
         return {"params": self.params.as_dict(), "frames": self.frames, "samples": self.samples,
                 "proxies": self.proxies, "capsules_before": self.capsules_before, "capsules": len(self),
                 "temporal_bound_m": round(self.temporal_bound, 6),
                 "max_proxy_radius_m": round(self.max_proxy_radius, 6),
                 "inflation_m": round(self.inflation(), 6), "bodies": list(self.bodies)}
 
-    def as_array(self) -> np.ndarray:
+    def as_array(self) -> Floats:
         """(N, 7): start xyz, end xyz, radius; what an episode file stores."""
         return np.column_stack([self.start, self.end, self.radius])
 
 
-def moving_geoms(model: mujoco.MjModel) -> np.ndarray:
+def moving_geoms(model: mujoco.MjModel) -> Ints:
     """Geoms of bodies that can move (not welded to the world): the robot, free objects, doors."""
     return np.flatnonzero(model.body_weldid[model.geom_bodyid] != 0)
 
@@ -110,16 +111,17 @@ class _Poser:
     def __init__(self, model: mujoco.MjModel) -> None:
         self.model, self.data = model, mujoco.MjData(model)
 
-    def from_state(self, state: np.ndarray) -> np.ndarray:
+    def from_state(self, state: Floats) -> Floats:
         mujoco.mj_setState(self.model, self.data, state, STATE)
-        return self.data.qpos.copy()
+        qpos: Floats = self.data.qpos.copy()  # MuJoCo's arrays are float64 (its bindings ship no types)
+        return qpos
 
-    def pose(self, qpos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def pose(self, qpos: Floats) -> tuple[Floats, Floats]:
         self.data.qpos[:] = qpos
         mujoco.mj_kinematics(self.model, self.data)
         return self.data.xpos.copy(), self.data.xmat.reshape(-1, 3, 3).copy()
 
-    def midpoint(self, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
+    def midpoint(self, qa: Floats, qb: Floats) -> Floats:
         vel = np.zeros(self.model.nv)
         mujoco.mj_differentiatePos(self.model, vel, 1.0, qa, qb)
         q = qa.copy()
@@ -127,14 +129,14 @@ class _Poser:
         return q
 
 
-def _adaptive_samples(poser: _Poser, proxies: Proxies, qpos: np.ndarray, tol: float,
-                      max_depth: int) -> tuple[np.ndarray, float]:
+def _adaptive_samples(poser: _Poser, proxies: Proxies, qpos: Floats, tol: float,
+                      max_depth: int) -> tuple[Floats, float]:
     """Proxy centres at the recorded frames plus the sub-steps the chord test asked for: (M, P, 3)."""
     frames = []
     for q in qpos:
         xpos, xmat = poser.pose(q)
         frames.append(proxies.world_centers(xpos, xmat))
-    samples: list[np.ndarray] = [frames[0]]
+    samples: list[Floats] = [frames[0]]
     bound = 0.0
     for t in range(len(qpos) - 1):
         # Depth-first bisection keeps the samples in time order.
@@ -153,16 +155,17 @@ def _adaptive_samples(poser: _Poser, proxies: Proxies, qpos: np.ndarray, tol: fl
     return np.stack(samples), bound
 
 
-def _segment_distance(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _segment_distance(points: Floats, a: Floats, b: Floats) -> Floats:
     """Distance of points (L, P, 3) to segments a -> b (P, 3), per point: (L, P)."""
     ab = b - a
     length2 = np.einsum("pj,pj->p", ab, ab)
     rel = points - a[None]
     t = np.clip(np.einsum("lpj,pj->lp", rel, ab) / np.where(length2 > 0, length2, 1.0), 0.0, 1.0)
-    return np.linalg.norm(rel - t[..., None] * ab[None], axis=-1)
+    distance: Floats = np.linalg.norm(rel - t[..., None] * ab[None], axis=-1)  # (untyped in numpy's stubs)
+    return distance
 
 
-def rdp_keep(path: np.ndarray, eps: float) -> np.ndarray:
+def rdp_keep(path: Floats, eps: float) -> Ints:
     """Indices kept by Ramer-Douglas-Peucker on paths (M, P, 3) that share breakpoints: every dropped
     sample of every path is within `eps` of its path's kept segment."""
     m = len(path)
@@ -182,7 +185,7 @@ def rdp_keep(path: np.ndarray, eps: float) -> np.ndarray:
     return np.flatnonzero(keep)
 
 
-def build_envelope(model: mujoco.MjModel, states: np.ndarray, params: EnvelopeParams = EnvelopeParams()) -> Envelope:
+def build_envelope(model: mujoco.MjModel, states: Floats, params: EnvelopeParams = EnvelopeParams()) -> Envelope:
     """The envelope of `states` (T, D: mjSTATE_INTEGRATION rows) in `model`."""
     poser = _Poser(model)
     proxies = body_proxies(model, moving_geoms(model), params.cell)

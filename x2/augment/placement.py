@@ -16,13 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import mujoco
 import numpy as np
 
 from x2.augment.envelope import Envelope
 from x2.augment.proxies import body_proxies
+from x2.augment.records import PlacedRecord, PlacementRecord
+from x2.base.arrays import Floats
 from x2.envspec.env import AssetSpec
 from x2.sim.layout import DECIMALS
 from x2.sim.mujoco.robot import load_mjcf
@@ -56,8 +57,8 @@ class GeomCopy:
 class DistractorShape:
     asset: AssetSpec
     geoms: tuple[GeomCopy, ...]
-    centres: np.ndarray  # (n, 3) covering spheres relative to the asset origin
-    radii: np.ndarray  # (n,)
+    centres: Floats  # (n, 3) covering spheres relative to the asset origin
+    radii: Floats  # (n,)
 
     @property
     def name(self) -> str:
@@ -70,18 +71,18 @@ def distractor_shape(asset: AssetSpec, cell: float = 0.02) -> DistractorShape:
     return DistractorShape(asset, geoms, centres, radii)
 
 
-def _three(v: np.ndarray) -> tuple[float, float, float]:
+def _three(v: Floats) -> tuple[float, float, float]:
     x, y, z = (float(c) for c in v)
     return x, y, z
 
 
-def _four(v: np.ndarray) -> tuple[float, float, float, float]:
+def _four(v: Floats) -> tuple[float, float, float, float]:
     w, x, y, z = (float(c) for c in v)
     return w, x, y, z
 
 
 @cache
-def _asset_geometry(mjcf: Path, name: str, cell: float) -> tuple[tuple[GeomCopy, ...], np.ndarray, np.ndarray]:
+def _asset_geometry(mjcf: Path, name: str, cell: float) -> tuple[tuple[GeomCopy, ...], Floats, Floats]:
     model = load_mjcf(mjcf, f"asset {name!r}").compile()
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)
@@ -123,8 +124,8 @@ def box_support(model: mujoco.MjModel, geom: str = SUPPORT_GEOM) -> Support:
 @dataclass(frozen=True)
 class Obstacle:
     name: str
-    lo: np.ndarray
-    hi: np.ndarray
+    lo: Floats  # (3,) world bounding box
+    hi: Floats
 
 
 def static_obstacles(model: mujoco.MjModel, support: Support, reach: float = 0.4) -> list[Obstacle]:
@@ -160,7 +161,7 @@ class Placed:
     yaw: float
     margin_m: float  # smallest gap to the envelope's capsules (already inflated by the clearance)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> PlacedRecord:
         return {"name": self.name, "asset": self.asset, "pose": [self.x, self.y, self.z, self.yaw],
                 "envelope_margin_m": round(self.margin_m, 6)}
 
@@ -172,21 +173,22 @@ class PlacementReport:
     tries: int = 0
     rejected: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0))
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> PlacementRecord:
         return {"placed": [p.as_dict() for p in self.placed], "unplaced": list(self.unplaced),
                 "tries": self.tries, "rejected": dict(self.rejected)}
 
 
-def _yaw_rotation(yaw: float) -> np.ndarray:
+def _yaw_rotation(yaw: float) -> Floats:
     c, s = math.cos(yaw), math.sin(yaw)
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
-def spheres_at(shape: DistractorShape, x: float, y: float, z: float, yaw: float) -> np.ndarray:
-    return shape.centres @ _yaw_rotation(yaw).T + np.array([x, y, z])
+def spheres_at(shape: DistractorShape, x: float, y: float, z: float, yaw: float) -> Floats:
+    centres: Floats = shape.centres @ _yaw_rotation(yaw).T + np.array([x, y, z])  # (untyped in numpy's stubs)
+    return centres
 
 
-def _obstacle_gap(centres: np.ndarray, radii: np.ndarray, obstacles: Sequence[Obstacle]) -> float:
+def _obstacle_gap(centres: Floats, radii: Floats, obstacles: Sequence[Obstacle]) -> float:
     gap = float("inf")
     for ob in obstacles:
         outside = np.maximum(np.maximum(ob.lo - centres, centres - ob.hi), 0.0)

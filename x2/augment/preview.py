@@ -20,6 +20,8 @@ import numpy as np  # noqa: E402
 from matplotlib.patches import Circle, Rectangle  # noqa: E402
 
 from x2 import format as fmt  # noqa: E402
+from x2.augment.records import AugmentationConfig  # noqa: E402
+from x2.base.arrays import Bools, Floats  # noqa: E402
 from x2.datasets import Episode  # noqa: E402
 from x2.envspec.scene import load_asset  # noqa: E402
 from x2.files.atomic import replacing  # noqa: E402
@@ -31,7 +33,7 @@ LOW_LAYER = 0.03  # m above the support: every distractor fills this slab, so th
 CELL = 0.004  # m per footprint pixel
 
 
-def _footprint(capsules: np.ndarray, lo: np.ndarray, hi: np.ndarray, top: float | None) -> np.ndarray:
+def _footprint(capsules: Floats, lo: Floats, hi: Floats, top: float | None) -> Bools:
     """Cells of the xy box [lo, hi] within reach of a capsule (only the parts below `top`, if given)."""
     nx, ny = (np.ceil((hi - lo) / CELL)).astype(int)
     xs, ys = lo[0] + CELL * (np.arange(nx) + 0.5), lo[1] + CELL * (np.arange(ny) + 0.5)
@@ -51,7 +53,7 @@ def _footprint(capsules: np.ndarray, lo: np.ndarray, hi: np.ndarray, top: float 
     return mask
 
 
-def _closest_frame(config: dict, frames: int) -> int:
+def _closest_frame(config: AugmentationConfig, frames: int) -> int:
     closest = (config.get("check") or {}).get("closest")
     return int(closest[0]) if closest else frames // 2
 
@@ -59,11 +61,11 @@ def _closest_frame(config: dict, frames: int) -> int:
 def draw_preview(parent: Episode, child: Episode, out: str | Path, camera: str = "head",
                  size: ImageSize = ImageSize(240, 320), frame: int | None = None) -> Path:
     out = Path(out)
-    config = child.json_attr(fmt.AUGMENTATION_ATTR) or {}
+    config: AugmentationConfig = child.json_attr(fmt.AUGMENTATION_ATTR, {})  # as augment._commit wrote it
     t = _closest_frame(config, child.frames) if frame is None else frame
     (before,) = frames_at(parent, [camera], [t], size)
     (after,) = frames_at(child, [camera], [t], size)
-    capsules = child[fmt.ENVELOPE]
+    capsules = np.asarray(child[fmt.ENVELOPE], np.float64)  # stored float64 (Envelope.as_array): the same array
     support = config.get("support", {})
     z = float(support.get("z", 0.75))
     booth = recorded_env(parent).booth

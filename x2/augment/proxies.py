@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from x2.base.arrays import Floats, Ints
+
 _G = mujoco.mjtGeom
 
 
@@ -29,27 +31,29 @@ _G = mujoco.mjtGeom
 class Proxies:
     """Spheres fixed to bodies: centre `offset[i]` in the frame of body `body[i]`, covering `geom[i]`."""
 
-    body: np.ndarray  # (P,) int body id
-    geom: np.ndarray  # (P,) int geom id
-    offset: np.ndarray  # (P, 3) centre in the body frame
-    radius: np.ndarray  # (P,) covering radius
+    body: Ints  # (P,) body id
+    geom: Ints  # (P,) geom id
+    offset: Floats  # (P, 3) centre in the body frame
+    radius: Floats  # (P,) covering radius
 
     def __len__(self) -> int:
         return len(self.body)
 
-    def world_centers(self, xpos: np.ndarray, xmat: np.ndarray) -> np.ndarray:
+    def world_centers(self, xpos: Floats, xmat: Floats) -> Floats:
         """Centres in the world for body poses `xpos` (..., nbody, 3) and `xmat` (..., nbody, 3, 3)."""
         rot = xmat[..., self.body, :, :]
-        return xpos[..., self.body, :] + np.einsum("...pij,pj->...pi", rot, self.offset)
+        # (einsum is untyped in numpy's stubs)
+        centres: Floats = xpos[..., self.body, :] + np.einsum("...pij,pj->...pi", rot, self.offset)
+        return centres
 
 
-def _quat_mat(quat: np.ndarray) -> np.ndarray:
+def _quat_mat(quat: Floats) -> Floats:
     out = np.empty(9)
     mujoco.mju_quat2Mat(out, quat)
     return out.reshape(3, 3)
 
 
-def geom_spheres(model: mujoco.MjModel, geom: int, cell: float) -> tuple[np.ndarray, np.ndarray]:
+def geom_spheres(model: mujoco.MjModel, geom: int, cell: float) -> tuple[Floats, Floats]:
     """Covering spheres of one geom in its own frame: centres (n, 3) and their common radius."""
     kind, size = int(model.geom_type[geom]), model.geom_size[geom]
     if kind == _G.mjGEOM_SPHERE:
@@ -70,7 +74,7 @@ def geom_spheres(model: mujoco.MjModel, geom: int, cell: float) -> tuple[np.ndar
     return grid, np.full(len(grid), float(np.linalg.norm(cell_half)))
 
 
-def body_proxies(model: mujoco.MjModel, geoms: np.ndarray, cell: float) -> Proxies:
+def body_proxies(model: mujoco.MjModel, geoms: Ints, cell: float) -> Proxies:
     """Proxies of `geoms` (ids), in their bodies' frames. Planes and height fields are not covered."""
     body, geom, offset, radius = [], [], [], []
     for g in (int(x) for x in geoms):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import mujoco
 import numpy as np
@@ -29,6 +28,8 @@ from x2.augment.placement import (
     static_obstacles,
     work_area,
 )
+from x2.augment.records import SettleRecord, VariantConfig
+from x2.base.arrays import Floats
 from x2.base.seeding import child_seed, streams
 from x2.envspec.env import AssetSpec
 from x2.envspec.scenery import SceneryVariant
@@ -50,8 +51,8 @@ class Variant:
     model_xml: str
     placement: PlacementReport
     check: CheckResult
-    settled: dict[str, dict[str, float]]
-    config: dict[str, Any]
+    settled: dict[str, SettleRecord]
+    config: VariantConfig
 
     @property
     def problems(self) -> list[str]:
@@ -84,7 +85,7 @@ class ParentEpisode:
 
     xml: str
     model: mujoco.MjModel
-    states: np.ndarray
+    states: Floats  # (T, D) the recorded /states
     envelope: Envelope
     support: Support
     area: Support  # where distractors go (placement.work_area)
@@ -94,7 +95,7 @@ class ParentEpisode:
     source: str  # the episode file the world was read from (errors name it)
 
     @classmethod
-    def of(cls, xml: str, states: np.ndarray, params: EnvelopeParams, task_assets: Sequence[str],
+    def of(cls, xml: str, states: Floats, params: EnvelopeParams, task_assets: Sequence[str],
            source: str = fmt.MODEL_XML_ATTR) -> ParentEpisode:
         model = compile_world(xml, source)
         envelope = build_envelope(model, states, params)
@@ -117,7 +118,7 @@ def make_variant(parent: ParentEpisode, scenery: SceneryVariant, seed: int, obje
                         float(parent.model.opt.timestep), parent.source)
     check = check_world(compile_world(xml, parent.source), parent.states, envelope.params.clearance, support.name)
     settled = settle(report.placed, {a.name: a for a in assets}, support)
-    config = {
+    config: VariantConfig = {
         "seed": seed,
         "scenery": {"name": scenery.name, "split": scenery.split, "description": scenery.description},
         "look": look,

@@ -8,11 +8,20 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import Protocol
 
 from x2.devices.base import EVENTS, KINDS, Device, DeviceBase, DeviceError, DeviceEvent, DeviceHealth, Sample
 from x2.devices.stream import Stream, StreamBuilder, read_stream, write_stream
 
-# name -> (module, class); each class takes the text after "name:" (or None) as its one argument.
+
+class _FromArg(Protocol):
+    """A device class of REGISTRY: made from the text after "name:" (or None)."""
+
+    def from_arg(self, arg: str | None, /) -> Device: ...
+
+
+# name -> (module, class), imported only when a device of that name is made; each class but playback's (made
+# from its file) is a _FromArg.
 REGISTRY: dict[str, tuple[str, str]] = {
     "keyboard": ("x2.devices.keyboard", "KeyboardDevice"),
     "vr": ("x2.devices.vr", "VRDevice"),
@@ -39,7 +48,8 @@ def make_device(spec: str) -> Device:
 
         return PlaybackDevice(Path(arg))
     module, cls = REGISTRY[name]
-    return getattr(importlib.import_module(module), cls).from_arg(arg or None)
+    device_class: _FromArg = getattr(importlib.import_module(module), cls)
+    return device_class.from_arg(arg or None)
 
 
 __all__ = [

@@ -14,13 +14,13 @@ import json
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from x2.base.arrays import Floats
 from x2.devices.base import DeviceError
 from x2.files.atomic import write_text
 
@@ -73,7 +73,7 @@ class Calibration:
         object.__setattr__(self, "ticks_per_turn", int(self.ticks_per_turn))
 
     # ---- mapping ---------------------------------------------------------------------------------
-    def to_joints(self, ticks: Sequence[float] | np.ndarray) -> np.ndarray:
+    def to_joints(self, ticks: Sequence[float] | Floats) -> Floats:
         """14 servo readings (ids order) -> 14 values: per arm 6 joint angles (rad) then gripper in [0, 1]."""
         t = np.asarray(ticks, dtype=np.float64)
         if t.shape != (SERVOS,):
@@ -96,8 +96,8 @@ class Calibration:
                    (float(GRIPPER_CLOSED_TICKS),) * ARMS, (float(GRIPPER_OPEN_TICKS),) * ARMS)
 
     @classmethod
-    def from_pose(cls, device_id: str, ids: Sequence[int], ticks_at_pose: Sequence[float] | np.ndarray,
-                  pose_rad: Sequence[float] | np.ndarray, signs: Sequence[int] = (1,) * JOINTS,
+    def from_pose(cls, device_id: str, ids: Sequence[int], ticks_at_pose: Sequence[float] | Floats,
+                  pose_rad: Sequence[float] | Floats, signs: Sequence[int] = (1,) * JOINTS,
                   gripper_closed: Sequence[float] = (GRIPPER_CLOSED_TICKS,) * ARMS,
                   gripper_open: Sequence[float] = (GRIPPER_OPEN_TICKS,) * ARMS,
                   ticks_per_turn: int = TICKS_PER_TURN) -> Calibration:
@@ -185,7 +185,7 @@ def _is_number(x: object) -> bool:
     return isinstance(x, int | float | np.integer | np.floating) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _number_list(data: dict, where: str, field: str, n: int, what: str) -> None:
+def _number_list(data: Mapping[str, object], where: str, field: str, n: int, what: str) -> None:
     v = data[field]
     if not isinstance(v, list | tuple | np.ndarray) or len(v) != n:
         raise _fail(where, field, v, f"a list of {n} {what}")
@@ -194,7 +194,7 @@ def _number_list(data: dict, where: str, field: str, n: int, what: str) -> None:
             raise _fail(where, f"{field}[{i}]", x, "a finite number")
 
 
-def _check(data: Any, where: str) -> None:
+def _check(data: object, where: str) -> None:
     """Raise DeviceError 'WHERE: FIELD: found X; allowed: Y' for the first problem in a calibration record."""
     if not isinstance(data, dict):
         raise DeviceError(f"{where}: found a JSON {type(data).__name__}; allowed: a JSON object with "

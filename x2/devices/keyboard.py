@@ -34,11 +34,14 @@ import termios
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 import numpy as np
 
 from x2.devices.base import DeviceBase, DeviceError
+
+if TYPE_CHECKING:  # pynput (typed by types-pynput) is imported when the x11 backend opens
+    from pynput.keyboard import Key, KeyCode, Listener
 
 ARMS = ("left", "right")
 START_ARM = 1  # right: the usual dominant hand
@@ -120,6 +123,8 @@ class _Unavailable(DeviceError):
 _X11_HINT = "run under a desktop session or use --device keyboard:terminal"
 _TERMINAL_HINT = "run x2 from an interactive terminal or use --device keyboard:x11 under a desktop session"
 _LISTENER_START_S = 3.0
+# A terminal's attributes, as termios.tcgetattr gives them and tcsetattr takes them back.
+_TermAttrs = list[int | list[bytes | int]]
 
 
 class KeyboardDevice(DeviceBase):
@@ -136,9 +141,9 @@ class KeyboardDevice(DeviceBase):
         self._latch: dict[str, float] = {}  # terminal: key -> monotonic time it releases
         self._last_publish = -np.inf
         self._backend = ""
-        self._listener: Any = None
+        self._listener: Listener | None = None
         self._tty: int | None = None  # fd whose attributes we changed
-        self._tty_saved: list[Any] | None = None
+        self._tty_saved: _TermAttrs | None = None
         self._decoder = _TerminalDecoder()
 
     @classmethod
@@ -206,24 +211,25 @@ class KeyboardDevice(DeviceBase):
                                "or use --device keyboard:terminal") from None
         except Exception:  # pynput's import connects to the X server and raises ImportError if it can't
             raise _Unavailable(f"no X display reachable (DISPLAY={display})", _X11_HINT) from None
-        names = {keyboard.Key.tab: "tab", keyboard.Key.space: "space", keyboard.Key.enter: "enter",
-                 keyboard.Key.right: "right", keyboard.Key.left: "left", keyboard.Key.backspace: "backspace",
-                 keyboard.Key.delete: "delete", keyboard.Key.esc: "esc"}
+        names: dict[Key | KeyCode | None, str] = {
+            keyboard.Key.tab: "tab", keyboard.Key.space: "space", keyboard.Key.enter: "enter",
+            keyboard.Key.right: "right", keyboard.Key.left: "left", keyboard.Key.backspace: "backspace",
+            keyboard.Key.delete: "delete", keyboard.Key.esc: "esc"}
 
-        def key_name(key: Any) -> str | None:
+        def key_name(key: Key | KeyCode | None) -> str | None:
             # pynput's X11 vk is the keysym, which Shift changes ('w' 119 down, 'W' 87 up); the lowercased
             # char is the same both ways, so Shift or Caps Lock never leave a motion key held.
             if key in names:
                 return names[key]
-            char = getattr(key, "char", None)
+            char: str | None = getattr(key, "char", None)  # KeyCode's; a Key has none
             return char.lower() if char else None
 
         # A listener that missed its start deadline may still come up later: only the adopted one counts.
-        def on_press(key: Any, injected: bool = False) -> None:
+        def on_press(key: Key | KeyCode | None, injected: bool = False) -> None:
             if self._listener is listener and (name := key_name(key)) is not None:
                 self._key_down(name)
 
-        def on_release(key: Any, injected: bool = False) -> None:
+        def on_release(key: Key | KeyCode | None, injected: bool = False) -> None:
             if self._listener is listener and (name := key_name(key)) is not None:
                 self._key_up(name)
 
@@ -410,7 +416,7 @@ class KeyboardDevice(DeviceBase):
         self._set_detail(f"{where}, active arm {ARMS[self._active]}{keys}")
 
 
-def _stop_listener(listener: Any) -> None:
+def _stop_listener(listener: Listener) -> None:
     # pynput (<= 1.8) disables the RECORD context on the connection that is blocked reading it, so the
     # listener (and its two X connections) lingers until the next key event anywhere. XRecord wants the
     # disable on another connection: send it on the listener's second one, as its own cleanup does.

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from x2.base.arrays import Floats
 from x2.base.errors import X2Error
 from x2.devices.calibration import GRIPPER_SLOTS, JOINTS, Calibration
 from x2.devices.master_arm import MasterArmDevice
@@ -26,7 +27,7 @@ def parse_flips(text: str) -> list[int]:
     return [-1 if k + 1 in flipped else 1 for k in range(JOINTS)]
 
 
-def mean_ticks(dev: MasterArmDevice, seconds: float = 0.5) -> np.ndarray:
+def mean_ticks(dev: MasterArmDevice, seconds: float = 0.5) -> Floats:
     """Average raw readings over a short window: a hand-held leader trembles by a few ticks."""
     dev.drain()
     time.sleep(seconds)
@@ -34,10 +35,11 @@ def mean_ticks(dev: MasterArmDevice, seconds: float = 0.5) -> np.ndarray:
     if not samples:
         raise X2Error(f"{dev.config.port}: ticks: found no readings in {seconds} s; allowed: a leader arm that "
                       "answers (x2 devices check)")
-    return np.mean([s.values["ticks"] for s in samples], axis=0)
+    mean: Floats = np.mean([s.values["ticks"] for s in samples], axis=0)  # (untyped in numpy's stubs)
+    return mean
 
 
-def calibrate_leader(dev: MasterArmDevice, home: np.ndarray, signs: Sequence[int], home_pose: str,
+def calibrate_leader(dev: MasterArmDevice, home: Floats, signs: Sequence[int], home_pose: str,
                      confirm: Callable[[str], None]) -> Calibration:
     """The calibration of a connected leader: its ticks at the robot's `home` (12 joint angles, rad;
     `home_pose` says them to the operator), then with the grippers open."""

@@ -20,14 +20,18 @@ import select
 import termios
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, Protocol, cast
 
 import numpy as np
 
 from x2.devices.base import DeviceBase, DeviceError
 from x2.devices.calibration import DEFAULT_IDS, MAX_SERVO_ID, SERVOS, Calibration, calibration_path, device_id_for_port
+
+if TYPE_CHECKING:  # pyserial (typed by types-pyserial) comes with the SDKs, on connect
+    from serial import Serial
 
 Sdk = Literal["dynamixel", "feetech"]
 SDKS: tuple[Sdk, ...] = ("dynamixel", "feetech")
@@ -76,6 +80,44 @@ PING_ATTEMPTS = 3
 PING_RETRY_GAP_S = 0.1
 
 
+# ---- what x2 uses of dynamixel_sdk and scservo_sdk (same names in both; neither ships types) -----------------
+class _PortHandler(Protocol):
+    ser: Serial  # opened by openPort (None before: _close_port checks)
+    packet_timeout: float  # ms: the deadline of the packet in flight, from its start
+    readPort: Callable[[int], bytes]  # a method the SDK calls; _sleep_while_waiting replaces it
+
+    def openPort(self) -> bool: ...
+    def setBaudRate(self, baudrate: int, /) -> bool: ...
+    def closePort(self) -> None: ...
+    def getTimeSinceStart(self) -> float: ...  # ms
+
+
+class _PacketHandler(Protocol):
+    def ping(self, port: _PortHandler, servo_id: int, /) -> tuple[int, int, int]: ...  # model, result, error
+    def getTxRxResult(self, result: int, /) -> str: ...
+
+
+class _GroupSyncRead(Protocol):
+    data_dict: dict[int, list[int]]  # servo id -> the bytes of its last answer
+
+    def addParam(self, servo_id: int, /) -> bool: ...
+    def txRxPacket(self) -> int: ...
+    def getData(self, servo_id: int, address: int, length: int, /) -> int: ...
+
+
+class _ServoSdk(Protocol):
+    """The SDK module."""
+
+    @property
+    def COMM_SUCCESS(self) -> int: ...
+    @property
+    def COMM_RX_CORRUPT(self) -> int: ...
+    def PortHandler(self, port_name: str, /) -> _PortHandler: ...
+    def PacketHandler(self, protocol: float, /) -> _PacketHandler: ...
+    def GroupSyncRead(self, port: _PortHandler, packet: _PacketHandler, start_address: int, data_length: int,
+                      /) -> _GroupSyncRead: ...
+
+
 @dataclass(frozen=True)
 class MasterArmConfig:
     """ids: 14 servo ids in layout order (left arm 6 joints + gripper, then right); a calibration file
@@ -114,9 +156,9 @@ class _Bus:
     """The SDK objects of one open connection and how to decode a reading."""
 
     sdk: Sdk
-    port: Any  # PortHandler
-    packet: Any  # PacketHandler
-    sync: Any  # GroupSyncRead
+    port: _PortHandler
+    packet: _PacketHandler
+    sync: _GroupSyncRead
     success: int  # the SDK's COMM_SUCCESS
     corrupt: int  # its COMM_RX_CORRUPT
     address: int
@@ -214,8 +256,7 @@ class MasterArmDevice(DeviceBase):
         cfg = self.config
         sdk = _import_sdk(cfg.sdk)
         if os.sep in cfg.port and not os.path.exists(cfg.port):
-            raise DeviceError(f"master-arm: serial port {cfg.port} not found; plug the leader arm in or pass "
-                              "--device master-arm:PORT")
+            raise _port_not_found(cfg.port)
         self.calibration = self._load_calibration()
         bus = self._connect_bus(sdk)
         try:
@@ -244,8 +285,9 @@ class MasterArmDevice(DeviceBase):
             return Calibration.load(stored)
         return Calibration.default(self.device_id, cfg.ids)
 
-    def _connect_bus(self, sdk: Any) -> _Bus:
+    def _connect_bus(self, sdk: _ServoSdk) -> _Bus:
         cfg = self.config
+        assert cfg.baudrate is not None  # MasterArmConfig.__post_init__ sets the sdk's default
         is_dxl = cfg.sdk == "dynamixel"
         port = sdk.PortHandler(cfg.port)
         packet = sdk.PacketHandler(DXL_PROTOCOL if is_dxl else STS_PROTOCOL_END)
@@ -333,10 +375,10 @@ class MasterArmDevice(DeviceBase):
 
 
 # ---- SDK and port helpers -------------------------------------------------------------------------
-def _import_sdk(sdk: str) -> Any:
+def _import_sdk(sdk: str) -> _ServoSdk:
     module = "dynamixel_sdk" if sdk == "dynamixel" else "scservo_sdk"
     try:
-        return importlib.import_module(module)
+        return cast(_ServoSdk, importlib.import_module(module))  # untyped SDKs: _ServoSdk is what x2 uses
     except ImportError as exc:  # also pyserial missing, which both SDKs import at module level
         raise DeviceError(f"master-arm: the {sdk} SDK is not installed ({exc.name or module} missing); "
                           f"{INSTALL_HINT}") from None
@@ -349,14 +391,22 @@ def _port_error(port: str, exc: OSError) -> DeviceError:
         return DeviceError(f"master-arm: permission denied on serial port {port}; add your user to the dialout "
                            "group (sudo usermod -aG dialout $USER, then log in again)")
     if code == errno.EBUSY or "busy" in text.lower() or "lock" in text.lower():
-        return DeviceError(f"master-arm: serial port {port} is busy; close the other program using it")
+        return _port_busy(port)
     if code in (errno.ENOENT, errno.ENODEV, errno.ENXIO):
-        return DeviceError(f"master-arm: serial port {port} not found; plug the leader arm in or pass "
-                           "--device master-arm:PORT")
+        return _port_not_found(port)
     return DeviceError(f"master-arm: cannot open serial port {port} ({text}); check the cable and the port name")
 
 
-def _lock_port(port: Any, name: str) -> None:
+def _port_not_found(port: str) -> DeviceError:
+    return DeviceError(f"master-arm: serial port {port} not found; plug the leader arm in or pass "
+                       "--device master-arm:PORT")
+
+
+def _port_busy(port: str) -> DeviceError:
+    return DeviceError(f"master-arm: serial port {port} is busy; close the other program using it")
+
+
+def _lock_port(port: _PortHandler, name: str) -> None:
     """Take an exclusive advisory lock, as pyserial's exclusive=True does, so a second reader (another x2,
     a calibration script) fails loudly instead of stealing half the status packets."""
     try:
@@ -369,10 +419,10 @@ def _lock_port(port: Any, name: str) -> None:
     except OSError as exc:
         # Anything but "held by someone else" is a file system without flock: run unlocked.
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-            raise DeviceError(f"master-arm: serial port {name} is busy; close the other program using it") from None
+            raise _port_busy(name) from None
 
 
-def _selectable_fd(port: Any) -> int | None:
+def _selectable_fd(port: _PortHandler) -> int | None:
     if os.name != "posix":
         return None
     try:
@@ -381,7 +431,7 @@ def _selectable_fd(port: Any) -> int | None:
         return None
 
 
-def _sleep_while_waiting(port: Any, fd: int | None) -> None:
+def _sleep_while_waiting(port: _PortHandler, fd: int | None) -> None:
     """Make the SDK wait for answer bytes asleep. Both SDKs read a non-blocking port in a loop until a
     status packet is complete or its packet timeout passes, so every transaction (a 14-servo sync read
     takes ~35 ms at 57600 baud; a ping waits up to ~36 ms for a silent servo) spins a core and holds
@@ -394,7 +444,7 @@ def _sleep_while_waiting(port: Any, fd: int | None) -> None:
         return
     read = port.readPort
 
-    def read_port(length: int) -> Any:
+    def read_port(length: int) -> bytes:
         data = read(length)
         if not data:
             left_ms = port.packet_timeout - port.getTimeSinceStart()  # the SDK's deadline for this packet
@@ -406,7 +456,7 @@ def _sleep_while_waiting(port: Any, fd: int | None) -> None:
     port.readPort = read_port
 
 
-def _try_low_latency(port: Any) -> None:
+def _try_low_latency(port: _PortHandler) -> None:
     # FTDI adapters (the U2D2 is one) hold received bytes up to their 16 ms latency timer, which caps a
     # request/response bus near 30 Hz; Linux's ftdi_sio drops it to 1 ms for the low-latency flag.
     # Not Linux, not a real UART (ptys) or not permitted: still correct, just slower.
@@ -414,7 +464,7 @@ def _try_low_latency(port: Any) -> None:
         port.ser.set_low_latency_mode(True)
 
 
-def _close_port(port: Any) -> None:
+def _close_port(port: _PortHandler) -> None:
     try:
         if getattr(port, "ser", None) is not None:
             port.closePort()
@@ -428,15 +478,10 @@ def _close_bus(bus: _Bus) -> None:
 
 def _id_list(ids: list[int] | tuple[int, ...]) -> str:
     """1, 2, 3, 5 -> '1-3, 5': short enough for one line of health detail."""
-    parts: list[str] = []
-    run: list[int] = []
+    runs: list[list[int]] = []  # consecutive ids
     for i in sorted(ids):
-        if run and i == run[-1] + 1:
-            run.append(i)
-            continue
-        if run:
-            parts.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)))
-        run = [i]
-    if run:
-        parts.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)))
-    return ", ".join(parts)
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)) for run in runs)

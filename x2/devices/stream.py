@@ -22,12 +22,14 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import h5py
 import numpy as np
+import numpy.typing as npt
 
 from x2 import format as fmt
+from x2.base.arrays import Floats, Ints
 from x2.devices.base import EVENTS, KINDS, DeviceError, DeviceEvent, Sample
 from x2.envspec.action import ActionLayout
 from x2.files.atomic import replacing
@@ -37,11 +39,13 @@ from x2.files.hdf5_guard import kept_if_complete
 @dataclass(frozen=True)
 class Stream:
     kind: str
-    t: np.ndarray  # (N,) seconds from the stream's start
-    seq: np.ndarray  # (N,)
-    values: dict[str, np.ndarray]  # field -> (N, ...)
+    t: Floats  # (N,) seconds from the stream's start
+    seq: Ints  # (N,)
+    values: dict[str, Floats]  # field -> (N, ...)
     events: list[tuple[float, str, int]]  # (t, kind, arm), t from the stream's start
-    source: dict[str, Any] = field(default_factory=dict)  # the recorded episode's task, robot, seed, ...
+    # The recorded episode's task, robot, seed, ... (SOURCE_ATTRS), of whatever type its root attributes have:
+    # x2.teleop.run reads them as it needs them.
+    source: dict[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.t)
@@ -64,7 +68,7 @@ class StreamBuilder:
         self.kind, self.t0 = kind, t0
         self._t: list[float] = []
         self._seq: list[int] = []
-        self._values: dict[str, list[np.ndarray]] = {}
+        self._values: dict[str, list[Floats]] = {}
         self._events: list[tuple[float, int, int]] = []
         self.tick_seq: list[int] = []
 
@@ -76,10 +80,10 @@ class StreamBuilder:
                 self._values.setdefault(key, []).append(value)
         self._events.extend((e.t, EVENTS.index(e.kind), e.arm) for e in events)
 
-    def arrays(self) -> dict[str, np.ndarray]:
+    def arrays(self) -> dict[str, Floats | Ints]:
         """Numeric arrays for `EpisodeWriter.finish(device={name: arrays})`."""
         ev = self._events
-        out: dict[str, np.ndarray] = {
+        out: dict[str, Floats | Ints] = {
             "t": np.array(self._t, np.float64) - self.t0,
             "seq": np.array(self._seq, np.int64),
             "event_t": np.array([e[0] for e in ev], np.float64) - self.t0,
@@ -92,11 +96,15 @@ class StreamBuilder:
         return out
 
     def attrs(self) -> dict[str, str]:
-        fields = sorted(self._values)
-        return {"kind": self.kind, "fields": json.dumps(fields), "events": json.dumps(list(EVENTS))}
+        return stream_attrs(self.kind, sorted(self._values))
 
 
-def write_stream(path: Path, name: str, arrays: Mapping[str, np.ndarray], attrs: Mapping[str, str]) -> None:
+def stream_attrs(kind: str, fields: Sequence[str]) -> dict[str, str]:
+    """The attributes of a stream group (see the module docstring)."""
+    return {"kind": kind, "fields": json.dumps(fields), "events": json.dumps(list(EVENTS))}
+
+
+def write_stream(path: Path, name: str, arrays: Mapping[str, Floats | Ints], attrs: Mapping[str, str]) -> None:
     """A standalone stream file (temporary name, then renamed into place)."""
     with replacing(path) as tmp, kept_if_complete(tmp, "w") as f:
         group = f.create_group(fmt.device_path(name))
@@ -139,16 +147,18 @@ def read_stream(path: Path, name: str | None = None) -> Stream:
 SOURCE_ATTRS = (fmt.TASK_ATTR, fmt.ROBOT_ATTR, fmt.SEED_ATTR, fmt.SCENE_VARIANT_ATTR, fmt.INDEX_ATTR)
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
+    """An attribute as h5py gives it, with bytes decoded and numpy scalars made Python numbers."""
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _from_actions(f: h5py.File, path: Path, source: dict[str, Any]) -> Stream:
+def _from_actions(f: h5py.File, path: Path, source: dict[str, object]) -> Stream:
     actions = _read(f, fmt.ACTION, path, "", np.float64, ndim=2)
     names = [_plain(n) for n in f[fmt.ACTION].attrs.get(fmt.NAMES_ATTR, [])]
-    layout = ActionLayout.from_names(names)
+    texts = [n for n in names if isinstance(n, str)]
+    layout = ActionLayout.from_names(texts) if len(texts) == len(names) else None
     if layout is None or layout.dim != actions.shape[1] or not len(actions):
         raise _fail(path, "action", f"shape {actions.shape} named {names[:8]}",
                     "(T, A) actions named per arm: its joints, then <arm>_gripper (x2.envspec.action)")
@@ -156,20 +166,32 @@ def _from_actions(f: h5py.File, path: Path, source: dict[str, Any]) -> Stream:
     return _parse(arrays, attrs, path, fmt.ACTION, source)
 
 
-def _parse(g: Mapping[str, Any], attrs: Mapping[str, Any], path: Path, where: str, source: dict[str, Any]) -> Stream:
+def _json_list(text: object) -> list[object]:
+    """A JSON list from a text attribute; TypeError or ValueError for anything else."""
+    if not isinstance(text, str | bytes | bytearray):
+        raise TypeError(f"found {type(text).__name__}")
+    value = json.loads(text)
+    if not isinstance(value, list):
+        raise ValueError(f"found a JSON {type(value).__name__}")
+    return value
+
+
+def _parse(g: Mapping[str, object], attrs: Mapping[str, object], path: Path, where: str,
+           source: dict[str, object]) -> Stream:
     kind = _plain(attrs.get("kind", ""))
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:
         raise _fail(path, f"{where}.kind", repr(kind), ", ".join(KINDS))
     try:
-        fields = json.loads(attrs.get("fields", "[]"))
-        events = json.loads(attrs.get("events", "[]"))
+        fields = _json_list(attrs.get("fields", "[]"))
+        events = _json_list(attrs.get("events", "[]"))
     except (TypeError, ValueError, RecursionError):  # RecursionError: [[[[... nested past the decoder's stack
         raise _fail(path, f"{where} attrs", "malformed JSON", "fields and events as JSON lists") from None
+    known = {code: e for code, e in enumerate(events) if isinstance(e, str) and e in EVENTS}  # code -> event
     codes = _read(g, "event_code", path, where, np.int64, ndim=1)
-    if any(not (0 <= c < len(events)) or events[c] not in EVENTS for c in codes):
+    if any(int(c) not in known for c in codes):
         raise _fail(path, f"{where}/event_code", "an unknown event", ", ".join(EVENTS))
     t = _read(g, "t", path, where, np.float64, ndim=1)
-    values = {k: _read(g, k, path, where, np.float64) for k in fields if isinstance(k, str)}
+    values: dict[str, Floats] = {k: _read(g, k, path, where, np.float64) for k in fields if isinstance(k, str)}
     for key, arr in values.items():
         if len(arr) != len(t):
             raise _fail(path, f"{where}/{key}", f"{len(arr)} rows", f"{len(t)} (one per sample)")
@@ -180,21 +202,32 @@ def _parse(g: Mapping[str, Any], attrs: Mapping[str, Any], path: Path, where: st
     if not (len(ev_t) == len(codes) == len(ev_arm)):
         raise _fail(path, f"{where}/event_*", "different lengths", "one row per event")
     return Stream(kind, t, _read(g, "seq", path, where, np.int64, ndim=1), values,
-                  [(float(a), events[int(c)], int(b)) for a, c, b in zip(ev_t, codes, ev_arm, strict=True)], source)
+                  [(float(a), known[int(c)], int(b)) for a, c, b in zip(ev_t, codes, ev_arm, strict=True)], source)
 
 
-def _read(g: Mapping[str, Any], key: str, path: Path, where: str, dtype: type, ndim: int | None = None) -> np.ndarray:
+@runtime_checkable
+class _Column(Protocol):
+    """A stored column as `_read` takes it: an h5py dataset or a numpy array."""
+
+    @property
+    def dtype(self) -> np.dtype[np.generic]: ...
+
+    def __getitem__(self, key: tuple[()], /) -> object: ...
+
+
+def _read[S: np.generic](g: Mapping[str, object], key: str, path: Path, where: str, dtype: type[S],
+                         ndim: int | None = None) -> npt.NDArray[S]:
     ds = g.get(key)
-    if ds is None or not hasattr(ds, "dtype") or ds.dtype.kind not in "biuf":  # an h5py dataset or a numpy array
+    if not isinstance(ds, _Column) or ds.dtype.kind not in "biuf":
         raise _fail(path, f"{where}/{key}", "missing or not numeric", "a numeric array")
-    arr: np.ndarray = np.asarray(ds[()], dtype=dtype)
+    arr = np.asarray(ds[()], dtype=dtype)
     if ndim is not None and arr.ndim != ndim:
         raise _fail(path, f"{where}/{key}", f"{arr.ndim} dimensions", str(ndim))
     return arr
 
 
-def joint_stream(actions: np.ndarray, fps: float, layout: ActionLayout, rate_hz: float = 120.0,
-                 events: Sequence[tuple[float, str, int]] = ()) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+def joint_stream(actions: Floats, fps: float, layout: ActionLayout, rate_hz: float = 120.0,
+                 events: Sequence[tuple[float, str, int]] = ()) -> tuple[dict[str, Floats | Ints], dict[str, str]]:
     """A master-arm stream whose leader follows actions (T, A) laid out as `layout`, given at `fps` and
     sampled at `rate_hz` (linear in between): replaying a synthesised or recorded action stream as if a
     leader arm moved."""
@@ -207,9 +240,9 @@ def joint_stream(actions: np.ndarray, fps: float, layout: ActionLayout, rate_hz:
     grip = np.isin(np.arange(joints.shape[1]), layout.gripper_slots)
     ticks = np.round(np.where(grip, 2048 + joints * 1024, 2048 + joints * 4096 / (2 * np.pi)))
     ev = sorted(events)
-    arrays = {"t": t, "seq": np.arange(len(t), dtype=np.int64), "joints": joints, "ticks": ticks,
-              "event_t": np.array([e[0] for e in ev], np.float64),
-              "event_code": np.array([EVENTS.index(e[1]) for e in ev], np.int16),
-              "event_arm": np.array([e[2] for e in ev], np.int16)}
-    attrs = {"kind": "master-arm", "fields": json.dumps(["joints", "ticks"]), "events": json.dumps(list(EVENTS))}
-    return arrays, attrs
+    arrays: dict[str, Floats | Ints] = {
+        "t": t, "seq": np.arange(len(t), dtype=np.int64), "joints": joints, "ticks": ticks,
+        "event_t": np.array([e[0] for e in ev], np.float64),
+        "event_code": np.array([EVENTS.index(e[1]) for e in ev], np.int16),
+        "event_arm": np.array([e[2] for e in ev], np.int16)}
+    return arrays, stream_attrs("master-arm", ["joints", "ticks"])

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any
+from typing import Protocol, cast
 
 import numpy as np
+import numpy.typing as npt
 
+from x2.base.arrays import Floats
 from x2.devices.base import DeviceBase, DeviceError
 
 RESCAN_S = 1.0  # controllers are switched on, paired and re-assigned hands while a session runs
@@ -35,7 +37,7 @@ ENGAGE_REARM = 0.4  # hysteresis: a trigger resting near 0.5 must not fire "enga
 LEFT, RIGHT = 0, 1
 HANDS = ("left", "right")
 NO_CONTROLLER = "no controller (switch it on; SteamVR must assign it this hand)"
-IDLE_POSE = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+IDLE_POSE: Floats = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
 
 # Init error class names (openvr.error_code) -> what the operator should do. Matched by name so a pyopenvr
 # release that adds or drops codes cannot break the import of this module.
@@ -62,6 +64,70 @@ _INIT_ERRORS: dict[str, tuple[str, str]] = {
 }
 
 
+# ---- what x2 uses of pyopenvr (it ships no types); tests/fake_openvr.py plays the same names ---------------
+class _Axis(Protocol):  # VRControllerAxis_t
+    @property
+    def x(self) -> float: ...
+    @property
+    def y(self) -> float: ...
+
+
+class _ControllerState(Protocol):  # VRControllerState_t
+    @property
+    def rAxis(self) -> Sequence[_Axis]: ...  # [0] thumbstick or trackpad, [1] trigger
+    @property
+    def ulButtonPressed(self) -> int: ...
+
+
+class _Matrix34(Protocol):  # HmdMatrix34_t, read as [row][column]
+    def __getitem__(self, row: int, /) -> Sequence[float]: ...
+
+
+class _TrackedPose(Protocol):  # TrackedDevicePose_t
+    @property
+    def bPoseIsValid(self) -> int: ...
+    @property
+    def mDeviceToAbsoluteTracking(self) -> _Matrix34: ...
+
+
+class _VRSystem(Protocol):  # IVRSystem
+    def getTrackedDeviceClass(self, deviceIndex: int, /) -> int: ...
+    def getControllerRoleForTrackedDeviceIndex(self, deviceIndex: int, /) -> int: ...
+    def getDeviceToAbsoluteTrackingPose(self, origin: int, predictedSecondsToPhotonsFromNow: float,
+                                        trackedDevicePoseArray: int, /) -> Sequence[_TrackedPose]: ...
+    def getControllerState(self, controllerDeviceIndex: int, /) -> tuple[int, _ControllerState]: ...
+
+
+class _ErrorCodes(Protocol):  # openvr.error_code
+    @property
+    def OpenVRError(self) -> type[Exception]: ...
+
+
+class OpenVR(Protocol):
+    """The `openvr` module, as far as VRDevice reads it."""
+
+    @property
+    def error_code(self) -> _ErrorCodes: ...
+    @property
+    def VRApplication_Other(self) -> int: ...
+    @property
+    def TrackingUniverseStanding(self) -> int: ...
+    @property
+    def k_unMaxTrackedDeviceCount(self) -> int: ...
+    @property
+    def TrackedDeviceClass_Controller(self) -> int: ...
+    @property
+    def TrackedControllerRole_LeftHand(self) -> int: ...
+    @property
+    def TrackedControllerRole_RightHand(self) -> int: ...
+    @property
+    def k_EButton_Grip(self) -> int: ...
+    @property
+    def k_EButton_ApplicationMenu(self) -> int: ...
+    def init(self, applicationType: int, /) -> _VRSystem: ...
+    def shutdown(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class VRConfig:
     rate_hz: float = 90.0  # SteamVR's own tracking rate; polling faster only repeats poses
@@ -73,7 +139,7 @@ class VRConfig:
             raise DeviceError(f"vr: found {self}; allowed: rate_hz > 0, jump_threshold_m > 0, settle_samples >= 1")
 
 
-def matrix_to_quat(m: Any) -> np.ndarray:
+def matrix_to_quat(m: npt.ArrayLike) -> Floats:
     """[qw, qx, qy, qz] (unit, qw >= 0) of the rotation in a 3x3 or 3x4 matrix.
 
     Shepperd's method: divide by the largest of the four |q| candidates, so no branch takes the square root
@@ -93,7 +159,7 @@ def matrix_to_quat(m: Any) -> np.ndarray:
     else:
         s = 2.0 * np.sqrt(max(1.0 - r[0, 0] - r[1, 1] + r[2, 2], 0.0))
         q = [(r[1, 0] - r[0, 1]) / s, (r[0, 2] + r[2, 0]) / s, (r[1, 2] + r[2, 1]) / s, 0.25 * s]
-    out = np.array(q)
+    out: Floats = np.array(q)
     out /= np.linalg.norm(out)  # SteamVR sends float32 matrices that are only nearly orthonormal
     return -out if out[0] < 0 else out
 
@@ -112,10 +178,10 @@ class _Hand:
     """What the reader knows about one controller between samples."""
 
     index: int | None = None  # tracked-device index, None while no controller holds this hand's role
-    pose: np.ndarray = field(default_factory=IDLE_POSE.copy)  # last accepted pose, held while invalid
+    pose: Floats = field(default_factory=IDLE_POSE.copy)  # last accepted pose, held while invalid
     valid: bool = False
     seen: bool = False  # a pose has been accepted since connect
-    settling: list[np.ndarray] = field(default_factory=list)  # consecutive positions away from `pose`
+    settling: list[Floats] = field(default_factory=list)  # consecutive positions away from `pose`
     status: str = ""  # why it is invalid, for the health line
     clutch: float = 0.0
     stick: tuple[float, float] = (0.0, 0.0)  # thumbstick (or trackpad) x right, y forward, in [-1, 1]
@@ -128,12 +194,12 @@ class VRDevice(DeviceBase):
     name = "vr"
     kind = "vr"
 
-    def __init__(self, config: VRConfig | None = None, openvr_module: Any = None):
+    def __init__(self, config: VRConfig | None = None, openvr_module: OpenVR | None = None):
         super().__init__()
         self.config = config or VRConfig()
         self._module = openvr_module
-        self._vr: Any = None
-        self._system: Any = None
+        self._vr: OpenVR | None = None
+        self._system: _VRSystem | None = None
         self._hands = [_Hand(), _Hand()]
         self._grip_bit = self._menu_bit = 0
         self._next_t = 0.0
@@ -162,7 +228,7 @@ class VRDevice(DeviceBase):
         self._grip_bit = 1 << int(vr.k_EButton_Grip)
         self._menu_bit = 1 << int(vr.k_EButton_ApplicationMenu)
         now = time.monotonic()
-        self._scan()
+        self._scan(vr, system)
         self._next_scan = now + RESCAN_S
         self._next_t = now
         self._run_reader(self._read_once, "x2-vr")
@@ -174,6 +240,8 @@ class VRDevice(DeviceBase):
 
     # ---- reader thread ---------------------------------------------------------------------------
     def _read_once(self) -> None:
+        vr, system = self._vr, self._system
+        assert vr is not None and system is not None  # set by _open before the reader starts
         delay = self._next_t - time.monotonic()
         if delay > 0 and self._stop.wait(delay):
             return
@@ -183,12 +251,11 @@ class VRDevice(DeviceBase):
         if self._next_t < now - period:  # after a stall skip the missed ticks instead of bursting to catch up
             self._next_t = now
         if now >= self._next_scan:
-            self._scan()
+            self._scan(vr, system)
             self._next_scan = now + RESCAN_S
-        self._poll(now)
+        self._poll(vr, system, now)
 
-    def _scan(self) -> None:
-        vr, system = self._vr, self._system
+    def _scan(self, vr: OpenVR, system: _VRSystem) -> None:
         found: dict[int, int] = {}
         for i in range(vr.k_unMaxTrackedDeviceCount):
             if system.getTrackedDeviceClass(i) != vr.TrackedDeviceClass_Controller:
@@ -203,8 +270,7 @@ class VRDevice(DeviceBase):
             if index != hand.index:
                 hand.index, hand.buttons, hand.engaged = index, None, False
 
-    def _poll(self, now: float) -> None:
-        vr, system = self._vr, self._system
+    def _poll(self, vr: OpenVR, system: _VRSystem, now: float) -> None:
         poses = system.getDeviceToAbsoluteTrackingPose(vr.TrackingUniverseStanding, 0, vr.k_unMaxTrackedDeviceCount)
         jumps = 0
         for arm, hand in enumerate(self._hands):
@@ -232,7 +298,7 @@ class VRDevice(DeviceBase):
             "gripper": [h.gripper for h in self._hands],
         }, t=now)
 
-    def _track(self, hand: _Hand, matrix: Any) -> bool:
+    def _track(self, hand: _Hand, matrix: _Matrix34) -> bool:
         """Accept or hold back one valid pose; True when it was rejected as a jump."""
         m = np.array([[float(matrix[r][c]) for c in range(4)] for r in range(3)])
         pos = m[:, 3]
@@ -254,7 +320,7 @@ class VRDevice(DeviceBase):
         hand.valid, hand.seen, hand.status = True, True, ""
         return False
 
-    def _read_input(self, arm: int, hand: _Hand, ok: Any, state: Any, now: float) -> None:
+    def _read_input(self, arm: int, hand: _Hand, ok: int, state: _ControllerState, now: float) -> None:
         if not ok:
             # losing input must never keep the robot engaged (or driving); and no edges from a failed read
             hand.clutch, hand.stick = 0.0, (0.0, 0.0)
@@ -280,7 +346,7 @@ class VRDevice(DeviceBase):
             self._emit("next", -1, now)
 
 
-def _import_openvr() -> ModuleType:
+def _import_openvr() -> OpenVR:
     try:
         import openvr
     except ImportError:
@@ -288,4 +354,4 @@ def _import_openvr() -> ModuleType:
     except OSError as exc:  # pyopenvr loads libopenvr_api with ctypes at import time
         raise DeviceError(f"vr: the openvr package could not load its native library ({exc}); "
                           "reinstall it with pip install --force-reinstall openvr") from exc
-    return openvr
+    return cast(OpenVR, openvr)  # pyopenvr ships no types: OpenVR names what x2 reads of it
