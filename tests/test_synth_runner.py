@@ -23,6 +23,7 @@ from x2.envspec import load_env
 from x2.format import SYNTH_REPORT_FILE
 from x2.labeling import topological_order
 from x2.sim.mujoco.backend import MujocoBackend
+from x2.synth.options import SessionOptions
 from x2.synth.runner import SynthConfig, SynthRun
 from x2.tasks.predicates import evaluate
 
@@ -62,10 +63,10 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """`-n 4` once with 2 workers, and `-n 2` twice into one dataset (1 worker, then 2)."""
     root = tmp_path_factory.mktemp("synth")
     once = root / "once"
-    assert SynthRun(SynthConfig("pick_place", n=4, workers=2, seed=11), once).run().accepted == 4
+    assert SynthRun(SynthConfig(SessionOptions("pick_place"), n=4, workers=2, seed=11), once).run().accepted == 4
     twice = root / "twice"
     for workers in (1, 2):
-        progress = SynthRun(SynthConfig("pick_place", n=2, workers=workers, seed=11), twice).run()
+        progress = SynthRun(SynthConfig(SessionOptions("pick_place"), n=2, workers=workers, seed=11), twice).run()
         assert progress.accepted == 2, progress.reasons
     return once, twice
 
@@ -98,11 +99,11 @@ def test_a_rejected_attempt_is_used_up(tmp_path: Path, monkeypatch: pytest.Monke
 
     monkeypatch.setattr(attempt, "_verdict", verdict)
     path = tmp_path / "ds"
-    first = SynthRun(SynthConfig("pick_place", n=2, workers=1, seed=3, max_attempts=2), path).run()
+    first = SynthRun(SynthConfig(SessionOptions("pick_place"), n=2, workers=1, seed=3, max_attempts=2), path).run()
     assert (first.accepted, first.attempted) == (1, 2)
     ds = Dataset.open(path)
     assert [r.slot for r in ds.episodes()] == [0] and ds.next_slot(3) == 2
-    second = SynthRun(SynthConfig("pick_place", n=1, workers=1, seed=3), path)
+    second = SynthRun(SynthConfig(SessionOptions("pick_place"), n=1, workers=1, seed=3), path)
     assert second.run().accepted == 1 and second.first_attempt == 2
     assert [r.slot for r in Dataset.open(path).episodes()] == [0, 2]
 
