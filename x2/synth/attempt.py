@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from x2.base.errors import MotionError
+from x2.base.errors import MotionError, X2Error
 from x2.base.seeding import streams
 from x2.rollout import Rollout, RolloutOptions
 from x2.rollout.loop import PENETRATION_LIMIT_M, EpisodeResult
@@ -102,12 +102,38 @@ class SynthSession:
 
 
 # ----- a pool worker's side of x2 synth (here, not beside the run, so a worker never imports the dataset side) ---
-_SESSION: SynthSession | None = None
+# The worker's session, or the error that building it raised: a world that does not compile is said by the first
+# unit that needs the session (one line in the parent, as any unit's error), not by a pool broken at its start.
+_SESSION: SynthSession | X2Error | None = None
 
 
 def init_worker(options: SessionOptions) -> None:
     global _SESSION
-    _SESSION = SynthSession(options)
+    try:
+        _SESSION = SynthSession(options)
+    except X2Error as exc:
+        _SESSION = exc
+
+
+def _session() -> SynthSession:
+    if isinstance(_SESSION, X2Error):
+        raise _SESSION
+    assert _SESSION is not None, "worker not initialised"
+    return _SESSION
+
+
+@dataclass(frozen=True)
+class BackendNames:
+    """The names a dataset's manifest gives the world's recorded rows (x2.rollout.episodes.WorldNames), as a
+    worker's simulator has them: a pool's parent builds none."""
+
+    robot_joint_names: tuple[str, ...]
+    object_names: tuple[str, ...]
+
+
+def world_names() -> BackendNames:
+    backend = _session().backend
+    return BackendNames(backend.robot_joint_names, backend.object_names)
 
 
 @dataclass(frozen=True)
@@ -121,8 +147,7 @@ class AttemptUnit:
 
 
 def run_attempt(unit: AttemptUnit) -> AttemptOutcome:
-    assert _SESSION is not None, "worker not initialised"
-    return _SESSION.attempt(unit.index, unit.seed, unit.keep_rejected)
+    return _session().attempt(unit.index, unit.seed, unit.keep_rejected)
 
 
 def _verdict(result: EpisodeResult, executor: SkillExecutor) -> tuple[str, str]:

@@ -26,9 +26,17 @@ from x2.envspec.held_out import refuse_eval_run
 from x2.files.atomic import write_bytes
 from x2.format import SYNTH_REPORT_FILE
 from x2.processes.pool import RayTarget, WorkerLost, WorkerPool, in_order, open_pool
-from x2.rollout.episodes import EpisodeOutcome, commit_episode, episode_start, open_dataset, versions
+from x2.rollout.episodes import EpisodeOutcome, WorldNames, commit_episode, episode_start, open_dataset, versions
 from x2.rollout.loop import EpisodeResult
-from x2.synth.attempt import AttemptOutcome, AttemptUnit, SynthSession, init_worker, run_attempt
+from x2.synth.attempt import (
+    AttemptOutcome,
+    AttemptUnit,
+    BackendNames,
+    SynthSession,
+    init_worker,
+    run_attempt,
+    world_names,
+)
 from x2.synth.options import SessionOptions
 from x2.synth.report import AttemptSummary, HowMade, RayReport, SynthReport
 
@@ -74,16 +82,19 @@ class SynthProgress:
 class SynthRun:
     def __init__(self, config: SynthConfig, dataset: Path):
         self.config, self.path = config, dataset
-        # Compile and check every binding here, in the parent: a bad task fails before a worker starts.
+        # The task compiled and every binding checked here, in the parent: a bad task fails before a worker starts.
+        # Only a run without a pool makes its attempts here, on a simulator of its own; a pool's workers build
+        # theirs, and one of them names the world's rows for the dataset's manifest (world_names).
+        self._pool: WorkerPool | None = None  # the workers (start_workers)
+        self._names: Future[BackendNames] | None = None  # a worker's answer for the manifest (start_workers)
         opts = config.session
-        self.session = SynthSession(opts)
-        self.env = self.session.env
+        self.session = SynthSession(opts) if config.ray is None and self.workers <= 1 else None
+        self.env = self.session.env if self.session is not None else opts.load()
         refuse_eval_run(self.env, config.seed, config.allow_eval)
         self.progress = SynthProgress()
         self.attempts: list[AttemptSummary] = []
         self.committed: list[int] = []
         self.first_attempt = 0  # set when the dataset is opened: after every attempt an earlier run took
-        self._pool: WorkerPool | None = None  # the workers (start_workers)
         self._retried = 0  # attempts given to another worker after theirs was lost
         self.how = HowMade(opts.schedule, opts.motion.describe())
         self._how_text = self.how.to_json()
@@ -101,16 +112,16 @@ class SynthRun:
         of it, which start in milliseconds instead of importing x2 anew (x2.processes.life.process_pool). On Ray
         even one worker is an actor (the point of --ray is to run elsewhere)."""
         cfg = self.config
-        if self._pool is None and (cfg.ray is not None or self.workers > 1):
+        if self._pool is None and self.session is None:
             self._pool = open_pool(cfg.workers, init_worker, (cfg.session,), ray=cfg.ray, copies=True)
-            if cfg.ray is None:
-                self._pool.submit(int)  # (a first task: the local pool starts its workers at once)
+            # (a first task, which the dataset waits for: the local pool starts its workers at once)
+            self._names = self._pool.submit(world_names)
 
     def run(self, on_update: Callable[[SynthProgress], None] | None = None) -> SynthProgress:
         cfg = self.config
         try:
             self.start_workers()
-            ds = open_dataset(self.path, self.env, self.session.backend)
+            ds = open_dataset(self.path, self.env, self._world_names())
         except BaseException:
             self._stop_workers()
             raise
@@ -137,6 +148,12 @@ class SynthRun:
             ds.close()
         return self.progress
 
+    def _world_names(self) -> WorldNames:
+        if self.session is not None:
+            return self.session.backend
+        assert self._names is not None  # (start_workers asked for them)
+        return self._names.result()  # (a world that does not compile: the worker's one-line error, raised here)
+
     def _stop_workers(self) -> None:
         # what is still running would be discarded: the workers end now instead of finishing it
         if self._pool is not None:
@@ -144,9 +161,10 @@ class SynthRun:
             self._pool = None
 
     def _run_inline(self, ds: Dataset, on_update: Callable[[SynthProgress], None] | None) -> None:
-        first = self.first_attempt
+        session, first = self.session, self.first_attempt
+        assert session is not None  # (a run without a pool)
         for index in range(first, first + self.config.attempt_cap):
-            outcome = self.session.attempt(index, slot_seed(self.config.seed, index), self.config.keep_failed)
+            outcome = session.attempt(index, slot_seed(self.config.seed, index), self.config.keep_failed)
             if not self._take(ds, outcome, on_update):
                 return
         self.progress.stop_reason = self.progress.stop_reason or f"reached --max-attempts {self.config.attempt_cap}"
