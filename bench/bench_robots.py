@@ -22,6 +22,7 @@ from x2.datasets import Dataset
 from x2.envspec import load_env, names
 from x2.recorded.replay import deepest_penetration
 from x2.sim import make_backend
+from x2.synth.options import SessionOptions
 from x2.synth.runner import SynthConfig, SynthRun
 
 
@@ -54,7 +55,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / robot
             t0 = time.perf_counter()
-            progress = SynthRun(SynthConfig(args.task, robot=robot, n=args.n, workers=args.workers), out).run()
+            config = SynthConfig(SessionOptions(args.task, robot=robot), n=args.n, workers=args.workers)
+            progress = SynthRun(config, out).run()
             wall = time.perf_counter() - t0
             ds = Dataset.open(out)
             depth, frames = 0.0, []

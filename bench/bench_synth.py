@@ -51,6 +51,7 @@ from x2.envspec import load_env
 from x2.format import SYNTH_REPORT_FILE
 from x2.recorded.replay import PENETRATION_LIMIT_M, deepest_penetration
 from x2.sim.mujoco.backend import MujocoBackend
+from x2.synth.options import SessionOptions
 from x2.synth.runner import SynthConfig, SynthRun
 
 
@@ -63,7 +64,7 @@ def _cpu_seconds() -> float:
 def synthesise(task: str, n: int, workers: int, out: Path, seed: int, sequential: bool) -> tuple[float, float, dict]:
     """Wall seconds, CPU seconds (parent and workers) and the report of one synthesis."""
     t0, c0 = time.perf_counter(), _cpu_seconds()
-    SynthRun(SynthConfig(task, n=n, workers=workers, seed=seed, sequential=sequential), out).run()
+    SynthRun(SynthConfig(SessionOptions(task, sequential=sequential), n=n, workers=workers, seed=seed), out).run()
     wall, cpu = time.perf_counter() - t0, _cpu_seconds() - c0
     return wall, cpu, json.loads((out / SYNTH_REPORT_FILE).read_text())
 

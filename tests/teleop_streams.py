@@ -15,8 +15,9 @@ def demo_stream(path: Path, task: str = "fruit_in_microwave", master_seed: int =
     """A leader-arm stream that solves `task` in the scene of teleop episode 0 under `master_seed`:
     a synthesised demonstration of exactly that seed, replayed as if a leader arm moved."""
     from x2.synth.attempt import SynthSession
+    from x2.synth.options import SessionOptions
 
-    out = SynthSession(task).attempt(0, slot_seed(master_seed, 0), keep_rejected=True)
+    out = SynthSession(SessionOptions(task)).attempt(0, slot_seed(master_seed, 0), keep_rejected=True)
     assert out.accepted and out.arrays is not None, f"synthesis of the fixture failed: {out.reason} {out.detail}"
     arrays, attrs = joint_stream(out.arrays["action"], 30, load_env(task).robot.action)
     write_stream(path, "master-arm", arrays, attrs)

@@ -226,6 +226,7 @@ def test_a_node_that_fails_as_it_starts_is_kept_with_its_start(tmp_path: Path) -
     """--keep-failed stores an attempt whose last node failed while planning its first frame: that node started on
     the frame the episode ends in."""
     from x2.datasets import Dataset
+    from x2.synth.options import SessionOptions
     from x2.synth.runner import SynthConfig, SynthRun
 
     task = tmp_path / "place_nothing.yaml"
@@ -245,7 +246,8 @@ nodes:
 edges: [[pick_hook, place_nothing]]
 """)
     out = tmp_path / "kept"
-    run = SynthRun(SynthConfig(str(task), n=1, workers=1, seed=0, max_attempts=1, keep_failed=True), out).run()
+    run = SynthRun(SynthConfig(SessionOptions(str(task)), n=1, workers=1, seed=0, max_attempts=1, keep_failed=True),
+                   out).run()
     assert run.accepted == 0
     ds = Dataset.open(out)
     record = next(iter(ds.episodes()))

@@ -34,6 +34,7 @@ from x2.policy.protocol import ACTIONS, PolicyService, ServiceInfo
 from x2.policy.server import PolicyServer
 from x2.policy.services import ServeOptions, make_service
 from x2.processes.pool import WorkerLost
+from x2.synth.options import SessionOptions
 from x2.synth.runner import SynthConfig, SynthRun
 
 pytestmark = pytest.mark.timeout(300)
@@ -77,7 +78,7 @@ def episodes(path: Path) -> list[dict[str, Any]]:
 def synthesised(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three attempts of x2 synth from master seed 1, rejected ones kept: the worlds x2 eval's seed 1 meets."""
     path = tmp_path_factory.mktemp("synth") / "pick"
-    SynthRun(SynthConfig(task=TASK, n=3, workers=1, seed=1, keep_failed=True, max_attempts=3), path).run()
+    SynthRun(SynthConfig(SessionOptions(TASK), n=3, workers=1, seed=1, keep_failed=True, max_attempts=3), path).run()
     return path
 
 

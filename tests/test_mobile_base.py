@@ -18,6 +18,7 @@ from x2.recorded.relabel import relabel
 from x2.recorded.replay import deepest_penetration, replay_actions
 from x2.sim import make_backend
 from x2.synth.binding import check_bindings
+from x2.synth.options import SessionOptions
 from x2.synth.runner import SynthConfig, SynthRun
 from x2.teleop import EEVelocity, SafetyFilter, VRClutch
 from x2.teleop.mapping import BaseDriveConfig
@@ -60,7 +61,7 @@ def test_mobile_aloha_drives_to_a_block_out_of_reach_and_puts_it_on_the_plate(tm
     # from where the robot stands, the block is beyond either ViperX's 0.75 m reach
     assert min(np.linalg.norm(block - backend.arm_root_pos(a.name)) for a in env.robot.arms) > 0.75
     out = tmp_path / "mobile"
-    run = SynthRun(SynthConfig("mobile_pick_place", n=1, workers=1, seed=3, max_attempts=3), out).run()
+    run = SynthRun(SynthConfig(SessionOptions("mobile_pick_place"), n=1, workers=1, seed=3, max_attempts=3), out).run()
     assert run.accepted == 1
     ds = Dataset.open(out)
     record = next(iter(ds.episodes()))
@@ -121,7 +122,7 @@ def test_teleop_drives_the_base_and_the_arms_ride_along(device: str) -> None:
 
 def test_mobile_fetch_carries_the_block_from_the_side_table_back_to_the_plate(tmp_path: Path) -> None:
     out = tmp_path / "fetch"
-    run = SynthRun(SynthConfig("mobile_fetch", n=1, workers=1, seed=2, max_attempts=3), out).run()
+    run = SynthRun(SynthConfig(SessionOptions("mobile_fetch"), n=1, workers=1, seed=2, max_attempts=3), out).run()
     assert run.accepted == 1
     ds = Dataset.open(out)
     with ds.load(next(iter(ds.episodes())).index) as ep:

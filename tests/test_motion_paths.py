@@ -18,6 +18,7 @@ from x2.synth.attempt import SynthSession
 from x2.synth.motion.paths import follow, line, rotations, screw, steps, straight, turn
 from x2.synth.motion.seeded import SeededIK
 from x2.synth.motion.timing import BEFORE_SCHEDULER, GRASP_VARIETY, Limits, MotionSettings, postcheck, time_polyline
+from x2.synth.options import SessionOptions
 
 
 @pytest.fixture(scope="module")
@@ -215,7 +216,7 @@ def test_sequential_synthesis_keeps_the_motion_layer_before_the_scheduler():
     """`--sequential` stays byte-comparable with the synthesis before the arm scheduler: every motion-layer
     change since is a setting that BEFORE_SCHEDULER turns off (the finer steps of a jumping straight move among
     them), sequential synthesis runs on exactly those settings, and its episodes say so."""
-    sequential = SynthSession("fruit_in_microwave", sequential=True)
+    sequential = SynthSession(SessionOptions("fruit_in_microwave", sequential=True))
     assert sequential.motion == replace(BEFORE_SCHEDULER, grasp_variety=GRASP_VARIETY)
     assert sequential.motion.describe()["refine_jumps"] is False
     assert "refine_jumps" not in MotionSettings().describe()  # (the default's records stay as they were)

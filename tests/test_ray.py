@@ -23,6 +23,7 @@ from x2_cli import run_x2
 from x2.format import AUGMENTATION_REPORT_FILE, SYNTH_REPORT_FILE
 from x2.render import render_dataset
 from x2.sim.camera import ImageSize
+from x2.synth.options import SessionOptions
 from x2.synth.runner import SynthConfig, SynthRun
 
 pytest.importorskip("ray", reason="x2[ray] is not installed (the dev extra pulls it)")
@@ -32,7 +33,7 @@ SEED = 5
 
 def test_synth_on_ray_is_the_local_run_byte_for_byte(tmp_path: Path) -> None:
     local = tmp_path / "local"
-    assert SynthRun(SynthConfig("pick_place", n=4, workers=2, seed=SEED), local).run().accepted == 4
+    assert SynthRun(SynthConfig(SessionOptions("pick_place"), n=4, workers=2, seed=SEED), local).run().accepted == 4
     out = run_x2(["synth", "--task", "pick_place", "-n", "4", "--seed", str(SEED), "--workers", "2",
                   "--ray", "local", "--dataset", str(tmp_path / "ray")], tmp_path, timeout=240)
     assert out.returncode == 0, out.stdout + out.stderr

@@ -19,6 +19,7 @@ from x2.datasets import Dataset
 from x2.recorded.relabel import relabel
 from x2.recorded.replay import replay_actions
 from x2.recorded.world import open_world
+from x2.synth.options import SessionOptions
 from x2.synth.runner import SynthConfig, SynthRun
 
 TASK = "fruit_in_microwave"
@@ -29,7 +30,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A workspace holding one synthesised fruit_in_microwave episode (welded microwave, free fruit)."""
     ws = tmp_path_factory.mktemp("ws")
     path = ws / "data" / TASK
-    progress = SynthRun(SynthConfig(task=TASK, n=1, workers=1), path).run()
+    progress = SynthRun(SynthConfig(SessionOptions(TASK), n=1, workers=1), path).run()
     assert progress.accepted == 1, progress.stop_reason
     return ws
 

@@ -23,6 +23,7 @@ from x2.synth.attempt import SynthSession
 from x2.synth.context import SynthContext
 from x2.synth.executor import SkillExecutor
 from x2.synth.motion.seeded import SeededIK
+from x2.synth.options import SessionOptions
 from x2.synth.skills import SKILLS
 
 DOOR = "microwave/door_hinge"
@@ -101,12 +102,12 @@ class Run:
 
 @pytest.fixture(scope="module")
 def microwave_g() -> SynthSession:
-    return SynthSession("fruit_in_microwave", robot="artixon-g")
+    return SynthSession(SessionOptions("fruit_in_microwave", robot="artixon-g"))
 
 
 @pytest.fixture(scope="module")
 def microwave_h() -> SynthSession:
-    return SynthSession("fruit_in_microwave", robot="artixon-h")
+    return SynthSession(SessionOptions("fruit_in_microwave", robot="artixon-h"))
 
 
 def test_seeded_ik_tracks_and_refuses(microwave_g):
@@ -196,7 +197,7 @@ def drawer(tmp_path_factory) -> SynthSession:
     (root / "specs" / "tasks" / "drawer_test.yaml").write_text(DRAWER_TASK.format(robot="artixon-g"))
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
-        return SynthSession("drawer_test")
+        return SynthSession(SessionOptions("drawer_test"))
 
 
 @pytest.mark.parametrize("seed", [1, 2])

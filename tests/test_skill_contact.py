@@ -16,6 +16,7 @@ import yaml
 
 from x2.envspec.catalog import BUILTIN_DIRS
 from x2.synth.attempt import AttemptOutcome, SynthSession
+from x2.synth.options import SessionOptions
 from x2.synth.skills.contact_motion import gripper_geoms, object_geoms
 
 SEEDS = (0, 1, 2)
@@ -97,7 +98,7 @@ def specs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _session(specs: Path, skill: str, monkeypatch: pytest.MonkeyPatch) -> SynthSession:
     monkeypatch.chdir(specs)
-    return SynthSession(f"{skill}_task")
+    return SynthSession(SessionOptions(f"{skill}_task"))
 
 
 def _robot_contacts(session: SynthSession, outcome: AttemptOutcome, target: str) -> set[tuple[str, str]]:

@@ -22,6 +22,7 @@ from x2.sim.mujoco.backend import MujocoBackend
 from x2.synth.attempt import SynthSession
 from x2.synth.context import SynthContext
 from x2.synth.executor import SkillExecutor
+from x2.synth.options import SessionOptions
 from x2.synth.segments import Segment, SkillFailure, Wait
 from x2.synth.skills.grasp_poses import GraspCandidate, fit_and_rank, order_for_trial, raw_candidates, top_rotation
 from x2.synth.skills.pick_place import pick, place
@@ -161,7 +162,7 @@ def test_place_poses_tilt_the_held_object_by_the_place_lean_alone(grasp_lean_deg
 # ----- whole attempts ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("robot", ROBOTS)
 def test_pick_place_synthesises(robot: str) -> None:
-    session = SynthSession("pick_place", robot=robot)
+    session = SynthSession(SessionOptions("pick_place", robot=robot))
     outcomes = [session.attempt(i, seed) for i, seed in enumerate(SEEDS)]
     accepted = [o for o in outcomes if o.accepted]
     assert len(accepted) >= 5, [(o.reason, o.detail) for o in outcomes]
@@ -175,9 +176,9 @@ def test_grasp_variety_one_takes_the_best_grasp_and_the_wrist_its_short_way() ->
     rng = np.random.default_rng(0)
     assert order_for_trial(ranked, rng, 1) == ranked
     assert sorted(order_for_trial(ranked, rng, 3)[:3]) == [0, 1, 2] and order_for_trial(ranked, rng, 3)[3:] == [3, 4]
-    session = SynthSession("pick_place", grasp_variety=1)
+    session = SynthSession(SessionOptions("pick_place", grasp_variety=1))
     assert session.motion.describe()["grasp_variety"] == 1 and "grasp_variety" not in SynthSession(
-        "pick_place").motion.describe()  # (the default's records stay as they were)
+        SessionOptions("pick_place")).motion.describe()  # (the default's records stay as they were)
     for i, seed in enumerate(SEEDS[:6]):
         outcome = session.attempt(i, seed, keep_rejected=True)
         assert outcome.accepted and outcome.arrays is not None, (outcome.reason, outcome.detail)
@@ -188,7 +189,7 @@ def test_grasp_variety_one_takes_the_best_grasp_and_the_wrist_its_short_way() ->
 
 
 def test_same_seed_same_states() -> None:
-    session = SynthSession("pick_place")
+    session = SynthSession(SessionOptions("pick_place"))
     first, again = (session.attempt(0, SEEDS[1], keep_rejected=True) for _ in range(2))
     assert first.arrays is not None and again.arrays is not None
     assert first.arrays["state"].tobytes() == again.arrays["state"].tobytes()

@@ -21,6 +21,7 @@ from x2.sim.backend import Backend
 from x2.sim.mujoco.collision import CollisionWorld
 from x2.synth.attempt import AttemptOutcome, SynthSession
 from x2.synth.executor import Lane, SkillExecutor
+from x2.synth.options import SessionOptions
 from x2.synth.runner import SynthConfig, SynthRun
 from x2.synth.segments import ArmTrack
 from x2.synth.spacetime import ARM_CLEARANCE, SpaceTimeAdmission
@@ -65,7 +66,7 @@ def closest_arms(backend: Backend, states: np.ndarray, every: int = 2) -> float:
 
 @pytest.fixture(scope="module")
 def concurrent() -> tuple[SynthSession, AttemptOutcome]:
-    session = SynthSession("fruit_in_microwave")
+    session = SynthSession(SessionOptions("fruit_in_microwave"))
     return session, session.attempt(0, slot_seed(0, 0))
 
 
@@ -80,7 +81,7 @@ def _moving(session: SynthSession, outcome: AttemptOutcome) -> dict[str, np.ndar
 def test_sequential_runs_one_node_at_a_time() -> None:
     # (Its bytes equal the synthesis before the arm scheduler existed: bench/compare_outputs.py compares the two
     # commits on one machine; a digest pinned here would pin this machine's floating point too.)
-    session = SynthSession("fruit_in_microwave", sequential=True)
+    session = SynthSession(SessionOptions("fruit_in_microwave", sequential=True))
     outcome = session.attempt(0, slot_seed(0, 0))
     assert outcome.accepted and outcome.result is not None
     moving = _moving(session, outcome)
@@ -113,7 +114,7 @@ def test_the_arms_keep_clear_by_mujocos_own_distances(concurrent: tuple[SynthSes
 
 def test_concurrent_episodes_are_shorter_than_sequential_ones(concurrent: tuple[SynthSession, AttemptOutcome]) -> None:
     _, outcome = concurrent
-    sequential = SynthSession("fruit_in_microwave", sequential=True).attempt(0, slot_seed(0, 0))
+    sequential = SynthSession(SessionOptions("fruit_in_microwave", sequential=True)).attempt(0, slot_seed(0, 0))
     assert outcome.ticks < 0.9 * sequential.ticks
 
 
@@ -121,7 +122,8 @@ def test_same_bytes_with_one_and_two_workers(tmp_path: Path) -> None:
     runs = []
     for workers in (1, 2):
         path = tmp_path / f"w{workers}"
-        assert SynthRun(SynthConfig("fruit_in_microwave", n=2, workers=workers, seed=5), path).run().accepted == 2
+        config = SynthConfig(SessionOptions("fruit_in_microwave"), n=2, workers=workers, seed=5)
+        assert SynthRun(config, path).run().accepted == 2
         runs.append(deterministic_contents(path))
     a, b = runs
     assert [sorted(x) for x in a] == [sorted(y) for y in b]
@@ -209,9 +211,9 @@ def test_two_goals_at_one_spot_end_in_a_plan(tmp_path: Path, monkeypatch: pytest
         path.write_text(textwrap.dedent(text))
     monkeypatch.chdir(tmp_path)
     # One node at a time, the first hand stays on its button and the second cannot reach its own.
-    sequential = SynthSession("twin_buttons", sequential=True).attempt(0, slot_seed(0, 0))
+    sequential = SynthSession(SessionOptions("twin_buttons", sequential=True)).attempt(0, slot_seed(0, 0))
     assert not sequential.accepted and sequential.reason == "ik infeasible"
-    session = SynthSession("twin_buttons")
+    session = SynthSession(SessionOptions("twin_buttons"))
     outcome = session.attempt(0, slot_seed(0, 0))
     assert outcome.accepted, (outcome.reason, outcome.detail)
     assert outcome.arrays is not None and outcome.result is not None
@@ -240,7 +242,7 @@ class _CrossingLanes:
 
 
 def test_two_lanes_waiting_for_each_other_end_as_a_deadlock_not_a_hang() -> None:
-    session = SynthSession("fruit_in_microwave")
+    session = SynthSession(SessionOptions("fruit_in_microwave"))
     backend = session.backend
     backend.reset(slot_seed(0, 0))
     world = CollisionWorld(backend, margin=ARM_CLEARANCE)

@@ -4,6 +4,7 @@ bindings failing before any worker starts."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import textwrap
@@ -16,13 +17,15 @@ import pytest
 from typer.testing import CliRunner
 
 import x2
+from x2.base.errors import SpecError
 from x2.base.seeding import slot_seed
 from x2.cli.app import _mount, app
 from x2.datasets import Dataset
 from x2.envspec import load_env
-from x2.format import SYNTH_REPORT_FILE
+from x2.format import MANIFEST_FILE, SYNTH_REPORT_FILE
 from x2.labeling import topological_order
 from x2.sim.mujoco.backend import MujocoBackend
+from x2.synth.options import SessionOptions
 from x2.synth.runner import SynthConfig, SynthRun
 from x2.tasks.predicates import holds
 
@@ -62,10 +65,10 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """`-n 4` once with 2 workers, and `-n 2` twice into one dataset (1 worker, then 2)."""
     root = tmp_path_factory.mktemp("synth")
     once = root / "once"
-    assert SynthRun(SynthConfig("pick_place", n=4, workers=2, seed=11), once).run().accepted == 4
+    assert SynthRun(SynthConfig(SessionOptions("pick_place"), n=4, workers=2, seed=11), once).run().accepted == 4
     twice = root / "twice"
     for workers in (1, 2):
-        progress = SynthRun(SynthConfig("pick_place", n=2, workers=workers, seed=11), twice).run()
+        progress = SynthRun(SynthConfig(SessionOptions("pick_place"), n=2, workers=workers, seed=11), twice).run()
         assert progress.accepted == 2, progress.reasons
     return once, twice
 
@@ -98,11 +101,11 @@ def test_a_rejected_attempt_is_used_up(tmp_path: Path, monkeypatch: pytest.Monke
 
     monkeypatch.setattr(attempt, "_verdict", verdict)
     path = tmp_path / "ds"
-    first = SynthRun(SynthConfig("pick_place", n=2, workers=1, seed=3, max_attempts=2), path).run()
+    first = SynthRun(SynthConfig(SessionOptions("pick_place"), n=2, workers=1, seed=3, max_attempts=2), path).run()
     assert (first.accepted, first.attempted) == (1, 2)
     ds = Dataset.open(path)
     assert [r.slot for r in ds.episodes()] == [0] and ds.next_slot(3) == 2
-    second = SynthRun(SynthConfig("pick_place", n=1, workers=1, seed=3), path)
+    second = SynthRun(SynthConfig(SessionOptions("pick_place"), n=1, workers=1, seed=3), path)
     assert second.run().accepted == 1 and second.first_attempt == 2
     assert [r.slot for r in Dataset.open(path).episodes()] == [0, 2]
 
@@ -148,6 +151,49 @@ def test_report_counts_and_reasons(two_runs: tuple[Path, Path]) -> None:
     assert sum(report["rejections"].values()) == report["attempted"]
     assert report["rejections"].get("accepted") == 2 and report["first_attempt"] >= 2
     assert report["master_seed"] == 11 and report["workers"] == 2
+
+
+def test_a_pools_manifest_names_the_world_as_an_inline_runs(two_runs: tuple[Path, Path]) -> None:
+    """`once` was created by a pool, whose parent builds no simulator (a worker named the world's rows), `twice`
+    by an inline run on its own simulator: the same manifest, all but the time it was made."""
+    once, twice = (json.loads((path / MANIFEST_FILE).read_text()) for path in two_runs)
+    assert once.pop("created") and twice.pop("created")
+    assert once == twice
+    backend = MujocoBackend(load_env("pick_place"))
+    assert tuple(once["joint_names"]) == backend.robot_joint_names and len(backend.robot_joint_names) > 6
+
+
+def test_a_pools_parent_builds_no_simulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import x2.synth.attempt as attempt
+
+    parent, built = os.getpid(), []
+    real = attempt.make_backend
+
+    def make_backend(env: object) -> object:  # (a forked worker counts in its own copy of `built`)
+        if os.getpid() == parent:
+            built.append(env)
+        return real(env)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(attempt, "make_backend", make_backend)
+    run = SynthRun(SynthConfig(SessionOptions("pick_place"), n=1, workers=2, seed=11), tmp_path / "ds")
+    assert run.run().accepted == 1 and built == [] and run.session is None
+    inline = SynthRun(SynthConfig(SessionOptions("pick_place"), n=1, workers=1, seed=11), tmp_path / "inline")
+    assert len(built) == 1 and inline.session is not None  # (the one-worker run makes its attempts here)
+
+
+def test_a_world_that_does_not_compile_is_a_workers_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found only once the world is built, which a pool's parent does not do: the first worker's unit says it, as
+    one line, before the dataset is made."""
+    shipped = Path(x2.__file__).parent / "robots"
+    robot = (shipped / "artixon-g.yaml").read_text().replace("artixon/", f"{shipped}/artixon/")
+    (tmp_path / "specs" / "robots").mkdir(parents=True)
+    (tmp_path / "specs" / "robots" / "artixon-g.yaml").write_text(robot.replace("[left_j1,", "[left_jX,"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SpecError) as caught:
+        SynthRun(SynthConfig(SessionOptions("pick_place"), n=1, workers=2), tmp_path / "ds").run()
+    assert re.fullmatch(r"specs/robots/artixon-g.yaml: arms.left.joints: found joint 'left_jX', which is not in the "
+                        r"robot's world; .*", str(caught.value)), str(caught.value)
+    assert not (tmp_path / "ds").exists()
 
 
 BAD_TASK = """\

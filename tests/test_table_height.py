@@ -25,6 +25,7 @@ from x2.render.task_preview import task_preview
 from x2.sim.camera import ImageSize
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.sim.mujoco.kinematics import ArmDLS
+from x2.synth.options import SessionOptions
 from x2.synth.runner import SynthConfig, SynthRun
 
 _mount()
@@ -119,8 +120,8 @@ def test_a_recorded_table_height_is_the_recorded_worlds(tmp_path: Path) -> None:
 def test_synthesis_accepts_a_demonstration_with_the_table_nearly_two_cm_low(tmp_path: Path) -> None:
     # master seed 17, slot 0: the table 1.9 cm lower than nominal as the robot sees it (the robot raised)
     out = tmp_path / "low"
-    run = SynthRun(SynthConfig("pick_place", variant="randomized", n=1, workers=1, seed=17, max_attempts=2),
-                   out).run()
+    run = SynthRun(SynthConfig(SessionOptions("pick_place", variant="randomized"), n=1, workers=1, seed=17,
+                               max_attempts=2), out).run()
     assert run.accepted == 1
     ds = Dataset.open(out)
     with ds.load(next(iter(ds.episodes())).index) as ep:

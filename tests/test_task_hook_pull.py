@@ -13,11 +13,13 @@ from x2.envspec import load_env
 from x2.envspec.robot import load_robot
 from x2.recorded.relabel import relabel
 from x2.recorded.replay import deepest_penetration
+from x2.synth.options import SessionOptions
 from x2.synth.runner import SynthConfig, SynthRun
 
 
 def test_hook_pull_drags_the_block_within_reach_and_puts_it_on_the_plate(tmp_path: Path) -> None:
-    run = SynthRun(SynthConfig("hook_pull", n=1, workers=1, seed=0, max_attempts=3), tmp_path / "hook").run()
+    run = SynthRun(SynthConfig(SessionOptions("hook_pull"), n=1, workers=1, seed=0, max_attempts=3),
+                   tmp_path / "hook").run()
     assert run.accepted == 1
     ds = Dataset.open(tmp_path / "hook")
     env = load_env("hook_pull")

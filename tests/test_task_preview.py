@@ -15,6 +15,7 @@ from x2_cli import run_x2
 from x2.render.task_preview import task_preview
 from x2.sim.camera import ImageSize
 from x2.synth.attempt import SynthSession
+from x2.synth.options import SessionOptions
 
 SIZE = ImageSize(96, 128)
 MASTER_SEED = 7
@@ -50,7 +51,7 @@ def test_tiles_are_the_worlds_synth_attempts_start_from(tmp_path: Path) -> None:
     assert all(b.x + b.width <= picture.shape[1] and b.y + b.height <= picture.shape[0] for b in boxes)
     assert picture.shape[1] < 3 * SIZE.width  # two tiles across, not more
 
-    session = SynthSession("pick_place")  # synth's own world: the env and backend its attempts run in
+    session = SynthSession(SessionOptions("pick_place"))  # synth's own world: the env and backend its attempts run in
     tiles = []
     for k, tile in enumerate(again.tiles):
         seed = _attempt_seed(MASTER_SEED, k, SEEDS)
@@ -67,7 +68,7 @@ def test_tiles_are_the_worlds_synth_attempts_start_from(tmp_path: Path) -> None:
 
 def test_labels_name_the_drawn_assets(tmp_path: Path) -> None:
     preview = task_preview("fruit_in_microwave", tmp_path / "fruit.png", seeds=3, size=SIZE, camera="front")
-    session = SynthSession("fruit_in_microwave")
+    session = SynthSession(SessionOptions("fruit_in_microwave"))
     for tile in preview.tiles:
         fruit = session.backend.reset(tile.seed).assets["fruit"]
         # the fruit is drawn from four; the microwave, always the same, goes unnamed

@@ -16,6 +16,7 @@ from x2.envspec.schema import DIMENSIONS
 from x2.labeling import topological_order
 from x2.recorded.relabel import relabel
 from x2.recorded.replay import deepest_penetration
+from x2.synth.options import SessionOptions
 from x2.synth.runner import SynthConfig, SynthRun
 
 
@@ -36,7 +37,7 @@ def test_tasks_ls_filters_by_dimension(tmp_path: Path) -> None:
 
 
 def _one_episode(task: str, out: Path, seed: int) -> Dataset:
-    run = SynthRun(SynthConfig(task, n=1, workers=1, seed=seed, max_attempts=3), out).run()
+    run = SynthRun(SynthConfig(SessionOptions(task), n=1, workers=1, seed=seed, max_attempts=3), out).run()
     assert run.accepted == 1
     return Dataset.open(out)
 
@@ -78,8 +79,8 @@ def test_stack_blocks_builds_a_tower_whose_labels_reproduce(tmp_path: Path) -> N
 
 
 def test_pick_place_among_distractors_leaves_them_where_they_stood(tmp_path: Path) -> None:
-    run = SynthRun(SynthConfig("pick_place", n=1, workers=1, seed=0, max_attempts=3, variant="cluttered"),
-                   tmp_path / "clutter").run()
+    run = SynthRun(SynthConfig(SessionOptions("pick_place", variant="cluttered"), n=1, workers=1, seed=0,
+                               max_attempts=3), tmp_path / "clutter").run()
     assert run.accepted == 1
     ds = Dataset.open(tmp_path / "clutter")
     with ds.load(next(iter(ds.episodes())).index) as ep:
@@ -146,7 +147,8 @@ def test_press_buttons_in_the_order_the_cue_showed_and_an_early_press_fails_the_
     task.write_text(text.replace("name: press_buttons", "name: press_out_of_order").replace(
         "target: first/button_top", "target: second/button_top"))
     out = tmp_path / "early"
-    run = SynthRun(SynthConfig(str(task), n=1, workers=1, seed=6, max_attempts=1, keep_failed=True), out).run()
+    run = SynthRun(SynthConfig(SessionOptions(str(task)), n=1, workers=1, seed=6, max_attempts=1, keep_failed=True),
+                   out).run()
     assert run.accepted == 0
     record = next(iter(Dataset.open(out).episodes()))
     assert record.failure is not None

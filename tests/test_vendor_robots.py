@@ -20,6 +20,7 @@ from x2.envspec import load_env, load_robot, names, vendor
 from x2.recorded.replay import deepest_penetration, replay_actions
 from x2.sim import make_backend
 from x2.sim.mujoco.recorded_xml import check_world_xml
+from x2.synth.options import SessionOptions
 from x2.synth.runner import SynthConfig, SynthRun
 
 ROBOT = "franka-panda"
@@ -313,7 +314,8 @@ def test_a_one_arm_robot_refuses_a_two_arm_task_in_one_line() -> None:
 @pytest.mark.parametrize("robot", [ROBOT, "aloha", "arx-r5", "franka-robotiq"])
 def test_pick_place_synthesises_and_replays_exactly(tmp_path: Path, robot: str) -> None:
     out = tmp_path / robot
-    run = SynthRun(SynthConfig("pick_place", robot=robot, n=2, workers=1, seed=5, max_attempts=4), out).run()
+    run = SynthRun(SynthConfig(SessionOptions("pick_place", robot=robot), n=2, workers=1, seed=5, max_attempts=4),
+                   out).run()
     assert run.accepted == 2
     ds = Dataset.open(out)
     for record in ds.episodes():

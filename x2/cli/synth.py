@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
@@ -23,34 +22,40 @@ from x2.cli.options import (
 from x2.cli.progress import progress
 from x2.datasets import workspace
 from x2.format import SYNTH_REPORT_FILE
-from x2.synth.motion.timing import GRASP_VARIETY
+from x2.processes.pool import RayTarget
+from x2.synth.options import SessionOptions
 from x2.synth.runner import SynthConfig, SynthProgress, SynthRun
+
+# (each default below is the library's field: written there once)
 
 
 def synth(
     task: TaskOpt,
-    n: Annotated[int, typer.Option("-n", "--num-demos", min=1, help="accepted demonstrations to produce")] = 10,
-    robot: RobotOpt = None,
-    gripper: GripperOpt = None,
+    n: Annotated[int, typer.Option("-n", "--num-demos", min=1,
+                                   help="accepted demonstrations to produce")] = SynthConfig.n,
+    robot: RobotOpt = SessionOptions.robot,
+    gripper: GripperOpt = SessionOptions.gripper,
     workers: Annotated[int | None, typer.Option("--workers", "-w", min=1, help="worker processes "
                                                 "(default: the number of cores; with --ray, as many as the "
-                                                "cluster's CPUs hold)")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="master seed; attempt i's seed derives from it")] = 0,
-    max_attempts: Annotated[int | None, typer.Option("--max-attempts", min=1,
-                                                     help="stop after this many attempts (default: 3 n + 10)")] = None,
+                                                "cluster's CPUs hold)")] = SynthConfig.workers,
+    seed: Annotated[int, typer.Option("--seed",
+                                      help="master seed; attempt i's seed derives from it")] = SynthConfig.seed,
+    max_attempts: Annotated[int | None, typer.Option("--max-attempts", min=1, help="stop after this many "
+                                                     "attempts (default: 3 n + 10)")] = SynthConfig.max_attempts,
     keep_failed: Annotated[bool, typer.Option("--keep-failed", help="also store rejected attempts, "
-                                              "marked rejected")] = False,
+                                              "marked rejected")] = SynthConfig.keep_failed,
     dataset: OutputDatasetOpt = None,
-    variant: VariantOpt = "default",
-    allow_eval: AllowEvalOpt = False,
+    variant: VariantOpt = SessionOptions.variant,
+    allow_eval: AllowEvalOpt = SynthConfig.allow_eval,
     sequential: Annotated[bool, typer.Option("--sequential", help="run one DAG node at a time (the same bytes "
                                              "as before the arm scheduler, for comparing datasets); default: "
-                                             "nodes on different arms run at once")] = False,
+                                             "nodes on different arms run at once")] = SessionOptions.sequential,
     grasp_variety: Annotated[int, typer.Option(
         "--grasp-variety", min=1, help="the best-ranked grasps each attempt samples among: 1 always takes the "
-        "best (one grasp per object pose: what a behaviour-cloning policy learns from most easily)")] = GRASP_VARIETY,
+        "best (one grasp per object pose: what a behaviour-cloning policy learns from most easily)")
+    ] = SessionOptions.grasp_variety,
     ray: RayOpt = None,
-    cpus_per_worker: CpusPerWorkerOpt = 1.0,
+    cpus_per_worker: CpusPerWorkerOpt = RayTarget.cpus_per_worker,
 ) -> None:
     """Synthesise demonstrations with atomic skills and a motion planner.
 
@@ -69,14 +74,13 @@ def synth(
 
     On a Ray cluster: [cyan]x2 synth --task pick_place -n 1000 --ray auto[/cyan]
     """
-    config = SynthConfig(task=task, robot=robot, gripper=gripper, variant=variant, n=n,
-                         workers=workers if ray else workers or os.cpu_count() or 1, seed=seed,
-                         max_attempts=max_attempts,
-                         keep_failed=keep_failed, sequential=sequential, grasp_variety=grasp_variety,
+    session = SessionOptions(task=task, robot=robot, gripper=gripper, variant=variant, sequential=sequential,
+                             grasp_variety=grasp_variety)
+    config = SynthConfig(session, n=n, workers=workers, seed=seed, max_attempts=max_attempts, keep_failed=keep_failed,
                          allow_eval=allow_eval, ray=ray_target(ray, cpus_per_worker))
     run = SynthRun(config, workspace.resolve_output(dataset, default_name=task.removesuffix(".yaml").split("/")[-1]))
     workspace.remember_dataset(run.path)
-    schedule = "one node at a time" if config.sequential else "ready nodes on free arms at once"
+    schedule = "one node at a time" if sequential else "ready nodes on free arms at once"
     run.start_workers()  # (before the progress display's thread: they start as copies of this process)
     where = f" on Ray ({ray})" if ray else ""
     console.print(f"dataset: {run.path}; {run.workers} workers{where}; master seed {seed}; {schedule}")

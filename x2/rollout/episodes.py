@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -36,7 +37,6 @@ from x2.rollout.background import BackgroundRecorder
 from x2.rollout.loop import EpisodeResult, Recorder, Rollout, RolloutOptions
 from x2.rollout.teacher import Teacher
 from x2.sim import simulator_versions
-from x2.sim.backend import Backend
 from x2.sim.discovery import DEFAULT as DEFAULT_BACKEND
 from x2.sim.discovery import chosen_backend
 
@@ -49,7 +49,17 @@ def versions() -> dict[str, str]:
     return out if backend == DEFAULT_BACKEND else {**out, "backend": backend}
 
 
-def dataset_manifest(env: EnvSpec, backend: Backend, cameras: tuple[str, ...] = ()) -> Manifest:
+class WorldNames(Protocol):
+    """The names a dataset's manifest takes from a world's simulator: a `Backend` has them, and so has the answer
+    of a process that holds one (a pool's parent that builds no simulator of its own)."""
+
+    @property
+    def robot_joint_names(self) -> tuple[str, ...]: ...
+    @property
+    def object_names(self) -> tuple[str, ...]: ...
+
+
+def dataset_manifest(env: EnvSpec, backend: WorldNames, cameras: tuple[str, ...] = ()) -> Manifest:
     task = env.task
     dag: dict[str, object] = {}
     if task is not None:
@@ -77,7 +87,7 @@ def dataset_manifest(env: EnvSpec, backend: Backend, cameras: tuple[str, ...] = 
     )
 
 
-def open_dataset(path: Path, env: EnvSpec, backend: Backend) -> Dataset:
+def open_dataset(path: Path, env: EnvSpec, backend: WorldNames) -> Dataset:
     """Create the dataset, or reopen it (the store refuses one made for another world), and become its
     writer: the lock heals a log that a crash left behind, so counts are right from here."""
     ds = Dataset.create(path, dataset_manifest(env, backend), exist_ok=True)

@@ -1,4 +1,4 @@
-"""One synthesis attempt: a pure function of (task, robot, variant, seed), run in a worker.
+"""One synthesis attempt: a pure function of the session's options and the attempt's seed, run in a worker.
 
 The attempt records into memory; the process that owns the dataset commits accepted attempts in
 attempt order, so the dataset is the same bytes whatever the number of workers.
@@ -7,22 +7,21 @@ attempt order, so the dataset is the same bytes whatever the number of workers.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
-from x2.base.errors import MotionError
+from x2.base.errors import MotionError, X2Error
 from x2.base.seeding import streams
-from x2.envspec import load_env
 from x2.rollout import Rollout, RolloutOptions
 from x2.rollout.loop import PENETRATION_LIMIT_M, EpisodeResult
 from x2.rollout.memory import MemoryRecorder
 from x2.sim import SimulationUnstable, make_backend
-from x2.synth.binding import check_bindings, task_program
+from x2.synth.binding import task_program
 from x2.synth.context import SynthContext, SynthStats
 from x2.synth.executor import SkillExecutor
-from x2.synth.motion.timing import BEFORE_SCHEDULER, GRASP_VARIETY, MotionSettings
+from x2.synth.options import SessionOptions
 from x2.synth.scheduler import ArmScheduler
 from x2.synth.segments import SkillFailure
 from x2.synth.spacetime import SpaceTimeAdmission
@@ -37,7 +36,7 @@ class AttemptOutcome:
     detail: str
     ticks: int
     result: EpisodeResult | None = None
-    arrays: dict[str, np.ndarray] | None = None  # recorded ticks, when the episode is to be stored
+    arrays: dict[str, npt.NDArray[np.generic]] | None = None  # recorded ticks, when the episode is to be stored
     model_xml: str = ""
     object_names: tuple[str, ...] = ()
     stats: SynthStats = field(default_factory=SynthStats)
@@ -47,12 +46,10 @@ class AttemptOutcome:
 class SynthSession:
     """A worker's long-lived simulator for one task; `attempt` may be called any number of times."""
 
-    def __init__(self, task: str, robot: str | None = None, variant: str = "default", sequential: bool = False,
-                 gripper: str | None = None, grasp_variety: int = GRASP_VARIETY):
-        self.sequential = sequential
-        self.motion = replace(BEFORE_SCHEDULER if sequential else MotionSettings(), grasp_variety=grasp_variety)
-        self.env = load_env(task, robot=robot, variant=variant, gripper=gripper)
-        check_bindings(self.env)
+    def __init__(self, options: SessionOptions):
+        self.options = options
+        self.motion = options.motion
+        self.env = options.load()
         self.backend = make_backend(self.env)
         self.rollout = Rollout(self.backend)
 
@@ -64,7 +61,7 @@ class SynthSession:
         assert self.rollout.monitor is not None  # check_bindings requires a task
         ctx = SynthContext(self.backend, self.rollout.monitor, executor, streams(seed), motion=self.motion)
         admission = None
-        if self.sequential:
+        if self.options.sequential:
             executor.program = lambda: task_program(ctx)
         else:
             executor.scheduler = ArmScheduler(ctx)
@@ -105,13 +102,38 @@ class SynthSession:
 
 
 # ----- a pool worker's side of x2 synth (here, not beside the run, so a worker never imports the dataset side) ---
-_SESSION: SynthSession | None = None
+# The worker's session, or the error that building it raised: a world that does not compile is said by the first
+# unit that needs the session (one line in the parent, as any unit's error), not by a pool broken at its start.
+_SESSION: SynthSession | X2Error | None = None
 
 
-def init_worker(task: str, robot: str | None, variant: str, sequential: bool, gripper: str | None = None,
-                grasp_variety: int = GRASP_VARIETY) -> None:
+def init_worker(options: SessionOptions) -> None:
     global _SESSION
-    _SESSION = SynthSession(task, robot, variant, sequential, gripper, grasp_variety)
+    try:
+        _SESSION = SynthSession(options)
+    except X2Error as exc:
+        _SESSION = exc
+
+
+def _session() -> SynthSession:
+    if isinstance(_SESSION, X2Error):
+        raise _SESSION
+    assert _SESSION is not None, "worker not initialised"
+    return _SESSION
+
+
+@dataclass(frozen=True)
+class BackendNames:
+    """The names a dataset's manifest gives the world's recorded rows (x2.rollout.episodes.WorldNames), as a
+    worker's simulator has them: a pool's parent builds none."""
+
+    robot_joint_names: tuple[str, ...]
+    object_names: tuple[str, ...]
+
+
+def world_names() -> BackendNames:
+    backend = _session().backend
+    return BackendNames(backend.robot_joint_names, backend.object_names)
 
 
 @dataclass(frozen=True)
@@ -125,8 +147,7 @@ class AttemptUnit:
 
 
 def run_attempt(unit: AttemptUnit) -> AttemptOutcome:
-    assert _SESSION is not None, "worker not initialised"
-    return _SESSION.attempt(unit.index, unit.seed, unit.keep_rejected)
+    return _session().attempt(unit.index, unit.seed, unit.keep_rejected)
 
 
 def _verdict(result: EpisodeResult, executor: SkillExecutor) -> tuple[str, str]:
@@ -147,13 +168,3 @@ def _verdict(result: EpisodeResult, executor: SkillExecutor) -> tuple[str, str]:
     events = result.dag.get("events", [])  # [[node id, frame], ...] as the DAG monitor records them
     completed = [node for node, _ in events] if isinstance(events, list) else []
     return "predicate false", f"program ended; completed: {completed}"
-
-
-def outcome_summary(outcome: AttemptOutcome) -> dict[str, Any]:
-    """What synth_report.json keeps per attempt."""
-    return {"index": outcome.index, "seed": outcome.seed, "accepted": outcome.accepted, "reason": outcome.reason,
-            "detail": outcome.detail, "ticks": outcome.ticks,
-            "timing_s": {k: round(v, 4) for k, v in outcome.timing.items()},
-            "plans": outcome.stats.plans, "collision_checks": outcome.stats.collision_checks,
-            "space_time_checks": outcome.stats.space_time_checks, "waited_ticks": outcome.stats.waited_ticks,
-            "lane_replans": outcome.stats.lane_replans}

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from x2.base.arrays import Floats
 from x2.base.errors import IKError, PlanningError
 from x2.rollout.monitor import TaskMonitor
 from x2.sim.backend import Backend
@@ -52,7 +53,7 @@ class SynthContext:
         self.stats = SynthStats()
         self._world: CollisionWorld | None = None
         self._ik: dict[str, ArmIK] = {}
-        self._last_path: dict[str, np.ndarray] = {}  # per arm: the waypoints of its latest free-space plan
+        self._last_path: dict[str, Floats] = {}  # per arm: the waypoints of its latest free-space plan
 
     # ----- the world as it is now --------------------------------------------------------------
     def world(self) -> CollisionWorld:
@@ -91,7 +92,7 @@ class SynthContext:
     def node_done(self, node: str) -> bool:
         return self.monitor.runtime.completed(node)
 
-    def arm_for(self, target_pos: np.ndarray) -> str:
+    def arm_for(self, target_pos: Floats) -> str:
         """`arm: auto`: the arm whose first joint is nearest the target, horizontally (ties: the first arm). Not
         the nearest hand: a hand just back from the middle of the table is nearer the far side than the arm that
         stands there."""
@@ -100,8 +101,8 @@ class SynthContext:
         return arms[int(np.argmin(np.linalg.norm(roots - np.asarray(target_pos)[None, :2], axis=1)))]
 
     # ----- motions -----------------------------------------------------------------------------
-    def solve_ik(self, arm: str, pos: np.ndarray, rot: np.ndarray | None = None, *, axis_down: bool = False,
-                 q_ref: np.ndarray | None = None) -> np.ndarray:
+    def solve_ik(self, arm: str, pos: Floats, rot: Floats | None = None, *, axis_down: bool = False,
+                 q_ref: Floats | None = None) -> Floats:
         self.stats.ik_calls += 1
         try:
             return self.ik(arm).solve(pos, rot, rng=self.rng["grasp"], q_ref=q_ref if q_ref is not None
@@ -109,7 +110,7 @@ class SynthContext:
         except IKError as exc:
             raise SkillFailure("ik infeasible", str(exc)) from None
 
-    def move_to(self, arm: str, q_goal: np.ndarray, limits: Limits | None = None, *,
+    def move_to(self, arm: str, q_goal: Floats, limits: Limits | None = None, *,
                 trees: bool = True) -> Iterator[Segment]:
         """A collision-free, timed, post-checked joint motion from the commanded targets to `q_goal`; without
         `trees`, only by the planner's cheap ways (SkillFailure "no plan" where those are blocked)."""
@@ -134,7 +135,7 @@ class SynthContext:
         self.stats.collision_checks += motion.checks
         yield ArmTrack(arm, motion.trajectory.q[1:])
 
-    def timed(self, arm: str, waypoints: np.ndarray, speed: float, kind: str = "cartesian") -> ArmTrack:
+    def timed(self, arm: str, waypoints: Floats, speed: float, kind: str = "cartesian") -> ArmTrack:
         """A finely stepped joint polyline (a straight or screw path) as one jerk-limited track at `speed`
         (a fraction of the context's limits), starting with the tick after its first waypoint."""
         try:
@@ -143,6 +144,6 @@ class SynthContext:
             raise SkillFailure("no plan", str(exc)) from None
         return ArmTrack(arm, traj.q[1:] if len(traj.q) > 1 else traj.q, kind)
 
-    def move_pose(self, arm: str, pos: np.ndarray, rot: np.ndarray | None = None, *, axis_down: bool = False,
+    def move_pose(self, arm: str, pos: Floats, rot: Floats | None = None, *, axis_down: bool = False,
                   limits: Limits | None = None) -> Iterator[Segment]:
         yield from self.move_to(arm, self.solve_ik(arm, pos, rot, axis_down=axis_down), limits)

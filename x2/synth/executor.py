@@ -55,7 +55,7 @@ class Lane:
     restart: Program | None = None  # runs its program again from the live state (a node's skill), if it can
     retries: int = 0
     waits_for: frozenset[str] = frozenset()  # after a failed plan: the lanes that must end before it tries again
-    hold_pose: np.ndarray = field(default_factory=lambda: np.zeros(0))  # where it stands during `hold`
+    hold_pose: Floats = field(default_factory=lambda: np.zeros(0))  # where it stands during `hold`
 
     @property
     def moving_arm(self) -> str | None:
@@ -66,7 +66,7 @@ class Lane:
             return seg.track.arm
         return None
 
-    def track(self) -> np.ndarray | None:
+    def track(self) -> Floats | None:
         """What its moving arm is committed to from the next tick on: (n, dof), or None when it stands still."""
         q = track_of(self.segment)
         if self.waiting or q is None:
@@ -143,7 +143,7 @@ class SkillExecutor:
     def program(self, program: Program) -> None:
         self.scheduler = SequentialProgram(program, self.arms)
 
-    def reset(self, info: ResetInfo, home_action: np.ndarray) -> None:
+    def reset(self, info: ResetInfo, home_action: Floats) -> None:
         self.targets = np.asarray(home_action, dtype=np.float64).copy()
         self.failure, self.finished = None, False
         self.lanes, self.current, self.epoch, self._started, self.replans = [], None, 0, False, []
@@ -155,17 +155,17 @@ class SkillExecutor:
         """The frame being decided (programs run inside `act`)."""
         return self._frame
 
-    def arm_target(self, arm: str) -> np.ndarray:
+    def arm_target(self, arm: str) -> Floats:
         """The joint targets currently commanded to `arm` (what the next plan of this arm starts from)."""
         return self.targets[self._arm_slices[arm]].copy()
 
-    def base_target(self) -> np.ndarray:
+    def base_target(self) -> Floats:
         """The mobile base's commanded (x, y, yaw)."""
         if self._base_slice is None:
             raise SkillFailure("target unreachable", "the robot has no mobile base")
         return self.targets[self._base_slice].copy()
 
-    def planning_pose(self, arm: str) -> np.ndarray:
+    def planning_pose(self, arm: str) -> Floats:
         """Where `arm` stands for another lane's plan: the end of what its own lane has committed to."""
         for lane in self.lanes:
             q = track_of(lane.segment)
@@ -177,7 +177,7 @@ class SkillExecutor:
         return next((lane for lane in self.lanes if arm in lane.arms), None)
 
     # ----- the tick ------------------------------------------------------------------------------
-    def act(self, obs: Observation) -> np.ndarray | None:
+    def act(self, obs: Observation) -> Floats | None:
         if self.finished:
             return None
         self._frame = obs.tick
@@ -367,7 +367,7 @@ class SkillExecutor:
         lane.k += 1
 
 
-def track_of(seg: Segment | None) -> np.ndarray | None:
+def track_of(seg: Segment | None) -> Floats | None:
     """The joint targets a segment commands to its arm, one row per tick; None for one that holds the arm."""
     if isinstance(seg, ArmTrack):
         return seg.q

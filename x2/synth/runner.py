@@ -11,7 +11,6 @@ processes or Ray actors (x2.processes.pool); where an attempt ran changes no byt
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from collections import Counter
@@ -20,7 +19,6 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from x2.base.seeding import slot_seed
 from x2.datasets import Dataset, EpisodeWriter, Rejection
@@ -28,29 +26,37 @@ from x2.envspec.held_out import refuse_eval_run
 from x2.files.atomic import write_bytes
 from x2.format import SYNTH_REPORT_FILE
 from x2.processes.pool import RayTarget, WorkerLost, WorkerPool, in_order, open_pool
-from x2.rollout.episodes import EpisodeOutcome, commit_episode, episode_start, open_dataset, versions
+from x2.rollout.episodes import EpisodeOutcome, WorldNames, commit_episode, episode_start, open_dataset, versions
 from x2.rollout.loop import EpisodeResult
-from x2.synth.attempt import AttemptOutcome, AttemptUnit, SynthSession, init_worker, outcome_summary, run_attempt
-from x2.synth.motion.timing import GRASP_VARIETY
+from x2.synth.attempt import (
+    AttemptOutcome,
+    AttemptUnit,
+    BackendNames,
+    SynthSession,
+    init_worker,
+    run_attempt,
+    world_names,
+)
+from x2.synth.options import SessionOptions
+from x2.synth.report import AttemptSummary, HowMade, RayReport, SynthReport
 
 
 @dataclass(frozen=True)
 class SynthConfig:
-    task: str
-    robot: str | None = None
-    gripper: str | None = None  # robots/grippers/<name>.yaml instead of the robot's own
-    variant: str = "default"
+    """A run of `x2 synth`: the session's options and the run's own (--num-demos, --workers, --seed,
+    --max-attempts, --keep-failed, --allow-eval, --ray: their help in x2/cli/synth.py says what each means;
+    None: the command's default, which the help names)."""
+
+    session: SessionOptions
     n: int = 10
-    workers: int | None = 2  # None: one per core here, or with `ray` as many as the cluster's CPUs hold
+    workers: int | None = None  # (None: one per core here, or with `ray` as many as the cluster's CPUs hold)
     seed: int = 0
-    max_attempts: int | None = None  # default: 3 n + 10
+    max_attempts: int | None = None
     keep_failed: bool = False
-    hopeless_after: int = 30  # attempts before judging the acceptance rate
+    allow_eval: bool = False
+    ray: RayTarget | None = None
+    hopeless_after: int = 30  # attempts before judging the acceptance rate (no option)
     hopeless_rate: float = 0.05
-    sequential: bool = False  # one node at a time, as before the arm scheduler (same bytes for a seed)
-    grasp_variety: int = GRASP_VARIETY  # best-ranked grasps sampled among (MotionSettings.grasp_variety)
-    allow_eval: bool = False  # an eval scene variant or master seed (x2/envspec/held_out.py) is refused without it
-    ray: RayTarget | None = None  # attempts on Ray actors instead of local processes (x2[ray])
 
     @property
     def attempt_cap(self) -> int:
@@ -76,22 +82,22 @@ class SynthProgress:
 class SynthRun:
     def __init__(self, config: SynthConfig, dataset: Path):
         self.config, self.path = config, dataset
-        # Compile and check every binding here, in the parent: a bad task fails before a worker starts.
-        self.session = SynthSession(config.task, config.robot, config.variant, config.sequential, config.gripper,
-                                    config.grasp_variety)
-        self.env = self.session.env
+        # The task compiled and every binding checked here, in the parent: a bad task fails before a worker starts.
+        # Only a run without a pool makes its attempts here, on a simulator of its own; a pool's workers build
+        # theirs, and one of them names the world's rows for the dataset's manifest (world_names).
+        self._pool: WorkerPool | None = None  # the workers (start_workers)
+        self._names: Future[BackendNames] | None = None  # a worker's answer for the manifest (start_workers)
+        opts = config.session
+        self.session = SynthSession(opts) if config.ray is None and self.workers <= 1 else None
+        self.env = self.session.env if self.session is not None else opts.load()
         refuse_eval_run(self.env, config.seed, config.allow_eval)
         self.progress = SynthProgress()
-        self.attempts: list[dict[str, Any]] = []
+        self.attempts: list[AttemptSummary] = []
         self.committed: list[int] = []
         self.first_attempt = 0  # set when the dataset is opened: after every attempt an earlier run took
-        self._pool: WorkerPool | None = None  # the workers (start_workers)
         self._retried = 0  # attempts given to another worker after theirs was lost
-        # How this run makes its motions: in every episode (a later run may resume the dataset with other
-        # settings) and in the run's report. Schedule first: what `x2 datasets show` lists before it cuts.
-        self.how: dict[str, Any] = {"schedule": "sequential" if config.sequential else "concurrent",
-                                    "motion": self.session.motion.describe()}
-        self._how_text = json.dumps(self.how)
+        self.how = HowMade(opts.schedule, opts.motion.describe())
+        self._how_text = self.how.to_json()
 
     @property
     def workers(self) -> int:
@@ -106,19 +112,16 @@ class SynthRun:
         of it, which start in milliseconds instead of importing x2 anew (x2.processes.life.process_pool). On Ray
         even one worker is an actor (the point of --ray is to run elsewhere)."""
         cfg = self.config
-        if self._pool is None and (cfg.ray is not None or self.workers > 1):
-            self._pool = open_pool(cfg.workers, init_worker,
-                                   (cfg.task, cfg.robot, cfg.variant, cfg.sequential, cfg.gripper,
-                                    cfg.grasp_variety),
-                                   ray=cfg.ray, copies=True)
-            if cfg.ray is None:
-                self._pool.submit(int)  # (a first task: the local pool starts its workers at once)
+        if self._pool is None and self.session is None:
+            self._pool = open_pool(cfg.workers, init_worker, (cfg.session,), ray=cfg.ray, copies=True)
+            # (a first task, which the dataset waits for: the local pool starts its workers at once)
+            self._names = self._pool.submit(world_names)
 
     def run(self, on_update: Callable[[SynthProgress], None] | None = None) -> SynthProgress:
         cfg = self.config
         try:
             self.start_workers()
-            ds = open_dataset(self.path, self.env, self.session.backend)
+            ds = open_dataset(self.path, self.env, self._world_names())
         except BaseException:
             self._stop_workers()
             raise
@@ -145,6 +148,12 @@ class SynthRun:
             ds.close()
         return self.progress
 
+    def _world_names(self) -> WorldNames:
+        if self.session is not None:
+            return self.session.backend
+        assert self._names is not None  # (start_workers asked for them)
+        return self._names.result()  # (a world that does not compile: the worker's one-line error, raised here)
+
     def _stop_workers(self) -> None:
         # what is still running would be discarded: the workers end now instead of finishing it
         if self._pool is not None:
@@ -152,9 +161,10 @@ class SynthRun:
             self._pool = None
 
     def _run_inline(self, ds: Dataset, on_update: Callable[[SynthProgress], None] | None) -> None:
-        first = self.first_attempt
+        session, first = self.session, self.first_attempt
+        assert session is not None  # (a run without a pool)
         for index in range(first, first + self.config.attempt_cap):
-            outcome = self.session.attempt(index, slot_seed(self.config.seed, index), self.config.keep_failed)
+            outcome = session.attempt(index, slot_seed(self.config.seed, index), self.config.keep_failed)
             if not self._take(ds, outcome, on_update):
                 return
         self.progress.stop_reason = self.progress.stop_reason or f"reached --max-attempts {self.config.attempt_cap}"
@@ -175,7 +185,7 @@ class SynthRun:
         cfg, p = self.config, self.progress
         p.attempted += 1
         p.reasons[outcome.reason] += 1
-        self.attempts.append(outcome_summary(outcome))
+        self.attempts.append(AttemptSummary.of(outcome))
         if outcome.accepted or (cfg.keep_failed and outcome.arrays is not None):
             self._commit(ds, outcome)
             if outcome.accepted:
@@ -215,22 +225,18 @@ class SynthRun:
     def _write_report(self, ds: Dataset) -> None:
         cfg, p = self.config, self.progress
         elapsed = time.perf_counter() - p.started
-        timing = {k: round(sum(a["timing_s"].get(k, 0.0) for a in self.attempts), 3)
-                  for k in ("total", "teacher", "step")}
-        report = {
-            "task": cfg.task, "robot": self.env.robot.name, "variant": cfg.variant, "master_seed": cfg.seed,
-            **self.how,
-            "requested": cfg.n, "accepted": p.accepted, "attempted": p.attempted,
-            "first_attempt": self.first_attempt,
-            "acceptance_rate": round(p.accepted / p.attempted, 4) if p.attempted else None,
-            "accepted_per_minute": round(p.per_minute, 2), "wall_s": round(elapsed, 2), "workers": self.workers,
-            **({"ray": {"address": cfg.ray.address, "units_retried": self._retried,
-                        "workers_alive": p.workers_alive}} if cfg.ray else {}),
-            "stop_reason": p.stop_reason, "rejections": dict(p.reasons.most_common()),
-            "attempt_time_s": timing, "episodes": self.committed, "attempts": self.attempts,
-            "versions": versions(), "finished": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        }
-        write_bytes(ds.root / SYNTH_REPORT_FILE, (json.dumps(report, indent=1) + "\n").encode())
+        timing = {k: round(sum(a.timing_s.get(k, 0.0) for a in self.attempts), 3) for k in ("total", "teacher", "step")}
+        report = SynthReport(
+            task=cfg.session.task, robot=self.env.robot.name, variant=cfg.session.variant, master_seed=cfg.seed,
+            schedule=self.how.schedule, motion=self.how.motion,
+            requested=cfg.n, accepted=p.accepted, attempted=p.attempted, first_attempt=self.first_attempt,
+            acceptance_rate=round(p.accepted / p.attempted, 4) if p.attempted else None,
+            accepted_per_minute=round(p.per_minute, 2), wall_s=round(elapsed, 2), workers=self.workers,
+            ray=RayReport(cfg.ray.address, self._retried, p.workers_alive) if cfg.ray else None,
+            stop_reason=p.stop_reason, rejections=dict(p.reasons.most_common()), attempt_time_s=timing,
+            episodes=self.committed, attempts=self.attempts, versions=versions(),
+            finished=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        write_bytes(ds.root / SYNTH_REPORT_FILE, report.to_json().encode())
 
 
 def _outcome(unit: AttemptUnit, future: Future[AttemptOutcome]) -> AttemptOutcome:

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
+from x2.base.arrays import Floats
 from x2.base.errors import X2Error
 
 
@@ -34,7 +33,7 @@ class ArmTrack:
     """Joint targets for one arm, one row per control tick (the first row is the next tick's target)."""
 
     arm: str
-    q: np.ndarray  # (T, dof)
+    q: Floats  # (T, dof)
     kind: str = "free-space"  # free-space | cartesian | screw
 
     def __len__(self) -> int:
@@ -46,7 +45,7 @@ class ArmsTrack:
     """Joint targets for several arms moving as one (an object held in both hands), the same number of ticks
     each. Only a lane that owns every one of these arms may play it: no other lane's motion needs checking."""
 
-    q: dict[str, np.ndarray]  # arm -> (T, dof)
+    q: dict[str, Floats]  # arm -> (T, dof)
     kind: str = "cartesian"
 
     def __post_init__(self) -> None:
@@ -61,7 +60,7 @@ class ArmsTrack:
 class BaseTrack:
     """Targets for a mobile robot's base (x, y, yaw), one row per control tick; the arms hold their targets."""
 
-    q: np.ndarray  # (T, 3)
+    q: Floats  # (T, 3)
 
     def __len__(self) -> int:
         return len(self.q)

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
+from x2.base.arrays import Floats
 from x2.sim.mujoco.collision import CollisionWorld
 from x2.synth.executor import Lane, SkillExecutor, track_of
 
@@ -39,7 +38,7 @@ class SpaceTimeAdmission:
     def delay(self, executor: SkillExecutor, lane: Lane) -> int | None:
         arm, mine = lane.moving_arm, track_of(lane.segment)
         assert arm is not None and mine is not None  # (asked only for a segment that moves an arm)
-        moving: dict[str, np.ndarray] = {}
+        moving: dict[str, Floats] = {}
         for other in executor.lanes:
             track = other.track() if other is not lane else None
             if track is not None and other.moving_arm is not None:
@@ -50,11 +49,12 @@ class SpaceTimeAdmission:
                 world.set_arm(name, executor.arm_target(name))
         horizon = max((len(t) for t in moving.values()), default=0)
         step = max(MIN_DELAY_STEP, -(-horizon // DELAY_GRID))
+        delays: tuple[int, ...] = (0, *range(step, horizon, step), horizon) if horizon else (0,)
         base = world.margin
         world.margin = ARM_CLEARANCE
         try:
             with world.between_arms_only():  # (all that arms_clash counts)
-                for d in (0, *range(step, horizon, step), horizon) if horizon else (0,):
+                for d in delays:
                     if self._clear(world, arm, mine, moving, d):
                         self.waited += d
                         return d
@@ -62,7 +62,7 @@ class SpaceTimeAdmission:
             world.margin = base
         return None
 
-    def _clear(self, world: CollisionWorld, arm: str, mine: np.ndarray, moving: dict[str, np.ndarray],
+    def _clear(self, world: CollisionWorld, arm: str, mine: Floats, moving: dict[str, Floats],
                delay: int) -> bool:
         """Does `mine`, started after `delay` ticks of standing still, stay clear of every moving track (and
         of the arms standing still)? Ticks before the delay were checked when the others committed."""

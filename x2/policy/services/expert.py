@@ -20,6 +20,7 @@ from x2.rollout.teacher import Observation
 from x2.sim import SimulationUnstable
 from x2.synth.attempt import SynthSession
 from x2.synth.executor import SkillExecutor
+from x2.synth.options import SessionOptions
 from x2.synth.segments import SkillFailure
 
 
@@ -48,7 +49,7 @@ class ExpertService:
         variant = str(start.get("variant") or self.options.variant)
         key = (task, None if robot is None else str(robot), variant)
         if key not in self._sessions:
-            self._sessions[key] = SynthSession(task, key[1], variant)
+            self._sessions[key] = SynthSession(SessionOptions(task, robot=key[1], variant=variant))
         session = self._session = self._sessions[key]
         seed = int(start["seed"])
         executor, _, _ = session.teacher(seed)

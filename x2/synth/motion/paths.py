@@ -29,8 +29,8 @@ from x2.base.errors import PathBreak
 from x2.base.vectors import norm
 from x2.synth.motion.seeded import SeededIK
 
-Collides = Callable[[np.ndarray, float], bool]  # (arm configuration, path parameter) -> in collision
-Explain = Callable[[np.ndarray, float], object]  # what a colliding configuration touches, for the message
+Collides = Callable[[Floats, float], bool]  # (arm configuration, path parameter) -> in collision
+Explain = Callable[[Floats, float], object]  # what a colliding configuration touches, for the message
 
 # DLS iterations a step may take: ArmDLS's default, which the pick / place and open / close moves were
 # tuned with. From the previous waypoint a 2 cm step converges in at most 10 (tests/test_skill_articulated.py);
@@ -42,9 +42,9 @@ STEP_ITERS = 40
 class TcpPoses:
     """Tcp poses along a path; pose 0 is where the arm starts."""
 
-    pos: np.ndarray  # (n, 3) world positions
-    rot: np.ndarray  # (n, 3, 3) rotation matrices
-    s: np.ndarray  # (n,) the path parameter at each pose
+    pos: Floats  # (n, 3) world positions
+    rot: Floats  # (n, 3, 3) rotation matrices
+    s: Floats  # (n,) the path parameter at each pose
     kind: str  # what messages call the move: "straight move", "screw move"
     unit: str  # of s: "m" or "rad"
 
@@ -62,8 +62,8 @@ class TcpPath:
     """Joint waypoints following `TcpPoses`; waypoint 0 is the start configuration."""
 
     arm: str
-    waypoints: np.ndarray  # (k, dof)
-    s: np.ndarray  # (k,) the path parameter each waypoint reaches
+    waypoints: Floats  # (k, dof)
+    s: Floats  # (k,) the path parameter each waypoint reaches
     broke: PathBreak | None  # why a partial path ends before the last pose; None if it gets there
     solves: int  # IK solves spent (for effort statistics)
 
@@ -78,7 +78,7 @@ class TcpPath:
 
 
 # ----- generators ------------------------------------------------------------------------------------
-def steps(start: float, end: float, step: float) -> np.ndarray:
+def steps(start: float, end: float, step: float) -> Floats:
     """`start`, then evenly spaced values up to and including `end`, at most `step` apart."""
     n = max(1, int(np.ceil(abs(end - start) / step - 1e-9)))
     out = start + (end - start) * np.arange(n + 1) / n
@@ -86,16 +86,17 @@ def steps(start: float, end: float, step: float) -> np.ndarray:
     return out
 
 
-def rotations(axis: np.ndarray, angles: np.ndarray) -> np.ndarray:
+def rotations(axis: Floats, angles: Floats) -> Floats:
     """(n, 3, 3) rotation matrices of `angles` rad about `axis` (Rodrigues)."""
     a = np.asarray(axis, dtype=np.float64)
     a = a / norm(a)
     k = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
     t = np.asarray(angles, dtype=np.float64)[:, None, None]
-    return np.eye(3) + np.sin(t) * k + (1 - np.cos(t)) * (k @ k)
+    out: Floats = np.eye(3) + np.sin(t) * k + (1 - np.cos(t)) * (k @ k)
+    return out
 
 
-def line(pos: np.ndarray, rot: np.ndarray, direction: np.ndarray, s: np.ndarray, *,
+def line(pos: Floats, rot: Floats, direction: Floats, s: Floats, *,
          origin: float = 0.0) -> TcpPoses:
     """The tcp at (`pos`, `rot`) when s = `origin`, moved by `direction` * (s - origin) at the same
     orientation (`direction` is normalised, so s is in metres; a zero direction stays put)."""
@@ -108,7 +109,7 @@ def line(pos: np.ndarray, rot: np.ndarray, direction: np.ndarray, s: np.ndarray,
                     "straight move", "m")
 
 
-def screw(pos: np.ndarray, rot: np.ndarray, axis: np.ndarray, anchor: np.ndarray, s: np.ndarray, *,
+def screw(pos: Floats, rot: Floats, axis: Floats, anchor: Floats, s: Floats, *,
           origin: float = 0.0) -> TcpPoses:
     """The tcp at (`pos`, `rot`) when s = `origin`, turned by (s - origin) rad about the line through
     `anchor` along `axis` (right-handed), position and orientation together, as a hand on a hinged part."""
@@ -120,7 +121,7 @@ def screw(pos: np.ndarray, rot: np.ndarray, axis: np.ndarray, anchor: np.ndarray
 
 
 # ----- following -------------------------------------------------------------------------------------
-def follow(ik: SeededIK, q_start: np.ndarray, poses: TcpPoses, collides: Collides, *, max_jump: float,
+def follow(ik: SeededIK, q_start: Floats, poses: TcpPoses, collides: Collides, *, max_jump: float,
            midpoints: bool = True, partial: bool = False, iters: int = STEP_ITERS,
            explain: Explain | None = None, refine: bool = True) -> TcpPath:
     """Joint waypoints through `poses` from `q_start` (the arm at pose 0), each solved from the previous
@@ -197,7 +198,7 @@ def _break(arm: str, poses: TcpPoses, cause: str, problem: str, s: float, reache
     return PathBreak(f"arm {arm!r}: {poses.kind} {problem} at {poses.distance(s)} of {total}", cause, reached)
 
 
-def straight(ik: SeededIK, q_start: np.ndarray, displacement: np.ndarray, collides: Collides, *, step: float,
+def straight(ik: SeededIK, q_start: Floats, displacement: Floats, collides: Collides, *, step: float,
              max_jump: float, midpoints: bool = True, partial: bool = False, iters: int = STEP_ITERS,
              explain: Explain | None = None, refine: bool = True) -> TcpPath:
     """The tcp moves from its pose at `q_start` by `displacement` (world, m) at a fixed orientation, in
@@ -210,7 +211,7 @@ def straight(ik: SeededIK, q_start: np.ndarray, displacement: np.ndarray, collid
                   midpoints=midpoints, partial=partial, iters=iters, explain=explain, refine=refine)
 
 
-def turn(ik: SeededIK, q_start: np.ndarray, axis: np.ndarray, anchor: np.ndarray, angle: float,
+def turn(ik: SeededIK, q_start: Floats, axis: Floats, anchor: Floats, angle: float,
          collides: Collides, *, step: float, max_jump: float, midpoints: bool = True, partial: bool = False,
          iters: int = STEP_ITERS, explain: Explain | None = None) -> TcpPath:
     """The tcp turns from its pose at `q_start` by `angle` rad about the line (`anchor`, `axis`), in even

@@ -26,7 +26,7 @@ class Plan:
     """A collision-free piecewise-linear joint path; waypoints[0] is the start, waypoints[-1] the goal."""
 
     arm: str
-    waypoints: np.ndarray  # (n, dof), rad
+    waypoints: Floats  # (n, dof), rad
     checks: int  # collision checks spent, including shortcutting
     tree_nodes: int  # 0 when the direct edge was free; its vias for a hint or a fixed detour; else the trees' nodes
     margin: float  # clearance (m) the path was checked with
@@ -37,8 +37,8 @@ class Plan:
 
 
 class JointPathPlanner(Protocol):
-    def plan(self, world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np.ndarray,
-             rng: np.random.Generator, hints: Sequence[np.ndarray] = ()) -> Plan: ...
+    def plan(self, world: CollisionWorld, arm: str, q_start: Floats, q_goal: Floats,
+             rng: np.random.Generator, hints: Sequence[Floats] = ()) -> Plan: ...
 
 
 class _OutOfChecks(Exception):
@@ -52,13 +52,13 @@ class _BudgetChecker:
         self.world, self.arm, self.budget, self.resolution = world, arm, budget, resolution
         self.used = 0
 
-    def free(self, q: np.ndarray) -> bool:
+    def free(self, q: Floats) -> bool:
         if self.used >= self.budget:
             raise _OutOfChecks
         self.used += 1
         return not self.world.in_collision({self.arm: q})
 
-    def edge_free(self, a: np.ndarray, b: np.ndarray) -> bool:
+    def edge_free(self, a: Floats, b: Floats) -> bool:
         """Configurations strictly after `a` up to and including `b`, at most `resolution` apart.
 
         The end first (a tree step's new node is likeliest to collide), then by bisection, so a blocked
@@ -76,7 +76,7 @@ class _BudgetChecker:
 
 
 @functools.cache
-def _bisection_order(n: int) -> np.ndarray:
+def _bisection_order(n: int) -> Floats:
     """1..n with n first, then midpoints of ever finer halvings (1-D van der Corput order)."""
     order, seen, level = [n], {0, n}, [(0, n)]
     while level:
@@ -93,7 +93,7 @@ def _bisection_order(n: int) -> np.ndarray:
 
 
 class _Tree:
-    def __init__(self, root: np.ndarray):
+    def __init__(self, root: Floats):
         self.nodes: Floats = np.zeros((256, len(root)))
         self.nodes[0] = root
         self.parent = [-1]
@@ -101,17 +101,17 @@ class _Tree:
     def __len__(self) -> int:
         return len(self.parent)
 
-    def nearest(self, q: np.ndarray) -> int:
+    def nearest(self, q: Floats) -> int:
         return int(np.argmin(np.sum((self.nodes[:len(self)] - q) ** 2, axis=1)))
 
-    def add(self, q: np.ndarray, parent: int) -> int:
+    def add(self, q: Floats, parent: int) -> int:
         if len(self) == len(self.nodes):
             self.nodes = np.concatenate([self.nodes, np.zeros_like(self.nodes)])
         self.nodes[len(self)] = q
         self.parent.append(parent)
         return len(self) - 1
 
-    def path_to_root(self, i: int) -> list[np.ndarray]:
+    def path_to_root(self, i: int) -> list[Floats]:
         out = []
         while i >= 0:
             out.append(self.nodes[i].copy())
@@ -151,8 +151,8 @@ class RRTConnect:
         (0.0, -0.4, 0.3, 0.0, 0.0, 0.0),
     )
 
-    def plan(self, world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np.ndarray,
-             rng: np.random.Generator, hints: Sequence[np.ndarray] = ()) -> Plan:
+    def plan(self, world: CollisionWorld, arm: str, q_start: Floats, q_goal: Floats,
+             rng: np.random.Generator, hints: Sequence[Floats] = ()) -> Plan:
         """A path from `q_start` to `q_goal`. `hints`, each (k, dof): vias to try in turn, as start -> hint... ->
         goal, when the straight edge is blocked and before the detours (ways the caller has reason to think
         free, such as the reverse of the arm's previous motion)."""
@@ -188,8 +188,8 @@ class RRTConnect:
                 path = self._shortcut(checker, path, rng)
         return Plan(arm, np.stack(path), checker.used, nodes, world.margin)
 
-    def _detour(self, checker: _BudgetChecker, start: np.ndarray, goal: np.ndarray, lo: np.ndarray,
-                hi: np.ndarray) -> list[np.ndarray] | None:
+    def _detour(self, checker: _BudgetChecker, start: Floats, goal: Floats, lo: Floats,
+                hi: Floats) -> list[Floats] | None:
         """The first of the fixed `detours` whose three edges are free at full resolution, or None."""
         for offset in self.detours:
             d = np.asarray(offset, dtype=np.float64)
@@ -201,8 +201,8 @@ class RRTConnect:
         return None
 
     @staticmethod
-    def _through(checker: _BudgetChecker, start: np.ndarray, vias: np.ndarray, goal: np.ndarray, lo: np.ndarray,
-                 hi: np.ndarray) -> list[np.ndarray] | None:
+    def _through(checker: _BudgetChecker, start: Floats, vias: Floats, goal: Floats, lo: Floats,
+                 hi: Floats) -> list[Floats] | None:
         """start -> vias -> goal if the vias are within the limits and every edge is free, else None."""
         if np.any(vias < lo) or np.any(vias > hi):
             return None
@@ -211,8 +211,8 @@ class RRTConnect:
             return path
         return None
 
-    def _grow(self, checker: _BudgetChecker, start: np.ndarray, goal: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-              rng: np.random.Generator) -> tuple[list[np.ndarray], int]:
+    def _grow(self, checker: _BudgetChecker, start: Floats, goal: Floats, lo: Floats, hi: Floats,
+              rng: np.random.Generator) -> tuple[list[Floats], int]:
         ta, tb = _Tree(start), _Tree(goal)
         a_is_start = True
         while True:  # ends by finding a path or by _OutOfChecks
@@ -226,7 +226,7 @@ class RRTConnect:
                     return path, len(ta) + len(tb)
             ta, tb, a_is_start = tb, ta, not a_is_start
 
-    def _step(self, checker: _BudgetChecker, tree: _Tree, target: np.ndarray) -> int | None:
+    def _step(self, checker: _BudgetChecker, tree: _Tree, target: Floats) -> int | None:
         near = tree.nearest(target)
         q_near = tree.nodes[near].copy()
         delta = target - q_near
@@ -236,7 +236,7 @@ class RRTConnect:
             return None
         return tree.add(q_new, near)
 
-    def _connect(self, checker: _BudgetChecker, tree: _Tree, target: np.ndarray) -> int | None:
+    def _connect(self, checker: _BudgetChecker, tree: _Tree, target: Floats) -> int | None:
         while True:
             i = self._step(checker, tree, target)
             if i is None:
@@ -244,7 +244,7 @@ class RRTConnect:
             if np.allclose(tree.nodes[i], target, atol=1e-12):
                 return i
 
-    def _shortcut(self, checker: _BudgetChecker, path: list[np.ndarray], rng: np.random.Generator) -> list[np.ndarray]:
+    def _shortcut(self, checker: _BudgetChecker, path: list[Floats], rng: np.random.Generator) -> list[Floats]:
         # Random shortcuts between points anywhere on the path, then drop waypoints whose
         # neighbours see each other; both only ever replace checked edges by checked edges.
         for _ in range(self.shortcut_rounds):

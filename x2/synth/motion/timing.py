@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import ruckig
 
+from x2.base.arrays import Floats
 from x2.base.errors import PlanningError
 from x2.sim.mujoco.collision import CollisionWorld
 from x2.synth.motion.planner import JointPathPlanner, Plan, RRTConnect
@@ -34,15 +35,15 @@ class Limits:
     not a datasheet. One value for every joint (so the same limits serve arms of any number of joints),
     or one per joint."""
 
-    velocity: np.ndarray = field(default_factory=lambda: np.full(1, 1.0))  # rad/s
-    acceleration: np.ndarray = field(default_factory=lambda: np.full(1, 2.5))  # rad/s^2
-    jerk: np.ndarray = field(default_factory=lambda: np.full(1, 20.0))  # rad/s^3
+    velocity: Floats = field(default_factory=lambda: np.full(1, 1.0))  # rad/s
+    acceleration: Floats = field(default_factory=lambda: np.full(1, 2.5))  # rad/s^2
+    jerk: Floats = field(default_factory=lambda: np.full(1, 20.0))  # rad/s^3
 
     def scaled(self, factor: float) -> Limits:
         """Slower limits (factor < 1), e.g. for careful moves near contact."""
         return Limits(self.velocity * factor, self.acceleration * factor ** 2, self.jerk * factor ** 3)
 
-    def per_joint(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def per_joint(self, n: int) -> tuple[Floats, Floats, Floats]:
         """(velocity, acceleration, jerk) for an arm of n joints."""
         return (np.broadcast_to(self.velocity, (n,)), np.broadcast_to(self.acceleration, (n,)),
                 np.broadcast_to(self.jerk, (n,)))
@@ -54,16 +55,16 @@ class Trajectory:
 
     arm: str
     dt: float
-    q: np.ndarray  # (n, dof)
-    qd: np.ndarray  # (n, dof) velocities of the continuous profile at the samples
-    qdd: np.ndarray  # (n, dof)
+    q: Floats  # (n, dof)
+    qd: Floats  # (n, dof) velocities of the continuous profile at the samples
+    qdd: Floats  # (n, dof)
 
     @property
     def duration(self) -> float:
         return (len(self.q) - 1) * self.dt
 
 
-def _segment(a: np.ndarray, b: np.ndarray, limits: Limits) -> ruckig.Trajectory | None:
+def _segment(a: Floats, b: Floats, limits: Limits) -> ruckig.Trajectory | None:
     d = np.abs(b - a)
     if np.max(d) < 1e-9:
         return None
@@ -80,7 +81,7 @@ def _segment(a: np.ndarray, b: np.ndarray, limits: Limits) -> ruckig.Trajectory 
     return out
 
 
-def time_parametrize(arm: str, waypoints: np.ndarray, limits: Limits, dt: float) -> Trajectory:
+def time_parametrize(arm: str, waypoints: Floats, limits: Limits, dt: float) -> Trajectory:
     """Sample the rest-to-rest timing of a piecewise-linear path every `dt` seconds."""
     wps = np.asarray(waypoints, dtype=np.float64)
     segments = []
@@ -198,11 +199,11 @@ class MotionPlan:
     checks: int  # planner and post-check together
 
 
-def plan_motion(world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np.ndarray,
+def plan_motion(world: CollisionWorld, arm: str, q_start: Floats, q_goal: Floats,
                 rng: np.random.Generator, limits: Limits | None = None, *, planner: JointPathPlanner | None = None,
                 dt: float = 1.0 / 30.0, clearance: float = 0.005, retries: int = 3,
                 clearance_step: float = 0.01, substeps: int = 4, spacing: float = 0.0,
-                hints: Sequence[np.ndarray] = ()) -> MotionPlan:
+                hints: Sequence[Floats] = ()) -> MotionPlan:
     """Plan (with `clearance` added to the world's margin), time and post-check (at the world's own
     margin) a motion; on a post-check violation replan with `clearance_step` more, up to `retries`
     times. Never returns a trajectory the post-check rejects. `hints`: vias for the planner to try first."""
@@ -239,7 +240,7 @@ def plan_motion(world: CollisionWorld, arm: str, q_start: np.ndarray, q_goal: np
                         f"(last violation at t={bad * dt:.2f} s)")
 
 
-def time_polyline(arm: str, waypoints: np.ndarray, limits: Limits, dt: float) -> Trajectory:
+def time_polyline(arm: str, waypoints: Floats, limits: Limits, dt: float) -> Trajectory:
     """One rest-to-rest profile along a finely stepped joint polyline, sampled every `dt`."""
     wps = np.asarray(waypoints, dtype=np.float64)
     slope = np.abs(np.diff(wps, axis=0)).max(axis=0)  # max joint change per unit of the path parameter
