@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 import x2
-from x2.base.errors import SpecError
+from x2.base.errors import SpecError, X2Error
 from x2.base.seeding import slot_seed
 from x2.cli.app import _mount, app
 from x2.datasets import Dataset
@@ -272,3 +272,19 @@ def test_an_error_inside_an_attempt_stops_the_run_with_its_line(tmp_path: Path,
     assert result.output.count("error:") == 1
     assert Dataset.open(tmp_path / "data" / "t").episodes() == []
     assert not (tmp_path / "data" / "t" / "slots.json").exists()  # no attempt was taken as a rejection
+
+
+def _killed() -> None:
+    os._exit(3)  # the worker dies before it answers (as under the OOM killer)
+
+
+def test_a_worker_lost_before_it_names_the_world_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool's first unit names the world for the manifest: its worker dying is a one-line error, and no
+    dataset is made."""
+    import x2.synth.runner as runner
+
+    monkeypatch.setattr(runner, "world_names", _killed)  # (the forked workers inherit it)
+    with pytest.raises(X2Error) as caught:
+        SynthRun(SynthConfig(SessionOptions("pick_place"), n=1, workers=2), tmp_path / "ds").run()
+    assert str(caught.value).startswith("workers: found the worker asked for the world's joint names gone")
+    assert "\n" not in str(caught.value) and not (tmp_path / "ds").exists()

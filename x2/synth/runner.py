@@ -16,10 +16,12 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from x2.base.errors import X2Error
 from x2.base.seeding import slot_seed
 from x2.datasets import Dataset, EpisodeWriter, Rejection
 from x2.envspec.held_out import refuse_eval_run
@@ -152,7 +154,12 @@ class SynthRun:
         if self.session is not None:
             return self.session.backend
         assert self._names is not None  # (start_workers asked for them)
-        return self._names.result()  # (a world that does not compile: the worker's one-line error, raised here)
+        try:
+            return self._names.result()  # (a world that does not compile: the worker's one-line error, raised here)
+        except (WorkerLost, BrokenProcessPool) as lost:
+            raise X2Error(f"workers: found the worker asked for the world's joint names gone before it answered "
+                          f"({lost or type(lost).__name__}); allowed: workers that stay up (nothing was written: "
+                          "run it again)") from None
 
     def _stop_workers(self) -> None:
         # what is still running would be discarded: the workers end now instead of finishing it
