@@ -4,8 +4,9 @@
   actions (action t between frame t and t + 1) and compare every state reached with the stored one. On the
   machine that recorded it an episode reproduces exactly (deviation 0): the file holds the model as
   stepped, the full integration state and the float32 actions exactly as applied.
-- State replay (`deepest_penetration`, `x2 datasets validate --physics`): set every stored state and
-  measure the contacts the physics saw, to find episodes whose bodies went through each other.
+- State replay (`deepest_penetration`; over a dataset's episodes `penetrations`, `x2 datasets validate
+  --physics`): set every stored state and measure the contacts the physics saw, to find episodes whose bodies
+  went through each other.
 """
 
 from __future__ import annotations
