@@ -5,12 +5,16 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from x2.datasets import Dataset, remember_dataset, resolve_dataset
+
+if TYPE_CHECKING:  # typer vendors click
+    from typer._click.core import Context as ClickContext
 
 # Off a terminal (a pipe, a file, CI) x2's output is read by scripts line by line, so nothing may be
 # hard-wrapped. Rich would lay everything out at 80 columns there (no terminal to ask); instead:
@@ -49,11 +53,11 @@ def run_app(app: typer.Typer) -> None:
         app()
         return
     try:
-        code = app(standalone_mode=False)  # the code of a typer.Exit, None after success
+        code: object = app(standalone_mode=False)  # the code of a typer.Exit, None after success
     except typer.TyperException as exc:  # typer's click errors: usage errors exit 2
         # A group run without a command printed its help already (typer tests the class name too).
         if type(exc).__name__ != "NoArgsIsHelpError":
-            ctx = getattr(exc, "ctx", None)
+            ctx: ClickContext | None = getattr(exc, "ctx", None)  # a usage error's; other errors have none
             if ctx is not None:
                 err_console.print(ctx.get_usage(), markup=False)
                 err_console.print(f"Try '{ctx.command_path} --help' for help.", markup=False)

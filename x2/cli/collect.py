@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from x2.base.seeding import slot_seed
 from x2.cli._common import console
 from x2.cli.group_class import typer_group
 from x2.cli.options import AllowEvalOpt, OutputDatasetOpt, RobotOpt, TaskOpt, VariantOpt
@@ -15,7 +14,8 @@ from x2.cli.progress import progress
 from x2.datasets import workspace
 from x2.envspec import load_env
 from x2.envspec.held_out import refuse_eval_run
-from x2.rollout import RealTimeClock, Rollout, open_dataset, reach_and_return, record_episode
+from x2.rollout import RealTimeClock, Rollout, open_dataset
+from x2.rollout.episodes import record_scripted
 from x2.sim import make_backend
 
 app = typer_group(
@@ -60,13 +60,7 @@ def waypoints(
         for col in ("episode", "seed", "frames", "end", "events", "success", "late slots"):
             table.add_column(col)
         with progress("recording", "episodes") as update:
-            for slot in range(start, start + episodes):
-                update(slot - start, episodes)
-                s = slot_seed(seed, slot)  # slots continue after every one used here: no seed repeats
-                teacher = reach_and_return(backend.home_action(), backend.action_layout, env.fps)
-                result, record = record_episode(ds, rollout, teacher, s, source="scripted", master_seed=seed,
-                                                slot=slot)
-                ds.use_slots(seed, slot)
+            for s, result, record in record_scripted(ds, rollout, seed, start, episodes, update):
                 if record is not None and first is None:
                     first = record.index
                 events = ", ".join(f"{n}@{f}" for n, f in result.events) or "-"

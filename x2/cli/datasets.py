@@ -12,7 +12,7 @@ from rich.table import Table
 from x2.base.errors import X2Error
 from x2.cli._common import console, dataset_arg, open_dataset_arg
 from x2.cli.group_class import typer_group
-from x2.cli.options import DatasetArg, DatasetOpt
+from x2.cli.options import DatasetArg, DatasetOpt, EpisodeArg
 from x2.cli.progress import progress
 from x2.datasets import (
     Dataset,
@@ -26,7 +26,7 @@ from x2.datasets import (
 from x2.datasets.coverage import Coverage, coverage
 from x2.datasets.validate import Report
 from x2.recorded.held_out_check import held_out_episodes
-from x2.recorded.replay import PENETRATION_LIMIT_M, deepest_penetration
+from x2.recorded.replay import PENETRATION_LIMIT_M, penetrations
 
 app = typer_group(
     "datasets",
@@ -137,7 +137,7 @@ def _coverage_table(cov: Coverage) -> Table:
 
 @app.command("show", epilog="Example: x2 datasets show 3 --dataset fruit_in_microwave --plot ep3.png")
 def show_command(
-    episode: Annotated[int, typer.Argument(help="Episode index (see x2 datasets info).", show_default=False)],
+    episode: EpisodeArg,
     dataset: DatasetOpt = None,
     plot: Annotated[Path | None, typer.Option(
         "--plot", help="Write a PNG timeline (segments, joints, events).", show_default=False)] = None,
@@ -245,16 +245,13 @@ def _physics(ds: Dataset, limit: float) -> int:
     worst: tuple[float, int] = (0.0, -1)
     flagged = 0
     with progress("replaying states", "episodes") as update:
-        for done, record in enumerate(records):
-            update(done, len(records))
-            with ds.load(record.index) as ep:
-                pen = deepest_penetration(ep)
+        for index, pen in penetrations(ds, records, update):
             bad = pen.depth > limit
             flagged += bad
-            worst = max(worst, (pen.depth, record.index))
+            worst = max(worst, (pen.depth, index))
             c = pen.contact
             pair = f"{c.geom1 or c.body1} / {c.geom2 or c.body2}" if c is not None and pen.depth > 0 else "-"
-            table.add_row(str(record.index), f"{pen.depth * 1e3:.2f}", str(pen.frame), pair,
+            table.add_row(str(index), f"{pen.depth * 1e3:.2f}", str(pen.frame), pair,
                           "[red]flagged[/red]" if bad else "")
     console.print(table)
     summary = f"physics: {len(records)} episodes, deepest penetration {worst[0] * 1e3:.2f} mm"

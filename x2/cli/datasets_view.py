@@ -12,7 +12,7 @@ from rich.table import Table
 
 from x2.cli._common import console, open_dataset_arg
 from x2.cli.datasets import app
-from x2.cli.options import DatasetOpt
+from x2.cli.options import DatasetOpt, EpisodeArg
 from x2.cli.progress import progress
 from x2.files.staging import staged
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
@@ -29,7 +29,7 @@ from x2.view import (
 @app.command("view", epilog="Examples: x2 datasets view 3\n\n"
              "  x2 datasets view 0 --dataset fruit_in_microwave --out ep0.rrd --cameras head,left_wrist --size 240x320")
 def view_command(
-    episode: Annotated[int, typer.Argument(help="Episode index (see x2 datasets info).", show_default=False)],
+    episode: EpisodeArg,
     dataset: DatasetOpt = None,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Write the recording here (default without a viewer: "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -117,7 +118,8 @@ def eval_command(
                       + " (the same command again runs them)")
 
 
-def _show(report: dict[str, Any], root: Path) -> None:
+def _show(report: Mapping[str, Any], root: Path) -> None:
+    # The report is x2.eval's JSON document (eval_report.json), read here field by field as it was written.
     for task, by_split in report["tasks"].items():
         who = "; ".join(f"{p.get('identity')} ({p.get('observes') or '?'})" for p in report.get("policies", []))
         table = Table(title=f"{task}: {who}", title_justify="left")

@@ -7,7 +7,7 @@ import errno
 import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 from typer.core import TyperGroup, TyperOption
@@ -16,8 +16,10 @@ from x2.base.errors import X2Error
 from x2.cli._common import debug_enabled, err_console, fail
 from x2.files.disk import is_refusal, refused
 
-if TYPE_CHECKING:  # typer vendors click: its base classes take the vendored Context
+if TYPE_CHECKING:  # typer vendors click: its base classes take the vendored Context, Command and Parameter
+    from typer._click.core import Command as ClickCommand
     from typer._click.core import Context as ClickContext
+    from typer._click.core import Parameter as ClickParameter
 
 
 @contextmanager
@@ -35,8 +37,8 @@ def translated_errors() -> Iterator[None]:
         # The machine said no where no writer put it into words (it may be a read, too): never a bug.
         if debug_enabled() or not is_refusal(exc):
             raise
-        if getattr(exc, "errno", None) == errno.ENOENT:
-            where = getattr(exc, "filename", None) or exc
+        if isinstance(exc, OSError) and exc.errno == errno.ENOENT:
+            where = exc.filename or exc
             raise fail(f"{where}: path: found no such file or folder; allowed: an existing path") from None
         error = refused(exc, None, "everything committed before it is intact (x2 renames finished files "
                                    "into place, so a failed write leaves no half-made one)", doing="at")
@@ -46,7 +48,7 @@ def translated_errors() -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
-def _flags_as_flags(params: list[Any]) -> list[Any]:
+def _flags_as_flags(params: list[ClickParameter]) -> list[ClickParameter]:
     # Typer's rich help names every option's type, flags too (`--render <bool>`); a flag takes no value.
     # An empty metavar is what the help shows instead; a flag's metavar is used nowhere else.
     for param in params:
@@ -75,16 +77,16 @@ class X2Group(TyperGroup):
         rank = {name: i for i, name in enumerate(self.command_order)}
         return sorted(super().list_commands(ctx), key=lambda name: rank.get(name, len(rank)))
 
-    def invoke(self, ctx: ClickContext) -> Any:
+    def invoke(self, ctx: ClickContext) -> object:  # whatever the command's callback returned
         if ctx.parent is not None:  # a group under the root: the root translates
             return super().invoke(ctx)
         with translated_errors():
             return super().invoke(ctx)
 
-    def get_params(self, ctx: ClickContext) -> list[Any]:
+    def get_params(self, ctx: ClickContext) -> list[ClickParameter]:
         return _flags_as_flags(super().get_params(ctx))
 
-    def get_command(self, ctx: ClickContext, cmd_name: str) -> Any:
+    def get_command(self, ctx: ClickContext, cmd_name: str) -> ClickCommand | None:
         cmd = super().get_command(ctx, cmd_name)
         if cmd is not None and not isinstance(cmd, X2Group):
             _flags_as_flags(cmd.get_params(ctx))

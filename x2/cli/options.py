@@ -15,6 +15,8 @@ DatasetArg = Annotated[str | None, typer.Argument(
     help="Dataset path or name under ./data (default: the last one used).", show_default=False)]
 DatasetOpt = Annotated[str | None, typer.Option(
     "--dataset", "-d", help="Dataset path or name under ./data (default: the last one used).", show_default=False)]
+# One episode of the dataset, by its index (x2 datasets show | view).
+EpisodeArg = Annotated[int, typer.Argument(help="Episode index (see x2 datasets info).", show_default=False)]
 # The dataset a collector writes into: made when it does not exist, appended to when it does.
 OutputDatasetOpt = Annotated[str | None, typer.Option(
     "--dataset", "-d", help="Dataset name under ./data or folder (default: data/<task>).", show_default=False)]

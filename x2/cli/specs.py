@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -19,7 +20,7 @@ from x2.cli.group_class import typer_group
 from x2.cli.options import GripperOpt, RobotOpt, VariantOpt
 from x2.cli.progress import progress
 from x2.envspec import vendor
-from x2.envspec.env import ArmPart, GripperPart
+from x2.envspec.env import ArmPart, GripperPart, NodeSpec
 from x2.envspec.schema import DIMENSIONS
 from x2.labeling import topological_order
 from x2.recorded.frames import DEFAULT_SIZE
@@ -251,7 +252,7 @@ def _role(node: str, edges: tuple[tuple[str, str], ...]) -> str:
     return "sink" if not any(a == node for a, _ in edges) else "inner"
 
 
-def _draw(nodes: tuple[str, ...], edges: tuple[tuple[str, str], ...], specs: dict) -> Panel:
+def _draw(nodes: tuple[str, ...], edges: tuple[tuple[str, str], ...], specs: Mapping[str, NodeSpec]) -> Panel:
     """Layers by longest path from a source; each node a panel listing what it waits for."""
     depth: dict[str, int] = {}
     for nid in topological_order(nodes, edges):

@@ -4,23 +4,25 @@
   actions (action t between frame t and t + 1) and compare every state reached with the stored one. On the
   machine that recorded it an episode reproduces exactly (deviation 0): the file holds the model as
   stepped, the full integration state and the float32 actions exactly as applied.
-- State replay (`deepest_penetration`, `x2 datasets validate --physics`): set every stored state and
-  measure the contacts the physics saw, to find episodes whose bodies went through each other.
+- State replay (`deepest_penetration`; over a dataset's episodes `penetrations`, `x2 datasets validate
+  --physics`): set every stored state and measure the contacts the physics saw, to find episodes whose bodies
+  went through each other.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from x2 import format as fmt
 from x2.base.arrays import Floats, Ints
-from x2.datasets import Episode
+from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.recorded.world import SIM_BOUND, open_world
 from x2.rollout.loop import PENETRATION_LIMIT_M, Penetration
 
-__all__ = ["PENETRATION_LIMIT_M", "ReplayReport", "deepest_penetration", "replay_actions"]
+__all__ = ["PENETRATION_LIMIT_M", "ReplayReport", "deepest_penetration", "penetrations", "replay_actions"]
 
 
 @dataclass(frozen=True)
@@ -66,3 +68,14 @@ def deepest_penetration(ep: Episode) -> Penetration:
             backend.set_state(states[t])
             deepest = deepest.then(backend, t)
     return deepest
+
+
+def penetrations(ds: Dataset, records: Sequence[EpisodeRecord],
+                 progress: Callable[[int, int], None] | None = None) -> Iterator[tuple[int, Penetration]]:
+    """(index, deepest penetration) of each of `records`, in order, each episode read and replayed as it goes."""
+    for done, record in enumerate(records):
+        if progress is not None:
+            progress(done, len(records))
+        with ds.load(record.index) as ep:
+            pen = deepest_penetration(ep)
+        yield record.index, pen

@@ -10,7 +10,7 @@ fills them from a compiled environment and a finished rollout.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -18,6 +18,7 @@ from typing import Protocol
 import numpy as np
 
 import x2
+from x2.base.seeding import slot_seed
 from x2.datasets import (
     Dataset,
     EpisodeEnd,
@@ -35,7 +36,7 @@ from x2.envspec.record import env_record
 from x2.format import MISSED_SLOTS_ATTR, Array, manifest_extra
 from x2.rollout.background import BackgroundRecorder
 from x2.rollout.loop import EpisodeResult, Recorder, Rollout, RolloutOptions
-from x2.rollout.teacher import Teacher
+from x2.rollout.teacher import Teacher, reach_and_return
 from x2.sim import simulator_versions
 from x2.sim.discovery import DEFAULT as DEFAULT_BACKEND
 from x2.sim.discovery import chosen_backend
@@ -205,3 +206,21 @@ def record_episode(ds: Dataset, rollout: Rollout, teacher: Teacher, seed: int, s
 
     return commit_episode(ds, env, episode_start(env, seed, source, master_seed, slot), run, outcome,
                           backend.object_names)
+
+
+def record_scripted(ds: Dataset, rollout: Rollout, master_seed: int, first_slot: int, count: int,
+                    progress: Callable[[int, int], None] | None = None,
+                    ) -> Iterator[tuple[int, EpisodeResult, EpisodeRecord | None]]:
+    """`count` scripted episodes (`reach_and_return`: every arm reaches out and comes home), one per seed slot
+    of `master_seed` from `first_slot` on, each committed as it ends and its slot marked used (slots continue
+    after every one used before: no seed repeats). Yields (seed, result, record) per episode, in slot order."""
+    backend = rollout.backend
+    for slot in range(first_slot, first_slot + count):
+        if progress is not None:
+            progress(slot - first_slot, count)
+        seed = slot_seed(master_seed, slot)
+        teacher = reach_and_return(backend.home_action(), backend.action_layout, rollout.env.fps)
+        result, record = record_episode(ds, rollout, teacher, seed, source="scripted", master_seed=master_seed,
+                                        slot=slot)
+        ds.use_slots(master_seed, slot)
+        yield seed, result, record
