@@ -29,7 +29,7 @@ app = typer_group(
 
 
 @app.command("replay")
-def replay(
+def augment_replay(
     dataset: Annotated[str | None, typer.Argument(
         help="Source dataset path or name under ./data (default: the last one used).", show_default=False)] = None,
     variants: Annotated[int, typer.Option("--variants", "-k", min=1, help="Variants per source episode.")]

@@ -41,7 +41,7 @@ def mount(app: typer.Typer) -> None:
     app.add_typer(export.app, rich_help_panel=USE)
     app.add_typer(datasets.app, rich_help_panel=USE)
     app.command("label", rich_help_panel=CHECK)(label.label)
-    app.command("replay", rich_help_panel=CHECK)(replay.replay)
+    app.command("replay", rich_help_panel=CHECK)(replay.replay_command)
     app.command("eval", rich_help_panel=EVALUATE)(eval_cli.eval_command)
     app.command("serve", rich_help_panel=EVALUATE)(serve_cli.serve)
     app.add_typer(specs.robots_app, rich_help_panel=LOOK)

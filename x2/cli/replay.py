@@ -13,7 +13,7 @@ from x2.cli.options import DatasetOpt
 from x2.recorded.replay import replay_actions
 
 
-def replay(
+def replay_command(
     episode: Annotated[int, typer.Argument(help="episode index in the dataset")],
     dataset: DatasetOpt = None,
     check: Annotated[bool, typer.Option("--check", help="exit 1 when a replayed state deviates by more than "

@@ -179,6 +179,3 @@ def _download_sdist(pkg: VendorPackage, tmp: Path) -> Path:
 def fetch_all() -> list[Path]:
     return [fetch(name) for name in PACKAGES]
 
-
-def remove(name: str) -> None:
-    shutil.rmtree(package_dir(name), ignore_errors=True)
