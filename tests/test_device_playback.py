@@ -78,8 +78,8 @@ def test_an_episode_without_a_device_replays_its_actions(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("case, message", [
-    ("missing", "replay file: found no such file"),
-    ("text", "replay file: found not an HDF5 file"),
+    ("missing", "playback file: found no such file"),
+    ("text", "playback file: found not an HDF5 file"),
     ("empty", "device: found no /device group and no /action"),
     ("kind", "device/x.kind: found 'joystick'; allowed: keyboard, vr, master-arm"),
     ("code", "device/x/event_code: found an unknown event"),

@@ -145,7 +145,7 @@ def test_interrupt_or_kill_mid_episode_loses_only_that_episode(tmp_path: Path, s
 
 @pytest.mark.parametrize("args, message", [
     (["--device", "joystick"], "--device: found 'joystick'; allowed: keyboard"),
-    (["--device", "replay:nope.h5"], "nope.h5: replay file: found no such file"),
+    (["--device", "replay:nope.h5"], "nope.h5: playback file: found no such file"),
     (["--device", "vr"], "vr: no SteamVR runtime found"),
     (["--device", "master-arm:/dev/ttyNOPE"], "master-arm: serial port /dev/ttyNOPE not found"),
     (["--device", "keyboard:terminal"], "keyboard: stdin is not a terminal"),

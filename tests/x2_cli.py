@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-# No display and no terminal: `--keys auto` adds no keyboard, a replayed stream ends the episodes.
+# No display and no terminal: `--keys auto` adds no keyboard, a played-back stream ends the episodes.
 HEADLESS_ENV = {**{k: v for k, v in os.environ.items() if k != "DISPLAY"}, "MUJOCO_GL": "egl"}
 
 

@@ -56,7 +56,7 @@ class DeviceHealth:
     age_s: float  # age of the latest sample (inf before the first)
     drops: int  # samples lost: stream buffer overflow, failed reads, rejected jumps
     detail: str = ""  # one line for the operator ("tracking lost: right", "port /dev/ttyUSB0")
-    finished: bool = False  # the device will produce nothing more (a replayed stream played out)
+    finished: bool = False  # the device will produce nothing more (a played-back stream ended)
 
 
 class DeviceError(X2Error):

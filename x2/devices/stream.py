@@ -9,9 +9,9 @@ Layout (one HDF5 group; a stream file has it at /device/<name>/, as an episode d
     tick_seq (T,) int64       episodes only: the sample each control tick used (-1 none yet)
     attrs: kind, fields (JSON list), events (JSON list of EVENTS)
 
-An episode recorded without a device (synthesis, scripted) replays too: its /action is played as a
+An episode recorded without a device (synthesis, scripted) plays back too: its /action is played as a
 leader arm's joints at the episode's fps (`joint_stream`). A stream read from an episode carries the
-episode's task, robot, seed and variant (`Stream.source`), so teleop can replay it in the same scene.
+episode's task, robot, seed and variant (`Stream.source`), so teleop can play it back in the same scene.
 
 Only numbers are read back; nothing in a stream is evaluated (docs/format.md).
 """
@@ -123,11 +123,11 @@ def read_stream(path: Path, name: str | None = None) -> Stream:
     episode recorded without a device (synthesis, scripted), its /action played as a leader arm's joints."""
     path = Path(path)
     if not path.is_file():
-        raise _fail(path, "replay file", "no such file", "a stream .h5 or an episode file")
+        raise _fail(path, "playback file", "no such file", "a stream .h5 or an episode file")
     try:
         f = h5py.File(path, "r")
     except OSError:
-        raise _fail(path, "replay file", "not an HDF5 file", "a stream .h5 or an episode file") from None
+        raise _fail(path, "playback file", "not an HDF5 file", "a stream .h5 or an episode file") from None
     with f:
         source = {k: _plain(f.attrs[k]) for k in SOURCE_ATTRS if k in f.attrs}
         names = sorted(f[fmt.DEVICE]) if isinstance(f.get(fmt.DEVICE), h5py.Group) else []
@@ -229,7 +229,7 @@ def _read[S: np.generic](g: Mapping[str, object], key: str, path: Path, where: s
 def joint_stream(actions: Floats, fps: float, layout: ActionLayout, rate_hz: float = 120.0,
                  events: Sequence[tuple[float, str, int]] = ()) -> tuple[dict[str, Floats | Ints], dict[str, str]]:
     """A master-arm stream whose leader follows actions (T, A) laid out as `layout`, given at `fps` and
-    sampled at `rate_hz` (linear in between): replaying a synthesised or recorded action stream as if a
+    sampled at `rate_hz` (linear in between): playing back a synthesised or recorded action stream as if a
     leader arm moved."""
     actions = np.asarray(actions, dtype=np.float64)
     t_src = np.arange(len(actions)) / fps

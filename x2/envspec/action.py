@@ -1,7 +1,7 @@
 """The action vector's layout: where each arm's joint targets and gripper opening sit.
 
 One definition for every reader and writer of actions (the backend, the synthesis executor, the teleop
-mappers and safety filter, scripted teachers, device streams replayed as a leader arm): per arm, in the
+mappers and safety filter, scripted teachers, device streams played back as a leader arm): per arm, in the
 robot's arm order, its joint position targets (rad) and then its gripper opening in [0, 1] (1 = open).
 For the dual-arm robots: ``[left 6 joints, left gripper, right 6 joints, right gripper]``. A mobile robot's base
 comes last, after every arm: its planar position targets ``base_x``, ``base_y`` (m, along the world's axes, from

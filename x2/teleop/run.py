@@ -1,5 +1,5 @@
 """One `x2 collect teleop` run put together: the device (and the keyboard's episode keys beside it), the
-task and world (a replayed episode's unless told otherwise), the dataset, the camera preview and the
+task and world (a played-back episode's unless told otherwise), the dataset, the camera preview and the
 session, connected in order and closed in reverse. The caller draws and prints; it passes in how to ask
 for a task when a person is there to answer."""
 
@@ -69,7 +69,7 @@ def lifecycle_keys(device: Device, keys: str) -> list[Device]:
     if device.kind == "keyboard" or keys == "none":
         return []
     if keys == "auto" and not (os.environ.get("DISPLAY") or sys.stdin.isatty()):
-        return []  # nobody at a keyboard (CI, a replay in the background): the device ends episodes
+        return []  # nobody at a keyboard (CI, a playback in the background): the device ends episodes
     backend: Literal["auto", "x11", "terminal"] = "x11" if keys == "x11" else \
         "terminal" if keys == "terminal" else "auto"
     return [KeyboardDevice(KeyboardConfig(backend=backend, motion=False))]
@@ -114,8 +114,8 @@ class TeleopRun:
         if request.keys not in KEYS:
             raise X2Error(f"--keys: found {request.keys!r}; allowed: {', '.join(KEYS)}")
         self.request = request
-        self.device = make_device(request.device)  # reads a replay file / checks the spec first
-        # Replaying a recorded episode: its task, robot, variant and scene unless told otherwise.
+        self.device = make_device(request.device)  # reads a playback file / checks the spec first
+        # Playing back a recorded episode's device stream: its task, robot, variant and scene unless told otherwise.
         source = self.device.stream.source if isinstance(self.device, PlaybackDevice) else {}
         robot = request.robot or str(source.get(fmt.ROBOT_ATTR) or DEFAULT_ROBOT)
         task = choose_task(request.task or source.get(fmt.TASK_ATTR) or None, robot, ask_task)

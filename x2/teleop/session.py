@@ -35,7 +35,7 @@ GIL_SWITCH_S = 0.0005
 class TeleopConfig:
     episodes: int | None = None  # None: until the operator quits
     seed: int = 0
-    first_seed: int | None = None  # the first episode's seed itself (replaying a recorded episode's scene)
+    first_seed: int | None = None  # the first episode's seed itself (playing back a recorded episode's scene)
     max_seconds: float | None = None  # per episode; None: three times the task's horizon
     success_hold_s: float | None = 1.0  # None: only the operator ends an episode
     stop_on_failure: bool = True
@@ -104,21 +104,21 @@ class TeleopSession:
         done: list[EpisodeSummary] = []
         # Seeds continue the master seed's sequence after every slot used in this dataset, discarded ones included.
         slot = self.dataset.next_slot(cfg.seed)
-        replay_seed = cfg.first_seed  # a replayed episode's own scene first (its seed is not a slot of ours)
+        played_seed = cfg.first_seed  # a played-back episode's own scene first (its seed is not a slot of ours)
         committed = 0
         options = RolloutOptions(stop_on_success=False, stop_on_failure=cfg.stop_on_failure,
                                  max_ticks=self.max_ticks, hooks=self.hooks)
         while cfg.episodes is None or committed < cfg.episodes:
             if done and self.device.health().finished:
-                break  # a replayed stream that has ended drives no further episode
-            replaying = replay_seed is not None
-            seed = replay_seed if replay_seed is not None else slot_seed(cfg.seed, slot)
+                break  # a played-back stream that has ended drives no further episode
+            playing_back = played_seed is not None
+            seed = played_seed if played_seed is not None else slot_seed(cfg.seed, slot)
             st.episode, st.seed, st.phase = self.dataset.next_index(), seed, "resetting"
             teacher = self.teacher
             result, record = record_episode(
                 self.dataset, self.rollout, teacher, seed, source="teleop", options=options,
                 keep=self._keep, device=self._device_record, background=True,
-                master_seed=None if replaying else cfg.seed, slot=None if replaying else slot)
+                master_seed=None if playing_back else cfg.seed, slot=None if playing_back else slot)
             ending = self._ending(result)
             lat = result.lateness_ms
             summary = EpisodeSummary(
@@ -138,8 +138,8 @@ class TeleopSession:
             if on_episode is not None:
                 on_episode(summary)
             if ending != "rerecord":  # a re-record keeps the scene
-                if replaying:
-                    replay_seed = None
+                if playing_back:
+                    played_seed = None
                 else:
                     self.dataset.use_slots(cfg.seed, slot)  # used, saved or not: the next session starts after it
                     slot += 1

@@ -3,7 +3,7 @@
 Differential IK (a QP per iteration, joint limits as constraints, a light posture pull toward a
 reference configuration) iterated to convergence, restarted from rng-sampled seeds when it stalls.
 Only the chosen arm moves; everything else in the model stays at the world's current qpos. The
-result depends only on the inputs (the QP solver is deterministic), so attempts replay exactly.
+result depends only on the inputs (the QP solver is deterministic), so attempts repeat exactly.
 
 Modes: a full pose (position + tool orientation), or `axis_down=True`: position plus the tool's
 +z axis pointing straight down with the rotation about it left free, as top grasps want.
