@@ -48,6 +48,7 @@ import x2
 from x2.processes.life import _name_of, _resolve
 from x2.processes.pool import AUTO, LOCAL, RayTarget, RayUnavailable, WorkerLost
 from x2.processes.reaper import DONE
+from x2.processes.worker import HEADLESS_GL, ONE_THREAD
 
 T = TypeVar("T")
 
@@ -88,8 +89,8 @@ def worker_env() -> dict[str, str]:
     driver's offline switch, and x2 from the driver's source tree when x2 is not an installed package (an
     editable install elsewhere would otherwise win). A path that does not exist on another node is skipped
     there by Python, which then imports its installed x2."""
-    env = {"MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    env |= {var: "1" for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    env = {"MUJOCO_GL": os.environ.get("MUJOCO_GL", HEADLESS_GL)}
+    env |= {var: "1" for var in ONE_THREAD}
     if "HF_HUB_OFFLINE" in os.environ:
         env["HF_HUB_OFFLINE"] = os.environ["HF_HUB_OFFLINE"]
     return env | _source_path()
