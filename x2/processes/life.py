@@ -30,7 +30,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 _POLL_S = 0.2
@@ -93,11 +92,12 @@ def _name_of(function: Callable[..., object]) -> str:
 
 def _resolve(name: str) -> Callable[..., object]:
     module, _, qualname = name.partition(":")
-    found: Any = importlib.import_module(module)
+    found: object = importlib.import_module(module)
     for part in qualname.split("."):
         found = getattr(found, part)
-    resolved: Callable[..., object] = found
-    return resolved
+    if not callable(found):
+        raise TypeError(f"{name}: found a {type(found).__name__}; allowed: a function")
+    return found
 
 
 def _init(parent: ParentProcess, initializer: str | None, initargs: tuple[object, ...]) -> None:
