@@ -24,7 +24,7 @@ from x2.datasets import Dataset, EpisodeStart, Tick
 from x2.datasets.manage import Filter, filter_dataset, merge
 from x2.datasets.select import Selection
 from x2.datasets.stats import dataset_stats
-from x2.files.atomic import fsync_dir, fsync_file
+from x2.files.staging import fsync_dir, fsync_file
 
 MANIFEST = {"robot": "artixon-g", "task": "fruit_in_microwave", "fps": 30,
             "joint_names": [f"j{i}" for i in range(16)], "action_names": [f"a{i}" for i in range(14)],

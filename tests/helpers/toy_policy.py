@@ -43,7 +43,8 @@ class ToyService:
 
 
 if __name__ == "__main__":
-    from x2.policy.process import arm_parent_death, write_ready
+    from x2.policy.process import write_ready
+    from x2.processes.life import arm_parent_death
 
     arm_parent_death()
     from x2.policy.server import PolicyServer

@@ -38,7 +38,7 @@ def serve(
 
     The teacher, for a task: [cyan]x2 serve expert --task fruit_in_microwave[/cyan]
     """
-    from x2.policy.process import arm_parent_death
+    from x2.processes.life import arm_parent_death
 
     arm_parent_death()  # first: a service started by `x2 eval` must not outlive it, even while it loads
     from x2.policy.process import write_ready

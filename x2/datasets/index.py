@@ -16,8 +16,9 @@ from typing import Any, NamedTuple
 
 from x2.base.errors import DatasetError
 from x2.datasets.untrusted import json_loads
-from x2.files.atomic import fsync_dir, write_bytes
+from x2.files.atomic import write_bytes
 from x2.files.digest import DIGEST_FORM
+from x2.files.staging import fsync_dir
 
 
 class Segment(NamedTuple):

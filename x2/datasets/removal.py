@@ -24,7 +24,8 @@ from x2 import format as fmt
 from x2.base.errors import DatasetError
 from x2.datasets.index import read_index, write_index
 from x2.datasets.untrusted import json_loads
-from x2.files.atomic import fsync_dir, write_text
+from x2.files.atomic import write_text
+from x2.files.staging import fsync_dir
 
 Progress = Callable[[int, int], None]  # (done, total)
 

@@ -1,6 +1,7 @@
 """Replacing a finished episode file with a richer copy of itself (`x2 render` adds camera streams).
 
-A finished file is never edited in place. Contract, all under the dataset's writer lock:
+A finished file is never edited in place. Contract, all under the dataset's writer lock (x2.files.staging's,
+taken from the dataset's ``.rendering/`` folder through x2.datasets.commit):
 
 1. the new version is built complete under ``.rendering/episode_NNNNNN.h5`` and fsynced;
 2. ``episodes.jsonl`` is rewritten atomically with the new version's ``bytes``;
@@ -15,7 +16,6 @@ between, ``validate`` reports both as information, not as damage.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +25,7 @@ from x2.base.errors import DatasetError
 from x2.datasets.commit import move_into_place, seal
 from x2.datasets.episode import Episode
 from x2.datasets.index import EpisodeRecord, write_index
-from x2.files.atomic import fsync_dir
+from x2.files.staging import fsync_dir
 
 
 def staged_path(root: Path, index: int) -> Path:
@@ -68,14 +68,14 @@ def finish_interrupted(root: Path, records: Sequence[EpisodeRecord]) -> list[str
     actions: list[str] = []
     pending = interrupted_renames(root, records)
     for index, path in sorted(pending.items()):
-        os.replace(path, root / fmt.EPISODES_DIR / path.name)
+        move_into_place(path, root / fmt.EPISODES_DIR / path.name)
         actions.append(f"finished the interrupted rewrite of episode {index} ({fmt.RENDERING_DIR}/{path.name} -> "
                        f"{fmt.EPISODES_DIR}/)")
-    for path in staged_files(root):
+    strays = staged_files(root)
+    for path in strays:
         path.unlink()
         actions.append(f"removed {fmt.RENDERING_DIR}/{path.name} (left by an interrupted render)")
-    if actions:
-        fsync_dir(root / fmt.EPISODES_DIR)
+    if strays:
         fsync_dir(root / fmt.RENDERING_DIR)
     return actions
 

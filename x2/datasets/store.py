@@ -30,9 +30,10 @@ from x2.datasets.removal import finish_removal
 from x2.datasets.rewrite import finish_interrupted
 from x2.datasets.untrusted import json_loads
 from x2.datasets.writer import EpisodeWriter
-from x2.files.atomic import fsync_dir, write_bytes
+from x2.files.atomic import write_bytes
 from x2.files.digest import verify_digest
 from x2.files.disk import is_refusal, refused
+from x2.files.staging import fsync_dir
 from x2.format import (
     ANY_EPISODE_FILE,
     EPISODES_DIR,

@@ -27,8 +27,8 @@ from x2.datasets.rewrite import finish_interrupted, interrupted_renames, staged_
 from x2.datasets.splits_json import read_splits
 from x2.datasets.store import Dataset, lock_holder
 from x2.datasets.untrusted import json_loads
-from x2.files.atomic import fsync_dir
 from x2.files.digest import ALGORITHM
+from x2.files.staging import fsync_dir
 from x2.format import (
     EPISODES_DIR,
     INDEX_FILE,

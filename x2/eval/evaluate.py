@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from x2.eval.picture import draw_report
-from x2.eval.report import build_report
+from x2.eval.report import Report, RunRecord, build_report
 from x2.eval.runner import EvalProgress, EvalRun, dumps, open_eval_pool, run_summary
 from x2.eval.seeds import SplitPlan, plan_split, refuse_trained_seeds
 from x2.eval.session import EvalSetup
@@ -72,7 +72,7 @@ def policy_url(config: EvalConfig) -> Iterator[str]:
 def evaluate(config: EvalConfig, root: Path, on_update: Callable[[EvalProgress], None] | None = None,
              on_split: Callable[[SplitPlan, Path], None] | None = None) -> dict[str, Any]:
     todo = plans(config)  # (refusals first: nothing is started or written for a run that cannot be)
-    runs: list[dict[str, Any]] = []
+    runs: list[RunRecord] = []
     with policy_url(config) as url, _pool(config) as pool:
         for plan in todo:
             setup = EvalSetup(config.task, config.robot, plan.variant, plan.master_seed, url, config.timeout_s,
@@ -97,10 +97,11 @@ def _pool(config: EvalConfig) -> Iterator[WorkerPool | None]:
             pool.shutdown()
 
 
-def write_report(root: Path, datasets: Sequence[Path], runs: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
-    report = build_report(datasets)
+def write_report(root: Path, datasets: Sequence[Path], runs: Sequence[RunRecord] = ()) -> dict[str, Any]:
+    """eval_report.json and .png of `datasets`; the report, as a plain dict for x2.cli.eval (`Report` is its shape)."""
+    report: Report = build_report(datasets)
     if runs:
         report["runs"] = list(runs)
     write_bytes(root / REPORT_JSON, dumps(report).encode())
     draw_report(report, root / REPORT_PNG)
-    return report
+    return dict(report)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -22,6 +21,7 @@ from x2.policy.protocol import (
     OBS_STATE,
     OBS_TASK,
     OBS_TICK,
+    ObservationMessage,
     ServiceInfo,
 )
 from x2.rollout.teacher import Observation
@@ -46,9 +46,9 @@ class ObservationPlan:
         for camera in self.cameras:
             backend.camera_info(camera, 16, 16)
 
-    def observe(self, backend: Backend, obs: Observation) -> tuple[dict[str, Any], float]:
+    def observe(self, backend: Backend, obs: Observation) -> tuple[ObservationMessage, float]:
         """The message for tick `obs.tick`, and the milliseconds spent rendering it."""
-        out: dict[str, Any] = {OBS_TICK: obs.tick, OBS_PROMPT: obs.instruction, OBS_TASK: obs.instruction}
+        out: ObservationMessage = {OBS_TICK: obs.tick, OBS_PROMPT: obs.instruction, OBS_TASK: obs.instruction}
         assert obs.robot is not None and obs.object_poses is not None  # (an evaluation's loop observes every tick)
         if self.state:
             out[OBS_STATE] = np.asarray(obs.robot.qpos, dtype=np.float32)

@@ -4,15 +4,15 @@ beside out-of-distribution, one panel per task."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from x2.eval.report import Report
 from x2.files.atomic import write_bytes
 
 COLOURS = {"train": "#4c72b0", "eval": "#dd8452"}
 LABELS = {"train": "in-distribution (train)", "eval": "out-of-distribution (eval)"}
 
 
-def draw_report(report: dict[str, Any], out: Path) -> Path:
+def draw_report(report: Report, out: Path) -> Path:
     import io
 
     import matplotlib

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
@@ -24,6 +24,59 @@ from x2.datasets import Dataset, Episode
 from x2.recorded.world import recorded_env
 
 Z95 = 1.959964
+
+
+class GroupSummary(TypedDict):
+    """One group's numbers (one task and split, or a dimension's): `summarize`."""
+
+    episodes: int
+    successes: int
+    success_rate: float | None
+    success_ci95: list[float]
+    mean_progress: float | None
+    mean_frames: float | None
+    subtask_completion: dict[str, float]
+    failures_at: dict[str, int]
+    failure_reasons: dict[str, int]
+    time_share: dict[str, float]
+
+
+class DimensionSummary(TypedDict):
+    episodes: int
+    success_rate: float | None
+    success_ci95: list[float]
+    mean_progress: float | None
+
+
+class RunSummary(TypedDict):
+    """How one split's run went (x2.eval.runner.run_summary)."""
+
+    split: str
+    episodes: int
+    run_now: int
+    from_earlier_runs: int
+    per_minute: float
+    lost_with_their_worker: list[int]
+
+
+class RunRecord(RunSummary):
+    """A run as the report lists it (x2.eval.evaluate)."""
+
+    variant: str
+    master_seed: int
+    dataset: str
+
+
+class Report(TypedDict):
+    """eval_report.json (written with sorted keys)."""
+
+    policies: list[dict[str, object]]
+    datasets: list[str]
+    splits: list[str]
+    tasks: dict[str, dict[str, GroupSummary]]  # task -> split -> its numbers
+    dimensions: dict[str, dict[str, DimensionSummary]]  # dimension -> split -> its numbers
+    episodes: list[dict[str, object]]  # an EpisodeScore each, rounded
+    runs: NotRequired[list[RunRecord]]  # the runs that made the datasets, when the report is a run's
 
 
 @dataclass(frozen=True)
@@ -42,7 +95,7 @@ class EpisodeScore:
     failure: tuple[str, int, str] | None  # (node, frame, reason) of an unsuccessful episode
     frames: int
     time_ms: dict[str, float]  # inference, render, physics, other
-    policy: dict[str, Any]  # kind, identity, digest, privileged (the episode's policy attr)
+    policy: dict[str, object]  # kind, identity, digest, privileged (the episode's policy attr, as read)
 
 
 def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -93,7 +146,7 @@ def score_episode(ep: Episode, dataset: str) -> EpisodeScore:
                         ep.success, progress, tuple(nodes), completed, failure, frames, time_ms, _policy(ep))
 
 
-def _policy(ep: Episode) -> dict[str, Any]:
+def _policy(ep: Episode) -> dict[str, object]:
     raw = ep.json_attr(fmt.POLICY_ATTR) or {}
     if not isinstance(raw, dict):
         return {"kind": ep.source, "identity": ep.source}
@@ -115,7 +168,7 @@ def score_datasets(paths: Iterable[Path]) -> list[EpisodeScore]:
     return out
 
 
-def summarize(scores: Sequence[EpisodeScore]) -> dict[str, Any]:
+def summarize(scores: Sequence[EpisodeScore]) -> GroupSummary:
     """One group's numbers (one task and split, or a dimension's)."""
     n = len(scores)
     k = sum(s.success for s in scores)
@@ -135,7 +188,7 @@ def summarize(scores: Sequence[EpisodeScore]) -> dict[str, Any]:
             "time_share": {key: round(v / total, 4) for key, v in time_ms.items()}}
 
 
-def build_report(paths: Sequence[Path]) -> dict[str, Any]:
+def build_report(paths: Sequence[Path]) -> Report:
     scores = score_datasets(paths)
     policies = list({json.dumps(s.policy, sort_keys=True): s.policy for s in scores}.values())
     tasks = sorted({s.task for s in scores})
@@ -146,12 +199,16 @@ def build_report(paths: Sequence[Path]) -> dict[str, Any]:
     per_dimension = {d: {sp: summarize([s for s in scores if d in s.dimensions and s.split == sp]) for sp in splits
                          if any(d in s.dimensions and s.split == sp for s in scores)} for d in dims}
     return {"policies": policies, "datasets": [str(p) for p in paths], "splits": splits, "tasks": per_task,
-            "dimensions": {d: {sp: {k: v[k] for k in ("episodes", "success_rate", "success_ci95", "mean_progress")}
-                               for sp, v in by.items()} for d, by in per_dimension.items()},
+            "dimensions": {d: {sp: _dimension(v) for sp, v in by.items()} for d, by in per_dimension.items()},
             "episodes": [_episode_row(s) for s in scores]}
 
 
-def _episode_row(s: EpisodeScore) -> dict[str, Any]:
+def _dimension(v: GroupSummary) -> DimensionSummary:
+    return {"episodes": v["episodes"], "success_rate": v["success_rate"], "success_ci95": v["success_ci95"],
+            "mean_progress": v["mean_progress"]}
+
+
+def _episode_row(s: EpisodeScore) -> dict[str, object]:
     row = asdict(s)
     row["time_ms"] = {k: round(v, 1) for k, v in s.time_ms.items()}
     row["progress"] = round(s.progress, 4)

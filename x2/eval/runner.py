@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from x2 import format as fmt
 from x2.base.errors import PolicyError
 from x2.datasets import Dataset, EpisodeWriter
+from x2.eval.report import RunSummary
 from x2.eval.seeds import SplitPlan
 from x2.eval.session import EvalOutcome, EvalSession, EvalSetup, policy_text
 from x2.policy.protocol import PolicyClient
@@ -158,11 +158,11 @@ class EvalRun:
             on_update(p)
 
 
-def run_summary(progress: EvalProgress) -> dict[str, Any]:
+def run_summary(progress: EvalProgress) -> RunSummary:
     return {"split": progress.split, "episodes": progress.total, "run_now": progress.done - progress.skipped,
             "from_earlier_runs": progress.skipped, "per_minute": round(progress.per_minute, 2),
             "lost_with_their_worker": list(progress.lost)}
 
 
-def dumps(data: dict[str, Any]) -> str:
+def dumps(data: Mapping[str, object]) -> str:
     return json.dumps(data, indent=1, sort_keys=True) + "\n"

@@ -11,17 +11,17 @@ import contextlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
+import numpy.typing as npt
 
-from x2 import format as fmt
 from x2.base.errors import PolicyError
 from x2.envspec import load_env
 from x2.envspec.held_out import config_split
 from x2.eval.observe import ObservationPlan
-from x2.eval.teacher import ChunkExecution, PolicyTeacher
-from x2.policy.protocol import PolicyClient, PolicyFault, ServiceInfo
+from x2.eval.teacher import ChunkExecution, PolicyEndRecord, PolicyTeacher
+from x2.policy.protocol import EpisodeSetup, PolicyClient, PolicyFault, ServiceInfo
 from x2.rollout import Rollout, RolloutOptions
 from x2.rollout.loop import EpisodeResult
 from x2.rollout.memory import MemoryRecorder
@@ -44,16 +44,43 @@ class EvalSetup:
     started: str | None = None  # the service x2 started for the run (its KIND[:ARG]); None: a URL given to it
 
 
+class PolicyInputs(TypedDict):
+    cameras: dict[str, list[int]]  # camera -> [height, width]
+    state: bool
+    environment_state: bool
+    sim_state: bool
+
+
+class PolicyIdentity(TypedDict):
+    """Which policy drives a run's episodes (EvalSession.identity)."""
+
+    kind: str
+    identity: str
+    digest: str
+    url: str | None
+    started: str | None
+    privileged: bool
+    observes: str
+    chunk_exec: str
+    inputs: PolicyInputs
+
+
+class PolicyRecord(PolicyIdentity):
+    """The episode's policy attr (format.POLICY_ATTR, JSON with sorted keys): the policy, and how it ended there."""
+
+    ended: PolicyEndRecord | None
+
+
 @dataclass
 class EvalOutcome:
     slot: int
     seed: int
     result: EpisodeResult
-    arrays: dict[str, np.ndarray]
+    arrays: dict[str, npt.NDArray[np.generic]]
     model_xml: str
     object_names: tuple[str, ...]
-    policy: dict[str, Any]  # the episode's policy attr (format.POLICY_ATTR)
-    timing: dict[str, np.ndarray]  # per tick, ms: inference and render, beside the loop's stages
+    policy: PolicyRecord
+    timing: dict[str, npt.NDArray[np.float32]]  # per tick, ms: inference and render, beside the loop's stages
 
 
 class EvalSession:
@@ -73,7 +100,7 @@ class EvalSession:
             raise PolicyError(f"{setup.url}: action_names: found {list(self.info.action_names)}; allowed: this "
                               f"robot's action layout {list(names)} ({self.env.robot.name})")
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> PolicyIdentity:
         """Which policy drives the episodes, as each of them records it (with how it ended there)."""
         info = self.info
         plan = self.plan
@@ -89,8 +116,9 @@ class EvalSession:
 
     def episode(self, slot: int, seed: int) -> EvalOutcome:
         env, setup = self.env, self.setup
-        episode = {"seed": seed, "slot": slot, "task": env.task.name if env.task else "", "robot": env.robot.name,
-                   "variant": env.variant, "split": config_split(env, setup.master_seed)}
+        episode: EpisodeSetup = {"seed": seed, "slot": slot, "task": env.task.name if env.task else "",
+                                 "robot": env.robot.name, "variant": env.variant,
+                                 "split": config_split(env, setup.master_seed)}
         teacher = PolicyTeacher(self.client, self.plan, self.backend, episode, setup.execution)
         recorder = MemoryRecorder()
         result = self.rollout.run(teacher, seed, recorder, RolloutOptions(max_ticks=setup.max_ticks,
@@ -98,7 +126,7 @@ class EvalSession:
         ended = teacher.record()
         with contextlib.suppress(PolicyFault):  # the episode is over and scored: a deaf service changes nothing
             self.client.finalize_episode({"seed": seed, "success": result.success, "ticks": result.ticks,
-                                          fmt.END_REASON_ATTR: result.end_reason})
+                                          "end_reason": result.end_reason})
         n = result.ticks
         timing = {"inference": np.asarray(teacher.infer_ms[:n], np.float32),
                   "render": np.asarray(teacher.render_ms[:n], np.float32)}
@@ -113,5 +141,5 @@ class EvalSession:
             self.backend.close()
 
 
-def policy_text(policy: dict[str, Any]) -> str:
+def policy_text(policy: PolicyRecord) -> str:
     return json.dumps(policy, sort_keys=True)

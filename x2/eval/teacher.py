@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
 from x2.base.arrays import Floats
 from x2.base.errors import PolicyError
 from x2.eval.observe import ObservationPlan
-from x2.policy.protocol import ACTIONS, END, PolicyClient, PolicyFault
+from x2.policy.protocol import ACTIONS, END, EpisodeSetup, EpisodeStartMessage, PolicyClient, PolicyFault
 from x2.rollout.teacher import Observation
 from x2.sim.backend import Backend, ResetInfo
 
@@ -64,13 +65,22 @@ class PolicyEnd:
     fault: bool
 
 
+class PolicyEndRecord(TypedDict):
+    """PolicyEnd as the episode's policy attr records it (under "ended")."""
+
+    reason: str
+    detail: str
+    tick: int
+    fault: bool
+
+
 class PolicyTeacher:
-    def __init__(self, client: PolicyClient, plan: ObservationPlan, backend: Backend, episode: dict[str, Any],
+    def __init__(self, client: PolicyClient, plan: ObservationPlan, backend: Backend, episode: EpisodeSetup,
                  execution: ChunkExecution | None = None):
         self.client, self.plan, self.backend = client, plan, backend
         self.execution = execution or ChunkExecution()
         self.layout = backend.action_layout
-        self.episode = dict(episode)  # initialize_episode's map, less what reset() adds
+        self.episode = episode.copy()  # initialize_episode's map, less what reset() adds
         low, high = bounds(backend)
         self.low, self.high = low, high
         slack = RANGE_SLACK * np.where(np.isfinite(high - low), high - low, 0.0)
@@ -78,18 +88,18 @@ class PolicyTeacher:
         self.end: PolicyEnd | None = None
         self.infer_ms: list[float] = []
         self.render_ms: list[float] = []
-        self._queue: deque[np.ndarray] = deque()
-        self._ensemble: list[tuple[int, np.ndarray]] = []  # (tick of the chunk's first action, chunk)
-        self._home: np.ndarray = np.zeros(len(self.layout.names))
+        self._queue: deque[Floats] = deque()
+        self._ensemble: list[tuple[int, Floats]] = []  # (tick of the chunk's first action, chunk)
+        self._home: Floats = np.zeros(len(self.layout.names))
 
     def reset(self, info: ResetInfo, home_action: Floats) -> None:
         self.end, self.infer_ms, self.render_ms = None, [], []
         self._home = np.asarray(home_action, np.float64)
         self._queue.clear()
         self._ensemble.clear()
-        episode = {**self.episode, "instruction": info.instruction, "action_names": list(self.layout.names),
-                   "home_action": np.asarray(home_action, np.float64), "action_low": self.low,
-                   "action_high": self.high}
+        episode: EpisodeStartMessage = {
+            **self.episode, "instruction": info.instruction, "action_names": list(self.layout.names),
+            "home_action": np.asarray(home_action, np.float64), "action_low": self.low, "action_high": self.high}
         try:
             self.client.initialize_episode(episode)
         except PolicyFault as fault:
@@ -131,14 +141,15 @@ class PolicyTeacher:
         self._queue.extend(chunk[: self.execution.steps])
         return self._queue.popleft()
 
-    def _ensembled(self, tick: int, chunk: np.ndarray) -> np.ndarray:
+    def _ensembled(self, tick: int, chunk: Floats) -> Floats:
         self._ensemble = [(t, c) for t, c in self._ensemble if tick - t < len(c)]
         self._ensemble.append((tick, chunk))
         predictions = np.stack([c[tick - t] for t, c in self._ensemble])  # oldest first
         weights = np.exp(-ENSEMBLE_DECAY * np.arange(len(predictions)))
-        return (predictions * weights[:, None]).sum(axis=0) / weights.sum()
+        mean: Floats = (predictions * weights[:, None]).sum(axis=0) / weights.sum()
+        return mean
 
-    def _check(self, answer: dict[str, Any]) -> np.ndarray:
+    def _check(self, answer: Mapping[str, object]) -> Floats:
         """The answer's actions as a (H, D) float64 chunk, or a PolicyFault saying what is wrong with it."""
         if END in answer and not isinstance(answer[END], str):
             raise PolicyFault("malformed", f"{END}: found {type(answer[END]).__name__}; allowed: a reason string")
@@ -152,7 +163,7 @@ class PolicyTeacher:
         if END in answer:  # (its actions are not run: any shape will do)
             return actions
         if actions.ndim != 2 or actions.shape[0] == 0 or actions.shape[1] != width:
-            raise PolicyFault("malformed", f"{ACTIONS}: found shape {tuple(np.shape(answer[ACTIONS]))}; allowed: "
+            raise PolicyFault("malformed", f"{ACTIONS}: found shape {np.asarray(answer[ACTIONS]).shape}; allowed: "
                                            f"(H, {width}) or ({width},), the robot's action layout")
         if not np.isfinite(actions).all():
             raise PolicyFault("malformed", f"{ACTIONS}: found NaN or infinity in {actions.shape[0]} actions")
@@ -164,13 +175,13 @@ class PolicyTeacher:
                                            "robot's action units: rad, m, gripper opening 0-1)")
         return np.clip(actions, self.low, self.high)  # the robot is commanded within its ranges (and so recorded)
 
-    def record(self) -> dict[str, Any] | None:
+    def record(self) -> PolicyEndRecord | None:
         end = self.end
         return None if end is None else {"reason": end.reason, "detail": end.detail, "tick": end.tick,
                                          "fault": end.fault}
 
 
-def bounds(backend: Backend) -> tuple[np.ndarray, np.ndarray]:
+def bounds(backend: Backend) -> tuple[Floats, Floats]:
     """Each action value's allowed range: its joint's range (unlimited joints: infinite), grippers 0-1."""
     layout = backend.action_layout
     low = np.full(len(layout.names), -np.inf)

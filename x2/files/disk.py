@@ -1,9 +1,9 @@
 """When the machine says no: turning a refused write into one line that says what happened and what is safe.
 
-Every x2 write goes to a temporary name and is renamed into place (x2.files.atomic, the episode writer, export
-staging), so a refused write never leaves a half-made file looking finished and never touches what was
-committed before it. What the line must add is the cause in words, the path, what is safe (the writer
-that knows says it: "episodes 0-11 are committed and intact") and the fix.
+Every x2 write goes to a temporary name and is renamed into place (x2.files.staging states how), so a refused
+write never leaves a half-made file looking finished and never touches what was committed before it. What the
+line must add is the cause in words, the path, what is safe (the writer that knows says it: "episodes 0-11 are
+committed and intact") and the fix.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import errno
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -128,24 +128,26 @@ def _swallowed_write_failure(exc: BaseException | None) -> bool:
     return True
 
 
-_next: dict[str, Any] = {}
+# The hooks in front of which watch() put its own (the interpreter's until it first runs).
+_next_unraisablehook: Callable[[sys.UnraisableHookArgs], object] = sys.__unraisablehook__
+_next_excepthook: Callable[[type[BaseException], BaseException, TracebackType | None], object] = sys.__excepthook__
 
 
 def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
     if not _swallowed_write_failure(unraisable.exc_value):
-        _next["unraisablehook"](unraisable)
+        _next_unraisablehook(unraisable)
 
 
 def _excepthook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
     if not _swallowed_write_failure(value):
-        _next["excepthook"](kind, value, tb)
+        _next_excepthook(kind, value, tb)
 
 
 def watch() -> None:
     """Put the watcher in front of the current hooks (again, when someone replaced them since: typer sets
     its own excepthook when a command starts). Every writer calls this before it opens a file."""
-    for name, hook in (("unraisablehook", _unraisable), ("excepthook", _excepthook)):
-        current = getattr(sys, name)
-        if current is not hook:
-            _next[name] = current
-            setattr(sys, name, hook)
+    global _next_unraisablehook, _next_excepthook
+    if sys.unraisablehook is not _unraisable:
+        _next_unraisablehook, sys.unraisablehook = sys.unraisablehook, _unraisable
+    if sys.excepthook is not _excepthook:
+        _next_excepthook, sys.excepthook = sys.excepthook, _excepthook

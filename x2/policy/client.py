@@ -12,13 +12,23 @@ timeout must never be read as the answer to a later question.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.sync.client import ClientConnection, connect
 
 from x2.base.errors import PolicyError, one_line
-from x2.policy.protocol import ACTIONS, FINALIZE, INITIALIZE, OP_KEY, PolicyFault, ServiceInfo
+from x2.policy.protocol import (
+    ACTIONS,
+    FINALIZE,
+    INITIALIZE,
+    OP_KEY,
+    EpisodeEndMessage,
+    EpisodeStartMessage,
+    ObservationMessage,
+    PolicyFault,
+    Received,
+    ServiceInfo,
+)
 from x2.policy.wire import pack, unpack
 
 
@@ -55,11 +65,11 @@ class RemotePolicy:
         return self._info
 
     @property
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, object]:
         """The service's metadata as it sent it (x2's part is `info`)."""
         return self._metadata
 
-    def _open(self) -> dict[str, Any]:
+    def _open(self) -> dict[str, object]:
         """Connect and read the metadata; PolicyFault("connection lost") when the service is not there."""
         try:
             # close_timeout: dropping a connection to a hung service must not wait out websockets' 10 s
@@ -90,7 +100,7 @@ class RemotePolicy:
         if ws is not None:
             ws.close()
 
-    def _receive(self, what: str) -> Any:
+    def _receive(self, what: str) -> object:
         assert self._ws is not None
         try:
             message = self._ws.recv(timeout=self.timeout_s)
@@ -109,7 +119,7 @@ class RemotePolicy:
             self._drop()
             raise PolicyFault("malformed", one_line(f"{what}: {exc}")) from None
 
-    def _ask(self, message: dict[str, Any], what: str) -> Any:
+    def _ask(self, message: Received, what: str) -> object:
         ws = self._connection()
         try:
             data = pack(message)
@@ -122,7 +132,7 @@ class RemotePolicy:
             raise PolicyFault("connection lost", f"{_closed(exc)} sending {what}") from None
         return self._receive(f"the answer to {what}")
 
-    def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
+    def infer(self, obs: ObservationMessage) -> Received:
         answer = self._ask(obs, "an observation")
         if not isinstance(answer, Mapping) or ACTIONS not in answer:
             self._drop()
@@ -131,13 +141,13 @@ class RemotePolicy:
             raise PolicyFault("malformed", f"an answer needs {ACTIONS!r}; found {found}")
         return dict(answer)
 
-    def _lifecycle(self, op: str, body: dict[str, Any]) -> None:
+    def _lifecycle(self, op: str, body: EpisodeStartMessage | EpisodeEndMessage) -> None:
         answer = self._ask({**body, OP_KEY: op}, op)
         if not (isinstance(answer, Mapping) and answer.get("ok") is True):
             self._drop()
             raise PolicyFault("malformed", one_line(f"{op} needs the answer {{'ok': True}}; found {answer!r}"[:300]))
 
-    def initialize_episode(self, episode: dict[str, Any]) -> None:
+    def initialize_episode(self, episode: EpisodeStartMessage) -> None:
         """Tell an x2 service what the episode is; a stock openpi server hears nothing of it. Either way a
         connection dropped by the last episode's fault is opened again here, before the episode's first step."""
         if self._info.lifecycle:
@@ -145,7 +155,7 @@ class RemotePolicy:
         else:
             self._connection()
 
-    def finalize_episode(self, result: dict[str, Any]) -> None:
+    def finalize_episode(self, result: EpisodeEndMessage) -> None:
         if self._info.lifecycle:
             self._lifecycle(FINALIZE, result)
 

@@ -1,16 +1,15 @@
 """A policy service as a child process of the run that uses it: `x2 serve` started, waited for, stopped.
 
 The child binds port 0 and writes its URL to a ready file (atomically: the parent never reads half a URL),
-so no port is ever guessed. It arms x2.processes.life's parent-death signal before it loads its policy, with
-the parent named in the `X2_PARENT_PROCESS` environment variable: a SIGKILLed evaluator leaves no service
-behind holding a GPU. The child runs in its own process group, so a Ctrl-C at the terminal reaches the
+so no port is ever guessed. It arms x2.processes.life's parent-death signal before it loads its policy
+(`arm_parent_death`, the parent named in its environment): a SIGKILLed evaluator leaves no service behind
+holding a GPU. The child runs in its own process group, so a Ctrl-C at the terminal reaches the
 evaluator alone, which then stops the service in order (SIGTERM, then SIGKILL).
 """
 
 from __future__ import annotations
 
 import collections
-import os
 import shutil
 import subprocess
 import sys
@@ -23,21 +22,11 @@ from pathlib import Path
 from x2.base.errors import PolicyError, one_line
 from x2.files.atomic import write_bytes
 from x2.policy.services import ServeOptions
-from x2.processes.life import ParentProcess, die_with
+from x2.processes.life import ParentProcess, child_environment
 
-PARENT_ENV = "X2_PARENT_PROCESS"  # "PID:1" (spawned by the parent's main thread) or "PID:0"
 _READY = "ready"
 _POLL_S = 0.05
 _STOP_S = 5.0  # SIGTERM's grace before SIGKILL
-
-
-def arm_parent_death() -> None:
-    """In a service child: die with the process that started it (when one did). The variable is removed so
-    the child's own children do not take its parent for theirs."""
-    value = os.environ.pop(PARENT_ENV, None)
-    if value:
-        pid, _, main = value.partition(":")
-        die_with(ParentProcess(int(pid), main == "1"))
 
 
 def write_ready(path: str | Path, url: str) -> None:
@@ -83,13 +72,12 @@ class ServiceProcess:
     @classmethod
     def launch(cls, command: Callable[[Path], Sequence[str]], name: str,
                startup_timeout_s: float = 120.0) -> ServiceProcess:
-        """Run `command(ready_file)`, a process that arms arm_parent_death() and calls write_ready(ready_file,
-        url) once it serves; wait for that. PolicyError, with the child's last stderr line, when it exits
-        first or takes longer than `startup_timeout_s`."""
+        """Run `command(ready_file)`, a process that calls x2.processes.life.arm_parent_death() first and
+        write_ready(ready_file, url) once it serves; wait for that. PolicyError, with the child's last stderr
+        line, when it exits first or takes longer than `startup_timeout_s`."""
         folder = Path(tempfile.mkdtemp(prefix="x2-serve-"))
         ready = folder / _READY
-        parent = ParentProcess.here()
-        env = {**os.environ, PARENT_ENV: f"{parent.pid}:{int(parent.spawned_by_main_thread)}"}
+        env = child_environment(ParentProcess.here())
         try:
             process = subprocess.Popen(list(command(ready)), env=env, stdin=subprocess.DEVNULL,
                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, process_group=0)

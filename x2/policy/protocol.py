@@ -22,20 +22,75 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Final, NotRequired, Protocol, TypedDict
 
-OBS_STATE = "observation.state"  # (J,) float32: the robot's joint positions, as the dataset's qpos
-OBS_IMAGE_PREFIX = "observation.images."  # + camera: (H, W, 3) uint8, rendered live
-OBS_ENV_STATE = "observation.environment_state"  # (K * 7,) float32: object poses (privileged: low-dim policies)
-OBS_PROMPT = "prompt"  # the episode's instruction (openpi's name)
-OBS_TASK = "task"  # the same instruction (LeRobot's name)
-OBS_TICK = "x2.tick"  # the control tick of this observation (30 Hz simulated time)
-OBS_SIM_STATE = "x2.sim_state"  # the full physics state, float64 (privileged: only to a service asking for it)
-ACTIONS = "actions"
-END = "x2.end"  # in an answer: the policy ends the episode here (its reason, a string); its actions are not run
-OP_KEY = "x2.op"
-INITIALIZE, FINALIZE = "initialize_episode", "finalize_episode"
-METADATA_KEY = "x2"
+from x2.base.arrays import Floats, Image
+
+OBS_STATE: Final = "observation.state"  # (J,) float32: the robot's joint positions, as the dataset's qpos
+OBS_IMAGE_PREFIX: Final = "observation.images."  # + camera: (H, W, 3) uint8, rendered live
+OBS_ENV_STATE: Final = "observation.environment_state"  # (K * 7,) float32: object poses (privileged: low-dim policies)
+OBS_PROMPT: Final = "prompt"  # the episode's instruction (openpi's name)
+OBS_TASK: Final = "task"  # the same instruction (LeRobot's name)
+OBS_TICK: Final = "x2.tick"  # the control tick of this observation (30 Hz simulated time)
+OBS_SIM_STATE: Final = "x2.sim_state"  # the full physics state, float64 (privileged: only to a service asking for it)
+ACTIONS: Final = "actions"
+END: Final = "x2.end"  # in an answer: the policy ends the episode here (its reason, a string); its actions are not run
+OP_KEY: Final = "x2.op"
+INITIALIZE: Final = "initialize_episode"
+FINALIZE: Final = "finalize_episode"
+METADATA_KEY: Final = "x2"
+
+# An observation message: OBS_TICK an int, OBS_PROMPT and OBS_TASK the instruction, the others arrays (images by
+# camera: OBS_IMAGE_PREFIX + its name). What a service receives is whatever its client sent: it checks what it reads.
+ObservationMessage = dict[str, int | str | Floats | Image]
+# An answer as a service gives it; the evaluator takes what came back as a map still to be checked (x2.eval.teacher).
+Answer = TypedDict("Answer", {"actions": Floats, "x2.end": NotRequired[str]})
+Received = Mapping[str, object]  # a message as it came off the wire, before anything in it is checked
+
+
+class EpisodeSetup(TypedDict):
+    """What the episode is, as its evaluator's session knows it before the reset."""
+
+    seed: int
+    slot: int
+    task: str
+    robot: str
+    variant: str
+    split: str
+
+
+class EpisodeStartMessage(EpisodeSetup):
+    """`initialize_episode`'s map: the episode, and what the reset gave (its instruction, the action layout)."""
+
+    instruction: str
+    action_names: list[str]
+    home_action: Floats
+    action_low: Floats
+    action_high: Floats
+
+
+class EpisodeEndMessage(TypedDict):
+    """`finalize_episode`'s map: how the episode ended (end_reason as the episode file's attr of that name)."""
+
+    seed: int
+    success: bool
+    ticks: int
+    end_reason: str
+
+
+class Metadata(TypedDict):
+    """What ServiceInfo says under the metadata's `x2` key."""
+
+    kind: str
+    identity: str
+    digest: str
+    lifecycle: bool
+    cameras: dict[str, list[int]]
+    state: bool
+    environment_state: bool
+    sim_state: bool
+    action_names: list[str] | None
+    chunk: int | None
 
 
 class PolicyFault(Exception):
@@ -66,7 +121,7 @@ class ServiceInfo:
     def privileged(self) -> bool:
         return self.sim_state or self.environment_state
 
-    def to_metadata(self) -> dict[str, Any]:
+    def to_metadata(self) -> dict[str, Metadata]:
         return {METADATA_KEY: {
             "kind": self.kind, "identity": self.identity, "digest": self.digest, "lifecycle": self.lifecycle,
             "cameras": {c: list(hw) for c, hw in self.cameras.items()}, "state": self.state,
@@ -74,7 +129,7 @@ class ServiceInfo:
             "action_names": None if self.action_names is None else list(self.action_names), "chunk": self.chunk}}
 
     @classmethod
-    def from_metadata(cls, metadata: Mapping[str, Any]) -> ServiceInfo:
+    def from_metadata(cls, metadata: Received) -> ServiceInfo:
         raw = metadata.get(METADATA_KEY) if isinstance(metadata, Mapping) else None
         if not isinstance(raw, Mapping):
             return cls()
@@ -92,10 +147,10 @@ class ServiceInfo:
 class PolicyService(Protocol):
     """A policy as a service runs it: `x2 serve` puts one behind a websocket (x2.policy.server)."""
 
-    def metadata(self) -> dict[str, Any]: ...
-    def infer(self, obs: dict[str, Any]) -> dict[str, Any]: ...
-    def initialize_episode(self, episode: dict[str, Any]) -> None: ...
-    def finalize_episode(self, result: dict[str, Any]) -> None: ...
+    def metadata(self) -> Mapping[str, object]: ...
+    def infer(self, obs: ObservationMessage) -> Answer: ...
+    def initialize_episode(self, episode: EpisodeStartMessage) -> None: ...
+    def finalize_episode(self, result: EpisodeEndMessage) -> None: ...
 
 
 class PolicyClient(Protocol):
@@ -104,7 +159,7 @@ class PolicyClient(Protocol):
 
     @property
     def info(self) -> ServiceInfo: ...
-    def initialize_episode(self, episode: dict[str, Any]) -> None: ...
-    def infer(self, obs: dict[str, Any]) -> dict[str, Any]: ...
-    def finalize_episode(self, result: dict[str, Any]) -> None: ...
+    def initialize_episode(self, episode: EpisodeStartMessage) -> None: ...
+    def infer(self, obs: ObservationMessage) -> Received: ...
+    def finalize_episode(self, result: EpisodeEndMessage) -> None: ...
     def close(self) -> None: ...

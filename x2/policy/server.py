@@ -19,12 +19,12 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from functools import partial
 from http import HTTPStatus
-from typing import Any
+from typing import cast
 
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
@@ -32,12 +32,12 @@ from websockets.http11 import Request, Response
 from websockets.protocol import State
 from websockets.sync.server import Server, ServerConnection, serve
 
-from x2.policy.protocol import FINALIZE, INITIALIZE, OP_KEY, PolicyService
+from x2.policy.protocol import FINALIZE, INITIALIZE, OP_KEY, EpisodeEndMessage, EpisodeStartMessage, PolicyService
 from x2.policy.wire import pack, unpack
 
 HEALTH_PATH = "/healthz"
 _POLL_S = 0.1  # how often a handler waiting for the service looks whether its client is still there
-_OK = {"ok": True}
+_OK: Mapping[str, object] = {"ok": True}
 
 
 class _ServiceThread:
@@ -45,23 +45,26 @@ class _ServiceThread:
     server's process alive."""
 
     def __init__(self) -> None:
-        self._calls: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = queue.SimpleQueue()
+        self._calls: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="x2-policy-service", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        while (item := self._calls.get()) is not None:
-            call, future = item
+        while (call := self._calls.get()) is not None:
+            call()
+
+    def submit[R](self, call: Callable[[], R]) -> Future[R]:
+        future: Future[R] = Future()
+
+        def run() -> None:
             if not future.set_running_or_notify_cancel():  # its connection is gone already
-                continue
+                return
             try:
                 future.set_result(call())
             except BaseException as exc:  # noqa: BLE001 - handed to the connection, which reports it
                 future.set_exception(exc)
 
-    def submit(self, call: Callable[[], Any]) -> Future[Any]:
-        future: Future[Any] = Future()
-        self._calls.put((call, future))
+        self._calls.put(run)
         return future
 
     def stop(self) -> None:
@@ -136,47 +139,48 @@ class PolicyServer:
         if self._fresh is not None:
             self._idle.append(service)
 
-    def _answer(self, service: PolicyService, message: Any) -> dict[str, Any]:
+    def _answer(self, service: PolicyService, message: object) -> Mapping[str, object]:
         if not isinstance(message, dict):
             raise TypeError(f"expected a map (an observation or an {OP_KEY} message), got {type(message).__name__}")
         op = message.pop(OP_KEY, None)
         if op is None:
             return service.infer(message)
+        # (msgpack's map, as x2's evaluator sends it: another client may send less, and a service checks what it reads)
         if op == INITIALIZE:
-            service.initialize_episode(message)
+            service.initialize_episode(cast(EpisodeStartMessage, message))
         elif op == FINALIZE:
-            service.finalize_episode(message)
+            service.finalize_episode(cast(EpisodeEndMessage, message))
         else:
             raise ValueError(f"{OP_KEY}: found {op!r}; allowed: {INITIALIZE}, {FINALIZE}")
         return _OK
 
-    def _wait(self, connection: ServerConnection, future: Future[Any]) -> tuple[bool, Any]:
-        """(True, the answer) or (False, None) when the client left before the service answered."""
+    def _wait[R](self, connection: ServerConnection, future: Future[R]) -> R | None:
+        """The answer, or None when the client left before the service answered."""
         while True:
             try:
-                return True, future.result(timeout=_POLL_S)
+                return future.result(timeout=_POLL_S)
             except FutureTimeout:
                 if connection.protocol.state is not State.OPEN:
                     future.cancel()
-                    return False, None
+                    return None
 
     def _handle(self, connection: ServerConnection) -> None:
         service: PolicyService | None = None
         try:
             connection.send(self._metadata)
             try:
-                ok, service = self._wait(connection, self._calls.submit(self._acquire))
+                service = self._wait(connection, self._calls.submit(self._acquire))
             except Exception:  # a policy that cannot be made again (its folder gone): this connection's error
                 self._fail(connection, traceback.format_exc())
                 return
-            if not ok:
+            if service is None:
                 return
             while True:
                 message = connection.recv()
                 try:
                     obs = unpack(message.encode() if isinstance(message, str) else message)
-                    ok, answer = self._wait(connection, self._calls.submit(partial(self._answer, service, obs)))
-                    if not ok:
+                    answer = self._wait(connection, self._calls.submit(partial(self._answer, service, obs)))
+                    if answer is None:
                         return
                     reply = pack(answer)
                 except Exception:

@@ -20,7 +20,7 @@ _ARRAY, _SCALAR = b"__ndarray__", b"__npgeneric__"
 _REFUSED_KINDS = ("V", "O", "c")
 
 
-def _encode(obj: Any) -> Any:
+def _encode(obj: object) -> object:
     if isinstance(obj, np.ndarray | np.generic) and obj.dtype.kind in _REFUSED_KINDS:
         raise ValueError(f"cannot send a numpy {obj.dtype} value (object, void and complex dtypes are refused)")
     if isinstance(obj, np.ndarray):
@@ -31,7 +31,7 @@ def _encode(obj: Any) -> Any:
     return obj
 
 
-def _decode(obj: dict[Any, Any]) -> Any:
+def _decode(obj: dict[Any, Any]) -> object:  # (msgpack ships no types: its hook's map is what the bytes said)
     if _ARRAY in obj:
         dtype = np.dtype(obj[b"dtype"])
         if dtype.kind in _REFUSED_KINDS:
@@ -43,16 +43,17 @@ def _decode(obj: dict[Any, Any]) -> Any:
     return obj
 
 
-def pack(obj: Any) -> bytes:
+def pack(obj: object) -> bytes:
     """`obj` (dicts, lists, str, bytes, numbers, numpy arrays and scalars) as one message."""
     packed: bytes = msgpack.packb(obj, default=_encode)
     return packed
 
 
-def unpack(data: bytes) -> Any:
+def unpack(data: bytes) -> object:
     """One message back into Python values with numpy arrays (writable copies); ValueError for bytes that
     are no such message."""
     try:
-        return msgpack.unpackb(data, object_hook=_decode)
+        message: object = msgpack.unpackb(data, object_hook=_decode)
     except (ValueError, TypeError, KeyError) as exc:  # msgpack's errors are ValueErrors; a bad tag map the others
         raise ValueError(f"not a msgpack message: {type(exc).__name__}: {exc}") from exc
+    return message

@@ -13,7 +13,9 @@ stay with it. So every process x2 starts arms this in its first lines:
 
 A pool worker arms this before it imports the pool's initializer: that is passed by name, because
 unpickling the function itself would import its module first (x2.synth.runner takes seconds to
-import on a loaded machine, seconds in which a SIGKILLed parent's worker would live on).
+import on a loaded machine, seconds in which a SIGKILLed parent's worker would live on). A child that is a
+command rather than a pool worker (a policy service, x2/policy/process.py) learns its parent from its
+environment (`child_environment`) and arms it in its first lines (`arm_parent_death`).
 """
 
 from __future__ import annotations
@@ -28,10 +30,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 _POLL_S = 0.2
+PARENT_ENV = "X2_PARENT_PROCESS"  # a child command's parent: "PID:1" (spawned by its main thread) or "PID:0"
 
 
 @dataclass(frozen=True)
@@ -70,17 +72,32 @@ def die_with(parent: ParentProcess) -> None:
         os._exit(1)
 
 
+def child_environment(parent: ParentProcess) -> dict[str, str]:
+    """This process's environment for a child command that must die with `parent` (it calls arm_parent_death)."""
+    return {**os.environ, PARENT_ENV: f"{parent.pid}:{int(parent.spawned_by_main_thread)}"}
+
+
+def arm_parent_death() -> None:
+    """In a child command: die with the process that started it (when one did, through child_environment). The
+    variable is removed so the child's own children do not take its parent for theirs."""
+    value = os.environ.pop(PARENT_ENV, None)
+    if value:
+        pid, _, main = value.partition(":")
+        die_with(ParentProcess(int(pid), main == "1"))
+
+
 def _name_of(function: Callable[..., object]) -> str:
     return f"{function.__module__}:{function.__qualname__}"
 
 
 def _resolve(name: str) -> Callable[..., object]:
     module, _, qualname = name.partition(":")
-    found: Any = importlib.import_module(module)
+    found: object = importlib.import_module(module)
     for part in qualname.split("."):
         found = getattr(found, part)
-    resolved: Callable[..., object] = found
-    return resolved
+    if not callable(found):
+        raise TypeError(f"{name}: found a {type(found).__name__}; allowed: a function")
+    return found
 
 
 def _init(parent: ParentProcess, initializer: str | None, initargs: tuple[object, ...]) -> None:

@@ -14,12 +14,10 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Protocol
 
 from x2.base.errors import X2Error
 from x2.processes.life import process_pool, stop_workers
-
-T = TypeVar("T")
 
 LOCAL, AUTO = "local", "auto"
 
@@ -53,7 +51,7 @@ class WorkerPool(Protocol):
         """Whether the workers see the caller's files (a local pool) or only what a unit carries (a cluster)."""
         ...
 
-    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+    def submit[*Args, R](self, fn: Callable[[*Args], R], *args: *Args) -> Future[R]:
         """Unit `fn(*args)` on some worker. `fn` must be a module-level function (a worker imports it by name)."""
         ...
 
@@ -84,7 +82,7 @@ class LocalPool:
     def workers(self) -> int:
         return self._workers
 
-    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+    def submit[*Args, R](self, fn: Callable[[*Args], R], *args: *Args) -> Future[R]:
         assert self._pool is not None, "pool shut down"
         return self._pool.submit(fn, *args)
 

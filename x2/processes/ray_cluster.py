@@ -32,9 +32,10 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import ray
+from ray import ObjectRef
 from ray.exceptions import (
     NodeDiedError,
     ObjectLostError,
@@ -48,8 +49,7 @@ import x2
 from x2.processes.life import _name_of, _resolve
 from x2.processes.pool import AUTO, LOCAL, RayTarget, RayUnavailable, WorkerLost
 from x2.processes.reaper import DONE
-
-T = TypeVar("T")
+from x2.processes.worker import HEADLESS_GL, ONE_THREAD
 
 MAX_RESTARTS = 4  # per actor: enough to move off a lost node or two, not to loop on a unit that kills it
 TASK_RETRIES = 2  # per unit, on another actor (or the same one restarted)
@@ -63,8 +63,8 @@ _LOST = (RayActorError, WorkerCrashedError, NodeDiedError, ObjectLostError, Owne
 @dataclass
 class _Unit:
     fn: str
-    args: tuple[Any, ...]
-    future: Future[Any]
+    args: tuple[object, ...]
+    future: Future[Any]  # (of whatever its function returns: units of several kinds share the queue)
     tries: int = 0
 
 
@@ -76,7 +76,7 @@ class _Worker:
     def ready(self) -> int:
         return os.getpid()
 
-    def call(self, fn: str, *args: Any) -> Any:
+    def call(self, fn: str, *args: object) -> object:
         return _resolve(fn)(*args)
 
 
@@ -88,8 +88,8 @@ def worker_env() -> dict[str, str]:
     driver's offline switch, and x2 from the driver's source tree when x2 is not an installed package (an
     editable install elsewhere would otherwise win). A path that does not exist on another node is skipped
     there by Python, which then imports its installed x2."""
-    env = {"MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    env |= {var: "1" for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    env = {"MUJOCO_GL": os.environ.get("MUJOCO_GL", HEADLESS_GL)}
+    env |= {var: "1" for var in ONE_THREAD}
     if "HF_HUB_OFFLINE" in os.environ:
         env["HF_HUB_OFFLINE"] = os.environ["HF_HUB_OFFLINE"]
     return env | _source_path()
@@ -142,6 +142,11 @@ def _check_reachable(address: str) -> None:
         pass
 
 
+def _cluster_cpus() -> float:
+    cpus: float = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]  # (Ray leaves it unannotated)
+    return cpus
+
+
 class RayPool:
     shared_disk = False  # a unit may run on another machine: it carries its input and returns its output
 
@@ -152,7 +157,7 @@ class RayPool:
         self._started = False
         self._connect(target, workers)
         try:
-            count = workers or max(1, int(ray.cluster_resources().get("CPU", 1) // target.cpus_per_worker))
+            count = workers or max(1, int(_cluster_cpus() // target.cpus_per_worker))
             actor = _RemoteWorker.options(num_cpus=target.cpus_per_worker, max_restarts=MAX_RESTARTS)
             name = None if initializer is None else _name_of(initializer)
             self._actors = [actor.remote(name, initargs) for _ in range(count)]
@@ -163,8 +168,9 @@ class RayPool:
         self._queue: deque[_Unit] = deque()
         self._idle: deque[int] = deque()  # an actor's number once per unit it may take now
         self._up: set[int] = set()  # actors that answered and have not been lost since
-        self._starting: dict[Any, int] = {a.ready.remote(): i for i, a in enumerate(self._actors)}  # ref -> actor
-        self._busy: dict[Any, tuple[int, _Unit]] = {}  # ref -> (actor, its unit)
+        # ref of an actor's ready ping -> the actor; ref of a unit's call -> (actor, its unit)
+        self._starting: dict[ObjectRef[object], int] = {a.ready.remote(): i for i, a in enumerate(self._actors)}
+        self._busy: dict[ObjectRef[object], tuple[int, _Unit]] = {}
         self._retried = 0
         self._stopped = False
         self._dead: RayUnavailable | None = None
@@ -175,7 +181,6 @@ class RayPool:
     def _connect(self, target: RayTarget, workers: int | None) -> None:
         if ray.is_initialized():  # the caller's own connection (a script that ran ray.init): used, kept
             return
-        options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
         try:
             if target.address == LOCAL:
                 self._temp = _short_temp_dir()
@@ -185,11 +190,13 @@ class RayPool:
                 # it is given here. A runtime_env would say the same through Ray's agent, seconds later per
                 # actor (measured: 7.1-7.4 s to two ready actors without, 9.5-13.2 s with, on a busy 2-core VM).
                 with _environment(worker_env()):
-                    ray.init(num_cpus=cpus, include_dashboard=False, _temp_dir=str(self._temp), **options)
+                    ray.init(num_cpus=cpus, include_dashboard=False, _temp_dir=str(self._temp), log_to_driver=False,
+                             logging_level=logging.ERROR)
             else:  # a cluster's raylets were started by `ray start`: only a runtime_env reaches their workers
                 address = (os.environ.get("RAY_ADDRESS") or AUTO) if target.address == AUTO else target.address
                 _check_reachable(address)
-                ray.init(address=address, runtime_env={"env_vars": worker_env()}, **options)
+                ray.init(address=address, runtime_env={"env_vars": worker_env()}, log_to_driver=False,
+                         logging_level=logging.ERROR)
         except (ConnectionError, RuntimeError, ValueError, OSError) as exc:
             self._disconnect()
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -225,8 +232,8 @@ class RayPool:
         with self._cond:
             return self._retried
 
-    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
-        future: Future[T] = Future()
+    def submit[*Args, R](self, fn: Callable[[*Args], R], *args: *Args) -> Future[R]:
+        future: Future[R] = Future()
         with self._cond:
             if self._dead is not None:
                 future.set_exception(self._dead)
@@ -278,7 +285,7 @@ class RayPool:
             for ref in ready:
                 self._settle(ref)
 
-    def _settle(self, ref: Any) -> None:
+    def _settle(self, ref: ObjectRef[object]) -> None:
         with self._cond:
             starting = self._starting.pop(ref, None)
             actor, unit = (starting, None) if starting is not None else self._busy.pop(ref)

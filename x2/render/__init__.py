@@ -2,8 +2,8 @@
 and pictures made from worlds: contact sheets, task previews, a robot's portrait.
 
 Names resolve on first use, so a render worker process can set its environment (BLAS threads, GL
-backend) before numpy or mujoco is imported (x2.render.workers). Reading a recorded episode's frames (stored or
-drawn now) is x2.recorded.frames.
+backend) before numpy or mujoco is imported (x2.processes.worker runs the jobs of x2.render.jobs). Reading a
+recorded episode's frames (stored or drawn now) is x2.recorded.frames.
 """
 
 from __future__ import annotations

@@ -26,11 +26,12 @@ from x2.datasets.select import Selection
 from x2.files.atomic import write_bytes
 from x2.files.disk import is_refusal, refused
 from x2.processes.pool import RayTarget, WorkerLost
+from x2.processes.worker import progress_queue, worker_pool
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.recorded.held_out_check import eval_configuration, refuse_held_out
 from x2.recorded.world import open_world
 from x2.render.episode_file import cameras_to_draw
-from x2.render.workers import JobResult, RenderJob, progress_queue, run_job, run_shipped, worker_pool
+from x2.render.jobs import JobResult, RenderJob, run_job, run_shipped
 from x2.sim.camera import ImageSize
 
 

@@ -19,8 +19,8 @@ from x2 import format as fmt
 from x2.base.errors import DatasetError
 from x2.datasets import Episode
 from x2.datasets.zstd import compress_frame, image_filter, zstd_lib
-from x2.files.atomic import fsync_file
 from x2.files.hdf5_guard import kept_if_complete
+from x2.files.staging import fsync_file
 from x2.recorded.frames import stored_cameras
 from x2.recorded.world import SIM_BOUND, open_world
 from x2.sim.camera import ImageSize

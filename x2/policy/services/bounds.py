@@ -7,11 +7,20 @@ deterministic given the episode's seed, so every run of a benchmark scores them 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 import numpy as np
 
-from x2.policy.protocol import ACTIONS, PolicyFault, ServiceInfo
+from x2.base.arrays import Floats
+from x2.policy.protocol import (
+    ACTIONS,
+    Answer,
+    EpisodeEndMessage,
+    EpisodeStartMessage,
+    ObservationMessage,
+    PolicyFault,
+    ServiceInfo,
+)
 from x2.policy.services import ServeOptions
 
 RANDOM_STEP = 0.02  # rad (and gripper fraction) per tick: a slow wander, not a shake the physics rejects
@@ -23,15 +32,15 @@ class _Bound:
     kind = ""
 
     def __init__(self) -> None:
-        self._home: np.ndarray | None = None
-        self._low: np.ndarray = np.zeros(0)
-        self._high: np.ndarray = np.zeros(0)
+        self._home: Floats | None = None
+        self._low: Floats = np.zeros(0)
+        self._high: Floats = np.zeros(0)
         self._seed = 0
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> Mapping[str, object]:
         return ServiceInfo(kind=self.kind, identity=self.kind, lifecycle=True, state=True).to_metadata()
 
-    def initialize_episode(self, start: dict[str, Any]) -> None:
+    def initialize_episode(self, start: EpisodeStartMessage) -> None:
         try:
             self._home = np.asarray(start["home_action"], dtype=np.float64)
             self._low = np.asarray(start["action_low"], dtype=np.float64)
@@ -45,10 +54,10 @@ class _Bound:
     def started(self) -> None:
         pass
 
-    def finalize_episode(self, result: dict[str, Any]) -> None:
+    def finalize_episode(self, result: EpisodeEndMessage) -> None:
         pass
 
-    def home(self) -> np.ndarray:
+    def home(self) -> Floats:
         if self._home is None:
             raise PolicyFault("malformed", f"{self.kind}: infer before initialize_episode")
         return self._home
@@ -57,7 +66,7 @@ class _Bound:
 class HoldService(_Bound):
     kind = "hold"
 
-    def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
+    def infer(self, obs: ObservationMessage) -> Answer:
         return {ACTIONS: np.repeat(self.home()[None], HOLD_CHUNK, axis=0).astype(np.float32)}
 
 
@@ -68,7 +77,7 @@ class RandomService(_Bound):
         self._rng = np.random.default_rng(self._seed)
         self._last = self.home().copy()
 
-    def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
+    def infer(self, obs: ObservationMessage) -> Answer:
         self.home()
         steps = self._rng.normal(0.0, RANDOM_STEP, size=(RANDOM_CHUNK, len(self._last)))
         chunk = np.empty_like(steps)

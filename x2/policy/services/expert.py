@@ -9,12 +9,24 @@ succeeds where synthesis accepted (synthesis also rejects a success with a conta
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 import numpy as np
 
+from x2.base.arrays import Floats
 from x2.base.errors import MotionError
-from x2.policy.protocol import ACTIONS, END, OBS_SIM_STATE, OBS_TICK, PolicyFault, ServiceInfo
+from x2.policy.protocol import (
+    ACTIONS,
+    END,
+    OBS_SIM_STATE,
+    OBS_TICK,
+    Answer,
+    EpisodeEndMessage,
+    EpisodeStartMessage,
+    ObservationMessage,
+    PolicyFault,
+    ServiceInfo,
+)
 from x2.policy.services import ServeOptions
 from x2.rollout.teacher import Observation
 from x2.sim import SimulationUnstable
@@ -31,16 +43,16 @@ class ExpertService:
         self._session: SynthSession | None = None
         self._executor: SkillExecutor | None = None
         self._instruction = ""
-        self._last: np.ndarray | None = None
+        self._last: Floats | None = None
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> Mapping[str, object]:
         return ServiceInfo(kind="expert", identity=f"expert (x2 synth's teacher{self._which()})", lifecycle=True,
                            state=True, sim_state=True).to_metadata()
 
     def _which(self) -> str:
         return f", task {self.options.task}" if self.options.task else ""
 
-    def initialize_episode(self, start: dict[str, Any]) -> None:
+    def initialize_episode(self, start: EpisodeStartMessage) -> None:
         task = str(start.get("task") or self.options.task or "")
         if not task:
             raise PolicyFault("malformed", "expert: initialize_episode names no task (and the service was "
@@ -59,7 +71,7 @@ class ExpertService:
         session.rollout.monitor.reset(info.roles)
         self._executor, self._instruction, self._last = executor, info.instruction, session.backend.home_action()
 
-    def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
+    def infer(self, obs: ObservationMessage) -> Answer:
         session, executor = self._session, self._executor
         if session is None or executor is None:
             raise PolicyFault("malformed", "expert: infer before initialize_episode")
@@ -82,11 +94,11 @@ class ExpertService:
         self._last = np.asarray(action, dtype=np.float64)
         return {ACTIONS: self._last[None].astype(np.float32)}
 
-    def _end(self, why: str) -> dict[str, Any]:
+    def _end(self, why: str) -> Answer:
         assert self._last is not None
         return {ACTIONS: self._last[None].astype(np.float32), END: why}
 
-    def finalize_episode(self, result: dict[str, Any]) -> None:
+    def finalize_episode(self, result: EpisodeEndMessage) -> None:
         self._executor = None
 
 

@@ -20,10 +20,10 @@ import contextlib
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from x2.base.arrays import Floats, Image
 from x2.base.errors import PolicyError
 from x2.datasets.untrusted import json_loads
 from x2.files.digest import file_digest
@@ -34,6 +34,10 @@ from x2.policy.protocol import (
     OBS_PROMPT,
     OBS_STATE,
     OBS_TASK,
+    Answer,
+    EpisodeEndMessage,
+    EpisodeStartMessage,
+    ObservationMessage,
     PolicyFault,
     ServiceInfo,
 )
@@ -155,22 +159,22 @@ class LeRobotService:
             state=OBS_STATE in self.vectors, environment_state=OBS_ENV_STATE in self.vectors,
             action_names=None if names is None else tuple(names), chunk=None)
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> Mapping[str, object]:
         return self.info.to_metadata()
 
-    def initialize_episode(self, episode: dict[str, Any]) -> None:
+    def initialize_episode(self, episode: EpisodeStartMessage) -> None:
         # As LeRobot's own rollout resets before an episode: the action queue and any processor state.
         self.policy.reset()
         self.preprocessor.reset()
         self.postprocessor.reset()
         self._task = str(episode.get("instruction") or "")
 
-    def finalize_episode(self, result: dict[str, Any]) -> None:
+    def finalize_episode(self, result: EpisodeEndMessage) -> None:
         pass
 
-    def batch(self, obs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    def batch(self, obs: ObservationMessage) -> dict[str, Floats | Image]:
         """The observation's arrays the policy reads, checked and copied (writable: torch.from_numpy)."""
-        out: dict[str, np.ndarray] = {}
+        out: dict[str, Floats | Image] = {}
         for key, (height, width) in self.images.items():
             value = np.asarray(obs[key]) if key in obs else None
             if value is None or value.shape != (height, width, 3) or value.dtype != np.uint8:
@@ -185,7 +189,7 @@ class LeRobotService:
             out[key] = np.array(value, dtype=np.float32)
         return out
 
-    def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
+    def infer(self, obs: ObservationMessage) -> Answer:
         import torch
         from lerobot.policies import prepare_observation_for_inference
 

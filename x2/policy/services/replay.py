@@ -9,14 +9,25 @@ and collection agree. A seed the dataset has no episode for ends the episode at 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from x2 import format as fmt
+from x2.base.arrays import Floats
 from x2.datasets import Dataset
-from x2.policy.protocol import ACTIONS, END, OBS_TICK, PolicyFault, ServiceInfo
+from x2.policy.protocol import (
+    ACTIONS,
+    END,
+    OBS_TICK,
+    Answer,
+    EpisodeEndMessage,
+    EpisodeStartMessage,
+    ObservationMessage,
+    PolicyFault,
+    ServiceInfo,
+)
 from x2.policy.services import ServeOptions
 from x2.recorded.world import SIM_BOUND
 
@@ -28,14 +39,14 @@ class ReplayService:
         self.by_seed = {r.seed: r for r in self.records}
         digests = "\n".join(f"{r.index} {r.digest}" for r in self.records)
         self.digest = "sha256:" + hashlib.sha256(digests.encode()).hexdigest()
-        self._actions: np.ndarray | None = None
+        self._actions: Floats | None = None
         self._missing = ""
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> Mapping[str, object]:
         return ServiceInfo(kind="replay", identity=str(self.dataset.root), digest=self.digest, lifecycle=True,
                            state=True, action_names=tuple(self.dataset.manifest.action_names)).to_metadata()
 
-    def initialize_episode(self, start: dict[str, Any]) -> None:
+    def initialize_episode(self, start: EpisodeStartMessage) -> None:
         seed = int(start["seed"])
         record = self.by_seed.get(seed)
         self._actions, self._missing = None, ""
@@ -45,7 +56,7 @@ class ReplayService:
         with self.dataset.load(record.index) as ep:
             self._actions = np.asarray(ep.numeric(fmt.ACTION, 2, 1, bound=SIM_BOUND), dtype=np.float32)
 
-    def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
+    def infer(self, obs: ObservationMessage) -> Answer:
         actions = self._actions
         if actions is None:
             if self._missing:
@@ -56,7 +67,7 @@ class ReplayService:
             return {ACTIONS: actions[-1:], END: "the recording ended"}
         return {ACTIONS: actions[tick:tick + 1]}
 
-    def finalize_episode(self, result: dict[str, Any]) -> None:
+    def finalize_episode(self, result: EpisodeEndMessage) -> None:
         self._actions = None
 
 
