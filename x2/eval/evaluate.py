@@ -12,7 +12,6 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from x2.eval.picture import draw_report
 from x2.eval.report import Report, RunRecord, build_report
@@ -70,7 +69,7 @@ def policy_url(config: EvalConfig) -> Iterator[str]:
 
 
 def evaluate(config: EvalConfig, root: Path, on_update: Callable[[EvalProgress], None] | None = None,
-             on_split: Callable[[SplitPlan, Path], None] | None = None) -> dict[str, Any]:
+             on_split: Callable[[SplitPlan, Path], None] | None = None) -> Report:
     todo = plans(config)  # (refusals first: nothing is started or written for a run that cannot be)
     runs: list[RunRecord] = []
     with policy_url(config) as url, _pool(config) as pool:
@@ -97,11 +96,11 @@ def _pool(config: EvalConfig) -> Iterator[WorkerPool | None]:
             pool.shutdown()
 
 
-def write_report(root: Path, datasets: Sequence[Path], runs: Sequence[RunRecord] = ()) -> dict[str, Any]:
-    """eval_report.json and .png of `datasets`; the report, as a plain dict for x2.cli.eval (`Report` is its shape)."""
+def write_report(root: Path, datasets: Sequence[Path], runs: Sequence[RunRecord] = ()) -> Report:
+    """eval_report.json and .png of `datasets`; the report."""
     report: Report = build_report(datasets)
     if runs:
         report["runs"] = list(runs)
     write_bytes(root / REPORT_JSON, dumps(report).encode())
     draw_report(report, root / REPORT_PNG)
-    return dict(report)
+    return report

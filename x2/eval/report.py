@@ -27,7 +27,7 @@ Z95 = 1.959964
 
 
 class GroupSummary(TypedDict):
-    """One group's numbers (one task and split, or a dimension's): `summarize`."""
+    """One group's numbers (one task and split, or a dimension's): `summarize_group`."""
 
     episodes: int
     successes: int
@@ -168,7 +168,7 @@ def score_datasets(paths: Iterable[Path]) -> list[EpisodeScore]:
     return out
 
 
-def summarize(scores: Sequence[EpisodeScore]) -> GroupSummary:
+def summarize_group(scores: Sequence[EpisodeScore]) -> GroupSummary:
     """One group's numbers (one task and split, or a dimension's)."""
     n = len(scores)
     k = sum(s.success for s in scores)
@@ -193,11 +193,12 @@ def build_report(paths: Sequence[Path]) -> Report:
     policies = list({json.dumps(s.policy, sort_keys=True): s.policy for s in scores}.values())
     tasks = sorted({s.task for s in scores})
     splits = [sp for sp in ("train", "eval") if any(s.split == sp for s in scores)]
-    per_task = {task: {sp: summarize([s for s in scores if s.task == task and s.split == sp]) for sp in splits
+    per_task = {task: {sp: summarize_group([s for s in scores if s.task == task and s.split == sp]) for sp in splits
                        if any(s.task == task and s.split == sp for s in scores)} for task in tasks}
     dims = sorted({d for s in scores for d in s.dimensions})
-    per_dimension = {d: {sp: summarize([s for s in scores if d in s.dimensions and s.split == sp]) for sp in splits
-                         if any(d in s.dimensions and s.split == sp for s in scores)} for d in dims}
+    per_dimension = {d: {sp: summarize_group([s for s in scores if d in s.dimensions and s.split == sp])
+                         for sp in splits if any(d in s.dimensions and s.split == sp for s in scores)}
+                     for d in dims}
     return {"policies": policies, "datasets": [str(p) for p in paths], "splits": splits, "tasks": per_task,
             "dimensions": {d: {sp: _dimension(v) for sp, v in by.items()} for d, by in per_dimension.items()},
             "episodes": [_episode_row(s) for s in scores]}
