@@ -21,7 +21,7 @@ from x2.envspec import load_env
 from x2.envspec.held_out import config_split
 from x2.eval.observe import ObservationPlan
 from x2.eval.teacher import ChunkExecution, PolicyEndRecord, PolicyTeacher
-from x2.policy.protocol import EpisodeSetup, PolicyClient, PolicyFault, ServiceInfo
+from x2.policy.protocol import EpisodeEndMessage, EpisodeSetup, PolicyClient, PolicyFault, ServiceInfo
 from x2.rollout import Rollout, RolloutOptions
 from x2.rollout.loop import EpisodeResult
 from x2.rollout.memory import MemoryRecorder
@@ -125,8 +125,8 @@ class EvalSession:
                                                                           unstable_ends=True))
         ended = teacher.record()
         with contextlib.suppress(PolicyFault):  # the episode is over and scored: a deaf service changes nothing
-            self.client.finalize_episode({"seed": seed, "success": result.success, "ticks": result.ticks,
-                                          "end_reason": result.end_reason})
+            self.client.finalize_episode(EpisodeEndMessage(seed=seed, success=result.success, ticks=result.ticks,
+                                                           end_reason=result.end_reason))
         n = result.ticks
         timing = {"inference": np.asarray(teacher.infer_ms[:n], np.float32),
                   "render": np.asarray(teacher.render_ms[:n], np.float32)}
