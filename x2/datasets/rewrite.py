@@ -22,10 +22,10 @@ from pathlib import Path
 
 from x2 import format as fmt
 from x2.base.errors import DatasetError
-from x2.datasets.commit import move_into_place, seal
+from x2.datasets.commit import seal
 from x2.datasets.episode import Episode
 from x2.datasets.index import EpisodeRecord, write_index
-from x2.files.staging import fsync_dir
+from x2.files.staging import fsync_dir, move_into_place
 
 
 def staged_path(root: Path, index: int) -> Path:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from x2.base.errors import DatasetError, NotFoundError, X2Error
-from x2.datasets.commit import move_into_place, seal
+from x2.datasets.commit import seal
 from x2.datasets.difference import describe, first_difference
 from x2.datasets.episode import Episode
 from x2.datasets.index import EpisodeRecord, append_record, drop_torn_tail, format_indices, read_index
@@ -33,7 +33,7 @@ from x2.datasets.writer import EpisodeWriter
 from x2.files.atomic import write_bytes
 from x2.files.digest import verify_digest
 from x2.files.disk import is_refusal, refused
-from x2.files.staging import fsync_dir
+from x2.files.staging import fsync_dir, move_into_place
 from x2.format import (
     ANY_EPISODE_FILE,
     EPISODES_DIR,

@@ -29,12 +29,13 @@ from x2 import format as fmt
 from x2.base.arrays import Image
 from x2.base.errors import DatasetError
 from x2.datasets.attrs import set_attr
-from x2.datasets.commit import move_into_place, seal
+from x2.datasets.commit import seal
 from x2.datasets.episode import segments_from_labels
 from x2.datasets.index import EpisodeRecord, append_record
 from x2.datasets.zstd import compress_frame, image_filter, zstd_lib
 from x2.files.disk import is_refusal, refused
 from x2.files.hdf5_guard import check_writes, discard, kept_if_complete, watch
+from x2.files.staging import move_into_place
 from x2.format import (
     TICK_STREAMS,
     EpisodeStart,

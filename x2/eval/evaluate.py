@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from x2.eval.picture import draw_report
-from x2.eval.report import Report, RunRecord, build_report
+from x2.eval.report import EvalReport, RunRecord, build_report
 from x2.eval.runner import EvalProgress, EvalRun, dumps, open_eval_pool, run_summary
 from x2.eval.seeds import SplitPlan, plan_split, refuse_trained_seeds
 from x2.eval.session import EvalSetup
@@ -69,7 +69,7 @@ def policy_url(config: EvalConfig) -> Iterator[str]:
 
 
 def evaluate(config: EvalConfig, root: Path, on_update: Callable[[EvalProgress], None] | None = None,
-             on_split: Callable[[SplitPlan, Path], None] | None = None) -> Report:
+             on_split: Callable[[SplitPlan, Path], None] | None = None) -> EvalReport:
     todo = plans(config)  # (refusals first: nothing is started or written for a run that cannot be)
     runs: list[RunRecord] = []
     with policy_url(config) as url, _pool(config) as pool:
@@ -96,9 +96,9 @@ def _pool(config: EvalConfig) -> Iterator[WorkerPool | None]:
             pool.shutdown()
 
 
-def write_report(root: Path, datasets: Sequence[Path], runs: Sequence[RunRecord] = ()) -> Report:
+def write_report(root: Path, datasets: Sequence[Path], runs: Sequence[RunRecord] = ()) -> EvalReport:
     """eval_report.json and .png of `datasets`; the report."""
-    report: Report = build_report(datasets)
+    report: EvalReport = build_report(datasets)
     if runs:
         report["runs"] = list(runs)
     write_bytes(root / REPORT_JSON, dumps(report).encode())

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from x2.eval.report import Report
+from x2.eval.report import EvalReport
 from x2.files.atomic import write_bytes
 
 COLOURS = {"train": "#4c72b0", "eval": "#dd8452"}
 LABELS = {"train": "in-distribution (train)", "eval": "out-of-distribution (eval)"}
 
 
-def draw_report(report: Report, out: Path) -> Path:
+def draw_report(report: EvalReport, out: Path) -> Path:
     import io
 
     import matplotlib

@@ -67,7 +67,7 @@ class RunRecord(RunSummary):
     dataset: str
 
 
-class Report(TypedDict):
+class EvalReport(TypedDict):
     """eval_report.json (written with sorted keys)."""
 
     policies: list[dict[str, object]]
@@ -188,7 +188,7 @@ def summarize_group(scores: Sequence[EpisodeScore]) -> GroupSummary:
             "time_share": {key: round(v / total, 4) for key, v in time_ms.items()}}
 
 
-def build_report(paths: Sequence[Path]) -> Report:
+def build_report(paths: Sequence[Path]) -> EvalReport:
     scores = score_datasets(paths)
     policies = list({json.dumps(s.policy, sort_keys=True): s.policy for s in scores}.values())
     tasks = sorted({s.task for s in scores})

@@ -23,7 +23,7 @@ Every x2 writer of a file or folder that must never be seen half-made goes throu
 A kill at any moment therefore leaves the target absent, as it was, or complete. Episode files take steps 2 and
 4 from the dataset's own hidden folders instead (`.inprogress/`, `.rendering/`, `.staging/`: named by episode
 under the dataset's writer lock, and finished or removed by the next lock holder, x2/datasets/validate.py), with
-`fsync_file` and `move_into_place` (x2.datasets.commit).
+`fsync_file` and `move_into_place` (x2.datasets.commit, x2.datasets.writer).
 """
 
 from __future__ import annotations
