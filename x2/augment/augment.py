@@ -38,7 +38,7 @@ from x2.base.errors import DatasetError
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.datasets.select import Selection, require_some
 from x2.datasets.untrusted import json_loads
-from x2.envspec.scenery import SceneryVariant, load_scenery
+from x2.envspec.scenery import Scenery, load_scenery
 from x2.files.atomic import write_text
 from x2.files.hdf5_guard import kept_if_complete
 from x2.processes.pool import RayTarget, WorkerLost, in_order, open_pool
@@ -116,7 +116,7 @@ def scene_of(ep: Episode) -> str:
     return recorded_env(ep).scene_name
 
 
-def choose_scenery(scene: str, request: AugmentRequest) -> list[SceneryVariant]:
+def choose_scenery(scene: str, request: AugmentRequest) -> list[Scenery]:
     available = load_scenery(scene)
     if request.scenery:
         unknown = [n for n in request.scenery if n not in available]
@@ -137,7 +137,7 @@ def choose_scenery(scene: str, request: AugmentRequest) -> list[SceneryVariant]:
     return chosen
 
 
-def scenery_for(scenery: Sequence[SceneryVariant], parent: int, k: int) -> SceneryVariant:
+def scenery_for(scenery: Sequence[Scenery], parent: int, k: int) -> Scenery:
     """Variant k of episode `parent`: the scenery list in turn, starting one further for each episode, so
     every scenery is used evenly whatever K is, and a parent's k-th variant never changes with K."""
     return scenery[(parent + k) % len(scenery)]
@@ -220,7 +220,7 @@ class VariantJob:
 
     parent: int  # the source episode's index
     k: int
-    scenery: SceneryVariant
+    scenery: Scenery
     seed: int
     made: MadeConfig | None = None
     xml: str = ""

@@ -32,7 +32,7 @@ from x2.augment.records import SettleRecord, VariantConfig
 from x2.base.arrays import Floats
 from x2.base.seeding import child_seed, streams
 from x2.envspec.env import AssetSpec
-from x2.envspec.scenery import SceneryVariant
+from x2.envspec.scenery import Scenery
 from x2.sim.mujoco.look import sample_look
 from x2.sim.mujoco.recorded_xml import compile_world
 
@@ -47,7 +47,7 @@ def variant_seed(master_seed: int, parent_seed: int, k: int) -> int:
 @dataclass(frozen=True)
 class Variant:
     seed: int
-    scenery: SceneryVariant
+    scenery: Scenery
     model_xml: str
     placement: PlacementReport
     check: CheckResult
@@ -63,7 +63,7 @@ class Variant:
         return out
 
 
-def choose_distractors(scenery: SceneryVariant, count: int | None, task_assets: Sequence[str],
+def choose_distractors(scenery: Scenery, count: int | None, task_assets: Sequence[str],
                        rng: np.random.Generator) -> list[AssetSpec]:
     """The distractor assets: `count` (or the scenery's range) drawn from its pool, never an asset a task
     object of the episode is (the instruction names those: a second one would make it ambiguous)."""
@@ -105,7 +105,7 @@ class ParentEpisode:
                    hashlib.sha256(xml.encode("utf-8")).hexdigest(), source)
 
 
-def make_variant(parent: ParentEpisode, scenery: SceneryVariant, seed: int, objects: int | None = None,
+def make_variant(parent: ParentEpisode, scenery: Scenery, seed: int, objects: int | None = None,
                  mode: str = "uniform") -> Variant:
     rngs = streams(seed, STREAMS)
     look = sample_look(scenery, rngs["look"])
