@@ -57,7 +57,7 @@ def source(tmp_path_factory: pytest.TempPathFactory, synthesised_fruit: Path) ->
 @pytest.fixture(scope="module")
 def augmented(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("aug") / "fruit-aug"
-    summary = augment_dataset(source, out, AugmentRequest(variants=2, scenery=("clutter", "studio"), objects=3))
+    summary = augment_dataset(source, out, AugmentRequest(per_episode=2, scenery=("clutter", "studio"), objects=3))
     assert len(summary.written) == 2 and not summary.rejected
     return out
 
@@ -104,12 +104,12 @@ def test_streams_and_labels_are_the_parents_byte_for_byte(source: Path, augmente
                 assert child.attrs["model_xml"] != parent.attrs["model_xml"]
 
 
-def test_rendering_the_variant_gives_the_parents_camera_poses_and_new_pictures(source: Path,
-                                                                             augmented: Path) -> None:
+def test_rendering_an_augmented_episode_gives_the_parents_camera_poses_and_new_pictures(source: Path,
+                                                                                       augmented: Path) -> None:
     """The camera poses are recomputed from the states in the new world: bit-identical to the parent's."""
     render_dataset(augmented, ("head",), SMALL, episodes=[1])
     with h5py.File(Dataset.open(source).episode_path(0)) as parent, \
-            h5py.File(Dataset.open(augmented).episode_path(1)) as child:  # the studio variant: new walls
+            h5py.File(Dataset.open(augmented).episode_path(1)) as child:  # the studio one: new walls
         assert _same_bytes(parent["observations/camera_poses/head"], child["observations/camera_poses/head"])
         before, after = parent["observations/images/head"][0], child["observations/images/head"][0]
         assert np.abs(before.astype(int) - after.astype(int)).mean() > 5
@@ -128,26 +128,26 @@ def test_the_physics_never_meets_a_distractor(augmented: Path) -> None:
 
 def test_same_seed_same_bytes_and_a_rerun_resumes(source: Path, augmented: Path, tmp_path: Path) -> None:
     again = tmp_path / "again"
-    first = augment_dataset(source, again, AugmentRequest(variants=1, scenery=("clutter", "studio"), objects=3))
+    first = augment_dataset(source, again, AugmentRequest(per_episode=1, scenery=("clutter", "studio"), objects=3))
     assert [o.k for o in first.written] == [0]
-    second = augment_dataset(source, again, AugmentRequest(variants=2, scenery=("clutter", "studio"), objects=3))
+    second = augment_dataset(source, again, AugmentRequest(per_episode=2, scenery=("clutter", "studio"), objects=3))
     assert [o.existed for o in second.outcomes] == [True, False]  # resumed: k=0 kept, k=1 made
-    assert_same_variants(again, augmented)
+    assert_same_augmented(again, augmented)
     other = tmp_path / "other"
-    augment_dataset(source, other, AugmentRequest(variants=2, scenery=("clutter", "studio"), objects=3, seed=1))
+    augment_dataset(source, other, AugmentRequest(per_episode=2, scenery=("clutter", "studio"), objects=3, seed=1))
     assert (other / AUGMENTATION_REPORT_FILE).read_bytes() != (augmented / AUGMENTATION_REPORT_FILE).read_bytes()
 
 
-def test_variants_made_by_two_workers_are_the_same_bytes(source: Path, augmented: Path, tmp_path: Path) -> None:
+def test_two_workers_make_the_same_bytes(source: Path, augmented: Path, tmp_path: Path) -> None:
     pooled = tmp_path / "pooled"
-    summary = augment_dataset(source, pooled, AugmentRequest(variants=2, scenery=("clutter", "studio"), objects=3),
+    summary = augment_dataset(source, pooled, AugmentRequest(per_episode=2, scenery=("clutter", "studio"), objects=3),
                               workers=2)
     assert [o.k for o in summary.written] == [0, 1] and summary.geometry_s > 0
-    assert_same_variants(pooled, augmented)
+    assert_same_augmented(pooled, augmented)
 
 
-def assert_same_variants(made: Path, augmented: Path) -> None:
-    """`made` holds `augmented`'s two variants byte for byte (but the pictures only `augmented` was given)."""
+def assert_same_augmented(made: Path, augmented: Path) -> None:
+    """`made` holds `augmented`'s two episodes byte for byte (but the pictures only `augmented` was given)."""
     assert (made / AUGMENTATION_REPORT_FILE).read_bytes() == (augmented / AUGMENTATION_REPORT_FILE).read_bytes()
     for name in ("episode_000000.h5", "episode_000001.h5"):
         with h5py.File(made / "episodes" / name) as a, h5py.File(augmented / "episodes" / name) as b:
@@ -230,10 +230,10 @@ def test_placed_distractors_stay_at_rest(augmented: Path, world: tuple[mujoco.Mj
 
 # ---- choices and errors -----------------------------------------------------------------------------
 def test_eval_scenery_needs_allow_eval(source: Path, tmp_path: Path) -> None:
-    with pytest.raises(DatasetError, match=r"--scene-variant: found 'held_out' \(split eval\); allowed: train"):
-        augment_dataset(source, tmp_path / "e", AugmentRequest(variants=1, scenery=("held_out",)))
+    with pytest.raises(DatasetError, match=r"--scenery: found 'held_out' \(split eval\); allowed: train"):
+        augment_dataset(source, tmp_path / "e", AugmentRequest(per_episode=1, scenery=("held_out",)))
     assert not (tmp_path / "e").exists()
-    done = augment_dataset(source, tmp_path / "e", AugmentRequest(variants=1, scenery=("held_out",),
+    done = augment_dataset(source, tmp_path / "e", AugmentRequest(per_episode=1, scenery=("held_out",),
                                                                   allow_eval=True))
     with Dataset.open(tmp_path / "e").load(done.written[0].index) as ep:
         assert ep.attrs["split"] == "eval" and ep.attrs["scene_variant"] == "held_out"
@@ -243,19 +243,37 @@ def test_eval_scenery_needs_allow_eval(source: Path, tmp_path: Path) -> None:
 
 def test_cli_names_what_it_does_and_draws_a_preview(source: Path, tmp_path: Path) -> None:
     png = tmp_path / "preview.png"
-    run = run_x2(["augment", "replay", str(source), "--out", str(tmp_path / "cli-aug"), "--variants", "1",
-                  "--scene-variant", "studio", "--preview", str(png), "--size", "96x128"], tmp_path, timeout=300)
+    run = run_x2(["augment", "replay", str(source), "--out", str(tmp_path / "cli-aug"), "--per-episode", "1",
+                  "--scenery", "studio", "--preview", str(png), "--size", "96x128"], tmp_path, timeout=300)
     assert run.returncode == 0, run.stderr
     first = run.stdout.splitlines()[0]
-    assert first.startswith(f"augmenting {source} into {tmp_path / 'cli-aug'}: 1 variant(s) per episode")
+    assert first.startswith(f"augmenting {source} into {tmp_path / 'cli-aug'}: 1 augmented episode(s) per episode")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    bad = run_x2(["augment", "replay", str(source), "--out", str(tmp_path / "bad"), "--scene-variant", "nope"],
+    bad = run_x2(["augment", "replay", str(source), "--out", str(tmp_path / "bad"), "--scenery", "nope"],
                  tmp_path)
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines() == [
-        "error: --scene-variant: found 'nope'; allowed: clutter, studio, warm_wood, held_out "
+        "error: --scenery: found 'nope'; allowed: clutter, studio, warm_wood, held_out "
         "(scenery of scene 'kitchen_booth')"]
     assert not (tmp_path / "bad").exists()
+
+
+def test_the_old_spellings_still_run_and_give_the_same_dataset(source: Path, augmented: Path, tmp_path: Path) -> None:
+    """`--variants` and `--scene-variant`, the names --per-episode and --scenery had before, are still taken
+    (hidden from --help): old and new spellings make `augmented` (made through the API) byte for byte."""
+    for spelling, k, scenery in (("new", "--per-episode", "--scenery"), ("old", "--variants", "--scene-variant")):
+        run = run_x2(["augment", "replay", str(source), "--out", str(tmp_path / spelling), k, "2", scenery, "clutter",
+                      scenery, "studio", "--objects", "3"], tmp_path, timeout=300)
+        assert run.returncode == 0, run.stderr
+        assert_same_augmented(tmp_path / spelling, augmented)
+    both = run_x2(["augment", "replay", str(source), "--out", str(tmp_path / "both"), "--per-episode", "2",
+                   "--variants", "2"], tmp_path)
+    assert both.returncode == 2 and both.stderr.strip().splitlines() == [
+        "error: --per-episode: found both --per-episode and --variants (its old spelling); allowed: one of them"]
+    assert not (tmp_path / "both").exists()
+    shown = run_x2(["augment", "replay", "--help"], tmp_path).stdout
+    assert "--per-episode" in shown and "--scenery" in shown
+    assert "--variants" not in shown and "--scene-variant" not in shown
 
 
 def test_closest_approach_is_measured_not_assumed(augmented: Path) -> None:
@@ -270,7 +288,7 @@ def test_closest_approach_is_measured_not_assumed(augmented: Path) -> None:
 
 
 def test_kill_9_loses_nothing_and_the_rerun_gives_the_same_bytes(source: Path, tmp_path: Path) -> None:
-    """SIGKILL at a random moment after the first variant committed; the rerun finishes the job and its
+    """SIGKILL at a random moment after the first augmented episode committed; the rerun finishes the job and its
     files equal an uninterrupted run's."""
     import random
     import signal
@@ -280,9 +298,9 @@ def test_kill_9_loses_nothing_and_the_rerun_gives_the_same_bytes(source: Path, t
 
     from x2_cli import HEADLESS_ENV
 
-    args = ["augment", "replay", str(source), "--variants", "5", "--objects", "2"]
+    args = ["augment", "replay", str(source), "--per-episode", "5", "--objects", "2"]
     reference = tmp_path / "reference"
-    augment_dataset(source, reference, AugmentRequest(variants=5, objects=2))
+    augment_dataset(source, reference, AugmentRequest(per_episode=5, objects=2))
     out = tmp_path / "killed"
     rng = random.Random(7)
     for attempt in range(2):
@@ -296,7 +314,7 @@ def test_kill_9_loses_nothing_and_the_rerun_gives_the_same_bytes(source: Path, t
         time.sleep(rng.uniform(0.0, 0.4))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        if attempt == 0:  # the kill came mid-run: not all variants were there yet
+        if attempt == 0:  # the kill came mid-run: not all augmented episodes were there yet
             assert len(list((out / "episodes").glob("*.h5"))) < 5
         report = validate(out)
         assert report.valid, report.problems
@@ -332,8 +350,10 @@ def test_an_augmented_dataset_exports_to_lerobot(augmented: Path, tmp_path: Path
     assert [(e["index"], e["source"]) for e in read_x2_meta(target)["episodes"]] == [(1, "augment")]
 
 
-def test_split_keeps_a_recording_and_its_variants_together(source: Path, augmented: Path, tmp_path: Path) -> None:
-    """Merged with its source, every variant takes its parent's split: no motion in train and val at once."""
+def test_split_keeps_a_recording_and_its_augmented_episodes_together(source: Path, augmented: Path,
+                                                                     tmp_path: Path) -> None:
+    """Merged with its source, every augmented episode takes its parent's split: no motion in train and val at
+    once."""
     from x2.datasets.manage import merge
     from x2.datasets.splits_json import read_splits
     from x2.datasets.stratified_split import assign_splits
@@ -343,10 +363,10 @@ def test_split_keeps_a_recording_and_its_variants_together(source: Path, augment
     for seed in range(4):
         assign_splits(both, val=0.5, seed=seed)
         splits = read_splits(both)
-        assert len(set(splits.values())) == 1, splits  # episode 0 and its two variants: one unit
+        assert len(set(splits.values())) == 1, splits  # episode 0 and its two augmented episodes: one unit
 
 
-def test_variants_are_not_augmented_again(augmented: Path, tmp_path: Path) -> None:
+def test_augmented_episodes_are_not_augmented_again(augmented: Path, tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="found only augmented ones"):
         augment_dataset(augmented, tmp_path / "twice", AugmentRequest())
     assert not (tmp_path / "twice").exists()

@@ -95,7 +95,7 @@ def test_render_and_augment_refuse_eval_episodes_unless_allowed(datasets: dict[s
     assert refused.exit_code == 2 and "episode 0 of" in refused.output and "--allow-eval" in refused.output
     assert _files(source) == before
     with pytest.raises(HeldOutError, match="recorded with split eval"):
-        augment_dataset(source, tmp_path / "aug", AugmentRequest(variants=1))
+        augment_dataset(source, tmp_path / "aug", AugmentRequest(per_episode=1))
     assert not (tmp_path / "aug").exists()
     allowed = runner.invoke(app, ["render", str(source), "--cameras", "head", "--size", "48x64", "--allow-eval"])
     assert allowed.exit_code == 0, allowed.output
@@ -192,14 +192,14 @@ def test_appearance_is_drawn_per_reset_from_its_own_stream_and_recorded(tmp_path
     assert {k.split(", look ")[1] for k in coverage(ds).appearance} <= {"studio", "warm_wood"}
     # augmented: a scenery block that draws a look restyles the world over the parent's, and the appearance axis
     # counts that one; a block without a look leaves the parent's showing
-    augment_dataset(path, tmp_path / "aug", AugmentRequest(variants=1))
+    augment_dataset(path, tmp_path / "aug", AugmentRequest(per_episode=1))
     aug = Dataset.open(tmp_path / "aug")
     expected = []
     for record in aug.episodes():
         with aug.load(record.index) as ep:
-            variant, parent_look = ep.text("scene_variant"), ep.json_attr("reset_look")["scenery"]
-            expected.append(f"scenery {variant}" if ep.json_attr("augmentation")["look"]
-                            else f"scenery {variant}, look {parent_look}")
+            scenery, parent_look = ep.text("scene_variant"), ep.json_attr("reset_look")["scenery"]
+            expected.append(f"scenery {scenery}" if ep.json_attr("augmentation")["look"]
+                            else f"scenery {scenery}, look {parent_look}")
     assert sorted(coverage(aug).appearance.elements()) == sorted(expected)
     assert any(", look " not in k for k in expected) and any(", look " in k for k in expected)  # both kinds seen
 

@@ -18,9 +18,9 @@ from helpers.corrupt_episodes import EPISODE, HOSTILE_WORLDS, apply, restamp
 from helpers.real_dataset import record_short_dataset
 from x2_cli import run_x2
 
+from x2.augment.augmented import ParentEpisode
 from x2.augment.compose import compose_world
 from x2.augment.envelope import EnvelopeParams
-from x2.augment.variant import ParentEpisode
 from x2.base.errors import DatasetError
 from x2.datasets import Episode
 from x2.recorded.replay import deepest_penetration, replay_actions

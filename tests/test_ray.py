@@ -70,9 +70,9 @@ def test_augment_on_ray_is_the_local_augmentation_byte_for_byte(tmp_path: Path, 
     from x2.augment.augment import AugmentRequest, augment_dataset
 
     local = tmp_path / "local"
-    augment_dataset(synthesised_fruit, local, AugmentRequest(variants=3, objects=2))
-    out = run_x2(["augment", "replay", str(synthesised_fruit), "--variants", "3", "--objects", "2", "--workers", "2",
-                  "--ray", "local", "--out", str(tmp_path / "ray")], tmp_path, timeout=240)
+    augment_dataset(synthesised_fruit, local, AugmentRequest(per_episode=3, objects=2))
+    out = run_x2(["augment", "replay", str(synthesised_fruit), "--per-episode", "3", "--objects", "2", "--workers",
+                  "2", "--ray", "local", "--out", str(tmp_path / "ray")], tmp_path, timeout=240)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stderr == ""
 

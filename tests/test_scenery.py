@@ -1,4 +1,4 @@
-"""Scenery variants: `scenery:` blocks in scene YAML (spec), and the looks drawn from them restyling a real
+"""Scenery: `scenery:` blocks in scene YAML (spec), and the looks drawn from them restyling a real
 recorded world without touching its physics (x2/sim/mujoco/look.py)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from x2.base.errors import DatasetError, SpecError, X2Error
 from x2.cli.app import _mount, app
-from x2.envspec.scenery import SceneryVariant, load_scenery
+from x2.envspec.scenery import Scenery, load_scenery
 from x2.sim.mujoco.look import DRAW_ORDER, apply_look, restyled_world, sample_look
 from x2.sim.mujoco.world import world_text
 
@@ -157,7 +157,7 @@ def test_sample_look_is_deterministic_json_and_draws_in_a_fixed_order() -> None:
     assert looks[0]["lighting"]["intensity"] == round(looks[0]["lighting"]["intensity"], 4)
     lo, hi = studio.lighting.intensity if studio.lighting else (0, 0)
     assert lo <= looks[0]["lighting"]["intensity"] <= hi
-    # Every variant consumes the same draws, and a part's look does not depend on the other parts present.
+    # Every scenery consumes the same draws, and a part's look does not depend on the other parts present.
     walls_only = dataclasses.replace(studio, table=None, floor=None, lighting=None)
     rng_a, rng_b = np.random.default_rng(7), np.random.default_rng(7)
     assert sample_look(walls_only, rng_a) == {"walls": looks[0]["walls"]}
@@ -318,9 +318,9 @@ def test_apply_look_refuses_bad_looks_and_foreign_worlds(recorded: tuple[str, np
 
 def test_every_builtin_look_applies(recorded: tuple[str, np.ndarray]) -> None:
     xml, _ = recorded
-    for variant in load_scenery("kitchen_booth").values():
-        assert isinstance(variant, SceneryVariant)
-        look = sample_look(variant, np.random.default_rng(1))
+    for scenery in load_scenery("kitchen_booth").values():
+        assert isinstance(scenery, Scenery)
+        look = sample_look(scenery, np.random.default_rng(1))
         text = restyled_world(xml, json.loads(json.dumps(look)))
         assert text == restyled_world(xml, look)
         assert mujoco.MjModel.from_xml_string(text).nbody == mujoco.MjModel.from_xml_string(xml).nbody

@@ -1,4 +1,4 @@
-"""`augment_dataset`: K scenery variants of every selected episode, into a dataset of their own.
+"""`augment_dataset`: K augmented episodes of every selected episode, into a dataset of their own.
 
 Each new episode is its parent's file with a new world: every dataset is copied as stored (times,
 states, actions, observations, labels, DAG record, camera poses, timing), the image streams are left out
@@ -7,11 +7,11 @@ composed `model_xml`, `source` "augment", `parent_episode`, the scenery's name a
 and the full sampled configuration (`augmentation` attr). The envelope it was placed against is stored
 as `/augmentation/envelope` (N, 7: capsule start, end, radius).
 
-Variants commit one by one (x2.datasets.store.Dataset.add_file), so a kill loses at most the variant in
-progress and a rerun skips what exists: variant k of a parent is identified by (parent, k) and its seed
-is drawn from (seed, parent seed, k), whatever ran before. `augmentation.json` in the output dataset
-lists every variant made or rejected: read from the episode files when a run starts, rewritten (atomically)
-after each variant.
+Augmented episodes commit one by one (x2.datasets.store.Dataset.add_file), so a kill loses at most the one in
+progress and a rerun skips what exists: the k-th augmented episode of a parent is identified by (parent, k) and
+its seed is drawn from (seed, parent seed, k), whatever ran before. `augmentation.json` in the output dataset
+lists every augmented episode made or rejected: read from the episode files when a run starts, rewritten
+(atomically) after each one.
 """
 
 from __future__ import annotations
@@ -30,31 +30,32 @@ import numpy as np
 
 import x2
 from x2 import format as fmt
+from x2.augment.augmented import Augmented, ParentEpisode, augmented_seed, make_augmented
 from x2.augment.envelope import Envelope, EnvelopeParams
 from x2.augment.records import AugmentationConfig, AugmentationReport, MadeConfig, RejectedRecord, RequestRecord
-from x2.augment.variant import ParentEpisode, Variant, make_variant, variant_seed
 from x2.base.arrays import Floats
 from x2.base.errors import DatasetError
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.datasets.select import Selection, require_some
 from x2.datasets.untrusted import json_loads
-from x2.envspec.scenery import SceneryVariant, load_scenery
+from x2.envspec.scenery import Scenery, load_scenery
 from x2.files.atomic import write_text
 from x2.files.hdf5_guard import kept_if_complete
 from x2.processes.pool import RayTarget, WorkerLost, in_order, open_pool
 from x2.recorded.held_out_check import refuse_eval_episodes
 from x2.recorded.world import recorded_env
 
-# One variant per source episode: as many new episodes to render and encode as the source has; ask for more.
-DEFAULT_VARIANTS = 1
+# One augmented episode per source episode: as many new episodes to render and encode as the source has; ask
+# for more.
+DEFAULT_PER_EPISODE = 1
 _LEFT_OUT = (fmt.IMAGES,)
 
 
 @dataclass(frozen=True)
 class AugmentRequest:
-    variants: int = DEFAULT_VARIANTS  # per source episode
+    per_episode: int = DEFAULT_PER_EPISODE  # augmented episodes per source episode
     scenery: tuple[str, ...] = ()  # names; default every train scenery of the scene
-    objects: int | None = None  # distractors per variant (default: the scenery's range)
+    objects: int | None = None  # distractors per augmented episode (default: the scenery's range)
     clearance: float = 0.02  # m
     eps: float = 0.005  # m
     seed: int = 0
@@ -65,7 +66,8 @@ class AugmentRequest:
         return replace(EnvelopeParams(), clearance=self.clearance, eps=self.eps)
 
     def as_dict(self) -> RequestRecord:
-        return {"variants": self.variants, "scenery": list(self.scenery), "objects": self.objects,
+        # "variants": per_episode's name in augmentation.json, kept on disk (docs/augmentation.md)
+        return {"variants": self.per_episode, "scenery": list(self.scenery), "objects": self.objects,
                 "clearance": self.clearance, "eps": self.eps, "seed": self.seed, "allow_eval": self.allow_eval,
                 "mode": self.mode}
 
@@ -88,7 +90,7 @@ class AugmentSummary:
     out: Path
     scenery: tuple[str, ...]
     outcomes: list[Outcome] = field(default_factory=list)
-    skipped_augmented: int = 0  # selected episodes that are variants themselves
+    skipped_augmented: int = 0  # selected episodes that are augmented ones themselves
     wall_s: float = 0.0
     geometry_s: float = 0.0  # envelope + placement + check, summed
 
@@ -102,8 +104,8 @@ class AugmentSummary:
 
 
 def _check_request(request: AugmentRequest) -> None:
-    if request.variants < 1:
-        raise DatasetError(f"--variants: found {request.variants}; allowed: 1 or more")
+    if request.per_episode < 1:
+        raise DatasetError(f"--per-episode: found {request.per_episode}; allowed: 1 or more")
     if not request.clearance > 0:
         raise DatasetError(f"--clearance: found {request.clearance}; allowed: a positive distance in m")
     if not request.eps > 0:
@@ -116,34 +118,34 @@ def scene_of(ep: Episode) -> str:
     return recorded_env(ep).scene_name
 
 
-def choose_scenery(scene: str, request: AugmentRequest) -> list[SceneryVariant]:
+def choose_scenery(scene: str, request: AugmentRequest) -> list[Scenery]:
     available = load_scenery(scene)
     if request.scenery:
         unknown = [n for n in request.scenery if n not in available]
         if unknown:
-            raise DatasetError(f"--scene-variant: found {unknown[0]!r}; allowed: "
+            raise DatasetError(f"--scenery: found {unknown[0]!r}; allowed: "
                                f"{', '.join(available) or 'none'} (scenery of scene {scene!r})")
         chosen = [available[n] for n in dict.fromkeys(request.scenery)]
     else:
         chosen = [v for v in available.values() if v.split == "train"]
         if not chosen:
             raise DatasetError(f"scene {scene!r}: scenery: found no train scenery; allowed: a scene with "
-                               "`scenery:` blocks (or name one with --scene-variant)")
+                               "`scenery:` blocks (or name one with --scenery)")
     held_out = [v.name for v in chosen if v.split != "train"]
     if held_out and not request.allow_eval:
-        raise DatasetError(f"--scene-variant: found {held_out[0]!r} (split eval); allowed: train scenery "
+        raise DatasetError(f"--scenery: found {held_out[0]!r} (split eval); allowed: train scenery "
                            f"({', '.join(n for n, v in available.items() if v.split == 'train')}), or --allow-eval "
                            "to make evaluation data on purpose")
     return chosen
 
 
-def scenery_for(scenery: Sequence[SceneryVariant], parent: int, k: int) -> SceneryVariant:
-    """Variant k of episode `parent`: the scenery list in turn, starting one further for each episode, so
-    every scenery is used evenly whatever K is, and a parent's k-th variant never changes with K."""
+def scenery_for(scenery: Sequence[Scenery], parent: int, k: int) -> Scenery:
+    """The k-th augmented episode of episode `parent`: the scenery list in turn, starting one further for each
+    episode, so every scenery is used evenly whatever K is, and a parent's k-th never changes with K."""
     return scenery[(parent + k) % len(scenery)]
 
 
-def _copy_episode(parent: Path, path: Path, index: int, *, variant: Variant, config: AugmentationConfig,
+def _copy_episode(parent: Path, path: Path, index: int, *, augmented: Augmented, config: AugmentationConfig,
                   envelope: Envelope) -> None:
     """The parent's file with the new world; see the module docstring."""
     with h5py.File(parent, "r") as src, kept_if_complete(path, "w", libver="latest") as dst:
@@ -163,10 +165,11 @@ def _copy_episode(parent: Path, path: Path, index: int, *, variant: Variant, con
         for key, value in src.attrs.items():
             if key not in fmt.SEED_ORIGIN:
                 dst.attrs[key] = value
+        # the scenery's name goes in `scene_variant`: the format's attribute name, kept on disk (docs/augmentation.md)
         dst.attrs.update(fmt.derived_attrs(
-            index=index, parent_episode=int(src.attrs[fmt.INDEX_ATTR]), scene_variant=variant.scenery.name,
-            split="eval" if "eval" in (variant.scenery.split, str(src.attrs.get(fmt.SPLIT_ATTR))) else "train",
-            seed=variant.seed, model_xml=variant.model_xml, augmentation=config))
+            index=index, parent_episode=int(src.attrs[fmt.INDEX_ATTR]), scene_variant=augmented.scenery.name,
+            split="eval" if "eval" in (augmented.scenery.split, str(src.attrs.get(fmt.SPLIT_ATTR))) else "train",
+            seed=augmented.seed, model_xml=augmented.model_xml, augmentation=config))
         dst.create_group(fmt.AUGMENTATION)
         stored = dst.create_dataset(fmt.ENVELOPE, data=envelope.as_array(), compression="gzip", compression_opts=4)
         stored.attrs["columns"] = json.dumps(["x0", "y0", "z0", "x1", "y1", "z1", "radius"])
@@ -174,7 +177,7 @@ def _copy_episode(parent: Path, path: Path, index: int, *, variant: Variant, con
 
 
 def _existing(out: Dataset) -> dict[tuple[str, int, int], MadeConfig]:
-    """(parent dataset, parent index, k) -> augmentation config of every variant already in `out`."""
+    """(parent dataset, parent index, k) -> augmentation config of every augmented episode already in `out`."""
     found: dict[tuple[str, int, int], MadeConfig] = {}
     for record in out.episodes():
         with out.load(record.index) as ep:
@@ -213,14 +216,14 @@ def _read_rejected(out: Path) -> dict[tuple[int, int], RejectedRecord]:
 
 
 @dataclass(frozen=True)
-class VariantJob:
-    """What a worker needs to make variant k of one recorded episode. It carries the episode's world and
-    states rather than its path: on a Ray cluster the worker may be on a machine without the dataset. A job
-    for a variant the output already holds (`made`, its configuration) is only passed through, in its turn."""
+class AugmentedJob:
+    """What a worker needs to make the k-th augmented episode of one recorded episode. It carries the episode's
+    world and states rather than its path: on a Ray cluster the worker may be on a machine without the dataset.
+    A job for one the output already holds (`made`, its configuration) is only passed through, in its turn."""
 
     parent: int  # the source episode's index
     k: int
-    scenery: SceneryVariant
+    scenery: Scenery
     seed: int
     made: MadeConfig | None = None
     xml: str = ""
@@ -233,7 +236,7 @@ class VariantJob:
 
 
 class _ParentFields(TypedDict):
-    """The fields of a VariantJob that carry its recorded episode."""
+    """The fields of an AugmentedJob that carry its recorded episode."""
 
     xml: str
     states: Floats
@@ -242,19 +245,20 @@ class _ParentFields(TypedDict):
 
 
 @dataclass(frozen=True)
-class MadeVariant:
-    variant: Variant
+class MadeAugmented:
+    augmented: Augmented
     envelope: Envelope
     geometry_s: float  # envelope (when this worker had not built it yet) + placement + compose + check
 
 
-# A worker's last parent: its variants come in a row, and the envelope is the dearest part of the first. Known by
-# its episode file within one run; augment_dataset forgets it before each run (a forked worker starts with it).
+# A worker's last parent: its augmented episodes come in a row, and the envelope is the dearest part of the
+# first. Known by its episode file within one run; augment_dataset forgets it before each run (a forked worker
+# starts with it).
 _PARENT: tuple[tuple[str, EnvelopeParams], ParentEpisode] | None = None
 
 
-def make_variant_unit(job: VariantJob) -> MadeVariant | None:
-    """The unit of work a pool runs (None for a variant already made)."""
+def make_augmented_unit(job: AugmentedJob) -> MadeAugmented | None:
+    """The unit of work a pool runs (None for an augmented episode already made)."""
     global _PARENT
     if job.made is not None:
         return None
@@ -264,16 +268,16 @@ def make_variant_unit(job: VariantJob) -> MadeVariant | None:
         assert job.states is not None
         _PARENT = (key, ParentEpisode.of(job.xml, job.states, job.params, job.task_assets, job.source))
     parent = _PARENT[1]
-    variant = make_variant(parent, job.scenery, job.seed, job.objects, job.mode)
-    return MadeVariant(variant, parent.envelope, time.perf_counter() - started)
+    augmented = make_augmented(parent, job.scenery, job.seed, job.objects, job.mode)
+    return MadeAugmented(augmented, parent.envelope, time.perf_counter() - started)
 
 
 def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest = AugmentRequest(),
                     selection: Selection = Selection(),
                     progress: Callable[[int, int], None] | None = None,
                     workers: int = 1, ray: RayTarget | None = None) -> AugmentSummary:
-    """With `workers` > 1 (or `ray`) the variants of each source episode are made on a pool (x2.processes.pool) and
-    committed in the same order as with one: the output is the same bytes whatever ran it."""
+    """With `workers` > 1 (or `ray`) the augmented episodes of each source episode are made on a pool
+    (x2.processes.pool) and committed in the same order as with one: the output is the same bytes whatever ran it."""
     global _PARENT
     _PARENT = None  # (another run's parent, maybe from a file since rewritten at the same path)
     started = time.perf_counter()
@@ -284,11 +288,11 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
         raise DatasetError(f"{out_path}: --out: found the source dataset; allowed: another dataset")
     selected: Sequence[EpisodeRecord] = selection.apply(src)
     require_some(selected, src, selection)
-    # A variant of a variant would stack static layers (and reuse their names); augment the recording again.
+    # Augmenting an augmented episode would stack static layers (and reuse their names); augment the recording again.
     records = [r for r in selected if r.source != "augment"]
     if not records:
         raise DatasetError(f"{src.root}: episodes: found only augmented ones (source augment); allowed: recorded "
-                           "episodes (augment their dataset again, with more --variants)")
+                           "episodes (augment their dataset again, with more --per-episode)")
     src.verify(records)
     refuse_eval_episodes(src, records, request.allow_eval)
     with src.load(records[0].index) as first:
@@ -304,16 +308,16 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
     pool = None
     try:
         done, rejected = _existing(ds), _read_rejected(ds.root)
-        total = len(records) * request.variants
+        total = len(records) * request.per_episode
 
-        def jobs() -> Iterator[VariantJob]:
+        def jobs() -> Iterator[AugmentedJob]:
             for record in records:
-                parent: _ParentFields | None = None  # read once, for the first variant still to make
-                for k in range(request.variants):
-                    scene, seed = scenery_for(scenery, record.index, k), variant_seed(request.seed, record.seed, k)
+                parent: _ParentFields | None = None  # read once, for the first augmented episode still to make
+                for k in range(request.per_episode):
+                    scene, seed = scenery_for(scenery, record.index, k), augmented_seed(request.seed, record.seed, k)
                     made = done.get((src.name, record.index, k))
                     if made is not None:
-                        yield VariantJob(record.index, k, scene, seed, made)
+                        yield AugmentedJob(record.index, k, scene, seed, made)
                         continue
                     if parent is None:
                         with src.load(record.index) as ep:
@@ -322,12 +326,12 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
                                       "source": str(ep.path),
                                       "task_assets": tuple(str(a) for a in
                                                            (ep.json_attr(fmt.ASSETS_ATTR) or {}).values())}
-                    yield VariantJob(record.index, k, scene, seed, None, **parent, params=request.envelope_params(),
-                                     objects=request.objects, mode=request.mode)
+                    yield AugmentedJob(record.index, k, scene, seed, None, **parent,
+                                       params=request.envelope_params(), objects=request.objects, mode=request.mode)
 
         if ray is not None or workers > 1:
             pool = open_pool(workers if ray is None else (workers if workers > 1 else None), ray=ray)
-        for job, future in in_order(pool, make_variant_unit, jobs()):
+        for job, future in in_order(pool, make_augmented_unit, jobs()):
             record = by_index[job.parent]
             if job.made is not None:
                 c = job.made
@@ -343,7 +347,8 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
                 else:
                     assert made is not None
                     summary.geometry_s += made.geometry_s
-                    outcome, config = _commit(ds, src, record, job.k, made.variant, made.envelope, request, rejected)
+                    outcome, config = _commit(ds, src, record, job.k, made.augmented, made.envelope, request,
+                                              rejected)
                     summary.outcomes.append(outcome)
                     if outcome.index is not None:
                         done[(src.name, record.index, job.k)] = {**config, "index": outcome.index}
@@ -359,27 +364,28 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
     return summary
 
 
-def _commit(ds: Dataset, src: Dataset, record: EpisodeRecord, k: int, variant: Variant, envelope: Envelope,
+def _commit(ds: Dataset, src: Dataset, record: EpisodeRecord, k: int, augmented: Augmented, envelope: Envelope,
             request: AugmentRequest, rejected: dict[tuple[int, int], RejectedRecord]
             ) -> tuple[Outcome, AugmentationConfig]:
-    """Write variant k of `record` into `ds`, or record why it was rejected; the outcome and the configuration
-    the episode carries."""
+    """Write the k-th augmented episode of `record` into `ds`, or record why it was rejected; the outcome and the
+    configuration the episode carries."""
     config: AugmentationConfig = {
-        **variant.config, "k": k, "request_seed": request.seed,
+        **augmented.config, "k": k, "request_seed": request.seed,
         "parent": {"dataset": src.name, "episode": record.index, "seed": record.seed}, "x2_version": x2.__version__}
     distance = config["check"]["min_distance_m"]
-    placed = len(variant.placement.placed)
-    name = variant.scenery.name
-    if variant.problems:
-        return _reject(rejected, record.index, k, variant.seed, name, variant.problems, placed, distance), config
-    committed = ds.add_file(partial(_copy_episode, src.episode_path(record.index), variant=variant, config=config,
-                                    envelope=envelope))
+    placed = len(augmented.placement.placed)
+    name = augmented.scenery.name
+    if augmented.problems:
+        return _reject(rejected, record.index, k, augmented.seed, name, augmented.problems, placed, distance), config
+    committed = ds.add_file(partial(_copy_episode, src.episode_path(record.index), augmented=augmented,
+                                    config=config, envelope=envelope))
     rejected.pop((record.index, k), None)
     return Outcome(record.index, k, name, committed.index, placed, distance), config
 
 
 def _reject(rejected: dict[tuple[int, int], RejectedRecord], parent: int, k: int, seed: int, scenery: str,
             problems: list[str], placed: int = 0, distance: float | None = None) -> Outcome:
-    """List variant k of `parent` as rejected (augmentation.json; a rerun makes it again); its outcome."""
+    """List the k-th augmented episode of `parent` as rejected (augmentation.json; a rerun makes it again); its
+    outcome."""
     rejected[(parent, k)] = {"parent": parent, "k": k, "seed": seed, "scenery": scenery, "problems": problems}
     return Outcome(parent, k, scenery, None, placed, distance, tuple(problems))

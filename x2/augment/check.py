@@ -4,7 +4,7 @@ It trusts nothing the envelope or the placement computed. From the augmented wor
 and the recorded states it measures, with MuJoCo's exact `mj_geomDistance` (after a bounding-sphere
 broadphase), the distance between every inserted geom and every geom that moves, at every recorded
 frame; between inserted geoms and the world's static geometry; between distractors; and how each
-distractor rests on its support. A variant closer than the clearance anywhere is rejected.
+distractor rests on its support. An augmented world closer than the clearance anywhere is rejected.
 
 `settle` is the physical check of the resting poses: the distractors alone, as free bodies on the
 support, for one second of simulation.

@@ -1,6 +1,6 @@
-"""`x2 augment replay --preview`: a source and a variant at the same recorded frame, and the top view.
+"""`x2 augment replay --preview`: a source and an augmented episode at the same recorded frame, and the top view.
 
-The left two panels are the same state drawn in the parent's world and in the variant's; the right one
+The left two panels are the same state drawn in the parent's world and in the augmented one's; the right one
 is the envelope's footprint on the table (all of it, and the part that comes within LOW_LAYER of the
 tabletop, where every distractor stands)
 with the placed distractors and the static obstacles, so one picture shows both what changed and why
@@ -77,6 +77,7 @@ def draw_preview(parent: Episode, child: Episode, out: str | Path, camera: str =
     axes[0].set_title(f"source: episode {parent.index}, frame {t}", fontsize=10)
     scenery = (config.get("scenery") or {}).get("name", "?")
     axes[1].imshow(after[camera])
+    # (the title's old word is drawn into the picture: changing it would change the PNG's bytes)
     axes[1].set_title(f"variant '{scenery}': episode {child.index}, frame {t}", fontsize=10)
     for ax in axes[:2]:
         ax.set_axis_off()

@@ -92,8 +92,8 @@ class SupportRecord(TypedDict):
     area: AreaRecord  # placement.work_area
 
 
-class VariantConfig(TypedDict):
-    """What one variant drew and found (`variant.make_variant`)."""
+class AugmentedConfig(TypedDict):
+    """What one augmented episode drew and found (`augmented.make_augmented`)."""
 
     seed: int
     scenery: SceneryRecord
@@ -112,23 +112,23 @@ class ParentRecord(TypedDict):
     seed: int
 
 
-class AugmentationConfig(VariantConfig):
-    """An augmented episode's `augmentation` attribute: its variant's configuration and where it came from."""
+class AugmentationConfig(AugmentedConfig):
+    """An augmented episode's `augmentation` attribute: what it drew and found, and where it came from."""
 
-    k: int
+    k: int  # the k-th augmented episode of its parent
     request_seed: int
     parent: ParentRecord
     x2_version: str
 
 
 class MadeConfig(AugmentationConfig):
-    """A variant the output dataset holds: its episode's configuration and index."""
+    """An augmented episode the output dataset holds: its configuration and index."""
 
     index: int
 
 
 class RequestRecord(TypedDict):
-    variants: int
+    variants: int  # AugmentRequest.per_episode under its old name: kept on disk (docs/augmentation.md)
     scenery: list[str]
     objects: int | None
     clearance: float
@@ -139,7 +139,7 @@ class RequestRecord(TypedDict):
 
 
 class MadeRecord(TypedDict):
-    """One variant made, as augmentation.json lists it."""
+    """One augmented episode made, as augmentation.json lists it."""
 
     index: int
     parent: int
@@ -153,7 +153,7 @@ class MadeRecord(TypedDict):
 
 
 class RejectedRecord(TypedDict):
-    """One variant rejected (or whose worker was lost), as augmentation.json lists it."""
+    """One augmented episode rejected (or whose worker was lost), as augmentation.json lists it."""
 
     parent: int
     k: int

@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from x2.augment.augment import DEFAULT_VARIANTS, AugmentRequest, augment_dataset
+from x2.augment.augment import DEFAULT_PER_EPISODE, AugmentRequest, augment_dataset
 from x2.augment.preview import draw_preview
-from x2.base.errors import DatasetError
+from x2.base.errors import DatasetError, X2Error
 from x2.cli._common import console
 from x2.cli.group_class import typer_group
 from x2.cli.options import CpusPerWorkerOpt, RayOpt, ray_target
@@ -25,23 +25,29 @@ from x2.sim.camera import ImageSize, parse_cameras
 app = typer_group(
     "augment", "Enlarge a dataset: its recorded motion in new scenery, labels untouched.",
     examples="[cyan]x2 augment replay[/cyan]\n\n"
-             "[cyan]x2 augment replay data/fruit_in_microwave --variants 4 --scene-variant studio --render[/cyan]")
+             "[cyan]x2 augment replay data/fruit_in_microwave --per-episode 4 --scenery studio --render[/cyan]")
 
 
 @app.command("replay")
 def augment_replay(
     dataset: Annotated[str | None, typer.Argument(
         help="Source dataset path or name under ./data (default: the last one used).", show_default=False)] = None,
-    variants: Annotated[int, typer.Option("--variants", "-k", min=1, help="Variants per source episode.")]
-    = DEFAULT_VARIANTS,
+    per_episode: Annotated[int | None, typer.Option(
+        "--per-episode", "-k", min=1, help=f"Augmented episodes made of each source episode (default "
+                                            f"{DEFAULT_PER_EPISODE}).", show_default=False)] = None,
+    # The spellings --per-episode and --scenery had before (the word "variant" now means a scene's `variants:`
+    # overlay only): still taken, so command lines typed before run as they did; hidden from --help.
+    old_per_episode: Annotated[int | None, typer.Option("--variants", min=1, hidden=True)] = None,
     scenery: Annotated[list[str] | None, typer.Option(
-        "--scene-variant", help="Scenery to use (repeat for several; default: every train scenery of the scene).",
+        "--scenery", help="Scenery to use (repeat for several; default: every train scenery of the scene).",
         show_default=False)] = None,
+    old_scenery: Annotated[list[str] | None, typer.Option("--scene-variant", hidden=True)] = None,
     objects: Annotated[int | None, typer.Option(
-        "--objects", min=0, help="Distractors per variant (default: the scenery's range).", show_default=False)] = None,
+        "--objects", min=0, help="Distractors per augmented episode (default: the scenery's range).",
+        show_default=False)] = None,
     clearance: Annotated[float, typer.Option("--clearance", help="Gap kept from anything that moves (m).")] = 0.02,
     eps: Annotated[float, typer.Option("--eps", help="Path compression tolerance (m).")] = 0.005,
-    seed: Annotated[int, typer.Option("--seed", help="Master seed of the variants.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Master seed of the augmented episodes.")] = 0,
     out: Annotated[str | None, typer.Option(
         "--out", "-o", help="Output dataset (default: <dataset>-aug beside the source).", show_default=False)] = None,
     render: Annotated[bool, typer.Option("--render", help="Render the new episodes' cameras afterwards.")] = False,
@@ -52,13 +58,13 @@ def augment_replay(
         "--size", help=f"Image size HxW for --render / --preview (default: the source's stored size, else "
                        f"{DEFAULT_SIZE}).", show_default=False)] = None,
     workers: Annotated[int | None, typer.Option(
-        "--workers", "-w", min=1, help="Worker processes making the variants and rendering them (default 1; with "
-                                       "--ray, as many as the cluster's CPUs hold).", show_default=False)] = None,
+        "--workers", "-w", min=1, help="Worker processes making the augmented episodes and rendering them (default 1; "
+                                       "with --ray, as many as the cluster's CPUs hold).", show_default=False)] = None,
     ray: RayOpt = None,
     cpus_per_worker: CpusPerWorkerOpt = 1.0,
     preview: Annotated[Path | None, typer.Option(
-        "--preview", help="PNG: a source episode and its first variant at the same frame, and the envelope "
-                          "from above.", show_default=False)] = None,
+        "--preview", help="PNG: a source episode and its first augmented episode at the same frame, and the "
+                          "envelope from above.", show_default=False)] = None,
     episodes: Annotated[str | None, typer.Option(
         "--episodes", help="Only these source episodes, e.g. 0-3,7.", show_default=False)] = None,
     allow_eval: Annotated[bool, typer.Option(
@@ -73,22 +79,25 @@ def augment_replay(
 
     Example: [cyan]x2 augment replay[/cyan]
 
-    Example: [cyan]x2 augment replay data/demo --variants 3 --objects 4 --render --preview aug.png[/cyan]
+    Example: [cyan]x2 augment replay data/demo --per-episode 3 --objects 4 --render --preview aug.png[/cyan]
 
-    On a Ray cluster: [cyan]x2 augment replay data/demo --variants 20 --render --ray auto[/cyan]
+    On a Ray cluster: [cyan]x2 augment replay data/demo --per-episode 20 --render --ray auto[/cyan]
     """
+    given = _one_spelling(per_episode, old_per_episode, "--per-episode", "--variants")
+    count = DEFAULT_PER_EPISODE if given is None else given
+    chosen = _one_spelling(scenery or None, old_scenery or None, "--scenery", "--scene-variant")
     if preview is not None and preview.suffix.lower() != ".png":
         raise DatasetError(f"--preview: found {str(preview)!r}; allowed: a .png file")
     source = resolve_dataset(dataset)
     names, image_size = _pictures(source, parse_cameras(cameras), None if size is None else ImageSize.parse(size))
     target = resolve_output(out, "") if out else source.parent / f"{source.name}-aug"
-    request = AugmentRequest(variants=variants, scenery=tuple(scenery or ()), objects=objects, clearance=clearance,
-                             eps=eps, seed=seed, allow_eval=allow_eval)
+    request = AugmentRequest(per_episode=count, scenery=tuple(chosen or ()), objects=objects,
+                             clearance=clearance, eps=eps, seed=seed, allow_eval=allow_eval)
     selection = Selection(episodes=None if episodes is None else parse_episode_list(episodes))
     console.print(f"augmenting {source}" + ("" if dataset else " (last used)") + f" into {target}: "
-                  f"{variants} variant(s) per episode, seed {seed}")
+                  f"{count} augmented episode(s) per episode, seed {seed}")
     target_ray = ray_target(ray, cpus_per_worker)
-    with progress("augmenting", "variants") as update:
+    with progress("augmenting", "episodes") as update:
         summary = augment_dataset(source, target, request, selection, progress=update,
                                   workers=workers or 1, ray=target_ray)
     remember_dataset(target)
@@ -104,10 +113,10 @@ def augment_replay(
                       str(o.distractors), closest, note)
     console.print(table)
     if summary.skipped_augmented:
-        console.print(f"skipped {summary.skipped_augmented} episode(s) that are variants already (source augment)")
+        console.print(f"skipped {summary.skipped_augmented} episode(s) that are augmented already (source augment)")
     made = len(summary.written)
     if made:
-        console.print(f"envelope + placement + check: {summary.geometry_s:.2f} s for {made} variant(s); "
+        console.print(f"envelope + placement + check: {summary.geometry_s:.2f} s for {made} augmented episode(s); "
                       f"report: {summary.out / AUGMENTATION_REPORT_FILE}")
     if render:
         with progress("rendering", "frames") as update:
@@ -117,6 +126,13 @@ def augment_replay(
                       f"{rendered.wall_s:.1f} s")
     if preview is not None:
         _preview(source, target, preview, names, image_size)
+
+
+def _one_spelling[T](new: T | None, old: T | None, new_name: str, old_name: str) -> T | None:
+    """An option given under its name or under its old spelling, never under both."""
+    if new is not None and old is not None:
+        raise X2Error(f"{new_name}: found both {new_name} and {old_name} (its old spelling); allowed: one of them")
+    return old if new is None else new
 
 
 def _pictures(source: Path, cameras: tuple[str, ...] | None,
@@ -142,4 +158,4 @@ def _preview(source: Path, target: Path, out: Path, cameras: tuple[str, ...], si
         parent_index = child.parent_episode
         with src.load(parent_index) as parent:
             draw_preview(parent, child, out, camera=cameras[0], size=size)
-    console.print(f"preview of episode {records[0].index} (variant of source episode {parent_index}): {out}")
+    console.print(f"preview of episode {records[0].index} (augmented from source episode {parent_index}): {out}")

@@ -363,7 +363,10 @@ class DistractorPool:
 
 
 @dataclass(frozen=True)
-class SceneryVariant:
+class Scenery:
+    """One `scenery:` block of a scene, compiled (x2/envspec/scenery.py): a look and distractors for a recorded
+    world's static layer. Not a scene's `variants:` overlay, which recompiles the task."""
+
     name: str
     split: str  # train | eval (held out)
     description: str
@@ -388,7 +391,7 @@ class EnvSpec:
     variant: str = "default"
     split: str = "train"
     sources: tuple[str, ...] = ()  # spec files that produced this spec, for provenance
-    appearance: tuple[SceneryVariant, ...] = ()  # looks every reset draws one of (x2/sim/mujoco/look.py)
+    appearance: tuple[Scenery, ...] = ()  # looks every reset draws one of (x2/sim/mujoco/look.py)
     # embodiment axes every reset draws ("camera", "table_height": x2/sim/mujoco/embodiment.py)
     embodiment: tuple[str, ...] = ()
     roles: tuple[Role, ...] = ()  # names the task uses for objects, bound at every reset (x2/envspec/roles.py)

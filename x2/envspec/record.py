@@ -41,7 +41,7 @@ from x2.envspec.env import (
     Region,
     RobotSpec,
     Role,
-    SceneryVariant,
+    Scenery,
     SkillBinding,
     SurfaceLook,
     TaskSpec,
@@ -177,7 +177,7 @@ def env_record(env: EnvSpec) -> dict[str, object]:
     }
 
 
-def _look_record(v: SceneryVariant) -> dict[str, object]:
+def _look_record(v: Scenery) -> dict[str, object]:
     """A look drawn per reset (its distractors are replay augmentation's, never drawn at a reset)."""
     return {"name": v.name, "split": v.split, "description": v.description,
             **{part: None if (look := getattr(v, part)) is None else
@@ -185,13 +185,13 @@ def _look_record(v: SceneryVariant) -> dict[str, object]:
                for part in ("table", "walls", "floor", "lighting")}}
 
 
-def _look(r: Mapping[str, Any]) -> SceneryVariant:
+def _look(r: Mapping[str, Any]) -> Scenery:
     def surface(s: Mapping[str, Any] | None) -> SurfaceLook | None:
         return None if s is None else SurfaceLook(_tuple(s["colours"]), str(s["texture"]), _tuple(s["colours2"]),
                                                   _tuple(s["repeat"]))
 
     light = r["lighting"]
-    return SceneryVariant(
+    return Scenery(
         name=r["name"], split=r["split"], description=r["description"], distractors=None,
         table=surface(r["table"]), walls=surface(r["walls"]), floor=surface(r["floor"]),
         lighting=None if light is None else LightingLook(_tuple(light["directions"]), _tuple(light["colours"]),

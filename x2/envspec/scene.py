@@ -13,7 +13,7 @@ from x2.envspec.env import AssetSpec, BoothSpec, ObjectInstance, Region, Role
 from x2.envspec.held_out import check_pools
 from x2.envspec.robot import RobotInfo
 from x2.envspec.roles import compile_roles
-from x2.envspec.scenery import SceneryVariant, compile_scenery, scene_booth
+from x2.envspec.scenery import Scenery, compile_scenery, scene_booth
 from x2.envspec.schema import ObjectFile, SceneFile, parse
 from x2.envspec.source import Fragment, merge_fragments
 
@@ -32,7 +32,7 @@ class SceneInfo:
     variant: str
     variants: tuple[str, ...]
     file: Path
-    appearance: tuple[SceneryVariant, ...] = ()  # looks drawn per reset (their distractors left out)
+    appearance: tuple[Scenery, ...] = ()  # looks drawn per reset (their distractors left out)
     embodiment: tuple[str, ...] = ()  # embodiment axes drawn per reset ("camera")
     roles: tuple[Role, ...] = ()  # names the task uses for objects, bound per reset (x2/envspec/roles.py)
 
@@ -177,7 +177,7 @@ def _check_draw(frag: Fragment, key: tuple[str, str], obj: ObjectFile, name: str
                              "which it follows place by place")
 
 
-def _appearance(frag: Fragment, spec: SceneFile, sceneries: dict[str, SceneryVariant]) -> tuple[SceneryVariant, ...]:
+def _appearance(frag: Fragment, spec: SceneFile, sceneries: dict[str, Scenery]) -> tuple[Scenery, ...]:
     """The looks a reset draws from: scenery blocks with a table, walls, floor or lighting, train ones only in a
     train configuration (an eval look is held out), their distractors left to replay augmentation."""
     looks = []

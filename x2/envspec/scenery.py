@@ -1,12 +1,12 @@
-"""Scene `scenery:` blocks -> compiled scenery variants for replay augmentation.
+"""Scene `scenery:` blocks -> compiled `Scenery` for replay augmentation (and the looks a reset draws).
 
-A scenery variant recomposes only a recorded world's static layer: distractor objects, the table's
-look, the walls and floor (the chroma-green booth is there to be replaced) and the lighting. Unlike a
+A scenery recomposes only a recorded world's static layer: distractor objects, the table's look, the
+walls and floor (the chroma-green booth is there to be replaced) and the lighting. Unlike a scene's
 collection-time `variants:` overlay it never recompiles the task; states, actions and labels of a
 recorded episode stay as they are. Everything here is plain frozen data (no simulator); the look is
 drawn and applied by `x2.sim.mujoco.look`.
 
-Defaults are resolved here, from the scene's own booth, so that a compiled variant needs nothing else:
+Defaults are resolved here, from the scene's own booth, so that a compiled scenery needs nothing else:
 a surface without `colour` keeps the booth's colour, lighting without `intensity` keeps the booth's.
 """
 
@@ -18,11 +18,11 @@ from dataclasses import fields
 from x2.base.errors import NotFoundError, X2Error
 from x2.envspec import catalog
 from x2.envspec.assets import load_asset
-from x2.envspec.env import KEY_LIGHT_DIRECTION, BoothSpec, DistractorPool, LightingLook, SceneryVariant, SurfaceLook
+from x2.envspec.env import KEY_LIGHT_DIRECTION, BoothSpec, DistractorPool, LightingLook, Scenery, SurfaceLook
 from x2.envspec.schema import RGB, DistractorsFile, LightingFile, SceneFile, SurfaceFile, parse
 from x2.envspec.source import Fragment
 
-__all__ = ["RGB", "SURFACES", "DistractorPool", "LightingLook", "SceneryVariant", "SurfaceLook", "compile_scenery",
+__all__ = ["RGB", "SURFACES", "DistractorPool", "LightingLook", "Scenery", "SurfaceLook", "compile_scenery",
            "load_scenery", "scene_booth"]
 
 SURFACES = ("table", "walls", "floor")
@@ -79,18 +79,18 @@ def _pool(frag: Fragment, key: tuple[str, ...], block: DistractorsFile) -> Distr
     return DistractorPool(tuple(assets), block.count)
 
 
-def compile_scenery(frag: Fragment, spec: SceneFile) -> dict[str, SceneryVariant]:
+def compile_scenery(frag: Fragment, spec: SceneFile) -> dict[str, Scenery]:
     """The scene's scenery blocks (`spec` is `frag` validated), in the order written, includes first."""
     booth = scene_booth(spec)
     booth_rgba = {"table": booth.table_rgba, "walls": booth.wall_rgba, "floor": booth.floor_rgba}
-    out: dict[str, SceneryVariant] = {}
+    out: dict[str, Scenery] = {}
     for name, block in spec.scenery.items():
         key = ("scenery", name)
         if not _NAME.fullmatch(name):
             raise frag.error(key, repr(name), "a name of letters, digits, '_' and '-'")
         surfaces = {s: _surface(b, booth_rgba[s], s) if (b := getattr(block, s)) else None
                     for s in SURFACES}
-        out[name] = SceneryVariant(
+        out[name] = Scenery(
             name=name, split=block.split, description=block.description,
             distractors=_pool(frag, (*key, "distractors"), block.distractors) if block.distractors else None,
             table=surfaces["table"], walls=surfaces["walls"], floor=surfaces["floor"],
@@ -98,8 +98,8 @@ def compile_scenery(frag: Fragment, spec: SceneFile) -> dict[str, SceneryVariant
     return out
 
 
-def load_scenery(scene: str) -> dict[str, SceneryVariant]:
-    """The scenery variants of a scene (by name, from the catalog, or a path to its YAML), inherited
+def load_scenery(scene: str) -> dict[str, Scenery]:
+    """The sceneries of a scene (by name, from the catalog, or a path to its YAML), inherited
     blocks included: a scene that includes green_booth.yaml has its blocks, and may override or add."""
     _path, frag = catalog.load("scenes", scene)
     return compile_scenery(frag, parse(SceneFile, frag))

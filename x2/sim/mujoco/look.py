@@ -29,7 +29,7 @@ import numpy.typing as npt
 from x2 import format as fmt
 from x2.base.errors import DatasetError
 from x2.envspec.env import FILL_LIGHT_RATIO
-from x2.envspec.scenery import SURFACES, LightingLook, SceneryVariant, SurfaceLook
+from x2.envspec.scenery import SURFACES, LightingLook, Scenery, SurfaceLook
 from x2.envspec.schema import TEXTURES
 from x2.sim.mujoco.recorded_xml import world_spec
 from x2.sim.mujoco.world import world_text
@@ -76,7 +76,7 @@ def _lighting_look(lighting: LightingLook, u_direction: float, u_colour: float, 
             "intensity": round(lo + u_intensity * (hi - lo), LOOK_DECIMALS), "shadows": bool(lighting.shadows)}
 
 
-def sample_look(variant: SceneryVariant, rng: np.random.Generator) -> dict[str, Any]:
+def sample_look(variant: Scenery, rng: np.random.Generator) -> dict[str, Any]:
     """One episode's look: a colour drawn from each list, the intensity uniformly in its range.
 
     Consumes exactly len(DRAW_ORDER) uniforms from `rng` (see DRAW_ORDER); distractors are not drawn here."""

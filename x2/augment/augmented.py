@@ -1,7 +1,7 @@
-"""One augmented variant of one recorded episode: scenery drawn, distractors placed, world composed, checked.
+"""One augmented episode of one recorded episode: scenery drawn, distractors placed, world composed, checked.
 
-Everything drawn comes from the variant's own seed (three named streams, so the look never shifts the
-placement), and everything drawn is recorded: `Variant.config` is the full sampled configuration that
+Everything drawn comes from the augmented episode's own seed (three named streams, so the look never shifts
+the placement), and everything drawn is recorded: `Augmented.config` is the full sampled configuration that
 goes into the new episode, rounded so the same seed gives the same bytes.
 """
 
@@ -28,31 +28,33 @@ from x2.augment.placement import (
     static_obstacles,
     work_area,
 )
-from x2.augment.records import SettleRecord, VariantConfig
+from x2.augment.records import AugmentedConfig, SettleRecord
 from x2.base.arrays import Floats
 from x2.base.seeding import child_seed, streams
 from x2.envspec.env import AssetSpec
-from x2.envspec.scenery import SceneryVariant
+from x2.envspec.scenery import Scenery
 from x2.sim.mujoco.look import sample_look
 from x2.sim.mujoco.recorded_xml import compile_world
 
 STREAMS = ("look", "distractors", "placement")  # order is part of the bytes: append, never reorder
 
 
-def variant_seed(master_seed: int, parent_seed: int, k: int) -> int:
-    """The seed of variant k of the episode recorded from `parent_seed`: unique per (parent, k)."""
+def augmented_seed(master_seed: int, parent_seed: int, k: int) -> int:
+    """The seed of the k-th augmented episode of the one recorded from `parent_seed`: unique per (parent, k)."""
     return child_seed(master_seed, parent_seed, k)
 
 
 @dataclass(frozen=True)
-class Variant:
+class Augmented:
+    """The k-th augmented episode of a parent, made but not written: its world, what was drawn, what was found."""
+
     seed: int
-    scenery: SceneryVariant
+    scenery: Scenery
     model_xml: str
     placement: PlacementReport
     check: CheckResult
     settled: dict[str, SettleRecord]
-    config: VariantConfig
+    config: AugmentedConfig
 
     @property
     def problems(self) -> list[str]:
@@ -63,7 +65,7 @@ class Variant:
         return out
 
 
-def choose_distractors(scenery: SceneryVariant, count: int | None, task_assets: Sequence[str],
+def choose_distractors(scenery: Scenery, count: int | None, task_assets: Sequence[str],
                        rng: np.random.Generator) -> list[AssetSpec]:
     """The distractor assets: `count` (or the scenery's range) drawn from its pool, never an asset a task
     object of the episode is (the instruction names those: a second one would make it ambiguous)."""
@@ -81,7 +83,7 @@ def choose_distractors(scenery: SceneryVariant, count: int | None, task_assets: 
 
 @dataclass(frozen=True)
 class ParentEpisode:
-    """What every variant of one recorded episode shares, worked out once."""
+    """What every augmented episode of one recorded episode shares, worked out once."""
 
     xml: str
     model: mujoco.MjModel
@@ -105,8 +107,8 @@ class ParentEpisode:
                    hashlib.sha256(xml.encode("utf-8")).hexdigest(), source)
 
 
-def make_variant(parent: ParentEpisode, scenery: SceneryVariant, seed: int, objects: int | None = None,
-                 mode: str = "uniform") -> Variant:
+def make_augmented(parent: ParentEpisode, scenery: Scenery, seed: int, objects: int | None = None,
+                   mode: str = "uniform") -> Augmented:
     rngs = streams(seed, STREAMS)
     look = sample_look(scenery, rngs["look"])
     envelope, support, area = parent.envelope, parent.support, parent.area
@@ -118,7 +120,7 @@ def make_variant(parent: ParentEpisode, scenery: SceneryVariant, seed: int, obje
                         float(parent.model.opt.timestep), parent.source)
     check = check_world(compile_world(xml, parent.source), parent.states, envelope.params.clearance, support.name)
     settled = settle(report.placed, {a.name: a for a in assets}, support)
-    config: VariantConfig = {
+    config: AugmentedConfig = {
         "seed": seed,
         "scenery": {"name": scenery.name, "split": scenery.split, "description": scenery.description},
         "look": look,
@@ -130,4 +132,4 @@ def make_variant(parent: ParentEpisode, scenery: SceneryVariant, seed: int, obje
         "settle": settled,
         "parent_model_sha256": parent.sha256,
     }
-    return Variant(seed, scenery, xml, report, check, settled, config)
+    return Augmented(seed, scenery, xml, report, check, settled, config)
