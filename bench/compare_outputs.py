@@ -104,6 +104,12 @@ EXCLUDED: tuple[Exclusion, ...] = (
     Exclusion("data/*/eval_report.json:episodes[*].time_ms.*", "wall-clock time of each rollout's stages"),
     Exclusion("data/*/eval_report.json:runs[*].per_minute", "throughput: wall clock"),
     Exclusion("data/*/eval_report.json:tasks.*.*.time_share.*", "shares of the wall-clock stage times"),
+    # the replay service names what it serves by a digest of the dataset's index digests, which cover /timing
+    Exclusion("data/eval-replay/eval_report.json:policies[*].digest", "the replayed dataset's digest: " + WHOLE_FILE),
+    Exclusion("data/eval-replay/eval_report.json:episodes[*].policy.digest",
+              "the replayed dataset's digest: " + WHOLE_FILE),
+    Exclusion("data/eval-replay/*/episodes/*.h5:/@policy", "holds the replayed dataset's digest; compared field by field"),
+    Exclusion("data/eval-replay/*/episodes/*.h5:/@policy:digest", "the replayed dataset's digest: " + WHOLE_FILE),
     Exclusion("exports/*.hdf5", "holds x2_provenance; compared object by object"),
     Exclusion("exports/*.hdf5:/@x2_provenance", "JSON text with the export time; compared field by field"),
     Exclusion("exports/*.hdf5:/@x2_provenance:exported_utc", "wall-clock time of the export"),
