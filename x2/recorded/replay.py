@@ -1,10 +1,10 @@
-"""Replaying a recorded episode in the world rebuilt from its file (`open_world`).
+"""Replay, and the physics check, of a recorded episode in the world rebuilt from its file (`open_world`).
 
-- Action replay (`replay_actions`, `x2 replay --check`): reset to the stored first state, step the stored
+- Replay (`replay_actions`, `x2 replay --check`): reset to the stored first state, step the stored
   actions (action t between frame t and t + 1) and compare every state reached with the stored one. On the
   machine that recorded it an episode reproduces exactly (deviation 0): the file holds the model as
   stepped, the full integration state and the float32 actions exactly as applied.
-- State replay (`deepest_penetration`; over a dataset's episodes `penetrations`, `x2 datasets validate
+- The physics check (`deepest_penetration`; over a dataset's episodes `penetrations`, `x2 datasets validate
   --physics`): set every stored state and measure the contacts the physics saw, to find episodes whose bodies
   went through each other.
 """
