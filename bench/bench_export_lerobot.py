@@ -33,7 +33,7 @@ from helpers.stored_images import store_images  # noqa: E402
 
 from x2.datasets import Dataset  # noqa: E402
 from x2.export.lerobot import export_lerobot, quiet_lerobot  # noqa: E402
-from x2.export.lerobot_plan import ExportPlan, LeRobotOptions, plan_export  # noqa: E402
+from x2.export.lerobot_plan import ExportPlan, LeRobotOptions, plan_episode, plan_export  # noqa: E402
 from x2.export.request import ExportProgress, ExportRequest  # noqa: E402
 from x2.export.sources import ExportSources, open_sources  # noqa: E402
 from x2.sim.camera import ImageSize  # noqa: E402
@@ -42,8 +42,8 @@ from x2.sim.camera import ImageSize  # noqa: E402
 def in_memory(plan: ExportPlan, sources: ExportSources) -> list[list[dict]]:
     """Every add_frame dict of the export, read into memory (outside the timed part of the direct side)."""
     return [[{k: (v.copy() if hasattr(v, "copy") else v) for k, v in f.items()}
-             for f in plan.frames_of(source.episode, episode)]
-            for episode, source in zip(plan.episodes, sources.episodes, strict=True)]
+             for f in plan.frames_of(source.episode, plan_episode(source.episode, source.record, plan))]
+            for source in sources.written()]
 
 
 def lerobot_direct(plan: ExportPlan, frames: list[list[dict]], root: Path) -> float:
@@ -120,10 +120,10 @@ def main() -> None:
                 shutil.rmtree(Path(tmp) / f"x2-{r}")
                 shutil.rmtree(Path(tmp) / f"direct-{r}")
     x2_med, direct_med = statistics.median(x2_times), statistics.median(direct_times)
-    n = plan.frames
+    n = sum(len(episode) for episode in frames)
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, python "
           f"{platform.python_version()}, load {os.getloadavg()[0]:.1f}")
-    lengths = "+".join(str(e.frames) for e in plan.episodes)
+    lengths = "+".join(str(len(episode)) for episode in frames)
     print(f"{args.episodes} episodes ({lengths}) = {n} frames, camera head stored at {size}; "
           f"{args.rounds} alternating rounds, medians")
     print(f"{'side':34s} {'seconds':>9s} {'frames/s':>9s}   rounds")

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +34,8 @@ from x2.cli.app import app as x2_app
 from x2.datasets import Dataset, remember_dataset
 from x2.datasets.select import Selection
 from x2.datasets.splits_json import write_splits
-from x2.export.lerobot import export_lerobot, read_back, read_x2_meta
-from x2.export.lerobot_check import PIXEL_TOLERANCE, compare, mean_abs_diff
+from x2.export.lerobot import export_lerobot, read_x2_meta, reading_back
+from x2.export.lerobot_check import PIXEL_TOLERANCE, Readback, compare, mean_abs_diff
 from x2.export.lerobot_plan import LeRobotOptions
 from x2.export.request import ExportRequest
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
@@ -66,6 +67,12 @@ def export(ds: Dataset, target: Path, episodes: tuple[int, ...], cameras: list[s
                             None if cameras is None else tuple(cameras), state_only)
     result = export_lerobot(request, LeRobotOptions(size=size, repo_id="x2/test"))
     return result.plan, result
+
+
+def read_back(plan, target: Path) -> Readback:
+    """Everything LeRobot reads back, every episode's at once (a small export)."""
+    with reading_back(plan, target, "x2/test") as back:
+        return replace(back, per_episode=list(back.per_episode))
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -234,31 +241,33 @@ def test_stored_streams_are_read_not_rendered(stored: Dataset, tmp_path: Path) -
 
 def test_the_check_catches_what_differs(stored: Dataset, tmp_path: Path) -> None:
     target = tmp_path / "out"
-    plan, _ = export(stored, target, (0, 1), cameras=["head"], size=SMALL)
+    plan, result = export(stored, target, (0, 1), cameras=["head"], size=SMALL)
+    written = result.written
     with stored.load(0) as a, stored.load(1) as b:
         edges = [{"head": (ep["observations/images/head"][0], ep["observations/images/head"][-1])} for ep in (a, b)]
-    back = read_back(plan, target, "x2/test")
-    compare(plan, edges, back, str(target))  # as exported: no difference
+    back = read_back(plan, target)
+    compare(plan, written, edges, back, str(target))  # as exported: no difference
     back.per_episode[1].subtask[5] = "open_door"
     with pytest.raises(ExportError, match=r"episode 1 \(x2 episode 1\) frame 5 subtask .*'open_door'.*'unfinished'"):
-        compare(plan, edges, back, str(target))
-    back = read_back(plan, target, "x2/test")
+        compare(plan, written, edges, back, str(target))
+    back = read_back(plan, target)
     first, last = back.per_episode[0].edges["head"]
     back.per_episode[0].edges["head"] = (first, np.clip(last.astype(int) + 40, 0, 255).astype(np.uint8))
     with pytest.raises(ExportError, match=r"episode 0 .* last head frame: found \d+\.\d levels"):
-        compare(plan, edges, back, str(target))
-    back = read_back(plan, target, "x2/test")
+        compare(plan, written, edges, back, str(target))
+    back = read_back(plan, target)
     back.per_episode[1].state[4, 2] += 0.5
-    with pytest.raises(ExportError, match=r"episode 1 .* frame 4 observation.state: found"):
-        compare(plan, edges, back, str(target))
-    back = read_back(plan, target, "x2/test")
+    with pytest.raises(ExportError, match=r"episode 1 .* observation.state: found values of sha256 \w+\.\.\.; allowed: "
+                                          r"the file's, sha256 \w+\.\.\. \(as float32\)"):
+        compare(plan, written, edges, back, str(target))
+    back = read_back(plan, target)
     back.per_episode[1].arm_subtask_index["subtask_index.right"][6] += 1
     with pytest.raises(ExportError, match=r"episode 1 .* frame 6 subtask_index.right: found"):
-        compare(plan, edges, back, str(target))
-    back = read_back(plan, target, "x2/test")
+        compare(plan, written, edges, back, str(target))
+    back = read_back(plan, target)
     back.per_episode[0].task[3] = "something else"
     with pytest.raises(ExportError, match="frame 3 task: found 'something else'"):
-        compare(plan, edges, back, str(target))
+        compare(plan, written, edges, back, str(target))
 
 
 def test_lerobot_trains_on_it(stored: Dataset, tmp_path: Path) -> None:

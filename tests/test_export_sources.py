@@ -11,17 +11,20 @@ import h5py
 import pytest
 from helpers.real_dataset import record_short_dataset
 from typer.testing import CliRunner
+from x2.recorded.renderer import ImageSize
 
 import x2.cli.progress as progress_module
+import x2.export.sources as sources_module
 from x2.base.errors import ExportError
 from x2.cli.app import _mount, app
 from x2.datasets import Dataset, Episode
 from x2.datasets.index import write_index
 from x2.export.hdf5 import export_hdf5
 from x2.export.request import ExportProgress, ExportRequest, default_target
-from x2.export.zarr import export_zarr
-from x2.files.digest import file_digest
+from x2.export.zarr import ZarrOptions, export_zarr
+from x2.files.digest import DigestMismatch, file_digest
 from x2.format import string_array
+from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
 
 _mount()  # the root command, as `x2` builds it
 
@@ -82,23 +85,96 @@ def test_off_a_terminal_the_command_prints_progress_lines(booth: Path, tmp_path:
     assert "export: reading back: 16/16 frames (2/2 episodes)" in run.stdout.splitlines()
 
 
+class Opens:
+    """Every open of an episode file by x2: a checked read (x2.datasets.verified) or an `Episode` on its path (a
+    first look, any other reader)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.read: list[Path] = []
+        self.looked: list[Path] = []
+        real_read, real_init = sources_module.read_verified, Episode.__init__
+
+        def counting_read(ds: Dataset, record):
+            self.read.append(ds.episode_path(record.index))
+            return real_read(ds, record)
+
+        def counting_init(episode: Episode, path: Path, swmr: bool = False) -> None:
+            self.looked.append(Path(path))
+            real_init(episode, path, swmr)
+
+        monkeypatch.setattr(sources_module, "read_verified", counting_read)
+        monkeypatch.setattr(Episode, "__init__", counting_init)
+
+
 @pytest.mark.parametrize("kind", ["zarr", "hdf5", "lerobot"])
 @pytest.mark.parametrize("images", [False, True], ids=["state-only", "rendered"])
 def test_each_episode_file_is_opened_once_per_export(booth: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       kind: str, images: bool) -> None:
     """Every reader of the export (names, cameras, arrays, frames rendered on the fly, LeRobot's plan and
-    read-back check) works from the one open Episode the prologue made."""
-    opened: list[Path] = []
-    real_init = Episode.__init__
-
-    def counting_init(self: Episode, path: Path, swmr: bool = False) -> None:
-        opened.append(Path(path))
-        real_init(self, path, swmr)
-
-    monkeypatch.setattr(Episode, "__init__", counting_init)
+    read-back check) works from the one checked read of each file, in export order."""
+    opens = Opens(monkeypatch)
     flags = ["--cameras", "head", "--size", "24x32"] if images else ["--state-only"]
     out = tmp_path / f"out.{kind}"
     run = CliRunner().invoke(app, ["export", kind, str(booth), "--out", str(out), *flags])
     assert run.exit_code == 0, run.output
     ds = Dataset.open(booth)
-    assert sorted(opened) == sorted(ds.episode_path(r.index) for r in ds.episodes())
+    assert opens.read == [ds.episode_path(r.index) for r in ds.episodes()] and opens.looked == []
+
+
+@pytest.fixture(scope="module")
+def half_rendered(booth: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The booth's two episodes, the first with a stored head stream, the second without (rendered in part)."""
+    from helpers.stored_images import store_images
+
+    root = shutil.copytree(booth, tmp_path_factory.mktemp("half") / "booth")
+    store_images(root, ["head"], ImageSize(24, 32))
+    ds = Dataset.open(root)
+    path = ds.episode_path(1)
+    with h5py.File(path, "r+") as f:
+        del f["observations/images/head"]
+    write_index(ds.index_path, [replace(r, bytes=path.stat().st_size, digest=file_digest(path)) if r.index == 1
+                                else r for r in ds.episodes()])
+    return root
+
+
+@pytest.mark.parametrize("exporter", [export_zarr, export_hdf5])
+def test_a_later_episode_that_unsettles_the_first_ones_choice_starts_again(
+        half_rendered: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exporter) -> None:
+    """The first episode stores head, the second does not: the cameras every episode stores are none, so the
+    export has the render pass's defaults, as a first look at every file decides; the first try's partial
+    build is gone."""
+    ds = Dataset.open(half_rendered)
+    paths = [ds.episode_path(r.index) for r in ds.episodes()]
+    opens = Opens(monkeypatch)
+    steps: list[ExportProgress] = []
+    out = tmp_path / "out"
+    summary = exporter(ExportRequest(ds, tuple(ds.episodes()), out), progress=steps.append)
+    assert sorted(summary.image_sizes) == sorted(DEFAULT_CAMERAS)
+    assert all(size == DEFAULT_SIZE for size in summary.image_sizes.values())
+    assert opens.read == [*paths, *paths] and opens.looked == paths  # the first try, the look, the second try
+    assert [s.frames_done for s in steps if s.phase == "writing"][-1] == 16
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    # given the cameras and a size, the first episode's streams settle nothing: one read of each file
+    opens.read.clear(), opens.looked.clear()
+    exporter(ExportRequest(ds, tuple(ds.episodes()), tmp_path / "again", cameras=("head",)),
+             *([ZarrOptions(image_size=ImageSize(24, 32))] if exporter is export_zarr else []))
+    if exporter is export_zarr:
+        assert (opens.read, opens.looked) == (paths, [])
+    else:  # HDF5 has no --image-size: a stream keeps its stored size only where every episode stores it alike
+        assert opens.looked == paths
+
+
+def test_a_damaged_later_episode_is_refused_before_it_is_written(booth: Path, tmp_path: Path) -> None:
+    """Damage found by the read that feeds the export: the episodes before it were written, then the whole
+    partial build goes."""
+    root = shutil.copytree(booth, tmp_path / "damaged")
+    ds = Dataset.open(root)
+    path = ds.episode_path(1)
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0x10
+    path.write_bytes(bytes(raw))
+    for exporter in (export_zarr, export_hdf5):
+        with pytest.raises(DigestMismatch) as caught:
+            exporter(ExportRequest(ds, tuple(ds.episodes()), tmp_path / "out", state_only=True))
+        assert str(caught.value).startswith(f"{path}: sha256: found") and "\n" not in str(caught.value)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["damaged"]

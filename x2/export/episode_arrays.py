@@ -3,29 +3,32 @@ completion frames, and camera frames in batches at the export's image size.
 
 Per-arm subtask labels (`labels/arm_subtask_index`, one column per arm) are exported as the low-dim key
 `arm_subtask_index`, named by the arms, when the exported episodes have them for more than one arm
-(`labelled_arms`): with one arm the column is `subtask_index` itself (docs/format.md), so a single-arm
-robot's exports carry no per-arm copy, and a dataset recorded before x2 kept them exports exactly as
-before. An older episode in a dataset that also holds newer ones (a synthesis resumed after an upgrade)
+(x2.export.sources.labelled_arms): with one arm the column is `subtask_index` itself (docs/format.md), so
+a single-arm robot's exports carry no per-arm copy, and a dataset recorded before x2 kept them exports
+exactly as before. An older episode in a dataset that also holds newer ones (a synthesis resumed after an upgrade)
 gets its columns by the format's rule for such an episode, every node on every arm (`arm_labels`).
 
 Both exporters concatenate or group episodes that must agree on every array's per-row shape, so the
 first exported episode fixes the layout and `check_row_layout` names the first episode that breaks it.
+Episodes are read one at a time (x2.export.sources): nothing here holds more than the episode at hand.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from PIL import Image
 
 from x2 import format as fmt
+from x2.base.arrays import Image as Picture
 from x2.base.errors import DatasetError, ExportError
 from x2.datasets import Episode
 from x2.envspec.action import ActionLayout
+from x2.export.provenance import Json
 from x2.export.sources import names_by_column
 from x2.labeling import ARM_SUBTASK_INDEX_KEY, arm_label_arrays, arm_segment_owners
 from x2.recorded.frames import episode_frames, stored_cameras
@@ -59,7 +62,7 @@ class EpisodeFacts:
     source: str
     instruction: str
     model_xml: str
-    env_args: dict[str, Any]
+    env_args: Json  # the root attr env_args as stored (an object, or {} when absent)
 
 
 @dataclass(frozen=True)
@@ -69,12 +72,12 @@ class EpisodeArrays:
     path: Path
     index: int
     frames: int
-    low_dim: dict[str, np.ndarray]
+    low_dim: dict[str, npt.NDArray[np.generic]]  # as stored: floats, and integer labels
     names: dict[str, list[str]]  # per low-dim key, the names of its columns (joints, objects, arms)
-    states: np.ndarray  # the full MuJoCo integration state
+    states: npt.NDArray[np.generic]  # the full MuJoCo integration state, as stored
     nodes: list[str]
     completion: dict[str, int]  # node -> frame it was first completed (-1: never)
-    active_mask: np.ndarray | None
+    active_mask: npt.NDArray[np.generic] | None
     arms: list[str]  # arm names in action-layout order (ee_pose's second axis)
     gripper_slots: list[int]  # each arm's gripper opening in `action`
     facts: EpisodeFacts
@@ -86,7 +89,7 @@ class ArmLabels:
     """An episode's per-arm subtask labels, as the exporters use them."""
 
     arms: list[str]  # the arm of each column, in robot order
-    index: np.ndarray  # (T, A) x2's codes as stored: node index, len(nodes) done, -1 unfinished
+    index: npt.NDArray[np.generic]  # (T, A) integers, x2's codes as stored: node index, len(nodes) done, -1 unfinished
     node_arms: dict[str, list[str]]  # node -> the arms it ran on (every arm for an episode without the map)
 
     def nodes_of(self, arm: str, nodes: Sequence[str]) -> list[str]:
@@ -94,26 +97,9 @@ class ArmLabels:
         return [n for n in nodes if arm in self.node_arms.get(n, self.arms)]
 
 
-def labelled_arms(episodes: Iterable[Episode]) -> tuple[str, ...]:
-    """The arms an export carries per-arm labels for: those of the episodes that have them for two or more
-    arms (every such episode must name the same arms), or () when none has."""
-    found: tuple[str, ...] = ()
-    first: Path | None = None
-    for ep in episodes:
-        arms = tuple(ep.arm_names)
-        if len(arms) < 2:
-            continue
-        if first is None:
-            found, first = arms, ep.path
-        elif arms != found:
-            raise ExportError(f"{ep.path}: {fmt.ARM_SUBTASK_INDEX}: found arms {list(arms)}; allowed: "
-                              f"{list(found)}, as in {first.name} (export episodes of one robot: --episodes)")
-    return found
-
-
 def arm_labels(ep: Episode, arms: Sequence[str]) -> ArmLabels | None:
-    """The episode's per-arm labels for the export's `arms` (`labelled_arms`; None when there are fewer than
-    two): as stored, or, for an episode recorded before x2 kept them, derived from its events by the rule
+    """The episode's per-arm labels for the export's `arms` (x2.export.sources.labelled_arms; None when there
+    are fewer than two): as stored, or, for an episode recorded before x2 kept them, derived from its events by the rule
     of docs/format.md with every node on every arm (so each column is its subtask_index)."""
     if len(arms) < 2:
         return None
@@ -133,7 +119,7 @@ def read_episode(ep: Episode, manifest_names: Mapping[str, Sequence[str]],
                  labelled: Sequence[str] = ()) -> EpisodeArrays:
     """The episode's arrays; action, state and qvel named by `manifest_names` (episode column path ->
     names, `x2.export.sources.ExportSources.column_names`), the other columns by the file; per-arm labels
-    for the `labelled` arms (`labelled_arms`)."""
+    for the `labelled` arms (`x2.export.sources.ExportSources.arms`)."""
     missing = [LOW_DIM[k] for k in _REQUIRED if LOW_DIM[k] not in ep]
     if missing:
         raise DatasetError(f"{ep.path}: {missing[0]}: found missing; allowed: an x2 episode with "
@@ -167,7 +153,7 @@ def read_episode(ep: Episode, manifest_names: Mapping[str, Sequence[str]],
         arm_labels=per_arm)
 
 
-def _optional(ep: Episode, name: str) -> np.ndarray | None:
+def _optional(ep: Episode, name: str) -> npt.NDArray[np.generic] | None:
     if name not in ep:
         return None
     return ep[name]
@@ -191,20 +177,20 @@ def check_row_layout(arrays: EpisodeArrays, first: Mapping[str, tuple[tuple[int,
                               "exported episode (export episodes of one world: --episodes)")
 
 
-def resize(frame: np.ndarray, size: ImageSize) -> np.ndarray:
+def resize(frame: Picture, size: ImageSize) -> Picture:
     if frame.shape[:2] == (size.height, size.width):
         return frame
     return np.asarray(Image.fromarray(frame).resize((size.width, size.height), RESIZE_FILTER))
 
 
 def camera_batches(ep: Episode, cameras: Sequence[str], render_size: ImageSize, sizes: Mapping[str, ImageSize],
-                   batch: int = 32) -> Iterator[dict[str, np.ndarray]]:
+                   batch: int = 32) -> Iterator[dict[str, Picture]]:
     """{camera: (n, H, W, 3) uint8} for consecutive runs of at most `batch` frames, at `sizes`.
     Stored streams are read when every camera has one, otherwise frames are rendered at `render_size`
     (x2.recorded.frames); either way each frame is then resized to its camera's export size."""
     stored = stored_cameras(ep)
     source_size = None if all(c in stored for c in cameras) else render_size
-    pending: dict[str, list[np.ndarray]] = {c: [] for c in cameras}
+    pending: dict[str, list[Picture]] = {c: [] for c in cameras}
     try:
         for frame in episode_frames(ep, cameras, source_size):
             for cam in cameras:

@@ -41,31 +41,31 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import h5py
 import numpy as np
+import numpy.typing as npt
 
+from x2.base.arrays import Bools, Floats, Ints
 from x2.base.errors import ExportError
 from x2.datasets import Episode
-from x2.export.episode_arrays import (
-    EpisodeArrays,
-    camera_batches,
-    check_row_layout,
-    labelled_arms,
-    read_episode,
-    row_layout,
-)
+from x2.export.episode_arrays import EpisodeArrays, camera_batches, check_row_layout, read_episode, row_layout
+from x2.export.provenance import Json
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
-from x2.export.sources import ExportSources, open_sources
+from x2.export.sources import ExportSources, Sizing, run_export
 from x2.files.hdf5_guard import check_writes, kept_if_complete
 from x2.files.staging import staged
 from x2.recorded.frames import DEFAULT_SIZE
 from x2.sim.camera import ImageSize
 
+if TYPE_CHECKING:
+    from _hashlib import HASH
+
+Array = npt.NDArray[np.generic]  # a column as read from the episode (floats or integer labels)
 IMAGE_COMPRESSION = {"compression": "gzip", "compression_opts": 4}  # built into every HDF5 reader
 VALID_SPLITS = ("val", "valid")  # robomimic's validation filter key is "valid"
 ARM_TERM_SIGNALS = "subtask_term_signals_by_arm"  # under obs/datagen_info: <arm>/<node>
@@ -95,7 +95,7 @@ def mask_key(split: str) -> str:
     return "valid" if split in VALID_SPLITS else split
 
 
-def pose_matrices(poses: np.ndarray) -> np.ndarray:
+def pose_matrices(poses: Array) -> Floats:
     """(T, 7) position + quaternion w x y z -> (T, 4, 4) homogeneous transforms."""
     p = np.asarray(poses, np.float64)
     q = p[:, 3:7] / np.linalg.norm(p[:, 3:7], axis=1, keepdims=True)
@@ -108,13 +108,13 @@ def pose_matrices(poses: np.ndarray) -> np.ndarray:
     return out
 
 
-def term_signals(arrays: EpisodeArrays) -> dict[str, np.ndarray]:
+def term_signals(arrays: EpisodeArrays) -> dict[str, Bools]:
     """Per DAG node: False before the frame it was first completed, True from then on (never: all False)."""
     t = np.arange(arrays.frames)
     return {n: (t >= f) if f >= 0 else np.zeros(arrays.frames, bool) for n, f in arrays.completion.items()}
 
 
-def start_signals(arrays: EpisodeArrays) -> dict[str, np.ndarray]:
+def start_signals(arrays: EpisodeArrays) -> dict[str, Bools]:
     """Per DAG node: True from the first frame it was being worked on (the runtime's active mask)."""
     if arrays.active_mask is None:
         return {}
@@ -122,7 +122,7 @@ def start_signals(arrays: EpisodeArrays) -> dict[str, np.ndarray]:
     return {n: started[:, i].copy() for i, n in enumerate(arrays.nodes)}
 
 
-def arm_term_signals(arrays: EpisodeArrays) -> dict[str, dict[str, np.ndarray]]:
+def arm_term_signals(arrays: EpisodeArrays) -> dict[str, dict[str, Bools]]:
     """Per arm, the term signals of the nodes that ran on it ({} without per-arm labels)."""
     if arrays.arm_labels is None:
         return {}
@@ -138,7 +138,7 @@ def arm_order(arrays: EpisodeArrays, arm: str) -> list[str]:
     return [*done, *(n for n in mine if arrays.completion[n] < 0)]
 
 
-def rewards_dones(arrays: EpisodeArrays) -> tuple[np.ndarray, np.ndarray]:
+def rewards_dones(arrays: EpisodeArrays) -> tuple[Floats, Ints]:
     frames = arrays.frames
     rewards = np.zeros(frames)
     if arrays.facts.success and arrays.completion and min(arrays.completion.values()) >= 0:
@@ -149,10 +149,10 @@ def rewards_dones(arrays: EpisodeArrays) -> tuple[np.ndarray, np.ndarray]:
     return rewards, dones
 
 
-def observations(arrays: EpisodeArrays) -> dict[str, np.ndarray]:
+def observations(arrays: EpisodeArrays) -> dict[str, Array]:
     """robomimic obs keys (one dataset each, time first) from the episode's arrays."""
     low = arrays.low_dim
-    obs: dict[str, np.ndarray] = {"state": low["state"]}
+    obs: dict[str, Array] = {"state": low["state"]}
     for key in ("qvel", "subtask_index", "progress"):
         if key in low:
             obs[key] = low[key]
@@ -166,8 +166,9 @@ def observations(arrays: EpisodeArrays) -> dict[str, np.ndarray]:
     return obs
 
 
-def datagen_info(arrays: EpisodeArrays) -> dict[str, dict[str, np.ndarray]]:
-    low, info = arrays.low_dim, {}
+def datagen_info(arrays: EpisodeArrays) -> dict[str, Mapping[str, Array]]:
+    low = arrays.low_dim
+    info: dict[str, Mapping[str, Array]] = {}
     if "ee_pose" in low:
         info["eef_pose"] = {a: pose_matrices(low["ee_pose"][:, i]) for i, a in enumerate(arrays.names["ee_pose"])}
     if "object_poses" in low:
@@ -189,61 +190,60 @@ class _Digests:
     """sha256 of every dataset's bytes in row order, to compare with what is read back."""
 
     def __init__(self) -> None:
-        self.sums: dict[str, Any] = {}
+        self.sums: dict[str, HASH] = {}
 
-    def put(self, group: h5py.Group, name: str, data: np.ndarray, **kw: Any) -> None:
+    def put(self, group: h5py.Group, name: str, data: Array) -> None:
         data = np.ascontiguousarray(data)
-        group.create_dataset(name, data=data, **kw)
+        group.create_dataset(name, data=data)
         self.sums[f"{group.name}/{name}"] = hashlib.sha256(data.tobytes())
 
 
 def export_hdf5(request: ExportRequest, options: Hdf5Options = Hdf5Options(),
                 progress: ProgressCallback = ignore_progress) -> Hdf5Summary:
     """Write the requested episodes as one robomimic / Isaac Lab Mimic HDF5 file."""
-    with open_sources(request, "hdf5") as sources:
-        target, records = sources.target, sources.records
-        sizes = sources.image_sizes(options.render_size, None)
-        splits = sources.splits()
-        names = demo_names(len(records))
-        masks: dict[str, list[str]] = {"train": [], "valid": []}
-        for name, record in zip(names, records, strict=True):
-            masks.setdefault(mask_key(splits[record.index]), []).append(name)
-        meta = sources.provenance(format="robomimic hdf5 with Isaac Lab Mimic datagen_info",
-                                  cameras={c: str(s) for c, s in sizes.items()},
-                                  demos={n: r.index for n, r in zip(names, records, strict=True)})
-        tracker = ProgressTracker(progress, len(records), sources.frames)
-        digests = _Digests()
-        with staged(target, request.overwrite) as tmp:
-            with kept_if_complete(tmp, "w") as f:
-                f.attrs["x2_provenance"] = json.dumps(meta, sort_keys=True)
-                data = f.create_group("data")
-                tracker.enter("writing")
-                total = _fill(data, sources, names, sizes, options, digests, tracker, splits)
-                mask = f.create_group("mask")
-                for key in sorted(masks):
-                    digests.put(mask, key, np.array([n.encode() for n in masks[key]], dtype="S"))
-            tracker.enter("reading back")
-            _read_back(tmp, target, digests, names, total)
+    return run_export(request, "hdf5", lambda sources: _export(sources, options, progress), Sizing(options.render_size))
+
+
+def _export(sources: ExportSources, options: Hdf5Options, progress: ProgressCallback) -> Hdf5Summary:
+    target, records = sources.target, sources.records
+    sizes = sources.image_sizes
+    names = demo_names(len(records))
+    meta = sources.provenance(format="robomimic hdf5 with Isaac Lab Mimic datagen_info",
+                              cameras={c: str(s) for c, s in sizes.items()},
+                              demos={n: r.index for n, r in zip(names, records, strict=True)})
+    tracker = ProgressTracker(progress, len(records), sources.frames)
+    digests = _Digests()
+    masks: dict[str, list[str]] = {"train": [], "valid": []}  # filter key -> its demos (filled as they are written)
+    with staged(target, sources.request.overwrite) as tmp:
+        with kept_if_complete(tmp, "w") as f:
+            f.attrs["x2_provenance"] = json.dumps(meta, sort_keys=True)
+            data = f.create_group("data")
+            tracker.enter("writing")
+            total = _fill(data, sources, names, sizes, options, digests, tracker, masks)
+            mask = f.create_group("mask")
+            for key in sorted(masks):
+                digests.put(mask, key, np.array([n.encode() for n in masks[key]], dtype="S"))
+        tracker.enter("reading back")
+        _read_back(tmp, target, digests, names, total)
     return Hdf5Summary(target, names, total, {k: len(v) for k, v in sorted(masks.items())}, sizes,
                        target.stat().st_size)
 
 
 def _fill(data: h5py.Group, sources: ExportSources, names: Sequence[str], sizes: dict[str, ImageSize],
-          options: Hdf5Options, digests: _Digests, tracker: ProgressTracker, splits: dict[int, str]) -> int:
+          options: Hdf5Options, digests: _Digests, tracker: ProgressTracker, masks: dict[str, list[str]]) -> int:
     layout, total = None, 0
     cameras, columns = sources.cameras, sources.column_names()
-    labelled = labelled_arms(s.episode for s in sources.episodes)
     for source, name in zip(sources.written(), names, strict=True):
         ep = source.episode
-        arrays = read_episode(ep, columns, labelled)
+        arrays = read_episode(ep, columns, sources.arms)
         if layout is None:
             layout = row_layout(arrays)
-            env_args = dict(arrays.facts.env_args)
-            kwargs = {k: v for k, v in dict(env_args.get("env_kwargs", {})).items() if k != "seed"}
-            data.attrs["env_args"] = json.dumps({**env_args, "env_kwargs": kwargs}, sort_keys=True)
+            data.attrs["env_args"] = json.dumps(_env_args(arrays), sort_keys=True)
         check_row_layout(arrays, layout)
+        split = sources.split(source)
+        masks.setdefault(mask_key(split), []).append(name)
         demo = data.create_group(name)
-        _demo_attrs(demo, arrays, splits[source.record.index])
+        _demo_attrs(demo, arrays, split)
         rewards, dones = rewards_dones(arrays)
         digests.put(demo, "actions", arrays.low_dim["action"])
         digests.put(demo, "states", arrays.states)
@@ -272,6 +272,16 @@ def _fill(data: h5py.Group, sources: ExportSources, names: Sequence[str], sizes:
         tracker.episode_done()
     data.attrs["total"] = total
     return total
+
+
+def _env_args(arrays: EpisodeArrays) -> dict[str, Json]:
+    """The first episode's env_args, its env_kwargs without the seed (each demo has its own)."""
+    env_args = arrays.facts.env_args
+    env_kwargs = env_args.get("env_kwargs", {}) if isinstance(env_args, dict) else None
+    if not isinstance(env_args, dict) or not isinstance(env_kwargs, dict):
+        raise ExportError(f"{arrays.path}: env_args: found {json.dumps(env_args)[:60]}; allowed: a JSON object with "
+                          "an object env_kwargs")
+    return {**env_args, "env_kwargs": {k: v for k, v in env_kwargs.items() if k != "seed"}}
 
 
 def _demo_attrs(demo: h5py.Group, arrays: EpisodeArrays, split: str) -> None:

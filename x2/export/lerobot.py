@@ -13,7 +13,12 @@ Everything goes through LeRobot 0.6.1's own writer and reader:
    with LeRobot's own `load_stats` / `write_stats`; `meta/x2.json` records where it all came from
    (`x2.export.provenance`) and which channels were raised.
 4. `LeRobotDataset(root, video_backend="pyav")` reloads the folder; `x2.export.lerobot_check.compare`
-   holds what it read against the plan. Only then is the folder renamed onto the target.
+   holds what it reads, one episode at a time, against what was written (`WrittenEpisode`: runs of the labels,
+   digests of the float columns, the first and last source frames spilled beside). Only then is the folder
+   renamed onto the target.
+
+The episodes are read one at a time in export order (x2.export.sources) and planned as their turn comes
+(`plan_episode`): no more than one episode's arrays are held, however many are exported.
 """
 
 from __future__ import annotations
@@ -26,13 +31,14 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from x2.base.arrays import Image
 from x2.base.errors import ExportError
 from x2.datasets.untrusted import json_loads
-from x2.export.lerobot_check import Edges, EpisodeReadback, Readback, compare
+from x2.export.lerobot_check import EdgeStore, EpisodeReadback, Readback, WrittenEpisode, compare
 from x2.export.lerobot_language import ARM_JOIN, SUBTASK_STYLE, subtask_rows
 from x2.export.lerobot_plan import (
     ACTION,
@@ -43,17 +49,23 @@ from x2.export.lerobot_plan import (
     ExportPlan,
     LeRobotOptions,
     arm_feature,
+    plan_episode,
     plan_export,
 )
 from x2.export.lerobot_stats import FLOOR as STATS_FLOOR
 from x2.export.lerobot_stats import floor_spread
+from x2.export.provenance import Json, Provenance
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
-from x2.export.sources import ExportSources, open_sources
+from x2.export.sources import ExportSources, run_export
 from x2.files.atomic import write_text
 from x2.files.staging import staged
 
+if TYPE_CHECKING:
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
 X2_META = "meta/x2.json"
-_LANGUAGE_STAGING, _HF_CACHE = ".x2-language-staging", ".x2-hf-cache"  # inside the staged folder, removed
+# inside the staged folder, removed before it is renamed into place
+_LANGUAGE_STAGING, _HF_CACHE, _EDGES = ".x2-language-staging", ".x2-hf-cache", ".x2-edges"
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,7 @@ class LeRobotExport:
     images: str
     bytes: int
     plan: ExportPlan
+    written: tuple[WrittenEpisode, ...] = ()  # what the read-back check held each episode to
 
 
 @contextlib.contextmanager
@@ -107,10 +120,11 @@ def _hf_cache(folder: Path) -> Iterator[None]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _write_frames(plan: ExportPlan, sources: ExportSources, root: Path, repo_id: str,
-                  tracker: ProgressTracker) -> list[Edges]:
-    """create / add_frame / save_episode / finalize; returns the source pixels of each episode's first and
-    last frame per camera (what the check compares the decoded videos with)."""
+def _write_frames(plan: ExportPlan, sources: ExportSources, root: Path, repo_id: str, tracker: ProgressTracker,
+                  edges: EdgeStore) -> list[WrittenEpisode]:
+    """create / add_frame / save_episode / finalize, one episode read and planned at a time; returns what
+    the check needs of each episode, and spills the source pixels of its first and last frame per camera
+    (what the check compares the decoded videos with) to `edges`."""
     import datasets
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
@@ -120,18 +134,21 @@ def _write_frames(plan: ExportPlan, sources: ExportSources, root: Path, repo_id:
     lerobot_log.addHandler(logging.NullHandler())
     lerobot_log.propagate = False
     images = plan.images
+    ds: LeRobotDataset | None = None  # created once the first episode is planned
+    written: list[WrittenEpisode] = []
     try:
-        ds = LeRobotDataset.create(repo_id, fps=plan.fps, features=plan.features(), root=root,
-                                   robot_type=plan.dataset.manifest.robot, use_videos=bool(images.cameras),
-                                   video_backend="pyav")
-    except ValueError as exc:  # LeRobot checks its default encoder (libsvtav1 in PyAV) right here
-        raise ExportError(f"LeRobot writer (video encoder): found {' '.join(str(exc).split())}; allowed: a PyAV with "
-                          "LeRobot's default codec (libsvtav1), or --state-only") from None
-    edges: list[Edges] = []
-    try:
-        for episode, source in zip(plan.episodes, sources.written(), strict=True):
-            first: dict[str, np.ndarray] = {}
-            last: dict[str, np.ndarray] = {}
+        for source in sources.written():
+            episode = plan_episode(source.episode, source.record, plan)  # (refused before any of it is written)
+            if ds is None:
+                try:
+                    ds = LeRobotDataset.create(repo_id, fps=plan.fps, features=plan.features(), root=root,
+                                               robot_type=plan.dataset.manifest.robot,
+                                               use_videos=bool(images.cameras), video_backend="pyav")
+                except ValueError as exc:  # LeRobot checks its default encoder (libsvtav1 in PyAV) right here
+                    raise ExportError(f"LeRobot writer (video encoder): found {' '.join(str(exc).split())}; allowed: "
+                                      "a PyAV with LeRobot's default codec (libsvtav1), or --state-only") from None
+            first: dict[str, Image] = {}
+            last: dict[str, Image] = {}
             for t, frame in enumerate(plan.frames_of(source.episode, episode)):
                 if t == 0:
                     first = {c: np.array(frame[images.key(c)]) for c in images.cameras}
@@ -146,16 +163,19 @@ def _write_frames(plan: ExportPlan, sources: ExportSources, root: Path, repo_id:
             # SVT-AV1 spreads one video over the cores anyway.
             ds.save_episode(parallel_encoding=False)
             edges.append({c: (first[c], last[c]) for c in images.cameras})
+            written.append(WrittenEpisode.of(episode))
             tracker.episode_done()
     except BaseException:
-        with contextlib.suppress(Exception):  # close LeRobot's writers; the error that stopped us is the news
-            ds.finalize()
+        if ds is not None:
+            with contextlib.suppress(Exception):  # close LeRobot's writers; the error that stopped us is the news
+                ds.finalize()
         raise
+    assert ds is not None  # (the prologue refuses an export of no episodes)
     ds.finalize()
-    return edges
+    return written
 
 
-def _write_language(plan: ExportPlan, root: Path) -> None:
+def _write_language(plan: ExportPlan, written: list[WrittenEpisode], root: Path) -> None:
     """The `language_persistent` (and empty `language_events`) columns, written by LeRobot's own writer."""
     from lerobot.annotations.steerable_pipeline.reader import iter_episodes
     from lerobot.annotations.steerable_pipeline.staging import EpisodeStaging
@@ -163,8 +183,8 @@ def _write_language(plan: ExportPlan, root: Path) -> None:
     from lerobot.datasets.language import language_feature_info
 
     staging = root / _LANGUAGE_STAGING
-    for i, episode in enumerate(plan.episodes):
-        EpisodeStaging(staging, i).write("plan", subtask_rows(episode.labels, plan.fps))
+    for i, episode in enumerate(written):
+        EpisodeStaging(staging, i).write("plan", subtask_rows(episode.labels.expand(), plan.fps))
     records = list(iter_episodes(root))
     LanguageColumnsWriter(drop_existing_subtask_index=False).write_all(records, staging, root)
     shutil.rmtree(staging)
@@ -189,7 +209,7 @@ def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id
     import lerobot
 
     size = plan.images.size
-    extra: dict[str, Any] = {}
+    extra: dict[str, Json] = {}
     if plan.arms:  # only with per-arm features: an export without them keeps its meta/x2.json as it was
         extra["arm_subtask_index"] = {
             "features": {arm: arm_feature(arm) for arm in plan.arms},
@@ -212,7 +232,7 @@ def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id
         language={"column": "language_persistent", "style": SUBTASK_STYLE,
                   "rows": "one per segment start, content = the subtask name (names above)"},
         task="each episode's instruction (root attr instruction), else the dataset's task name",
-        stats={"spread_floor": STATS_FLOOR, "raised": raised,
+        stats={"spread_floor": STATS_FLOOR, "raised": {feature: [*channels] for feature, channels in raised.items()},
                "rule": "in meta/stats.json, for state, environment state and action: a channel whose std was below "
                        "spread_floor (constant up to the simulator's jitter) has std = spread_floor and min/max, "
                        "q01/q99, q10/q90 at least spread_floor either side of their middle; raised: those channels' "
@@ -233,48 +253,51 @@ def _tidy(root: Path) -> None:
         shutil.rmtree(images)
 
 
-def read_back(plan: ExportPlan, root: Path, repo_id: str) -> Readback:
-    """What LeRobot's `LeRobotDataset` reads from `root`: per frame the columns and the subtask
-    `language_render.active_at` finds, per episode its first and last frames decoded (pyav)."""
-    with _hf_cache(Path(root) / _HF_CACHE):
-        return _read_back(plan, Path(root), repo_id)
-
-
-def _read_back(plan: ExportPlan, root: Path, repo_id: str) -> Readback:
-    from lerobot.datasets import language_render
+@contextlib.contextmanager
+def reading_back(plan: ExportPlan, root: Path, repo_id: str) -> Iterator[Readback]:
+    """What LeRobot's `LeRobotDataset` reads from `root`, one episode at a time (`Readback.per_episode`, read
+    while this is open): per frame the columns and the subtask `language_render.active_at` finds, per
+    episode its first and last frames decoded (pyav)."""
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-    ds = LeRobotDataset(repo_id, root=root, video_backend="pyav", return_uint8=True)
+    root = Path(root)
+    with _hf_cache(root / _HF_CACHE):
+        ds = LeRobotDataset(repo_id, root=root, video_backend="pyav", return_uint8=True)
+        yield Readback(ds.meta.total_episodes, ds.meta.total_frames, int(ds.meta.fps), _episodes_back(plan, ds))
+
+
+def _episodes_back(plan: ExportPlan, ds: LeRobotDataset) -> Iterator[EpisodeReadback]:
+    """Each episode's rows (the range LeRobot's episode metadata gives it) and edge frames, in order."""
+    from lerobot.datasets import language_render
+
     per_arm = [arm_feature(arm) for arm in plan.arms if arm_feature(arm) in ds.meta.features]
     env = [ENV_STATE] if plan.objects and ENV_STATE in ds.meta.features else []
     numbers = ds.select_columns(["episode_index", "frame_index", "timestamp", "task_index", SUBTASK, STATE,
-                                 ACTION, *per_arm, *env]).with_format("numpy")[:]
-    language = ds.select_columns(["language_persistent"]).with_format(None)[:]["language_persistent"]
+                                 ACTION, *per_arm, *env]).with_format("numpy")
+    language = ds.select_columns(["language_persistent"]).with_format(None)
     task_names = [str(name) for name in ds.meta.tasks.index]
-    per_episode: list[EpisodeReadback] = []
     for i in range(ds.meta.total_episodes):
         meta = ds.meta.episodes[i]
-        rows = np.flatnonzero(numbers["episode_index"] == i)
-        stamps = numbers["timestamp"][rows]
-        subtasks = []
-        for r, t in zip(rows.tolist(), stamps.tolist(), strict=True):
-            row = language_render.active_at(float(t), persistent=language[r], style=SUBTASK_STYLE)
+        start, stop = int(meta["dataset_from_index"]), int(meta["dataset_to_index"])
+        rows = numbers[start:stop]
+        persistent = language[start:stop]["language_persistent"]
+        stamps = rows["timestamp"]
+        subtasks: list[str | None] = []
+        for r, t in enumerate(stamps.tolist()):
+            row = language_render.active_at(float(t), persistent=persistent[r], style=SUBTASK_STYLE)
             subtasks.append(None if row is None else row["content"])
         back = EpisodeReadback(
-            length=int(meta["length"]), frame_index=numbers["frame_index"][rows], timestamp=stamps,
-            task=[task_names[int(k)] for k in numbers["task_index"][rows]], subtask=subtasks,
-            subtask_index=numbers[SUBTASK][rows], state=numbers[STATE][rows], action=numbers[ACTION][rows],
-            arm_subtask_index={key: numbers[key][rows] for key in per_arm},
-            environment_state=numbers[ENV_STATE][rows] if env else None)
-        start, stop = int(meta["dataset_from_index"]), int(meta["dataset_to_index"])
+            length=int(meta["length"]), episode_index=rows["episode_index"], frame_index=rows["frame_index"],
+            timestamp=stamps, task=[task_names[int(k)] for k in rows["task_index"]], subtask=subtasks,
+            subtask_index=rows[SUBTASK], state=rows[STATE], action=rows[ACTION],
+            arm_subtask_index={key: rows[key] for key in per_arm}, environment_state=rows[ENV_STATE] if env else None)
         if stop > start:
             first, last = ds[start], ds[stop - 1]
             back.edge_task = (str(first["task"]), str(last["task"]))
             for cam in plan.images.cameras:
                 key = plan.images.key(cam)
                 back.edges[cam] = (first[key].permute(1, 2, 0).numpy(), last[key].permute(1, 2, 0).numpy())
-        per_episode.append(back)
-    return Readback(ds.meta.total_episodes, ds.meta.total_frames, int(ds.meta.fps), per_episode)
+        yield back
 
 
 def _folder_bytes(root: Path) -> int:
@@ -288,27 +311,37 @@ def export_lerobot(request: ExportRequest, options: LeRobotOptions = LeRobotOpti
     repo_id = options.repo_id or f"x2/{request.dataset.name}"
     if "/" not in repo_id or repo_id.startswith("/") or repo_id.endswith("/"):
         raise ExportError(f"--repo-id: found {repo_id!r}; allowed: owner/name, e.g. x2/{request.dataset.name}")
-    with open_sources(request, "lerobot") as sources:
-        plan = plan_export(sources, options)
-        target = sources.target
-        tracker = ProgressTracker(progress, len(plan.episodes), plan.frames)
-        tracker.enter("planned", plan.images.reason)
-        with quiet_lerobot(), staged(target, request.overwrite) as tmp:
-            tracker.enter("writing")
-            edges = _write_frames(plan, sources, tmp, repo_id, tracker)
-            tracker.enter("language columns")
-            _write_language(plan, tmp)
-            raised = _floor_stats(plan, tmp)
-            _write_x2_meta(plan, sources, tmp, repo_id, raised)
-            _tidy(tmp)
-            tracker.enter("reading back with LeRobot")
-            back = read_back(plan, tmp, repo_id)
-            compare(plan, edges, back, str(target))
-            tracker.enter("renaming into place")
-            size = _folder_bytes(tmp)
-    return LeRobotExport(target, repo_id, len(plan.episodes), plan.frames, plan.images.reason, size, plan)
+    return run_export(request, "lerobot", lambda sources: _export(sources, options, repo_id, progress))
 
 
-def read_x2_meta(root: str | Path) -> dict[str, Any]:
+def _export(sources: ExportSources, options: LeRobotOptions, repo_id: str,
+            progress: ProgressCallback) -> LeRobotExport:
+    plan = plan_export(sources, options)
+    target = sources.target
+    tracker = ProgressTracker(progress, len(sources.records), sources.frames)
+    tracker.enter("planned", plan.images.reason)
+    with quiet_lerobot(), staged(target, sources.request.overwrite) as tmp:
+        tracker.enter("writing")
+        edges = EdgeStore(tmp / _EDGES, plan.images.cameras)
+        written = _write_frames(plan, sources, tmp, repo_id, tracker, edges)
+        tracker.enter("language columns")
+        _write_language(plan, written, tmp)
+        raised = _floor_stats(plan, tmp)
+        _write_x2_meta(plan, sources, tmp, repo_id, raised)
+        _tidy(tmp)
+        tracker.enter("reading back with LeRobot")
+        with reading_back(plan, tmp, repo_id) as back:
+            compare(plan, written, edges, back, str(target))
+        shutil.rmtree(edges.folder, ignore_errors=True)
+        tracker.enter("renaming into place")
+        size = _folder_bytes(tmp)
+    return LeRobotExport(target, repo_id, len(written), sum(w.frames for w in written), plan.images.reason, size,
+                         plan, tuple(written))
+
+
+def read_x2_meta(root: str | Path) -> Provenance:
     """An export's provenance (meta/x2.json)."""
-    return json_loads((Path(root) / X2_META).read_text(encoding="utf-8"))
+    meta = json_loads((Path(root) / X2_META).read_text(encoding="utf-8"))
+    if not isinstance(meta, dict):
+        raise ExportError(f"{Path(root) / X2_META}: provenance: found {type(meta).__name__}; allowed: a JSON object")
+    return meta

@@ -1,27 +1,32 @@
-"""What a LeRobot export will contain, decided before anything is written (no LeRobot import here).
+"""What a LeRobot export will contain (no LeRobot import here).
 
-`plan_export` reads every selected episode from the export's open sources (x2.export.sources) and
-refuses what LeRobot could not represent faithfully: an fps that is not a whole number, sim-time ticks
-that are not `frame_index / fps`, labels outside the DAG. It also fixes the image size, and how x2's
-subtask labels become LeRobot's int64 `subtask_index` (see `SubtaskCodes`), and per-arm labels (two or
-more arms, x2.export.episode_arrays.arm_labels) one int64 `subtask_index.<arm>` per arm, same codes.
-With `environment_state` asked for, every frame's object poses become `observation.environment_state`
-(`environment_state`): the objects must be the same, in the same order, in every exported episode.
+`plan_export` decides, before anything is written, what every frame holds: the features, from the manifest
+and the export's prologue (x2.export.sources: the cameras, the arms with per-arm labels, the first episode's
+stored size and objects), and how x2's subtask labels become LeRobot's int64 `subtask_index` (see
+`SubtaskCodes`), per-arm labels (two or more arms, x2.export.episode_arrays.arm_labels) one int64
+`subtask_index.<arm>` per arm, same codes. `plan_episode` then reads one episode when its turn comes and
+refuses what LeRobot could not represent faithfully: an fps that is not a whole number, sim-time ticks that
+are not `frame_index / fps`, labels outside the DAG. With `environment_state` asked for, every frame's object
+poses become `observation.environment_state` (`environment_state`): the objects must be the same, in the same
+order, in every exported episode.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
+import numpy.typing as npt
 
 from x2 import format as fmt
+from x2.base.arrays import Floats, Image
 from x2.base.errors import ExportError
 from x2.datasets import Dataset, Episode, EpisodeRecord
-from x2.export.episode_arrays import arm_labels, labelled_arms
+from x2.export.episode_arrays import arm_labels
 from x2.export.lerobot_language import frame_subtasks
+from x2.export.provenance import Json
 from x2.export.sources import ExportSources
 from x2.recorded.frames import DEFAULT_SIZE, episode_frames
 from x2.sim.camera import ImageSize
@@ -33,6 +38,16 @@ ENV_STATE = "observation.environment_state"  # LeRobot's name for low-dim world 
 POSE_FIELDS = ("x", "y", "z", "qw", "qx", "qy", "qz")  # one object's 7 columns, as /observations/object_poses
 IMAGE_PREFIX = "observation.images."
 DONE, UNFINISHED = "done", "unfinished"
+Codes = npt.NDArray[np.int64]  # exported subtask codes (SubtaskCodes)
+Frame = dict[str, npt.NDArray[np.generic] | str]  # one `add_frame` dict: feature -> its row, "task" -> text
+
+
+class Feature(TypedDict):
+    """One entry of LeRobot's feature spec (`LeRobotDataset.create(features=...)`)."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    names: list[str] | None
 
 
 def arm_feature(arm: str) -> str:
@@ -62,7 +77,7 @@ class SubtaskCodes:
     def names(self) -> tuple[str, ...]:
         return (*self.nodes, DONE, UNFINISHED)
 
-    def encode(self, labels: np.ndarray, where: str, path: str = fmt.SUBTASK_INDEX) -> np.ndarray:
+    def encode(self, labels: npt.NDArray[np.generic], where: str, path: str = fmt.SUBTASK_INDEX) -> Codes:
         values = np.asarray(labels, dtype=np.int64)
         bad = values[(values < -1) | (values > len(self.nodes))]
         if bad.size:
@@ -70,7 +85,7 @@ class SubtaskCodes:
                               f"0..{len(self.nodes) - 1} ({', '.join(self.nodes)}) or {len(self.nodes)} (done)")
         return np.where(values == -1, len(self.nodes) + 1, values)
 
-    def describe(self) -> dict[str, object]:
+    def describe(self) -> dict[str, Json]:
         """For meta/x2.json: the names each exported value stands for and where x2's values went."""
         n = len(self.nodes)
         return {"names": list(self.names), "x2_to_export": {**{str(i): i for i in range(n + 1)}, "-1": n + 1},
@@ -92,26 +107,29 @@ class Images:
 
 @dataclass(frozen=True)
 class EpisodePlan:
+    """One episode's frames as they are written (read when its turn comes, let go after)."""
+
     record: EpisodeRecord
     frames: int
     task: str  # the episode's instruction, every frame's LeRobot "task"
-    subtask_index: np.ndarray  # (T,) int64, already encoded (SubtaskCodes)
+    subtask_index: Codes  # (T,) int64, already encoded (SubtaskCodes)
     labels: tuple[str, ...]  # (T,) every frame's subtask text (lerobot_language.frame_subtasks)
-    state: np.ndarray  # (T, J) float32 observations/qpos, as the file has it
-    action: np.ndarray  # (T, A) float32
-    arm_subtask_index: np.ndarray | None = None  # (T, arms) int64, encoded; None without per-arm labels
-    environment_state: np.ndarray | None = None  # (T, K * 7) float32 object poses; None unless asked for
+    state: Floats  # (T, J) float32 observations/qpos, as the file has it
+    action: Floats  # (T, A) float32
+    arm_subtask_index: Codes | None = None  # (T, arms) int64, encoded; None without per-arm labels
+    environment_state: Floats | None = None  # (T, K * 7) float32 object poses; None unless asked for
 
 
 @dataclass(frozen=True)
 class ExportPlan:
+    """What every frame of the export holds (the episodes themselves are planned one by one: `plan_episode`)."""
+
     dataset: Dataset
     fps: int
     joint_names: tuple[str, ...]
     action_names: tuple[str, ...]
     codes: SubtaskCodes
     images: Images
-    episodes: tuple[EpisodePlan, ...]
     arms: tuple[str, ...] = ()  # the arms of the subtask_index.<arm> features (none: no such features)
     objects: tuple[str, ...] = ()  # the objects of observation.environment_state (none: no such feature)
 
@@ -119,13 +137,9 @@ class ExportPlan:
     def environment_state_names(self) -> list[str]:
         return [f"{obj}.{field}" for obj in self.objects for field in POSE_FIELDS]
 
-    @property
-    def frames(self) -> int:
-        return sum(e.frames for e in self.episodes)
-
-    def features(self) -> dict[str, dict[str, Any]]:
-        """LeRobot's feature spec (plain dicts: `LeRobotDataset.create(features=...)`)."""
-        out: dict[str, dict[str, Any]] = {
+    def features(self) -> dict[str, Feature]:
+        """LeRobot's feature spec (`LeRobotDataset.create(features=...)`)."""
+        out: dict[str, Feature] = {
             STATE: {"dtype": "float32", "shape": (len(self.joint_names),), "names": list(self.joint_names)},
             ACTION: {"dtype": "float32", "shape": (len(self.action_names),), "names": list(self.action_names)},
             SUBTASK: {"dtype": "int64", "shape": (1,), "names": None},
@@ -142,15 +156,15 @@ class ExportPlan:
                                          "names": ["height", "width", "channels"]}
         return out
 
-    def frames_of(self, ep: Episode, plan: EpisodePlan) -> Iterator[dict[str, Any]]:
+    def frames_of(self, ep: Episode, plan: EpisodePlan) -> Iterator[Frame]:
         """`add_frame` dicts of one episode, in order: every feature at its exact dtype and shape, + task."""
         qpos, action = plan.state, plan.action
         subtask = plan.subtask_index.reshape(-1, 1)
-        pictures: Iterator[dict[str, np.ndarray]] | None = None
+        pictures: Iterator[dict[str, Image]] | None = None
         if self.images.cameras:
             pictures = episode_frames(ep, self.images.cameras, self.images.size)
         for t in range(plan.frames):
-            frame: dict[str, Any] = {STATE: qpos[t], ACTION: action[t], SUBTASK: subtask[t], "task": plan.task}
+            frame: Frame = {STATE: qpos[t], ACTION: action[t], SUBTASK: subtask[t], "task": plan.task}
             if plan.arm_subtask_index is not None:
                 for a, arm in enumerate(self.arms):
                     frame[arm_feature(arm)] = plan.arm_subtask_index[t, a:a + 1]
@@ -173,7 +187,7 @@ def choose_images(sources: ExportSources, size: ImageSize | None) -> Images:
             raise ExportError(f"--cameras: found {','.join(request.cameras)} with --state-only; "
                               "allowed: one of them (state-only exports have no images)")
         return Images((), None, "state only")
-    stored = sources.episodes[0].stored
+    stored = sources.first.stored
     chosen, why = sources.cameras, sources.cameras_reason
     if size is not None:
         pick, size_why = size, "--size"
@@ -219,7 +233,7 @@ def object_names(ep: Episode) -> tuple[str, ...]:
     return tuple(str(n) for n in names) if isinstance(names, list) else ()
 
 
-def environment_state(ep: Episode, objects: Sequence[str] | None) -> tuple[tuple[str, ...], np.ndarray]:
+def environment_state(ep: Episode, objects: Sequence[str] | None) -> tuple[tuple[str, ...], Floats]:
     """(objects, (T, K * 7) float32) from /observations/object_poses; `objects`: what an earlier episode of
     the export had (every frame of a LeRobot dataset has the same features), None for the first."""
     where, path = str(ep.path), fmt.OBJECT_POSES
@@ -249,11 +263,10 @@ def environment_state(ep: Episode, objects: Sequence[str] | None) -> tuple[tuple
     return names, poses.astype(np.float32).reshape(shape[0], shape[1] * 7)
 
 
-def plan_episode(ep: Episode, record: EpisodeRecord, fps: int, ds: Dataset, codes: SubtaskCodes,
-                 labelled: Sequence[str] = (), objects: Sequence[str] | None = None,
-                 env_state: bool = False) -> EpisodePlan:
-    """One episode's plan; with `env_state`, its object poses too (`environment_state`, `objects` as there)."""
-    where = str(ep.path)
+def plan_episode(ep: Episode, record: EpisodeRecord, plan: ExportPlan) -> EpisodePlan:
+    """One episode's frames, refused (one line) where LeRobot could not hold them faithfully; with the plan's
+    objects, their poses too (`environment_state`)."""
+    where, fps, ds, codes = str(ep.path), plan.fps, plan.dataset, plan.codes
     own_fps = ep.fps if fmt.FPS_ATTR in ep.attrs else fps
     if own_fps is None or float(own_fps) != fps:
         raise ExportError(f"{where}: fps: found {own_fps}; allowed: the dataset's {fps}")
@@ -273,14 +286,14 @@ def plan_episode(ep: Episode, record: EpisodeRecord, fps: int, ds: Dataset, code
                           f"nodes {list(codes.nodes)}")
     raw = ep[fmt.SUBTASK_INDEX]
     encoded = codes.encode(raw, where)
-    per_arm = arm_labels(ep, labelled)
+    per_arm = arm_labels(ep, plan.arms)
     arm_index = None if per_arm is None else codes.encode(per_arm.index, where, fmt.ARM_SUBTASK_INDEX)
     if arm_index is None:
         labels = tuple(codes.names[int(v)] for v in encoded)
     else:
         labels = frame_subtasks([[codes.names[int(v)] for v in column] for column in arm_index.T])
     task = ep.instruction or ds.manifest.task
-    poses = environment_state(ep, objects)[1] if env_state else None
+    poses = environment_state(ep, plan.objects)[1] if plan.objects else None
     return EpisodePlan(record, ep.frames, task, encoded, labels,
                        state=ep[fmt.QPOS].astype(np.float32, copy=False),
                        action=ep[fmt.ACTION].astype(np.float32, copy=False), arm_subtask_index=arm_index,
@@ -288,15 +301,12 @@ def plan_episode(ep: Episode, record: EpisodeRecord, fps: int, ds: Dataset, code
 
 
 def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
+    """The export's features, from the manifest and the prologue; the first episode fixes the objects (with
+    `environment_state`: `plan_episode` holds the others to them)."""
     ds = sources.dataset
     fps = dataset_fps(ds)
     codes = SubtaskCodes(tuple(str(n) for n in ds.manifest.dag.get("nodes", [])))
-    labelled = labelled_arms(s.episode for s in sources.episodes)
-    objects: tuple[str, ...] = ()
-    if options.environment_state:  # the first episode fixes the objects; plan_episode holds the others to them
-        objects = environment_state(sources.episodes[0].episode, None)[0]
-    episodes = tuple(plan_episode(s.episode, s.record, fps, ds, codes, labelled, objects or None,
-                                  options.environment_state) for s in sources.episodes)
+    objects = environment_state(sources.first_episode, None)[0] if options.environment_state else ()
     images = choose_images(sources, options.size)
     names = sources.column_names()
-    return ExportPlan(ds, fps, names[fmt.QPOS], names[fmt.ACTION], codes, images, episodes, labelled, objects)
+    return ExportPlan(ds, fps, names[fmt.QPOS], names[fmt.ACTION], codes, images, sources.arms, objects)

@@ -18,15 +18,15 @@ episode but not across them: a placed plate's position).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 FLOOR = 1e-3  # m, rad, unit-quaternion components, gripper fractions: far above the physics' jitter (< 1e-6)
 PAIRS = (("min", "max"), ("q01", "q99"), ("q10", "q90"))
 
 
-def floor_spread(stats: dict[str, dict[str, Any]], features: Iterable[str],
+def floor_spread(stats: dict[str, dict[str, npt.NDArray[np.floating]]], features: Iterable[str],
                  floor: float = FLOOR) -> dict[str, list[int]]:
     """Raise, in place, the spread of each of `features` in `stats` (LeRobot's stats: feature -> {mean, std, min,
     max, q01, ...} arrays) to `floor`; the channels raised, per feature (only features with any)."""

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 import x2
 from x2.datasets import Dataset, EpisodeRecord
 
+type Json = None | bool | int | float | str | list[Json] | dict[str, Json]
+# x2_version, exported_utc, dataset, selection, sim_versions, episodes, and the format's own keys
+type Provenance = dict[str, Json]
 
-def provenance(ds: Dataset, records: Sequence[EpisodeRecord], selection: str, **extra: Any) -> dict[str, Any]:
+
+def provenance(ds: Dataset, records: Sequence[EpisodeRecord], selection: str, **extra: Json) -> Provenance:
     """x2 version, the source dataset, and per exported episode its index, seed, source, outcome and the
     digest of the file it was read from (so a trainer can tell which source files a model saw).
 

@@ -35,29 +35,28 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numcodecs
 import numpy as np
+import numpy.typing as npt
 import zarr
 import zarr.codecs
 import zarr.core.sync as zarr_sync
+from zarr.abc.store import Store
 from zarr.storage import LocalStore, ZipStore
+from zarr.types import AnyArray
 
 from x2.base.errors import ExportError
-from x2.export.episode_arrays import (
-    EpisodeArrays,
-    camera_batches,
-    check_row_layout,
-    labelled_arms,
-    read_episode,
-    row_layout,
-)
+from x2.export.episode_arrays import EpisodeArrays, camera_batches, check_row_layout, read_episode, row_layout
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
-from x2.export.sources import ExportSources, open_sources
+from x2.export.sources import ExportSources, Sizing, run_export
 from x2.files.staging import clear_leftovers, staged
 from x2.recorded.frames import DEFAULT_SIZE
 from x2.sim.camera import ImageSize
+
+if TYPE_CHECKING:
+    from _hashlib import HASH
 
 FORMATS = (2, 3)
 LOW_DIM_CHUNK_BYTES = 2_000_000  # diffusion_policy's own target chunk size
@@ -83,7 +82,7 @@ class ZarrSummary:
     bytes: int = 0
 
 
-def _image_codec(zarr_format: int) -> Any:
+def _image_codec(zarr_format: int) -> numcodecs.Blosc | zarr.codecs.BloscCodec:
     if zarr_format == 2:
         return numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.NOSHUFFLE)
     return zarr.codecs.BloscCodec(cname="lz4", clevel=5, shuffle="noshuffle")
@@ -95,10 +94,10 @@ class _Writer:
     def __init__(self, root: zarr.Group, total: int, zarr_format: int) -> None:
         self.root, self.total, self.format = root, total, zarr_format
         self.data = root.create_group("data")
-        self.digests: dict[str, Any] = {}
-        self.arrays: dict[str, zarr.Array] = {}
+        self.digests: dict[str, HASH] = {}
+        self.arrays: dict[str, AnyArray] = {}
 
-    def create(self, key: str, row: tuple[int, ...], dtype: np.dtype, image: bool,
+    def create(self, key: str, row: tuple[int, ...], dtype: np.dtype[np.generic], image: bool,
                names: Sequence[str] = ()) -> None:
         row_bytes = max(1, int(np.prod(row, dtype=np.int64)) * dtype.itemsize)
         rows = 1 if image else max(1, min(self.total, LOW_DIM_CHUNK_BYTES // row_bytes))
@@ -109,7 +108,7 @@ class _Writer:
             arr.attrs["names"] = list(names)
         self.arrays[key], self.digests[key] = arr, hashlib.sha256()
 
-    def write(self, key: str, start: int, rows: np.ndarray) -> None:
+    def write(self, key: str, start: int, rows: npt.NDArray[np.generic]) -> None:
         rows = np.ascontiguousarray(rows, dtype=self.arrays[key].dtype)
         self.arrays[key][start:start + len(rows)] = rows
         self.digests[key].update(rows.tobytes())
@@ -120,36 +119,41 @@ def export_zarr(request: ExportRequest, options: ZarrOptions = ZarrOptions(),
     """Write the requested episodes as one replay buffer (a folder, or a .zip with options.zip)."""
     if options.zarr_format not in FORMATS:
         raise ExportError(f"--zarr-format: found {options.zarr_format}; allowed: {list(FORMATS)}")
-    with open_sources(request, "zarr zip" if options.zip else "zarr") as sources:
-        target = sources.target
-        sizes = sources.image_sizes(options.render_size, options.image_size)
-        total = sources.frames
-        meta = sources.provenance(format=f"diffusion_policy replay buffer (zarr {options.zarr_format})",
-                                  cameras={c: str(s) for c, s in sizes.items()})
-        tracker = ProgressTracker(progress, len(sources.episodes), total)
-        with staged(target, request.overwrite) as tmp:
-            build = _build_dir(target, tmp, options.zip)
-            try:
-                version: Literal[2, 3] = 3 if options.zarr_format == 3 else 2
-                root = zarr.open_group(store=LocalStore(str(build)), mode="w", zarr_format=version)
-                root.attrs["x2_provenance"] = meta
-                tracker.enter("writing")
-                ends, expected = _fill(root, sources, sizes, options, tracker)
-                tracker.enter("reading back")
-                _read_back(LocalStore(str(build), read_only=True), expected, ends, target)
-                if options.zip:
-                    tracker.enter("packing")
-                    _pack(build, tmp)
-                    _read_back(ZipStore(str(tmp), mode="r"), expected, ends, target)
-            except BaseException:
-                _settle_writes()  # before the partial tree is removed, or a late chunk write makes it again
-                raise
-            finally:
-                if build != tmp:
-                    shutil.rmtree(build, ignore_errors=True)
+    kind = "zarr zip" if options.zip else "zarr"
+    return run_export(request, kind, lambda sources: _export(sources, options, progress),
+                      Sizing(options.render_size, options.image_size))
+
+
+def _export(sources: ExportSources, options: ZarrOptions, progress: ProgressCallback) -> ZarrSummary:
+    target = sources.target
+    sizes = sources.image_sizes
+    total = sources.frames
+    meta = sources.provenance(format=f"diffusion_policy replay buffer (zarr {options.zarr_format})",
+                              cameras={c: str(s) for c, s in sizes.items()})
+    tracker = ProgressTracker(progress, len(sources.records), total)
+    with staged(target, sources.request.overwrite) as tmp:
+        build = _build_dir(target, tmp, options.zip)
+        try:
+            version: Literal[2, 3] = 3 if options.zarr_format == 3 else 2
+            root = zarr.open_group(store=LocalStore(str(build)), mode="w", zarr_format=version)
+            root.attrs["x2_provenance"] = meta
+            tracker.enter("writing")
+            ends, expected = _fill(root, sources, sizes, options, tracker)
+            tracker.enter("reading back")
+            _read_back(LocalStore(str(build), read_only=True), expected, ends, target)
+            if options.zip:
+                tracker.enter("packing")
+                _pack(build, tmp)
+                _read_back(ZipStore(str(tmp), mode="r"), expected, ends, target)
+        except BaseException:
+            _settle_writes()  # before the partial tree is removed, or a late chunk write makes it again
+            raise
+        finally:
+            if build != tmp:
+                shutil.rmtree(build, ignore_errors=True)
     size = target.stat().st_size if target.is_file() else sum(p.stat().st_size for p in target.rglob("*")
                                                                 if p.is_file())
-    return ZarrSummary(target, len(sources.episodes), total, {k: (v[0], v[1]) for k, v in expected.items()}, ends,
+    return ZarrSummary(target, len(sources.records), total, {k: (v[0], v[1]) for k, v in expected.items()}, ends,
                        sizes, size)
 
 
@@ -181,11 +185,10 @@ def _fill(root: zarr.Group, sources: ExportSources, sizes: dict[str, ImageSize],
     writer = _Writer(root, total, options.zarr_format)
     layout: dict[str, tuple[tuple[int, ...], str]] | None = None
     names = sources.column_names()
-    labelled = labelled_arms(s.episode for s in sources.episodes)
     start, ends = 0, []
     for source in sources.written():
         ep, record = source.episode, source.record
-        arrays = read_episode(ep, names, labelled)
+        arrays = read_episode(ep, names, sources.arms)
         if arrays.frames != record.frames:
             raise ExportError(f"{ep.path}: frames: found {arrays.frames}, the index says {record.frames}; "
                               "allowed: an index that matches its files (x2 datasets validate --repair)")
@@ -216,7 +219,7 @@ def _fill(root: zarr.Group, sources: ExportSources, sizes: dict[str, ImageSize],
     return ends, expected
 
 
-def _low_dim(arrays: EpisodeArrays) -> dict[str, np.ndarray]:
+def _low_dim(arrays: EpisodeArrays) -> dict[str, npt.NDArray[np.generic]]:
     return {**arrays.low_dim, "mujoco_state": arrays.states}
 
 
@@ -228,7 +231,7 @@ def _create_arrays(writer: _Writer, arrays: EpisodeArrays, cameras: Sequence[str
         writer.create(cam, (sizes[cam].height, sizes[cam].width, 3), np.dtype(np.uint8), image=True)
 
 
-def _read_back(store: Any, expected: dict[str, tuple[tuple[int, ...], str, str]], ends: list[int],
+def _read_back(store: Store, expected: dict[str, tuple[tuple[int, ...], str, str]], ends: list[int],
                target: Path) -> None:
     """Open what was written with zarr and compare every array's shape, dtype and bytes, and the ends."""
     where = f"{target}: read back"

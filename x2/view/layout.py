@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import rerun.blueprint
 
 
 @dataclass(frozen=True)
@@ -14,7 +17,7 @@ class ArmJoints:
     names: tuple[str, ...]  # qpos and action names of this arm (joints, gripper actuator, fingers)
 
 
-def default_blueprint(cameras: Sequence[str], arms: Sequence[ArmJoints], has_labels: bool) -> Any:
+def default_blueprint(cameras: Sequence[str], arms: Sequence[ArmJoints], has_labels: bool) -> rerun.blueprint.Blueprint:
     import rerun as rr
     import rerun.blueprint as rrb
 
@@ -27,7 +30,7 @@ def default_blueprint(cameras: Sequence[str], arms: Sequence[ArmJoints], has_lab
     plots = [rrb.TimeSeriesView(origin="joints", contents=[f"joints/{part(n)}/**" for n in arm.names],
                                 name=f"{arm.arm} arm") for arm in arms]
     joints = rrb.Tabs(*plots) if plots else rrb.TimeSeriesView(origin="joints", name="joints")
-    right: list[Any] = [joints]
+    right: list[rrb.Container | rrb.View] = [joints]
     if has_labels:
         right += [
             rrb.TimeSeriesView(origin="subtask", contents=["subtask/index", "subtask/event_markers"],

@@ -27,11 +27,13 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from x2 import format as fmt
+from x2.base.arrays import Floats, Image
 from x2.base.errors import DatasetError, ExportError
 from x2.datasets import Episode
 from x2.envspec.env import ArmSpec
@@ -70,14 +72,14 @@ class RecordingSummary:
     subtasks: tuple[str, ...]
 
 
-def rerun_sdk() -> Any:
-    """The rerun module, or a one-line error saying how to install it."""
+def require_rerun() -> None:
+    """Refuse (one line saying how to install it) when rerun is not installed; the functions below import it
+    where they use it, after this check."""
     try:
-        import rerun as rr
+        import rerun  # noqa: F401
     except ImportError:
         raise ExportError("rerun-sdk: found not installed; allowed: pip install 'x2[view]' "
                           "(rerun-sdk >=0.24,<0.34)") from None
-    return rr
 
 
 def wants_viewer(spawn: bool, out: Path | None, env: Mapping[str, str]) -> bool:
@@ -118,11 +120,13 @@ def record_rerun(ep: Episode, *, dataset: str, plan: CameraPlan, path: Path | No
     on `port` (spawned unless one already listens there). Returns what was logged."""
     if path is None and not spawn:
         raise ExportError("view: found neither a file nor a viewer to send to; allowed: a path, spawn, or both")
-    rr = rerun_sdk()
+    require_rerun()
+    import rerun as rr
+
     rec = rr.RecordingStream(_APPLICATION, recording_id=recording_id(dataset, ep, plan), send_properties=False)
     arms = _arm_joints(ep)
     blueprint = default_blueprint(plan.cameras, arms, has_labels=fmt.SUBTASK_INDEX in ep)
-    sinks: list[Any] = []
+    sinks: list[rerun.GrpcSink | rerun.FileSink] = []
     if spawn:
         rec.spawn(port=port, connect=False)
         sinks.append(rr.GrpcSink(f"rerun+http://127.0.0.1:{port}/proxy"))
@@ -140,24 +144,28 @@ def record_rerun(ep: Episode, *, dataset: str, plan: CameraPlan, path: Path | No
 
 def log_episode(rec: rerun.RecordingStream, ep: Episode, plan: CameraPlan,
                 on_frame: Callable[[int], None] | None = None) -> RecordingSummary:
-    rr = rerun_sdk()
+    import rerun as rr
+
     # Whole nanoseconds, rounded: rerun would truncate float seconds (0.2 s -> 199999999 ns).
     times = np.round(np.asarray(ep[fmt.TIMESTAMPS], np.float64) * 1e9).astype("timedelta64[ns]")
     frames = np.arange(times.size, dtype=np.int64)
 
-    def index(rows: slice | np.ndarray = slice(None)) -> list[Any]:
+    def index(rows: slice | npt.NDArray[np.int64] = slice(None)) -> list[rerun.TimeColumn]:
         return [rr.TimeColumn(FRAME, sequence=frames[rows]), rr.TimeColumn(SIM_TIME, duration=times[rows])]
 
     rec.log("episode", rr.TextDocument(_describe(ep), media_type="text/markdown"), static=True)
-    joints = _log_joints(rec, rr, ep, index)
-    poses = _log_poses(rec, rr, ep, index)
-    events, subtasks = _log_subtasks(rec, rr, ep, index)
-    cameras = _log_cameras(rec, rr, ep, plan, index, on_frame)
+    joints = _log_joints(rec, ep, index)
+    poses = _log_poses(rec, ep, index)
+    events, subtasks = _log_subtasks(rec, ep, index)
+    cameras = _log_cameras(rec, ep, plan, index, on_frame)
     return RecordingSummary(int(times.size), cameras, joints, poses, events, subtasks)
 
 
 # ---- the parts --------------------------------------------------------------------------------------
-Index = Callable[..., list[Any]]
+class Index(Protocol):
+    """The frame and sim-time columns of the given rows (all of them by default)."""
+
+    def __call__(self, rows: slice | npt.NDArray[np.int64] = ..., /) -> list[rerun.TimeColumn]: ...
 
 
 def _names(ep: Episode, key: str, width: int) -> list[str]:
@@ -167,7 +175,9 @@ def _names(ep: Episode, key: str, width: int) -> list[str]:
     return [f"{key.rsplit('/', 1)[-1]}_{i}" for i in range(width)]
 
 
-def _log_joints(rec: rerun.RecordingStream, rr: Any, ep: Episode, index: Index) -> int:
+def _log_joints(rec: rerun.RecordingStream, ep: Episode, index: Index) -> int:
+    import rerun as rr
+
     count = 0
     for key, kind in ((fmt.QPOS, "qpos"), (fmt.ACTION, "action")):
         if key not in ep:
@@ -197,9 +207,11 @@ def _arm_joints(ep: Episode) -> list[ArmJoints]:
             for arm in _arms(ep)]
 
 
-def _log_poses(rec: rerun.RecordingStream, rr: Any, ep: Episode, index: Index) -> tuple[str, ...]:
+def _log_poses(rec: rerun.RecordingStream, ep: Episode, index: Index) -> tuple[str, ...]:
+    import rerun as rr
+
     rec.log("world", rr.ViewCoordinates.RIGHT_HAND_Z_UP, static=True)  # MuJoCo's world is z-up
-    tracks: list[tuple[str, str, np.ndarray]] = []
+    tracks: list[tuple[str, str, Floats]] = []
     if fmt.OBJECT_POSES in ep:
         poses = np.asarray(ep[fmt.OBJECT_POSES], np.float64)
         for k, name in enumerate(_names(ep, fmt.OBJECT_POSES, poses.shape[1])):
@@ -227,7 +239,9 @@ def frame_subtasks(ep: Episode) -> list[str]:
     return names
 
 
-def _log_subtasks(rec: rerun.RecordingStream, rr: Any, ep: Episode, index: Index) -> tuple[int, tuple[str, ...]]:
+def _log_subtasks(rec: rerun.RecordingStream, ep: Episode, index: Index) -> tuple[int, tuple[str, ...]]:
+    import rerun as rr
+
     if fmt.SUBTASK_INDEX not in ep:
         return 0, ()
     nodes = ep.subtask_names
@@ -258,24 +272,28 @@ def _log_subtasks(rec: rerun.RecordingStream, rr: Any, ep: Episode, index: Index
     return len(lines), tuple(nodes)
 
 
-def _jpeg(frame: np.ndarray) -> bytes:
-    from PIL import Image  # matplotlib's dependency; only the image path needs it
+def _jpeg(frame: Image) -> bytes:
+    from PIL import Image as Pillow  # matplotlib's dependency; only the image path needs it
 
     buffer = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(frame)).save(buffer, format="JPEG", quality=JPEG_QUALITY)
+    Pillow.fromarray(np.ascontiguousarray(frame)).save(buffer, format="JPEG", quality=JPEG_QUALITY)
     return buffer.getvalue()
 
 
-def _send_images(rec: rerun.RecordingStream, rr: Any, entities: dict[str, str], pending: dict[str, list[bytes]],
-                 rows: list[Any]) -> None:
+def _send_images(rec: rerun.RecordingStream, entities: dict[str, str], pending: dict[str, list[bytes]],
+                 rows: list[rerun.TimeColumn]) -> None:
     """Send the batched JPEGs of every camera (one chunk each) and empty the batch."""
+    import rerun as rr
+
     for cam, blobs in pending.items():
         rec.send_columns(entities[cam], indexes=rows, columns=rr.EncodedImage.columns(blob=blobs))
         pending[cam] = []
 
 
-def _log_cameras(rec: rerun.RecordingStream, rr: Any, ep: Episode, plan: CameraPlan, index: Index,
+def _log_cameras(rec: rerun.RecordingStream, ep: Episode, plan: CameraPlan, index: Index,
                  on_frame: Callable[[int], None] | None) -> dict[str, str]:
+    import rerun as rr
+
     if not plan.cameras:
         return {}
     entities = {c: f"cameras/{rr.escape_entity_path_part(c)}" for c in plan.cameras}
@@ -290,12 +308,12 @@ def _log_cameras(rec: rerun.RecordingStream, rr: Any, ep: Episode, plan: CameraP
                 shapes.setdefault(cam, image.shape)
                 pending[cam].append(_jpeg(image))
             if t + 1 - start == _IMAGE_BATCH:
-                _send_images(rec, rr, entities, pending, index(slice(start, t + 1)))
+                _send_images(rec, entities, pending, index(slice(start, t + 1)))
                 start = t + 1
             if on_frame is not None:
                 on_frame(t + 1)
         if pending[plan.cameras[0]]:
-            _send_images(rec, rr, entities, pending, index(slice(start, ep.frames)))
+            _send_images(rec, entities, pending, index(slice(start, ep.frames)))
     except DatasetError as exc:  # the renderer's complaint (unknown camera, size) names no file: add it
         text = str(exc)
         raise DatasetError(text if text.startswith(str(ep.path)) else f"{ep.path}: {text}") from None
