@@ -27,8 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from helpers.real_dataset import record_short_dataset  # noqa: E402
 
 from x2.datasets import Dataset  # noqa: E402
+from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE  # noqa: E402
 from x2.recorded.world import open_world  # noqa: E402
-from x2.view import DEFAULT_CAMERAS, DEFAULT_SIZE, plan_cameras, record_episode  # noqa: E402
+from x2.view import plan_cameras, record_rerun  # noqa: E402
 
 
 def raw_rrd(path: Path, frames: np.ndarray, camera: str) -> None:
@@ -64,10 +65,10 @@ def main() -> None:
             render_s = time.perf_counter() - t0
 
             t0 = time.perf_counter()
-            record_episode(ep, dataset="bench", plan=plan_cameras(ep, [camera], DEFAULT_SIZE), path=root / "jpeg.rrd")
+            record_rerun(ep, dataset="bench", plan=plan_cameras(ep, [camera], DEFAULT_SIZE), path=root / "jpeg.rrd")
             view_s = time.perf_counter() - t0
             t0 = time.perf_counter()
-            record_episode(ep, dataset="bench", plan=plan_cameras(ep, [], None), path=root / "none.rrd")
+            record_rerun(ep, dataset="bench", plan=plan_cameras(ep, [], None), path=root / "none.rrd")
             no_camera_s = time.perf_counter() - t0
             raw_rrd(root / "raw.rrd", frames, camera)
             raw_bytes = (root / "raw.rrd").stat().st_size + (root / "none.rrd").stat().st_size

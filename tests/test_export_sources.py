@@ -11,7 +11,6 @@ import h5py
 import pytest
 from helpers.real_dataset import record_short_dataset
 from typer.testing import CliRunner
-from x2.recorded.renderer import ImageSize
 
 import x2.cli.progress as progress_module
 import x2.export.sources as sources_module
@@ -25,6 +24,7 @@ from x2.export.zarr import ZarrOptions, export_zarr
 from x2.files.digest import DigestMismatch, file_digest
 from x2.format import string_array
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
+from x2.sim.camera import ImageSize
 
 _mount()  # the root command, as `x2` builds it
 
@@ -98,9 +98,10 @@ class Opens:
             self.read.append(ds.episode_path(record.index))
             return real_read(ds, record)
 
-        def counting_init(episode: Episode, path: Path, swmr: bool = False) -> None:
-            self.looked.append(Path(path))
-            real_init(episode, path, swmr)
+        def counting_init(episode: Episode, path: Path, swmr: bool = False, image: bytes | None = None) -> None:
+            if image is None:  # (one from memory is the checked read's own, counted above)
+                self.looked.append(Path(path))
+            real_init(episode, path, swmr, image)
 
         monkeypatch.setattr(sources_module, "read_verified", counting_read)
         monkeypatch.setattr(Episode, "__init__", counting_init)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -73,11 +74,17 @@ class Episode:
     """An open episode file. Arrays are read on first access and cached; images stay lazy via
     :meth:`dataset`. Use as a context manager or call :meth:`close`."""
 
-    def __init__(self, path: Path, swmr: bool = False) -> None:
+    def __init__(self, path: Path, swmr: bool = False, image: bytes | None = None) -> None:
+        """The episode file at `path`; with `image`, that file's bytes already read (x2.datasets.verified): h5py
+        opens them from memory and `path` only names them."""
         self.path = Path(path)
         try:
-            self._file = h5py.File(self.path, "r", libver="latest", swmr=True) if swmr else \
-                h5py.File(self.path, "r")
+            if image is not None:
+                self._file = h5py.File(io.BytesIO(image), "r")  # (BytesIO shares `image`'s buffer: no copy)
+            elif swmr:
+                self._file = h5py.File(self.path, "r", libver="latest", swmr=True)
+            else:
+                self._file = h5py.File(self.path, "r")
         except (OSError, ValueError, RuntimeError) as exc:
             raise DatasetError(f"{self.path}: file: found unreadable HDF5 ({exc}); "
                                "allowed: an x2 episode file (x2 datasets validate --repair)") from None

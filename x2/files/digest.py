@@ -30,13 +30,22 @@ class DigestMismatch(DatasetError):
     """A committed episode's bytes differ from the digest its index line recorded."""
 
 
-def verify_digest(path: str | Path, expected: str | None, what: str) -> None:
-    """Raise DigestMismatch when the file at `path` does not hash to `expected` (None: nothing recorded)."""
-    if expected is None:
-        return
-    found = file_digest(path)
-    if found != expected:
+def bytes_digest(data: bytes) -> str:
+    """``sha256:<hex>`` of bytes already read (what `file_digest` gives for a file holding them)."""
+    return f"{ALGORITHM}:{hashlib.new(ALGORITHM, data).hexdigest()}"
+
+
+def check_digest(path: str | Path, found: str, expected: str | None, what: str) -> None:
+    """Raise DigestMismatch when `found` (the digest of the bytes at `path`) is not `expected` (None: nothing
+    recorded), naming `what` recorded it."""
+    if expected is not None and found != expected:
         raise DigestMismatch(
             f"{path}: {ALGORITHM}: found {found[7:19]}..., {what} records {expected[7:19]}...; allowed: equal "
             "(the file changed after it was committed: bit rot or a bad copy; restore it from a copy, or "
             "`x2 datasets validate --repair` moves it to the quarantine)")
+
+
+def verify_digest(path: str | Path, expected: str | None, what: str) -> None:
+    """Raise DigestMismatch when the file at `path` does not hash to `expected` (None: nothing recorded)."""
+    if expected is not None:
+        check_digest(path, file_digest(path), expected, what)
