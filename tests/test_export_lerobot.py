@@ -457,10 +457,10 @@ def test_kill_9_leaves_no_half_written_export(workspace: Path, monkeypatch: pyte
 
 
 def test_subtask_text_names_the_working_arms() -> None:
-    from x2.export.lerobot_language import frame_subtasks
+    from x2.export.lerobot_language import subtask_texts
 
     left = ["open_door", "close_door", "done", "done", "unfinished"]
     right = ["pick_fruit", "close_door", "retract", "done", "done"]
-    assert frame_subtasks([left, right]) == ("open_door + pick_fruit", "close_door", "retract", "done", "unfinished")
+    assert subtask_texts([left, right]) == ("open_door + pick_fruit", "close_door", "retract", "done", "unfinished")
     # a one-arm task on a two-arm robot: the idle arm has no node (done throughout) and is never named
-    assert frame_subtasks([["done"] * 3, ["pick", "place", "done"]]) == ("pick", "place", "done")
+    assert subtask_texts([["done"] * 3, ["pick", "place", "done"]]) == ("pick", "place", "done")

@@ -7,7 +7,7 @@ timestamp (float32 of frame_index / fps, bit-equal to LeRobot's `timestamp` colu
 frame of an episode carries the episode's full list (LeRobot's layout). "done" and "unfinished" tails
 get rows too: otherwise the subtask before them would look active until the end.
 
-With per-arm labels a frame's text names what every arm works on (`frame_subtasks`): the arms' subtask
+With per-arm labels a frame's text names what every arm works on (`subtask_texts`): the arms' subtask
 names joined " + " in arm order, each name once ("open_door + pick_fruit" while the left arm opens the door
 and the right one picks the fruit), one name when the arms agree, and an arm that is done left out while
 another works. Without per-arm labels (older
@@ -31,7 +31,7 @@ def frame_timestamp(frame_index: int, fps: int) -> float:
     return float(np.float32(frame_index / fps))
 
 
-def frame_subtasks(per_arm: Sequence[Sequence[str]]) -> tuple[str, ...]:
+def subtask_texts(per_arm: Sequence[Sequence[str]]) -> tuple[str, ...]:
     """Per frame, the distinct subtask names of the arms (`per_arm[a][t]`), in arm order, joined " + "; an arm
     that is done (all its nodes completed, or none on it: the idle arm of a one-arm task) is left out while
     another still works, so a one-arm task's text is that arm's subtask, as without per-arm labels."""

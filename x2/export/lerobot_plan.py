@@ -25,7 +25,7 @@ from x2.base.arrays import Floats, Image
 from x2.base.errors import ExportError
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.export.episode_arrays import arm_labels
-from x2.export.lerobot_language import frame_subtasks
+from x2.export.lerobot_language import subtask_texts
 from x2.export.provenance import Json
 from x2.export.sources import ExportSources
 from x2.recorded.frames import DEFAULT_SIZE, episode_frames
@@ -113,7 +113,7 @@ class EpisodePlan:
     frames: int
     task: str  # the episode's instruction, every frame's LeRobot "task"
     subtask_index: Codes  # (T,) int64, already encoded (SubtaskCodes)
-    labels: tuple[str, ...]  # (T,) every frame's subtask text (lerobot_language.frame_subtasks)
+    labels: tuple[str, ...]  # (T,) every frame's subtask text (lerobot_language.subtask_texts)
     state: Floats  # (T, J) float32 observations/qpos, as the file has it
     action: Floats  # (T, A) float32
     arm_subtask_index: Codes | None = None  # (T, arms) int64, encoded; None without per-arm labels
@@ -291,7 +291,7 @@ def plan_episode(ep: Episode, record: EpisodeRecord, plan: ExportPlan) -> Episod
     if arm_index is None:
         labels = tuple(codes.names[int(v)] for v in encoded)
     else:
-        labels = frame_subtasks([[codes.names[int(v)] for v in column] for column in arm_index.T])
+        labels = subtask_texts([[codes.names[int(v)] for v in column] for column in arm_index.T])
     task = ep.instruction or ds.manifest.task
     poses = environment_state(ep, plan.objects)[1] if plan.objects else None
     return EpisodePlan(record, ep.frames, task, encoded, labels,

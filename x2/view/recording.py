@@ -231,7 +231,7 @@ def _log_poses(rec: rerun.RecordingStream, ep: Episode, index: Index) -> tuple[s
     return tuple(entity for entity, _, _ in tracks)
 
 
-def frame_subtasks(ep: Episode) -> list[str]:
+def subtask_per_frame(ep: Episode) -> list[str]:
     """The subtask name of every frame, as the index's segments name them (unfinished, done included)."""
     names = [""] * ep.frames
     for seg in ep.segments:
@@ -248,7 +248,7 @@ def _log_subtasks(rec: rerun.RecordingStream, ep: Episode, index: Index) -> tupl
     values = np.asarray(ep[fmt.SUBTASK_INDEX], np.float64)
     rec.log("subtask/index", rr.SeriesLines(names="subtask index"), static=True)
     rec.send_columns("subtask/index", indexes=index(), columns=rr.Scalars.columns(scalars=values))
-    rec.send_columns("subtask/name", indexes=index(), columns=rr.TextDocument.columns(text=frame_subtasks(ep)))
+    rec.send_columns("subtask/name", indexes=index(), columns=rr.TextDocument.columns(text=subtask_per_frame(ep)))
     if fmt.PROGRESS in ep:
         rec.log("subtask/progress", rr.SeriesLines(names="progress"), static=True)
         rec.send_columns("subtask/progress", indexes=index(),
