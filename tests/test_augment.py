@@ -350,20 +350,20 @@ def test_an_augmented_dataset_exports_to_lerobot(augmented: Path, tmp_path: Path
     assert [(e["index"], e["source"]) for e in read_x2_meta(target)["episodes"]] == [(1, "augment")]
 
 
-def test_split_keeps_a_recording_and_its_augmented_episodes_together(source: Path, augmented: Path,
-                                                                     tmp_path: Path) -> None:
-    """Merged with its source, every augmented episode takes its parent's split: no motion in train and val at
-    once."""
+def test_partition_keeps_a_recording_and_its_augmented_episodes_together(source: Path, augmented: Path,
+                                                                         tmp_path: Path) -> None:
+    """Merged with its source, every augmented episode is put in its parent's part: no motion in train and val
+    at once."""
     from x2.datasets.manage import merge
-    from x2.datasets.splits_json import read_splits
-    from x2.datasets.stratified_split import assign_splits
+    from x2.datasets.partition import read_partition
+    from x2.datasets.stratified_partition import assign_partition
 
     both = tmp_path / "both"
     merge([source, augmented], both)
     for seed in range(4):
-        assign_splits(both, val=0.5, seed=seed)
-        splits = read_splits(both)
-        assert len(set(splits.values())) == 1, splits  # episode 0 and its two augmented episodes: one unit
+        assign_partition(both, val=0.5, seed=seed)
+        parts = read_partition(both)
+        assert len(set(parts.values())) == 1, parts  # episode 0 and its two augmented episodes: one unit
 
 
 def test_augmented_episodes_are_not_augmented_again(augmented: Path, tmp_path: Path) -> None:

@@ -142,7 +142,8 @@ BAD_DATASET = {
     ("datasets", "merge"): ["datasets", "merge", MISSING, MISSING, "--out", "merged"],
     ("datasets", "filter"): ["datasets", "filter", MISSING, "--out", "filtered"],
     ("datasets", "rm"): ["datasets", "rm", MISSING, "0", "--yes"],
-    ("datasets", "split"): ["datasets", "split", MISSING],
+    ("datasets", "partition"): ["datasets", "partition", MISSING],
+    ("datasets", "split"): ["datasets", "split", MISSING],  # partition's older name, hidden
     ("datasets", "stats"): ["datasets", "stats", MISSING],
     ("export", "lerobot"): ["export", "lerobot", MISSING],
     ("export", "zarr"): ["export", "zarr", MISSING],

@@ -1,4 +1,4 @@
-"""x2 datasets merge / split / filter / rm / stats: the library on real and deterministic episodes, the CLI
+"""x2 datasets merge / partition / filter / rm / stats: the library on real and deterministic episodes, the CLI
 in a subprocess, and real kill -9 of each operation in the middle of its work."""
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from x2.datasets import Dataset, Episode, repair, validate
 from x2.datasets.building import clear_dead_builds
 from x2.datasets.index import write_index
 from x2.datasets.manage import Filter, filter_dataset, merge, remove, subtask_frames
+from x2.datasets.partition import episode_parts, read_partition
 from x2.datasets.removal import begin_removal, journal_path
 from x2.datasets.select import Selection
-from x2.datasets.splits_json import episode_splits, read_splits
 from x2.datasets.stats import dataset_stats
-from x2.datasets.stratified_split import assign_splits, split_counts
+from x2.datasets.stratified_partition import assign_partition, part_counts
 
 REPO = Path(__file__).resolve().parents[1]
 VICTIM = REPO / "tests" / "helpers" / "manage_victim.py"
@@ -189,61 +189,61 @@ def test_cli_merge_refusal_is_one_line(tmp_path: Path, real: dict[str, Path]) ->
     assert validate(tmp_path / "data" / "both").valid
 
 
-# ---- split ----------------------------------------------------------------------------------------
-def test_split_is_stratified_and_deterministic(mixed: Path, tmp_path: Path) -> None:
+# ---- partition ------------------------------------------------------------------------------------
+def test_partition_is_stratified_and_deterministic(mixed: Path, tmp_path: Path) -> None:
     root = _copy(mixed, tmp_path / "W")
-    strata = assign_splits(root, val=0.2, test=0.1, seed=3)
-    first = (root / "splits.json").read_bytes()
-    splits = read_splits(root)
-    assert sorted(splits) == list(range(len(MIXED)))
+    strata = assign_partition(root, val=0.2, test=0.1, seed=3)
+    first = (root / "partition.json").read_bytes()
+    parts = read_partition(root)
+    assert sorted(parts) == list(range(len(MIXED)))
     for s in strata:
         members = [i for i, key in enumerate(MIXED) if key == (s.task, s.source)]
         assert sorted(s.train + s.val + s.test) == members
-        assert all(splits[i] == "val" for i in s.val) and all(splits[i] == "test" for i in s.test)
+        assert all(parts[i] == "val" for i in s.val) and all(parts[i] == "test" for i in s.test)
         n = len(members)
-        assert (len(s.val), len(s.test)) == split_counts(n, 0.2, 0.1)
+        assert (len(s.val), len(s.test)) == part_counts(n, 0.2, 0.1)
         assert len(s.train) >= 1
         if n >= 2:
             assert len(s.val) >= 1 and abs(len(s.val) - 0.2 * n) <= max(0.5, 1 - 0.2 * n)
     assert Counter((s.task, s.source, s.episodes) for s in strata) == Counter(
         (t, src, n) for (t, src), n in Counter(MIXED).items())
-    # The effective split readers use, and the shared selection, follow splits.json.
+    # The part readers use, and the shared selection, follow partition.json.
     ds = Dataset.open(root)
-    assert episode_splits(ds, range(len(MIXED))) == splits
-    assert [r.index for r in Selection(split="val").apply(ds)] == sorted(i for i, v in splits.items() if v == "val")
-    assign_splits(root, val=0.2, test=0.1, seed=3)
-    assert (root / "splits.json").read_bytes() == first
-    other = assign_splits(root, val=0.2, test=0.1, seed=4)
+    assert episode_parts(ds, range(len(MIXED))) == parts
+    assert [r.index for r in Selection(part="val").apply(ds)] == sorted(i for i, v in parts.items() if v == "val")
+    assign_partition(root, val=0.2, test=0.1, seed=3)
+    assert (root / "partition.json").read_bytes() == first
+    other = assign_partition(root, val=0.2, test=0.1, seed=4)
     assert [s.val for s in other] != [s.val for s in strata]
     # A stratum's assignment does not move when another stratum grows.
     _write_mixed(root, [("fruit_in_microwave", "teleop")])
-    grown = {(s.task, s.source): s for s in assign_splits(root, val=0.2, test=0.1, seed=3)}
+    grown = {(s.task, s.source): s for s in assign_partition(root, val=0.2, test=0.1, seed=3)}
     before = {(s.task, s.source): s for s in strata}
     assert grown[("fruit_in_microwave", "synth")] == before[("fruit_in_microwave", "synth")]
     with pytest.raises(DatasetError, match="--val/--test: found 0.6 \\+ 0.5"):
-        assign_splits(root, val=0.6, test=0.5)
+        assign_partition(root, val=0.6, test=0.5)
     assert validate(root).valid
 
 
-def test_split_counts_keep_the_minimums() -> None:
+def test_part_counts_keep_the_minimums() -> None:
     for n in range(1, 40):
         for val, test in ((0.1, 0.0), (0.01, 0.0), (0.5, 0.4), (0.1, 0.1), (0.9, 0.0)):
-            n_val, n_test = split_counts(n, val, test)
+            n_val, n_test = part_counts(n, val, test)
             assert n - n_val - n_test >= 1
             assert n_val >= (1 if n >= 2 else 0) and n_test >= (1 if n >= 3 and test > 0 else 0)
 
 
-def test_cli_split_prints_counts_per_stratum(mixed: Path, tmp_path: Path) -> None:
+def test_cli_partition_prints_counts_per_stratum(mixed: Path, tmp_path: Path) -> None:
     root = _copy(mixed, tmp_path / "W")
-    proc = run_x2(["datasets", "split", str(root), "--val", "0.2", "--seed", "3"], tmp_path)
+    proc = run_x2(["datasets", "partition", str(root), "--val", "0.2", "--seed", "3"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == f"dataset: {root}"
     rows = {tuple(line.split("│")[1:3]): line for line in lines if line.count("│") == 7}
     assert any("pick_place" in k[0] and "synth" in k[1] for k in rows)
-    split = read_splits(root)
-    assert len(split) == len(MIXED) and Counter(split.values())["val"] == \
-        sum(split_counts(n, 0.2, 0.0)[0] for n in Counter(MIXED).values())
+    parts = read_partition(root)
+    assert len(parts) == len(MIXED) and Counter(parts.values())["val"] == \
+        sum(part_counts(n, 0.2, 0.0)[0] for n in Counter(MIXED).values())
 
 
 # ---- filter ---------------------------------------------------------------------------------------
@@ -278,13 +278,13 @@ def test_filter_variants(mixed: Path, tmp_path: Path) -> None:
         with out.load(expected[0]) as ep:
             assert ep.json_attr("filtered_from") == {"dataset": "W", "episode": expected[0]}
     assert all(subtask_frames(r).get("pick_fruit", 0) == f for r, f in zip(all_records, pick, strict=True))
-    # --split follows splits.json; --renumber gives 0..N-1 and the split travels with its episode.
-    assign_splits(root, val=0.3, seed=1)
-    val = [i for i, v in sorted(read_splits(root).items()) if v == "val"]
-    filter_dataset(root, tmp_path / "val", Filter(Selection(split="val")), renumber=True)
+    # --part follows partition.json; --renumber gives 0..N-1 and the part travels with its episode.
+    assign_partition(root, val=0.3, seed=1)
+    val = [i for i, v in sorted(read_partition(root).items()) if v == "val"]
+    filter_dataset(root, tmp_path / "val", Filter(Selection(part="val")), renumber=True)
     out = Dataset.open(tmp_path / "val")
     assert [r.index for r in out.episodes()] == list(range(len(val)))
-    assert set(read_splits(out.root).values()) == {"val"}
+    assert set(read_partition(out.root).values()) == {"val"}
     for new, old in enumerate(val):
         with out.load(new) as ep:
             assert ep.json_attr("filtered_from") == {"dataset": "W", "episode": old}
@@ -456,7 +456,7 @@ def test_kill9_mid_operation_leaves_source_intact_and_target_absent_or_complete(
                 (merge(sources, out) if op == "merge" else filter_dataset(mixed, out, Filter(Selection(True))))
                 assert validate(out).valid and len(Dataset.open(out).episodes()) == steps[op]
             assert not list(tmp_path.glob(f".{out.name}.building-*"))
-    # rm and split change a dataset in place: old or new state, valid, and the rerun finishes the job.
+    # rm and partition change a dataset in place: old or new state, valid, and the rerun finishes the job.
     # rm is a few milliseconds of work: kill it that soon after it started (before, at the journal, at the
     # index, between two moves or after, wherever the delay lands).
     for trial in range(4):
@@ -472,17 +472,17 @@ def test_kill9_mid_operation_leaves_source_intact_and_target_absent_or_complete(
         kept = {**_tree_digest(root / "episodes"), **_tree_digest(root / ".removed")}
         assert kept == files  # every finished file, byte for byte, in episodes/ or .removed/ (and nothing else)
         assert validate(root).valid
-    root = _copy(mixed, tmp_path / "split")
-    assign_splits(root, 0.25, 0.0, 1)
-    reference = (root / "splits.json").read_bytes()
-    assign_splits(root, 0.5, 0.0, 2)
-    old = (root / "splits.json").read_bytes()
+    root = _copy(mixed, tmp_path / "partition")
+    assign_partition(root, 0.25, 0.0, 1)
+    reference = (root / "partition.json").read_bytes()
+    assign_partition(root, 0.5, 0.0, 2)
+    old = (root / "partition.json").read_bytes()
     for _ in range(3):
-        rc = _run_and_kill(["split", str(root), "1"], int(rng.integers(0, len(MIXED) + 1)),
+        rc = _run_and_kill(["partition", str(root), "1"], int(rng.integers(0, len(MIXED) + 1)),
                            float(rng.uniform(0, 0.02)))
         killed += rc is None
-        assert (root / "splits.json").read_bytes() in (old, reference)
+        assert (root / "partition.json").read_bytes() in (old, reference)
         assert validate(root).valid
-    assign_splits(root, 0.25, 0.0, 1)
-    assert (root / "splits.json").read_bytes() == reference
+    assign_partition(root, 0.25, 0.0, 1)
+    assert (root / "partition.json").read_bytes() == reference
     assert killed >= 3, f"only {killed} of 13 runs were killed before they exited"

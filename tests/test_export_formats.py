@@ -26,7 +26,7 @@ from x2_cli import HEADLESS_ENV, run_x2
 from x2.cli.app import _mount
 from x2.cli.app import app as x2_app
 from x2.datasets import Dataset, Episode
-from x2.datasets.splits_json import write_splits
+from x2.datasets.partition import write_partition
 from x2.export.hdf5 import Hdf5Options, demo_names, export_hdf5
 from x2.export.request import ExportRequest
 from x2.export.zarr import ZarrOptions, export_zarr
@@ -66,10 +66,10 @@ def zarr2_python() -> str:
 
 @pytest.fixture(scope="module")
 def short(tmp_path_factory) -> Path:
-    """Three real 30-frame episodes; episode 1 is assigned to the validation split."""
+    """Three real 30-frame episodes; episode 1 is in the val part of the partition."""
     path = tmp_path_factory.mktemp("formats") / "short"
     record_short_dataset(path, episodes=3, ticks=30)
-    write_splits(path, {1: "val"})
+    write_partition(path, {1: "val"})
     return path
 
 

@@ -32,8 +32,8 @@ from x2.base.errors import ExportError
 from x2.cli.app import _mount
 from x2.cli.app import app as x2_app
 from x2.datasets import Dataset, remember_dataset
+from x2.datasets.partition import write_partition
 from x2.datasets.select import Selection
-from x2.datasets.splits_json import write_splits
 from x2.export.lerobot import export_lerobot, read_x2_meta, reading_back
 from x2.export.lerobot_check import PIXEL_TOLERANCE, Readback, compare, mean_abs_diff
 from x2.export.lerobot_plan import LeRobotOptions
@@ -90,7 +90,7 @@ def mixed(tmp_path_factory: pytest.TempPathFactory, synthesised_fruit: Path) -> 
     """Episode 0: a real synthesised demo (5 subtasks, success); 1 and 2: 12-frame scripted episodes."""
     root = copy_dataset(synthesised_fruit, tmp_path_factory.mktemp("mixed") / "fruit")
     record_short_dataset(root, episodes=2, ticks=12)
-    write_splits(root, {1: "val"})
+    write_partition(root, {1: "val"})
     return Dataset.open(root)
 
 
@@ -353,7 +353,7 @@ def invoke(args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_filters_choose_the_episodes(mixed: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cases = {"success": (["--success-only"], [0]), "scripted": (["--source", "scripted", "--episodes", "0-1"], [1]),
-             "val": (["--split", "val"], [1]), "train": (["--split", "train", "--episodes", "1-2"], [2])}
+             "val": (["--part", "val"], [1]), "train": (["--part", "train", "--episodes", "1-2"], [2])}
     for name, (flags, expected) in cases.items():
         result = invoke([str(mixed.root), "--state-only", "--out", name, *flags], tmp_path, monkeypatch)
         assert result.exit_code == 0, result.output

@@ -204,16 +204,16 @@ def test_merge_and_filter_on_a_full_disk(command: str, short: Path, other: Path,
     intact(root, before)
 
 
-@pytest.mark.parametrize("command", ["split", "rm"])
-def test_split_and_rm_of_a_read_only_dataset(command: str, short: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["partition", "rm"])
+def test_partition_and_rm_of_a_read_only_dataset(command: str, short: Path, tmp_path: Path) -> None:
     root = shutil.copytree(short, tmp_path / "ds")
     before = committed(root)
-    args = ["datasets", "split", str(root), "--val", "0.5"] if command == "split" else \
+    args = ["datasets", "partition", str(root), "--val", "0.5"] if command == "partition" else \
         ["datasets", "rm", str(root), "1", "--yes"]
     run = run_read_only(args, tmp_path, root)
     one_error_line(run, "read-only file system")
     intact(root, before)
-    assert not (root / "splits.json").exists()
+    assert not (root / "partition.json").exists()
 
 
 def test_rm_on_a_full_disk_removes_nothing(short: Path, tmp_path: Path, library: Path) -> None:

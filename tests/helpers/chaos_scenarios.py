@@ -24,7 +24,7 @@ TELEOP_EVENTS = [(1.0, "next", -1), (2.0, "next", -1), (3.0, "quit", -1)]
 class Fixtures:
     short: Path  # 4 scripted fruit_in_microwave episodes of 24 ticks
     other: Path  # 3 more with another master seed (a merge refuses shared seeds)
-    many: Path  # 12 episodes of 12 ticks: rm and split have more to do
+    many: Path  # 12 episodes of 12 ticks: rm and partition have more to do
     stream: Path  # a pick_place leader-arm stream for `collect teleop --device replay:`
 
     @classmethod
@@ -96,9 +96,9 @@ def filter_(fx: Fixtures, work: Path) -> Run:
                target=Target(out, "dataset"))
 
 
-def split(fx: Fixtures, work: Path) -> Run:
+def partition(fx: Fixtures, work: Path) -> Run:
     ds = _copy(fx.many, work / "ds")
-    return Run(["datasets", "split", str(ds), "--val", "0.5"], work, opened(ds), stores=(Store(ds),))
+    return Run(["datasets", "partition", str(ds), "--val", "0.5"], work, opened(ds), stores=(Store(ds),))
 
 
 RM_EPISODES = frozenset(range(1, 11))
@@ -120,6 +120,6 @@ SCENARIOS: dict[str, Callable[[Fixtures, Path], Run]] = {
     "export hdf5": _export("hdf5", ".hdf5"),
     "datasets merge": merge,
     "datasets filter": filter_,
-    "datasets split": split,
+    "datasets partition": partition,
     "datasets rm": rm,
 }

@@ -10,10 +10,10 @@ from rich.table import Table
 
 from x2.augment.augment import DEFAULT_PER_EPISODE, AugmentRequest, augment_dataset
 from x2.augment.preview import draw_preview
-from x2.base.errors import DatasetError, X2Error
+from x2.base.errors import DatasetError
 from x2.cli._common import console
 from x2.cli.group_class import typer_group
-from x2.cli.options import CpusPerWorkerOpt, RayOpt, ray_target
+from x2.cli.options import CpusPerWorkerOpt, RayOpt, one_spelling, ray_target
 from x2.cli.progress import progress
 from x2.datasets import Dataset, remember_dataset, resolve_dataset, resolve_output
 from x2.datasets.select import Selection, parse_episode_list
@@ -83,9 +83,9 @@ def augment_replay(
 
     On a Ray cluster: [cyan]x2 augment replay data/demo --per-episode 20 --render --ray auto[/cyan]
     """
-    given = _one_spelling(per_episode, old_per_episode, "--per-episode", "--variants")
+    given = one_spelling(per_episode, old_per_episode, "--per-episode", "--variants")
     count = DEFAULT_PER_EPISODE if given is None else given
-    chosen = _one_spelling(scenery or None, old_scenery or None, "--scenery", "--scene-variant")
+    chosen = one_spelling(scenery or None, old_scenery or None, "--scenery", "--scene-variant")
     if preview is not None and preview.suffix.lower() != ".png":
         raise DatasetError(f"--preview: found {str(preview)!r}; allowed: a .png file")
     source = resolve_dataset(dataset)
@@ -126,13 +126,6 @@ def augment_replay(
                       f"{rendered.wall_s:.1f} s")
     if preview is not None:
         _preview(source, target, preview, names, image_size)
-
-
-def _one_spelling[T](new: T | None, old: T | None, new_name: str, old_name: str) -> T | None:
-    """An option given under its name or under its old spelling, never under both."""
-    if new is not None and old is not None:
-        raise X2Error(f"{new_name}: found both {new_name} and {old_name} (its old spelling); allowed: one of them")
-    return old if new is None else new
 
 
 def _pictures(source: Path, cameras: tuple[str, ...] | None,

@@ -1,5 +1,5 @@
-"""`x2 datasets merge | split | filter | rm | stats`, registered on the `x2 datasets` group.
-Parsing and rich output only; the work is in x2.datasets.manage, splitting and stats."""
+"""`x2 datasets merge | partition | filter | rm | stats`, registered on the `x2 datasets` group.
+Parsing and rich output only; the work is in x2.datasets.manage, stratified_partition and stats."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rich.table import Table
 from x2.base.errors import DatasetError
 from x2.cli._common import console, dataset_arg, open_dataset_arg
 from x2.cli.datasets import app
-from x2.cli.options import DatasetArg, EpisodesOpt, SourceOpt, SplitOpt, SuccessOnly, selection
+from x2.cli.options import DatasetArg, EpisodesOpt, OlderPartOpt, PartOpt, SourceOpt, SuccessOnly, selection
 from x2.cli.progress import progress
 from x2.datasets import Dataset, remember_dataset, resolve_dataset, resolve_output
 from x2.datasets.index import format_indices
@@ -28,8 +28,8 @@ from x2.datasets.manage import (
 )
 from x2.datasets.select import parse_episode_list
 from x2.datasets.stats import DatasetStats, dataset_stats, plot_durations, write_json
-from x2.datasets.stratified_split import assign_splits
-from x2.format import REMOVED_DIR, SPLITS_FILE
+from x2.datasets.stratified_partition import assign_partition
+from x2.format import PARTITION_FILE, REMOVED_DIR
 
 OutOpt = Annotated[str, typer.Option(
     "--out", "-o", help="The new dataset: a name under ./data or a path (must not exist).", show_default=False)]
@@ -80,7 +80,8 @@ def filter_command(
     task: Annotated[list[str] | None, typer.Option(
         "--task", help="Only episodes of this task (a merged dataset holds several); repeatable.",
         show_default=False)] = None,
-    split: SplitOpt = None,
+    part: PartOpt = None,
+    older_part: OlderPartOpt = None,
     episodes: EpisodesOpt = None,
     min_frames: Annotated[list[str] | None, typer.Option(
         "--min-subtask-frames", help="NODE=N: only episodes with at least N frames labelled NODE; repeatable.",
@@ -93,7 +94,7 @@ def filter_command(
 ) -> None:
     """A new dataset with the episodes that pass every filter (copies; the source is not changed)."""
     ds = open_dataset_arg(dataset)
-    keep = Filter(selection(success_only, source, split, episodes), tasks=tuple(task or ()),
+    keep = Filter(selection(success_only, source, part, older_part, episodes), tasks=tuple(task or ()),
                   min_frames=dict(parse_subtask_bound(t, "--min-subtask-frames") for t in min_frames or ()),
                   max_frames=dict(parse_subtask_bound(t, "--max-subtask-frames") for t in max_frames or ()))
     target = resolve_output(out, f"{ds.name}_filtered")
@@ -139,20 +140,21 @@ def rm_command(
         console.print(f"nothing to remove; {left} episodes")
 
 
-@app.command("split", epilog="Examples: x2 datasets split --val 0.1 --seed 0\n\n"
-             "  x2 datasets split multi_task --val 0.1 --test 0.1 --seed 3")
-def split_command(
-    dataset: DatasetArg = None,
-    val: Annotated[float, typer.Option("--val", help="Fraction of each stratum for validation.")] = 0.1,
-    test: Annotated[float, typer.Option("--test", help="Fraction of each stratum for testing.")] = 0.0,
-    seed: Annotated[int, typer.Option("--seed", help="Shuffle seed (same seed, same splits).")] = 0,
-) -> None:
-    """Assign train/val/test by episode, stratified by task and source, into splits.json (it overrides the
-    split each episode file was recorded with; files are not changed)."""
+ValOpt = Annotated[float, typer.Option("--val", help="Fraction of each stratum for validation.")]
+TestOpt = Annotated[float, typer.Option("--test", help="Fraction of each stratum for testing.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Shuffle seed (same seed, same partition).")]
+
+
+@app.command("partition", epilog="Examples: x2 datasets partition --val 0.1 --seed 0\n\n"
+             "  x2 datasets partition multi_task --val 0.1 --test 0.1 --seed 3")
+def partition_command(dataset: DatasetArg = None, val: ValOpt = 0.1, test: TestOpt = 0.0, seed: SeedOpt = 0) -> None:
+    """Partition the episodes into train/val/test parts, stratified by task and source, written to
+    partition.json (an episode's part there overrides the split its file was recorded with; files are not
+    changed). An older splits.json is replaced."""
     ds = open_dataset_arg(dataset)
     with progress("reading tasks") as advance:
-        strata = assign_splits(ds.root, val, test, seed, advance)
-    table = Table(title=f"splits of {ds.name} (seed {seed})", title_justify="left")
+        strata = assign_partition(ds.root, val, test, seed, advance)
+    table = Table(title=f"partition of {ds.name} (seed {seed})", title_justify="left")
     for column in ("task", "source", "episodes", "train", "val", "test"):
         table.add_column(column, justify="left" if column in ("task", "source") else "right")
     for s in strata:
@@ -160,7 +162,15 @@ def split_command(
     total = [sum(len(getattr(s, k)) for s in strata) for k in ("train", "val", "test")]
     table.add_row("all", "", str(sum(total)), *map(str, total), style="bold")
     console.print(table)
-    console.print(f"wrote {ds.root / SPLITS_FILE}")
+    console.print(f"wrote {ds.root / PARTITION_FILE}")
+
+
+# The command's name before the partition had its name (a "split" is now a configuration's train or eval only):
+# still taken, so command lines typed before run as they did; hidden from --help.
+@app.command("split", hidden=True)
+def split_command(dataset: DatasetArg = None, val: ValOpt = 0.1, test: TestOpt = 0.0, seed: SeedOpt = 0) -> None:
+    """x2 datasets partition, under its older name."""
+    partition_command(dataset, val, test, seed)
 
 
 def _stats_tables(stats: DatasetStats) -> None:
@@ -192,12 +202,13 @@ def stats_command(
         "--json", help="Write every number as JSON.", show_default=False)] = None,
     success_only: SuccessOnly = False,
     source: SourceOpt = None,
-    split: SplitOpt = None,
+    part: PartOpt = None,
+    older_part: OlderPartOpt = None,
     episodes: EpisodesOpt = None,
 ) -> None:
     """Per-dimension mean, std, min and max of action, qpos, qvel and ee_pose; per-subtask durations."""
     ds = open_dataset_arg(dataset)
-    chosen = selection(success_only, source, split, episodes)
+    chosen = selection(success_only, source, part, older_part, episodes)
     records = chosen.apply(ds)
     with progress("reading episodes") as advance:
         stats = dataset_stats(ds, records, advance)

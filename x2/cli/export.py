@@ -11,5 +11,5 @@ app = typer_group(
          "robomimic / Isaac Lab HDF5. Every export is built beside its target, read back with the "
          "consumer's own reader and only then renamed into place.",
     examples="  x2 export lerobot\n\n  x2 export zarr --out exports/fruit.zarr --success-only\n\n"
-             "  x2 export hdf5 fruit_in_microwave --out exports/fruit.hdf5 --split train",
+             "  x2 export hdf5 fruit_in_microwave --out exports/fruit.hdf5 --part train",
 )

@@ -10,7 +10,16 @@ import typer
 from x2.cli._common import console, open_dataset_arg
 from x2.cli.export import app
 from x2.cli.export_progress import export_progress
-from x2.cli.options import DatasetArg, EpisodesOpt, OverwriteOpt, SourceOpt, SplitOpt, SuccessOnly, selection
+from x2.cli.options import (
+    DatasetArg,
+    EpisodesOpt,
+    OlderPartOpt,
+    OverwriteOpt,
+    PartOpt,
+    SourceOpt,
+    SuccessOnly,
+    selection,
+)
 from x2.datasets.select import require_some
 from x2.export import hdf5 as hdf5_export
 from x2.export import zarr as zarr_export
@@ -35,7 +44,8 @@ def zarr_command(
     out: OutOpt = None,
     success_only: SuccessOnly = False,
     source: SourceOpt = None,
-    split: SplitOpt = None,
+    part: PartOpt = None,
+    older_part: OlderPartOpt = None,
     episodes: EpisodesOpt = None,
     cameras: CamerasOpt = None,
     size: SizeOpt = str(DEFAULT_SIZE),
@@ -52,7 +62,7 @@ def zarr_command(
     [cyan]x2 export zarr fruit_in_microwave --cameras head --image-size 96x128 --zip[/cyan]
     """
     ds = open_dataset_arg(dataset)
-    chosen = selection(success_only, source, split, episodes)
+    chosen = selection(success_only, source, part, older_part, episodes)
     records = chosen.apply(ds)
     require_some(records, ds, chosen)
     request = ExportRequest(ds, tuple(records), out, chosen.describe(), parse_cameras(cameras), state_only, overwrite)
@@ -76,7 +86,8 @@ def hdf5_command(
     out: OutOpt = None,
     success_only: SuccessOnly = False,
     source: SourceOpt = None,
-    split: SplitOpt = None,
+    part: PartOpt = None,
+    older_part: OlderPartOpt = None,
     episodes: EpisodesOpt = None,
     cameras: CamerasOpt = None,
     size: SizeOpt = str(DEFAULT_SIZE),
@@ -85,11 +96,11 @@ def hdf5_command(
 ) -> None:
     """Export episodes as one robomimic HDF5 file with Isaac Lab Mimic datagen_info (subtask signals).
 
-    Examples: [cyan]x2 export hdf5 --split train[/cyan]
+    Examples: [cyan]x2 export hdf5 --part train[/cyan]
     [cyan]x2 export hdf5 fruit_in_microwave --out exports/fruit.hdf5 --state-only[/cyan]
     """
     ds = open_dataset_arg(dataset)
-    chosen = selection(success_only, source, split, episodes)
+    chosen = selection(success_only, source, part, older_part, episodes)
     records = chosen.apply(ds)
     require_some(records, ds, chosen)
     request = ExportRequest(ds, tuple(records), out, chosen.describe(), parse_cameras(cameras), state_only, overwrite)

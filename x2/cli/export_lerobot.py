@@ -10,7 +10,16 @@ import typer
 from x2.cli._common import console, open_dataset_arg
 from x2.cli.export import app
 from x2.cli.export_progress import export_progress
-from x2.cli.options import DatasetArg, EpisodesOpt, OverwriteOpt, SourceOpt, SplitOpt, SuccessOnly, selection
+from x2.cli.options import (
+    DatasetArg,
+    EpisodesOpt,
+    OlderPartOpt,
+    OverwriteOpt,
+    PartOpt,
+    SourceOpt,
+    SuccessOnly,
+    selection,
+)
 from x2.datasets.select import require_some
 from x2.export.lerobot import export_lerobot
 from x2.export.lerobot_plan import LeRobotOptions
@@ -47,7 +56,8 @@ def lerobot_command(
     overwrite: OverwriteOpt = False,
     success_only: SuccessOnly = False,
     source: SourceOpt = None,
-    split: SplitOpt = None,
+    part: PartOpt = None,
+    older_part: OlderPartOpt = None,
     episodes: EpisodesOpt = None,
 ) -> None:
     """Export finished episodes as a LeRobot v3.0 dataset, written by LeRobot's own writer: state, action,
@@ -61,7 +71,7 @@ def lerobot_command(
     ds = open_dataset_arg(dataset)
     target = out if out is not None else default_target(ds, "lerobot")
     check_target(target.absolute(), overwrite)  # before reading every episode to plan the export
-    chosen = selection(success_only, source, split, episodes)
+    chosen = selection(success_only, source, part, older_part, episodes)
     records = chosen.apply(ds)
     require_some(records, ds, chosen)
     request = ExportRequest(ds, tuple(records), target, chosen.describe(), parse_cameras(cameras), state_only,

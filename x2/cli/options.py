@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from x2.base.errors import X2Error
 from x2.datasets.select import Selection, parse_episode_list
 from x2.processes.pool import RayTarget
 
@@ -36,16 +37,29 @@ SuccessOnly = Annotated[bool, typer.Option("--success-only", help="Only episodes
 SourceOpt = Annotated[list[str] | None, typer.Option(
     "--source", help="Only episodes from this source (teleop, synth, augment, scripted); repeatable.",
     show_default=False)]
-SplitOpt = Annotated[str | None, typer.Option("--split", help="Only episodes of this split (train, val, ...).",
-                                              show_default=False)]
+PartOpt = Annotated[str | None, typer.Option(
+    "--part", help="Only episodes in this part of the dataset's partition (train, val, ...; x2 datasets partition).",
+    show_default=False)]
+# --part's spelling before the partition had its name (a "split" is now a configuration's train or eval only):
+# still taken, so command lines typed before run as they did; hidden from --help.
+OlderPartOpt = Annotated[str | None, typer.Option("--split", hidden=True, show_default=False)]
 EpisodesOpt = Annotated[str | None, typer.Option(
     "--episodes", help="Only these episode indices, e.g. 0-9,12.", show_default=False)]
 OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="Replace an existing target.")]
 
 
-def selection(success_only: bool, source: list[str] | None, split: str | None,
+def one_spelling[T](new: T | None, old: T | None, new_name: str, old_name: str) -> T | None:
+    """An option given under its name or under its old spelling, never under both."""
+    if new is not None and old is not None:
+        raise X2Error(f"{new_name}: found both {new_name} and {old_name} (its old spelling); allowed: one of them")
+    return old if new is None else new
+
+
+def selection(success_only: bool, source: list[str] | None, part: str | None, older_part: str | None,
               episodes: str | None) -> Selection:
-    return Selection(success_only=success_only, sources=tuple(source or ()), split=split,
+    """The episodes chosen by the shared options; `older_part` is --part given as --split."""
+    return Selection(success_only=success_only, sources=tuple(source or ()),
+                     part=one_spelling(part, older_part, "--part", "--split"),
                      episodes=None if episodes is None else parse_episode_list(episodes))
 
 # Where a command's workers run (x2 synth, x2 render): local processes, or Ray actors with --ray.

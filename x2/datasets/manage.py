@@ -14,7 +14,7 @@ Decisions (docs/format.md says the same):
   Sources of several tasks or worlds give a multi-task dataset: its manifest `task` joins the task names
   with "+", its `world` only says it is a mixture, so every collector's append is refused by the store's
   world check (each episode file still carries its own world and task).
-- filter keeps the source's indices (episode 17 stays episode 17, so notes and splits stay valid),
+- filter keeps the source's indices (episode 17 stays episode 17, so notes and the partition stay valid),
   unless `renumber`; every copy carries `filtered_from`.
 - a copy of a copy keeps the earlier origin under "earlier" in its origin attr.
 """
@@ -36,9 +36,9 @@ from x2.datasets.building import building
 from x2.datasets.difference import describe, first_difference
 from x2.datasets.episode import Episode
 from x2.datasets.index import EpisodeRecord, format_indices, write_index
+from x2.datasets.partition import read_partition, write_partition
 from x2.datasets.removal import Progress, begin_removal, finish_removal, pending_removal, removed_files
 from x2.datasets.select import Selection
-from x2.datasets.splits_json import read_splits, write_splits
 from x2.datasets.store import Dataset
 from x2.datasets.untrusted import json_loads
 from x2.files.disk import is_refusal
@@ -106,7 +106,7 @@ def _used_slots(ds: Dataset) -> dict[int, int]:
 
 def _build(out: Path, manifest: Manifest, plan: Sequence[tuple[Dataset, EpisodeRecord, int]], origin_key: str,
            progress: Progress | None) -> tuple[EpisodeRecord, ...]:
-    """Make the dataset `out` from `plan` ((source, record, new index)): episodes, slots, splits."""
+    """Make the dataset `out` from `plan` ((source, record, new index)): episodes, slots, partition."""
     records: list[EpisodeRecord] = []
     with building(out) as tmp:
         target = Dataset.create(tmp, manifest, exist_ok=False)
@@ -126,11 +126,11 @@ def _build(out: Path, manifest: Manifest, plan: Sequence[tuple[Dataset, EpisodeR
             for master, nxt in sorted(slots.items()):
                 if nxt > 0:
                     target.use_slots(master, nxt - 1)
-            # An episode keeps the split its source gave it in splits.json (the file attr travels anyway).
-            assigned = {id(ds): read_splits(ds.root) for ds, _, _ in plan}
+            # An episode keeps the part its source's partition gave it (its split attr travels in the file).
+            assigned = {id(ds): read_partition(ds.root) for ds, _, _ in plan}
             carried = {index: assigned[id(ds)][r.index] for ds, r, index in plan if r.index in assigned[id(ds)]}
             if carried:
-                write_splits(target.root, carried)
+                write_partition(target.root, carried)
         finally:
             target.close()
     return tuple(records)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from x2.base.errors import DatasetError
 from x2.datasets.index import EpisodeRecord, format_indices
-from x2.datasets.splits_json import episode_splits
+from x2.datasets.partition import episode_parts
 from x2.datasets.store import Dataset
 from x2.format import SOURCES
 
@@ -39,7 +39,7 @@ class Selection:
 
     success_only: bool = False
     sources: tuple[str, ...] = ()
-    split: str | None = None
+    part: str | None = None  # a part of the dataset's partition (x2.datasets.partition.part_of)
     episodes: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
@@ -62,9 +62,9 @@ class Selection:
             records = [r for r in records if r.success]
         if self.sources:
             records = [r for r in records if r.source in self.sources]
-        if self.split is not None:
-            splits = episode_splits(ds, [r.index for r in records])
-            records = [r for r in records if splits[r.index] == self.split]
+        if self.part is not None:
+            parts = episode_parts(ds, [r.index for r in records])
+            records = [r for r in records if parts[r.index] == self.part]
         return records
 
     def describe(self) -> str:
@@ -75,8 +75,10 @@ class Selection:
             parts.append("successful")
         if self.sources:
             parts.append("source " + "/".join(self.sources))
-        if self.split is not None:
-            parts.append(f"split {self.split}")
+        if self.part is not None:
+            # Worded as before the partition had its name: an export's provenance and a filtered dataset's
+            # manifest record this text, and those bytes stay the same.
+            parts.append(f"split {self.part}")
         return ", ".join(parts) or "all episodes"
 
 

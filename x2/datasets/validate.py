@@ -22,9 +22,9 @@ import h5py
 from x2.base.errors import DatasetError
 from x2.datasets.episode import Episode
 from x2.datasets.index import FILE_FACTS, EpisodeRecord, format_indices, scan_index, write_index
+from x2.datasets.partition import partition_path, read_partition
 from x2.datasets.removal import finish_removal, journal_path, pending_removal
 from x2.datasets.rewrite import finish_interrupted, interrupted_renames, staged_files
-from x2.datasets.splits_json import read_splits
 from x2.datasets.store import Dataset, lock_holder
 from x2.datasets.untrusted import json_loads
 from x2.files.digest import ALGORITHM
@@ -34,11 +34,12 @@ from x2.format import (
     INDEX_FILE,
     INPROGRESS_DIR,
     MANIFEST_FILE,
+    OLDER_PARTITION_FILE,
+    PARTITION_FILE,
     QUARANTINE_DIR,
     REMOVED_DIR,
     SALVAGED_DIR,
     SLOTS_FILE,
-    SPLITS_FILE,
     TIMESTAMPS,
     episode_filename,
     parse_episode_filename,
@@ -112,7 +113,7 @@ def validate(path: str | Path, quick: bool = False, progress: Callable[[int, int
         else:
             starts[digest] = record.index
     _check_slots(root, report)
-    _check_splits(root, report)
+    _check_partition(root, report)
     leaving = _check_removal(root, report)
     finished = _h5(root / EPISODES_DIR)
     for path in finished:
@@ -145,11 +146,16 @@ def validate(path: str | Path, quick: bool = False, progress: Callable[[int, int
     return report
 
 
-def _check_splits(root: Path, report: Report) -> None:
+def _check_partition(root: Path, report: Report) -> None:
+    """The partition file that is read: `partition.json`, else an older `splits.json`."""
     try:
-        read_splits(root)
+        read_partition(root)
     except DatasetError as exc:
-        report.add("error", root / SPLITS_FILE, str(exc))
+        report.add("error", partition_path(root), str(exc))
+    if (root / PARTITION_FILE).exists() and (root / OLDER_PARTITION_FILE).exists():
+        report.add("info", root / OLDER_PARTITION_FILE, f"the partition's older file, not read beside {PARTITION_FILE} "
+                                                        "(a partition write stopped before removing it; the next one "
+                                                        "removes it)")
 
 
 def _check_removal(root: Path, report: Report) -> set[int]:

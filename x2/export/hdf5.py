@@ -4,7 +4,7 @@
 /                          attrs: x2_provenance (JSON)
 /data                      attrs: total (frames), env_args (JSON: env_name, type, env_kwargs)
 /data/demo_000000          attrs: num_samples, success, seed, model_file (the episode's MJCF), x2_episode,
-                                  source, split, instruction
+                                  source, split (the episode's part, see below), instruction
     actions (T, A) float32      states (T, D) float64: the full MuJoCo state (mjSTATE_INTEGRATION)
     rewards (T,) float64        dones (T,) int64
     obs/state, qvel, <arm>_ee_pose (T, 7), <object>_pose (T, 7), subtask_index, <arm>_subtask_index,
@@ -13,7 +13,7 @@
     obs/datagen_info/eef_pose/<arm>, object_pose/<object> (T, 4, 4); gripper_action/<arm> (T, 1);
                     subtask_term_signals/<node>, subtask_start_signals/<node> (T,) bool;
                     subtask_term_signals_by_arm/<arm>/<node> (T,) bool, attr order
-/mask/train, /mask/valid, /mask/<split>   demo names (bytes) of each split
+/mask/train, /mask/valid, /mask/<part>   demo names (bytes) of each part of the dataset's partition
 ```
 
 Demo groups are numbered in export order with zero-padded numbers, so plain string order, robomimic's
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 
 Array = npt.NDArray[np.generic]  # a column as read from the episode (floats or integer labels)
 IMAGE_COMPRESSION = {"compression": "gzip", "compression_opts": 4}  # built into every HDF5 reader
-VALID_SPLITS = ("val", "valid")  # robomimic's validation filter key is "valid"
+VALID_PARTS = ("val", "valid")  # robomimic's validation filter key is "valid"
 ARM_TERM_SIGNALS = "subtask_term_signals_by_arm"  # under obs/datagen_info: <arm>/<node>
 
 
@@ -91,8 +91,9 @@ def demo_names(count: int) -> list[str]:
     return [f"demo_{i:0{width}d}" for i in range(count)]
 
 
-def mask_key(split: str) -> str:
-    return "valid" if split in VALID_SPLITS else split
+def mask_key(part: str) -> str:
+    """robomimic's filter key (a group under `mask/`) for a part of the partition."""
+    return "valid" if part in VALID_PARTS else part
 
 
 def pose_matrices(poses: Array) -> Floats:
@@ -240,10 +241,10 @@ def _fill(data: h5py.Group, sources: ExportSources, names: Sequence[str], sizes:
             layout = row_layout(arrays)
             data.attrs["env_args"] = json.dumps(_env_args(arrays), sort_keys=True)
         check_row_layout(arrays, layout)
-        split = sources.split(source)
-        masks.setdefault(mask_key(split), []).append(name)
+        part = sources.part(source)
+        masks.setdefault(mask_key(part), []).append(name)
         demo = data.create_group(name)
-        _demo_attrs(demo, arrays, split)
+        _demo_attrs(demo, arrays, part)
         rewards, dones = rewards_dones(arrays)
         digests.put(demo, "actions", arrays.low_dim["action"])
         digests.put(demo, "states", arrays.states)
@@ -284,7 +285,7 @@ def _env_args(arrays: EpisodeArrays) -> dict[str, Json]:
     return {**env_args, "env_kwargs": {k: v for k, v in env_kwargs.items() if k != "seed"}}
 
 
-def _demo_attrs(demo: h5py.Group, arrays: EpisodeArrays, split: str) -> None:
+def _demo_attrs(demo: h5py.Group, arrays: EpisodeArrays, part: str) -> None:
     facts = arrays.facts
     demo.attrs["num_samples"] = arrays.frames
     demo.attrs["success"] = facts.success
@@ -292,7 +293,7 @@ def _demo_attrs(demo: h5py.Group, arrays: EpisodeArrays, split: str) -> None:
     demo.attrs["model_file"] = facts.model_xml
     demo.attrs["x2_episode"] = arrays.index
     demo.attrs["source"] = facts.source
-    demo.attrs["split"] = split
+    demo.attrs["split"] = part  # the attr's name predates the partition's: kept, so exports stay the same bytes
     demo.attrs["instruction"] = facts.instruction
 
 

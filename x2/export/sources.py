@@ -30,7 +30,7 @@ from pathlib import Path
 from x2 import format as fmt
 from x2.base.errors import DatasetError, ExportError
 from x2.datasets import Dataset, Episode, EpisodeRecord
-from x2.datasets.splits_json import effective_split, read_splits
+from x2.datasets.partition import part_of, read_partition
 from x2.datasets.verified import read_verified
 from x2.export.provenance import Json, Provenance, provenance
 from x2.export.request import ExportRequest
@@ -153,11 +153,11 @@ class ExportSources:
 
     @functools.cached_property
     def _assigned(self) -> dict[int, str]:
-        return read_splits(self.dataset.root)
+        return read_partition(self.dataset.root)
 
-    def split(self, source: SourceEpisode) -> str:
-        """The episode's effective split (`splits.json`, else its own attr)."""
-        return effective_split(self._assigned, source.record.index, source.episode)
+    def part(self, source: SourceEpisode) -> str:
+        """The episode's part of the dataset's partition (`part_of`: the partition's entry, else its split)."""
+        return part_of(self._assigned, source.record.index, source.episode)
 
     def provenance(self, **extra: Json) -> Provenance:
         return provenance(self.dataset, self.records, self.request.selection, **extra)

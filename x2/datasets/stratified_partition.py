@@ -1,11 +1,12 @@
-"""`x2 datasets split`: assign train / val / test by episode, stratified by task and source
-(written to `splits.json` by splits_json.py).
+"""`x2 datasets partition`: assign each episode to the train, val or test part, stratified by task and source
+(written to `partition.json` by partition.py).
 
 Each stratum (one task recorded by one source) is shuffled on its own, from a generator seeded by the
-split seed and the stratum's name, and keeps about the asked fractions: at least one val episode once it
+partition's seed and the stratum's name, and keeps about the asked fractions: at least one val episode once it
 has two episodes, at least one test episode (when asked for) once it has three, and always one train
-episode. Same dataset and seed, same `splits.json`, byte for byte; a stratum's assignment does not
-change when another stratum grows.
+episode. Same dataset and seed, same `partition.json`, byte for byte; a stratum's assignment does not
+change when another stratum grows. Every episode of one recording (an augmented episode and its parent)
+is put in one part.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from x2 import format as fmt
 from x2.base.errors import DatasetError
 from x2.datasets.episode import Episode
 from x2.datasets.index import EpisodeRecord
+from x2.datasets.partition import write_partition
 from x2.datasets.removal import Progress
-from x2.datasets.splits_json import write_splits
 from x2.datasets.store import Dataset
 from x2.datasets.untrusted import json_loads
 
@@ -42,7 +43,7 @@ class Stratum:
         return len(self.train) + len(self.val) + len(self.test)
 
 
-def split_counts(n: int, val: float, test: float) -> tuple[int, int]:
+def part_counts(n: int, val: float, test: float) -> tuple[int, int]:
     """(val, test) episodes of a stratum of `n`: nearest to the fractions within the minimums above."""
     n_val = max(1, int(n * val + 0.5)) if val > 0 and n >= 2 else 0
     n_test = max(1, int(n * test + 0.5)) if test > 0 and n >= 3 else 0
@@ -52,7 +53,7 @@ def split_counts(n: int, val: float, test: float) -> tuple[int, int]:
     return n_val, n_test
 
 
-def plan_splits(ds: Dataset, val: float, test: float = 0.0, seed: int = 0,
+def plan_partition(ds: Dataset, val: float, test: float = 0.0, seed: int = 0,
                 progress: Progress | None = None) -> list[Stratum]:
     for name, value in (("--val", val), ("--test", test)):
         if not 0.0 <= value < 1.0:
@@ -70,7 +71,7 @@ def plan_splits(ds: Dataset, val: float, test: float = 0.0, seed: int = 0,
     for (task, source), members in sorted(groups.items()):
         key = zlib.crc32(f"{task}\0{source}".encode())
         order = np.random.default_rng(np.random.SeedSequence([seed, key])).permutation(members).tolist()
-        n_val, n_test = split_counts(len(order), val, test)
+        n_val, n_test = part_counts(len(order), val, test)
         for rank, index in enumerate(order):
             chosen[index] = "val" if rank < n_val else "test" if rank < n_val + n_test else "train"
     _keep_recordings_together(facts, chosen)
@@ -116,7 +117,7 @@ def _episode_facts(ds: Dataset, records: Sequence[EpisodeRecord], progress: Prog
 
 
 def _keep_recordings_together(facts: dict[int, _Facts], chosen: dict[int, str]) -> None:
-    """Give every episode of one recording the split of that recording (see the module docstring)."""
+    """Put every episode of one recording in the part of that recording (see the module docstring)."""
     units: dict[tuple[str, int], list[int]] = defaultdict(list)
     for index in sorted(facts):
         units[facts[index].recording].append(index)
@@ -126,19 +127,19 @@ def _keep_recordings_together(facts: dict[int, _Facts], chosen: dict[int, str]) 
             chosen[i] = chosen[lead]
 
 
-def assign_splits(root: str | Path, val: float, test: float = 0.0, seed: int = 0,
-                  progress: Progress | None = None) -> list[Stratum]:
-    """Plan the splits and write `splits.json` (atomically, holding the lock); every episode is listed."""
+def assign_partition(root: str | Path, val: float, test: float = 0.0, seed: int = 0,
+                     progress: Progress | None = None) -> list[Stratum]:
+    """Plan the partition and write `partition.json` (atomically, holding the lock); every episode is listed."""
     ds = Dataset.open(root)
     ds.lock()
     try:
-        strata = plan_splits(ds, val, test, seed, progress)
+        strata = plan_partition(ds, val, test, seed, progress)
         assignment = {i: name for s in strata for name, members in (("train", s.train), ("val", s.val),
                                                                      ("test", s.test)) for i in members}
-        write_splits(ds.root, assignment)
+        write_partition(ds.root, assignment)
     finally:
         ds.close()
     return strata
 
 
-__all__ = ["Stratum", "assign_splits", "plan_splits", "split_counts"]
+__all__ = ["Stratum", "assign_partition", "part_counts", "plan_partition"]
