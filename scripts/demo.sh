@@ -25,7 +25,7 @@ x2 export lerobot
 x2 eval --task fruit_in_microwave --policy expert -n 2 --dataset eval-expert
 
 SRC=data/fruit_in_microwave AUG=data/fruit_in_microwave-aug LEROBOT=exports/fruit_in_microwave-aug-lerobot
-x2 augment replay "$SRC" --preview augment_preview.png      # every variant exists: only draws the preview
+x2 augment replay "$SRC" --preview augment_preview.png      # every augmented episode exists: only draws the preview
 x2 replay 0 --dataset "$AUG" --check
 x2 datasets validate "$AUG" --physics
 x2 datasets info "$AUG"
