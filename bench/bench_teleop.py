@@ -31,7 +31,7 @@ from rich.console import Console
 from rich.live import Live
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from teleop_streams import home_stream  # noqa: E402
+from helpers.teleop_streams import home_stream  # noqa: E402
 
 from x2.devices.playback import PlaybackDevice  # noqa: E402
 from x2.envspec import load_env  # noqa: E402

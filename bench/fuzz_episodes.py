@@ -1,6 +1,6 @@
 """Fuzz the readers of a stranger's episode file with a large budget; print what each outcome counted.
 
-The same corruptions and readers as tests/test_fuzz_episodes.py (tests/helpers/corrupt_episodes.py), on
+The same corruptions and readers as tests/test_datasets_fuzz_episodes.py (tests/helpers/corrupt_episodes.py), on
 a real short episode, with `--examples` drawn corruptions per reader (fixed seed, so a run is
 repeatable). Each reader runs in a forked child: "traceback" is any exception but a one-line X2Error,
 "crash" a child killed by a signal, "hang" one still running after `--timeout` seconds.

@@ -2,7 +2,7 @@
 text of all of them, each case loaded as `x2 synth --task FILE` would (EnvSpec, skill bindings, MuJoCo
 world, one reset); target "show" runs cases of every kind through `x2 tasks show FILE --graph` instead.
 
-The mutations and the loading are tests/helpers/spec_fuzz.py's, as in tests/test_fuzz_specs.py. Here each
+The mutations and the loading are tests/helpers/spec_fuzz.py's, as in tests/test_envspec_fuzz.py. Here each
 case runs in a worker process with a time bound: a case that outlives it is a hang (the worker is killed and
 replaced), a worker that dies is a crash. The worker's address space is capped so that a memory blow-up is
 a MemoryError (a traceback), not a machine brought down.

@@ -51,7 +51,7 @@ same() {  # the datasets $1 and $2: every episode's deterministic contents and i
   "$PY" - "$1" "$2" <<'PYEOF'
 import sys
 sys.path.insert(0, "tests")
-from test_synth_runner import deterministic_contents
+from helpers.dataset_contents import deterministic_contents
 a, b = deterministic_contents(sys.argv[1]), deterministic_contents(sys.argv[2])
 assert len(a) == len(b) and a == b, f"{len(a)} vs {len(b)} episodes, or their contents differ"
 print(f"identical: {len(a)} episodes")

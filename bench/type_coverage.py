@@ -1,5 +1,5 @@
-"""How much of x2 strict mypy checks, and how often `Any` is written: the figures of docs/architecture.md's
-typing line, for this tree or for an older commit side by side.
+"""How much of x2 strict mypy checks, and how often `Any` is written: the figures behind docs/architecture.md's
+"Types", for this tree or for an older commit side by side.
 
     .venv/bin/python bench/type_coverage.py                 # this tree
     .venv/bin/python bench/type_coverage.py --before REV    # REV (read with `git show`) and this tree

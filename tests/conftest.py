@@ -33,7 +33,7 @@ def cavity_reach_problem() -> tuple[MujocoBackend, CollisionWorld, np.ndarray, n
 def synthesised_fruit(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A dataset of one real `x2 synth --task fruit_in_microwave` episode (seed 0: real subtask segments and
     DAG events, about 870 frames). Shared and read-only: take `copy_dataset(synthesised_fruit, path)`."""
-    from x2_cli import run_x2
+    from helpers.x2_cli import run_x2
 
     root = tmp_path_factory.mktemp("synthesised") / "fruit"
     done = run_x2(["synth", "--task", "fruit_in_microwave", "-n", "1", "--workers", "1", "--dataset", str(root)],

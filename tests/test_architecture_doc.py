@@ -74,3 +74,16 @@ def test_no_public_name_is_defined_in_two_modules() -> None:
                 where[node.name].append(str(path.relative_to(REPO)))
     twice = {name: paths for name, paths in where.items() if len(paths) > 1}
     assert not twice
+
+
+# Test files about x2 as a whole rather than one package.
+WHOLE = {"test_chaos.py", "test_architecture_doc.py"}
+
+
+def test_every_test_file_is_named_by_the_package_it_tests() -> None:
+    """tests/test_<package>_<module or topic>.py: the tests of x2/<package>/<module>.py are found from its path."""
+    packages = {p.name for p in (REPO / "x2").iterdir() if (p / "__init__.py").is_file()}
+    stray = [p.name for p in (REPO / "tests").glob("test_*.py")
+             if p.name not in WHOLE and not any(p.name == f"test_{pkg}.py" or p.name.startswith(f"test_{pkg}_")
+                                                for pkg in packages)]
+    assert not stray

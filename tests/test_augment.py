@@ -18,7 +18,7 @@ import mujoco
 import numpy as np
 import pytest
 from conftest import copy_dataset
-from x2_cli import run_x2
+from helpers.x2_cli import run_x2
 
 from x2.augment.augment import AugmentRequest, augment_dataset
 from x2.augment.check import check_world, restless, settle
@@ -296,7 +296,7 @@ def test_kill_9_loses_nothing_and_the_rerun_gives_the_same_bytes(source: Path, t
     import sys
     import time
 
-    from x2_cli import HEADLESS_ENV
+    from helpers.x2_cli import HEADLESS_ENV
 
     args = ["augment", "replay", str(source), "--per-episode", "5", "--objects", "2"]
     reference = tmp_path / "reference"

@@ -15,7 +15,7 @@ from helpers.chaos_scenarios import Fixtures
 
 KILLS = 2
 # One kill of the commands with worker pools: each run starts its workers first, which takes seconds
-# (tests/test_worker_life.py and tests/test_render_crash.py kill them more; bench/chaos.py 20 times).
+# (tests/test_processes_life.py and tests/test_render_crash.py kill them more; bench/chaos.py 20 times).
 KILLS_OF = {"synth": 1, "render": 1}
 
 

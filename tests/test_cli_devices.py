@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from fake_servo_bus import FakeDynamixelBus
-from teleop_streams import home_stream
-from x2_cli import HEADLESS_ENV, run_x2
+from helpers.fake_servo_bus import FakeDynamixelBus
+from helpers.teleop_streams import home_stream
+from helpers.x2_cli import HEADLESS_ENV, run_x2
 
 from x2.devices.calibration import Calibration
 from x2.envspec import load_robot

@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers.teleop_streams import home_stream
 from helpers.write_episodes import MANIFEST, write_one
-from teleop_streams import home_stream
-from x2_cli import run_x2
+from helpers.x2_cli import run_x2
 
 from x2.datasets import Dataset
 

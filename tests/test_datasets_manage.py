@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from helpers.real_dataset import record_short_dataset
 from helpers.write_episodes import MANIFEST, OBJECTS, attrs, content, fill, write_one
-from x2_cli import run_x2
+from helpers.x2_cli import run_x2
 
 from x2.base.errors import DatasetError
 from x2.datasets import Dataset, Episode, repair, validate

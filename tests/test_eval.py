@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from x2_cli import HEADLESS_ENV, run_x2
+from helpers.x2_cli import HEADLESS_ENV, run_x2
 
 from x2 import format as fmt
 from x2.base.errors import PolicyError

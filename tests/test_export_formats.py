@@ -20,8 +20,8 @@ import zarr
 from conftest import copy_dataset
 from helpers.corrupt_episodes import strip_arm_labels
 from helpers.real_dataset import record_short_dataset
+from helpers.x2_cli import HEADLESS_ENV, run_x2
 from typer.testing import CliRunner
-from x2_cli import HEADLESS_ENV, run_x2
 
 from x2.cli.app import _mount
 from x2.cli.app import app as x2_app

@@ -25,8 +25,8 @@ from helpers.corrupt_episodes import strip_arm_labels
 from helpers.real_dataset import record_short_dataset
 from helpers.stored_images import rendered_frames, store_images
 from helpers.write_episodes import MANIFEST, write_one
+from helpers.x2_cli import HEADLESS_ENV, run_x2
 from typer.testing import CliRunner
-from x2_cli import HEADLESS_ENV, run_x2
 
 from x2.base.errors import ExportError
 from x2.cli.app import _mount

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.real_dataset import record_short_dataset
-from x2_cli import HEADLESS_ENV
+from helpers.x2_cli import HEADLESS_ENV
 
 from x2.base.errors import PolicyError
 from x2.datasets import Dataset

@@ -16,7 +16,7 @@ import mujoco
 import numpy as np
 import pytest
 from helpers.real_dataset import record_short_dataset
-from x2_cli import run_x2
+from helpers.x2_cli import run_x2
 
 from x2.base.errors import DatasetError
 from x2.datasets import Dataset, Episode, validate

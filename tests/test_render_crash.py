@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from helpers.processes import Proc, descendants, wait_gone
 from helpers.real_dataset import record_short_dataset
+from helpers.x2_cli import HEADLESS_ENV, run_x2
 from typer.testing import CliRunner
-from x2_cli import HEADLESS_ENV, run_x2
 
 from x2.cli.datasets import app as datasets_app
 from x2.datasets import validate

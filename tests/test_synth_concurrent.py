@@ -13,7 +13,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import pytest
-from test_synth_runner import deterministic_contents
+from helpers.dataset_contents import deterministic_contents
 
 from x2.base.seeding import slot_seed
 from x2.rollout import RolloutOptions

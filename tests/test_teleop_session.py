@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from teleop_streams import demo_stream, home_stream
-from x2_cli import HEADLESS_ENV, run_x2
+from helpers.teleop_streams import demo_stream, home_stream
+from helpers.x2_cli import HEADLESS_ENV, run_x2
 
 from x2.base.seeding import slot_seed
 from x2.datasets import Dataset, repair, validate

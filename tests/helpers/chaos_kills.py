@@ -32,7 +32,7 @@ from helpers.chaos_checks import (
     tree_digest,
 )
 from helpers.processes import Proc, descendants, kill_all, wait_gone
-from x2_cli import HEADLESS_ENV
+from helpers.x2_cli import HEADLESS_ENV
 
 CHAOS_ENV = {**HEADLESS_ENV, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
 # A process of the killed command still alive this long after the kill is left behind. Not shorter: a worker

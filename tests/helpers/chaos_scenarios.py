@@ -14,7 +14,7 @@ from pathlib import Path
 from helpers.chaos_checks import Store, Target
 from helpers.chaos_kills import Run, any_of, appeared, opened, workers
 from helpers.real_dataset import record_short_dataset
-from teleop_streams import home_stream
+from helpers.teleop_streams import home_stream
 
 # The stream ends its episodes at 1 s and 2 s and quits at 3 s: kills land before, between and after commits.
 TELEOP_EVENTS = [(1.0, "next", -1), (2.0, "next", -1), (3.0, "quit", -1)]

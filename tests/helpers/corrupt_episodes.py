@@ -1,6 +1,6 @@
 """Corrupted copies of a real episode file, and the readers a user runs on a stranger's dataset.
 
-Shared by tests/test_fuzz_episodes.py (small budget) and bench/fuzz_episodes.py (large one). A mutation
+Shared by tests/test_datasets_fuzz_episodes.py (small budget) and bench/fuzz_episodes.py (large one). A mutation
 is plain data (a tuple), drawn by the hypothesis strategy `mutations()` and applied to a copy of a real
 short dataset by `apply`; `run_isolated` runs one reader in a forked child, so a crash in native code
 (HDF5, MuJoCo) or a hang is an outcome the caller sees instead of the end of the test process.
@@ -314,7 +314,7 @@ def run_isolated(reader: Callable[[Path], None], root: Path, timeout: float | No
 def restamp(root: Path) -> None:
     """Give the episode's index line the size and checksum of the file as it is now: a dataset made wrong
     on purpose (or by a buggy tool) carries checksums that match, so the readers behind the check are the
-    ones under test. (A file damaged after its commit is the checksum's case: tests/test_checksums.py.)"""
+    ones under test. (A file damaged after its commit is the checksum's case: tests/test_files_digest.py.)"""
     index = parse_episode_filename(Path(EPISODE).name)
     records = [replace(r, bytes=(root / EPISODE).stat().st_size, digest=file_digest(root / EPISODE))
                if r.index == index else r for r in read_index(root / INDEX_FILE)]

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from x2_cli import HEADLESS_ENV
+from helpers.x2_cli import HEADLESS_ENV
 
 SOURCE = Path(__file__).with_name("fault_writes.c")
 

@@ -2,7 +2,7 @@
 user's own specs are (a workspace's `./specs/<kind>/` folders and a task given as a path), compiled into an
 EnvSpec, checked for synthesis and built into a MuJoCo world.
 
-Shared by tests/test_fuzz_specs.py (a small budget) and bench/fuzz_specs.py (a large one). A case is the
+Shared by tests/test_envspec_fuzz.py (a small budget) and bench/fuzz_specs.py (a large one). A case is the
 set of spec files of a workspace, one of them mutated; `run_case` loads it and says how it ended: a clean
 load or an `X2Error` whose message is one line. Anything else (another exception, a multi-line message)
 is raised, with the case, for the caller to report.

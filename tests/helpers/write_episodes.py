@@ -2,7 +2,7 @@
 
 Every episode's content is a pure function of its index, so after any kill a test can check a
 finished file byte for byte against what it must contain. Run as a script it is the victim of
-tests/test_datasets_crash.py: it writes episodes into DATASET with the real EpisodeWriter until killed.
+tests/test_datasets_writer_crash.py: it writes episodes into DATASET with the real EpisodeWriter until killed.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ _INIT_ERRORS: dict[str, tuple[str, str]] = {
 }
 
 
-# ---- what x2 uses of pyopenvr (it ships no types); tests/fake_openvr.py plays the same names ---------------
+# ---- what x2 uses of pyopenvr (it ships no types); tests/helpers/fake_openvr.py plays the same names ---------------
 class _Axis(Protocol):  # VRControllerAxis_t
     @property
     def x(self) -> float: ...

@@ -2,7 +2,7 @@
 
 One sentence: a dataset is a folder with ``manifest.json``, the commit log ``episodes.jsonl`` and one
 self-contained HDF5 file per finished episode under ``episodes/``, whose time-first datasets all have
-``T`` rows. docs/format.md describes it for people; tests/test_format_module.py checks that every name
+``T`` rows. docs/format.md describes it for people; tests/test_format.py checks that every name
 defined here is described there, and that no other module of x2 spells one of them.
 
 Everything else in x2 reads and writes datasets through these names, the typed records (``Tick``,

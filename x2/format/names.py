@@ -1,5 +1,5 @@
 """The on-disk names of the x2 format: folders and files of a dataset, every path inside an episode file, every
-root attribute; the format version. No other module of x2 spells one of these (tests/test_format_module.py)."""
+root attribute; the format version. No other module of x2 spells one of these (tests/test_format.py)."""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ def set_options(spec: mujoco.MjSpec, booth: BoothSpec) -> None:
     # implicitfast integrates the position servos' damping implicitly: stiff arm gains stay stable at 480 Hz.
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     # Elliptic friction cones + impratio hold grasped fruit without the slow creep of pyramidal cones
-    # (checked by the grasp-and-lift test in tests/test_mujoco_models.py).
+    # (checked by the grasp-and-lift test in tests/test_sim_mujoco_models.py).
     spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
     spec.option.impratio = 10.0
     # Every contact equally stiff, whatever its geoms say. MuJoCo's default softness (solref 0.02 s, solimp

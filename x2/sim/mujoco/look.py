@@ -14,7 +14,7 @@ text, byte for byte.
 
 Restyling edits only materials, textures, geom colours and lights: never a body, joint, geom size or
 pose, option or anything else the physics reads, so the restyled model steps the recorded states exactly
-as the original did (tests/test_scenery.py checks kinematics, cameras and one step bit for bit).
+as the original did (tests/test_envspec_scenery.py checks kinematics, cameras and one step bit for bit).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ Collides = Callable[[Floats, float], bool]  # (arm configuration, path parameter
 Explain = Callable[[Floats, float], object]  # what a colliding configuration touches, for the message
 
 # DLS iterations a step may take: ArmDLS's default, which the pick / place and open / close moves were
-# tuned with. From the previous waypoint a 2 cm step converges in at most 10 (tests/test_skill_articulated.py);
+# tuned with. From the previous waypoint a 2 cm step converges in at most 10 (tests/test_synth_skills_articulated.py);
 # a step that needs more than 40 counts as out of reach.
 STEP_ITERS = 40
 

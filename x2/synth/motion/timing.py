@@ -31,7 +31,7 @@ from x2.synth.motion.planner import JointPathPlanner, Plan, RRTConnect
 @dataclass(frozen=True)
 class Limits:
     """Per-joint limits for synthesised motions. Placeholder values for a 3 kg-payload cobot moving
-    at demonstration speed (well inside the servo tracking tested in tests/test_mujoco_models.py),
+    at demonstration speed (well inside the servo tracking tested in tests/test_sim_mujoco_models.py),
     not a datasheet. One value for every joint (so the same limits serve arms of any number of joints),
     or one per joint."""
 

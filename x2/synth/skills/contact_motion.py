@@ -34,7 +34,7 @@ from x2.synth.skills.shapes import object_geoms, subtree_geoms
 CONTACT_SPEED = 0.5
 NEAR_SPEED = 0.8
 # Gripper strokes: the G and H grippers close fully within 0.5 s (gripper test in
-# tests/test_mujoco_models.py), i.e. 15 ticks at 30 Hz.
+# tests/test_sim_mujoco_models.py), i.e. 15 ticks at 30 Hz.
 GRIPPER_TICKS = 15
 LINE_STEP = 0.005  # m between IK waypoints of a straight move: the track the guard cuts is this fine
 SCREW_STEP = 0.04  # rad of tcp rotation between IK waypoints of a screw move (~1 mm at a 25 mm radius)

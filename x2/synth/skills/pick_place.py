@@ -49,7 +49,7 @@ LIFT = 0.10  # m, straight lift after the grasp
 NEAR_CONTACT = 0.5
 LIFT_SPEED = 0.7
 
-# Gripper timing at 30 Hz; the jaw's full stroke takes < 0.5 s (gripper test, tests/test_mujoco_models.py).
+# Gripper timing at 30 Hz; the jaw's full stroke takes < 0.5 s (gripper test, tests/test_sim_mujoco_models.py).
 OPEN_TICKS = 12
 CLOSE_TICKS = 18  # at most, closing until both fingers touch
 SQUEEZE_TICKS = 4  # the squeeze builds (stiff pads, ~0.1 s) before the lift

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from x2_cli import HEADLESS_ENV
+from helpers.x2_cli import HEADLESS_ENV
 
 from x2.doctor import checks as doctor
 

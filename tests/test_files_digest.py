@@ -11,7 +11,7 @@ import pytest
 import zarr
 from helpers.real_dataset import record_short_dataset
 from helpers.write_episodes import MANIFEST, write_one
-from x2_cli import run_x2
+from helpers.x2_cli import run_x2
 
 from x2.base.errors import X2Error
 from x2.datasets import Dataset, Episode, repair, validate

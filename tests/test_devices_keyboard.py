@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
-from xvfb import Xvfb, require_x_tools
+from helpers.xvfb import Xvfb, require_x_tools
 
 from x2.devices import DeviceError, DeviceEvent, make_device
 from x2.devices.keyboard import KeyboardConfig, KeyboardDevice, _TerminalDecoder, keymap_lines

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from xvfb import Xvfb, require_x_tools
+from helpers.xvfb import Xvfb, require_x_tools
 
 from x2.datasets import Dataset
 

@@ -16,7 +16,7 @@ import mujoco
 import pytest
 from helpers.corrupt_episodes import EPISODE, HOSTILE_WORLDS, apply, restamp
 from helpers.real_dataset import record_short_dataset
-from x2_cli import run_x2
+from helpers.x2_cli import run_x2
 
 from x2.augment.augmented import ParentEpisode
 from x2.augment.compose import compose_world

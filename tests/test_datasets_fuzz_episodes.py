@@ -20,8 +20,8 @@ import h5py
 import pytest
 from helpers.corrupt_episodes import EPISODE, READERS, corrupted_copy, mutations, run_isolated
 from helpers.real_dataset import record_short_dataset
+from helpers.x2_cli import run_x2
 from hypothesis import HealthCheck, example, given, settings
-from x2_cli import run_x2
 
 # drawn per reader, after the FOUND ones; each copies a 170 KB dataset and runs its reader in a forked child
 EXAMPLES = 25

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from x2_cli import run_x2
+from helpers.x2_cli import run_x2
 
 from x2 import format as fmt
 from x2.datasets import Dataset, Episode

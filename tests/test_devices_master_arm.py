@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 import serial
-from fake_servo_bus import FakeDynamixelBus, FakeFeetechBus
+from helpers.fake_servo_bus import FakeDynamixelBus, FakeFeetechBus
 
 from x2.devices import DeviceError, make_device
 from x2.devices.calibration import Calibration, calibration_path, device_id_for_port

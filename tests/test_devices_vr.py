@@ -9,11 +9,11 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
-import fake_openvr as fake_module
 import numpy as np
 import openvr  # a declared test dependency (x2[vr]): an environment without it must fail here, not skip
 import pytest
-from fake_openvr import CONSTANTS, INIT_ERROR_VALUES, FakeOpenVR, FakeVRSystem, Frame, button_mask, pose_matrix
+from helpers import fake_openvr as fake_module
+from helpers.fake_openvr import CONSTANTS, INIT_ERROR_VALUES, FakeOpenVR, FakeVRSystem, Frame, button_mask, pose_matrix
 
 from x2.devices import DeviceError, make_device
 from x2.devices.base import DeviceEvent, DeviceHealth, Sample

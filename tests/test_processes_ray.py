@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.dataset_contents import deterministic_contents
 from helpers.real_dataset import record_short_dataset
-from test_synth_runner import deterministic_contents
-from x2_cli import run_x2
+from helpers.x2_cli import run_x2
 
 from x2.format import AUGMENTATION_REPORT_FILE, SYNTH_REPORT_FILE
 from x2.render import render_dataset

@@ -384,7 +384,7 @@ def test_the_leader_arm_mirror_drives_aloha_through_the_serial_line(tmp_path: Pa
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A GELLO-style leader (two arms of six Dynamixel joints, as ALOHA's WidowX leaders) on a fake bus behind a
     pty, calibrated at the robot's home; the follower engages, then follows the leader to a new pose."""
-    from fake_servo_bus import FakeDynamixelBus
+    from helpers.fake_servo_bus import FakeDynamixelBus
 
     from x2.devices import make_device
     from x2.devices.calibration import Calibration, calibration_path, device_id_for_port

@@ -23,8 +23,8 @@ from helpers.spec_fuzz import (
     show_case,
     workspace,
 )
+from helpers.x2_cli import run_x2
 from hypothesis import HealthCheck, given, note, settings
-from x2_cli import run_x2
 
 from x2.base.errors import X2Error
 from x2.envspec.source import MAX_SPEC_BYTES

@@ -16,7 +16,7 @@ from helpers.machine_says_no import (
     run_without_permission,
 )
 from helpers.real_dataset import record_short_dataset
-from teleop_streams import home_stream
+from helpers.teleop_streams import home_stream
 
 from x2.datasets import Dataset, validate
 from x2.files.digest import file_digest
@@ -229,7 +229,7 @@ def test_synth_whose_dataset_is_deleted_under_it(tmp_path: Path) -> None:
     import sys
     import time
 
-    from x2_cli import HEADLESS_ENV
+    from helpers.x2_cli import HEADLESS_ENV
 
     root = tmp_path / "data" / "x"
     proc = subprocess.Popen([sys.executable, "-m", "x2", "synth", "--task", "fruit_in_microwave", "-n", "3",

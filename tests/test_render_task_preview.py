@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from helpers.x2_cli import run_x2
 from PIL import Image
-from x2_cli import run_x2
 
 from x2.render.task_preview import task_preview
 from x2.sim.camera import ImageSize

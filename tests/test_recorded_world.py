@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from x2_cli import HEADLESS_ENV, run_x2
+from helpers.x2_cli import HEADLESS_ENV, run_x2
 
 import x2
 from x2.datasets import Dataset

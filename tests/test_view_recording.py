@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 from conftest import copy_dataset
 from helpers.real_dataset import record_short_dataset
+from helpers.x2_cli import HEADLESS_ENV, run_x2
 from PIL import Image
 from rerun.experimental import RrdReader
-from x2_cli import HEADLESS_ENV, run_x2
 
 from x2.datasets import Dataset, Episode
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE

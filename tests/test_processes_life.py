@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from helpers.processes import Proc, descendants, kill_all, wait_gone
-from x2_cli import HEADLESS_ENV
+from helpers.x2_cli import HEADLESS_ENV
 
 from x2.processes.life import process_pool
 
