@@ -46,7 +46,7 @@ EOF
 echo
 echo "done in ${SECONDS} s, in $WS"
 echo "source dataset:    $WS/$SRC  (synthesised; manifest.json, episodes.jsonl, episodes/*.h5)"
-echo "augmented dataset: $WS/$AUG  (augmentation.json lists every variant; docs/augmentation.md)"
-echo "preview:           $WS/augment_preview.png  (source | variant at the same frame | envelope from above)"
+echo "augmented dataset: $WS/$AUG  (augmentation.json lists every augmented episode; docs/augmentation.md)"
+echo "preview:           $WS/augment_preview.png  (source | augmented episode at the same frame | envelope from above)"
 echo "evaluation:        $WS/data/eval-expert  (train/ and eval/ rollouts, eval_report.json and .png; docs/evaluation.md)"
 echo "LeRobot export:    $WS/$LEROBOT  (LeRobotDataset('x2/fruit_in_microwave-aug-lerobot', root=..., video_backend='pyav'))"
