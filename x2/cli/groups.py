@@ -27,7 +27,21 @@ class RootGroup(X2Group):
 
 
 def mount(app: typer.Typer) -> None:
-    from x2.cli import augment, collect, datasets, devices, doctor, export, label, render, replay, specs, synth, teleop
+    from x2.cli import (
+        augment,
+        collect,
+        datasets,
+        devices,
+        doctor,
+        export,
+        label,
+        render,
+        replay,
+        robots,
+        synth,
+        tasks,
+        teleop,
+    )
     from x2.cli import eval as eval_cli
     from x2.cli import serve as serve_cli
 
@@ -44,7 +58,7 @@ def mount(app: typer.Typer) -> None:
     app.command("replay", rich_help_panel=CHECK)(replay.replay_command)
     app.command("eval", rich_help_panel=EVALUATE)(eval_cli.eval_command)
     app.command("serve", rich_help_panel=EVALUATE)(serve_cli.serve)
-    app.add_typer(specs.robots_app, rich_help_panel=LOOK)
-    app.add_typer(specs.tasks_app, rich_help_panel=LOOK)
+    app.add_typer(robots.robots_app, rich_help_panel=LOOK)
+    app.add_typer(tasks.tasks_app, rich_help_panel=LOOK)
     app.add_typer(devices.app, rich_help_panel=LOOK)
     app.command("doctor", rich_help_panel=LOOK)(doctor.doctor)
