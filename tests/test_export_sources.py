@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 import x2.cli.progress as progress_module
 import x2.export.sources as sources_module
-from x2.base.errors import ExportError
+from x2.base.errors import DatasetError, ExportError
 from x2.cli.app import _mount, app
 from x2.datasets import Dataset, Episode
 from x2.datasets.index import write_index
@@ -179,3 +179,21 @@ def test_a_damaged_later_episode_is_refused_before_it_is_written(booth: Path, tm
             exporter(ExportRequest(ds, tuple(ds.episodes()), tmp_path / "out", state_only=True))
         assert str(caught.value).startswith(f"{path}: sha256: found") and "\n" not in str(caught.value)
         assert sorted(p.name for p in tmp_path.iterdir()) == ["damaged"]
+
+
+def test_a_later_episode_whose_headers_do_not_read_is_closed(booth: Path, tmp_path: Path) -> None:
+    """The error from a file's headers comes through, and the file read for it is closed, not left to the
+    garbage collector (an export holds one episode open at a time, failing or not)."""
+    root = shutil.copytree(booth, tmp_path / "bad-attr")
+    ds = Dataset.open(root)
+    path = ds.episode_path(1)
+    with h5py.File(path, "r+") as f:
+        f["labels/arm_subtask_index"].attrs["arm_names"] = 7
+    write_index(ds.index_path, [replace(r, bytes=path.stat().st_size, digest=file_digest(path)) if r.index == 1
+                                else r for r in ds.episodes()])
+    for exporter in (export_zarr, export_hdf5):
+        with pytest.raises(DatasetError) as caught:
+            exporter(ExportRequest(ds, tuple(ds.episodes()), tmp_path / "out", state_only=True))
+        assert "arm_names: found 7" in str(caught.value)
+        assert h5py.h5f.get_obj_ids(types=h5py.h5f.OBJ_FILE) == []
+        assert not (tmp_path / "out").exists()

@@ -82,7 +82,11 @@ class SourceEpisode:
     def __init__(self, record: EpisodeRecord, episode: Episode) -> None:
         self.record = record
         self._episode: Episode | None = episode
-        self.glance = Glance.of(episode)
+        try:
+            self.glance = Glance.of(episode)
+        except BaseException:  # (a file whose headers do not read is closed here: nobody else holds it yet)
+            episode.close()
+            raise
 
     @property
     def episode(self) -> Episode:
