@@ -24,6 +24,7 @@ from x2.envspec import load_env
 from x2.format import MANIFEST_FILE, SYNTH_REPORT_FILE
 from x2.labeling import topological_order
 from x2.sim.mujoco.backend import MujocoBackend
+from x2.synth import attempt
 from x2.synth.options import SessionOptions
 from x2.synth.runner import SynthConfig, SynthRun
 from x2.tasks.predicates import holds
@@ -260,3 +261,16 @@ def test_a_worker_lost_before_it_names_the_world_is_one_line(tmp_path: Path, mon
         SynthRun(SynthConfig(SessionOptions("pick_place"), n=1, workers=2), tmp_path / "ds").run()
     assert str(caught.value).startswith("workers: found the worker asked for the world's joint names gone")
     assert "\n" not in str(caught.value) and not (tmp_path / "ds").exists()
+
+
+def _bug(env: object) -> object:
+    raise RuntimeError("a bug in building the simulator")
+
+
+def test_a_bug_in_a_workers_session_is_reported_as_the_bug(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not an X2Error: the parent raises the worker's own exception (an internal error, exit 1 at the CLI), not
+    the one line that tells a user to run it again, and no dataset is made."""
+    monkeypatch.setattr(attempt, "make_backend", _bug)  # (the forked workers inherit it)
+    with pytest.raises(RuntimeError, match="a bug in building the simulator"):
+        SynthRun(SynthConfig(SessionOptions("pick_place"), n=1, workers=2), tmp_path / "ds").run()
+    assert not (tmp_path / "ds").exists()

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from x2.base.errors import MotionError, X2Error
+from x2.base.errors import MotionError
 from x2.base.seeding import streams
 from x2.rollout import Rollout, RolloutOptions
 from x2.rollout.loop import PENETRATION_LIMIT_M, EpisodeResult
@@ -104,19 +104,20 @@ class SynthSession:
 # ----- a pool worker's side of x2 synth (here, not beside the run, so a worker never imports the dataset side) ---
 # The worker's session, or the error that building it raised: a world that does not compile is said by the first
 # unit that needs the session (one line in the parent, as any unit's error), not by a pool broken at its start.
-_SESSION: SynthSession | X2Error | None = None
+# A bug (any other exception) travels the same way, so the parent reports it as the bug it is, not as a lost worker.
+_SESSION: SynthSession | Exception | None = None
 
 
 def init_worker(options: SessionOptions) -> None:
     global _SESSION
     try:
         _SESSION = SynthSession(options)
-    except X2Error as exc:
+    except Exception as exc:
         _SESSION = exc
 
 
 def _session() -> SynthSession:
-    if isinstance(_SESSION, X2Error):
+    if isinstance(_SESSION, Exception):
         raise _SESSION
     assert _SESSION is not None, "worker not initialised"
     return _SESSION
