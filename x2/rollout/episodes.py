@@ -120,7 +120,8 @@ def episode_end(env: EnvSpec, result: EpisodeResult, model_xml: str, object_name
         env_args=json.dumps({"env_name": env.task.name if env.task else env.scene_name, "type": "x2-mujoco",
                              "env_kwargs": {"robot": env.robot.name, "variant": env.variant,
                                             "seed": result.seed}}),
-        end_reason=result.end_reason,
+        # A person's episode ended as the person (or the session) said: the loop only saw its teacher stop.
+        end_reason=teleop.ending if teleop is not None else result.end_reason,
         max_penetration_m=0.0 if pen is None else pen.depth,
         object_names=json.dumps(list(object_names)),
         rejection=rejection, teleop=teleop, synthesis=synthesis, policy=policy,
