@@ -1,14 +1,16 @@
 """A person's teleop episode ends when the person says: the nodes' `timeout_s` and the task's `horizon_s` are
 synthesis's limits and end nothing here; `--max-seconds` is the one time limit, and only when given. The ending is
-what the episode stores as its `end_reason` (and `x2 datasets show` prints). Keyboard episodes are driven by a
-recorded keyboard stream played back (`--device replay:FILE`), the real session, loop, mapper and writer."""
+what the episode stores as its `end_reason` (and `x2 datasets show` prints). A robot other than the task's
+reference robot writes to its own default folder. Keyboard episodes are driven by a recorded keyboard stream
+played back (`--device replay:FILE`), the real session, loop, mapper and writer."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
-from helpers.teleop_streams import keyboard_stream
+from helpers.teleop_streams import home_stream, keyboard_stream
 from helpers.x2_cli import run_x2
 from typer.testing import CliRunner
 
@@ -84,3 +86,55 @@ def test_max_seconds_ends_a_persons_episode_when_given(work: Path) -> None:
     assert rec.frames == 45  # 1.5 s at 30 Hz exactly: ticks are counted, not timed (past the 1 s horizon)
     with ds.load(rec.index) as ep:
         assert ep.attrs["end_reason"] == "max_seconds" == ep.attrs["teleop_end"] and ep.failure is None
+
+
+def test_the_default_folder_names_a_robot_that_is_not_the_tasks(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_env("pick_place").dataset_name == "pick_place"  # the task's own robot: as before
+    assert load_env("pick_place", robot="artixon-g").dataset_name == "pick_place"
+    assert load_env("pick_place", robot="franka-robotiq").dataset_name == "pick_place-franka-robotiq"
+    assert load_env("pick_place", gripper="franka-hand").dataset_name == "pick_place-artixon-g+franka-hand"
+    assert load_env(None, robot="franka-robotiq").dataset_name == "green_booth"  # a bare scene has no task robot
+    monkeypatch.chdir(tmp_path)
+    franka = runner.invoke(app, ["collect", "waypoints", "--task", "pick_place", "--robot", "franka-robotiq",
+                                 "-n", "1"])
+    assert franka.exit_code == 0, franka.output
+    assert Dataset.open(tmp_path / "data" / "pick_place-franka-robotiq").manifest.robot == "franka-robotiq"
+    # The task's own robot told to write into the Franka's folder: the refusal names the folder to use instead.
+    mixed = runner.invoke(app, ["collect", "waypoints", "--task", "pick_place", "-n", "1", "--dataset",
+                                "pick_place-franka-robotiq"])
+    assert mixed.exit_code == 2
+    assert re.search(r"robot: found 'artixon-g' for a dataset recorded with 'franka-robotiq'; .* --dataset "
+                     r"\S*data/pick_place\)$", mixed.stderr.strip()), mixed.stderr
+
+
+def test_synthesis_and_teleop_default_to_the_same_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from x2.synth.options import SessionOptions
+    from x2.synth.runner import SynthConfig, SynthRun
+    from x2.teleop.run import TeleopRequest, TeleopRun
+
+    monkeypatch.chdir(tmp_path)
+    synth = SynthRun(SynthConfig(SessionOptions("pick_place", robot="franka-robotiq"), n=1, workers=2))
+    assert synth.path.resolve() == tmp_path / "data" / "pick_place-franka-robotiq"
+    stream = home_stream(tmp_path / "s.h5", 0.5)
+    tele = TeleopRun(TeleopRequest(device=f"replay:{stream}", task="pick_place", robot="franka-robotiq"))
+    try:
+        assert tele.path.resolve() == synth.path.resolve()
+        assert tele.env.robot.name == "franka-robotiq"
+    finally:
+        tele.close()
+
+
+def test_teleop_of_a_task_drives_the_robot_the_task_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from x2.teleop.run import TeleopRequest, TeleopRun
+
+    (tmp_path / "specs" / "tasks").mkdir(parents=True)
+    (tmp_path / "specs" / "tasks" / "franka_pick.yaml").write_text(
+        "include: pick_place.yaml\nname: franka_pick\nrobot: franka-robotiq\n")
+    monkeypatch.chdir(tmp_path)
+    stream = home_stream(tmp_path / "s.h5", 0.5)
+    tele = TeleopRun(TeleopRequest(device=f"replay:{stream}", task="franka_pick"))
+    try:  # the lab's own task with its own arm: that arm, and the task's own folder
+        assert tele.env.robot.name == "franka-robotiq" and tele.path.resolve() == tmp_path / "data" / "franka_pick"
+    finally:
+        tele.close()

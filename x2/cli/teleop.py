@@ -24,8 +24,8 @@ def _ask_task(choices: Sequence[str], default: str) -> str:
 
 
 def teleop(
-    robot: Annotated[str | None, typer.Option("--robot", "-r", help="robot to drive (default: artixon-g, or "
-                                              "the replayed episode's)")] = None,
+    robot: Annotated[str | None, typer.Option("--robot", "-r", help="robot to drive (default: the replayed "
+                                              "episode's, the task's, else artixon-g)")] = None,
     task: Annotated[str | None, typer.Option("--task", "-t", help="task (default: asked, or the robot's "
                                              "reference task)")] = None,
     device: Annotated[str, typer.Option("--device", "-D", help=f"input device: {', '.join(EXAMPLES)}")] = "keyboard",

@@ -89,9 +89,12 @@ def dataset_manifest(env: EnvSpec, backend: WorldNames, cameras: tuple[str, ...]
 
 
 def open_dataset(path: Path, env: EnvSpec, backend: WorldNames) -> Dataset:
-    """Create the dataset, or reopen it (the store refuses one made for another world), and become its
-    writer: the lock heals a log that a crash left behind, so counts are right from here."""
-    ds = Dataset.create(path, dataset_manifest(env, backend), exist_ok=True)
+    """Create the dataset, or reopen it (the store refuses one made for another world, and names the folder for
+    another robot: its default one, or that with the robot's name after it), and become its writer: the lock heals
+    a log that a crash left behind, so counts are right from here."""
+    own = env.dataset_name
+    robot_folder = path.parent / (own if path.name != own else f"{own}-{env.robot.name}")
+    ds = Dataset.create(path, dataset_manifest(env, backend), exist_ok=True, robot_folder=str(robot_folder))
     ds.lock()
     return ds
 
