@@ -24,30 +24,33 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_collect_then_label_and_inspect(workspace: Path) -> None:
     result = runner.invoke(app, ["collect", "waypoints", "--task", "pick_place", "--robot", "artixon-h", "-n", "2"])
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[0].startswith("dataset: data/pick_place")
-    ds = Dataset.open(workspace / "data" / "pick_place")
+    # artixon-h is not the task's own robot (artixon-g): its default folder says so
+    assert result.output.splitlines()[0].startswith("dataset: data/pick_place-artixon-h ")
+    ds = Dataset.open(workspace / "data" / "pick_place-artixon-h")
     records = ds.episodes()
     assert [r.index for r in records] == [0, 1] and len({r.seed for r in records}) == 2
-    assert json.loads((workspace / ".x2" / "state.json").read_text())["last_dataset"].endswith("pick_place")
+    assert json.loads((workspace / ".x2" / "state.json").read_text())["last_dataset"].endswith("pick_place-artixon-h")
     # no dataset argument: the last one is used and named first
     for args in (["label", "1"], ["datasets", "info"], ["datasets", "validate"]):
         out = runner.invoke(app, args)
         assert out.exit_code == 0, (args, out.output)
-        assert "data/pick_place" in out.output.splitlines()[0]
+        assert "data/pick_place-artixon-h" in out.output.splitlines()[0]
     assert "labels identical" in runner.invoke(app, ["label", "0"]).output
     # appending continues the seed sequence: no seed repeats
     assert runner.invoke(app, ["collect", "waypoints", "--task", "pick_place", "--robot", "artixon-h"]).exit_code == 0
-    seeds = [r.seed for r in Dataset.open(workspace / "data" / "pick_place").episodes()]
+    seeds = [r.seed for r in Dataset.open(workspace / "data" / "pick_place-artixon-h").episodes()]
     assert len(seeds) == 4 and len(set(seeds)) == 4
 
 
 def test_collect_refuses_a_dataset_of_another_robot(workspace: Path) -> None:
     assert runner.invoke(app, ["collect", "waypoints", "--task", "pick_place", "-n", "1"]).exit_code == 0
     before = sorted(p.name for p in (workspace / "data" / "pick_place" / "episodes").iterdir())
-    result = runner.invoke(app, ["collect", "waypoints", "--task", "pick_place", "--robot", "artixon-h", "-n", "1"])
+    result = runner.invoke(app, ["collect", "waypoints", "--task", "pick_place", "--robot", "artixon-h", "-n", "1",
+                                 "--dataset", "pick_place"])
     out = result.output.strip()
     assert result.exit_code == 2 and len(out.splitlines()) == 1 and "Traceback" not in out, out
     assert "robot" in out and "artixon-g" in out
+    assert out.endswith("/pick_place-artixon-h)"), out  # the folder its own default is
     assert sorted(p.name for p in (workspace / "data" / "pick_place" / "episodes").iterdir()) == before
 
 

@@ -329,7 +329,8 @@ def test_manifest_contract(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="non-empty folder"):
         Dataset.create(tmp_path / "plain", MANIFEST)
     Dataset.create(tmp_path / "ok", {**MANIFEST, "world": {"task": {"nodes": [{"timeout_s": 30}]}}})
-    with pytest.raises(DatasetError, match="robot: found 'franka' for a dataset recorded with 'artixon-g'"):
+    with pytest.raises(DatasetError, match=r"robot: found 'franka' for a dataset recorded with 'artixon-g'; allowed: "
+                                           r"the same world \(write to a new dataset: --dataset \S*/ok-franka\)"):
         Dataset.create(tmp_path / "ok", {**MANIFEST, "robot": "franka"})
     with pytest.raises(DatasetError, match=r"world.task.nodes\[0\].timeout_s: found 20 .* with 30; allowed: the "
                                            r"same world \(write to a new dataset: --dataset NEW\)"):

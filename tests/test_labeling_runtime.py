@@ -253,6 +253,26 @@ def test_timeout_not_hit_when_completing_on_last_allowed_frame():
     assert rt.failure is None and rt.success
 
 
+def test_timeouts_off_for_an_episode_fail_nothing_and_come_back_on_reset():
+    rt = DagRuntime(nodes=["A", "B"], edges=[("A", "B")], timeouts={"A": 3, "B": 1})
+    rt.reset(timeouts=False)  # a person's episode: the nodes' timeouts are synthesis's limits
+    assert not rt.timeouts_apply
+    drive(rt, {"A": 5, "B": 9}, 12)
+    assert rt.failure is None and rt.success and rt.completion_frames == {"A": 5, "B": 9}
+    rt.reset()
+    assert rt.timeouts_apply
+    drive(rt, {"A": 5, "B": 9}, 12)
+    assert rt.failure == ("A", 3, "timeout after 3 frames")
+
+
+def test_failure_predicate_with_timeouts_off():
+    rt = DagRuntime(nodes=["A"], timeouts={"A": 1})
+    rt.reset(timeouts=False)
+    rt.step(0, {"A": False})
+    rt.step(1, {"A": False}, failures={"A": "dropped cup"})
+    assert rt.failure == ("A", 1, "dropped cup")
+
+
 def test_failure_predicate():
     rt = DagRuntime(nodes=["A", "B"], edges=[("A", "B")])
     asked = []

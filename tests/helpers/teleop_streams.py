@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 
 from x2.base.seeding import slot_seed
-from x2.devices.stream import joint_stream, write_stream
+from x2.devices.base import EVENTS
+from x2.devices.stream import joint_stream, stream_attrs, write_stream
 from x2.envspec import load_env
 
 
@@ -36,4 +37,21 @@ def home_stream(path: Path, seconds: float, events: list[tuple[float, str, int]]
             actions[:, wrist] += wiggle * np.sin(2 * np.pi * 0.25 * t)
     arrays, attrs = joint_stream(actions, 30, env.robot.action, events=list(events))
     write_stream(path, "master-arm", arrays, attrs)
+    return path
+
+
+def keyboard_stream(path: Path, seconds: float, events: list[tuple[float, str, int]] = (),
+                    forward_s: float = 0.0, rate_hz: float = 30.0) -> Path:
+    """A keyboard's stream as `KeyboardDevice` publishes it (one (2, 6) twist per sample, the arms' rows left and
+    right): `w` (forward) held on the right arm for the first `forward_s` seconds, then nothing; with
+    lifecycle events (Esc is "quit", → "next")."""
+    t = np.arange(0.0, seconds, 1 / rate_hz)
+    twist = np.zeros((len(t), 2, 6))
+    twist[t < forward_s, 1, 0] = 1.0
+    ev = sorted(events)
+    arrays = {"t": t, "seq": np.arange(len(t), dtype=np.int64), "twist": twist,
+              "event_t": np.array([e[0] for e in ev], np.float64),
+              "event_code": np.array([EVENTS.index(e[1]) for e in ev], np.int16),
+              "event_arm": np.array([e[2] for e in ev], np.int16)}
+    write_stream(path, "keyboard", arrays, stream_attrs("keyboard", ["twist"]))
     return path

@@ -47,7 +47,7 @@ def waypoints(
     env = load_env(task, robot=robot, variant=variant)
     refuse_eval_run(env, seed, allow_eval)
     backend = make_backend(env)
-    path = workspace.resolve_output(dataset, default_name=env.task.name if env.task else env.scene_name)
+    path = workspace.resolve_output(dataset, default_name=env.dataset_name)
     ds = open_dataset(path, env, backend)
     workspace.remember_dataset(path)
     try:

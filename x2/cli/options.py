@@ -20,7 +20,8 @@ DatasetOpt = Annotated[str | None, typer.Option(
 EpisodeArg = Annotated[int, typer.Argument(help="Episode index (see x2 datasets info).", show_default=False)]
 # The dataset a collector writes into: made when it does not exist, appended to when it does.
 OutputDatasetOpt = Annotated[str | None, typer.Option(
-    "--dataset", "-d", help="Dataset name under ./data or folder (default: data/<task>).", show_default=False)]
+    "--dataset", "-d", help="Dataset name under ./data or folder (default: data/<task>, or data/<task>-<robot> for "
+    "a robot other than the task's own).", show_default=False)]
 
 TaskOpt = Annotated[str, typer.Option("--task", "-t", help="Task name or path to a task YAML.")]
 RobotOpt = Annotated[str | None, typer.Option("--robot", "-r", help="Robot (default: the task's).",

@@ -78,7 +78,7 @@ def synth(
                              grasp_variety=grasp_variety)
     config = SynthConfig(session, n=n, workers=workers, seed=seed, max_attempts=max_attempts, keep_failed=keep_failed,
                          allow_eval=allow_eval, ray=ray_target(ray, cpus_per_worker))
-    run = SynthRun(config, workspace.resolve_output(dataset, default_name=task.removesuffix(".yaml").split("/")[-1]))
+    run = SynthRun(config, workspace.given_output(dataset))  # (None: the default folder, which needs the robot)
     workspace.remember_dataset(run.path)
     schedule = "one node at a time" if sequential else "ready nodes on free arms at once"
     run.start_workers()  # (before the progress display's thread: they start as copies of this process)

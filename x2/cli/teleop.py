@@ -24,8 +24,8 @@ def _ask_task(choices: Sequence[str], default: str) -> str:
 
 
 def teleop(
-    robot: Annotated[str | None, typer.Option("--robot", "-r", help="robot to drive (default: artixon-g, or "
-                                              "the replayed episode's)")] = None,
+    robot: Annotated[str | None, typer.Option("--robot", "-r", help="robot to drive (default: the replayed "
+                                              "episode's, the task's, else artixon-g)")] = None,
     task: Annotated[str | None, typer.Option("--task", "-t", help="task (default: asked, or the robot's "
                                              "reference task)")] = None,
     device: Annotated[str, typer.Option("--device", "-D", help=f"input device: {', '.join(EXAMPLES)}")] = "keyboard",
@@ -36,8 +36,9 @@ def teleop(
                                              "(default 0; replaying an episode starts in its scene)")] = None,
     variant: Annotated[str | None, typer.Option("--variant", help="scene variant (default: default, or the "
                                                 "replayed episode's)")] = None,
-    max_seconds: Annotated[float | None, typer.Option("--max-seconds", min=1.0, help="episode time limit "
-                                                      "(default: 3x the task horizon)")] = None,
+    max_seconds: Annotated[float | None, typer.Option("--max-seconds", min=1.0, help="end each episode after "
+                                                      "this many seconds (default: none; the task's horizon and "
+                                                      "node timeouts limit synthesis, not you)")] = None,
     success_hold: Annotated[float, typer.Option("--success-hold", min=0.0, help="end an episode this many seconds "
                                                 "after the task succeeds; 0 = only the keys end it")] = 1.0,
     keys: Annotated[str, typer.Option("--keys", help="episode keys beside a VR or master-arm device: "
@@ -53,7 +54,8 @@ def teleop(
 
     Keys: [bold]→[/bold] save the episode and start the next, [bold]←[/bold] re-record it (same scene),
     [bold]Backspace[/bold] discard it, [bold]Esc[/bold] save and quit. An episode also ends a second
-    after the task succeeds, when a node fails, or at the time limit; each is saved with its outcome.
+    after the task succeeds, when a node's failure predicate holds (the block fell), or at --max-seconds; each
+    is saved with its ending. The task's node timeouts and horizon do not end your episode.
 
     Examples:
 
@@ -62,6 +64,8 @@ def teleop(
       [cyan]x2 collect teleop --task fruit_in_microwave --device master-arm:/dev/ttyUSB0 -n 20[/cyan]
 
       [cyan]x2 collect teleop --device vr --keys terminal[/cyan]
+
+      [cyan]x2 collect teleop --task pick_place --max-seconds 120[/cyan]
 
       [cyan]x2 collect teleop --device playback:data/fruit_in_microwave/episodes/episode_000003.h5 -n 1[/cyan]
       (replays that episode's device stream, or its actions as a leader arm, in its own scene)

@@ -13,6 +13,7 @@ from x2.datasets.timeline import plot_timeline
 from x2.datasets.validate import Problem, RepairResult, Report, repair, validate
 from x2.datasets.workspace import (
     dataset_path,
+    given_output,
     last_dataset,
     list_datasets,
     remember_dataset,
@@ -50,6 +51,7 @@ __all__ = [
     "TeleopEnd",
     "Tick",
     "dataset_path",
+    "given_output",
     "last_dataset",
     "list_datasets",
     "lock_holder",

@@ -318,6 +318,16 @@ class Episode:
         raw, nodes = self._dag_map("starts")
         return {} if raw is None else fmt.check_starts(raw, nodes, self.frames, self.path)
 
+    @property
+    def node_timeouts(self) -> bool:
+        """/dag `timeouts`: whether the nodes' `timeout_s` could fail this episode (false: a teleoperated one,
+        which a person ends; True when absent: synthesis, scripted, evaluated and every older episode)."""
+        group = self._group(fmt.DAG)
+        value = True if group is None else _json_attr(group.attrs, "timeouts", True, self.path)
+        if not isinstance(value, bool):
+            raise DatasetError(f"{self.path}: dag/timeouts: found {value!r:.40}; allowed: false, or absent")
+        return value
+
     def _dag_map(self, name: str) -> tuple[Any, list[str]]:
         """A per-node /dag attr as stored (None when absent) and the DAG's nodes, for its check."""
         group = self._group(fmt.DAG)

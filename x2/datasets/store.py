@@ -70,8 +70,10 @@ class Dataset:
     # ---- create / open --------------------------------------------------------------------------
     @classmethod
     def create(cls, path: str | Path, manifest: Mapping[str, Any] | Manifest,
-               exist_ok: bool = True) -> Dataset:
-        """Make a new empty dataset at ``path``, or (``exist_ok``) open one whose core facts agree."""
+               exist_ok: bool = True, robot_folder: str | None = None) -> Dataset:
+        """Make a new empty dataset at ``path``, or (``exist_ok``) open one whose core facts agree; one recorded
+        with another robot is refused naming ``robot_folder`` (the folder that robot's episodes should go to) when
+        given, else ``<path>-<robot>``."""
         root = Path(path)
         wanted = manifest if isinstance(manifest, Manifest) else \
             Manifest.from_dict(manifest, f"{root / MANIFEST_FILE}")
@@ -79,7 +81,7 @@ class Dataset:
             if not exist_ok:
                 raise DatasetError(f"{root}: dataset: found an existing dataset; allowed: a new folder")
             ds = cls.open(root)
-            ds._check_compatible(wanted)
+            ds._check_compatible(wanted, robot_folder)
             return ds
         if root.exists() and not root.is_dir():
             raise DatasetError(f"{root}: dataset: found a file; allowed: a new or empty folder")
@@ -131,13 +133,17 @@ class Dataset:
             raise DatasetError(f"{where}: manifest: found {type(data).__name__}; allowed: a JSON object")
         return cls(root, Manifest.from_dict(data, where))
 
-    def _check_compatible(self, wanted: Manifest) -> None:
+    def _check_compatible(self, wanted: Manifest, robot_folder: str | None = None) -> None:
         have, new = self.manifest.to_dict(), wanted.to_dict()
         found = first_difference({k: have[k] for k in MANIFEST_MUST_MATCH}, {k: new[k] for k in MANIFEST_MUST_MATCH})
         if found is not None:
             where, was, now = found
+            # Another robot's episodes go to another folder: say which.
+            new_folder = (robot_folder or str(self.root.parent / f"{self.root.name}-{now}")) if where == "robot" \
+                else "NEW"
             raise DatasetError(f"{self.root / MANIFEST_FILE}: {where}: found {describe(now)} for a dataset recorded "
-                               f"with {describe(was)}; allowed: the same world (write to a new dataset: --dataset NEW)")
+                               f"with {describe(was)}; allowed: the same world (write to a new dataset: --dataset "
+                               f"{new_folder})")
 
     # ---- reading --------------------------------------------------------------------------------
     @property

@@ -74,9 +74,15 @@ def remember_dataset(path: str | Path, root: str | Path | None = None) -> None:
 
 def resolve_output(arg: str | None, default_name: str, root: str | Path | None = None) -> Path:
     """Where a command writes: a bare name means ``./data/<name>``, anything with a slash is a path,
-    nothing means ``./data/<default_name>``. The folder need not exist yet."""
+    nothing means ``./data/<default_name>`` (a collector's: `EnvSpec.dataset_name`). The folder need not exist
+    yet."""
+    return given_output(arg, root) or dataset_path(default_name, root)
+
+
+def given_output(arg: str | None, root: str | Path | None = None) -> Path | None:
+    """`resolve_output` of a --dataset that was given; None when it was not."""
     if not arg:
-        return dataset_path(default_name, root)
+        return None
     given = Path(arg)
     if given.is_absolute():
         return given

@@ -395,7 +395,22 @@ class EnvSpec:
     # embodiment axes every reset draws ("camera", "table_height": x2/sim/mujoco/embodiment.py)
     embodiment: tuple[str, ...] = ()
     roles: tuple[Role, ...] = ()  # names the task uses for objects, bound at every reset (x2/envspec/roles.py)
+    # Not part of the world (no record keeps them): they pick the default dataset folder. The name of the robot the
+    # task file names, the one it is usually run with (None: it names none); the task file's stem, what a person
+    # types (--task NAME, or a path to NAME.yaml), which a file may `name:` otherwise.
+    reference_robot: str | None = None
+    task_file: str | None = None
 
     @property
     def control_dt(self) -> float:
         return 1.0 / self.fps
+
+    @property
+    def dataset_name(self) -> str:
+        """The folder under ./data a collector writes to when no --dataset is given: the task file's stem (the
+        scene's name without a task), with `-<robot>` after it when the robot is not the task's reference robot, so
+        the datasets of one task by two robots do not meet in one folder (which refuses the second robot)."""
+        name = (self.task_file or self.task.name) if self.task is not None else self.scene_name
+        if self.task is None or self.reference_robot in (None, self.robot.name):
+            return name
+        return f"{name}-{self.robot.name}"

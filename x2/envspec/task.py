@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from x2.base.errors import NotFoundError
+from x2.base.errors import NotFoundError, X2Error
 from x2.envspec import catalog
 from x2.envspec.env import EnvSpec, NodeSpec, ObjectInstance, PredicateCall, SkillBinding, TaskSpec
 from x2.envspec.instruction import check_template
@@ -242,10 +242,35 @@ def load_env(task: str | None, robot: str | None = None, variant: str = "default
         scene_info = load_scene(str(scene), robot_info, variant)
     task_model = compile_task(task_frag, scene_info, robot_info) if task_frag is not None else None
     sources = tuple(str(p) for p in (task_path, scene_info.file, robot_info.file) if p is not None)
+    reference = named.get("robot")
     return EnvSpec(robot=robot_info.model, booth=scene_info.booth, objects=scene_info.objects, task=task_model,
                    fps=robot_info.fps, substeps=robot_info.substeps, scene_name=scene_info.name,
                    variant=variant, split=scene_info.split, sources=sources, appearance=scene_info.appearance,
-                   embodiment=scene_info.embodiment, roles=scene_info.roles)
+                   embodiment=scene_info.embodiment, roles=scene_info.roles,
+                   reference_robot=None if reference is None else _robot_name(reference),
+                   task_file=None if task_path is None else task_path.stem)
+
+
+def task_robot(task: str) -> str | None:
+    """The robot a task file names (`robot:`, a name or a path), without compiling anything; None when it names
+    none, or when the task cannot be read (compiling it says why)."""
+    try:
+        _, frag = catalog.load("tasks", task)
+    except X2Error:
+        return None
+    robot = frag.data.get("robot")
+    return robot if isinstance(robot, str) else None
+
+
+def _robot_name(robot: str) -> str:
+    """The name of the robot a task file names (`robot:` is a name or a path): its file's `name:` (as written, when
+    the file cannot be read: nothing runs it then)."""
+    try:
+        _, frag = catalog.load("robots", robot)
+    except X2Error:
+        return robot
+    name = frag.data.get("name")
+    return name if isinstance(name, str) else robot
 
 
 @contextmanager

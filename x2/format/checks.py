@@ -177,7 +177,8 @@ def _check_arm_labels(value: Any, n_nodes: int, arm_names: Sequence[str], frames
 
 
 def check_dag(dag: Mapping[str, Any], frames: int, where: object) -> tuple[dict[str, Any], Array]:
-    """Normalised /dag attrs (nodes, edges, scores, events, failure, and arms when given) and completion_frame."""
+    """Normalised /dag attrs (nodes, edges, scores, events, failure; arms, starts and timeouts when given) and
+    completion_frame."""
     try:
         nodes = [str(n) for n in dag.get("nodes", [])]
         events = [[str(node), int(frame)] for node, frame in dag.get("events", [])]
@@ -205,6 +206,12 @@ def check_dag(dag: Mapping[str, Any], frames: int, where: object) -> tuple[dict[
         attrs["arms"] = arms
     if starts is not None:
         attrs["starts"] = starts
+    timeouts = dag.get("timeouts", True)
+    if not isinstance(timeouts, bool):
+        raise DatasetError(f"{where}: dag/timeouts: found {timeouts!r:.40}; allowed: false (the nodes' timeouts were "
+                           "not applied), or absent")
+    if not timeouts:  # (absent where they applied: every episode recorded before the attr, and all synthesis)
+        attrs["timeouts"] = False
     return attrs, completion.astype(np.int32)
 
 

@@ -81,9 +81,12 @@ class DagRuntime:
             out.append(None if n is None else int(n))
         return tuple(out)
 
-    def reset(self) -> None:
-        """Back to the state before the first step (no frames, no completions, no failure)."""
+    def reset(self, *, timeouts: bool = True) -> None:
+        """Back to the state before the first step (no frames, no completions, no failure). `timeouts=False`: for
+        this episode no node fails by its timeout (they limit a collector that runs nodes, not a person)."""
         dag = self._dag
+        self._timeouts_on = timeouts
+        self._limits = self._timeouts if timeouts else (None,) * len(dag.nodes)
         self._done = [False] * len(dag.nodes)
         self._done_frame: list[int | None] = [None] * len(dag.nodes)
         self._waiting = [len(p) for p in dag.preds]  # predecessors not yet done
@@ -184,10 +187,15 @@ class DagRuntime:
         if reason is not None and reason is not False:
             self._failure = (name, t, str(reason))
             return
-        limit = self._timeouts[v]
+        limit = self._limits[v]
         # The node has been evaluated on frames opened..t; timeout N allows exactly N of them.
         if limit is not None and t - self._opened[v] + 1 > limit:
             self._failure = (name, t, f"timeout after {limit} frames")
+
+    @property
+    def timeouts_apply(self) -> bool:
+        """Whether this episode's nodes fail by their timeouts (`reset(timeouts=...)`)."""
+        return self._timeouts_on
 
     @property
     def nodes(self) -> tuple[str, ...]:

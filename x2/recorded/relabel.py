@@ -2,7 +2,8 @@
 
 The world comes from the file (`open_world`: its model XML and its compiled task), every stored state is
 set and the same `TaskMonitor` that ran online is stepped on it, so online and offline labels agree
-exactly whatever today's specs say; the arms each node ran on come from the file's /dag `arms` too. With
+exactly whatever today's specs say; the arms each node ran on come from the file's /dag `arms` too, and whether
+the nodes' timeouts applied from its `timeouts` (a teleoperated episode ran without them). With
 `specs="current"` the task is compiled from today's specs instead (same world, today's DAG and predicates):
 relabelling on purpose after a spec change.
 """
@@ -98,6 +99,7 @@ def relabel(ep: Episode, specs: Specs = "file") -> RelabelReport:
                                 "(--specs current uses today's)")
         backend = world.backend
         monitor = TaskMonitor(task, backend, env.fps, [arm.name for arm in env.robot.arms])
+        monitor.reset(timeouts=ep.node_timeouts)  # (a teleoperated episode ran without the nodes' timeouts)
         _stored_arms(ep, monitor)
         states = ep[fmt.STATES]
         for t in range(len(states)):

@@ -89,9 +89,12 @@ def dataset_manifest(env: EnvSpec, backend: WorldNames, cameras: tuple[str, ...]
 
 
 def open_dataset(path: Path, env: EnvSpec, backend: WorldNames) -> Dataset:
-    """Create the dataset, or reopen it (the store refuses one made for another world), and become its
-    writer: the lock heals a log that a crash left behind, so counts are right from here."""
-    ds = Dataset.create(path, dataset_manifest(env, backend), exist_ok=True)
+    """Create the dataset, or reopen it (the store refuses one made for another world, and names the folder for
+    another robot: its default one, or that with the robot's name after it), and become its writer: the lock heals
+    a log that a crash left behind, so counts are right from here."""
+    own = env.dataset_name
+    robot_folder = path.parent / (own if path.name != own else f"{own}-{env.robot.name}")
+    ds = Dataset.create(path, dataset_manifest(env, backend), exist_ok=True, robot_folder=str(robot_folder))
     ds.lock()
     return ds
 
@@ -120,7 +123,8 @@ def episode_end(env: EnvSpec, result: EpisodeResult, model_xml: str, object_name
         env_args=json.dumps({"env_name": env.task.name if env.task else env.scene_name, "type": "x2-mujoco",
                              "env_kwargs": {"robot": env.robot.name, "variant": env.variant,
                                             "seed": result.seed}}),
-        end_reason=result.end_reason,
+        # A person's episode ended as the person (or the session) said: the loop only saw its teacher stop.
+        end_reason=teleop.ending if teleop is not None else result.end_reason,
         max_penetration_m=0.0 if pen is None else pen.depth,
         object_names=json.dumps(list(object_names)),
         rejection=rejection, teleop=teleop, synthesis=synthesis, policy=policy,

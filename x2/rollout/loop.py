@@ -11,6 +11,7 @@ recorded but never applied: the episode ended there.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -46,7 +47,7 @@ class EpisodeResult:
     failure: tuple[str, int, str] | None
     events: list[tuple[str, int]]
     missed_slots: int
-    end_reason: str  # success | failure | teacher | horizon | unstable
+    end_reason: str  # success | failure | teacher | horizon (or max_ticks) | unstable
     labels: dict[str, npt.NDArray[np.generic]] = field(default_factory=dict)
     dag: dict[str, object] = field(default_factory=dict)
     lateness_ms: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
@@ -77,7 +78,13 @@ class Penetration:
 class RolloutOptions:
     stop_on_success: bool = True
     stop_on_failure: bool = True
-    max_ticks: int | None = None  # default: the task horizon
+    max_ticks: int | None = None  # default: the task horizon (none with horizon=False)
+    # False: the task's horizon_s ends nothing, only max_ticks when given (a person's episode ends when the person
+    # says: x2.teleop.session)
+    horizon: bool = True
+    # False: the nodes' timeout_s, limits of synthesis, fail nothing (a person takes the time a person takes); the
+    # episode's /dag says so (`timeouts`: false), so `x2 label` recomputes its labels the same way
+    node_timeouts: bool = True
     hooks: Sequence[TickHook] = ()
     # a policy under evaluation may command what the physics cannot integrate: its episode ends there (end reason
     # "unstable", the frames so far kept) instead of the run; collectors let SimulationUnstable reject the attempt
@@ -108,8 +115,9 @@ class Rollout:
         info = backend.reset(seed)
         teacher.reset(info, backend.home_action())
         if monitor is not None:
-            monitor.reset(info.roles)
-        horizon = opts.max_ticks or (round(self.env.task.horizon_s * self.env.fps) if self.env.task else 300)
+            monitor.reset(info.roles, timeouts=opts.node_timeouts)
+        horizon: float = opts.max_ticks or (math.inf if not opts.horizon else
+                                            round(self.env.task.horizon_s * self.env.fps) if self.env.task else 300)
         lateness: list[float] = []
         marks: list[tuple[float, float, float, float, float]] = []  # per tick, the five instants between stages
         end_reason = "horizon"

@@ -52,11 +52,12 @@ class TaskMonitor:
         self._failure_calls = {n.id: [(PREDICATES[c.name].fn, c.args, c.describe()) for c in n.failure]
                                for n in task.nodes}
 
-    def reset(self, roles: Mapping[str, str] | None = None) -> None:
-        """A new episode, in a world whose reset bound the scene's `roles` to these objects."""
+    def reset(self, roles: Mapping[str, str] | None = None, *, timeouts: bool = True) -> None:
+        """A new episode, in a world whose reset bound the scene's `roles` to these objects. `timeouts=False`: the
+        nodes' `timeout_s` (limits of synthesis) fail nothing in it; its record says so (`dag_record`)."""
         if roles or self.task is not self.declared:
             self._bind(bind_task(self.declared, roles or {}))
-        self.runtime.reset()
+        self.runtime.reset(timeouts=timeouts)
         self.node_arms = dict(self._default_arms)
         self.node_starts = {}
 
@@ -110,6 +111,7 @@ class TaskMonitor:
             "arms": {n: list(self.node_arms[n]) for n in nodes},
             **({"starts": {n: self.node_starts[n] for n in nodes if n in self.node_starts}}
                if self.node_starts else {}),  # (only from a collector that starts nodes: synthesis)
+            **({} if rt.timeouts_apply else {"timeouts": False}),  # (only where they were off: teleoperation)
             fmt.ARM_NAMES_ATTR: list(self.arm_names),  # (for /labels: the arm of each arm_subtask_index column)
             "predicates": json.dumps({n.id: {"success": [c.describe() for c in n.success],
                                              "failure": [c.describe() for c in n.failure]} for n in self.task.nodes}),

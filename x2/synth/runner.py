@@ -23,7 +23,7 @@ from pathlib import Path
 
 from x2.base.errors import X2Error
 from x2.base.seeding import slot_seed
-from x2.datasets import Dataset, EpisodeWriter, Rejection
+from x2.datasets import Dataset, EpisodeWriter, Rejection, dataset_path
 from x2.envspec.held_out import refuse_eval_run
 from x2.files.atomic import write_bytes
 from x2.format import SYNTH_REPORT_FILE
@@ -82,8 +82,10 @@ class SynthProgress:
 
 
 class SynthRun:
-    def __init__(self, config: SynthConfig, dataset: Path):
-        self.config, self.path = config, dataset
+    def __init__(self, config: SynthConfig, dataset: Path | None = None):
+        """`dataset` None: ./data/<the task's EnvSpec.dataset_name> (its name, and the robot's when that is not the
+        task's reference robot)."""
+        self.config = config
         # The task compiled and every binding checked here, in the parent: a bad task fails before a worker starts.
         # Only a run without a pool makes its attempts here, on a simulator of its own; a pool's workers build
         # theirs, and one of them names the world's rows for the dataset's manifest (world_names).
@@ -93,6 +95,7 @@ class SynthRun:
         self.session = SynthSession(opts) if config.ray is None and self.workers <= 1 else None
         self.env = self.session.env if self.session is not None else opts.load()
         refuse_eval_run(self.env, config.seed, config.allow_eval)
+        self.path: Path = dataset if dataset is not None else dataset_path(self.env.dataset_name)
         self.progress = SynthProgress()
         self.attempts: list[AttemptSummary] = []
         self.committed: list[int] = []

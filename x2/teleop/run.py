@@ -19,7 +19,7 @@ from x2.datasets import Dataset, remember_dataset, resolve_output
 from x2.devices import Device, make_device
 from x2.devices.keyboard import KeyboardConfig, KeyboardDevice, keymap_lines
 from x2.devices.playback import PlaybackDevice
-from x2.envspec import load_env, load_robot, names
+from x2.envspec import load_env, load_robot, names, task_robot
 from x2.envspec.held_out import refuse_eval_run
 from x2.rollout import open_dataset
 from x2.sim import Backend, make_backend
@@ -117,16 +117,19 @@ class TeleopRun:
         self.device = make_device(request.device)  # reads a playback file / checks the spec first
         # Playing back a recorded episode's device stream: its task, robot, variant and scene unless told otherwise.
         source = self.device.stream.source if isinstance(self.device, PlaybackDevice) else {}
-        robot = request.robot or str(source.get(fmt.ROBOT_ATTR) or DEFAULT_ROBOT)
-        task = choose_task(request.task or source.get(fmt.TASK_ATTR) or None, robot, ask_task)
+        named_task = request.task or source.get(fmt.TASK_ATTR) or None
+        # A task given is run with the robot its file names (a lab's own task with its own arm); none given, the
+        # robot (artixon-g unless told) proposes its reference task.
+        robot = request.robot or str(source.get(fmt.ROBOT_ATTR) or (named_task and task_robot(str(named_task)))
+                                     or DEFAULT_ROBOT)
+        task = choose_task(named_task, robot, ask_task)
         variant = request.variant or str(source.get(fmt.SCENE_VARIANT_ATTR) or "default")
         self.env = load_env(task, robot=robot, variant=variant)
         refuse_eval_run(self.env, request.seed or 0, request.allow_eval)
         seed = source.get(fmt.SEED_ATTR)
         self.first_seed = int(seed) if request.seed is None and seed is not None else None
         self.backend = make_backend(self.env)
-        self.path: Path = resolve_output(request.dataset, default_name=self.env.task.name if self.env.task
-                                         else self.env.scene_name)
+        self.path: Path = resolve_output(request.dataset, default_name=self.env.dataset_name)
         self.status = TeleopStatus(device=request.device)
         self.keys = lifecycle_keys(self.device, request.keys)
         self.preview: Preview | None = None

@@ -2,9 +2,11 @@
 
 Each episode: reset the booth (episode i's seed derives from the master seed; a re-record keeps the
 seed, so the operator gets the same scene again), run the loop with a `DeviceTeacher` until the
-operator ends it, the task has succeeded for `success_hold_s`, a node fails or the time is up, then
-commit it (with its outcome) or drop it (re-record, discard). A kill loses only the episode in
-progress; Ctrl-C (KeyboardInterrupt) aborts it through the writer and propagates.
+operator ends it, the task has succeeded for `success_hold_s`, a node's failure predicate holds, a
+played-back stream ends or `max_seconds` (when given) is up, then commit it (with its outcome) or drop it
+(re-record, discard). The nodes' `timeout_s` and the task's `horizon_s` are limits of synthesis: they end no
+person's episode (RolloutOptions `node_timeouts`, `horizon`). A kill loses only the episode in progress;
+Ctrl-C (KeyboardInterrupt) aborts it through the writer and propagates.
 """
 
 from __future__ import annotations
@@ -36,7 +38,10 @@ class TeleopConfig:
     episodes: int | None = None  # None: until the operator quits
     seed: int = 0
     first_seed: int | None = None  # the first episode's seed itself (playing back a recorded episode's scene)
-    max_seconds: float | None = None  # per episode; None: three times the task's horizon
+    # per episode; None: no limit. The frames go to disk as they come; what an episode keeps in memory until it ends
+    # (its raw device stream, a few numbers a tick) grows by ~8 MB a minute with a 200 Hz leader arm (measured
+    # with tracemalloc), less with a keyboard: an hour left running is half a gigabyte
+    max_seconds: float | None = None
     success_hold_s: float | None = 1.0  # None: only the operator ends an episode
     stop_on_failure: bool = True
 
@@ -46,7 +51,7 @@ class EpisodeSummary:
     index: int | None  # None when it was not committed
     seed: int
     frames: int
-    ending: str  # success | next | quit | rerecord | discard | failure | timeout
+    ending: str  # success | next | quit | rerecord | discard | failure | max_seconds | stream_end (teacher.ENDINGS)
     success: bool
     events: tuple[tuple[str, int], ...]
     missed_slots: int
@@ -66,8 +71,8 @@ class TeleopSession:
         self.mapper = mapper or mapper_for(device.kind, env.fps)
         self.teacher = DeviceTeacher(device, self.mapper, backend, status, keys=keys, monitor=self.rollout.monitor,
                                      clock=self.clock, success_hold_s=self.config.success_hold_s)
-        horizon = env.task.horizon_s if env.task is not None else 60.0
-        self.max_ticks = round((self.config.max_seconds or 3 * horizon) * env.fps)
+        seconds = self.config.max_seconds
+        self.max_ticks = None if seconds is None else max(1, round(seconds * env.fps))
         task = env.task
         status.task, status.robot, status.fps = (task.name if task else env.scene_name), env.robot.name, env.fps
         status.nodes = tuple(task.node_ids) if task else ()
@@ -81,8 +86,9 @@ class TeleopSession:
         return self.teacher.device_record(result.ticks, self._ending(result))
 
     def _ending(self, result: EpisodeResult) -> str:
-        """The operator's key, "success" (auto-end), or how the loop stopped by itself."""
-        return self.teacher.ending or {"failure": "failure", "horizon": "timeout"}.get(result.end_reason, "next")
+        """The operator's key, "success" (auto-end), "stream_end", or how the loop stopped by itself (what the
+        episode's `end_reason` and `teleop_end` store)."""
+        return self.teacher.ending or {"failure": "failure", "horizon": "max_seconds"}.get(result.end_reason, "next")
 
     def run(self, on_episode: Callable[[EpisodeSummary], None] | None = None) -> list[EpisodeSummary]:
         # Other threads (the panel's renderer, the recorder, device readers) hold the GIL for up to the
@@ -106,8 +112,9 @@ class TeleopSession:
         slot = self.dataset.next_slot(cfg.seed)
         played_seed = cfg.first_seed  # a played-back episode's own scene first (its seed is not a slot of ours)
         committed = 0
+        # A person's episode ends when the person says (or at --max-seconds): no horizon, no node timeouts.
         options = RolloutOptions(stop_on_success=False, stop_on_failure=cfg.stop_on_failure,
-                                 max_ticks=self.max_ticks, hooks=self.hooks)
+                                 max_ticks=self.max_ticks, horizon=False, node_timeouts=False, hooks=self.hooks)
         while cfg.episodes is None or committed < cfg.episodes:
             if done and self.device.health().finished:
                 break  # a played-back stream that has ended drives no further episode

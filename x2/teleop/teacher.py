@@ -3,7 +3,9 @@
 It also keeps the episode's raw device stream (every sample the device produced, every event, and
 which sample each tick used) and turns lifecycle events into the end of an episode: `next` keeps it,
 `rerecord` and `discard` drop it, `quit` keeps it and stops the session. With auto-end on, an
-episode ends `success_hold_s` after the task first succeeds.
+episode ends `success_hold_s` after the task first succeeds ("success"); a played-back stream that has
+ended ends it too, a second later ("stream_end": nobody is left to say), unless the task's success is being
+held then.
 """
 
 from __future__ import annotations
@@ -23,7 +25,11 @@ from x2.teleop.mapping import Mapper
 from x2.teleop.safety import SafetyFilter
 from x2.teleop.status import TeleopStatus
 
-ENDINGS = ("next", "rerecord", "discard", "quit")
+KEYS = ("next", "rerecord", "discard", "quit")  # the lifecycle keys that end an episode
+# Every ending a teleoperated episode is stored with (its `end_reason` and `teleop_end`, docs/format.md): a key,
+# the task's success held, a failure predicate, --max-seconds, the end of a played-back stream.
+ENDINGS = (*KEYS, "success", "failure", "max_seconds", "stream_end")
+STREAM_SETTLE_S = 1.0  # a played-back stream's episode goes on this long after the stream ended
 
 
 class DeviceTeacher:
@@ -35,6 +41,8 @@ class DeviceTeacher:
         self.safety = SafetyFilter(backend, backend.env.fps)
         fps = backend.env.fps
         self.hold_ticks = None if success_hold_s is None else max(1, round(success_hold_s * fps))
+        self.settle_ticks = round(STREAM_SETTLE_S * fps)
+        self._finished_at: int | None = None  # the tick a played-back stream was first seen ended
         self.ending: str | None = None
         self.record_stream = record_stream  # off only to measure the recorder's cost (bench/bench_teleop.py)
         self.stream = StreamBuilder(device.kind, 0.0)
@@ -46,6 +54,7 @@ class DeviceTeacher:
         self.stream = StreamBuilder(self.device.kind, 0.0)
         self._started = False
         self._dag_seen: tuple[int, object] | None = None
+        self._finished_at = None
         self.device.drain()  # samples from before the episode belong to no episode
         # Keys pressed while the last episode was being saved: a second "next" must not end this one
         # at its first tick; a "quit" still counts.
@@ -69,6 +78,7 @@ class DeviceTeacher:
             self._started = True
             self.stream.t0 = now
         sample = self.device.latest()
+        finished = self.device.health().finished  # (before the events: a stream's last ones come before its end)
         events = self._carry + self._pending_events()
         self._carry = []
         samples = self.device.drain()
@@ -76,7 +86,7 @@ class DeviceTeacher:
             self.stream.add(samples, events)
             self.stream.tick_seq.append(-1 if sample is None else sample.seq)
         for ev in events:
-            if ev.kind in ENDINGS and self.ending is None:
+            if ev.kind in KEYS and self.ending is None:
                 self.ending = ev.kind
         self._update_status(obs.tick, obs.lateness_ms)
         if self.ending is not None:
@@ -84,12 +94,22 @@ class DeviceTeacher:
         if self._auto_end(obs.tick):
             self.ending = "success"
             return None
+        if finished and self._stream_over(obs.tick):
+            self.ending = "stream_end"
+            return None
         age = now - sample.t if sample is not None else float("inf")
         assert obs.robot is not None  # (a teleop session's loop observes every tick)
         action = self.safety(self.mapper.command(sample, age, events, obs.robot))
         self.status.mapper = self.mapper.status
         self.status.clamped = self.safety.clamped
         return action
+
+    def _stream_over(self, tick: int) -> bool:
+        """A played-back stream has ended: after STREAM_SETTLE_S more (the arm reaching the leader's last pose, the
+        task's success perhaps with it), unless a success is being held then (that ends it, as "success")."""
+        if self._finished_at is None:
+            self._finished_at = tick
+        return tick - self._finished_at >= self.settle_ticks and self.status.success_since is None
 
     def _auto_end(self, tick: int) -> bool:
         rt = self.monitor.runtime if self.monitor is not None else None
