@@ -107,10 +107,11 @@ def overhead(tmp: Path, rounds: int, seconds: float) -> dict[bool, dict[str, lis
                                         success_hold_s=None, record_stream=recording)
                 cpu0 = time.process_time()
                 if recording:
-                    result, _ = record_episode(ds, rollout, teacher, 1, "teleop", options, background=True,
-                                               finish=lambda res, t=teacher: t.device_record(res.ticks, "timeout"))
+                    # (a dataset never repeats a seed: round r's, the same for both sides of the round)
+                    result, _ = record_episode(ds, rollout, teacher, 1 + r, "teleop", options, background=True,
+                                               device=lambda res, t=teacher: t.device_record(res.ticks, "max_seconds"))
                 else:
-                    result = rollout.run(teacher, 1, None, options)
+                    result = rollout.run(teacher, 1 + r, None, options)
                 cpu = (time.process_time() - cpu0) * 1e3 / result.ticks
             out[recording]["tick"].append(float(np.mean(sum(result.stage_ms[s] for s in WORK_STAGES))))
             out[recording]["cpu"].append(cpu)
