@@ -57,14 +57,21 @@ def robots_show(
     parts: list[tuple[str, ArmPart | GripperPart]] = [(f"arm {a.name}", a.part) for a in m.arms if a.part]
     parts += [("gripper", m.gripper.part)] if m.gripper.part is not None else []
     if parts:
-        ptable = Table(title="parts from vendor files", title_justify="left")
+        ptable = Table(title="parts from vendor files and your own", title_justify="left")
         for col in ("part", "name", "package", "license", "file", "license files"):
             ptable.add_column(col)
         for role, part in parts:
+            if part.source.package is None:
+                ptable.add_row(*map(escape, (role, part.name, "(your own file)", "", str(part.source.file), "")))
+                continue
             pkg = vendor.PACKAGES[part.source.package]
             ptable.add_row(*map(escape, (role, part.name, pkg.key, pkg.license, str(part.source.file),
                                          ", ".join(str(f) for f in vendor.license_paths(pkg.name)))))
         console.print(ptable)
+        for role, part in parts:
+            if isinstance(part, ArmPart) and part.defaulted:
+                console.print(escape(f"warning: {role} ({part.name}): {', '.join(part.defaulted)} not in its part "
+                                     "file; x2's defaults are used (x2 robots check shows them)"))
     table = Table(title="action vector", title_justify="left")
     for col in ("index", "name", "home"):
         table.add_column(col)
