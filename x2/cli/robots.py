@@ -97,18 +97,29 @@ def robots_show(
 
 
 @robots_app.command("fetch")
-def robots_fetch() -> None:
+def robots_fetch(
+    names: Annotated[list[str] | None, typer.Argument(help="packages to fetch (default: all but those fetched "
+                                                      "on demand)")] = None,
+) -> None:
     """Download the pinned vendor packages robot parts come from (PyPI, once; offline afterwards).
 
     Each wheel's sha256 is checked against its pin; only its robot files and licenses are unpacked
-    (its code is never installed). `make` runs this. Example: [cyan]x2 robots fetch[/cyan]"""
+    (its code is never installed). `make` runs this. A big package no built-in robot needs is fetched
+    only by name. Examples: [cyan]x2 robots fetch[/cyan], [cyan]x2 robots fetch pybullet[/cyan]"""
+    for name in names or []:
+        if name not in vendor.PACKAGES:
+            raise X2Error(f"package: found {name!r}; allowed: one of {', '.join(vendor.PACKAGES)}")
     table = Table(title=f"vendor files in {vendor.vendor_root()}", title_justify="left")
     for col in ("package", "license", "used for", "state"):
         table.add_column(col)
     for name, pkg in vendor.PACKAGES.items():
         was = vendor.fetched(name)
-        vendor.fetch(name)
-        table.add_row(*map(escape, (pkg.key, pkg.license, pkg.what, "present" if was else "fetched, sha256 checked")))
+        if names and name not in names or not names and pkg.on_demand:
+            state = "present" if was else f"on demand: x2 robots fetch {name}"
+        else:
+            vendor.fetch(name)
+            state = "present" if was else "fetched, sha256 checked"
+        table.add_row(*map(escape, (pkg.key, pkg.license, pkg.what, state)))
     console.print(table)
 
 

@@ -72,7 +72,7 @@ class ArmCheck:
 
 
 @dataclass(frozen=True)
-class Contact:
+class HomeContact:
     geom1: str
     geom2: str
     depth_mm: float
@@ -84,8 +84,8 @@ class RobotCheck:
     task: str
     dof: int
     arms: tuple[ArmCheck, ...]
-    self_contacts: tuple[Contact, ...]  # robot geom against robot geom at home
-    booth_contacts: tuple[Contact, ...]  # robot geom against the booth (table, walls, floor) at home
+    self_contacts: tuple[HomeContact, ...]  # robot geom against robot geom at home
+    booth_contacts: tuple[HomeContact, ...]  # robot geom against the booth (table, walls, floor) at home
     problems: tuple[str, ...]  # what would stop synthesis, one line each
 
     @property
@@ -122,11 +122,14 @@ def check_robot(robot: str, task: str | None = None, configs: int = 100, seed: i
         problems.append(f"at home {c.geom1} touches {c.geom2} ({c.depth_mm:.1f} mm deep): change the home pose")
     for c in booth_contacts:
         problems.append(f"at home {c.geom1} touches the booth's {c.geom2}: change the home pose or the mount")
+    # a target any arm reaches is reachable (a one-arm task binds the arm that can; a bimanual robot's far arm
+    # need not reach across)
+    reached = {t.where for a in arms for t in a.targets if t.reached}
+    missed = sorted({t.where for a in arms for t in a.targets} - reached)
+    if missed:
+        problems.append(f"no arm reaches {len(missed)} of the {task} targets ({', '.join(missed[:3])}"
+                        f"{', ...' if len(missed) > 3 else ''})")
     for a in arms:
-        missed = [t.where for t in a.targets if not t.reached]
-        if missed:
-            problems.append(f"arm {a.arm} cannot reach {len(missed)} of {len(a.targets)} {task} targets "
-                            f"({', '.join(missed[:3])}{', ...' if len(missed) > 3 else ''})")
         if a.fk_max_error_mm is not None and a.fk_max_error_mm > 1.0:
             problems.append(f"arm {a.arm}: flange differs from its source file by {a.fk_max_error_mm:.2f} mm")
     return RobotCheck(env.robot.name, task, sum(len(a.joints) for a in env.robot.arms), arms,
@@ -143,9 +146,9 @@ def _geom_name(m: mujoco.MjModel, g: int) -> str:
     return m.geom(g).name or f"{m.body(int(m.geom_bodyid[g])).name}/geom{g}"
 
 
-def _home_contacts(m: mujoco.MjModel, d: mujoco.MjData, robot: set[int]) -> tuple[list[Contact], list[Contact]]:
-    mine: list[Contact] = []
-    booth: list[Contact] = []
+def _home_contacts(m: mujoco.MjModel, d: mujoco.MjData, robot: set[int]) -> tuple[list[HomeContact], list[HomeContact]]:
+    mine: list[HomeContact] = []
+    booth: list[HomeContact] = []
     seen: set[tuple[int, int]] = set()
     for c in d.contact[:d.ncon]:
         if (int(c.geom1), int(c.geom2)) in seen:
@@ -155,10 +158,10 @@ def _home_contacts(m: mujoco.MjModel, d: mujoco.MjData, robot: set[int]) -> tupl
         if c.dist >= 0 or (b1 not in robot and b2 not in robot):
             continue
         if b1 in robot and b2 in robot:
-            mine.append(Contact(_geom_name(m, c.geom1), _geom_name(m, c.geom2), round(-float(c.dist) * 1e3, 2)))
+            mine.append(HomeContact(_geom_name(m, c.geom1), _geom_name(m, c.geom2), round(-float(c.dist) * 1e3, 2)))
         elif int(m.body_rootid[b1]) == 0 or int(m.body_rootid[b2]) == 0:  # welded to the world: the booth
             ours, theirs = (c.geom1, c.geom2) if b1 in robot else (c.geom2, c.geom1)
-            booth.append(Contact(_geom_name(m, ours), _geom_name(m, theirs), round(-float(c.dist) * 1e3, 2)))
+            booth.append(HomeContact(_geom_name(m, ours), _geom_name(m, theirs), round(-float(c.dist) * 1e3, 2)))
     return mine, booth
 
 
@@ -236,11 +239,14 @@ def _workspace(m: mujoco.MjModel, env: EnvSpec, arm: ArmSpec, jids: list[int],
 
 
 def plain_model(part: ArmPart) -> mujoco.MjModel:
-    """The part's source file compiled alone by plain MuJoCo (a URDF without its geometry)."""
+    """The part's source file compiled alone by plain MuJoCo (a URDF without its geometry, and its inertias
+    balanced where they break the triangle inequality, as x2 reads it: kinematics do not depend on them)."""
     file = part.source.file
     try:
         if file.suffix.lower() == ".urdf":
             text = re.sub(r"<(visual|collision)\b.*?</\1>", "", file.read_text(), flags=re.S)
+            text = re.sub(r"(<robot\b[^>]*>)", r'\1<mujoco><compiler balanceinertia="true"/></mujoco>', text,
+                          count=1)
             return mujoco.MjModel.from_xml_string(text)
         return mujoco.MjModel.from_xml_path(str(file))
     except ValueError as err:

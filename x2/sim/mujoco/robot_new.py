@@ -108,7 +108,11 @@ def find_chain(file: Path, meshdir: Path | None = None) -> ArmChain:
 
 def _geometry_end(spec: mujoco.MjSpec, body: str) -> float:
     """How far the body's collision geometry reaches along its own z (0 when it has none beyond its origin)."""
-    model = spec.compile()
+    try:
+        model = spec.compile()
+    except ValueError as err:
+        raise SpecError(spec.modelfiledir or None, None, "model", str(err).strip().splitlines()[0],
+                        "a file MuJoCo compiles") from None
     b = model.body(body).id
     top = 0.0
     for g in range(model.ngeom):

@@ -5,7 +5,9 @@ meshes relative to the file (`meshes/link1.stl`), through a ROS package (`packag
 link1.stl`) or absolutely (`file:///...`). So the text is rewritten before MuJoCo reads it: every collision
 mesh becomes an absolute path that exists (or the file is refused in one line naming the mesh), visual
 elements go (x2 shows the collision geometry; vendor visual meshes are often COLLADA files MuJoCo cannot read),
-and the fixed base stays a body (MuJoCo would fuse it into the world).
+and the fixed base stays a body (MuJoCo would fuse it into the world). A link whose inertia breaks the triangle
+inequality (pybullet_data's xArm6 has one) is balanced by MuJoCo (`balanceinertia`) rather than refused: its
+mass and centre stay, and a valid one is left as it is.
 
 `package://NAME/REST` is looked up as `<folder>/NAME/REST` and `<folder>/REST` for the URDF's folder and each
 folder above it (a ROS description package keeps its URDF in `urdf/` beside `meshes/`), and under the part's
@@ -36,7 +38,8 @@ def read_urdf(file: Path, meshdir: Path | None = None, geometry: bool = True) ->
                          text)
     else:
         text = re.sub(r"<collision\b.*?</collision>", "", text, flags=re.S)
-    text = re.sub(r"(<robot\b[^>]*>)", r'\1<mujoco><compiler fusestatic="false" strippath="false"/></mujoco>',
+    text = re.sub(r"(<robot\b[^>]*>)",
+                  r'\1<mujoco><compiler fusestatic="false" strippath="false" balanceinertia="true"/></mujoco>',
                   text, count=1)
     try:
         return mujoco.MjSpec.from_string(text)
