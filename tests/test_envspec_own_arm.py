@@ -61,6 +61,8 @@ def test_a_local_urdf_arm_compiles_with_its_meshes_limits_and_defaulted_servos(t
     m = robot_mjcf_spec(info.model).compile()
     # the URDF's limits; servos defaulted from its effort (40 N m): kp 10 x effort, kv a tenth of kp
     np.testing.assert_allclose(m.jnt_range[[m.joint(j).id for j in arm.joints]], [[-2.9, 2.9], [-2, 2], [-2.5, 2.5]])
+    # a URDF gives no armature: x2's default motor inertia (a part's joint_dynamics would set its own)
+    np.testing.assert_allclose(m.dof_armature[[m.jnt_dofadr[m.joint(j).id] for j in arm.joints]], 0.1)
     servo = m.actuator("right_joint2")
     assert (servo.gainprm[0], -servo.biasprm[2], servo.forcerange[1]) == pytest.approx((400.0, 40.0, 40.0))
     # the collision meshes came through package:// (three scaled cubes), visual .dae files were left out
@@ -71,11 +73,13 @@ def test_a_local_urdf_arm_compiles_with_its_meshes_limits_and_defaulted_servos(t
 
 def test_gains_given_in_the_part_file_are_used(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    _specs(tmp_path, gains="kp: [900, 800, 700]\nkv: [90, 80, 70]\nforce: [30, 30, 20]\n")
+    _specs(tmp_path, gains="kp: [900, 800, 700]\nkv: [90, 80, 70]\nforce: [30, 30, 20]\n"
+                             "joint_dynamics: [0.02, 1.0, 0.0]\n")
     info = load_robot("toy")
     assert info.model.arms[0].part is not None and info.model.arms[0].part.defaulted == ()
     m = robot_mjcf_spec(info.model).compile()
     assert m.actuator("right_joint3").gainprm[0] == pytest.approx(700.0)
+    assert m.dof_armature[m.jnt_dofadr[m.joint("right_joint3").id]] == pytest.approx(0.02)  # the part's joint_dynamics
 
 
 @pytest.mark.parametrize(("setup", "message"), [
@@ -109,3 +113,52 @@ def test_a_mount_that_is_nowhere_names_both_folders(tmp_path, monkeypatch) -> No
     text = str(err.value)
     assert "toy.yaml:2: mjcf: found 'mounts/bench.xml' (no such file)" in text
     assert "x2's robots folder" in text and "mounts/stand.xml" in text
+
+
+MJCF_ARM = """\
+<mujoco model="mjarm">
+  <compiler angle="radian" meshdir="not_here"/>
+  <asset><mesh name="cube" file="cube.obj" scale="0.1 0.1 0.1"/></asset>
+  <worldbody>
+    <body name="plinth"><geom type="box" size="0.2 0.2 0.01" pos="0 0 -0.5"/></body>
+    <body name="base">
+      <geom type="mesh" mesh="cube"/>
+      <body name="l1" pos="0 0 0.1"><joint name="j1" axis="0 0 1" range="-2 2"/>
+        <geom type="capsule" fromto="0 0 0 0 0 0.2" size="0.03"/>
+        <body name="l2" pos="0 0 0.2"><joint name="j2" axis="0 1 0" range="-2 2"/>
+          <geom type="capsule" fromto="0 0 0 0 0 0.25" size="0.03"/>
+          <body name="l3" pos="0 0 0.25"><joint name="j3" axis="0 1 0" range="-2 2"/>
+            <geom type="capsule" fromto="0 0 0 0 0 0.2" size="0.025"/>
+          </body>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_a_local_mjcf_arm_with_its_meshes_elsewhere(tmp_path, monkeypatch) -> None:
+    """An MJCF of the user's own whose meshes are in another folder (source.meshdir); the chain x2 finds in it
+    (the other top-level body is no arm), and its flange against the file compiled alone."""
+    from x2.sim.mujoco.robot_check import plain_model
+    from x2.sim.mujoco.robot_new import find_chain
+
+    monkeypatch.chdir(tmp_path)
+    write_toy_arm(tmp_path)  # (for its cube mesh in toyarm/meshes)
+    (tmp_path / "mjarm.xml").write_text(MJCF_ARM)
+    chain = find_chain(tmp_path / "mjarm.xml", tmp_path / "toyarm" / "meshes")
+    assert (chain.root, chain.joints, chain.flange_body) == ("base", ("j1", "j2", "j3"), "l3")
+    assert chain.flange_z == pytest.approx(0.225, abs=1e-3)  # the capsule's end: 0.2 + its radius
+    parts = tmp_path / "specs" / "robots" / "parts"
+    parts.mkdir(parents=True)
+    (parts / "toy-arm.yaml").write_text(PART.format(file="../../../mjarm.xml", flange="l3", gains="").replace(
+        "../../../mjarm.xml}", "../../../mjarm.xml, meshdir: ../../../toyarm/meshes}").replace(
+        "[joint1, joint2, joint3]", "[j1, j2, j3]"))
+    (tmp_path / "specs" / "robots" / "toy.yaml").write_text(ROBOT)
+    info = load_robot("toy")
+    arm = info.model.arms[0]
+    assert arm.part is not None and arm.part.source.meshdir == (tmp_path / "toyarm" / "meshes").resolve()
+    m = robot_mjcf_spec(info.model).compile()
+    assert "right_plinth" not in [m.body(b).name for b in range(m.nbody)]  # only the arm's tree from its root
+    assert plain_model(arm.part).nbody == 6  # world, plinth, base, l1..l3: the file alone, meshes from meshdir

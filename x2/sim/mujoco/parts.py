@@ -38,6 +38,10 @@ FLANGE_SITE = "flange"
 # servo defaults for an arm part that leaves its gains out (a URDF has no actuators): N m where the file gives no
 # effort limit, and kp per N m of it (rad^-1), so that a servo at its torque limit is 0.1 rad off its target
 DEFAULT_FORCE, DEFAULT_STIFFNESS = 50.0, 10.0
+# kg m^2 on each joint of a user's file that gives none (a URDF cannot): a real joint's motor and gearbox add
+# about this much (Menagerie's Panda: 0.1), and without it a light wrist link under a stiff servo rings at the
+# booth's timestep (pybullet_data's iiwa: half the pick_place attempts failed to place, none with it)
+DEFAULT_ARMATURE = 0.1
 INLINE_VERTICES = 300  # (a world is compiled at every reset: 1000 made an ALOHA reset 0.20 s, 300 makes it 0.11 s)
 
 
@@ -211,6 +215,8 @@ def _arm_part(part: ArmPart, hand: GripperPart | None, closed: float, opened: fl
         if part.joint_dynamics is not None:
             armature, damping, friction = part.joint_dynamics
             joint.armature, joint.damping, joint.frictionloss = armature, [damping, 0.0, 0.0], friction
+        elif part.source.package is None and joint.armature == 0:
+            joint.armature = DEFAULT_ARMATURE
         servo = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
         servo.set_to_position(kp=kp, kv=kv)
         servo.ctrllimited, servo.ctrlrange = 1, list(joint.range)

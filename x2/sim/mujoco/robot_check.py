@@ -248,7 +248,10 @@ def plain_model(part: ArmPart) -> mujoco.MjModel:
             text = re.sub(r"(<robot\b[^>]*>)", r'\1<mujoco><compiler balanceinertia="true"/></mujoco>', text,
                           count=1)
             return mujoco.MjModel.from_xml_string(text)
-        return mujoco.MjModel.from_xml_path(str(file))
+        spec = mujoco.MjSpec.from_file(str(file))
+        if part.source.meshdir is not None:  # (the part's meshdir, as x2 reads the file)
+            spec.meshdir = str(part.source.meshdir)
+        return spec.compile()
     except ValueError as err:
         raise X2Error(f"{file}: plain MuJoCo cannot compile it: {str(err).strip().splitlines()[0]}") from None
 

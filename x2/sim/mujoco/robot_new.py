@@ -29,7 +29,7 @@ from x2.files.atomic import write_text
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.sim.mujoco.collision import CollisionWorld
 from x2.sim.mujoco.ik import ArmIK
-from x2.sim.mujoco.parts import DEFAULT_FORCE, DEFAULT_STIFFNESS, has_limits, vendor_spec
+from x2.sim.mujoco.parts import DEFAULT_ARMATURE, DEFAULT_FORCE, DEFAULT_STIFFNESS, has_limits, vendor_spec
 
 HOME_HEIGHT = 0.25  # m above the table: where the home pose puts the TCP
 HOME_AHEAD = 0.4  # m in front of the mount (+x, towards the table)
@@ -261,6 +261,7 @@ def _part_text(name: str, arm_file: Path, source: str, chain: ArmChain, meshdir:
         f"# kp: {_floats([DEFAULT_STIFFNESS * f for f in forces])}",
         f"# kv: {_floats([DEFAULT_STIFFNESS * f / 10 for f in forces])}",
         f"# force: {_floats(forces)}",
+        f"# (and {DEFAULT_ARMATURE:g} kg m^2 of armature on joints the file gives none: joint_dynamics sets your own)",
     ]
     return "\n".join(lines) + "\n"
 
