@@ -19,9 +19,9 @@ name: toy-arm
 kind: arm
 source: {{file: {file}}}
 root: base
-joints: [joint1, joint2, joint3]
+joints: [joint1, joint2, joint3, joint4]
 flange_body: {flange}
-flange_pos: [0.0, 0.0, 0.25]
+flange_pos: [0.0, 0.0, 0.08]
 {gains}"""
 
 ROBOT = """\
@@ -32,15 +32,15 @@ gripper: franka-hand
 arms:
   right:
     part: toy-arm
-    home: [0.0, 0.5, 1.0]
-    reach_joints: [2, 3]
+    home: [0.0, 0.5, 1.0, 1.0]
+    reach_joints: [2, 4]
 cameras: [head, right_wrist]
 shoulders: {right: [0.09, 0.0, 0.94]}
 reach: 0.6
 """
 
 
-def _specs(tmp: Path, *, file: str = "../../../toyarm/urdf/toyarm.urdf", flange: str = "link3", gains: str = "",
+def _specs(tmp: Path, *, file: str = "../../../toyarm/urdf/toyarm.urdf", flange: str = "link4", gains: str = "",
            **arm: bool) -> Path:
     write_toy_arm(tmp, **arm)
     parts = tmp / "specs" / "robots" / "parts"
@@ -60,20 +60,22 @@ def test_a_local_urdf_arm_compiles_with_its_meshes_limits_and_defaulted_servos(t
     assert info.model.mjcf.name == "stand.xml"
     m = robot_mjcf_spec(info.model).compile()
     # the URDF's limits; servos defaulted from its effort (40 N m): kp 10 x effort, kv a tenth of kp
-    np.testing.assert_allclose(m.jnt_range[[m.joint(j).id for j in arm.joints]], [[-2.9, 2.9], [-2, 2], [-2.5, 2.5]])
+    np.testing.assert_allclose(m.jnt_range[[m.joint(j).id for j in arm.joints]], [[-2.9, 2.9], [-2, 2], [-2.5, 2.5],
+                                                                                  [-2.5, 2.5]])
     # a URDF gives no armature: x2's default motor inertia (a part's joint_dynamics would set its own)
     np.testing.assert_allclose(m.dof_armature[[m.jnt_dofadr[m.joint(j).id] for j in arm.joints]], 0.1)
     servo = m.actuator("right_joint2")
     assert (servo.gainprm[0], -servo.biasprm[2], servo.forcerange[1]) == pytest.approx((400.0, 40.0, 40.0))
     # the collision meshes came through package:// (three scaled cubes), visual .dae files were left out
     meshes = [m.geom(g) for g in range(m.ngeom) if m.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH
-              and m.body(int(m.geom_bodyid[g])).name in ("right_base", "right_link1", "right_link2", "right_link3")]
-    assert len(meshes) == 4 and all(g.contype[0] == 2 for g in meshes)
+              and m.body(int(m.geom_bodyid[g])).name in ("right_base", "right_link1", "right_link2", "right_link3",
+                                                             "right_link4")]
+    assert len(meshes) == 5 and all(g.contype[0] == 2 for g in meshes)
 
 
 def test_gains_given_in_the_part_file_are_used(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    _specs(tmp_path, gains="kp: [900, 800, 700]\nkv: [90, 80, 70]\nforce: [30, 30, 20]\n"
+    _specs(tmp_path, gains="kp: [900, 800, 700, 600]\nkv: [90, 80, 70, 60]\nforce: [30, 30, 20, 20]\n"
                              "joint_dynamics: [0.02, 1.0, 0.0]\n")
     info = load_robot("toy")
     assert info.model.arms[0].part is not None and info.model.arms[0].part.defaulted == ()
@@ -154,8 +156,9 @@ def test_a_local_mjcf_arm_with_its_meshes_elsewhere(tmp_path, monkeypatch) -> No
     parts.mkdir(parents=True)
     (parts / "toy-arm.yaml").write_text(PART.format(file="../../../mjarm.xml", flange="l3", gains="").replace(
         "../../../mjarm.xml}", "../../../mjarm.xml, meshdir: ../../../toyarm/meshes}").replace(
-        "[joint1, joint2, joint3]", "[j1, j2, j3]"))
-    (tmp_path / "specs" / "robots" / "toy.yaml").write_text(ROBOT)
+        "[joint1, joint2, joint3, joint4]", "[j1, j2, j3]"))
+    (tmp_path / "specs" / "robots" / "toy.yaml").write_text(ROBOT.replace("[0.0, 0.5, 1.0, 1.0]", "[0.0, 0.5, 1.0]")
+                                                            .replace("[2, 4]", "[2, 3]"))
     info = load_robot("toy")
     arm = info.model.arms[0]
     assert arm.part is not None and arm.part.source.meshdir == (tmp_path / "toyarm" / "meshes").resolve()

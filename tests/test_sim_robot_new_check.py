@@ -17,7 +17,7 @@ _mount()
 runner = CliRunner()
 
 HAND = """
-  <joint name="wrist_fixed" type="fixed"><parent link="link3"/><child link="hand"/><origin xyz="0 0 0.25"/></joint>
+  <joint name="wrist_fixed" type="fixed"><parent link="link4"/><child link="hand"/><origin xyz="0 0 0.08"/></joint>
   <link name="hand"><inertial><mass value="0.2"/><inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0"
     izz="0.001"/></inertial></link>
   <joint name="finger_l" type="prismatic"><parent link="hand"/><child link="left"/><axis xyz="0 1 0"/>
@@ -34,13 +34,13 @@ HAND = """
 def test_the_chain_stops_where_a_hand_branches(tmp_path) -> None:
     urdf = write_toy_arm(tmp_path)
     chain = find_chain(urdf)
-    assert (chain.root, chain.joints, chain.flange_body) == ("base", ("joint1", "joint2", "joint3"), "link3")
-    assert chain.efforts == (40.0, 40.0, 40.0) and chain.drop_bodies == ()
-    assert chain.flange_z == pytest.approx(0.225, abs=1e-3)  # the link's cube: 0.8 of its 0.25 m, centred at 0.125
+    assert (chain.root, chain.joints, chain.flange_body) == ("base", ("joint1", "joint2", "joint3", "joint4"), "link4")
+    assert chain.efforts == (40.0,) * 4 and chain.drop_bodies == ()
+    assert chain.flange_z == pytest.approx(0.072, abs=1e-3)  # the link's cube: 0.8 of its 0.08 m, centred at 0.04
     urdf.write_text(urdf.read_text().replace("</robot>", HAND))
     chain = find_chain(urdf)  # two slides on the hand: longer, but a branch, so they are the file's own hand
-    assert chain.joints == ("joint1", "joint2", "joint3") and chain.drop_bodies == ("left", "right")
-    assert chain.flange_body == "link3"
+    assert chain.joints == ("joint1", "joint2", "joint3", "joint4") and chain.drop_bodies == ("left", "right")
+    assert chain.flange_body == "link4"
 
 
 def test_new_writes_a_robot_that_check_passes_and_never_overwrites(tmp_path, monkeypatch) -> None:
@@ -49,7 +49,7 @@ def test_new_writes_a_robot_that_check_passes_and_never_overwrites(tmp_path, mon
     result = runner.invoke(app, ["robots", "new", "toy", "--urdf", str(urdf), "--gripper", "G"])
     assert result.exit_code == 0, result.output
     out = " ".join(result.output.split())
-    assert "chain: base -> link3, 3 joints: joint1, joint2, joint3" in out
+    assert "chain: base -> link4, 4 joints: joint1, joint2, joint3, joint4" in out
     assert "still yours to decide" in out and "flange" in out and "servo gains" in out
     robot = yaml.safe_load((tmp_path / "specs/robots/toy.yaml").read_text())
     part = yaml.safe_load((tmp_path / "specs/robots/parts/toy-arm.yaml").read_text())
@@ -58,14 +58,14 @@ def test_new_writes_a_robot_that_check_passes_and_never_overwrites(tmp_path, mon
     assert "kp" not in part  # defaulted, and the check says so
     report = check_robot("toy", configs=20)
     arm = report.arms[0]
-    assert report.dof == 3 and [j.kp for j in arm.joints] == [400.0, 400.0, 400.0]
+    assert report.dof == 4 and [j.kp for j in arm.joints] == [400.0] * 4
     assert arm.defaulted == ("kp", "kv", "force")
     assert arm.fk_configs == 20 and arm.fk_max_error_mm is not None and arm.fk_max_error_mm < 1e-3
     assert not report.self_contacts and not report.booth_contacts
     assert len(arm.targets) == 10 and 0 < arm.max_reach < 1.0
     result = runner.invoke(app, ["robots", "check", "toy", "--configs", "5"])
     out = " ".join(result.output.split())
-    assert "toy: 3 DoF in 1 arm(s), checked against task pick_place" in out
+    assert "toy: 4 DoF in 1 arm(s), checked against task pick_place" in out
     assert "5 configurations: max 0.0000 mm" in out
     assert result.exit_code == (0 if report.ok else 1), out
     again = runner.invoke(app, ["robots", "new", "toy", "--urdf", str(urdf)])

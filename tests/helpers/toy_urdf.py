@@ -1,4 +1,4 @@
-"""A small arm URDF written into a test's temporary folder: three hinges (yaw, pitch, pitch) on a base, each
+"""A small arm URDF written into a test's temporary folder: four hinges (yaw, pitch, pitch, pitch) on a base, each
 link a cube mesh reached through `package://`, as a ROS description package lays it out
 (toyarm/urdf/toyarm.urdf beside toyarm/meshes/)."""
 
@@ -52,7 +52,8 @@ def _joint(name: str, parent: str, child: str, z: float, axis: str, limit: str) 
 def write_toy_arm(folder: Path, *, mesh: str = "package://toyarm/meshes/cube.obj", continuous: bool = False,
                   with_mesh_file: bool = True) -> Path:
     """toyarm/urdf/toyarm.urdf under `folder` (and its mesh unless `with_mesh_file` is false); the URDF's path.
-    Links: base (0.1 m), link1 (0.1), link2 (0.3), link3 (0.25, the flange body); joint3 continuous if asked."""
+    Links: base (0.1 m), link1 (0.1), link2 (0.3), link3 (0.25), link4 (0.08, the flange body); joint3 continuous
+    if asked. (Four joints: a hand pointing down reaches the table in front of it.)"""
     root = folder / "toyarm"
     (root / "urdf").mkdir(parents=True, exist_ok=True)
     (root / "meshes").mkdir(exist_ok=True)
@@ -62,7 +63,8 @@ def write_toy_arm(folder: Path, *, mesh: str = "package://toyarm/meshes/cube.obj
         _link("base", 0.1, mesh), _joint("joint1", "base", "link1", 0.1, "0 0 1", "2.9"),
         _link("link1", 0.1, mesh), _joint("joint2", "link1", "link2", 0.1, "0 1 0", "2.0"),
         _link("link2", 0.3, mesh), _joint("joint3", "link2", "link3", 0.3, "0 1 0", "none" if continuous else "2.5"),
-        _link("link3", 0.25, mesh),
+        _link("link3", 0.25, mesh), _joint("joint4", "link3", "link4", 0.25, "0 1 0", "2.5"),
+        _link("link4", 0.08, mesh),
     ))
     path = root / "urdf" / "toyarm.urdf"
     path.write_text(f'<?xml version="1.0"?>\n<robot name="toyarm">{body}\n</robot>\n')
