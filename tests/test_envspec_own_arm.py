@@ -165,3 +165,24 @@ def test_a_local_mjcf_arm_with_its_meshes_elsewhere(tmp_path, monkeypatch) -> No
     m = robot_mjcf_spec(info.model).compile()
     assert "right_plinth" not in [m.body(b).name for b in range(m.nbody)]  # only the arm's tree from its root
     assert plain_model(arm.part).nbody == 6  # world, plinth, base, l1..l3: the file alone, meshes from meshdir
+
+
+def test_a_collision_obj_of_several_objects_collides_as_its_pieces(tmp_path, monkeypatch) -> None:
+    """A convex decomposition in one OBJ (V-HACD's output): one geom per object, not the hull of them all."""
+    from helpers.toy_urdf import CUBE_OBJ
+
+    from x2.sim.mujoco.mesh_pieces import obj_pieces
+
+    monkeypatch.chdir(tmp_path)
+    _specs(tmp_path, mesh="package://toyarm/meshes/two.obj")
+    # the second cube 3 m along x; an OBJ's indices count over the whole file (the second's faces: 9..16)
+    second = "".join(f"v {float(w[1]) + 3} {w[2]} {w[3]}\n" if w[0] == "v" else
+                     "f " + " ".join(str(int(i) + 8) for i in w[1:]) + "\n"
+                     for w in (line.split() for line in CUBE_OBJ.splitlines()))
+    two = tmp_path / "toyarm" / "meshes" / "two.obj"
+    two.write_text("o left\n" + CUBE_OBJ + "o right\n" + second)
+    pieces = obj_pieces(two)
+    assert [len(v) for v, _ in pieces] == [8, 8] and all(len(f) == 36 for _, f in pieces)
+    m = robot_mjcf_spec(load_robot("toy").model).compile()
+    link2 = [g for g in range(m.ngeom) if m.body(int(m.geom_bodyid[g])).name == "right_link2"]
+    assert len(link2) == 2 and all(m.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH for g in link2)

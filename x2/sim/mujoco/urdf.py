@@ -5,7 +5,8 @@ meshes relative to the file (`meshes/link1.stl`), through a ROS package (`packag
 link1.stl`) or absolutely (`file:///...`). So the text is rewritten before MuJoCo reads it: every collision
 mesh becomes an absolute path that exists (or the file is refused in one line naming the mesh), visual
 elements go (x2 shows the collision geometry; vendor visual meshes are often COLLADA files MuJoCo cannot read),
-and the fixed base stays a body (MuJoCo would fuse it into the world). A link whose inertia breaks the triangle
+and the fixed base stays a body (MuJoCo would fuse it into the world). A collision OBJ of several objects (a
+convex decomposition) becomes one geom per piece (x2.sim.mujoco.mesh_pieces). A link whose inertia breaks the triangle
 inequality (pybullet_data's xArm6 has one) is balanced by MuJoCo (`balanceinertia`) rather than refused: its
 mass and centre stay, and a valid one is left as it is.
 
@@ -22,6 +23,7 @@ from pathlib import Path
 import mujoco
 
 from x2.base.errors import SpecError
+from x2.sim.mujoco.mesh_pieces import split_pieces
 
 MESH_FORMATS = (".stl", ".obj", ".msh")  # what MuJoCo's mesh loader reads
 _MESH = re.compile(r'(<mesh\b[^>]*\bfilename\s*=\s*)(["\'])(.*?)\2', re.S)
@@ -42,9 +44,11 @@ def read_urdf(file: Path, meshdir: Path | None = None, geometry: bool = True) ->
                   r'\1<mujoco><compiler fusestatic="false" strippath="false" balanceinertia="true"/></mujoco>',
                   text, count=1)
     try:
-        return mujoco.MjSpec.from_string(text)
+        spec = mujoco.MjSpec.from_string(text)
     except ValueError as err:
         raise SpecError(str(file), None, "urdf", str(err).strip().splitlines()[0], "a URDF MuJoCo reads") from None
+    split_pieces(spec)  # an OBJ of several convex pieces (V-HACD's) collides as those pieces, not as their hull
+    return spec
 
 
 def _blank(match: re.Match[str]) -> str:
