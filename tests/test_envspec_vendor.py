@@ -4,6 +4,7 @@ refused by tasks they cannot do, and synthesised on; and the vendor fetch that b
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import sys
 import time
@@ -362,6 +363,32 @@ def test_fetch_checks_the_pin_and_unpacks_only_files(tmp_path: Path, monkeypatch
     assert vendor.vendor_file("demo-pkg", "demo_pkg/assets/arm.xml").read_text() == "<mujoco/>"
     with pytest.raises(X2Error, match="no file 'demo_pkg/code.py'"):
         vendor.vendor_file("demo-pkg", "demo_pkg/code.py")
+
+
+def test_an_on_demand_package_is_fetched_only_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`make`'s fetch (fetch_all) leaves a big wheel no built-in robot needs; its pip options pin one platform's
+    wheel (the sha256 is of one file)."""
+    wheel = _wheel(tmp_path)
+    monkeypatch.setenv(vendor.VENDOR_ENV, str(tmp_path / "vendor"))
+    pkg = dataclasses.replace(_package(hashlib.sha256(wheel.read_bytes()).hexdigest()), on_demand=True,
+                              pip_args=("--platform", "manylinux2014_x86_64"))
+    monkeypatch.setattr(vendor, "PACKAGES", {"demo-pkg": pkg})
+    assert vendor.fetch_all() == [] and not vendor.fetched("demo-pkg")
+    script = tmp_path / "pip.py"
+    log = tmp_path / "argv.txt"
+    script.write_text("import os, shutil, sys\n"
+                      f"open({str(log)!r}, 'w').write(' '.join(sys.argv[1:]))\n"
+                      "dest = sys.argv[sys.argv.index('--dest') + 1]\n"
+                      f"os.makedirs(dest, exist_ok=True); shutil.copy({str(wheel)!r}, dest)\n")
+    vendor.fetch("demo-pkg", pip=(sys.executable, str(script)))
+    assert vendor.fetched("demo-pkg") and "--platform manylinux2014_x86_64" in log.read_text()
+    assert vendor.PACKAGES["demo-pkg"].on_demand
+
+
+def test_the_pybullet_package_is_on_demand_and_pins_one_wheel() -> None:
+    pkg = vendor.PACKAGES["pybullet"]
+    assert pkg.on_demand and "--platform" in pkg.pip_args
+    assert set(pkg.folders) == {"pybullet_data/kuka_iiwa", "pybullet_data/xarm"}
 
 
 def test_robots_show_draws_the_robot_from_three_sides_with_its_cameras(tmp_path: Path) -> None:

@@ -20,11 +20,13 @@ Quat = tuple[float, float, float, float]  # w, x, y, z (MuJoCo order)
 
 @dataclass(frozen=True)
 class VendorSource:
-    """A file inside a pinned third-party package (x2.envspec.vendor), resolved on this machine."""
+    """A file inside a pinned third-party package (x2.envspec.vendor), resolved on this machine; or, with no
+    package, a user's own MJCF or URDF (and the folder its meshes are in, when not the file's own)."""
 
-    package: str
+    package: str | None
     version: str
     file: Path
+    meshdir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class ArmPart:
     joint_dynamics: tuple[float, float, float] | None = None  # armature, damping, frictionloss; None: the vendor's
     capsules: tuple[tuple[str, float], ...] = ()  # fitted collision capsules: (body, radius)
     joint_range: tuple[float, float] | None = None  # replaces the vendor's limits when they are none
+    defaulted: tuple[str, ...] = ()  # fields the part file left out that x2 filled in (kp, kv, force): to say so
 
 
 @dataclass(frozen=True)

@@ -41,12 +41,33 @@ class RobotInfo:
 
 
 def _file_next_to(frag: Fragment, key: tuple[str, ...], rel: str) -> Path:
-    """A path field resolves relative to the YAML file that set it (which may be an include)."""
+    """A path field resolves relative to the YAML file that set it (which may be an include), else relative to
+    x2's own robots folder, so that a user's robot file can name x2's mounts and grippers
+    (`mjcf: mounts/stand.xml`)."""
     base = Path(frag.origin(key).file).resolve().parent
-    path = resolved(base, rel)
-    if path is None or not is_file(path):
-        raise frag.error(key, f"{rel!r} (no such file)", f"a path relative to {frag.origin(key).file}")
-    return path
+    builtin = catalog.BUILTIN_DIRS["robots"]
+    for folder in (base, builtin):
+        path = resolved(folder, rel)
+        if path is not None and is_file(path):
+            return path
+    raise frag.error(key, f"{rel!r} (no such file)", f"a path relative to {frag.origin(key).file} or to x2's "
+                     f"robots folder {builtin} (mounts: {', '.join(_builtin_files('mounts'))})")
+
+
+def _builtin_files(folder: str) -> list[str]:
+    where = catalog.BUILTIN_DIRS["robots"] / folder
+    return sorted(f"{folder}/{p.name}" for p in where.glob("*.xml")) if where.is_dir() else []
+
+
+def _local_file(frag: Fragment, key: tuple[str, ...], rel: str, what: str) -> Path:
+    """A user's own file named by a part YAML: relative to that YAML, or absolute."""
+    base = Path(frag.origin(key).file).resolve().parent
+    path = Path(rel).expanduser()
+    path = path if path.is_absolute() else base / path
+    if not path.exists() or (what == "file") != path.is_file():
+        raise frag.error(key, f"{rel!r} (no such {'file' if what == 'file' else 'folder'})",
+                         f"an MJCF or URDF {what} relative to {frag.origin(key).file}, or absolute")
+    return path.resolve()
 
 
 def compile_robot(frag: Fragment, file: Path, gripper: str | None = None) -> RobotInfo:
@@ -153,6 +174,12 @@ def _part_fragment(frag: Fragment, key: tuple[str, ...], name: str, robot_file: 
 
 
 def _source(frag: Fragment, src: VendorSourceFile) -> VendorSource:
+    if src.package is None:  # the user's own file
+        file = _local_file(frag, ("source", "file"), src.file, "file")
+        if file.suffix.lower() not in (".urdf", ".xml", ".mjcf"):
+            raise frag.error(("source", "file"), repr(src.file), "an MJCF (.xml) or URDF (.urdf) file")
+        meshdir = None if src.meshdir is None else _local_file(frag, ("source", "meshdir"), src.meshdir, "folder")
+        return VendorSource(None, "", file, meshdir)
     if src.package not in vendor.PACKAGES:
         raise frag.error(("source", "package"), repr(src.package), "one of " + ", ".join(vendor.PACKAGES))
     try:
@@ -165,10 +192,12 @@ def _source(frag: Fragment, src: VendorSourceFile) -> VendorSource:
 def _arm_part(frag: Fragment, key: tuple[str, ...], name: str, robot_file: Path) -> ArmPart:
     path, pfrag = _part_fragment(frag, key, name, robot_file)
     p = parse(ArmPartFile, pfrag)
+    # gains a part file of the user's own left out: empty here, x2.sim.mujoco.parts defaults them from the file
+    defaulted = tuple(f for f in ("kp", "kv", "force") if getattr(p, f) is None)
     return ArmPart(p.name, _source(pfrag, p.source), p.root, tuple(p.joints), tuple(p.joint_names),
-                   tuple(p.drop_bodies), p.flange_body, p.flange_pos, p.flange_quat, tuple(p.kp), tuple(p.kv),
-                   tuple(p.force), p.rgba, p.keep_visual, p.joint_dynamics, tuple(p.capsules.items()),
-                   p.joint_range)
+                   tuple(p.drop_bodies), p.flange_body, p.flange_pos, p.flange_quat, tuple(p.kp or ()),
+                   tuple(p.kv or ()), tuple(p.force or ()), p.rgba, p.keep_visual, p.joint_dynamics,
+                   tuple(p.capsules.items()), p.joint_range, defaulted)
 
 
 def _gripper_part(frag: Fragment, key: tuple[str, ...], name: str, robot_file: Path) -> GripperPart:

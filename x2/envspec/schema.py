@@ -79,8 +79,17 @@ class ArmFile(_Strict):
 
 
 class VendorSourceFile(_Strict):
-    package: Name  # a pinned package of x2.envspec.vendor
-    file: str  # the MJCF inside it
+    # a pinned package of x2.envspec.vendor (file: the MJCF or URDF inside it); without it, file is the user's own
+    # MJCF or URDF, relative to the part YAML or absolute, and meshdir where its meshes are (default: its folder)
+    package: Name | None = None
+    file: str
+    meshdir: str | None = None
+
+    @model_validator(mode="after")
+    def _meshdir_is_local(self) -> VendorSourceFile:
+        if self.package is not None and self.meshdir is not None:
+            raise ValueError("meshdir is for a file of your own (no package): a package's files stay as shipped")
+        return self
 
 
 class ArmPartFile(_Strict):
@@ -106,14 +115,20 @@ class ArmPartFile(_Strict):
     flange_body: str
     flange_pos: Vec3 = (0.0, 0.0, 0.0)
     flange_quat: tuple[Number, Number, Number, Number] = (1.0, 0.0, 0.0, 0.0)
-    kp: list[Size]  # position servo per joint (N m / rad)
-    kv: list[Extent]
-    force: list[Size]  # N m
+    # position servo per joint (N m / rad), its damping and torque limit (N m); a file of your own may leave them
+    # out (a URDF has no actuators): x2 then takes DEFAULT_GAINS and says so (x2 robots check)
+    kp: list[Size] | None = None
+    kv: list[Extent] | None = None
+    force: list[Size] | None = None
     rgba: RGBA = (0.92, 0.92, 0.9, 1.0)
 
     @model_validator(mode="after")
     def _per_joint(self) -> ArmPartFile:
         for field in ("kp", "kv", "force", *(("joint_names",) if self.joint_names else ())):
+            if getattr(self, field) is None:
+                if self.source.package is not None:
+                    raise ValueError(f"{field}: one value per joint ({len(self.joints)}) for a vendor package's arm")
+                continue
             if len(getattr(self, field)) != len(self.joints):
                 raise ValueError(f"{field}: one value per joint ({len(self.joints)})")
         return self

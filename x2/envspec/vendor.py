@@ -5,7 +5,8 @@ names a file inside one of the packages in `PACKAGES`; `x2 robots fetch` (run by
 wheel with pip (`--no-deps`: their code is never installed or imported; a package with no wheel as its
 source archive, straight from the index), checks its sha256 against the pin, and unpacks only the listed
 robot files, with the package's license files, into the vendor folder (`vendor_root`). Unpacking goes to
-a temporary folder renamed into place, so a folder that exists is whole.
+a temporary folder renamed into place, so a folder that exists is whole. A package marked `on_demand` (a
+big wheel no built-in robot needs) is fetched only when named: `x2 robots fetch NAME`.
 
 The vendor folder is `$X2_VENDOR_DIR`, else `share/x2-vendor` inside the Python environment x2 runs in
 (a fresh clone's `make` fills it; each environment has its own).
@@ -47,6 +48,9 @@ class VendorPackage:
     license_files: tuple[str, ...]  # files inside the wheel that carry the license and notices
     what: str  # what x2 uses it for
     sdist: str = ""  # a source archive's file name, when the package has no wheel (else the wheel, through pip)
+    # fetched only when asked by name (`x2 robots fetch NAME`), not by `make`: a big wheel no built-in robot needs
+    on_demand: bool = False
+    pip_args: tuple[str, ...] = ()  # which of a package's platform wheels (the pinned sha256 is of one file)
 
     @property
     def key(self) -> str:
@@ -73,6 +77,13 @@ PACKAGES: dict[str, VendorPackage] = {p.name: p for p in (
         ("arx_r5_sdk-1.0.0/py/ARX_R5_python/src/arx_r5_sdk/R5_master.urdf",), ("arx_r5_sdk-1.0.0/LICENSE",
                                                                "arx_r5_sdk-1.0.0/PKG-INFO"),
         "the ARX R5 arm's vendor URDF (kinematics and inertias; no meshes)", sdist="arx_r5_sdk-1.0.0.tar.gz"),
+    VendorPackage(
+        "pybullet", "3.2.7", "5d858abf7c12a21ef3ed351cf81dac1b5e486ec25c9ab59bfc84beb89034edff", "Zlib",
+        ("pybullet_data/kuka_iiwa", "pybullet_data/xarm"), ("pybullet-3.2.7.dist-info/LICENSE.txt",),
+        "arms x2 does not ship, as a user brings them (KUKA iiwa, xArm6 URDFs with meshes): bench/"
+        "bench_own_robots.py; 103 MB, so only on demand", on_demand=True,
+        pip_args=("--platform", "manylinux2014_x86_64", "--python-version", "3.11", "--implementation", "cp",
+                  "--abi", "cp311")),
 )}
 
 
@@ -148,8 +159,8 @@ def fetch(name: str, pip: tuple[str, ...] = (sys.executable, "-m", "pip")) -> Pa
 
 def _download_wheel(pkg: VendorPackage, tmp: Path, pip: tuple[str, ...]) -> Path:
     download = tmp / "wheel"
-    run = subprocess.run([*pip, "download", "--quiet", "--no-deps", "--only-binary", ":all:", "--dest",
-                          str(download), f"{pkg.name}=={pkg.version}"], capture_output=True, text=True)
+    run = subprocess.run([*pip, "download", "--quiet", "--no-deps", "--only-binary", ":all:", *pkg.pip_args,
+                          "--dest", str(download), f"{pkg.name}=={pkg.version}"], capture_output=True, text=True)
     wheels = sorted(download.glob("*.whl")) if download.is_dir() else []
     if run.returncode != 0 or len(wheels) != 1:
         last = (run.stderr.strip().splitlines() or ["no wheel downloaded"])[-1]
@@ -177,5 +188,6 @@ def _download_sdist(pkg: VendorPackage, tmp: Path) -> Path:
 
 
 def fetch_all() -> list[Path]:
-    return [fetch(name) for name in PACKAGES]
+    """Every package but those fetched on demand."""
+    return [fetch(name) for name, pkg in PACKAGES.items() if not pkg.on_demand]
 

@@ -22,7 +22,6 @@ which is all MuJoCo collides with anyway (the picture gets coarser, the physics 
 from __future__ import annotations
 
 import functools
-import re
 from pathlib import Path
 
 import mujoco
@@ -32,31 +31,41 @@ import numpy.typing as npt
 from x2.base.arrays import Floats
 from x2.base.errors import SpecError
 from x2.envspec.env import ArmPart, GripperPart
+from x2.sim.mujoco.urdf import read_urdf
 
 ROBOT_CONTYPE, ROBOT_CONAFFINITY = 2, 3  # as the artixon robot: touches the booth, objects and itself
 FLANGE_SITE = "flange"
+# servo defaults for an arm part that leaves its gains out (a URDF has no actuators): N m where the file gives no
+# effort limit, and kp per N m of it (rad^-1), so that a servo at its torque limit is 0.1 rad off its target
+DEFAULT_FORCE, DEFAULT_STIFFNESS = 50.0, 10.0
+# kg m^2 on each joint of a user's file that gives none (a URDF cannot): a real joint's motor and gearbox add
+# about this much (Menagerie's Panda: 0.1), and without it a light wrist link under a stiff servo rings at the
+# booth's timestep (pybullet_data's iiwa: half the pick_place attempts failed to place, none with it)
+DEFAULT_ARMATURE = 0.1
 INLINE_VERTICES = 300  # (a world is compiled at every reset: 1000 made an ALOHA reset 0.20 s, 300 makes it 0.11 s)
 
 
-def vendor_spec(file: Path, what: str) -> mujoco.MjSpec:
-    try:
-        spec = _urdf_spec(file) if file.suffix.lower() == ".urdf" else mujoco.MjSpec.from_file(str(file))
-    except ValueError as err:
-        raise SpecError(str(file), None, "mjcf", str(err).strip().splitlines()[0], f"a valid {what} MJCF") from None
+def vendor_spec(file: Path, what: str, meshdir: Path | None = None, geometry: bool = True) -> mujoco.MjSpec:
+    """A vendor's or a user's MJCF or URDF (x2.sim.mujoco.urdf), its mesh files made absolute paths; a URDF
+    without `geometry` loses its geoms (one whose meshes are not shipped: x2 fits capsules)."""
+    if file.suffix.lower() == ".urdf":
+        spec = read_urdf(file, meshdir, geometry)
+    else:
+        try:
+            spec = mujoco.MjSpec.from_file(str(file))
+        except ValueError as err:
+            raise SpecError(str(file), None, "mjcf", str(err).strip().splitlines()[0],
+                            f"a valid {what} MJCF") from None
     # absolute mesh paths: once attached, the vendor's folder is no longer the model's folder
-    base = file.parent / (spec.meshdir or "")
+    base = meshdir if meshdir is not None else file.parent / (spec.meshdir or "")
     for mesh in spec.meshes:
         if mesh.file:
-            mesh.file = str((base / mesh.file).resolve())
+            path = (base / mesh.file).resolve()
+            if not path.is_file():
+                raise SpecError(str(file), None, "mesh", f"{mesh.file!r} (no such file in {base})",
+                                "mesh files under the file's meshdir, or the part's source.meshdir")
+            mesh.file = str(path)
     return spec
-
-
-def _urdf_spec(file: Path) -> mujoco.MjSpec:
-    """A URDF's kinematic tree without its geometry (a vendor URDF names meshes it does not ship; x2 fits its
-    own), its fixed base kept as a body (MuJoCo would fuse it into the world)."""
-    text = re.sub(r"<(visual|collision)\b.*?</\1>", "", file.read_text(), flags=re.S)
-    text = re.sub(r"(<robot\b[^>]*>)", r'\1<mujoco><compiler fusestatic="false"/></mujoco>', text, count=1)
-    return mujoco.MjSpec.from_string(text)
 
 
 def _fit_capsules(spec: mujoco.MjSpec, part: ArmPart) -> None:
@@ -80,6 +89,17 @@ def _fit_capsules(spec: mujoco.MjSpec, part: ArmPart) -> None:
             geom.type = mujoco.mjtGeom.mjGEOM_SPHERE
         else:
             geom.type, geom.fromto = mujoco.mjtGeom.mjGEOM_CAPSULE, [0.0, 0.0, 0.0, *end]
+
+
+def _exclude_shoulder(spec: mujoco.MjSpec, root: str) -> None:
+    """A user's arm keeps its file's collision meshes; its jointless root counts as the world once mounted (MuJoCo
+    filters no contact with a world-welded parent), so, as the fitted capsules do, the root excludes its child and
+    grandchild, whose meshes meet it at the shoulder by construction."""
+    body = spec.body(root)
+    children = list(body.bodies)
+    if children:
+        for link in [children[0], *list(children[0].bodies)[:1]]:
+            spec.add_exclude(bodyname1=body.name, bodyname2=link.name)
 
 
 def strip_part(spec: mujoco.MjSpec, keep_visual: bool, rgba: tuple[float, ...], linkage: bool = False) -> None:
@@ -168,7 +188,7 @@ def gripper_part_spec(part: GripperPart, closed: float, opened: float) -> mujoco
 @functools.cache
 def _arm_part(part: ArmPart, hand: GripperPart | None, closed: float, opened: float) -> mujoco.MjSpec:
     file = part.source.file
-    spec = vendor_spec(file, f"arm part {part.name!r}")
+    spec = vendor_spec(file, f"arm part {part.name!r}", part.source.meshdir, geometry=not part.capsules)
     if hand is None:
         for name in part.drop_bodies:
             body = spec.body(name)
@@ -177,8 +197,10 @@ def _arm_part(part: ArmPart, hand: GripperPart | None, closed: float, opened: fl
             spec.delete(body)
     _keep_only(spec, part.root, file, part.keep_visual, part.rgba)
     _fit_capsules(spec, part)
+    if part.source.package is None and not part.capsules:
+        _exclude_shoulder(spec, part.root)
     names = part.joint_names or part.joints
-    for old, name, kp, kv, force in zip(part.joints, names, part.kp, part.kv, part.force, strict=True):
+    for i, (old, name) in enumerate(zip(part.joints, names, strict=True)):
         joint = spec.joint(old)
         if joint is None:
             raise SpecError(str(file), None, "joints", f"no joint {old!r}",
@@ -186,16 +208,23 @@ def _arm_part(part: ArmPart, hand: GripperPart | None, closed: float, opened: fl
         joint.name = name
         if part.joint_range is not None:
             joint.range = list(part.joint_range)
+        elif not has_limits(joint):
+            raise SpecError(str(file), None, "joints", f"{old!r} (no limits: a continuous or unlimited joint)",
+                            "a controlled joint with limits in the file, or joint_range: [lo, hi] in the part YAML")
+        kp, kv, force = servo_gains(part, i, joint)
         if part.joint_dynamics is not None:
             armature, damping, friction = part.joint_dynamics
             joint.armature, joint.damping, joint.frictionloss = armature, [damping, 0.0, 0.0], friction
+        elif part.source.package is None and joint.armature == 0:
+            joint.armature = DEFAULT_ARMATURE
         servo = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
         servo.set_to_position(kp=kp, kv=kv)
         servo.ctrllimited, servo.ctrlrange = 1, list(joint.range)
         servo.forcelimited, servo.forcerange = 1, [-force, force]
     flange = spec.body(part.flange_body)
     if flange is None:
-        raise SpecError(str(file), None, "flange_body", f"no body {part.flange_body!r}", "a body of the arm")
+        raise SpecError(str(file), None, "flange_body", f"no body {part.flange_body!r}",
+                        "a body of the arm: " + ", ".join(b.name for b in spec.bodies if b.name not in ("", "world")))
     flange.add_site(name=FLANGE_SITE, pos=list(part.flange_pos), quat=list(part.flange_quat), group=4)
     if hand is not None:
         _as_gripper(spec, hand, closed, opened)
@@ -204,10 +233,27 @@ def _arm_part(part: ArmPart, hand: GripperPart | None, closed: float, opened: fl
     return spec
 
 
+def has_limits(joint: mujoco.MjsJoint) -> bool:
+    """A hinge or slide joint whose file gives it a range (MJCF: `range`, URDF: `<limit>` on a revolute or
+    prismatic joint; a URDF continuous joint has none)."""
+    return bool(joint.limited != mujoco.mjtLimited.mjLIMITED_FALSE and joint.range[0] < joint.range[1])
+
+
+def servo_gains(part: ArmPart, i: int, joint: mujoco.MjsJoint) -> tuple[float, float, float]:
+    """Joint i's servo (kp, kv, force): the part file's, or for what it leaves out x2's defaults (DEFAULT_*):
+    the torque limit the file gives the joint (URDF `effort`), a stiffness of DEFAULT_STIFFNESS x that limit per
+    rad, and a tenth of the stiffness as damping (as the Panda's and the ViperX's servos)."""
+    effort = float(joint.actfrcrange[1]) if joint.actfrcrange[1] > joint.actfrcrange[0] else 0.0
+    force = part.force[i] if part.force else (effort if effort > 0 else DEFAULT_FORCE)
+    kp = part.kp[i] if part.kp else DEFAULT_STIFFNESS * force
+    kv = part.kv[i] if part.kv else kp / 10.0
+    return kp, kv, force
+
+
 @functools.cache
 def _gripper_part(part: GripperPart, closed: float, opened: float) -> mujoco.MjSpec:
     file = part.source.file
-    spec = vendor_spec(file, f"gripper part {part.name!r}")
+    spec = vendor_spec(file, f"gripper part {part.name!r}", part.source.meshdir)
     _keep_only(spec, part.root, file, True, part.rgba)
     _as_gripper(spec, part, closed, opened)
     spec.body(part.root).name = "gripper"

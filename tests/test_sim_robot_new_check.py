@@ -1,0 +1,109 @@
+"""`x2 robots new` and `x2 robots check` on an arm URDF a test writes (tests/helpers/toy_urdf.py): the chain
+found, the files written (and never overwritten), the check's screen, and its refusals in one line, exit 2."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from helpers.toy_urdf import write_toy_arm
+from helpers.x2_cli import run_x2
+from typer.testing import CliRunner
+
+from x2.cli.app import _mount, app
+from x2.sim.mujoco.robot_check import check_robot
+from x2.sim.mujoco.robot_new import find_chain
+
+_mount()
+runner = CliRunner()
+
+HAND = """
+  <joint name="wrist_fixed" type="fixed"><parent link="link4"/><child link="hand"/><origin xyz="0 0 0.08"/></joint>
+  <link name="hand"><inertial><mass value="0.2"/><inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0"
+    izz="0.001"/></inertial></link>
+  <joint name="finger_l" type="prismatic"><parent link="hand"/><child link="left"/><axis xyz="0 1 0"/>
+    <limit lower="0" upper="0.04" effort="20" velocity="0.2"/></joint>
+  <link name="left"><inertial><mass value="0.05"/><inertia ixx="0.0001" ixy="0" ixz="0" iyy="0.0001" iyz="0"
+    izz="0.0001"/></inertial></link>
+  <joint name="finger_r" type="prismatic"><parent link="hand"/><child link="right"/><axis xyz="0 -1 0"/>
+    <limit lower="0" upper="0.04" effort="20" velocity="0.2"/></joint>
+  <link name="right"><inertial><mass value="0.05"/><inertia ixx="0.0001" ixy="0" ixz="0" iyy="0.0001" iyz="0"
+    izz="0.0001"/></inertial></link>
+</robot>"""
+
+
+def test_the_chain_stops_where_a_hand_branches(tmp_path) -> None:
+    urdf = write_toy_arm(tmp_path)
+    chain = find_chain(urdf)
+    assert (chain.root, chain.joints, chain.flange_body) == ("base", ("joint1", "joint2", "joint3", "joint4"), "link4")
+    assert chain.efforts == (40.0,) * 4 and chain.drop_bodies == ()
+    assert chain.flange_z == pytest.approx(0.072, abs=1e-3)  # the link's cube: 0.8 of its 0.08 m, centred at 0.04
+    urdf.write_text(urdf.read_text().replace("</robot>", HAND))
+    chain = find_chain(urdf)  # two slides on the hand: longer, but a branch, so they are the file's own hand
+    assert chain.joints == ("joint1", "joint2", "joint3", "joint4") and chain.drop_bodies == ("left", "right")
+    assert chain.flange_body == "link4"
+
+
+def test_new_writes_a_robot_that_check_passes_and_never_overwrites(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    urdf = write_toy_arm(tmp_path)
+    result = runner.invoke(app, ["robots", "new", "toy", "--urdf", str(urdf), "--gripper", "G"])
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.output.split())
+    assert "chain: base -> link4, 4 joints: joint1, joint2, joint3, joint4" in out
+    assert "still yours to decide" in out and "flange" in out and "servo gains" in out
+    robot = yaml.safe_load((tmp_path / "specs/robots/toy.yaml").read_text())
+    part = yaml.safe_load((tmp_path / "specs/robots/parts/toy-arm.yaml").read_text())
+    assert robot["mjcf"] == "mounts/stand.xml" and robot["arms"]["right"]["part"] == "toy-arm"
+    assert part["source"] == {"file": "../../../toyarm/urdf/toyarm.urdf"}  # relative: the folder can move
+    assert "kp" not in part  # defaulted, and the check says so
+    report = check_robot("toy", configs=20)
+    arm = report.arms[0]
+    assert report.dof == 4 and [j.kp for j in arm.joints] == [400.0] * 4
+    assert arm.defaulted == ("kp", "kv", "force")
+    assert arm.fk_configs == 20 and arm.fk_max_error_mm is not None and arm.fk_max_error_mm < 1e-3
+    assert not report.self_contacts and not report.booth_contacts
+    assert len(arm.targets) == 10 and 0 < arm.max_reach < 1.0
+    result = runner.invoke(app, ["robots", "check", "toy", "--configs", "5"])
+    out = " ".join(result.output.split())
+    assert "toy: 4 DoF in 1 arm(s), checked against task pick_place" in out
+    assert "5 configurations: max 0.0000 mm" in out
+    assert result.exit_code == (0 if report.ok else 1), out
+    again = runner.invoke(app, ["robots", "new", "toy", "--urdf", str(urdf)])
+    assert again.exit_code == 2 and "found an existing file" in again.output
+    assert len(again.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("setup", "message"), [
+    ({"with_mesh_file": False}, "mesh: found 'package://toyarm/meshes/cube.obj' (no such file"),
+    ({"continuous": True}, "joints: found 'joint3' (no limits"),
+])
+def test_new_refuses_a_bad_file_in_one_line_and_writes_nothing(tmp_path, monkeypatch, setup, message) -> None:
+    monkeypatch.chdir(tmp_path)
+    urdf = write_toy_arm(tmp_path, **setup)
+    result = runner.invoke(app, ["robots", "new", "toy", "--urdf", str(urdf)])
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split())
+    assert not (tmp_path / "specs").exists()
+
+
+def test_check_of_a_robot_whose_arm_file_went_missing_is_one_line(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    urdf = write_toy_arm(tmp_path)
+    assert runner.invoke(app, ["robots", "new", "toy", "--urdf", str(urdf), "--gripper", "G"]).exit_code == 0
+    # (a process of its own each time, as a person runs it: this one has the arm compiled and cached)
+    (urdf.parent.parent / "meshes" / "cube.obj").unlink()
+    result = run_x2(["robots", "check", "toy"], tmp_path)
+    assert result.returncode == 2 and "mesh: found 'package://toyarm/meshes/cube.obj'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    urdf.unlink()
+    result = run_x2(["robots", "check", "toy"], tmp_path)
+    assert result.returncode == 2 and "source.file: found '../../../toyarm/urdf/toyarm.urdf' (no such file)" in \
+        " ".join(result.stderr.split())
+
+
+def test_new_needs_exactly_one_arm_file(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["robots", "new", "toy"])
+    assert result.exit_code == 2 and "--urdf/--mjcf: found neither" in result.output
+
+
