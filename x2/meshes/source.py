@@ -123,7 +123,8 @@ def read_mesh(path: Path, scale: float) -> SourceMesh:
     files = (path, *linked_files(path))
     parts = _parts(path)
     if not parts:
-        raise _refuse(path, "mesh", "no faces (an empty mesh)", "a mesh with triangles")
+        raise _refuse(path, "mesh", f"no triangles in its {path.stat().st_size} bytes (an empty mesh, or not a "
+                      f"{path.suffix.lstrip('.').upper()} file trimesh can read)", "a mesh with triangles")
     coloured = [(c, float(p.area)) for p in parts if (c := _colour(p)) is not None]
     weights = sum(w for _, w in coloured)
     rgba = GREY if not coloured or weights <= 0 else tuple(
