@@ -80,6 +80,15 @@ def test_a_box_has_the_analytic_mass_and_inertia(here: Path) -> None:
     assert len(pieces) == 1 and model.geom_group[pieces[0]] == 3 and model.geom_group[visual] == 0
     assert model.geom_contype[visual] == model.geom_conaffinity[visual] == 0
     assert "file=" not in xml and "vertex=" in xml
+    # the grasp sites close the fingers across the narrow side (x, 40 mm) and across the other (y), at half height
+    closing = {}
+    for site in ("grasp", "grasp_across"):
+        y = np.zeros(3)
+        mujoco.mju_rotVecQuat(y, np.array([0.0, 1.0, 0.0]), model.site_quat[model.site(site).id])
+        closing[site] = np.abs(y)
+        assert model.site_pos[model.site(site).id] == pytest.approx([0, 0, c / 2], abs=1e-6)
+    assert closing["grasp"] == pytest.approx([1, 0, 0], abs=1e-6)
+    assert closing["grasp_across"] == pytest.approx([0, 1, 0], abs=1e-6)
 
 
 def test_mass_overrides_the_density_and_a_rerun_is_a_no_op(here: Path) -> None:

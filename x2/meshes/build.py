@@ -18,7 +18,7 @@ from x2.meshes.inertia import DENSITY, MassProperties, mass_properties
 from x2.meshes.pieces import THRESHOLD, VISUAL_VERTICES, Piece, convex_pieces, visual_mesh
 from x2.meshes.source import linked_files, read_mesh
 
-VERSION = 1  # of what build_object makes from the same input: a new one makes every cached object again
+VERSION = 2  # of what build_object makes from the same input: a new one makes every cached object again
 
 
 @dataclass(frozen=True)
