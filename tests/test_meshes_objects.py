@@ -183,6 +183,7 @@ BAD = {  # file, how it is made, extra options, what the error says
     "another format": ("mesh.dae", lambda p: p.write_text("<COLLADA/>"), [], "one of .obj"),
     "mass and density": ("box.stl", lambda p: trimesh.creation.box(BOX).export(p), ["--mass", "1", "--density", "2"],
                          "one of them"),
+    "a bad name": ("box.stl", lambda p: trimesh.creation.box(BOX).export(p), [], "letters, digits"),
     "x2's own name": ("box.stl", lambda p: trimesh.creation.box(BOX).export(p), [], "x2's own objects"),
 }
 
@@ -191,7 +192,7 @@ BAD = {  # file, how it is made, extra options, what the error says
 def test_bad_input_is_one_line_and_writes_nothing(case: str, here: Path) -> None:
     file, make, extra, says = BAD[case]
     make(here / file)
-    name = "block" if case == "x2's own name" else "thing"
+    name = {"x2's own name": "block", "a bad name": "../up"}.get(case, "thing")
     code, out, err = add(file, "--name", name, *extra)
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), (code, out, err)

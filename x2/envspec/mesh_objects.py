@@ -9,15 +9,15 @@ same options is not made again, a changed one replaces both. A name of x2's own 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from x2.base.errors import SpecError
 from x2.envspec import catalog
+from x2.envspec.schema import NAME_PATTERN
 from x2.files.atomic import write_text
 from x2.meshes.fragment import KEY_PREFIX
-
-NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,9 @@ class ObjectFiles:
 
 def object_files(name: str) -> ObjectFiles:
     """The files of user object `name` (checked: a new name, or one `x2 objects add` made)."""
-    if not name or not set(name) <= NAME_CHARS or not name[0].isalpha():
-        raise SpecError(None, None, "name", repr(name), "lower-case letters, digits, '_' and '-', from a letter")
+    if not re.match(NAME_PATTERN, name) or name.startswith(".") or name.endswith((".yaml", ".yml")):
+        raise SpecError(None, None, "name", repr(name), "letters, digits, '_', '-' and '.' (not first), as other "
+                        "object names")
     if (catalog.BUILTIN_DIRS["objects"] / f"{name}.yaml").is_file():
         raise SpecError(None, None, "name", f"{name!r} (one of x2's own objects)", "a name x2 does not ship")
     folder = catalog.user_dir("objects")
