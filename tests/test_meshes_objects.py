@@ -107,6 +107,15 @@ def test_mass_overrides_the_density_and_a_rerun_is_a_no_op(here: Path) -> None:
     assert code == 0 and "unchanged" not in out and "30.0 x 30.0 x 30.0 mm" in out
 
 
+def test_up_turns_a_y_up_file(here: Path) -> None:
+    trimesh.creation.box((0.03, 0.08, 0.04)).export(here / "tall.glb")  # 80 mm along the file's y
+    code, out, err = add("tall.glb", "--name", "tall", "--up", "y")
+    assert code == 0, err
+    assert "30.0 x 40.0 x 80.0 mm" in out
+    _, _, model = fragment(here, "tall")
+    assert model.site_pos[model.site("grasp").id][2] == pytest.approx(0.04, abs=1e-6)
+
+
 def test_ascii_and_binary_stl_make_the_same_tetrahedron(here: Path) -> None:
     tetra = trimesh.Trimesh([[0, 0, 0], [0.05, 0, 0], [0, 0.05, 0], [0, 0, 0.05]], [[0, 2, 1], [0, 1, 3], [0, 3, 2],
                                                                                     [1, 2, 3]])
@@ -181,6 +190,7 @@ BAD = {  # file, how it is made, extra options, what the error says
     "texture not an image": ("cup.obj", _bad_texture, [], "not an image"),
     "no such file": ("missing.stl", lambda p: None, [], "no such file"),
     "another format": ("mesh.dae", lambda p: p.write_text("<COLLADA/>"), [], "one of .obj"),
+    "an unknown up axis": ("box.stl", lambda p: trimesh.creation.box(BOX).export(p), ["--up", "w"], "one of x, y"),
     "mass and density": ("box.stl", lambda p: trimesh.creation.box(BOX).export(p), ["--mass", "1", "--density", "2"],
                          "one of them"),
     "a bad name": ("box.stl", lambda p: trimesh.creation.box(BOX).export(p), [], "letters, digits"),

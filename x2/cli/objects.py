@@ -26,6 +26,8 @@ def objects_add(
                                          dir_okay=False)],
     name: Annotated[str, typer.Option("--name", help="the object's name in scenes and tasks")],
     scale: Annotated[float, typer.Option("--scale", help="file units -> metres (0.001 for a file in mm)")] = 1.0,
+    up: Annotated[str, typer.Option("--up", help="the file's axis that points up: z, y (glTF, many OBJ files), x, "
+                                    "-x, -y or -z")] = "z",
     mass: Annotated[float | None, typer.Option("--mass", help="kg (else density x volume)")] = None,
     density: Annotated[float | None, typer.Option("--density", help="kg/m^3 (default 500: between wood and "
                                                   "plastic); a mesh with holes needs --mass instead")] = None,
@@ -46,7 +48,8 @@ def objects_add(
     from x2.meshes.build import MeshOptions
     from x2.sim.mujoco.mesh_object import STAGES, add_mesh_object
 
-    options = MeshOptions(name=name, scale=scale, mass=mass, density=density, display=display, threshold=threshold)
+    options = MeshOptions(name=name, scale=scale, up=up, mass=mass, density=density, display=display,
+                          threshold=threshold)
     with progress(f"object {name}") as update:
         added = add_mesh_object(mesh, options, lambda i, stage: update(i, len(STAGES), stage=stage))
     shown = f"{added.files.xml} and {added.files.yaml.name}"
@@ -62,7 +65,7 @@ def objects_add(
         ("bounding box", " x ".join(f"{e * 1000:.1f}" for e in made.extents) + " mm"),
         ("watertight", "yes" if made.watertight else "no (inertia from the convex pieces)"),
         ("mass", f"{props.mass:.4g} kg" + (f" ({props.mass / props.volume:.4g} kg/m^3)" if props.volume else "")),
-        ("centre of mass", " ".join(f"{c * 1000:.1f}" for c in props.com) + " mm"),
+        ("centre of mass", " ".join(f"{c * 1000 + 0.0:.1f}" for c in props.com) + " mm"),
         ("inertia", f"diag {i[0, 0]:.3g} {i[1, 1]:.3g} {i[2, 2]:.3g}, off {i[0, 1]:.2g} {i[0, 2]:.2g} {i[1, 2]:.2g}"
                     " kg m^2"),
         ("drop test", f"rests {drop.sink * 1000:+.2f} mm into the table, moved {drop.drift * 1000:.1f} mm, "

@@ -25,6 +25,7 @@ VERSION = 2  # of what build_object makes from the same input: a new one makes e
 class MeshOptions:
     name: str
     scale: float = 1.0
+    up: str = "z"  # the file's axis that points up (x2.meshes.source.UP_AXES)
     mass: float | None = None  # kg; else density x volume
     density: float | None = None  # kg/m^3; neither: DENSITY
     display: str | None = None  # what instructions call it ("red mug")
@@ -57,7 +58,7 @@ def build_object(path: Path, options: MeshOptions, key: str) -> MeshObject:
     for field, value in (("mass", options.mass), ("density", options.density)):
         if value is not None and not value > 0:
             raise SpecError(str(path), None, field, f"{value:g}", "a positive number")
-    source = read_mesh(path, options.scale)
+    source = read_mesh(path, options.scale, options.up)
     if not source.watertight and options.mass is None:
         raise SpecError(str(path), None, "mesh", "a mesh that is not watertight (holes or non-manifold edges: it "
                         "has no volume to weigh)", "a closed mesh, or --mass KG (its inertia then comes from its "
@@ -67,8 +68,8 @@ def build_object(path: Path, options: MeshOptions, key: str) -> MeshObject:
     visual = visual_mesh(source.mesh, options.visual_vertices)
     weighed = (f"mass {options.mass:g} kg" if options.mass is not None else
                f"density {options.density if options.density is not None else DENSITY:g} kg/m^3")
-    about = (f"made by `x2 objects add` from {path.name} at scale {options.scale:g}, {weighed}, CoACD threshold "
-             f"{options.threshold:g}")
+    about = (f"made by `x2 objects add` from {path.name} at scale {options.scale:g}, up {options.up}, {weighed}, "
+             f"CoACD threshold {options.threshold:g}")
     text = object_text(options.name, options.display, visual, pieces, props, source.rgba, about, key)
     return MeshObject(text=text, pieces=tuple(pieces), props=props, extents=source.extents,
                       visual_vertices=len(visual.vertices), watertight=source.watertight, rgba=source.rgba)

@@ -29,6 +29,11 @@ from x2.base.errors import SpecError
 FORMATS = (".obj", ".stl", ".glb", ".gltf", ".ply")
 MAX_EXTENT = 0.5  # m: the largest side the booth's table and the grippers' reach are built for
 MIN_EXTENT = 0.005  # m: a thinner mesh is flat (no volume to collide or to weigh)
+# the rotation that turns each axis of a file to x2's up (+z): a quarter turn about x or y, a half turn for -z
+UP_AXES: dict[str, tuple[tuple[int, int, int], ...]] = {
+    "z": ((1, 0, 0), (0, 1, 0), (0, 0, 1)), "y": ((1, 0, 0), (0, 0, -1), (0, 1, 0)),
+    "-y": ((1, 0, 0), (0, 0, 1), (0, -1, 0)), "x": ((0, 0, -1), (0, 1, 0), (1, 0, 0)),
+    "-x": ((0, 0, 1), (0, 1, 0), (-1, 0, 0)), "-z": ((1, 0, 0), (0, -1, 0), (0, 0, -1))}
 GREY = (0.7, 0.7, 0.7, 1.0)  # the colour of a mesh whose file gives none
 _MAP = re.compile(r"^\s*(map_\w+|bump|disp|decal|refl)\s+(.+?)\s*$", re.IGNORECASE)
 _MTLLIB = re.compile(r"^\s*mtllib\s+(.+?)\s*$")
@@ -89,37 +94,52 @@ def _parts(path: Path) -> list[trimesh.Trimesh]:
     return [p for p in parts if len(p.faces)]
 
 
+def _texture_samples(visual: trimesh.visual.TextureVisuals) -> Floats | None:
+    """The colours (n, 3 or 4, 0-255) of the visual's texture at its UVs (wrapped into [0, 1)), or None."""
+    material = visual.material
+    image = getattr(material, "image", None) or getattr(material, "baseColorTexture", None)
+    if image is None or visual.uv is None or not len(visual.uv):
+        return None
+    pixels = np.asarray(image.convert("RGBA"))
+    h, w = pixels.shape[:2]
+    uv = np.mod(np.asarray(visual.uv, dtype=np.float64), 1.0)
+    rows = np.clip(((1.0 - uv[:, 1]) * h).astype(int), 0, h - 1)  # (v runs up the image)
+    cols = np.clip((uv[:, 0] * w).astype(int), 0, w - 1)
+    samples: Floats = pixels[rows, cols].astype(np.float64)
+    return samples
+
+
 def _colour(part: trimesh.Trimesh) -> tuple[float, float, float, float] | None:
-    """The part's mean colour: its texture sampled at its UVs, else its face or vertex colours, else its
-    material's diffuse colour; None where the file gives none."""
+    """The part's mean colour: its texture sampled at its UVs, else its face colours, else its material's main
+    colour; None where the file gives none."""
     visual = part.visual
-    try:
-        if isinstance(visual, trimesh.visual.TextureVisuals):
-            colours = visual.to_color().vertex_colors  # type: ignore[no-untyped-call]  # (unannotated in trimesh)
-        elif isinstance(visual, trimesh.visual.ColorVisuals) and visual.defined:
-            colours = visual.face_colors
-        else:
-            return None
-    except (ValueError, IndexError, AttributeError, TypeError):  # a material without image or UVs
-        material = getattr(visual, "material", None)
-        main = getattr(material, "main_color", None)
-        if main is None:
-            return None
-        colours = np.asarray(main).reshape(1, -1)
-    mean = np.asarray(colours, dtype=np.float64).reshape(-1, colours.shape[-1])[:, :4].mean(axis=0) / 255.0
+    colours: Floats | None = None
+    if isinstance(visual, trimesh.visual.TextureVisuals):
+        colours = _texture_samples(visual)
+        main = getattr(visual.material, "main_color", None)
+        if colours is None and main is not None:
+            colours = np.asarray(main, dtype=np.float64).reshape(1, -1)
+    elif isinstance(visual, trimesh.visual.ColorVisuals) and visual.defined:
+        colours = np.asarray(visual.face_colors, dtype=np.float64)
+    if colours is None or not len(colours):
+        return None
+    mean = colours.reshape(len(colours), -1)[:, :4].mean(axis=0) / 255.0
     rgba = [*mean[:3], mean[3] if len(mean) > 3 else 1.0]
     return (round(float(rgba[0]), 3), round(float(rgba[1]), 3), round(float(rgba[2]), 3),
             round(max(float(rgba[3]), 0.1), 3))
 
 
-def read_mesh(path: Path, scale: float) -> SourceMesh:
-    """The mesh of `path` scaled by `scale` (file units -> metres), checked and moved to x2's object frame."""
+def read_mesh(path: Path, scale: float, up: str = "z") -> SourceMesh:
+    """The mesh of `path` scaled by `scale` (file units -> metres), turned so that its axis `up` (one of UP_AXES:
+    glTF files and many OBJ files are drawn y-up) points up, checked and moved to x2's object frame."""
     if not path.is_file():
         raise _refuse(path, "mesh", "no such file", "an OBJ, STL, GLB or PLY mesh file")
     if path.suffix.lower() not in FORMATS:
         raise _refuse(path, "mesh", f"a {path.suffix or 'suffix-less'} file", "one of " + ", ".join(FORMATS))
     if not (math.isfinite(scale) and scale > 0):
         raise _refuse(path, "scale", f"{scale:g}", "a positive number (file units -> metres)")
+    if up not in UP_AXES:
+        raise _refuse(path, "up", repr(up), "one of " + ", ".join(UP_AXES))
     files = (path, *linked_files(path))
     parts = _parts(path)
     if not parts:
@@ -132,6 +152,10 @@ def read_mesh(path: Path, scale: float) -> SourceMesh:
     mesh = trimesh.Trimesh(vertices=np.concatenate([p.vertices for p in parts]) * scale,
                            faces=np.concatenate([p.faces + sum(len(q.vertices) for q in parts[:i])
                                                  for i, p in enumerate(parts)]), process=True)
+    if up != "z":
+        turn = np.eye(4)
+        turn[:3, :3] = UP_AXES[up]
+        mesh.apply_transform(turn)
     if not np.isfinite(mesh.vertices).all():
         raise _refuse(path, "mesh", "vertices that are not finite numbers", "a mesh of finite coordinates")
     mesh.update_faces(mesh.nondegenerate_faces())
