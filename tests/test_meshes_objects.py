@@ -190,7 +190,7 @@ BAD = {  # file, how it is made, extra options, what the error says
     "texture not an image": ("cup.obj", _bad_texture, [], "not an image"),
     "no such file": ("missing.stl", lambda p: None, [], "no such file"),
     "another format": ("mesh.dae", lambda p: p.write_text("<COLLADA/>"), [], "one of .obj"),
-    "an unknown up axis": ("box.stl", lambda p: trimesh.creation.box(BOX).export(p), ["--up", "w"], "one of x, y"),
+    "an unknown up axis": ("box.stl", lambda p: trimesh.creation.box(BOX).export(p), ["--up", "w"], "one of z, y"),
     "mass and density": ("box.stl", lambda p: trimesh.creation.box(BOX).export(p), ["--mass", "1", "--density", "2"],
                          "one of them"),
     "a bad name": ("box.stl", lambda p: trimesh.creation.box(BOX).export(p), [], "letters, digits"),
