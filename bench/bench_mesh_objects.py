@@ -8,7 +8,9 @@ makes them 9-15 cm long; 0.01 fits the grippers x2 ships). Per object, in a fres
 `x2 synth -n N` on it (master seed 0), its accepted share and the deepest contact of its stored frames.
 
     .venv/bin/python bench/bench_mesh_objects.py --n 5
-    .venv/bin/python bench/bench_mesh_objects.py --n 5 --meshes random_urdfs/003/003.obj duck.obj:0.03
+    .venv/bin/python bench/bench_mesh_objects.py --n 5 --meshes random_urdfs/003/003.obj duck.obj:0.05:y:0.05
+
+A mesh is PATH[:SCALE[:UP[:MASS]]] (default --scale, z up, density 500 kg/m^3; an open mesh needs a MASS).
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=0.01)
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "x2-bench-pybullet")
     parser.add_argument("--meshes", nargs="*", default=DEFAULT,
-                        help="paths under pybullet_data, each optionally PATH:SCALE")
+                        help="paths under pybullet_data, each PATH[:SCALE[:UP[:MASS]]]")
     args = parser.parse_args()
     data = pybullet_data(args.cache)
     print(f"machine: {platform.node()} {platform.machine()} python {platform.python_version()}; pick_place with "
@@ -85,13 +87,15 @@ def main() -> None:
     rows = []
     home = Path.cwd()
     for k, entry in enumerate(args.meshes):
-        file, _, scale = entry.partition(":")
+        file, scale, up, mass = (entry.split(":") + ["", "", ""])[:4]
         name = f"mesh_{k:02d}"
         with tempfile.TemporaryDirectory() as tmp:
             os.chdir(tmp)
             try:
                 t0 = time.perf_counter()
-                added = add_mesh_object(data / file, MeshOptions(name=name, scale=float(scale or args.scale)))
+                options = MeshOptions(name=name, scale=float(scale or args.scale), up=up or "z",
+                                      mass=float(mass) if mass else None)
+                added = add_mesh_object(data / file, options)
                 made_s = time.perf_counter() - t0
                 assert added.made is not None
                 user_task(name)
@@ -112,7 +116,7 @@ def main() -> None:
                 os.chdir(home)
         made, props = added.made, added.made.props
         i = props.inertia
-        row = {"file": file, "pieces": len(made.pieces), "mass": props.mass, "made_s": made_s,
+        row = {"file": file, "rgba": made.rgba, "pieces": len(made.pieces), "mass": props.mass, "made_s": made_s,
                "inertia": (i[0, 0], i[1, 1], i[2, 2]), "bbox_mm": tuple(1000 * made.extents),
                "accepted": progress.accepted, "attempts": progress.attempted, "wall_s": wall, "depth_mm": 1e3 * depth,
                "xml_kb": len(made.text.xml.encode()) / 1024}
