@@ -165,6 +165,15 @@ def test_a_textured_obj_keeps_its_mean_colour(here: Path) -> None:
     assert model.geom_rgba[model.geom("visual").id] == pytest.approx([200 / 255, 20 / 255, 20 / 255, 1], abs=0.01)
 
 
+def test_a_missing_material_file_is_noted(here: Path) -> None:
+    trimesh.creation.box(BOX).export(here / "plain.obj")
+    text = (here / "plain.obj").read_text()
+    (here / "plain.obj").write_text("mtllib gone.mtl\n" + text)
+    code, out, err = add("plain.obj", "--name", "plain")
+    assert code == 0, err
+    assert "note: plain.obj names gone.mtl, not found beside it" in out
+
+
 def _open_box(path: Path) -> None:
     mesh = trimesh.creation.box(BOX)
     trimesh.Trimesh(mesh.vertices, mesh.faces[:-2]).export(path)

@@ -74,3 +74,6 @@ def objects_add(
     ):
         table.add_row(key, escape(value))
     console.print(table)
+    if made.missing:
+        console.print(escape(f"note: {mesh.name} names {', '.join(made.missing)}, not found beside it: its colour is "
+                             "the file's default"))

@@ -42,12 +42,13 @@ class MeshObject:
     visual_vertices: int
     watertight: bool
     rgba: tuple[float, float, float, float]
+    missing: tuple[str, ...]  # files the mesh file names that are not there
 
 
 def cache_key(path: Path, options: MeshOptions) -> str:
     """sha256 of the build's version, the options and the bytes of the file and of every file it names."""
     digest = hashlib.sha256(json.dumps({"version": VERSION, **asdict(options)}, sort_keys=True).encode())
-    for file in (path, *linked_files(path)):
+    for file in (path, *linked_files(path).files):
         digest.update(file.name.encode() + b"\0" + hashlib.sha256(file.read_bytes()).digest())
     return digest.hexdigest()
 
@@ -72,4 +73,5 @@ def build_object(path: Path, options: MeshOptions, key: str) -> MeshObject:
              f"CoACD threshold {options.threshold:g}")
     text = object_text(options.name, options.display, visual, pieces, props, source.rgba, about, key)
     return MeshObject(text=text, pieces=tuple(pieces), props=props, extents=source.extents,
-                      visual_vertices=len(visual.vertices), watertight=source.watertight, rgba=source.rgba)
+                      visual_vertices=len(visual.vertices), watertight=source.watertight, rgba=source.rgba,
+                      missing=source.missing)

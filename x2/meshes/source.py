@@ -46,24 +46,33 @@ class SourceMesh:
     extents: Floats  # bounding box sides (m), x y z
     watertight: bool
     files: tuple[Path, ...]  # the mesh file and every file it names (MTL, textures): what the cache digests
+    missing: tuple[str, ...]  # files the mesh file names that are not there (its colour is then the default's)
 
 
 def _refuse(path: Path, field: str, found: str, allowed: str) -> SpecError:
     return SpecError(str(path), None, field, found, allowed)
 
 
-def linked_files(path: Path) -> tuple[Path, ...]:
-    """The files an OBJ names (its MTL libraries and their texture maps), each checked: present, and every
-    texture an image PIL can read. Other formats carry their textures inside (GLB) or have none (STL, PLY)."""
+@dataclass(frozen=True)
+class Linked:
+    files: tuple[Path, ...]  # the MTL libraries and textures an OBJ names that are there
+    missing: tuple[str, ...]  # the ones it names that are not (trimesh reads the OBJ without them)
+
+
+def linked_files(path: Path) -> Linked:
+    """The files an OBJ names (its MTL libraries and their texture maps), each present one checked: every texture
+    an image PIL can read. Other formats carry their textures inside (GLB) or have none (STL, PLY)."""
     if path.suffix.lower() != ".obj":
-        return ()
+        return Linked((), ())
     found: list[Path] = []
+    missing: list[str] = []
     for line in path.read_text(errors="replace").splitlines():
         if (lib := _MTLLIB.match(line)) is None:
             continue
         mtl = path.parent / lib.group(1)
         if not mtl.is_file():
-            raise _refuse(path, "mtllib", f"{lib.group(1)!r} (no such file)", "a material file next to the OBJ")
+            missing.append(lib.group(1))
+            continue
         found.append(mtl)
         for entry in mtl.read_text(errors="replace").splitlines():
             if (tex := _MAP.match(entry)) is None:
@@ -71,7 +80,8 @@ def linked_files(path: Path) -> tuple[Path, ...]:
             name = tex.group(2).split()[-1]  # (options such as -s 1 1 1 come before the file name)
             image = mtl.parent / name
             if not image.is_file():
-                raise _refuse(mtl, tex.group(1), f"{name!r} (no such file)", "a texture image next to the MTL")
+                missing.append(name)
+                continue
             try:
                 with Image.open(image) as opened:
                     opened.verify()
@@ -79,7 +89,7 @@ def linked_files(path: Path) -> tuple[Path, ...]:
                 raise _refuse(mtl, tex.group(1), f"{name!r}, which is not an image ({type(exc).__name__})",
                               "a PNG or JPEG texture") from None
             found.append(image)
-    return tuple(found)
+    return Linked(tuple(found), tuple(missing))
 
 
 def _parts(path: Path) -> list[trimesh.Trimesh]:
@@ -140,7 +150,7 @@ def read_mesh(path: Path, scale: float, up: str = "z") -> SourceMesh:
         raise _refuse(path, "scale", f"{scale:g}", "a positive number (file units -> metres)")
     if up not in UP_AXES:
         raise _refuse(path, "up", repr(up), "one of " + ", ".join(UP_AXES))
-    files = (path, *linked_files(path))
+    linked = linked_files(path)
     parts = _parts(path)
     if not parts:
         raise _refuse(path, "mesh", f"no triangles in its {path.stat().st_size} bytes (an empty mesh, or not a "
@@ -178,7 +188,8 @@ def read_mesh(path: Path, scale: float, up: str = "z") -> SourceMesh:
     lo, hi = mesh.bounds
     mesh.apply_translation([-(lo[0] + hi[0]) / 2, -(lo[1] + hi[1]) / 2, -lo[2]])
     rgba4 = (float(rgba[0]), float(rgba[1]), float(rgba[2]), float(rgba[3]))
-    return SourceMesh(mesh=mesh, rgba=rgba4, extents=extents, watertight=watertight, files=files)
+    return SourceMesh(mesh=mesh, rgba=rgba4, extents=extents, watertight=watertight,
+                      files=(path, *linked.files), missing=linked.missing)
 
 
 def _sides(extents: Floats) -> str:
