@@ -142,6 +142,18 @@ def test_a_concave_obj_is_cut_into_convex_pieces(here: Path) -> None:
     assert model.body_mass[model.body("object").id] == pytest.approx(500.0 * 54e-6, rel=1e-4)  # the mesh's own
 
 
+def test_the_same_file_makes_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    l_prism().export(tmp_path / "ell.obj")
+    made = []
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        monkeypatch.chdir(tmp_path / folder)
+        assert add(str(tmp_path / "ell.obj"), "--name", "ell_again", "--threshold", "0.1")[0] == 0
+        objects = tmp_path / folder / "specs" / "objects"
+        made.append([(objects / f"ell_again.{k}").read_bytes() for k in ("xml", "yaml")])
+    assert made[0] == made[1]
+
+
 def test_a_torus_obj_stands_on_its_pieces(here: Path) -> None:
     trimesh.creation.torus(0.03, 0.01, major_sections=24, minor_sections=12).export(here / "ring.obj")
     code, out, err = add("ring.obj", "--name", "ring", "--threshold", "0.3")
