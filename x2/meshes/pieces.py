@@ -2,9 +2,10 @@
 
 MuJoCo collides with the convex hull of each mesh geom, so a concave object (a mug, a torus) needs several convex
 pieces: CoACD (approximate convex decomposition, PyPI `coacd`) cuts the mesh where its concavity exceeds
-`threshold` (0.05: a few mm on a 10 cm object), at most `MAX_PIECES` pieces of at most `MAX_PIECE_VERTICES`
-vertices each. Its search is seeded (`SEED`) and runs on one thread, so the same file gives the same pieces. A
-mesh that is convex already is its own one piece.
+`threshold` (CoACD's measure, a fraction of the mesh's size; 0.05 by default), into at most `MAX_PIECES` pieces of
+at most `MAX_PIECE_VERTICES` vertices each. Its search is seeded (`SEED`), so the same file gives the same pieces
+(tests/test_meshes_objects.py; the same with 1 or 4 OpenMP threads). A mesh that is convex already is its own
+one piece.
 
 The visual mesh is the file's, decimated (quadric edge collapse, fast-simplification) to at most `VISUAL_VERTICES`
 vertices: a world is compiled at every reset and stored as text in every episode file.
