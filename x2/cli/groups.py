@@ -23,7 +23,7 @@ LOOK = "Robots, tasks, devices, this machine"
 
 class RootGroup(X2Group):
     command_order = ("collect", "synth", "augment", "render", "export", "datasets", "label", "replay", "eval", "serve",
-                     "robots", "tasks", "devices", "doctor")
+                     "robots", "objects", "tasks", "devices", "doctor")
 
 
 def mount(app: typer.Typer) -> None:
@@ -35,6 +35,7 @@ def mount(app: typer.Typer) -> None:
         doctor,
         export,
         label,
+        objects,
         render,
         replay,
         robots,
@@ -59,6 +60,7 @@ def mount(app: typer.Typer) -> None:
     app.command("eval", rich_help_panel=EVALUATE)(eval_cli.eval_command)
     app.command("serve", rich_help_panel=EVALUATE)(serve_cli.serve)
     app.add_typer(robots.robots_app, rich_help_panel=LOOK)
+    app.add_typer(objects.objects_app, rich_help_panel=LOOK)
     app.add_typer(tasks.tasks_app, rich_help_panel=LOOK)
     app.add_typer(devices.app, rich_help_panel=LOOK)
     app.command("doctor", rich_help_panel=LOOK)(doctor.doctor)

@@ -250,6 +250,7 @@ class RobotFile(_Strict):
 class AssetFile(_Strict):
     name: Name
     mjcf: str
+    display: str | None = None  # what instructions call it ("red mug"); x2 objects add --display writes it
     tags: list[str] = []
     footprint_radius: Number = Field(gt=0)
     height: Number = Field(default=0.0, ge=0)
