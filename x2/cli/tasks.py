@@ -1,10 +1,11 @@
-"""`x2 tasks ...`: list, inspect and preview the built-in and user tasks."""
+"""`x2 tasks ...`: list, inspect, preview and start tasks; list the predicates and skills a task may use."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypedDict
 
 import typer
 from rich.columns import Columns
@@ -28,7 +29,7 @@ from x2.sim.camera import ImageSize
 tasks_app = typer_group(
     "tasks", "List and inspect tasks and their subtask DAGs.",
     "  x2 tasks ls\n\n  x2 tasks show fruit_in_microwave --graph\n\n  x2 tasks show pick_place --robot artixon-h\n\n"
-    "  x2 tasks preview fruit_in_microwave --out preview.png",
+    "  x2 tasks preview fruit_in_microwave --out preview.png\n\n  x2 tasks predicates\n\n  x2 tasks skills --json",
 )
 
 ROLE_STYLE = {"source": "bold green", "inner": "bold yellow", "sink": "bold magenta"}
@@ -156,6 +157,81 @@ def tasks_preview(
     n = len(preview.tiles)
     console.print(escape(f"wrote {preview.path}: {n} tile{'' if n == 1 else 's'} of {preview.task} "
                          f"({preview.camera} at {tile_size}, master seed {master_seed})"), soft_wrap=True)
+
+
+class ArgRow(TypedDict):
+    name: str
+    type: str
+    default: object  # None: none (a predicate's required argument), or the skill works it out
+    doc: str
+
+
+class RegistryRow(TypedDict):
+    name: str
+    doc: str
+    args: list[ArgRow]
+
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
+
+
+@tasks_app.command("predicates")
+def tasks_predicates(as_json: JsonFlag = False) -> None:
+    """List every predicate a task's `success:` or `failure:` may name, with its arguments.
+
+    An argument's type says what it takes: object (a scene object or @role), part (OBJECT/PART, a site),
+    joint (OBJECT/JOINT or a robot joint), arm (left, right or both), float (a number). An argument with
+    a default may be left out.
+
+    Example: [cyan]x2 tasks predicates[/cyan]
+    """
+    from x2.tasks.predicates import PREDICATES
+
+    rows = [RegistryRow(name=d.name, doc=d.doc, args=[ArgRow(name=a, type=kind, default=d.defaults.get(a), doc="")
+                                                      for a, kind in d.params.items()]) for d in PREDICATES.values()]
+    _print_registry("predicates", rows, as_json)
+
+
+@tasks_app.command("skills")
+def tasks_skills(as_json: JsonFlag = False) -> None:
+    """List every skill a task node's `skill:` may name, with its parameters.
+
+    A binding is `skill: {name: NAME, arm: ARM, target: TARGET, PARAMETER: VALUE, ...}`; the parameters may be
+    left out (a default of "-": the skill works it out, as the meaning says).
+
+    Example: [cyan]x2 tasks skills[/cyan]
+    """
+    from x2.synth.skills import SKILLS
+
+    rows: list[RegistryRow] = []
+    for d in SKILLS.values():
+        arms = "both" if d.needs_base else "left, right, auto" + (", both" if d.both_arms else "")
+        bound = [ArgRow(name="arm", type=arms, default="auto" if "auto" in arms else "both",
+                        doc="the arm it runs on (auto: the one nearest the target)")]
+        if d.needs_target:
+            bound.append(ArgRow(name="target", type="OBJECT, @role or OBJECT/PART", default=None,
+                                doc="what it acts on (required)"))
+        rows.append(RegistryRow(name=d.name, doc=d.doc, args=bound + [
+            ArgRow(name=a, type=p.kind.__name__, default=p.default, doc=p.doc) for a, p in d.params.items()]))
+    _print_registry("skills", rows, as_json)
+
+
+def _print_registry(title: str, rows: list[RegistryRow], as_json: bool) -> None:
+    """One table (or JSON list) of a registry: a row per entry with its meaning, a row per argument below it."""
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title=title, title_justify="left")
+    for col in ("name", "argument", "type", "default", "meaning"):
+        table.add_column(col)
+    for row in rows:
+        args = row["args"]
+        table.add_row(Text(row["name"], style="bold"), "", "", "", escape(row["doc"]), end_section=not args)
+        for i, a in enumerate(args):
+            default = "-" if a["default"] is None else str(a["default"])
+            table.add_row("", escape(a["name"]), escape(a["type"]), escape(default), escape(a["doc"]),
+                          end_section=i == len(args) - 1)
+    console.print(table)
 
 
 def _role(node: str, edges: tuple[tuple[str, str], ...]) -> str:
