@@ -71,9 +71,15 @@ def tasks_show(
 ) -> None:
     """Show a compiled task: subtasks, predicates, order.
 
+    The task is compiled as `x2 synth` compiles it (its skill bindings checked, its world built in MuJoCo), so
+    a task shown here is one synthesis accepts, and a refusal is the line synthesis would give.
+
     Example: [cyan]x2 tasks show fruit_in_microwave --graph[/cyan]
     """
-    env = spec.load_env(name, robot=robot, variant=variant)
+    from x2.synth.options import SessionOptions  # (MuJoCo: only when a task is shown)
+
+    env, backend = SessionOptions(name, robot=robot, variant=variant).compile()
+    backend.close()
     task = env.task
     assert task is not None
     console.print(f"[bold]{escape(task.name)}[/bold]: {escape(task.instruction)}")
