@@ -24,6 +24,8 @@ Vec3 = tuple[Number, Number, Number]
 # terminal output (where "[red]" would be markup): letters, digits and a few separators only.
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
+# A display name is words in an instruction (and a LeRobot task string): printable, one line, no markup brackets.
+DISPLAY_PATTERN = r"^[^\x00-\x1f\x7f\[\]{}]+$"
 Size = Annotated[Number, Field(gt=0)]
 Extent = Annotated[Number, Field(ge=0)]
 Unit = Annotated[Number, Field(ge=0, le=1)]
@@ -234,6 +236,8 @@ class RobotFile(_Strict):
 
 class AssetFile(_Strict):
     name: Name
+    # what instructions call it ("red mug"): a task's {OBJECT} placeholder becomes this, else the asset's name
+    display: Annotated[str, Field(min_length=1, pattern=DISPLAY_PATTERN)] | None = None
     mjcf: str
     tags: list[str] = []
     footprint_radius: Number = Field(gt=0)
