@@ -22,6 +22,7 @@ from x2.cli.options import GripperOpt, RobotOpt, VariantOpt
 from x2.cli.progress import progress
 from x2.envspec.env import NodeSpec
 from x2.envspec.schema import DIMENSIONS
+from x2.envspec.source import display_path
 from x2.labeling import topological_order
 from x2.recorded.frames import DEFAULT_SIZE
 from x2.sim.camera import ImageSize
@@ -176,6 +177,25 @@ class RegistryRow(TypedDict):
     name: str
     doc: str
     args: list[ArgRow]
+
+
+@tasks_app.command("new")
+def tasks_new(
+    name: Annotated[str, typer.Argument(help="the new task's name (letters, digits, _ - .)")],
+    source: Annotated[str, typer.Option("--from", help="the task to start from: a name or a path to a task "
+                                        "YAML")] = "pick_place",
+) -> None:
+    """Start a task of your own: write ./specs/tasks/NAME.yaml, a copy of another task to edit.
+
+    The copy has its name changed and a header saying what to edit; an existing file is never written over.
+
+    Example: [cyan]x2 tasks new my_task --from pick_place[/cyan], then [cyan]x2 tasks show my_task[/cyan]
+    """
+    from x2.envspec.scaffold import new_task
+
+    made = new_task(name, source)
+    console.print(escape(f"wrote {display_path(made.path)}, a copy of the task {made.source.stem}: edit it, then "
+                         f"`x2 tasks show {name}`"), soft_wrap=True)
 
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
