@@ -39,6 +39,7 @@ def test_new_task_from_a_built_in_then_shown(tmp_path: Path, monkeypatch: pytest
     (["pick_place"], "x2 tasks new pick_place: NAME: found 'pick_place', a task already"),
     (["bad name"], "x2 tasks new bad name: NAME: found 'bad name'; allowed: a name of letters"),
     (["other", "--from", "no_such_task"], "unknown task 'no_such_task'; available: "),
+    (["other", "--scene", "no_such_scene"], "unknown scene 'no_such_scene'; available: "),
 ])
 def test_refused_in_one_line_nothing_written(args: list[str], found: str, tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:

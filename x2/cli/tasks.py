@@ -184,16 +184,21 @@ def tasks_new(
     name: Annotated[str, typer.Argument(help="the new task's name (letters, digits, _ - .)")],
     source: Annotated[str, typer.Option("--from", help="the task to start from: a name or a path to a task "
                                         "YAML")] = "pick_place",
+    scene: Annotated[str | None, typer.Option("--scene", help="set its scene to this one (built-in or "
+                                              "./specs/scenes; default: the source task's)",
+                                              show_default=False)] = None,
 ) -> None:
     """Start a task of your own: write ./specs/tasks/NAME.yaml, a copy of another task to edit.
 
     The copy has its name changed and a header saying what to edit; an existing file is never written over.
 
     Example: [cyan]x2 tasks new my_task --from pick_place[/cyan], then [cyan]x2 tasks show my_task[/cyan]
+
+    In a scene of your own: [cyan]x2 tasks new my_task --from pick_place --scene my_booth[/cyan]
     """
     from x2.envspec.scaffold import new_task
 
-    made = new_task(name, source)
+    made = new_task(name, source, scene)
     console.print(escape(f"wrote {display_path(made.path)}, a copy of the task {made.source.stem}: edit it, then "
                          f"`x2 tasks show {name}`"), soft_wrap=True)
 

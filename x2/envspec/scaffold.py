@@ -25,9 +25,8 @@ HEADER = """\
 #   nodes        subtasks: success/failure predicates (x2 tasks predicates) and the skill synthesis runs
 #                for each (x2 tasks skills)
 #   edges        which subtask comes before which
-# Check it with `x2 tasks show {name}`, then `x2 synth --task {name} -n 10`.
+# Check it with `x2 tasks show {name}`, then `x2 synth --task {name} -n 10` (docs/authoring.md).
 """
-_NAME_LINE = re.compile(r"^name:.*$", re.MULTILINE)  # the top-level name (not indented)
 
 
 @dataclass(frozen=True)
@@ -36,8 +35,9 @@ class NewTask:
     source: Path  # the task file it was copied from
 
 
-def new_task(name: str, source: str) -> NewTask:
-    """Write ./specs/tasks/NAME.yaml from the task `source` (a name or a path); refuse a name that is taken."""
+def new_task(name: str, source: str, scene: str | None = None) -> NewTask:
+    """Write ./specs/tasks/NAME.yaml from the task `source` (a name or a path), in `scene` if given (a scene name:
+    built-in or ./specs/scenes); refuse a name that is taken."""
     where = f"x2 tasks new {name}"
     if not re.fullmatch(NAME_PATTERN, name):
         raise SpecError(where, None, "NAME", repr(name), "a name of letters, digits, '_', '-' and '.'")
@@ -47,9 +47,10 @@ def new_task(name: str, source: str) -> NewTask:
                         "a name no task has (x2 tasks ls lists them)")
     src = catalog.locate("tasks", source)
     text = src.read_text(encoding="utf-8")
-    named, count = _NAME_LINE.subn(f"name: {name}", text, count=1)
-    if count == 0:  # (its name comes from an included file: this one's overrides it)
-        named = f"name: {name}\n{text}"
+    named = _set(text, "name", name)
+    if scene is not None:
+        catalog.locate("scenes", scene)  # (an unknown scene: the line listing those there are)
+        named = _set(named, "scene", scene)
     target = catalog.user_dir("tasks") / f"{name}.yaml"
 
     def refuse(path: Path) -> None:
@@ -61,3 +62,10 @@ def new_task(name: str, source: str) -> NewTask:
     with staging(target, TEMP, existing="refuse", refuse=refuse, make_parent=True) as tmp:
         tmp.write_text(HEADER.format(name=name, source=src.stem) + named, encoding="utf-8")
     return NewTask(target, src)
+
+
+def _set(text: str, key: str, value: str) -> str:
+    """`text` with its top-level (not indented) `key:` line set to `value`; added first when it has none (the
+    value came from an included file: this file's own overrides it)."""
+    out, count = re.subn(rf"^{key}:.*$", f"{key}: {value}", text, count=1, flags=re.MULTILINE)
+    return out if count else f"{key}: {value}\n{text}"
