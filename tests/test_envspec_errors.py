@@ -45,8 +45,8 @@ def _tree(root: Path) -> set[str]:
 
 # (name, files to write {relpath: text}, command args, expected file, expected line, message pattern)
 CASES = [
-    ("bad yaml", {"t.yaml": "name: x\nnodes: [a, b\n"}, ["tasks", "show", "t.yaml"], "t.yaml", 3,
-     r"<yaml>: found .*; allowed: valid YAML"),
+    ("bad yaml", {"t.yaml": "name: x\nnodes: [a, b\n"}, ["tasks", "show", "t.yaml"], "t.yaml", 2,
+     r"<yaml>: found a \[ opened on this line and not closed .*; allowed: a closing \]"),
     ("unknown robot", {"t.yaml": GOOD_TASK.replace("robot: artixon-g", "robot: artixon-z")},
      ["tasks", "show", "t.yaml"], "t.yaml", 4, r"robot: found unknown robot 'artixon-z'; allowed: available: .*artixon-g"),
     ("cycle", {"t.yaml": GOOD_TASK.replace("edges: [[open_door, place], [pick, place]]",

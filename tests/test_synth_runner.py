@@ -137,17 +137,17 @@ def test_a_pools_manifest_names_the_world_as_an_inline_runs(two_runs: tuple[Path
 
 
 def test_a_pools_parent_builds_no_simulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import x2.synth.attempt as attempt
+    import x2.synth.options as options  # (where a session's simulator is made: SessionOptions.compile)
 
     parent, built = os.getpid(), []
-    real = attempt.make_backend
+    real = options.make_backend
 
     def make_backend(env: object) -> object:  # (a forked worker counts in its own copy of `built`)
         if os.getpid() == parent:
             built.append(env)
         return real(env)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(attempt, "make_backend", make_backend)
+    monkeypatch.setattr(options, "make_backend", make_backend)
     run = SynthRun(SynthConfig(SessionOptions("pick_place"), n=1, workers=2, seed=11), tmp_path / "ds")
     assert run.run().accepted == 1 and built == [] and run.session is None
     inline = SynthRun(SynthConfig(SessionOptions("pick_place"), n=1, workers=1, seed=11), tmp_path / "inline")

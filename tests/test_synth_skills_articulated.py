@@ -131,7 +131,7 @@ def test_seeded_ik_tracks_and_refuses(microwave_g):
 
 def test_registered_with_parameters():
     for name in ("open", "close"):
-        assert SKILLS[name].params == {"target": float, "joint": str, "park": bool}
+        assert {k: p.kind for k, p in SKILLS[name].params.items()} == {"goal": float, "joint": str, "park": bool}
         assert SKILLS[name].needs_target and not SKILLS[name].both_arms
 
 

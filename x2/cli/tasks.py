@@ -1,10 +1,11 @@
-"""`x2 tasks ...`: list, inspect and preview the built-in and user tasks."""
+"""`x2 tasks ...`: list, inspect, preview and start tasks; list the predicates and skills a task may use."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypedDict
 
 import typer
 from rich.columns import Columns
@@ -21,6 +22,7 @@ from x2.cli.options import GripperOpt, RobotOpt, VariantOpt
 from x2.cli.progress import progress
 from x2.envspec.env import NodeSpec
 from x2.envspec.schema import DIMENSIONS
+from x2.envspec.source import display_path
 from x2.labeling import topological_order
 from x2.recorded.frames import DEFAULT_SIZE
 from x2.sim.camera import ImageSize
@@ -28,7 +30,7 @@ from x2.sim.camera import ImageSize
 tasks_app = typer_group(
     "tasks", "List and inspect tasks and their subtask DAGs.",
     "  x2 tasks ls\n\n  x2 tasks show fruit_in_microwave --graph\n\n  x2 tasks show pick_place --robot artixon-h\n\n"
-    "  x2 tasks preview fruit_in_microwave --out preview.png",
+    "  x2 tasks preview fruit_in_microwave --out preview.png\n\n  x2 tasks predicates\n\n  x2 tasks skills --json",
 )
 
 ROLE_STYLE = {"source": "bold green", "inner": "bold yellow", "sink": "bold magenta"}
@@ -70,9 +72,15 @@ def tasks_show(
 ) -> None:
     """Show a compiled task: subtasks, predicates, order.
 
+    The task is compiled as `x2 synth` compiles it (its skill bindings checked, its world built in MuJoCo), so
+    a task shown here is one synthesis accepts, and a refusal is the line synthesis would give.
+
     Example: [cyan]x2 tasks show fruit_in_microwave --graph[/cyan]
     """
-    env = spec.load_env(name, robot=robot, variant=variant)
+    from x2.synth.options import SessionOptions  # (MuJoCo: only when a task is shown)
+
+    env, backend = SessionOptions(name, robot=robot, variant=variant).compile()
+    backend.close()
     task = env.task
     assert task is not None
     console.print(f"[bold]{escape(task.name)}[/bold]: {escape(task.instruction)}")
@@ -156,6 +164,105 @@ def tasks_preview(
     n = len(preview.tiles)
     console.print(escape(f"wrote {preview.path}: {n} tile{'' if n == 1 else 's'} of {preview.task} "
                          f"({preview.camera} at {tile_size}, master seed {master_seed})"), soft_wrap=True)
+
+
+class ArgRow(TypedDict):
+    name: str
+    type: str
+    default: object  # None: none (a predicate's required argument), or the skill works it out
+    doc: str
+
+
+class RegistryRow(TypedDict):
+    name: str
+    doc: str
+    args: list[ArgRow]
+
+
+@tasks_app.command("new")
+def tasks_new(
+    name: Annotated[str, typer.Argument(help="the new task's name (letters, digits, _ - .)")],
+    source: Annotated[str, typer.Option("--from", help="the task to start from: a name or a path to a task "
+                                        "YAML")] = "pick_place",
+    scene: Annotated[str | None, typer.Option("--scene", help="set its scene to this one (built-in or "
+                                              "./specs/scenes; default: the source task's)",
+                                              show_default=False)] = None,
+) -> None:
+    """Start a task of your own: write ./specs/tasks/NAME.yaml, a copy of another task to edit.
+
+    The copy has its name changed and a header saying what to edit; an existing file is never written over.
+
+    Example: [cyan]x2 tasks new my_task --from pick_place[/cyan], then [cyan]x2 tasks show my_task[/cyan]
+
+    In a scene of your own: [cyan]x2 tasks new my_task --from pick_place --scene my_booth[/cyan]
+    """
+    from x2.envspec.scaffold import new_task
+
+    made = new_task(name, source, scene)
+    console.print(escape(f"wrote {display_path(made.path)}, a copy of the task {made.source.stem}: edit it, then "
+                         f"`x2 tasks show {name}`"), soft_wrap=True)
+
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
+
+
+@tasks_app.command("predicates")
+def tasks_predicates(as_json: JsonFlag = False) -> None:
+    """List every predicate a task's `success:` or `failure:` may name, with its arguments.
+
+    An argument's type says what it takes: object (a scene object or @role), part (OBJECT/PART, a site),
+    joint (OBJECT/JOINT or a robot joint), arm (left, right or both), float (a number). An argument with
+    a default may be left out.
+
+    Example: [cyan]x2 tasks predicates[/cyan]
+    """
+    from x2.tasks.predicates import PREDICATES
+
+    rows = [RegistryRow(name=d.name, doc=d.doc, args=[ArgRow(name=a, type=kind, default=d.defaults.get(a), doc="")
+                                                      for a, kind in d.params.items()]) for d in PREDICATES.values()]
+    _print_registry("predicates", rows, as_json)
+
+
+@tasks_app.command("skills")
+def tasks_skills(as_json: JsonFlag = False) -> None:
+    """List every skill a task node's `skill:` may name, with its parameters.
+
+    A binding is `skill: {name: NAME, arm: ARM, target: TARGET, PARAMETER: VALUE, ...}`; the parameters may be
+    left out (a default of "-": the skill works it out, as the meaning says).
+
+    Example: [cyan]x2 tasks skills[/cyan]
+    """
+    from x2.synth.skills import SKILLS
+
+    rows: list[RegistryRow] = []
+    for d in SKILLS.values():
+        arms = "both" if d.needs_base else "left, right, auto" + (", both" if d.both_arms else "")
+        bound = [ArgRow(name="arm", type=arms, default="auto" if "auto" in arms else "both",
+                        doc="the arm it runs on (auto: the one nearest the target)")]
+        if d.needs_target:
+            bound.append(ArgRow(name="target", type="OBJECT, @role or OBJECT/PART", default=None,
+                                doc="what it acts on (required)"))
+        rows.append(RegistryRow(name=d.name, doc=d.doc, args=bound + [
+            ArgRow(name=a, type=p.kind.__name__, default=p.default, doc=p.doc) for a, p in d.params.items()]))
+    _print_registry("skills", rows, as_json)
+
+
+def _print_registry(title: str, rows: list[RegistryRow], as_json: bool) -> None:
+    """One table (or JSON list) of a registry: a row per entry with its meaning, a row per argument below it."""
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title=title, title_justify="left")
+    for col in ("name", "argument", "type", "default", "meaning"):
+        table.add_column(col)
+    for row in rows:
+        args = row["args"]
+        table.add_row(Text(row["name"], style="bold"), "", "", "", escape(row["doc"]), end_section=not args)
+        for i, a in enumerate(args):
+            default = "-" if a["default"] is None else str(a["default"])
+            table.add_row("", escape(a["name"]), escape(a["type"]), escape(default), escape(a["doc"]),
+                          end_section=i == len(args) - 1)
+    console.print(table)
 
 
 def _role(node: str, edges: tuple[tuple[str, str], ...]) -> str:

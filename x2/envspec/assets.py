@@ -18,7 +18,7 @@ def load_asset(name: str) -> AssetSpec:
     spec: AssetFile = parse(AssetFile, frag)
     return AssetSpec(name=spec.name, mjcf=_file_next_to(frag, ("mjcf",), spec.mjcf), tags=tuple(spec.tags),
                       footprint_radius=spec.footprint_radius, height=spec.height, free=spec.free,
-                      parts=dict(spec.parts), joints=tuple(spec.joints))
+                      parts=dict(spec.parts), joints=tuple(spec.joints), display=spec.display or "")
 
 
 def asset_at(frag: Fragment, key: Path_, name: str) -> AssetSpec:

@@ -215,6 +215,12 @@ class AssetSpec:
     free: bool  # True: gets a free joint (movable); False: welded where placed
     parts: dict[str, str] = field(default_factory=dict)  # part name -> site name inside the asset
     joints: tuple[str, ...] = ()  # articulated joints inside the asset (unprefixed)
+    display: str = ""  # what instructions call it; "": its name (x2/envspec/instruction.py)
+
+    @property
+    def said(self) -> str:
+        """The words an instruction uses for it: its display name, else its name."""
+        return self.display or self.name
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,12 @@
 """Instruction templates: checked once at compile time, drawn and filled in at every reset.
 
-A template is text with placeholders: `{OBJECT}` is the name of the asset drawn for that scene object (an
-"apple" or a "lemon" for `{fruit}`); `{OBJECT.row}` and `{OBJECT.column}` say where the object stands on
-its region's grid of slots. Rows count from the robot outward (the robot stands at the table's -x edge, so
-row 1 has the smallest x); columns count from the robot's left to its right (largest y first). A task's
-templates are its `instruction` and its train paraphrases; a run in an evaluation scene variant draws from
-the task's eval paraphrases instead, when it has any, so held-out wording is never trained on.
+A template is text with placeholders: `{OBJECT}` names the asset drawn for that scene object (an "apple" or a
+"lemon" for `{fruit}`): its `display` name when its asset file gives one ("red mug"), else the asset's name.
+`{OBJECT.row}` and `{OBJECT.column}` say where the object stands on its region's grid of slots. Rows count from
+the robot outward (the robot stands at the table's -x edge, so row 1 has the smallest x); columns count from the
+robot's left to its right (largest y first). A task's templates are its `instruction` and its train
+paraphrases; a run in an evaluation scene variant draws from the task's eval paraphrases instead, when it has
+any, so held-out wording is never trained on.
 """
 
 from __future__ import annotations
@@ -71,8 +72,9 @@ def grid_position(region: Region, x: float, y: float) -> tuple[int, int]:
 
 def fill(template: str, objects: Sequence[ObjectInstance], assets: Mapping[str, str],
          positions: Mapping[str, tuple[float, float]]) -> str:
-    """The template with each placeholder replaced: asset names, and grid positions from `positions`
-    (object -> world x, y) for `.row` / `.column`."""
+    """The template with each placeholder replaced: the drawn assets (`assets`: object -> asset name) by their
+    display names (else their names), and grid positions from `positions` (object -> world x, y) for `.row` /
+    `.column`."""
     by_name = {o.name: o for o in objects}
     out = []
     for literal, field, _, _ in string.Formatter().parse(template):
@@ -81,7 +83,8 @@ def fill(template: str, objects: Sequence[ObjectInstance], assets: Mapping[str, 
             continue
         name, _, position = field.partition(".")
         if not position:
-            out.append(assets[name])
+            drawn = assets[name]
+            out.append(next((a.said for a in by_name[name].candidates if a.name == drawn), drawn))
             continue
         region = by_name[name].region
         assert region is not None and region.slots  # check_template refused anything else

@@ -100,9 +100,12 @@ def task_record(task: TaskSpec) -> dict[str, object]:
 
 
 def _asset(a: AssetSpec) -> dict[str, object]:
-    return {"name": a.name, "mjcf": _file(a.mjcf), "tags": list(a.tags),
-            "footprint_radius": a.footprint_radius, "height": a.height, "free": a.free, "parts": dict(a.parts),
-            "joints": list(a.joints)}
+    record: dict[str, object] = {"name": a.name, "mjcf": _file(a.mjcf), "tags": list(a.tags),
+                                 "footprint_radius": a.footprint_radius, "height": a.height, "free": a.free,
+                                 "parts": dict(a.parts), "joints": list(a.joints)}
+    if a.display:  # (absent without one: the records of assets without a display name stay as they were)
+        record["display"] = a.display
+    return record
 
 
 def _part(part: ArmPart | GripperPart | None) -> dict[str, object] | None:
@@ -240,7 +243,8 @@ def env_from_record(record: Mapping[str, Any], where: str = "world") -> EnvSpec:
 def _object(o: Mapping[str, Any]) -> ObjectInstance:
     candidates = tuple(AssetSpec(name=a["name"], mjcf=Path(a["mjcf"]["name"]), tags=tuple(a["tags"]),
                                   footprint_radius=float(a["footprint_radius"]), height=float(a["height"]),
-                                  free=bool(a["free"]), parts=dict(a["parts"]), joints=tuple(a["joints"]))
+                                  free=bool(a["free"]), parts=dict(a["parts"]), joints=tuple(a["joints"]),
+                                  display=a.get("display", ""))
                        for a in o["candidates"])
     region = None if o["region"] is None else Region(**{k: _tuple(v) for k, v in o["region"].items()})
     return ObjectInstance(o["name"], candidates, tuple(o["tags"]), region,

@@ -24,6 +24,8 @@ Vec3 = tuple[Number, Number, Number]
 # terminal output (where "[red]" would be markup): letters, digits and a few separators only.
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
+# A display name is words in an instruction (and a LeRobot task string): printable, one line, no markup brackets.
+DISPLAY_PATTERN = r"^[^\x00-\x1f\x7f\[\]{}]+$"
 Size = Annotated[Number, Field(gt=0)]
 Extent = Annotated[Number, Field(ge=0)]
 Unit = Annotated[Number, Field(ge=0, le=1)]
@@ -43,7 +45,7 @@ MAX_TABLE_HEIGHT_JITTER = 0.05
 
 
 class GripperFile(_Strict):
-    kind: Name
+    kind: Name  # the gripper's name in episodes and reports (G, H, franka-hand, ...)
     # x2's own gripper MJCF (next to the robot file), or a vendor part (robots/parts/<part>.yaml): one of them
     mjcf: str | None = None
     part: Name | None = None
@@ -63,7 +65,7 @@ class ArmFile(_Strict):
     # joints in the robot's MJCF, base to tip; an arm made from a part takes the part's (prefixed <arm>_)
     joints: list[str] | None = Field(default=None, min_length=1)
     part: Name | None = None  # robots/parts/<part>.yaml, attached at the site <arm>_mount of the robot's MJCF
-    home: list[Number]
+    home: list[Number]  # rad (or m), one per joint: where every episode starts
     actuators: list[str] | None = None  # default: same names as the joints
     # 1-based joints whose axes bound the reach screen: shoulder pitch and wrist pitch (a 6-DoF arm: 2, 5)
     reach_joints: tuple[Whole, Whole] = (2, 5)
@@ -190,8 +192,8 @@ PartFile = ArmPartFile | GripperPartFile
 
 
 class ControlFile(_Strict):
-    fps: Whole = Field(default=30, ge=1, le=1000)
-    substeps: Whole = Field(default=16, ge=1, le=200)
+    fps: Whole = Field(default=30, ge=1, le=1000)  # control ticks (recorded frames) per second
+    substeps: Whole = Field(default=16, ge=1, le=200)  # physics steps per control tick
 
 
 class MobileBaseFile(_Strict):
@@ -223,12 +225,12 @@ class CameraJitterFile(_Strict):
 
 
 class RobotFile(_Strict):
-    name: Name
+    name: Name  # what tasks, `--robot` and datasets call it
     description: str = ""
-    mjcf: str
+    mjcf: str  # the robot's world (its mount, and arms or the sites parts attach at), relative to this file
     gripper: GripperFile | Name  # a gripper block, or the name of one in robots/grippers
     arms: dict[Literal["left", "right"], ArmFile] = Field(min_length=1)
-    cameras: list[str] = []
+    cameras: list[str] = []  # the robot's cameras in its MJCF (the head first), recorded or rendered by name
     # per camera: how much its mounting and lens vary, drawn at every reset where a scene randomises embodiment
     camera_jitter: dict[str, CameraJitterFile] = {}
     # m, +-: how far the table's top may stand above or below its nominal height relative to this robot's mount
@@ -236,36 +238,37 @@ class RobotFile(_Strict):
     # embodiment axes. It is realised by moving the mount, not the table (x2/sim/mujoco/embodiment.py), so only a
     # robot whose mount is welded to the world may declare it: a mobile base rides on the floor (x2/envspec/robot.py)
     table_height_jitter: Extent = Field(default=0.0, le=MAX_TABLE_HEIGHT_JITTER)
-    base_pos: Vec3 = (0.0, 0.0, 0.0)
+    base_pos: Vec3 = (0.0, 0.0, 0.0)  # m, where the robot's mount stands in the booth
     reach: Number = Field(default=0.75, gt=0, description="max distance shoulder -> tcp (m)")
-    shoulders: dict[Literal["left", "right"], Vec3] = {}
+    shoulders: dict[Literal["left", "right"], Vec3] = {}  # m, per arm: where reach is measured from (scenes check it)
     base: MobileBaseFile | None = None  # a mobile robot's planar base
     control: ControlFile = ControlFile()
-    reference_task: str | None = None
+    reference_task: str | None = None  # the task `x2 collect teleop` runs with this robot when given none
 
 
 # ----- assets ---------------------------------------------------------------------------------
 
 
 class AssetFile(_Strict):
-    name: Name
-    mjcf: str
-    display: str | None = None  # what instructions call it ("red mug"); x2 objects add --display writes it
-    tags: list[str] = []
-    footprint_radius: Number = Field(gt=0)
-    height: Number = Field(default=0.0, ge=0)
-    free: Flag = True
-    parts: dict[str, str] = {}
-    joints: list[str] = []
+    name: Name  # what scenes call it (`asset:`, `pool:`)
+    # what instructions call it ("red mug"): a task's {OBJECT} placeholder becomes this, else the asset's name
+    display: Annotated[str, Field(min_length=1, pattern=DISPLAY_PATTERN)] | None = None
+    mjcf: str  # the object's MJCF, relative to this file: one top-level body named `object`, no file references
+    tags: list[str] = []  # what tasks select it by (`@pickable`), beside the scene object's own tags
+    footprint_radius: Number = Field(gt=0)  # m: the disc it covers on the table (layouts keep these apart)
+    height: Number = Field(default=0.0, ge=0)  # m: its origin's height above the surface it rests on
+    free: Flag = True  # true: it moves (a free joint); false: welded where placed
+    parts: dict[str, str] = {}  # part name -> site in the MJCF (grasp sites, handles, a container's box)
+    joints: list[str] = []  # its articulated joints (a door's hinge), which predicates may name OBJECT/JOINT
 
 
 # ----- scenes ---------------------------------------------------------------------------------
 
 
 class BoothFile(_Strict):
-    table_center: Vec2 | None = None
-    table_half_size: tuple[Size, Size] | None = None
-    table_height: Number | None = Field(default=None, gt=0.2, lt=1.5)
+    table_center: Vec2 | None = None  # m, in the world; default (none): the booth's own
+    table_half_size: tuple[Size, Size] | None = None  # m
+    table_height: Number | None = Field(default=None, gt=0.2, lt=1.5)  # m, of the table's top
     wall_rgba: RGBA | None = None
     floor_rgba: RGBA | None = None
     table_rgba: RGBA | None = None
@@ -273,9 +276,9 @@ class BoothFile(_Strict):
 
 
 class RegionFile(_Strict):
-    center: Vec2
+    center: Vec2  # m, world x, y (the robot stands at the table's -x edge, +y to its left)
     half_size: tuple[Extent, Extent]  # with slots: how far each object may stray from its slot
-    yaw: Vec2 = (-3.14159, 3.14159)
+    yaw: Vec2 = (-3.14159, 3.14159)  # rad, [lo, hi]: the objects' heading, drawn at every reset
     # fixed spots (world x, y): the region's objects take one each, in an order drawn at every reset (buttons in
     # a row, mats on a grid: a new arrangement each time, never a spot too few)
     slots: list[Vec2] = []
@@ -292,10 +295,10 @@ class RegionFile(_Strict):
 
 
 class ObjectFile(_Strict):
-    asset: str | None = None
-    pool: list[str] | None = None
-    tags: list[str] = []
-    region: str | None = None
+    asset: str | None = None  # the object file it is (x2/assets/objects or ./specs/objects), or:
+    pool: list[str] | None = None  # object files one is drawn from at every reset
+    tags: list[str] = []  # names tasks select it by (`@target_object`)
+    region: str | None = None  # where it is placed at every reset (or a fixed `pose`)
     pose: tuple[Number, Number, Number, Number] | None = Field(default=None, description="x, y, z, yaw")
     # objects of one `group` draw different assets from the same pool (three buttons, three colours, a new order
     # every reset); an object that `follows` another draws the asset at the same place in its own pool (a cue
@@ -437,12 +440,12 @@ class SceneryFile(_Strict):
 
 
 class SceneFile(_Strict):
-    name: Name
+    name: Name  # what tasks call it (`scene:`)
     description: str = ""
-    booth: BoothFile = BoothFile()
-    regions: dict[str, RegionFile] = {}
-    objects: dict[str, ObjectFile] = {}
-    split: Literal["train", "eval"] = "train"
+    booth: BoothFile = BoothFile()  # the table and the booth's look
+    regions: dict[str, RegionFile] = {}  # named areas on the table objects are placed in
+    objects: dict[str, ObjectFile] = {}  # by the name tasks and instructions use ({block})
+    split: Literal["train", "eval"] = "train"  # eval: a held-out configuration (x2 eval)
     variants: dict[str, dict[str, Any]] = {}  # overlay blocks merged onto this scene by name
     scenery: dict[str, SceneryFile] = {}  # static-layer looks for replay augmentation (x2/envspec/scenery.py)
     # scenery looks (their table, walls, floor and lighting) every reset draws one of: appearance randomised
@@ -462,13 +465,13 @@ PredicateBlock = dict[str, dict[str, Any]]  # {predicate_name: {arg: value}}, se
 
 
 class NodeFile(_Strict):
-    description: str = ""
-    success: PredicateBlock = Field(min_length=1)
+    description: str = ""  # the subtask in words (the LeRobot export's subtask text)
+    success: PredicateBlock = Field(min_length=1)  # predicates (`x2 tasks predicates`) that all hold when it is done
     # holds when any of its predicates does; a list of blocks names one predicate several times (any of them)
     failure: PredicateBlock | list[PredicateBlock] = {}
-    timeout_s: Number | None = Field(default=None, gt=0)
-    score: Number = Field(default=1.0, gt=0)
-    skill: dict[str, Any] | None = None
+    timeout_s: Number | None = Field(default=None, gt=0)  # s a synthesised attempt may spend on it
+    score: Number = Field(default=1.0, gt=0)  # its weight in the episode's score
+    skill: dict[str, Any] | None = None  # {name, arm, target, parameters}: how synthesis does it (`x2 tasks skills`)
 
 
 # The capability dimensions a task exercises: the X2Real benchmark's ten (reasoning: generalization, visual and
@@ -486,15 +489,15 @@ class ParaphrasesFile(_Strict):
 
 
 class TaskFile(_Strict):
-    name: Name
-    instruction: str
+    name: Name  # what `--task` and datasets call it
+    instruction: str  # recorded with every episode; {OBJECT} names a scene object (x2/envspec/instruction.py)
     paraphrases: ParaphrasesFile = ParaphrasesFile()
-    scene: str
-    dimensions: list[Dimension] = []
+    scene: str  # the scene it runs in
+    dimensions: list[Dimension] = []  # the capabilities it exercises (x2 tasks ls --dimension)
     robot: str | None = None  # the robot it is usually run with
-    horizon_s: Number = Field(default=60.0, gt=0)
-    nodes: dict[Name, NodeFile] = Field(min_length=1)
-    edges: list[tuple[str, str]] = []
+    horizon_s: Number = Field(default=60.0, gt=0)  # s an episode may last
+    nodes: dict[Name, NodeFile] = Field(min_length=1)  # its subtasks by id
+    edges: list[tuple[str, str]] = []  # [before, after] pairs: the subtask DAG
 
 
 def parse[M: _Strict](model: type[M], frag: Fragment) -> M:

@@ -17,7 +17,7 @@ from x2.base.seeding import streams
 from x2.rollout import Rollout, RolloutOptions
 from x2.rollout.loop import PENETRATION_LIMIT_M, EpisodeResult
 from x2.rollout.memory import MemoryRecorder
-from x2.sim import SimulationUnstable, make_backend
+from x2.sim import SimulationUnstable
 from x2.synth.binding import task_program
 from x2.synth.context import SynthContext, SynthStats
 from x2.synth.executor import SkillExecutor
@@ -49,8 +49,7 @@ class SynthSession:
     def __init__(self, options: SessionOptions):
         self.options = options
         self.motion = options.motion
-        self.env = options.load()
-        self.backend = make_backend(self.env)
+        self.env, self.backend = options.compile()
         self.rollout = Rollout(self.backend)
 
     def teacher(self, seed: int) -> tuple[SkillExecutor, SynthContext, SpaceTimeAdmission | None]:

@@ -50,10 +50,11 @@ def check_bindings(env: EnvSpec) -> None:
             raise SpecError(file, line, f"{key}.arm", repr(binding.arm),
                             f"both for {binding.name} (the arms hold still while the base drives)")
         for param, value in binding.params.items():
-            kind = sdef.params.get(param)
-            if kind is None:
+            known = sdef.params.get(param)
+            if known is None:
                 raise SpecError(file, line, f"{key}.{param}", f"unknown parameter {param!r}",
                                 f"parameters of {binding.name}: " + (", ".join(sdef.params) or "none"))
+            kind = known.kind
             ok = isinstance(value, kind) or (kind is float and isinstance(value, int)) and not isinstance(value, bool)
             if not ok or (kind is float and not math.isfinite(value)):  # type: ignore[arg-type]  # a number here
                 raise SpecError(file, line, f"{key}.{param}", repr(value),

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 from x2.envspec import load_env
 from x2.envspec.env import EnvSpec
+from x2.sim import Backend, make_backend
 from x2.synth.binding import check_bindings
 from x2.synth.motion.timing import BEFORE_SCHEDULER, GRASP_VARIETY, MotionSettings
 
@@ -43,3 +44,10 @@ class SessionOptions:
         env = load_env(self.task, robot=self.robot, variant=self.variant, gripper=self.gripper)
         check_bindings(env)
         return env
+
+    def compile(self) -> tuple[EnvSpec, Backend]:
+        """Everything synthesis compiles before its first attempt: `load`, then the world (robot, gripper and
+        every asset's MJCF in one MuJoCo model; a one-line SpecError otherwise). A synthesis session builds its
+        simulator here, and `x2 tasks show` checks a task here, so what one accepts the other does."""
+        env = self.load()
+        return env, make_backend(env)

@@ -1,4 +1,5 @@
-"""The skill registry's types: a skill is a generator function plus the parameters it accepts."""
+"""The skill registry's types: a skill is a generator function plus the parameters it accepts (with their
+types, defaults and meaning: `x2 tasks skills` prints them from here)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,19 @@ SkillFn = Callable[[SynthContext, SkillBinding, str], Iterator[Segment]]  # ctx,
 
 
 @dataclass(frozen=True)
+class SkillParam:
+    """One optional parameter of a skill, as a task's `skill:` block may set it and `x2 tasks skills` lists it."""
+
+    kind: type  # float (an int is taken too), bool, str or list
+    doc: str  # what it means, one line
+    default: float | bool | None = None  # the value a skill uses when the task leaves it out; None: `doc` says
+
+
+@dataclass(frozen=True)
 class SkillDef:
     name: str
     run: SkillFn
-    params: dict[str, type]  # optional parameters and their types (float accepts int)
+    params: dict[str, SkillParam]  # the optional parameters it accepts
     needs_target: bool = True
     both_arms: bool = False  # may be bound to arm: both
     arm_by_arm: bool = False  # bound to both, it is the same skill on each arm alone: the arms may move at once

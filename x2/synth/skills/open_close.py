@@ -75,9 +75,10 @@ PullEnd = Literal["carried", "lagging", "lost"]  # how a pull ended (`_pull`)
 
 # ----- goals ---------------------------------------------------------------------------------------------
 def _goal(ctx: SynthContext, binding: SkillBinding, mech: Mechanism, opening: bool) -> float:
-    """The `target` parameter, else the node's joint_above/below threshold plus a margin, else the range end."""
-    if "target" in binding.params:
-        goal = binding.number("target", np.nan)  # (present: the default is never read)
+    """The `goal` parameter, else the node's joint_above/below threshold plus a margin, else the range end.
+    (Not `target`: a skill block's `target` is what the skill acts on, never a parameter.)"""
+    if "goal" in binding.params:
+        goal = binding.number("goal", np.nan)  # (present: the default is never read)
     else:
         wanted = "joint_above" if opening else "joint_below"
         node = next((n for n in ctx.monitor.task.nodes if n.skill is binding), None)
@@ -447,7 +448,7 @@ def _park(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segmen
 
 
 def open(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment]:  # noqa: A001 - the skill's name
-    """Open the part to `target` (default: the node's joint_above threshold + margin): pull it by a
+    """Open the part to `goal` (default: the node's joint_above threshold + margin): pull it by a
     grasp frame, and push a door's inner face for what the arm cannot carry."""
     mech = read_mechanism(ctx, binding)
     goal = _goal(ctx, binding, mech, opening=True)
@@ -467,7 +468,7 @@ def open(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment
 
 
 def close(ctx: SynthContext, binding: SkillBinding, arm: str) -> Iterator[Segment]:
-    """Close the part to `target` (default: the node's joint_below threshold - margin, at most the range
+    """Close the part to `goal` (default: the node's joint_below threshold - margin, at most the range
     end) by pushing its outer face."""
     mech = read_mechanism(ctx, binding)
     goal = _goal(ctx, binding, mech, opening=False)
