@@ -68,3 +68,17 @@ def test_show_shows_what_synth_accepts(tmp_path: Path, monkeypatch: pytest.Monke
     show = runner.invoke(app, ["tasks", "show", "t.yaml"], env={"COLUMNS": "200"})
     assert show.exit_code == 0, show.output
     assert show.output.startswith("t: Put the {block} on the {plate}.") and "pick arm=right" in show.output
+
+
+def test_a_task_for_teleoperation_alone_is_shown_and_said_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node that binds no skill: synthesis refuses the task, show shows it and says synthesis refuses it (a task
+    a person teleoperates needs no skills)."""
+    lines = TASK.splitlines()
+    task = "\n".join(line for line in lines if not line.strip().startswith("skill: {name: place")) + "\n"
+    _workspace(tmp_path, task)
+    monkeypatch.chdir(tmp_path)
+    show = runner.invoke(app, ["tasks", "show", "t.yaml"], env={"COLUMNS": "200"})
+    assert show.exit_code == 0, show.output
+    assert "teleoperation only: x2 synth refuses it (no skill on place)" in show.output, show.output
+    synth = runner.invoke(app, ["synth", "--task", "t.yaml", "-n", "1", "--workers", "1"])
+    assert synth.exit_code == 2 and "nodes.place.skill: found no skill" in synth.output, synth.output

@@ -79,10 +79,11 @@ def tasks_show(
     """
     from x2.synth.options import SessionOptions  # (MuJoCo: only when a task is shown)
 
-    env, backend = SessionOptions(name, robot=robot, variant=variant).compile()
+    env, backend = SessionOptions(name, robot=robot, variant=variant).compile(every_node=False)
     backend.close()
     task = env.task
     assert task is not None
+    unbound = [n.id for n in task.nodes if n.skill is None]
     console.print(f"[bold]{escape(task.name)}[/bold]: {escape(task.instruction)}")
     console.print(escape(f"robot {env.robot.name}, scene {env.scene_name} (variant {env.variant}, split {env.split}), "
                          f"horizon {task.horizon_s:g} s at {env.fps} Hz"))
@@ -116,6 +117,9 @@ def tasks_show(
                       escape("\n".join(c.describe() for c in n.failure)),
                       f"{n.timeout_s:g} s" if n.timeout_s else "-", f"{n.score:g}", escape(skill))
     console.print(table)
+    if unbound:
+        console.print(escape(f"teleoperation only: x2 synth refuses it (no skill on {', '.join(unbound)}); "
+                             "`x2 collect teleop` records it"), soft_wrap=True)
     if graph:
         console.print(_draw(task.node_ids, task.edges, {n.id: n for n in task.nodes}))
 

@@ -21,13 +21,16 @@ from x2.synth.skills import SKILLS
 VERIFY_S = 1.5  # how long a node's predicate may take to hold after its skill ends (settling)
 
 
-def check_bindings(env: EnvSpec) -> None:
-    """Every node has a known skill with valid parameters; raises the one-line SpecError otherwise."""
+def check_bindings(env: EnvSpec, every_node: bool = True) -> None:
+    """Every node has a known skill with valid parameters; raises the one-line SpecError otherwise. With
+    `every_node` False a node may bind none (a task for teleoperation alone); the bindings there are still checked."""
     task = env.task
     if task is None:
         raise SpecError(None, None, "task", "none", "a task whose nodes bind skills")
     for node in task.nodes:
         binding = node.skill
+        if binding is None and not every_node:
+            continue
         if binding is None:
             first = task.nodes[0].skill
             where = first.origin if first else (env.sources[0] if env.sources else None, None)

@@ -39,15 +39,17 @@ class SessionOptions:
         """The motion layer of the schedule (x2/synth/motion/timing.py), with these options' grasp variety."""
         return replace(BEFORE_SCHEDULER if self.sequential else MotionSettings(), grasp_variety=self.grasp_variety)
 
-    def load(self) -> EnvSpec:
-        """The compiled environment, its skill bindings checked (a one-line SpecError otherwise); no simulator."""
+    def load(self, every_node: bool = True) -> EnvSpec:
+        """The compiled environment, its skill bindings checked (a one-line SpecError otherwise); no simulator.
+        `every_node` False: a node may bind no skill (see `check_bindings`)."""
         env = load_env(self.task, robot=self.robot, variant=self.variant, gripper=self.gripper)
-        check_bindings(env)
+        check_bindings(env, every_node)
         return env
 
-    def compile(self) -> tuple[EnvSpec, Backend]:
+    def compile(self, every_node: bool = True) -> tuple[EnvSpec, Backend]:
         """Everything synthesis compiles before its first attempt: `load`, then the world (robot, gripper and
         every asset's MJCF in one MuJoCo model; a one-line SpecError otherwise). A synthesis session builds its
-        simulator here, and `x2 tasks show` checks a task here, so what one accepts the other does."""
-        env = self.load()
+        simulator here, and `x2 tasks show` checks a task here, so what one accepts the other does (show lets a
+        node bind no skill, `every_node` False: a task for teleoperation alone, which it says synth refuses)."""
+        env = self.load(every_node)
         return env, make_backend(env)
