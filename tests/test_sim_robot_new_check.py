@@ -107,3 +107,37 @@ def test_new_needs_exactly_one_arm_file(tmp_path, monkeypatch) -> None:
     assert result.exit_code == 2 and "--urdf/--mjcf: found neither" in result.output
 
 
+
+
+def test_paths_that_yaml_would_misread_and_a_relative_meshdir(tmp_path, monkeypatch) -> None:
+    """A folder named with ', ', ' #' and ': ' (quoted in the files written), a --meshdir given relative to where x2
+    runs (the draft compiled on the way reads it from there too), a mesh in a commented-out element (not looked for)."""
+    monkeypatch.chdir(tmp_path)
+    odd = tmp_path / "v1, b #2: c"
+    urdf = write_toy_arm(odd, mesh="package://toyarm/meshes/cube.obj")
+    urdf.write_text(urdf.read_text().replace("</robot>", '<!-- <mesh filename="package://toyarm/gone.dae"/> -->'
+                                                          "\n</robot>"))
+    result = runner.invoke(app, ["robots", "new", "toy", "--urdf", str(urdf.relative_to(tmp_path)),
+                                 "--meshdir", odd.name, "--gripper", "G"])
+    assert result.exit_code == 0, result.output
+    part = yaml.safe_load((tmp_path / "specs/robots/parts/toy-arm.yaml").read_text())
+    assert part["source"] == {"file": "../../../v1, b #2: c/toyarm/urdf/toyarm.urdf", "meshdir": "../../../v1, b #2: c"}
+    robot = yaml.safe_load((tmp_path / "specs/robots/toy.yaml").read_text())
+    assert robot["description"] == "An arm from toyarm.urdf with the G gripper."
+    assert check_robot("toy", configs=2).dof == 4
+
+
+def test_an_unknown_gripper_and_a_mimic_joint_are_one_line_and_write_nothing(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    urdf = write_toy_arm(tmp_path)
+    result = runner.invoke(app, ["robots", "new", "toy", "--urdf", str(urdf), "--gripper", "nosuch"])
+    assert result.exit_code == 2 and result.output.startswith("error: --gripper: found 'nosuch'; allowed: one of ")
+    assert "franka-hand" in result.output and len(result.output.strip().splitlines()) == 1
+    # joint4 follows joint3 (a <mimic>): it cannot have a servo of its own
+    urdf.write_text(urdf.read_text().replace('<parent link="link3"/>', '<parent link="link3"/><mimic joint="joint3"/>'))
+    result = runner.invoke(app, ["robots", "new", "toy", "--urdf", str(urdf)])
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.output.split())
+    assert "joints: found 'joint4' (it follows 'joint3': a URDF <mimic>" in message, message
+    assert message.startswith(f"error: {urdf}: ") and "x2-robot-new-" not in message  # (the user's file, no draft)
+    assert not (tmp_path / "specs").exists()

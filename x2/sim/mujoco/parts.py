@@ -189,6 +189,8 @@ def gripper_part_spec(part: GripperPart, closed: float, opened: float) -> mujoco
 def _arm_part(part: ArmPart, hand: GripperPart | None, closed: float, opened: float) -> mujoco.MjSpec:
     file = part.source.file
     spec = vendor_spec(file, f"arm part {part.name!r}", part.source.meshdir, geometry=not part.capsules)
+    # joint -> the joint it follows (a URDF <mimic>, which MuJoCo reads as a joint equality; strip_part drops them)
+    follows = {eq.name1: eq.name2 for eq in spec.equalities if eq.type == mujoco.mjtEq.mjEQ_JOINT and eq.name2}
     if hand is None:
         for name in part.drop_bodies:
             body = spec.body(name)
@@ -205,6 +207,9 @@ def _arm_part(part: ArmPart, hand: GripperPart | None, closed: float, opened: fl
         if joint is None:
             raise SpecError(str(file), None, "joints", f"no joint {old!r}",
                             "joints of the vendor file: " + ", ".join(j.name for j in spec.joints))
+        if old in follows:
+            raise SpecError(str(file), None, "joints", f"{old!r} (it follows {follows[old]!r}: a URDF <mimic> or a "
+                            "joint equality)", "controlled joints that move on their own (each gets its own servo)")
         joint.name = name
         if part.joint_range is not None:
             joint.range = list(part.joint_range)

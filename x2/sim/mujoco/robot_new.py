@@ -12,6 +12,7 @@ scene checks read are measured on the compiled robot at home.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -24,6 +25,7 @@ import numpy as np
 from x2.base.arrays import Floats
 from x2.base.errors import IKError, SpecError, X2Error
 from x2.envspec import catalog, load_env
+from x2.envspec.robot import gripper_names
 from x2.envspec.schema import NAME_PATTERN
 from x2.files.atomic import write_text
 from x2.sim.mujoco.backend import MujocoBackend
@@ -143,6 +145,9 @@ def new_robot(name: str, arm_file: Path, *, gripper: str = "franka-hand", bimanu
     arm_file = arm_file.resolve()
     if not arm_file.is_file():
         raise X2Error(f"{arm_file}: found no such file; allowed: an arm's URDF or MJCF")
+    grippers = gripper_names(robot_file)
+    if gripper not in grippers:
+        raise X2Error(f"--gripper: found {gripper!r}; allowed: one of {', '.join(grippers)}")
     chain = find_chain(arm_file, meshdir)
     mount, base_pos, arms = BIMANUAL if bimanual else SINGLE
     zeros = tuple(float(np.clip(0.0, lo, hi)) for lo, hi in chain.limits)
@@ -152,11 +157,16 @@ def new_robot(name: str, arm_file: Path, *, gripper: str = "franka-hand", bimanu
         # compiled once from a draft (source path absolute, zero home) to solve the home pose and measure it
         draft = Path(tmp)
         (draft / "parts").mkdir()
-        (draft / "parts" / part_file.name).write_text(_part_text(name, arm_file, str(arm_file), chain, meshdir))
+        (draft / "parts" / part_file.name).write_text(
+            _part_text(name, arm_file, str(arm_file), chain, None if meshdir is None else meshdir.resolve()))
         text = _robot_text(name, arm_file, mount, base_pos, arms, gripper, {a: zeros for a in arms}, reach_joints,
                            {a: (0.0, 0.0, 1.0) for a in arms}, 1.0)
         (draft / robot_file.name).write_text(text)
-        homes, solved, shoulders, reach = _home_and_reach(draft / robot_file.name, zeros)
+        try:
+            homes, solved, shoulders, reach = _home_and_reach(draft / robot_file.name, zeros)
+        except X2Error as exc:  # (said of the files this writes, not of a draft that is gone by then)
+            raise X2Error(str(exc).replace(str(draft / "parts"), str(part_file.parent))
+                          .replace(str(draft), str(robot_file.parent))) from None
     source = os.path.relpath(arm_file, part_file.parent) if arm_file.is_relative_to(Path.cwd()) else str(arm_file)
     part_text = _part_text(name, arm_file, source, chain, meshdir if meshdir is None else
                            Path(os.path.relpath(meshdir.resolve(), part_file.parent)))
@@ -232,19 +242,25 @@ def _farthest(m: mujoco.MjModel, joints: tuple[str, ...], site: str, shoulder: F
     return far
 
 
+def _quoted(text: str) -> str:
+    """A YAML scalar that reads back as `text` whatever it holds (a path with ', ', ' #' or ': '): JSON's string."""
+    return json.dumps(text, ensure_ascii=False)
+
+
 def _floats(values: tuple[float, ...] | list[float]) -> str:
     return "[" + ", ".join(f"{v:g}" for v in values) + "]"
 
 
 def _part_text(name: str, arm_file: Path, source: str, chain: ArmChain, meshdir: Path | None) -> str:
     forces = [e if e > 0 else DEFAULT_FORCE for e in chain.efforts]
-    src = f"{{file: {source}" + ("" if meshdir is None else f", meshdir: {meshdir}") + "}"
+    src = f"{{file: {_quoted(source)}" + ("" if meshdir is None else f", meshdir: {_quoted(str(meshdir))}") + "}"
     lines = [
         f"# The arm of robot {name}, from {arm_file.name} (written by `x2 robots new`: x2 found the chain, the limits",
         "# and the flange body in the file; what says TO DECIDE is yours to check).",
         f"name: {name}-arm",
         "kind: arm",
-        f"description: {chain.root} .. {chain.flange_body}, {len(chain.joints)} DoF, from {arm_file.name}",
+        "description: " + _quoted(f"{chain.root} .. {chain.flange_body}, {len(chain.joints)} DoF, from "
+                                  f"{arm_file.name}"),
         f"source: {src}",
         f"root: {chain.root}",
         f"joints: [{', '.join(chain.joints)}]",
@@ -273,7 +289,8 @@ def _robot_text(name: str, arm_file: Path, mount: str, base_pos: tuple[float, fl
         f"# Robot {name}: the arm of {arm_file.name} (parts/{name}-arm.yaml) on x2's {mount} with x2's {gripper}",
         "# (written by `x2 robots new`; `x2 robots check` reports what x2 finds in it).",
         f"name: {name}",
-        f"description: {'Two arms' if len(arms) > 1 else 'An arm'} from {arm_file.name} with the {gripper} gripper.",
+        "description: " + _quoted(f"{'Two arms' if len(arms) > 1 else 'An arm'} from {arm_file.name} with the "
+                                  f"{gripper} gripper."),
         f"mjcf: {mount}  # x2's own mount, by name",
         f"base_pos: {_floats(base_pos)}",
         f"gripper: {gripper}",

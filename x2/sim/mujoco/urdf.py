@@ -34,6 +34,8 @@ def read_urdf(file: Path, meshdir: Path | None = None, geometry: bool = True) ->
     """The URDF's kinematic tree, inertias and (with `geometry`) its collision meshes; without `geometry`, no
     geoms at all (a URDF whose meshes are not shipped; x2 fits capsules instead)."""
     text = file.read_text()
+    # comments first: a mesh named in a commented-out element is not the file's (MuJoCo's reader skips it too)
+    text = re.sub(r"<!--.*?-->", _blank, text, flags=re.S)
     text = re.sub(r"<visual\b.*?</visual>", _blank, text, flags=re.S)
     if geometry:
         text = _MESH.sub(lambda m: m.group(1) + m.group(2) + str(_mesh_path(file, meshdir, text, m)) + m.group(2),
