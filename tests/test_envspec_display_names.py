@@ -74,7 +74,7 @@ def test_without_display_an_instruction_names_the_asset_as_before() -> None:
     assert "display" not in json.dumps(record)  # (built-in world records: not a byte more)
 
 
-@pytest.mark.parametrize("line", ['display: "red [bold]mug"', 'display: "{mug}"', 'display: ""'])
+@pytest.mark.parametrize("line", ['display: "red [bold]mug"', 'display: "{mug}"', 'display: ""', 'display: "  "'])
 def test_a_display_name_is_words(line: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     name = f"odd_mug_{abs(hash(line))}"  # (assets are cached by name: each case its own)
     _user_object(tmp_path, name, line)
@@ -82,3 +82,4 @@ def test_a_display_name_is_words(line: str, tmp_path: Path, monkeypatch: pytest.
     with pytest.raises(SpecError) as caught:
         load_env("mugs.yaml")
     assert f"specs/objects/{name}.yaml:2: display: found" in str(caught.value), str(caught.value)
+    assert "allowed: words on one line" in str(caught.value) or "at least 1 character" in str(caught.value)

@@ -216,6 +216,10 @@ BAD = {  # file, how it is made, extra options, what the error says
                          "one of them"),
     "a bad name": ("box.stl", lambda p: trimesh.creation.box(BOX).export(p), [], "letters, digits"),
     "x2's own name": ("box.stl", lambda p: trimesh.creation.box(BOX).export(p), [], "x2's own objects"),
+    "a display name with brackets": ("box.stl", lambda p: trimesh.creation.box(BOX).export(p),
+                                     ["--display", "red [mug]"], "display: found 'red [mug]'; allowed: words"),
+    "a blank display name": ("box.stl", lambda p: trimesh.creation.box(BOX).export(p), ["--display", "  "],
+                             "display: found '  '; allowed: words"),
 }
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from x2.base.errors import SpecError
 from x2.envspec import catalog
-from x2.envspec.schema import NAME_PATTERN
+from x2.envspec.schema import DISPLAY_ALLOWED, DISPLAY_PATTERN, NAME_PATTERN
 from x2.files.atomic import write_text
 from x2.meshes.fragment import KEY_PREFIX
 
@@ -24,6 +24,12 @@ from x2.meshes.fragment import KEY_PREFIX
 class ObjectFiles:
     yaml: Path
     xml: Path
+
+
+def check_display(display: str | None) -> None:
+    """A display name the object's YAML will load with (schema.AssetFile.display), refused before any work."""
+    if display is not None and not re.match(DISPLAY_PATTERN, display):
+        raise SpecError(None, None, "display", repr(display), DISPLAY_ALLOWED)
 
 
 def object_files(name: str) -> ObjectFiles:

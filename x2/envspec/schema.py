@@ -25,7 +25,8 @@ Vec3 = tuple[Number, Number, Number]
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 # A display name is words in an instruction (and a LeRobot task string): printable, one line, no markup brackets.
-DISPLAY_PATTERN = r"^[^\x00-\x1f\x7f\[\]{}]+$"
+DISPLAY_PATTERN = r"^[^\x00-\x1f\x7f\[\]{}]*[^\x00-\x1f\x7f\[\]{}\s][^\x00-\x1f\x7f\[\]{}]*$"  # words: not blank
+DISPLAY_ALLOWED = "words on one line, without [ ] { } (what an instruction calls the object: 'red mug')"
 Size = Annotated[Number, Field(gt=0)]
 Extent = Annotated[Number, Field(ge=0)]
 Unit = Annotated[Number, Field(ge=0, le=1)]
@@ -528,6 +529,8 @@ def _allowed(err: ErrorDetails) -> str:
     if err["type"] == "missing":
         return "a value (this field is required)"
     if err["type"] == "string_pattern_mismatch":
+        if ctx.get("pattern") == DISPLAY_PATTERN:
+            return DISPLAY_ALLOWED
         return "a name of letters, digits, '_', '-' and '.'"
     if err["type"] == "model_type":  # pydantic: "a valid dictionary or instance of NodeFile"
         return "a mapping of fields"
