@@ -38,6 +38,7 @@ def test_new_task_from_a_built_in_then_shown(tmp_path: Path, monkeypatch: pytest
     (["my_task"], "x2 tasks new my_task: NAME: found 'my_task', a task already (specs/tasks/my_task.yaml)"),
     (["pick_place"], "x2 tasks new pick_place: NAME: found 'pick_place', a task already"),
     (["bad name"], "x2 tasks new bad name: NAME: found 'bad name'; allowed: a name of letters"),
+    (["t.yaml"], "x2 tasks new t.yaml: NAME: found 't.yaml'; allowed: a name of letters"),
     (["other", "--from", "no_such_task"], "unknown task 'no_such_task'; available: "),
     (["other", "--scene", "no_such_scene"], "unknown scene 'no_such_scene'; available: "),
 ])

@@ -24,7 +24,7 @@ from x2.envspec import load_env
 from x2.format import MANIFEST_FILE, SYNTH_REPORT_FILE
 from x2.labeling import topological_order
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.synth import attempt
+from x2.synth import options as synth_options
 from x2.synth.options import SessionOptions
 from x2.synth.runner import SynthConfig, SynthRun
 from x2.tasks.predicates import holds
@@ -270,7 +270,7 @@ def _bug(env: object) -> object:
 def test_a_bug_in_a_workers_session_is_reported_as_the_bug(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Not an X2Error: the parent raises the worker's own exception (an internal error, exit 1 at the CLI), not
     the one line that tells a user to run it again, and no dataset is made."""
-    monkeypatch.setattr(attempt, "make_backend", _bug)  # (the forked workers inherit it)
+    monkeypatch.setattr(synth_options, "make_backend", _bug)  # (the forked workers inherit it)
     with pytest.raises(RuntimeError, match="a bug in building the simulator"):
         SynthRun(SynthConfig(SessionOptions("pick_place"), n=1, workers=2), tmp_path / "ds").run()
     assert not (tmp_path / "ds").exists()

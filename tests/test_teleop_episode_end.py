@@ -138,3 +138,14 @@ def test_teleop_of_a_task_drives_the_robot_the_task_names(tmp_path: Path, monkey
         assert tele.env.robot.name == "franka-robotiq" and tele.path.resolve() == tmp_path / "data" / "franka_pick"
     finally:
         tele.close()
+
+
+@pytest.mark.parametrize("value", ["inf"])
+def test_a_max_seconds_that_is_no_number_of_seconds_is_one_line(value: str, tmp_path: Path) -> None:
+    """(typer's min=1 lets it through; nan it refuses) refused before a device, a simulator or a dataset folder is
+    made."""
+    run = run_x2(["collect", "teleop", "--task", "pick_place", "--max-seconds", value, "-n", "1", "--dataset", "m"],
+                 tmp_path)
+    assert run.returncode == 2 and run.stderr.strip() == f"error: --max-seconds: found {value}; allowed: a number " \
+        "of seconds (leave it out for no limit)", run.stderr
+    assert not (tmp_path / "data").exists()

@@ -26,7 +26,7 @@ class ObjectFiles:
     xml: Path
 
 
-def check_display(display: str | None) -> None:
+def check_display_name(display: str | None) -> None:
     """A display name the object's YAML will load with (schema.AssetFile.display), refused before any work."""
     if display is not None and not re.match(DISPLAY_PATTERN, display):
         raise SpecError(None, None, "display", repr(display), DISPLAY_ALLOWED)

@@ -39,8 +39,9 @@ def new_task(name: str, source: str, scene: str | None = None) -> NewTask:
     """Write ./specs/tasks/NAME.yaml from the task `source` (a name or a path), in `scene` if given (a scene name:
     built-in or ./specs/scenes); refuse a name that is taken."""
     where = f"x2 tasks new {name}"
-    if not re.fullmatch(NAME_PATTERN, name):
-        raise SpecError(where, None, "NAME", repr(name), "a name of letters, digits, '_', '-' and '.'")
+    if not re.fullmatch(NAME_PATTERN, name) or name.startswith(".") or name.endswith((".yaml", ".yml")):
+        raise SpecError(where, None, "NAME", repr(name), "a name of letters, digits, '_', '-' and '.' (not first; "
+                        "no .yaml: x2 adds it)")
     if name in catalog.names("tasks"):
         taken = catalog.locate("tasks", name)
         raise SpecError(where, None, "NAME", f"{name!r}, a task already ({display_path(taken)})",

@@ -5,6 +5,7 @@ for a task when a person is there to answer."""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -49,6 +50,12 @@ class TeleopRequest:
     preview: bool = False
     preview_camera: str | None = None
     allow_eval: bool = False  # an eval scene variant or master seed (x2/envspec/held_out.py) is refused without it
+
+    def __post_init__(self) -> None:
+        # (before anything is opened or made: typer's min=1 lets inf and nan through)
+        if self.max_seconds is not None and not (math.isfinite(self.max_seconds) and self.max_seconds > 0):
+            raise X2Error(f"--max-seconds: found {self.max_seconds}; allowed: a number of seconds (leave it out for "
+                          "no limit)")
 
 
 def choose_task(task: str | None, robot: str, ask: AskTask | None) -> str:

@@ -16,7 +16,7 @@ import mujoco
 import numpy as np
 
 from x2.base.errors import SpecError
-from x2.envspec.mesh_objects import ObjectFiles, check_display, is_current, object_files, write_object
+from x2.envspec.mesh_objects import ObjectFiles, check_display_name, is_current, object_files, write_object
 from x2.meshes.build import MeshObject, MeshOptions, build_object, cache_key
 from x2.sim.mujoco.recorded_xml import compile_world
 
@@ -100,7 +100,7 @@ def add_mesh_object(path: Path, options: MeshOptions, stage: Callable[[int, str]
     """Make, check and write user object `options.name` from the mesh at `path` (nothing when current);
     `stage(i, name)` is told as each of `STAGES` starts."""
     files = object_files(options.name)
-    check_display(options.display)
+    check_display_name(options.display)
     key = cache_key(path, options)
     if is_current(files, key):
         return Added(files=files, unchanged=True)
