@@ -107,6 +107,20 @@ def test_mass_overrides_the_density_and_a_rerun_is_a_no_op(here: Path) -> None:
     assert code == 0 and "unchanged" not in out and "30.0 x 30.0 x 30.0 mm" in out
 
 
+def test_a_gltfs_external_buffers_are_part_of_what_is_cached(here: Path) -> None:
+    """A .gltf keeps its vertices in .bin files beside it: another buffer under the same JSON is another mesh."""
+    small = trimesh.creation.box((0.04, 0.05, 0.1)).export(file_type="gltf")
+    large = trimesh.creation.box((0.08, 0.05, 0.1)).export(file_type="gltf")
+    for name, data in small.items():
+        (here / name).write_bytes(data)
+    code, out, err = add("model.gltf", "--name", "gbox")
+    assert code == 0 and "40.0 x 50.0 x 100.0 mm" in out, (out, err)
+    vertices = next(n for n in large if n.endswith(".bin") and len(large[n]) == 96)  # (8 vertices x 3 floats)
+    (here / vertices).write_bytes(large[vertices])
+    code, out, err = add("model.gltf", "--name", "gbox")
+    assert code == 0 and "unchanged" not in out and "80.0 x 50.0 x 100.0 mm" in out, (out, err)
+
+
 def test_up_turns_a_y_up_file(here: Path) -> None:
     trimesh.creation.box((0.03, 0.08, 0.04)).export(here / "tall.glb")  # 80 mm along the file's y
     code, out, err = add("tall.glb", "--name", "tall", "--up", "y")

@@ -14,10 +14,12 @@ and the object gets the area-weighted mean of its parts' colours as one rgba.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 import numpy as np
 import trimesh
@@ -61,7 +63,10 @@ class Linked:
 
 def linked_files(path: Path) -> Linked:
     """The files an OBJ names (its MTL libraries and their texture maps), each present one checked: every texture
-    an image PIL can read. Other formats carry their textures inside (GLB) or have none (STL, PLY)."""
+    an image PIL can read; the buffers and images a glTF names. Other formats carry their textures inside (GLB) or
+    have none (STL, PLY)."""
+    if path.suffix.lower() == ".gltf":
+        return _gltf_linked(path)
     if path.suffix.lower() != ".obj":
         return Linked((), ())
     found: list[Path] = []
@@ -90,6 +95,19 @@ def linked_files(path: Path) -> Linked:
                               "a PNG or JPEG texture") from None
             found.append(image)
     return Linked(tuple(found), tuple(missing))
+
+
+def _gltf_linked(path: Path) -> Linked:
+    """A glTF's external buffers (its vertices) and images: what the cache must digest beside the JSON itself."""
+    try:
+        doc = json.loads(path.read_text(errors="replace"))
+    except ValueError:
+        return Linked((), ())  # (not JSON: trimesh's read says so, in one line)
+    uris = [entry.get("uri") for key in ("buffers", "images") for entry in (doc.get(key) or [])
+            if isinstance(entry, dict)] if isinstance(doc, dict) else []
+    names = [u for u in uris if isinstance(u, str) and not u.startswith("data:")]
+    found = [path.parent / unquote(n) for n in names if (path.parent / unquote(n)).is_file()]
+    return Linked(tuple(found), tuple(n for n in names if not (path.parent / unquote(n)).is_file()))
 
 
 def _parts(path: Path) -> list[trimesh.Trimesh]:
