@@ -222,6 +222,7 @@ BAD = {  # file, how it is made, extra options, what the error says
     "not watertight": ("open.stl", _open_box, [], "not watertight"),
     "flat": ("flat.stl", _flat, ["--mass", "0.1"], "thin"),
     "too large": ("big.stl", lambda p: trimesh.creation.box((40, 50, 60)).export(p), [], "--scale 0.001"),
+    "too large, in dm": ("duck.stl", lambda p: trimesh.creation.box((1.2, 1.0, 1.65)).export(p), [], "--scale 0.1:"),
     "texture not an image": ("cup.obj", _bad_texture, [], "not an image"),
     "no such file": ("missing.stl", lambda p: None, [], "no such file"),
     "another format": ("mesh.dae", lambda p: p.write_text("<COLLADA/>"), [], "one of .obj"),

@@ -193,7 +193,9 @@ def read_mesh(path: Path, scale: float, up: str = "z") -> SourceMesh:
     extents = np.asarray(mesh.extents, dtype=np.float64)
     largest, smallest = float(extents.max()), float(extents.min())
     if largest > MAX_EXTENT:
-        proposal = 10.0 ** math.floor(math.log10(0.1 / largest * scale))
+        # the largest power of ten that fits it (a unit's factor: mm 0.001, cm 0.01, dm 0.1), not one that shrinks
+        # it below a hand's size
+        proposal = 10.0 ** math.floor(math.log10(MAX_EXTENT / largest * scale))
         raise _refuse(path, "scale", f"a mesh {largest:.3g} m across at scale {scale:g}",
                       f"at most {MAX_EXTENT} m across to fit the booth (try --scale {proposal:g}: a file in mm "
                       "takes 0.001)")
