@@ -38,7 +38,9 @@ def objects_add(
     """Make object NAME from a mesh file: convex collision pieces (CoACD), a decimated visual mesh, mass and
     inertia, all inline in ./specs/objects/NAME.xml + NAME.yaml (so an episode still rebuilds its world from the
     file alone). It is compiled and dropped on a table before it is written; the same file with the same options
-    again does nothing. Textures become the object's mean colour.
+    again does nothing. A mesh textured by one image keeps it as NAME.png (at most 512 pixels a side) with UVs on
+    its visual mesh, and every episode of a world that holds it carries the image; other textures become the
+    object's mean colour.
 
     Example: [cyan]x2 objects add mug.obj --name my_mug --display 'red mug'[/cyan]
 
@@ -47,6 +49,7 @@ def objects_add(
     """
     from x2.meshes.build import MeshOptions
     from x2.sim.mujoco.mesh_object import STAGES, add_mesh_object
+    from x2.sim.mujoco.textures import png_size
 
     options = MeshOptions(name=name, scale=scale, up=up, mass=mass, density=density, display=display,
                           threshold=threshold)
@@ -62,6 +65,9 @@ def objects_add(
     for key, value in (
         ("convex pieces", f"{len(made.pieces)} ({', '.join(str(len(p.vertices)) for p in made.pieces)} vertices)"),
         ("visual mesh", f"{made.visual_vertices} vertices, rgba {' '.join(f'{c:g}' for c in made.rgba)}"),
+        ("texture", "none (the mean colour above)" if made.texture is None else
+         "{} x {} px PNG, {:.0f} KB, in {}".format(*(png_size(made.texture) or (0, 0)), len(made.texture) / 1024,
+                                                  added.files.png.name)),
         ("bounding box", " x ".join(f"{e * 1000:.1f}" for e in made.extents) + " mm"),
         ("watertight", "yes" if made.watertight else "no (inertia from the convex pieces)"),
         ("mass", f"{props.mass:.4g} kg" + (f" ({props.mass / props.volume:.4g} kg/m^3)" if props.volume else "")),
