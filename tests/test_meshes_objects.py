@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import trimesh
 import yaml
+from helpers.meshes import checker_box
 from PIL import Image
 from typer.testing import CliRunner
 
@@ -288,20 +289,6 @@ def test_a_task_synthesises_with_a_mesh_object_and_its_episode_rebuilds_alone(he
     assert KEY_PREFIX not in world and "piece_00" in world
     model = mujoco.MjModel.from_xml_string(world)  # plain MuJoCo, nothing but the file's text
     assert model.body("block/object").id > 0
-
-
-def checker_box(path: Path) -> None:
-    """A 40 x 40 x 50 mm box, each face mapped onto a red and blue checkerboard (OBJ + MTL + PNG)."""
-    mesh = trimesh.creation.box((0.04, 0.04, 0.05))
-    mesh.unmerge_vertices()
-    vertices = np.asarray(mesh.vertices)
-    axis = np.abs(np.repeat(mesh.face_normals, 3, axis=0)).argmax(axis=1)  # (unmerged: vertex 3i+k is face i's)
-    t = (vertices - vertices.min(axis=0)) / np.ptp(vertices, axis=0)
-    uv = np.take_along_axis(t, np.array([[1, 2], [0, 2], [0, 1]])[axis], axis=1)
-    rows, cols = np.indices((64, 64)) // 16
-    image = np.where(((rows + cols) % 2 == 0)[..., None], [220, 30, 30], [30, 30, 220]).astype(np.uint8)
-    mesh.visual = trimesh.visual.TextureVisuals(uv=uv, image=Image.fromarray(image))
-    mesh.export(path)
 
 
 def test_a_textured_object_travels_with_its_episode_and_plain_mujoco_draws_it(here: Path) -> None:
