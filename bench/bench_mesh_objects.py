@@ -167,7 +167,8 @@ def main() -> None:
                        "inertia": (i[0, 0], i[1, 1], i[2, 2]), "bbox_mm": tuple(1000 * obj.extents),
                        "texture": f"{size[0]}x{size[1]} {len(obj.texture or b'') / 1024:.0f} KB" if size else "none",
                        "accepted": progress.accepted, "attempts": progress.attempted, "wall_s": wall,
-                       "depth_mm": 1e3 * depth, "rebuilds": rebuilds}
+                       "depth_mm": 1e3 * depth, "rebuilds": rebuilds,
+                       "rejected": {k: v for k, v in progress.reasons.items() if k != "accepted"}}
                 rows.append(row)
                 print(f"{file}: {row}", flush=True)
         finally:
