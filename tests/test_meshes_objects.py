@@ -11,14 +11,19 @@ import numpy as np
 import pytest
 import trimesh
 import yaml
+from helpers.meshes import checker_box
+from PIL import Image
 from typer.testing import CliRunner
 
 from x2.cli.app import _mount, app
+from x2.datasets import Episode
 from x2.envspec import catalog
 from x2.envspec.schema import AssetFile, parse
 from x2.format import names
 from x2.meshes.fragment import KEY_PREFIX
+from x2.recorded.world import open_world
 from x2.sim.mujoco.recorded_xml import compile_world
+from x2.sim.mujoco.textures import texture_name
 
 _mount()
 runner = CliRunner()
@@ -46,7 +51,13 @@ def fragment(folder: Path, name: str) -> tuple[AssetFile, str, mujoco.MjModel]:
     _, frag = catalog.load("objects", name)
     asset: AssetFile = parse(AssetFile, frag)
     xml = (folder / "specs" / "objects" / asset.mjcf).read_text()
-    return asset, xml, compile_world(xml, name)  # the fragment alone, checked as a recorded world is
+    textures = {}
+    png = folder / "specs" / "objects" / f"{name}.png"
+    if png.is_file():  # carried as a world carries it: named by its digest
+        data = png.read_bytes()
+        textures = {texture_name(data): data}
+        xml = xml.replace(f'file="{png.name}"', f'file="{texture_name(data)}"')
+    return asset, xml, compile_world(xml, name, textures)  # the fragment alone, checked as a recorded world is
 
 
 def l_prism() -> trimesh.Trimesh:
@@ -177,18 +188,24 @@ def test_a_torus_obj_stands_on_its_pieces(here: Path) -> None:
     assert "drop test" in out
 
 
-def test_a_textured_obj_keeps_its_mean_colour(here: Path) -> None:
+def test_a_textured_obj_keeps_its_image_and_its_pieces_its_mean_colour(here: Path) -> None:
     mesh = trimesh.creation.box(BOX)
-    from PIL import Image
-
-    image = Image.new("RGB", (8, 8), (200, 20, 20))
+    image = Image.new("RGB", (600, 8), (200, 20, 20))
     mesh.visual = trimesh.visual.TextureVisuals(uv=np.full((len(mesh.vertices), 2), 0.5), image=image)
     mesh.export(here / "red.obj")
     assert any(p.suffix == ".png" for p in here.iterdir())  # trimesh wrote OBJ + MTL + PNG
-    code, _, err = add("red.obj", "--name", "red_box")
+    code, out, err = add("red.obj", "--name", "red_box")
     assert code == 0, err
-    _, _, model = fragment(here, "red_box")
-    assert model.geom_rgba[model.geom("visual").id] == pytest.approx([200 / 255, 20 / 255, 20 / 255, 1], abs=0.01)
+    assert "texture" in out and "512 x 7" in out  # resized to at most 512 a side
+    assert written(here) == ["red_box.png", "red_box.xml", "red_box.yaml"]
+    _, xml, model = fragment(here, "red_box")
+    assert 'file="red_box.png"' in (here / "specs" / "objects" / "red_box.xml").read_text()
+    visual = model.geom("visual").id
+    assert model.ntex == 1 and model.mat_texid[model.geom_matid[visual]][mujoco.mjtTextureRole.mjTEXROLE_RGB] == 0
+    assert model.mesh_texcoordnum[model.geom_dataid[visual]] > 0
+    piece = next(g for g in range(model.ngeom) if model.geom_contype[g])
+    assert model.geom_rgba[piece] == pytest.approx([200 / 255, 20 / 255, 20 / 255, 1], abs=0.01)
+    assert add("red.obj", "--name", "red_box")[1].count("unchanged") == 1  # its image is part of what is current
 
 
 def test_a_missing_material_file_is_noted(here: Path) -> None:
@@ -259,17 +276,14 @@ def test_a_hand_written_object_is_not_overwritten(here: Path) -> None:
     assert written(here) == ["mine.yaml"]
 
 
-def test_a_task_synthesises_with_a_mesh_object_and_its_episode_rebuilds_alone(here: Path) -> None:
-    """pick_place's copy with the block replaced by a mesh object through its role: one episode, whose stored
-    world plain MuJoCo compiles from the file alone."""
-    trimesh.creation.box((0.04, 0.04, 0.05)).export(here / "cube.stl")
-    assert add("cube.stl", "--name", "mesh_cube", "--display", "grey cube")[0] == 0
+def synthesise_one(here: Path, asset: str) -> Path:
+    """pick_place's copy with the block replaced by `asset` through its role: one episode, its file."""
     (here / "specs" / "scenes").mkdir()
     (here / "specs" / "scenes" / "mesh_booth.yaml").write_text(yaml.safe_dump({
         "include": "green_booth.yaml", "name": "mesh_booth", "description": "a mesh object and a plate",
         "regions": {"block_area": {"center": [0.5, -0.3], "half_size": [0.06, 0.07]},
                     "plate_area": {"center": [0.55, -0.05], "half_size": [0.04, 0.05]}},
-        "objects": {"block": {"asset": "mesh_cube", "tags": ["target_object"], "region": "block_area"},
+        "objects": {"block": {"asset": asset, "tags": ["target_object"], "region": "block_area"},
                     "plate": {"asset": "plate", "region": "plate_area"}}}))
     task = yaml.safe_load((TASKS / "pick_place.yaml").read_text())
     (here / "specs" / "tasks").mkdir()
@@ -278,9 +292,59 @@ def test_a_task_synthesises_with_a_mesh_object_and_its_episode_rebuilds_alone(he
     result = runner.invoke(app, ["synth", "--task", "pick_mesh", "-n", "1", "--workers", "1"])
     assert result.exit_code == 0, result.output
     [episode] = sorted((here / "data" / "pick_mesh" / "episodes").glob("*.h5"))
+    return episode
+
+
+def test_a_task_synthesises_with_a_mesh_object_and_its_episode_rebuilds_alone(here: Path) -> None:
+    """The stored world of an untextured mesh object: plain MuJoCo compiles it from the file's text alone, and the
+    file has no /textures (as every built-in task's)."""
+    trimesh.creation.box((0.04, 0.04, 0.05)).export(here / "cube.stl")
+    assert add("cube.stl", "--name", "mesh_cube", "--display", "grey cube")[0] == 0
+    episode = synthesise_one(here, "mesh_cube")
     with h5py.File(episode, "r") as f:
+        assert names.TEXTURES not in f
         world = f.attrs[names.MODEL_XML_ATTR]
     world = world.decode() if isinstance(world, bytes) else str(world)
     assert KEY_PREFIX not in world and "piece_00" in world
     model = mujoco.MjModel.from_xml_string(world)  # plain MuJoCo, nothing but the file's text
     assert model.body("block/object").id > 0
+
+
+def test_a_textured_object_travels_with_its_episode_and_plain_mujoco_draws_it(here: Path) -> None:
+    """A checkerboard box through `objects add` and synthesis: the episode file carries the image, and plain MuJoCo
+    rebuilds the world from the file alone (its text and its /textures) and draws both colours of the board; x2's
+    own reader (replay, relabel, render) opens it too."""
+    checker_box(here / "checker.obj")
+    code, out, err = add("checker.obj", "--name", "checker_box")
+    assert code == 0, err
+    assert "64 x 64 px PNG" in out
+    episode = synthesise_one(here, "checker_box")
+    with h5py.File(episode, "r") as f:
+        world = f.attrs[names.MODEL_XML_ATTR]
+        textures = {name: f[names.texture_path(name)][()].tobytes() for name in f[names.TEXTURES]}
+        state = f[names.STATES][0]
+    world = world.decode() if isinstance(world, bytes) else str(world)
+    [(name, data)] = textures.items()
+    assert name == texture_name(data) and f'file="{name}"' in world and "checker_box.png" not in world
+    with pytest.raises(ValueError):
+        mujoco.MjModel.from_xml_string(world)  # the text alone names an image it does not hold
+    model = mujoco.MjModel.from_xml_string(world, textures)  # plain MuJoCo, nothing but the file
+    data_ = mujoco.MjData(model)
+    mujoco.mj_setState(model, data_, state, mujoco.mjtState.mjSTATE_INTEGRATION)
+    mujoco.mj_forward(model, data_)
+    camera = mujoco.MjvCamera()
+    camera.lookat[:] = data_.xpos[model.body("block/object").id] + [0, 0, 0.025]
+    camera.distance, camera.elevation, camera.azimuth = 0.2, -35.0, 135.0
+    with mujoco.Renderer(model, 96, 96) as renderer:
+        renderer.update_scene(data_, camera)
+        rgb = renderer.render().astype(int)
+    red = (rgb[..., 0] > rgb[..., 2] + 60) & (rgb[..., 0] > rgb[..., 1] + 60)
+    blue = (rgb[..., 2] > rgb[..., 0] + 60) & (rgb[..., 2] > rgb[..., 1] + 60)
+    assert red.mean() > 0.01 and blue.mean() > 0.01  # both squares of the board (one mean colour would be neither)
+    with Episode(episode) as ep:
+        assert ep.textures == textures
+        recorded = open_world(ep)
+        try:
+            assert recorded.backend.model_textures() == textures
+        finally:
+            recorded.backend.close()

@@ -44,8 +44,9 @@ class Factory:
         return DelegatingBackend(MujocoBackend(env))
 
     def recorded(self, env: EnvSpec, model_xml: str, assets: Mapping[str, str], layout: Mapping[str, Placement],
-                 source: str, roles: Mapping[str, str] | None) -> DelegatingBackend:
-        return DelegatingBackend(MujocoBackend.recorded(env, model_xml, assets, layout, source, roles))
+                 source: str, roles: Mapping[str, str] | None,
+                 textures: Mapping[str, bytes] | None = None) -> DelegatingBackend:
+        return DelegatingBackend(MujocoBackend.recorded(env, model_xml, assets, layout, source, roles, textures))
 
 
 FACTORY = Factory()

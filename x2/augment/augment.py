@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -229,6 +229,7 @@ class AugmentedJob:
     xml: str = ""
     states: Floats | None = None
     task_assets: tuple[str, ...] = ()
+    images: Mapping[str, bytes] = field(default_factory=dict)  # the images the world carries beside its xml
     source: str = ""  # the episode file (errors name it)
     params: EnvelopeParams = EnvelopeParams()
     objects: int | None = None
@@ -242,6 +243,7 @@ class _ParentFields(TypedDict):
     states: Floats
     source: str
     task_assets: tuple[str, ...]
+    images: dict[str, bytes]
 
 
 @dataclass(frozen=True)
@@ -266,7 +268,8 @@ def make_augmented_unit(job: AugmentedJob) -> MadeAugmented | None:
     key = (job.source, job.params)
     if _PARENT is None or _PARENT[0] != key:
         assert job.states is not None
-        _PARENT = (key, ParentEpisode.of(job.xml, job.states, job.params, job.task_assets, job.source))
+        _PARENT = (key, ParentEpisode.of(job.xml, job.states, job.params, job.task_assets, job.source,
+                                                  job.images))
     parent = _PARENT[1]
     augmented = make_augmented(parent, job.scenery, job.seed, job.objects, job.mode)
     return MadeAugmented(augmented, parent.envelope, time.perf_counter() - started)
@@ -323,7 +326,7 @@ def augment_dataset(source: str | Path, out: str | Path, request: AugmentRequest
                         with src.load(record.index) as ep:
                             # float64 in every episode (format.STATES): asarray hands back the array read, typed
                             parent = {"xml": ep.model_xml, "states": np.asarray(ep[fmt.STATES], np.float64),
-                                      "source": str(ep.path),
+                                      "source": str(ep.path), "images": ep.textures,
                                       "task_assets": tuple(str(a) for a in
                                                            (ep.json_attr(fmt.ASSETS_ATTR) or {}).values())}
                     yield AugmentedJob(record.index, k, scene, seed, None, **parent,

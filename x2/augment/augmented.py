@@ -8,7 +8,7 @@ goes into the new episode, rounded so the same seed gives the same bytes.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import mujoco
@@ -95,16 +95,17 @@ class ParentEpisode:
     task_assets: tuple[str, ...]  # the assets the episode's task objects are
     sha256: str
     source: str  # the episode file the world was read from (errors name it)
+    textures: Mapping[str, bytes]  # the images the world carries (an augmented copy keeps the parent's /textures)
 
     @classmethod
     def of(cls, xml: str, states: Floats, params: EnvelopeParams, task_assets: Sequence[str],
-           source: str = fmt.MODEL_XML_ATTR) -> ParentEpisode:
-        model = compile_world(xml, source)
+           source: str = fmt.MODEL_XML_ATTR, textures: Mapping[str, bytes] | None = None) -> ParentEpisode:
+        model = compile_world(xml, source, textures)
         envelope = build_envelope(model, states, params)
         support = box_support(model)
         return cls(xml, model, states, envelope, support, work_area(envelope, support),
                    tuple(static_obstacles(model, support)), tuple(task_assets),
-                   hashlib.sha256(xml.encode("utf-8")).hexdigest(), source)
+                   hashlib.sha256(xml.encode("utf-8")).hexdigest(), source, dict(textures or {}))
 
 
 def make_augmented(parent: ParentEpisode, scenery: Scenery, seed: int, objects: int | None = None,
@@ -117,8 +118,9 @@ def make_augmented(parent: ParentEpisode, scenery: Scenery, seed: int, objects: 
     report = place_distractors(shapes, area, envelope, parent.obstacles, rngs["placement"],
                                envelope.params.clearance, mode=mode)
     xml = compose_world(parent.xml, look, report.placed, {s.name: s for s in shapes},
-                        float(parent.model.opt.timestep), parent.source)
-    check = check_world(compile_world(xml, parent.source), parent.states, envelope.params.clearance, support.name)
+                        float(parent.model.opt.timestep), parent.source, parent.textures)
+    check = check_world(compile_world(xml, parent.source, parent.textures), parent.states, envelope.params.clearance,
+                        support.name)
     settled = settle(report.placed, {a.name: a for a in assets}, support)
     config: AugmentedConfig = {
         "seed": seed,

@@ -31,9 +31,11 @@ def add_distractors(spec: mujoco.MjSpec, placed: Sequence[Placed], shapes: Mappi
 
 
 def compose_world(parent_xml: str, look: Mapping[str, object], placed: Sequence[Placed],
-                  shapes: Mapping[str, DistractorShape], timestep: float, source: str = "parent model_xml") -> str:
-    """The parent's world (read from the file `source` names, so checked first) with `look` and `placed`."""
-    spec = world_spec(parent_xml, source)
+                  shapes: Mapping[str, DistractorShape], timestep: float, source: str = "parent model_xml",
+                  textures: Mapping[str, bytes] | None = None) -> str:
+    """The parent's world (read from the file `source` names, so checked first; `textures` the images it carries)
+    with `look` and `placed`."""
+    spec = world_spec(parent_xml, source, textures)
     apply_look(spec, look)
     add_distractors(spec, placed, shapes)
     return world_text(spec, timestep)

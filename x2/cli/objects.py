@@ -1,4 +1,4 @@
-"""`x2 objects ...`: make a user object from a mesh file."""
+"""`x2 objects ...`: make a user object from a mesh file; draw objects as a contact sheet."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from x2.cli.progress import progress
 objects_app = typer_group(
     "objects", "Make objects from your own mesh files (OBJ, STL, GLB, PLY) into ./specs/objects/.",
     "  x2 objects add mug.obj --name my_mug --display 'red mug'\n\n"
-    "  x2 objects add part.stl --name bracket --scale 0.001 --mass 0.12",
+    "  x2 objects add part.stl --name bracket --scale 0.001 --mass 0.12\n\n"
+    "  x2 objects sheet --out objects.png",
 )
 
 
@@ -38,7 +39,9 @@ def objects_add(
     """Make object NAME from a mesh file: convex collision pieces (CoACD), a decimated visual mesh, mass and
     inertia, all inline in ./specs/objects/NAME.xml + NAME.yaml (so an episode still rebuilds its world from the
     file alone). It is compiled and dropped on a table before it is written; the same file with the same options
-    again does nothing. Textures become the object's mean colour.
+    again does nothing. A mesh textured by one image keeps it as NAME.png (at most 512 pixels a side) with UVs on
+    its visual mesh, and every episode of a world that holds it carries the image; other textures become the
+    object's mean colour.
 
     Example: [cyan]x2 objects add mug.obj --name my_mug --display 'red mug'[/cyan]
 
@@ -47,6 +50,7 @@ def objects_add(
     """
     from x2.meshes.build import MeshOptions
     from x2.sim.mujoco.mesh_object import STAGES, add_mesh_object
+    from x2.sim.mujoco.textures import png_size
 
     options = MeshOptions(name=name, scale=scale, up=up, mass=mass, density=density, display=display,
                           threshold=threshold)
@@ -62,6 +66,9 @@ def objects_add(
     for key, value in (
         ("convex pieces", f"{len(made.pieces)} ({', '.join(str(len(p.vertices)) for p in made.pieces)} vertices)"),
         ("visual mesh", f"{made.visual_vertices} vertices, rgba {' '.join(f'{c:g}' for c in made.rgba)}"),
+        ("texture", "none (the mean colour above)" if made.texture is None else
+         "{} x {} px PNG, {:.0f} KB, in {}".format(*(png_size(made.texture) or (0, 0)), len(made.texture) / 1024,
+                                                  added.files.png.name)),
         ("bounding box", " x ".join(f"{e * 1000:.1f}" for e in made.extents) + " mm"),
         ("watertight", "yes" if made.watertight else "no (inertia from the convex pieces)"),
         ("mass", f"{props.mass:.4g} kg" + (f" ({props.mass / props.volume:.4g} kg/m^3)" if props.volume else "")),
@@ -77,3 +84,32 @@ def objects_add(
     if made.missing:
         console.print(escape(f"note: {mesh.name} names {', '.join(made.missing)}, not found beside it: its colour is "
                              "the file's default"))
+
+
+@objects_app.command("sheet")
+def objects_sheet(
+    names: Annotated[list[str] | None, typer.Argument(help="objects to draw (default: every object `x2 objects add` "
+                                                      "made in ./specs/objects)")] = None,
+    out: Annotated[Path, typer.Option("--out", help="the PNG to write", dir_okay=False)] = Path("objects.png"),
+    size: Annotated[int, typer.Option("--size", help="pixels a side of each picture", min=32, max=1024)] = 200,
+    columns: Annotated[int, typer.Option("--columns", help="pictures a row", min=1, max=20)] = 5,
+) -> None:
+    """Draw objects, each alone on a grey table as an episode's cameras see it (its texture included), named, in
+    one PNG grid: a contact sheet to check what `x2 objects add` made.
+
+    Example: [cyan]x2 objects sheet --out objects.png[/cyan]
+
+    Some objects, x2's own among them: [cyan]x2 objects sheet my_mug block plate --size 160[/cyan]
+    """
+    from x2.base.errors import NotFoundError
+    from x2.render.object_sheet import made_objects, object_sheet
+    from x2.sim.camera import ImageSize
+
+    chosen = list(names) if names else made_objects()
+    if not chosen:
+        raise NotFoundError("objects: found none made by `x2 objects add` in ./specs/objects; allowed: object "
+                            "names, or `x2 objects add PATH --name NAME` first")
+    with progress("objects sheet") as update:
+        written = object_sheet(chosen, out, ImageSize(size, size), columns,
+                               lambda i, name: update(i, len(chosen), stage=name))
+    console.print(escape(f"{len(chosen)} object{'s' * (len(chosen) != 1)}: {written}"))

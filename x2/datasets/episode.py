@@ -212,6 +212,20 @@ class Episode:
         return self.text(fmt.MODEL_XML_ATTR)
 
     @property
+    def textures(self) -> dict[str, bytes]:
+        """The images the world carries beside `model_xml` (/textures/<name>), by name; {} when the file has none
+        (every world without an object made from a textured mesh, and every older file)."""
+        names = sorted(n.split("/", 1)[1] for n in self._shapes if n.startswith(f"{fmt.TEXTURES}/"))
+        out: dict[str, bytes] = {}
+        for name in names:
+            data = self[fmt.texture_path(name)]
+            if data.dtype != np.uint8 or data.ndim != 1:
+                raise DatasetError(f"{self.path}: {fmt.texture_path(name)}: found {data.dtype}{data.shape}; "
+                                   "allowed: (n,) uint8, an image's bytes")
+            out[name] = data.tobytes()
+        return out
+
+    @property
     def source(self) -> str:
         return self.text(fmt.SOURCE_ATTR)
 

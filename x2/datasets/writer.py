@@ -370,12 +370,14 @@ class EpisodeWriter:
                device: Mapping[str, Mapping[str, Any]] | None = None,
                timing: Mapping[str, Any] | None = None,
                device_attrs: Mapping[str, Mapping[str, Any]] | None = None,
-               timing_attrs: Mapping[str, Any] | None = None) -> EpisodeRecord:
+               timing_attrs: Mapping[str, Any] | None = None,
+               textures: Mapping[str, bytes] | None = None) -> EpisodeRecord:
         """Write the rest, commit the file into ``episodes/`` and append its index line.
 
         ``timing`` adds per-stage (T,) arrays in ms for callers that time stages outside ``append``, and
         ``timing_attrs`` other wall-clock facts (missed control slots, ...) as /timing attrs;
-        ``device`` raw device streams as /device/<name>/<key> arrays, ``device_attrs`` their group attrs.
+        ``device`` raw device streams as /device/<name>/<key> arrays, ``device_attrs`` their group attrs;
+        ``textures`` the images the world carries beside its ``model_xml`` as /textures/<name> (none: no group).
         """
         if self._closed:
             raise DatasetError(f"{self.path}: finish: found a closed writer; allowed: finish once")
@@ -396,9 +398,11 @@ class EpisodeWriter:
         timing_arrays = check_timing(per_tick, timing or {}, frames, self.path)
         clock = {safe_name(k, "timing_attrs", self.path): attr_value(v, f"{self.path}: timing/{k}")
                  for k, v in (timing_attrs or {}).items()}
+        images = {safe_name(k, fmt.TEXTURES, self.path): _image_bytes(v, k, self.path)
+                  for k, v in sorted((textures or {}).items())}
         try:
             self._write_rest(success, extra, label_arrays, (names, arm_names), dag_attrs, completion,
-                             device_arrays, timing_arrays, group_attrs, clock)
+                             device_arrays, timing_arrays, group_attrs, clock, images)
             digest = seal(self.path)
             move_into_place(self.path, self._final)
         except (OSError, RuntimeError) as exc:
@@ -434,7 +438,8 @@ class EpisodeWriter:
                     completion: npt.NDArray[np.generic],
                     device_arrays: Mapping[str, Mapping[str, npt.NDArray[np.generic]]],
                     timing_arrays: Mapping[str, npt.NDArray[np.generic]],
-                    device_attrs: Mapping[str, Mapping[str, Any]], timing_attrs: Mapping[str, Any]) -> None:
+                    device_attrs: Mapping[str, Mapping[str, Any]], timing_attrs: Mapping[str, Any],
+                    textures: Mapping[str, npt.NDArray[np.uint8]]) -> None:
         """Last frames, then labels, DAG, timing, device (SWMR allows no new objects: a live file is reopened)."""
         self._drain_images(keep=0)
         self._flush()
@@ -473,6 +478,8 @@ class EpisodeWriter:
                     group.create_dataset(key, data=arr, track_times=False)
                 for key, value in device_attrs.get(name, {}).items():
                     set_attr(group, key, value)
+            for name, data in textures.items():  # (PNG bytes: compressed already)
+                f.create_dataset(fmt.texture_path(name), data=data, track_times=False)
 
     def abort(self) -> None:
         """Discard the episode: close and remove the in-progress file. Safe to call twice."""
@@ -494,3 +501,9 @@ class EpisodeWriter:
     def _close(self, committed: EpisodeRecord | None = None) -> None:
         self._closed = True
         self._on_close(committed)
+
+
+def _image_bytes(data: object, name: str, path: Path) -> npt.NDArray[np.uint8]:
+    if not isinstance(data, bytes) or not data:
+        raise DatasetError(f"{path}: {fmt.texture_path(name)}: found {type(data).__name__}; allowed: the image's bytes")
+    return np.frombuffer(data, dtype=np.uint8)

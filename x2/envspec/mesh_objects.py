@@ -2,9 +2,11 @@
 
 A mesh object is two files in ./specs/objects/ beside any hand-written one, laid out as x2's own
 (x2/assets/objects/block.yaml + block.xml): NAME.xml (the self-contained MJCF, x2.meshes.fragment) and NAME.yaml
-(the asset). Both start with a comment holding the cache key (x2.meshes.build.cache_key): the same file with the
-same options is not made again, a changed one replaces both. A name of x2's own objects, or of a user object that
-`x2 objects add` did not make, is refused: nothing a person wrote is overwritten.
+(the asset), and NAME.png when the mesh has a texture (x2.meshes.skin; the MJCF names it, and x2 carries its
+bytes in every world that holds the object). The MJCF and YAML start with a comment holding the cache key
+(x2.meshes.build.cache_key): the same file with the same options is not made again, a changed one replaces them.
+A name of x2's own objects, or of a user object that `x2 objects add` did not make, is refused: nothing a person
+wrote is overwritten.
 """
 
 from __future__ import annotations
@@ -16,14 +18,15 @@ from pathlib import Path
 from x2.base.errors import SpecError
 from x2.envspec import catalog
 from x2.envspec.schema import DISPLAY_ALLOWED, DISPLAY_PATTERN, NAME_PATTERN
-from x2.files.atomic import write_text
-from x2.meshes.fragment import KEY_PREFIX
+from x2.files.atomic import write_bytes, write_text
+from x2.meshes.fragment import KEY_PREFIX, texture_file
 
 
 @dataclass(frozen=True)
 class ObjectFiles:
     yaml: Path
     xml: Path
+    png: Path  # the texture, when the object has one
 
 
 def check_display_name(display: str | None) -> None:
@@ -40,11 +43,14 @@ def object_files(name: str) -> ObjectFiles:
     if (catalog.BUILTIN_DIRS["objects"] / f"{name}.yaml").is_file():
         raise SpecError(None, None, "name", f"{name!r} (one of x2's own objects)", "a name x2 does not ship")
     folder = catalog.user_dir("objects")
-    files = ObjectFiles(yaml=folder / f"{name}.yaml", xml=folder / f"{name}.xml")
+    files = ObjectFiles(yaml=folder / f"{name}.yaml", xml=folder / f"{name}.xml", png=folder / texture_file(name))
     for path in (files.yaml, files.xml):
         if path.exists() and written_key(path) is None:
             raise SpecError(str(path), None, "name", f"{name!r} (a file `x2 objects add` did not write)",
                             "a new name, or remove that file first")
+    if files.png.exists() and written_key(files.xml) is None:
+        raise SpecError(str(files.png), None, "name", f"{name!r} (a file `x2 objects add` did not write)",
+                        "a new name, or remove that file first")
     return files
 
 
@@ -62,12 +68,19 @@ def written_key(path: Path) -> str | None:
 
 
 def is_current(files: ObjectFiles, key: str) -> bool:
-    """True when both files are there and were made from the same input and options."""
-    return written_key(files.xml) == key and written_key(files.yaml) == key
+    """True when its files are there and were made from the same input and options."""
+    if written_key(files.xml) != key or written_key(files.yaml) != key:
+        return False
+    return files.png.is_file() or f'file="{files.png.name}"' not in files.xml.read_text(encoding="utf-8")
 
 
-def write_object(files: ObjectFiles, xml: str, yaml: str) -> None:
-    """Both files, each replaced whole; the YAML last, so the object is listed only once its MJCF is in place."""
+def write_object(files: ObjectFiles, xml: str, yaml: str, texture: bytes | None = None) -> None:
+    """Its files, each replaced whole: the texture first (a stale one removed), the YAML last, so the object is
+    listed only once its MJCF and image are in place."""
     files.xml.parent.mkdir(parents=True, exist_ok=True)
+    if texture is not None:
+        write_bytes(files.png, texture)
     write_text(files.xml, xml)
     write_text(files.yaml, yaml)
+    if texture is None:
+        files.png.unlink(missing_ok=True)

@@ -142,7 +142,7 @@ class EvalRun:
     def _commit(self, ds: Dataset, outcome: EvalOutcome, on_update: Callable[[EvalProgress], None] | None) -> None:
         result = outcome.result
         start = episode_start(self.env, outcome.seed, fmt.POLICY_SOURCE, self.plan.master_seed, outcome.slot)
-        stored = EpisodeOutcome(success=result.success, model_xml=outcome.model_xml,
+        stored = EpisodeOutcome(success=result.success, model_xml=outcome.model_xml, textures=outcome.textures,
                                 object_names=outcome.object_names, policy=policy_text(outcome.policy))
 
         def replay(writer: EpisodeWriter) -> EpisodeResult:

@@ -81,6 +81,7 @@ class EvalOutcome:
     object_names: tuple[str, ...]
     policy: PolicyRecord
     timing: dict[str, npt.NDArray[np.float32]]  # per tick, ms: inference and render, beside the loop's stages
+    textures: dict[str, bytes] = field(default_factory=dict)  # the images its world carries beside model_xml
 
 
 class EvalSession:
@@ -131,7 +132,7 @@ class EvalSession:
         timing = {"inference": np.asarray(teacher.infer_ms[:n], np.float32),
                   "render": np.asarray(teacher.render_ms[:n], np.float32)}
         return EvalOutcome(slot, seed, result, recorder.arrays(), self.backend.model_xml(), self.backend.object_names,
-                           {**self.identity(), "ended": ended}, timing)
+                           {**self.identity(), "ended": ended}, timing, self.backend.model_textures())
 
     def close(self) -> None:
         """Hang up and free the simulator; again is nothing (a run closes its own session early for its pool)."""

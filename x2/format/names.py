@@ -76,8 +76,11 @@ CREATED_UTC_ATTR = "created_utc"  # attr of TIMING
 MISSED_SLOTS_ATTR = "missed_slots"  # attr of TIMING
 AUGMENTATION = "augmentation"
 ENVELOPE = "augmentation/envelope"  # (N, 7) float64: an augmented episode's swept capsules
+# /<name>: (n,) uint8, the PNG bytes of each image the world's `<texture file="name">` names (x2.sim.mujoco.textures);
+# only in the files of worlds that carry images (objects made from textured meshes): other files have no such group
+TEXTURES = "textures"
 REQUIRED_DATASETS = (TIMESTAMPS, ACTION, STATES)
-UNTIMED_GROUPS = (DAG, DEVICE, AUGMENTATION)  # per-episode constants, not one row per tick
+UNTIMED_GROUPS = (DAG, DEVICE, AUGMENTATION, TEXTURES)  # per-episode constants, not one row per tick
 
 
 def image_path(camera: str) -> str:
@@ -94,6 +97,10 @@ def label_path(name: str) -> str:
 
 def timing_path(stage: str) -> str:
     return f"{TIMING}/{stage}_ms"
+
+
+def texture_path(name: str) -> str:
+    return f"{TEXTURES}/{name}"
 
 
 def device_path(kind: str) -> str:

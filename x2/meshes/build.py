@@ -16,9 +16,10 @@ from x2.base.errors import SpecError
 from x2.meshes.fragment import ObjectText, object_text
 from x2.meshes.inertia import DENSITY, MassProperties, mass_properties
 from x2.meshes.pieces import THRESHOLD, VISUAL_VERTICES, Piece, convex_pieces, visual_mesh
+from x2.meshes.skin import skin_uv
 from x2.meshes.source import linked_files, read_mesh
 
-VERSION = 2  # of what build_object makes from the same input: a new one makes every cached object again
+VERSION = 3  # of what build_object makes from the same input: a new one makes every cached object again
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class MeshObject:
     watertight: bool
     rgba: tuple[float, float, float, float]
     missing: tuple[str, ...]  # files the mesh file names that are not there
+    texture: bytes | None = None  # the PNG the MJCF names (fragment.texture_file), when the object has a texture
 
 
 def cache_key(path: Path, options: MeshOptions) -> str:
@@ -66,12 +68,14 @@ def build_object(path: Path, options: MeshOptions, key: str) -> MeshObject:
                         "convex pieces)")
     pieces = convex_pieces(source.mesh, options.threshold)
     props = mass_properties(source.mesh, source.watertight, pieces, options.mass, options.density)
-    visual = visual_mesh(source.mesh, options.visual_vertices)
+    visual, uv = visual_mesh(source.mesh, options.visual_vertices), None
+    if source.skin is not None:
+        visual, uv = skin_uv(source.skin, visual)
     weighed = (f"mass {options.mass:g} kg" if options.mass is not None else
                f"density {options.density if options.density is not None else DENSITY:g} kg/m^3")
     about = (f"made by `x2 objects add` from {path.name} at scale {options.scale:g}, up {options.up}, {weighed}, "
              f"CoACD threshold {options.threshold:g}")
-    text = object_text(options.name, options.display, visual, pieces, props, source.rgba, about, key)
+    text = object_text(options.name, options.display, visual, pieces, props, source.rgba, about, key, uv)
     return MeshObject(text=text, pieces=tuple(pieces), props=props, extents=source.extents,
                       visual_vertices=len(visual.vertices), watertight=source.watertight, rgba=source.rgba,
-                      missing=source.missing)
+                      missing=source.missing, texture=None if source.skin is None else source.skin.png)

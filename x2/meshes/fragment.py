@@ -7,6 +7,10 @@ no contacts, no mass), and two top-grasp sites at half height (synthesis's grasp
 x2/synth/skills/grasp_poses.py, and has no heuristic for a mesh): `grasp` closes the fingers across the object's
 narrowest horizontal width, `grasp_across` across the perpendicular one. Its first comment records what it
 was made from (`KEY_PREFIX` + the cache key) so that `x2 objects add` knows when a rerun has nothing to do.
+
+An object with a texture (x2.meshes.skin) names its image beside the MJCF, `<texture file="NAME.png">`, and its
+visual mesh carries a UV per vertex (`texcoord`); a world that holds it carries the image's bytes
+(x2/sim/mujoco/textures.py), so it is still rebuilt from an episode file alone.
 """
 
 from __future__ import annotations
@@ -80,9 +84,23 @@ def _comment(text: str) -> str:
     return text.replace("--", "- -")  # (an XML comment may not hold "--": a file name might)
 
 
+def texture_file(name: str) -> str:
+    """The file name of object `name`'s texture, beside its MJCF."""
+    return f"{name}.png"
+
+
+def _texcoord(uv: Floats) -> str:
+    # MuJoCo reads an image top row first and puts texcoord (0, 0) at its first pixel: v counts down the image,
+    # where OBJ and glTF readers (trimesh) count it up
+    flipped = np.column_stack([uv[:, 0], 1.0 - uv[:, 1]])
+    return _numbers(flipped)
+
+
 def object_text(name: str, display: str | None, visual: trimesh.Trimesh, pieces: list[Piece],
-                props: MassProperties, rgba: tuple[float, float, float, float], about: str, key: str) -> ObjectText:
-    """`about`: one line saying what the object was made from (the file, the options), kept as a comment."""
+                props: MassProperties, rgba: tuple[float, float, float, float], about: str, key: str,
+                uv: Floats | None = None) -> ObjectText:
+    """`about`: one line saying what the object was made from (the file, the options), kept as a comment; `uv`
+    the visual mesh's texture coordinates, one per vertex, when the object has a texture (`texture_file`)."""
     vertices = np.concatenate([p.vertices for p in pieces])
     footprint = float(np.linalg.norm(vertices[:, :2], axis=1).max())
     height = float(vertices[:, 2].max())
@@ -98,15 +116,19 @@ def object_text(name: str, display: str | None, visual: trimesh.Trimesh, pieces:
         f'<mujoco model="{name}">',
         '  <compiler angle="radian"/>',
         "  <asset>",
+        *([f'    <texture name="skin" type="2d" file="{texture_file(name)}"/>',
+           '    <material name="skin" texture="skin"/>'] if uv is not None else []),
         # (shell inertia: the visual mesh may be open, and its mass is none anyway)
-        f'    <mesh name="visual" inertia="shell" vertex="{_numbers(visual.vertices)}" face="{_ints(visual.faces)}"/>',
+        f'    <mesh name="visual" inertia="shell" vertex="{_numbers(visual.vertices)}" '
+        + (f'texcoord="{_texcoord(uv)}" ' if uv is not None else "") + f'face="{_ints(visual.faces)}"/>',
         *(f'    <mesh name="piece_{k:02d}" vertex="{_numbers(p.vertices)}"/>' for k, p in enumerate(pieces)),
         "  </asset>",
         "  <worldbody>",
         '    <body name="object">',
         f'      <inertial pos="{_numbers(props.com)}" mass="{props.mass:.6g}" '
         f'fullinertia="{i[0, 0]:.6g} {i[1, 1]:.6g} {i[2, 2]:.6g} {i[0, 1]:.6g} {i[0, 2]:.6g} {i[1, 2]:.6g}"/>',
-        f'      <geom name="visual" type="mesh" mesh="visual" contype="0" conaffinity="0" mass="0" rgba="{colour}"/>',
+        '      <geom name="visual" type="mesh" mesh="visual" contype="0" conaffinity="0" mass="0" '
+        + ('material="skin"/>' if uv is not None else f'rgba="{colour}"/>'),
         *(f'      <geom name="piece_{k:02d}" type="mesh" mesh="piece_{k:02d}" group="{PIECE_GROUP}" {CONTACT} '
           f'rgba="{colour}"/>' for k in range(len(pieces))),
         _site("grasp", grasp),

@@ -7,9 +7,10 @@ an image, a mesh with no volume (flat, or all faces degenerate), one too large o
 `scale` (the refusal proposes a scale). Whether the mesh is watertight is reported, not refused here: its volume
 (and so a mass from a density) needs it, the collision pieces do not (x2.meshes.build).
 
-Textures are not kept: a recorded world is self-contained MJCF text (x2/sim/mujoco/recorded_xml.py) and MJCF has
-no way to hold pixels inline, so each part's texture is reduced to its mean colour (sampled at the part's UVs)
-and the object gets the area-weighted mean of its parts' colours as one rgba.
+The object's colour is the area-weighted mean of its parts' colours as one rgba (a part's texture sampled at its
+UVs): what its collision pieces are drawn with, and its look where the file has no one texture. A file whose every
+part is textured by one image keeps it (`SourceMesh.skin`, x2.meshes.skin): the image and the UVs travel with the
+object and with every world that holds it (x2/sim/mujoco/textures.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from PIL import Image, UnidentifiedImageError
 
 from x2.base.arrays import Floats
 from x2.base.errors import SpecError
+from x2.meshes.skin import Skin, placed, read_skin
 
 FORMATS = (".obj", ".stl", ".glb", ".gltf", ".ply")
 MAX_EXTENT = 0.5  # m: the largest side the booth's table and the grippers' reach are built for
@@ -49,6 +51,7 @@ class SourceMesh:
     watertight: bool
     files: tuple[Path, ...]  # the mesh file and every file it names (MTL, textures): what the cache digests
     missing: tuple[str, ...]  # files the mesh file names that are not there (its colour is then the default's)
+    skin: Skin | None = None  # its one texture and UVs, in the object frame (x2.meshes.skin), when it has one
 
 
 def _refuse(path: Path, field: str, found: str, allowed: str) -> SpecError:
@@ -180,9 +183,9 @@ def read_mesh(path: Path, scale: float, up: str = "z") -> SourceMesh:
     mesh = trimesh.Trimesh(vertices=np.concatenate([p.vertices for p in parts]) * scale,
                            faces=np.concatenate([p.faces + sum(len(q.vertices) for q in parts[:i])
                                                  for i, p in enumerate(parts)]), process=True)
+    turn = np.eye(4)
+    turn[:3, :3] = UP_AXES[up]
     if up != "z":
-        turn = np.eye(4)
-        turn[:3, :3] = UP_AXES[up]
         mesh.apply_transform(turn)
     if not np.isfinite(mesh.vertices).all():
         raise _refuse(path, "mesh", "vertices that are not finite numbers", "a mesh of finite coordinates")
@@ -203,13 +206,17 @@ def read_mesh(path: Path, scale: float, up: str = "z") -> SourceMesh:
         raise _refuse(path, "mesh", f"a mesh {smallest * 1000:.2g} mm thin (sides {_sides(extents)})",
                       f"a solid at least {MIN_EXTENT * 1000:g} mm in every direction (--scale for units)")
     watertight = bool(mesh.is_watertight)
-    if watertight and mesh.volume < 0:  # inside out: a volume and an inertia need outward faces
+    inverted = watertight and bool(mesh.volume < 0)
+    if inverted:  # inside out: a volume and an inertia need outward faces
         mesh.invert()
     lo, hi = mesh.bounds
-    mesh.apply_translation([-(lo[0] + hi[0]) / 2, -(lo[1] + hi[1]) / 2, -lo[2]])
+    shift = np.array([-(lo[0] + hi[0]) / 2, -(lo[1] + hi[1]) / 2, -lo[2]])
+    mesh.apply_translation(shift)
+    skin = read_skin(parts, scale)
     rgba4 = (float(rgba[0]), float(rgba[1]), float(rgba[2]), float(rgba[3]))
     return SourceMesh(mesh=mesh, rgba=rgba4, extents=extents, watertight=watertight,
-                      files=(path, *linked.files), missing=linked.missing)
+                      files=(path, *linked.files), missing=linked.missing,
+                      skin=None if skin is None else placed(skin, turn[:3, :3], shift, inverted))
 
 
 def _sides(extents: Floats) -> str:

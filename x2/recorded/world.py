@@ -82,7 +82,7 @@ def open_world(ep: Episode) -> RecordedWorld:
         raise DatasetError(f"{ep.path}: assets: found {str(assets)[:60]}; allowed: {{object: asset name}}")
     roles = _roles(ep, env)
     backend = recorded_backend(env, xml, {str(k): str(v) for k, v in assets.items()}, placements, str(ep.path),
-                               roles)
+                               roles, textures=ep.textures)
     states = ep.dataset(fmt.STATES)
     if len(states.shape) != 2 or states.shape[0] < 1 or states.shape[1] != backend.state_size \
             or states.dtype.kind not in "biuf":

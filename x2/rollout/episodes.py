@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -156,6 +156,7 @@ class EpisodeOutcome:
     env: EnvSpec | None = None  # the world it ran in, when not the one it started from
     synthesis: str | None = None  # how synthesis made it (EpisodeEnd.synthesis)
     policy: str | None = None  # which evaluated policy drove it (EpisodeEnd.policy)
+    textures: Mapping[str, bytes] = field(default_factory=dict)  # the images its world carries (/textures)
 
 
 def commit_episode(ds: Dataset, env: EnvSpec, start: EpisodeStart, record: Callable[[EpisodeWriter], EpisodeResult],
@@ -178,7 +179,7 @@ def commit_episode(ds: Dataset, env: EnvSpec, start: EpisodeStart, record: Calla
             labels=result.labels, dag=result.dag, success=how.success, extra_attrs=end.attrs(),
             timing=result.stage_ms, timing_attrs={MISSED_SLOTS_ATTR: result.missed_slots},
             device=device.streams if device is not None else None,
-            device_attrs=device.attrs if device is not None else None)
+            device_attrs=device.attrs if device is not None else None, textures=how.textures)
     return result, committed
 
 
@@ -205,7 +206,7 @@ def record_episode(ds: Dataset, rollout: Rollout, teacher: Teacher, seed: int, s
         if keep is not None and not keep(result):
             return None
         return EpisodeOutcome(success=result.success, model_xml=backend.model_xml(),
-                              object_names=backend.object_names, env=backend.env,
+                              textures=backend.model_textures(), object_names=backend.object_names, env=backend.env,
                               device=device(result) if device is not None else None)
 
     return commit_episode(ds, env, episode_start(env, seed, source, master_seed, slot), run, outcome,

@@ -24,11 +24,15 @@ def make_backend(env: EnvSpec, backend: str | None = None) -> Backend:
 
 def recorded_backend(env: EnvSpec, model_xml: str, assets: Mapping[str, str],
                      layout: Mapping[str, Placement], source: str = fmt.MODEL_XML_ATTR,
-                     roles: Mapping[str, str] | None = None, backend: str | None = None) -> Backend:
-    """The world of a recorded episode, compiled from its stored model XML (no spec file is read) once
-    it is known to be self-contained (x2.sim.mujoco.recorded_xml); `source` names the file in errors.
-    `backend` as for `make_backend`."""
-    return backend_factory(backend).recorded(env, model_xml, assets, layout, source, roles)
+                     roles: Mapping[str, str] | None = None, backend: str | None = None,
+                     textures: Mapping[str, bytes] | None = None) -> Backend:
+    """The world of a recorded episode, compiled from its stored model XML and the images it carries (`textures`;
+    no spec file is read) once it is known to be self-contained (x2.sim.mujoco.recorded_xml); `source` names the
+    file in errors. `backend` as for `make_backend`."""
+    factory = backend_factory(backend)
+    if textures:  # (only then: a backend written before worlds carried images still opens every other world)
+        return factory.recorded(env, model_xml, assets, layout, source, roles, textures=textures)
+    return factory.recorded(env, model_xml, assets, layout, source, roles)
 
 
 def simulator_versions() -> dict[str, str]:

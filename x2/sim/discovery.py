@@ -37,9 +37,12 @@ class BackendFactory(Protocol):
         ...
 
     def recorded(self, env: EnvSpec, model_xml: str, assets: Mapping[str, str], layout: Mapping[str, Placement],
-                 source: str, roles: Mapping[str, str] | None) -> Backend:
+                 source: str, roles: Mapping[str, str] | None,
+                 textures: Mapping[str, bytes] | None = None) -> Backend:
         """The world of a recorded episode, built from its stored MJCF text `model_xml` (nothing redrawn, no
-        spec file read); `assets`/`layout`/`roles` as its reset drew them; `source` names the file in errors."""
+        spec file read) and the images it carries (`textures`, by the names its ``<texture file>`` gives; passed
+        only when there are any); `assets`/`layout`/`roles` as its reset drew them; `source` names the file in
+        errors."""
         ...
 
 

@@ -38,6 +38,7 @@ class AttemptOutcome:
     result: EpisodeResult | None = None
     arrays: dict[str, npt.NDArray[np.generic]] | None = None  # recorded ticks, when the episode is to be stored
     model_xml: str = ""
+    textures: dict[str, bytes] = field(default_factory=dict)  # the images its world carries beside model_xml
     object_names: tuple[str, ...] = ()
     stats: SynthStats = field(default_factory=SynthStats)
     timing: dict[str, float] = field(default_factory=dict)  # seconds: total, teacher (planning), step
@@ -93,7 +94,8 @@ class SynthSession:
         total = time.perf_counter() - t0  # (the arrays too: the robot's and objects' streams are made there)
         return AttemptOutcome(
             index, seed, accepted, reason, detail, result.ticks, result=result, arrays=arrays,
-            model_xml=self.backend.model_xml() if keep else "", object_names=self.backend.object_names,
+            model_xml=self.backend.model_xml() if keep else "",
+            textures=self.backend.model_textures() if keep else {}, object_names=self.backend.object_names,
             stats=ctx.stats,
             timing={"total": total, "teacher": float(result.stage_ms["teacher"].sum()) / 1e3,
                     "step": float(result.stage_ms["step"].sum()) / 1e3},

@@ -219,7 +219,7 @@ class SynthRun:
         result, arrays = outcome.result, outcome.arrays
         assert result is not None and arrays is not None
         start = episode_start(self.env, outcome.seed, "synth", self.config.seed, outcome.index)
-        stored = EpisodeOutcome(success=outcome.accepted, model_xml=outcome.model_xml,
+        stored = EpisodeOutcome(success=outcome.accepted, model_xml=outcome.model_xml, textures=outcome.textures,
                                 object_names=outcome.object_names,
                                 rejection=None if outcome.accepted else Rejection(outcome.reason, outcome.detail),
                                 synthesis=self._how_text)

@@ -48,7 +48,7 @@ class Preview:
         self._state_seq = ctx.RawValue("q", 0)
         self._image = ctx.RawArray("B", c.width * c.height * 3)
         self._image_seq = ctx.RawValue("q", 0)
-        self._worlds: mp.Queue[str] = ctx.Queue()  # MJCF text of each new world
+        self._worlds: mp.Queue[tuple[str, dict[str, bytes]]] = ctx.Queue()  # each new world: MJCF text, images
         self._stop = ctx.Event()
         self._proc = ctx.Process(target=_render_loop, name="x2-preview", daemon=True, args=(
             c, self._lock, self._state, self._state_len, self._state_seq, self._image, self._image_seq,
@@ -75,7 +75,7 @@ class Preview:
     def hook(self, tick: int, backend: Backend) -> None:
         """A `RolloutOptions` hook: the world at an episode's first tick, the state every few ticks."""
         if tick == 0:
-            self._worlds.put(backend.model_xml())
+            self._worlds.put((backend.model_xml(), backend.model_textures()))
         if tick % self.config.publish_every == 0:
             self.publish(backend.get_state())
 
@@ -103,7 +103,7 @@ class Preview:
 
 def _render_loop(c: PreviewConfig, lock: Lock, state: ctypes.Array[ctypes.c_double], state_len: ctypes.c_int,
                  state_seq: ctypes.c_longlong, image: ctypes.Array[ctypes.c_ubyte], image_seq: ctypes.c_longlong,
-                 worlds: mp.Queue[str], stop: Event, parent: ParentProcess) -> None:
+                 worlds: mp.Queue[tuple[str, dict[str, bytes]]], stop: Event, parent: ParentProcess) -> None:
     die_with(parent)  # a SIGKILLed session never sets `stop`
     import x2  # noqa: F401  (caps BLAS threads, sets MUJOCO_GL before the renderer's import loads a GL)
     from x2.sim.mujoco.renderer import MujocoRenderer
@@ -118,11 +118,11 @@ def _render_loop(c: PreviewConfig, lock: Lock, state: ctypes.Array[ctypes.c_doub
             t0 = time.monotonic()
             with contextlib.suppress(queue.Empty):
                 while True:  # only the newest world matters
-                    xml = worlds.get_nowait()
+                    xml, textures = worlds.get_nowait()
                     if renderer is not None:
                         renderer.close()
                         renderer = None
-                    renderer = MujocoRenderer.of_xml(xml, (c.camera,), size)
+                    renderer = MujocoRenderer.of_xml(xml, (c.camera,), size, textures)
                     seen = 0
             if renderer is not None and state_seq.value != seen:
                 with lock:

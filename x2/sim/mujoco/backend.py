@@ -8,6 +8,9 @@ Two ways to get one:
   stored world is the stepped world, welded objects included.
 - `MujocoBackend.recorded(env, model_xml, assets, layout)` is a world rebuilt from an episode file: the
   stored text compiled as it is, nothing redrawn, no spec file read.
+
+A world is its text and the images it carries beside it (`model_textures()`, x2.sim.mujoco.textures: none
+unless an object was made from a textured mesh); the compiled-world cache is keyed by both.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from x2.sim.mujoco.jaw import world_jaw
 from x2.sim.mujoco.look import restyled_world, sample_look
 from x2.sim.mujoco.renderer import MujocoRenderer, world_cameras
 from x2.sim.mujoco.state import STATE_SPEC
-from x2.sim.mujoco.world import free_joint, world_xml
+from x2.sim.mujoco.world import free_joint, world_of
 
 _CACHE = 4  # compiled worlds kept: a re-recorded teleop episode or a relabel pass reuses its world
 
@@ -44,9 +47,9 @@ class MujocoBackend:
     _c: Compiled  # the world in use: set by _use, which __init__ calls
 
     def __init__(self, env: EnvSpec, *, _recorded: tuple[str, dict[str, AssetSpec], dict[str, Placement], str]
-                 | None = None):
+                 | None = None, _textures: Mapping[str, bytes] | None = None):
         self.env = env
-        self._cache: dict[str, Compiled] = {}  # by XML text, newest last
+        self._cache: dict[tuple[str, tuple[str, ...]], Compiled] = {}  # by XML text and texture names, newest last
         self._renderers: dict[tuple[int, int], MujocoRenderer] = {}  # render's, by (width, height)
         self.table_height = env.booth.table_height
         self._recorded = _recorded
@@ -57,20 +60,22 @@ class MujocoBackend:
         source = None
         if _recorded is not None:
             xml, chosen, layout, source = _recorded
+            textures = dict(_textures or {})
             self._layout = dict(layout)
         else:
             chosen = {o.name: o.candidates[0] for o in env.objects}
             self._layout = {}
-            xml = world_xml(env, chosen)
-        self._use(chosen, xml, source)
+            xml, textures = world_of(env, chosen)
+        self._use(chosen, xml, source, textures)
 
     @classmethod
     def recorded(cls, env: EnvSpec, model_xml: str, assets: Mapping[str, str],
                  layout: Mapping[str, Placement], source: str = fmt.MODEL_XML_ATTR,
-                 roles: Mapping[str, str] | None = None) -> MujocoBackend:
+                 roles: Mapping[str, str] | None = None, textures: Mapping[str, bytes] | None = None) -> MujocoBackend:
         """The world of a recorded episode: its stored XML as it is (checked by x2.sim.mujoco.recorded_xml
-        first), `assets` naming each object's drawn asset among `env`'s candidates (an env rebuilt from the
-        same file), `roles` the objects its roles were bound to. `source` names the file in every error."""
+        first) with the images it carries (`textures`), `assets` naming each object's drawn asset among `env`'s
+        candidates (an env rebuilt from the same file), `roles` the objects its roles were bound to. `source`
+        names the file in every error."""
         chosen = {}
         for obj in env.objects:
             pool = {a.name: a for a in obj.candidates}
@@ -84,14 +89,16 @@ class MujocoBackend:
             if bound not in role.one_of:
                 raise NotFoundError(f"role {role.name!r}: recorded object {bound!r} is not among its objects "
                                     f"{list(role.one_of)}")
-        backend = cls(env, _recorded=(model_xml, chosen, dict(layout), source))
+        backend = cls(env, _recorded=(model_xml, chosen, dict(layout), source), _textures=textures)
         backend._roles = {r.name: (roles or {})[r.name] for r in env.roles} or None
         return backend
 
     # ----- world selection -------------------------------------------------------------------
-    def _use(self, chosen: Mapping[str, AssetSpec], xml: str, source: str | None = None) -> None:
-        c = self._cache.pop(xml, None) or compiled(self.env, chosen, xml, source)
-        self._cache[xml] = c
+    def _use(self, chosen: Mapping[str, AssetSpec], xml: str, source: str | None = None,
+             textures: Mapping[str, bytes] | None = None) -> None:
+        key = (xml, tuple(textures or ()))  # (the names are digests of the images)
+        c = self._cache.pop(key, None) or compiled(self.env, chosen, xml, source, textures)
+        self._cache[key] = c
         while len(self._cache) > _CACHE:
             del self._cache[next(iter(self._cache))]
         if getattr(self, "_c", None) is not c:  # (no `_c` yet on __init__'s first call)
@@ -145,18 +152,18 @@ class MujocoBackend:
             # the embodiment drawn from the seed's own stream (the other axes' draws stay as they were); the
             # table's height is built in (the robot's mount moved), the cameras jittered once the look is on
             embodiment = sample_embodiment(self.env.robot, self.env.embodiment, rngs["embodiment"])
-            xml = world_xml(mounted(self.env, embodiment), chosen, layout)
+            xml, textures = world_of(mounted(self.env, embodiment), chosen, layout)
             self._appearance = None
             if self.env.appearance:  # a look drawn from the seed's own stream: the layout's draws stay as they were
                 looks = rngs["appearance"]
                 scenery = self.env.appearance[int(looks.integers(len(self.env.appearance)))]
                 look = sample_look(scenery, looks)
-                xml = restyled_world(xml, look, "the world x2 built")
+                xml = restyled_world(xml, look, "the world x2 built", textures)
                 self._appearance = {"scenery": scenery.name, "look": look}
             self._embodiment = embodiment
             if embodiment is not None and "cameras" in embodiment:
-                xml = jittered_world(xml, embodiment)
-            self._use(chosen, xml)
+                xml = jittered_world(xml, embodiment, textures)
+            self._use(chosen, xml, textures=textures)
             self._layout = layout
         m, d = self.model, self.data
         jaw = self.jaw()
@@ -398,7 +405,7 @@ class MujocoBackend:
         if self.env.robot.gripper.drive != "linkage":
             return None
         if self._jaw is None:  # measured once per backend: every world it compiles carries the same gripper
-            self._jaw = world_jaw(self._c.xml, self.env.robot)
+            self._jaw = world_jaw(self._c.xml, self.env.robot, self._c.textures)
         return self._jaw
 
     def finger_bodies(self, arm: str) -> tuple[str, str]:
@@ -442,3 +449,7 @@ class MujocoBackend:
 
     def model_xml(self) -> str:
         return self._c.xml
+
+    def model_textures(self) -> dict[str, bytes]:
+        """The images the world carries beside `model_xml` (x2.sim.mujoco.textures), by name."""
+        return dict(self._c.textures)

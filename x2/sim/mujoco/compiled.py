@@ -19,16 +19,18 @@ from x2.sim.mujoco.world import ASSET_ROOT_BODY, free_joint, object_body, spec_f
 class Compiled:
     """One world compiled from its XML text, with the index tables the hot path uses."""
 
-    def __init__(self, env: EnvSpec, chosen: Mapping[str, AssetSpec], xml: str, source: str | None = None):
+    def __init__(self, env: EnvSpec, chosen: Mapping[str, AssetSpec], xml: str, source: str | None = None,
+                 textures: Mapping[str, bytes] | None = None):
+        self.textures = dict(textures or {})  # the images the world carries (x2.sim.mujoco.textures)
         if source is not None:  # read from a file: checked before MuJoCo opens anything it names
-            self.model = compile_world(xml, source)
+            self.model = compile_world(xml, source, self.textures)
             self.data = make_data(self.model, source)
         else:
             # x2's own world, checked too so that it never records one its readers would refuse (~2 ms of
             # the ~10 ms a new world takes to compile)
-            check_world_xml(xml, f"robot {env.robot.name!r} / scene {env.scene_name!r}")
+            check_world_xml(xml, f"robot {env.robot.name!r} / scene {env.scene_name!r}", self.textures)
             try:
-                self.model = mujoco.MjModel.from_xml_string(xml)
+                self.model = mujoco.MjModel.from_xml_string(xml, self.textures)
             except ValueError as exc:
                 raise world_error(env, chosen, exc) from None
             self.data = mujoco.MjData(self.model)
@@ -145,9 +147,10 @@ def _slice_if_contiguous(index: npt.NDArray[np.int64]) -> slice | npt.NDArray[np
     return index
 
 
-def compiled(env: EnvSpec, chosen: Mapping[str, AssetSpec], xml: str, source: str | None) -> Compiled:
+def compiled(env: EnvSpec, chosen: Mapping[str, AssetSpec], xml: str, source: str | None,
+             textures: Mapping[str, bytes] | None = None) -> Compiled:
     try:
-        return Compiled(env, chosen, xml, source)
+        return Compiled(env, chosen, xml, source, textures)
     except NotFoundError as exc:
         if source is None:
             raise

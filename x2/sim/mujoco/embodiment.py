@@ -25,7 +25,7 @@ base rides on the floor, and its robot file may not declare the axis (x2/envspec
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import mujoco
 import numpy as np
@@ -103,9 +103,11 @@ def apply_embodiment(spec: mujoco.MjSpec, draw: EmbodimentDraw) -> None:
         cam.fovy = round(float(cam.fovy) + float(change["fovy"]), DECIMALS)
 
 
-def jittered_world(model_xml: str, draw: EmbodimentDraw) -> str:
-    """A world's MJCF text (as x2 printed it) with the drawn cameras applied, printed the same way."""
+def jittered_world(model_xml: str, draw: EmbodimentDraw, textures: Mapping[str, bytes] | None = None) -> str:
+    """A world's MJCF text (as x2 printed it; `textures` the images it carries) with the drawn cameras applied,
+    printed the same way."""
     spec = mujoco.MjSpec.from_string(model_xml)
+    spec.assets = dict(textures or {})
     apply_embodiment(spec, draw)
     return world_text(spec, spec.option.timestep)
 

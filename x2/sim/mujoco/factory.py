@@ -18,8 +18,8 @@ def make(env: EnvSpec) -> Backend:
 
 
 def recorded(env: EnvSpec, model_xml: str, assets: Mapping[str, str], layout: Mapping[str, Placement],
-             source: str, roles: Mapping[str, str] | None) -> Backend:
-    return MujocoBackend.recorded(env, model_xml, assets, layout, source, roles)
+             source: str, roles: Mapping[str, str] | None, textures: Mapping[str, bytes] | None = None) -> Backend:
+    return MujocoBackend.recorded(env, model_xml, assets, layout, source, roles, textures)
 
 
 if TYPE_CHECKING:  # mypy checks this module against the protocol an entry point must meet

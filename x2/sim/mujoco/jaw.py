@@ -11,6 +11,7 @@ puts the linkage where the open command settles it, and the skills turn gaps int
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 
 import mujoco
 import numpy as np
@@ -26,18 +27,23 @@ SETTLE_S = 1.5  # s from rest at each command (the 2F-85 settles within 0.5 s)
 SETTLED = 1e-3  # rad/s or m/s: the largest joint speed that counts as settled
 
 
-def world_jaw(model_xml: str, robot: RobotSpec) -> Jaw:
-    """The jaw of the robot's (linkage) gripper, from the first arm's gripper in the world `model_xml`."""
+def world_jaw(model_xml: str, robot: RobotSpec, textures: Mapping[str, bytes] | None = None) -> Jaw:
+    """The jaw of the robot's (linkage) gripper, from the first arm's gripper in the world `model_xml` (with the
+    images it carries, `textures`: the gripper alone still holds the world's assets)."""
     arm = robot.arms[0]
     world = mujoco.MjSpec.from_string(model_xml)
+    if textures:
+        world.assets = dict(textures)
     lone = lone_subtree(world, f"{arm.name}_gripper")  # (with the world's physics options)
     g = robot.gripper
-    return _measure(lone.to_xml(), arm.name, arm.gripper_joints, g.closed_ctrl, g.open_ctrl)
+    return _measure(lone.to_xml(), arm.name, arm.gripper_joints, g.closed_ctrl, g.open_ctrl,
+                    tuple(sorted((textures or {}).items())))
 
 
 @functools.cache
-def _measure(xml: str, arm: str, joints: tuple[str, ...], closed: float, opened: float) -> Jaw:
-    m = mujoco.MjModel.from_xml_string(xml)
+def _measure(xml: str, arm: str, joints: tuple[str, ...], closed: float, opened: float,
+             textures: tuple[tuple[str, bytes], ...] = ()) -> Jaw:
+    m = mujoco.MjModel.from_xml_string(xml, dict(textures))
     d = mujoco.MjData(m)
     servo = m.actuator(f"{arm}_gripper").id
     qadr = np.array([m.jnt_qposadr[m.joint(j).id] for j in joints])

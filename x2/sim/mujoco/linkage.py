@@ -43,9 +43,12 @@ def lone_subtree(spec: mujoco.MjSpec, body: str, rename: dict[str, str] | None =
     """`body` of `spec` and everything that refers only to its subtree (equalities, tendons, actuators, contact
     exclusions), alone in a spec of its own with `spec`'s options, `body` at the origin. Names are mapped by
     `rename` (others kept); default classes get the prefix `classes` (so that they cannot clash with the classes
-    of the arm they were copied from)."""
+    of the arm they were copied from). MuJoCo copies every asset along with the subtree, so the lone spec carries
+    `spec`'s images too (`assets`, x2/sim/mujoco/textures.py)."""
     root = spec.body(body)
     lone = mujoco.MjSpec()
+    if spec.assets:
+        lone.assets = dict(spec.assets)
     lone.compiler.degree = False
     lone.option, lone.visual = spec.option, spec.visual  # (the source's physics; and no attach conflict)
     with warnings.catch_warnings():  # (an empty spec's default class name is one MuJoCo warns about)
@@ -58,6 +61,8 @@ def lone_subtree(spec: mujoco.MjSpec, body: str, rename: dict[str, str] | None =
     text = re.sub(rf'((?:child)?class)="{_COPY}([^"]*)"', rf'\1="{classes}\2"', text)
     text = re.sub(rf'"{_COPY}([^"]*)"', lambda m: f'"{mapping.get(m.group(1), m.group(1))}"', text)
     out = mujoco.MjSpec.from_string(text)
+    if spec.assets:
+        out.assets = dict(spec.assets)
     top = out.body(mapping.get(body, body))
     top.pos, top.quat = [0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]
     return out

@@ -227,9 +227,10 @@ def apply_look(spec: mujoco.MjSpec, look: Mapping[str, Any]) -> None:
         _style_lights(lights[0], lights[1:], look["lighting"])
 
 
-def restyled_world(model_xml: str, look: Mapping[str, Any], source: str = fmt.MODEL_XML_ATTR) -> str:
-    """A recorded world's MJCF text (read from the file `source` names, so checked first) with `look`
-    applied, printed as the recorder prints worlds."""
-    spec = world_spec(model_xml, source)
+def restyled_world(model_xml: str, look: Mapping[str, Any], source: str = fmt.MODEL_XML_ATTR,
+                   textures: Mapping[str, bytes] | None = None) -> str:
+    """A recorded world's MJCF text (read from the file `source` names, so checked first; `textures` the images
+    it carries) with `look` applied, printed as the recorder prints worlds."""
+    spec = world_spec(model_xml, source, textures)
     apply_look(spec, look)
     return world_text(spec, spec.option.timestep)

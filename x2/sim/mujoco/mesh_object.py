@@ -19,6 +19,7 @@ from x2.base.errors import SpecError
 from x2.envspec.mesh_objects import ObjectFiles, check_display_name, is_current, object_files, write_object
 from x2.meshes.build import MeshObject, MeshOptions, build_object, cache_key
 from x2.sim.mujoco.recorded_xml import compile_world
+from x2.sim.mujoco.textures import texture_name
 
 TIMESTEP = 1 / 480  # as x2's worlds (30 Hz control, 16 substeps)
 DROP_HEIGHT = 0.005  # m above the table
@@ -46,15 +47,24 @@ class Added:
     drop: DropTest | None = None
 
 
-def drop_test(xml: str, where: str) -> DropTest:
-    """Compile the object alone (as a world read from a file), then drop it on a table and watch it settle."""
-    compile_world(xml, where)
+def drop_test(xml: str, where: str, texture: bytes | None = None) -> DropTest:
+    """Compile the object alone (as a world read from a file, its texture carried as a world carries it), then
+    drop it on a table and watch it settle."""
+    child = mujoco.MjSpec.from_string(xml)
+    textures = {}
+    if texture is not None:  # (the MJCF names NAME.png beside it: a world names the image by its digest)
+        textures = {texture_name(texture): texture}
+        for tex in child.textures:
+            tex.file = texture_name(texture)
+        child.assets = textures
+    compile_world(child.to_xml(), where, textures)
     world = mujoco.MjSpec()
+    world.assets = textures
     world.option.timestep = TIMESTEP
     world.worldbody.add_geom(name="table", type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.4, 0.4, 0.02], pos=[0, 0, -0.02],
                              condim=4, friction=[0.9, 0.01, 0.001])
     frame = world.worldbody.add_frame(pos=[0, 0, DROP_HEIGHT])
-    world.attach(mujoco.MjSpec.from_string(xml), frame=frame, prefix="o/")
+    world.attach(child, frame=frame, prefix="o/")
     world.body("o/object").add_freejoint(name="free")
     model = world.compile()
     data = mujoco.MjData(model)
@@ -108,8 +118,8 @@ def add_mesh_object(path: Path, options: MeshOptions, stage: Callable[[int, str]
     tell(0, STAGES[0])
     made = build_object(path, options, key)
     tell(1, STAGES[1])
-    test = drop_test(made.text.xml, str(path))
+    test = drop_test(made.text.xml, str(path), made.texture)
     check_drop(test, str(path))
     tell(2, STAGES[2])
-    write_object(files, made.text.xml, made.text.yaml)
+    write_object(files, made.text.xml, made.text.yaml, made.texture)
     return Added(files=files, unchanged=False, made=made, drop=test)

@@ -17,6 +17,10 @@ x2 never writes any of that: its worlds are primitive geoms, builtin textures an
   MuJoCo x2 is built with (mujoco/doc/XMLschema.rst in the installed package);
 - the numbers that size an allocation above generous bounds (`COUNT_LIMITS`, `MEMORY_LIMIT`).
 
+One file reference is allowed: ``<texture file="NAME">`` where NAME is one of the images the world carries
+beside its text (x2.sim.mujoco.textures: digest-named PNGs of bounded size, an object made from a textured
+mesh); MuJoCo is then given those bytes and reads no file.
+
 The checks run on the text (one expat pass, no tree kept); `compile_world` and `world_spec` are the
 only ways x2 compiles or edits a world read from a file, and turn what MuJoCo still refuses into the
 same one-line DatasetError naming the file.
@@ -27,12 +31,13 @@ from __future__ import annotations
 import math
 import re
 import xml.parsers.expat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import NoReturn
 
 import mujoco
 
 from x2.base.errors import DatasetError
+from x2.sim.mujoco.textures import check_textures
 
 MAX_WORLD_BYTES = 4 * 1024 * 1024  # x2's worlds are ~20 KB (the green booth with two arms and its objects)
 MAX_DEPTH = 64  # x2's are 13 deep (mujoco > worldbody > nested robot bodies)
@@ -83,7 +88,8 @@ class _Refused(Exception):
 class _XmlChecker:
     """One expat pass over the text; raises _Refused at the first thing a recorded world may not hold."""
 
-    def __init__(self) -> None:
+    def __init__(self, textures: Mapping[str, bytes]) -> None:
+        self.textures = textures
         self.parser = xml.parsers.expat.ParserCreate()
         self.parser.SetParamEntityParsing(xml.parsers.expat.XML_PARAM_ENTITY_PARSING_NEVER)
         self.parser.StartDoctypeDeclHandler = lambda *a: self._refuse("a DOCTYPE declaration")
@@ -108,6 +114,8 @@ class _XmlChecker:
             shown = "".join(f' {k}="{v[:60]}"' for k, v in list(attrs.items())[:2])
             self._refuse(f"<{tag}{shown}>")
         for name, value in attrs.items():
+            if tag == "texture" and name == "file" and value in self.textures:
+                continue  # an image the world carries (checked by check_textures): MuJoCo gets its bytes
             if is_file_attribute(name) or name in CODE_ATTRIBUTES:
                 self._refuse(f'<{tag} {name}="{value[:60]}">')
         limits = {**ANY_ELEMENT_LIMITS, **COUNT_LIMITS.get(tag, {})}
@@ -158,9 +166,11 @@ class _XmlChecker:
             self._refuse("no <mujoco> element")
 
 
-def check_world_xml(text: str, where: str) -> None:
+def check_world_xml(text: str, where: str, textures: Mapping[str, bytes] | None = None) -> None:
     """Raise DatasetError("<where>: model_xml: found ... (line N); allowed: ...") unless `text` is a
-    self-contained MJCF world (see the module docstring); `where` names the file it was read from."""
+    self-contained MJCF world (see the module docstring) with `textures` its images; `where` names the file it
+    was read from."""
+    check_textures(textures or {}, where)
     if not isinstance(text, str):
         raise DatasetError(f"{where}: model_xml: found {type(text).__name__}; allowed: MJCF text")
     try:
@@ -170,7 +180,7 @@ def check_world_xml(text: str, where: str) -> None:
     if len(data) > MAX_WORLD_BYTES:
         raise DatasetError(f"{where}: model_xml: found {len(data)} bytes; allowed: {ALLOWED} of at most "
                            f"{MAX_WORLD_BYTES} bytes")
-    checker = _XmlChecker()
+    checker = _XmlChecker(textures or {})
     try:
         checker.run(data)
     except _Refused as refused:
@@ -195,16 +205,20 @@ def _mujoco[T](where: str, what: str, build: Callable[[], T]) -> T:
                            f"allowed: {ALLOWED} that compiles") from None
 
 
-def compile_world(text: str, where: str) -> mujoco.MjModel:
-    """The model of a world read from a file (checked first); any refusal is one DatasetError line."""
-    check_world_xml(text, where)
-    return _mujoco(where, "compile", lambda: mujoco.MjModel.from_xml_string(text))
+def compile_world(text: str, where: str, textures: Mapping[str, bytes] | None = None) -> mujoco.MjModel:
+    """The model of a world read from a file (checked first), `textures` the images it carries; any refusal is
+    one DatasetError line."""
+    check_world_xml(text, where, textures)
+    return _mujoco(where, "compile", lambda: mujoco.MjModel.from_xml_string(text, dict(textures or {})))
 
 
-def world_spec(text: str, where: str) -> mujoco.MjSpec:
-    """The editable spec of a world read from a file (checked first), e.g. to restyle or add to it."""
-    check_world_xml(text, where)
-    return _mujoco(where, "parse", lambda: mujoco.MjSpec.from_string(text))
+def world_spec(text: str, where: str, textures: Mapping[str, bytes] | None = None) -> mujoco.MjSpec:
+    """The editable spec of a world read from a file (checked first), e.g. to restyle or add to it; it carries
+    `textures` (its `assets`), so that printing or compiling it finds them."""
+    check_world_xml(text, where, textures)
+    spec = _mujoco(where, "parse", lambda: mujoco.MjSpec.from_string(text))
+    spec.assets = dict(textures or {})
+    return spec
 
 
 def make_data(model: mujoco.MjModel, where: str) -> mujoco.MjData:

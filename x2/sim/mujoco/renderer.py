@@ -8,7 +8,7 @@ so a renderer can draw stored states while the world it came from steps on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 
 import mujoco
@@ -44,9 +44,11 @@ class MujocoRenderer:
         self._renderer = mujoco.Renderer(model, height=size.height, width=size.width)
 
     @classmethod
-    def of_xml(cls, model_xml: str, cameras: Sequence[str], size: ImageSize) -> MujocoRenderer:
-        """A renderer of the world `model_xml` describes (MJCF text as `Backend.model_xml` gives it)."""
-        return cls(mujoco.MjModel.from_xml_string(model_xml), cameras, size)
+    def of_xml(cls, model_xml: str, cameras: Sequence[str], size: ImageSize,
+               textures: Mapping[str, bytes] | None = None) -> MujocoRenderer:
+        """A renderer of the world `model_xml` describes (MJCF text as `Backend.model_xml` gives it, with the
+        images `Backend.model_textures` gives)."""
+        return cls(mujoco.MjModel.from_xml_string(model_xml, dict(textures or {})), cameras, size)
 
     def set_state(self, state: Floats) -> None:
         mujoco.mj_setState(self.model, self.data, np.asarray(state, np.float64), STATE_SPEC)

@@ -33,6 +33,7 @@ from x2.envspec.source import display_path
 from x2.sim.layout import Placement
 from x2.sim.mujoco.booth import add_booth
 from x2.sim.mujoco.robot import load_mjcf, robot_mjcf_spec
+from x2.sim.mujoco.textures import carry_textures
 
 ASSET_ROOT_BODY = "object"
 
@@ -66,17 +67,25 @@ def yaw_quat(yaw: float) -> list[float]:
     return [math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]
 
 
-def add_object(spec: mujoco.MjSpec, obj: ObjectInstance, asset: AssetSpec,
-               place: Placement | None = None) -> mujoco.MjsBody:
-    """Attach one asset under the world at `place` (default: its initial pose); free assets get a free joint."""
+def add_object(spec: mujoco.MjSpec, obj: ObjectInstance, asset: AssetSpec, place: Placement | None = None,
+               textures: dict[str, bytes] | None = None) -> mujoco.MjsBody:
+    """Attach one asset under the world at `place` (default: its initial pose); free assets get a free joint. The
+    images it carries are added to `textures` (for the caller to give the world once every object is in: MuJoCo's
+    attach renames a child's images by its prefix), else to the world's own."""
     x, y, z, yaw = place.as_list() if place is not None else initial_pose(obj, asset)
     child = load_mjcf(asset.mjcf, f"asset {asset.name!r}")
     if child.body(ASSET_ROOT_BODY) is None:
         bodies = [b.name for b in child.worldbody.bodies]
         raise SpecError(str(asset.mjcf), None, "worldbody", f"top-level bodies {bodies}",
                         f"one top-level body named {ASSET_ROOT_BODY!r}")
+    # an object made from a textured mesh: its images travel with the world, named by digest (x2.sim.mujoco.textures)
+    carried = carry_textures(child, asset.mjcf)
     frame = spec.worldbody.add_frame(pos=[x, y, z], quat=yaw_quat(yaw))
     spec.attach(child, frame=frame, prefix=object_prefix(obj.name))
+    if textures is not None:
+        textures.update(carried)
+    elif carried:
+        spec.assets = {**spec.assets, **carried}
     body = spec.body(object_body(obj.name))
     if asset.free:
         body.add_freejoint(name=free_joint(obj.name))
@@ -91,8 +100,11 @@ def build_world(env: EnvSpec, chosen: Mapping[str, AssetSpec],
     # Welded objects stay bodies of their own (named, with their sites), not fused into the world.
     spec.compiler.fusestatic = False
     add_booth(spec, env.booth)
+    textures: dict[str, bytes] = {}
     for obj in env.objects:
-        add_object(spec, obj, chosen.get(obj.name, obj.candidates[0]), (layout or {}).get(obj.name))
+        add_object(spec, obj, chosen.get(obj.name, obj.candidates[0]), (layout or {}).get(obj.name), textures)
+    if textures:  # (given once all are attached: MuJoCo warns of a child without images joining a world with some)
+        spec.assets = dict(sorted(textures.items()))
     return spec
 
 
@@ -118,8 +130,16 @@ def world_text(spec: mujoco.MjSpec, timestep: float) -> str:
 
 def world_xml(env: EnvSpec, chosen: Mapping[str, AssetSpec], layout: Mapping[str, Placement] | None = None) -> str:
     """The world as MJCF text, the one source the simulated model is compiled from (see `world_text`)."""
+    return world_of(env, chosen, layout)[0]
+
+
+def world_of(env: EnvSpec, chosen: Mapping[str, AssetSpec],
+             layout: Mapping[str, Placement] | None = None) -> tuple[str, dict[str, bytes]]:
+    """The world as MJCF text and the images it carries beside it (x2.sim.mujoco.textures: none but for objects
+    made from textured meshes), sorted by name so that equal worlds give equal mappings."""
     try:
-        return world_text(build_world(env, chosen, layout), env.booth.timestep)
+        spec = build_world(env, chosen, layout)
+        return world_text(spec, env.booth.timestep), dict(sorted(spec.assets.items()))
     except ValueError as exc:  # MuJoCo's: printing the spec compiles it (a mesh file missing, a name twice)
         raise world_error(env, chosen, exc) from None
 
