@@ -3,6 +3,7 @@ found, the files written (and never overwritten), the check's screen, and its re
 
 from __future__ import annotations
 
+import mujoco
 import pytest
 import yaml
 from helpers.toy_urdf import write_toy_arm
@@ -10,8 +11,10 @@ from helpers.x2_cli import run_x2
 from typer.testing import CliRunner
 
 from x2.cli.app import _mount, app
+from x2.envspec import load_env
+from x2.sim.mujoco.backend import MujocoBackend
 from x2.sim.mujoco.robot_check import check_robot
-from x2.sim.mujoco.robot_new import find_chain
+from x2.sim.mujoco.robot_new import find_chain, pitch_joints
 
 _mount()
 runner = CliRunner()
@@ -54,6 +57,9 @@ def test_new_writes_a_robot_that_check_passes_and_never_overwrites(tmp_path, mon
     robot = yaml.safe_load((tmp_path / "specs/robots/toy.yaml").read_text())
     part = yaml.safe_load((tmp_path / "specs/robots/parts/toy-arm.yaml").read_text())
     assert robot["mjcf"] == "mounts/stand.xml" and robot["arms"]["right"]["part"] == "toy-arm"
+    # the reach screen spans shoulder pitch (joint2, 0.2 m above the mount) to wrist pitch (joint4)
+    assert robot["arms"]["right"]["reach_joints"] == [2, 4]
+    assert robot["shoulders"]["right"] == pytest.approx([0.09, 0.0, 0.74 + 0.2])
     assert part["source"] == {"file": "../../../toyarm/urdf/toyarm.urdf"}  # relative: the folder can move
     assert "kp" not in part  # defaulted, and the check says so
     report = check_robot("toy", configs=20)
@@ -71,6 +77,19 @@ def test_new_writes_a_robot_that_check_passes_and_never_overwrites(tmp_path, mon
     again = runner.invoke(app, ["robots", "new", "toy", "--urdf", str(urdf)])
     assert again.exit_code == 2 and "found an existing file" in again.output
     assert len(again.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("robot", ["franka-panda", "artixon-g"])
+def test_the_pitch_joints_found_at_home_are_those_built_in_robots_declare(robot: str) -> None:
+    env = load_env(None, robot=robot)
+    backend = MujocoBackend(env)
+    backend.reset(0)
+    m, d = backend.model, mujoco.MjData(backend.model)
+    d.qpos[:] = backend.data.qpos
+    mujoco.mj_kinematics(m, d)
+    for arm in env.robot.arms:
+        declared = tuple(i + 1 for i in arm.reach_joints)
+        assert pitch_joints(d, [m.joint(j).id for j in arm.joints]) == declared
 
 
 @pytest.mark.parametrize(("setup", "message"), [

@@ -6,8 +6,9 @@ body has two or more jointed branches, such as a gripper's fingers, the chain st
 dropped: x2 mounts its own gripper), the flange body (the chain's last link) and a guess of the flange offset
 (where that link's geometry ends along its z axis), the joint limits (refused when a joint has none), and a home
 pose: the TCP 0.25 m above the table in front of the mount, pointing down, solved by x2's IK from zero joint
-values clipped to the limits (those values themselves when no solution is found). The shoulders and reach the
-scene checks read are measured on the compiled robot at home.
+values clipped to the limits (those values themselves when no solution is found). At home, the shoulder and wrist
+pitch joints synthesis's reach screen spans (`reach_joints`, `pitch_joints`) are the first and last joints whose
+axes lie level; the shoulders (the first one's axis) and the reach the scene checks read are measured there.
 """
 
 from __future__ import annotations
@@ -146,17 +147,16 @@ def new_robot(name: str, arm_file: Path, *, gripper: str = "franka-hand", bimanu
     chain = find_chain(arm_file, meshdir)
     mount, base_pos, arms = BIMANUAL if bimanual else SINGLE
     zeros = tuple(float(np.clip(0.0, lo, hi)) for lo, hi in chain.limits)
-    reach_joints = (2, len(chain.joints) - 1) if len(chain.joints) >= 6 else (len(chain.joints) - 1,
-                                                                               len(chain.joints))
+    guess = (2, len(chain.joints) - 1) if len(chain.joints) >= 3 else (1, 2)  # (the draft's; measured below)
     with tempfile.TemporaryDirectory(prefix="x2-robot-new-") as tmp:
         # compiled once from a draft (source path absolute, zero home) to solve the home pose and measure it
         draft = Path(tmp)
         (draft / "parts").mkdir()
         (draft / "parts" / part_file.name).write_text(_part_text(name, arm_file, str(arm_file), chain, meshdir))
-        text = _robot_text(name, arm_file, mount, base_pos, arms, gripper, {a: zeros for a in arms}, reach_joints,
+        text = _robot_text(name, arm_file, mount, base_pos, arms, gripper, {a: zeros for a in arms}, guess,
                            {a: (0.0, 0.0, 1.0) for a in arms}, 1.0)
         (draft / robot_file.name).write_text(text)
-        homes, solved, shoulders, reach = _home_and_reach(draft / robot_file.name, zeros)
+        homes, solved, reach_joints, shoulders, reach = _home_and_reach(draft / robot_file.name, zeros, guess)
     source = os.path.relpath(arm_file, part_file.parent) if arm_file.is_relative_to(Path.cwd()) else str(arm_file)
     part_text = _part_text(name, arm_file, source, chain, meshdir if meshdir is None else
                            Path(os.path.relpath(meshdir.resolve(), part_file.parent)))
@@ -180,8 +180,8 @@ def new_robot(name: str, arm_file: Path, *, gripper: str = "franka-hand", bimanu
     return NewRobot(robot_file, part_file, chain, homes[first], solved, shoulders, reach, tuple(todo))
 
 
-def _home_and_reach(robot_file: Path, zeros: tuple[float, ...]) -> tuple[
-        dict[str, tuple[float, ...]], bool, dict[str, tuple[float, float, float]], float]:
+def _home_and_reach(robot_file: Path, zeros: tuple[float, ...], guess: tuple[int, int]) -> tuple[
+        dict[str, tuple[float, ...]], bool, tuple[int, int], dict[str, tuple[float, float, float]], float]:
     env = load_env(None, robot=str(robot_file))
     backend = MujocoBackend(env)
     backend.reset(0)
@@ -205,15 +205,26 @@ def _home_and_reach(robot_file: Path, zeros: tuple[float, ...]) -> tuple[
         for j, v in zip(arm.joints, homes[arm.name], strict=True):
             d.qpos[m.jnt_qposadr[m.joint(j).id]] = v
     mujoco.mj_kinematics(m, d)
+    first = env.robot.arms[0]
+    reach_joints = pitch_joints(d, [m.joint(j).id for j in first.joints]) or guess
     shoulders: dict[str, tuple[float, float, float]] = {}
     reach = 0.0
     for arm in env.robot.arms:
-        jids = [m.joint(j).id for j in arm.joints]
-        anchor = m.jnt_bodyid[jids[arm.reach_joints[0]]]
-        pos = d.xpos[anchor] + d.xmat[anchor].reshape(3, 3) @ m.jnt_pos[jids[arm.reach_joints[0]]]
+        jid = m.joint(arm.joints[reach_joints[0] - 1]).id
+        pos = d.xanchor[jid]
         shoulders[arm.name] = (round(float(pos[0]), 3), round(float(pos[1]), 3), round(float(pos[2]), 3))
         reach = max(reach, _farthest(m, arm.joints, arm.tcp_site, pos, rng))
-    return homes, solved, shoulders, round(0.9 * reach, 2)
+    return homes, solved, reach_joints, shoulders, round(0.9 * reach, 2)
+
+
+def pitch_joints(d: mujoco.MjData, jids: list[int]) -> tuple[int, int] | None:
+    """The arm's shoulder pitch and wrist pitch (1-based), the joints synthesis's reach screen measures between
+    (x2/synth/skills/shapes.py, ArmReach): with the arm at home and its tool pointing down, the first and the last
+    joint whose axis lies closer to the horizontal than to the vertical (a base yaw and a wrist roll about the
+    tool's axis stand upright). A 6-DoF arm gets (2, 5) and a 7-DoF one (2, 6), as the built-in robots declare; a
+    4- or 5-DoF arm (yaw, three pitches, perhaps a roll) gets (2, 4). None when fewer than two are horizontal."""
+    level = [i + 1 for i, j in enumerate(jids) if abs(float(d.xaxis[j][2])) < np.sqrt(0.5)]
+    return (level[0], level[-1]) if len(level) >= 2 else None
 
 
 def _farthest(m: mujoco.MjModel, joints: tuple[str, ...], site: str, shoulder: Floats,
