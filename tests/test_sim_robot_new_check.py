@@ -157,5 +157,9 @@ def test_new_needs_exactly_one_arm_file(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["robots", "new", "toy"])
     assert result.exit_code == 2 and "--urdf/--mjcf: found neither" in result.output
+    urdf = write_toy_arm(tmp_path, scale=REACHING)
+    result = runner.invoke(app, ["robots", "new", "toy", "--urdf", str(urdf), "--task", "no_such_task"])
+    assert result.exit_code == 2 and "unknown task 'no_such_task'; available: " in result.output
+    assert not (tmp_path / "specs").exists()
 
 

@@ -144,6 +144,7 @@ def new_robot(name: str, arm_file: Path, *, gripper: str = "franka-hand", bimanu
         if path.exists():
             raise X2Error(f"{path}: found an existing file; allowed: a new robot name (x2 robots new never "
                           "overwrites)")
+    catalog.locate("tasks", task)  # (an unknown task: the line listing those there are, before any work)
     arm_file = arm_file.resolve()
     if not arm_file.is_file():
         raise X2Error(f"{arm_file}: found no such file; allowed: an arm's URDF or MJCF")
