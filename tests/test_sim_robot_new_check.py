@@ -110,16 +110,22 @@ def test_new_refuses_a_bad_file_in_one_line_and_writes_nothing(tmp_path, monkeyp
     assert not (tmp_path / "specs").exists()
 
 
-def test_an_arm_too_short_for_its_reference_task_is_refused_in_one_line(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize(("scale", "found"), [
+    (0.5, "found 10 of pick_place's 10 targets out of reach, the farthest block_area far right [0.56, -0.37, 0.78] "
+          "0.62 m from the shoulder (the arm reaches 0.46 m); allowed"),  # (beyond its length: no IK run)
+    (1.0, "found 1 of pick_place's 10 targets out of reach, the farthest block_area far right [0.56, -0.37, 0.78] "
+          "0.62 m from the shoulder (the arm reaches 0.7"),  # (within its length, but not with the tool down)
+])
+def test_an_arm_too_short_for_its_reference_task_is_refused_in_one_line(tmp_path, monkeypatch, scale: float,
+                                                                       found: str) -> None:
     monkeypatch.chdir(tmp_path)
-    urdf = write_toy_arm(tmp_path, scale=0.5)
+    urdf = write_toy_arm(tmp_path, scale=scale)
     result = runner.invoke(app, ["robots", "new", "short", "--urdf", str(urdf), "--gripper", "G"])
     assert result.exit_code == 2, result.output
     assert len(result.output.strip().splitlines()) == 1, result.output
     out = " ".join(result.output.split())
-    assert out.startswith("error: x2 robots new short: reach: found 10 of pick_place's 10 targets out of reach, the "
-                          "farthest block_area far right [0.56, -0.37, 0.78] 0.62 m from the shoulder (the arm reaches "
-                          "0.4"), out
+    assert out.startswith(f"error: x2 robots new short: reach: {found}"), out
+    assert scale < 1.0 or "x2's IK comes within" in out
     assert "allowed: an arm that reaches every target of pick_place from x2's stand" in out
     assert not (tmp_path / "specs").exists()
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +32,7 @@ from x2.sim.mujoco.backend import MujocoBackend
 from x2.sim.mujoco.collision import CollisionWorld
 from x2.sim.mujoco.ik import ArmIK
 from x2.sim.mujoco.parts import DEFAULT_ARMATURE, DEFAULT_FORCE, DEFAULT_STIFFNESS, has_limits, vendor_spec
-from x2.sim.mujoco.robot_check import GRASP_HEIGHT, reference_targets
+from x2.sim.mujoco.robot_check import BEYOND, GRASP_HEIGHT, reference_targets
 
 HOME_HEIGHT = 0.25  # m above the table: where the home pose puts the TCP
 HOME_AHEAD = 0.4  # m in front of the mount (+x, towards the table)
@@ -239,7 +240,9 @@ def _home_and_reach(robot_file: Path, zeros: tuple[float, ...], guess: tuple[int
     reach = round(0.9 * far, 2)
     # the task's regions (its scene with this draft, whose reach is a placeholder the scene's own check passes)
     regions = load_env(task, robot=str(robot_file))
-    targets = [reference_targets(regions, arm.name, homes[arm.name], world, rng) for arm in env.robot.arms]
+    targets = [reference_targets(regions, arm.name, homes[arm.name], world, rng,
+                                 beyond=_beyond(m, arm.tcp_site, arm.joints[reach_joints[0] - 1], shoulder))
+               for arm, shoulder in zip(env.robot.arms, world_shoulders, strict=True)]
     reached = {t.where for ts in targets for t in ts if t.reached}
     missed = [t for t in targets[0] if t.where not in reached]
     distance = {t.where: min(float(np.linalg.norm(np.array(t.pos) - s)) for s in world_shoulders) for t in targets[0]}
@@ -248,7 +251,7 @@ def _home_and_reach(robot_file: Path, zeros: tuple[float, ...], guess: tuple[int
         raise X2Error(
             f"{where}: reach: found {len(missed)} of {task}'s {len(targets[0])} targets out of reach, the "
             f"farthest {worst.where} {list(worst.pos)} {distance[worst.where]:.2f} m from the "
-            f"{'nearest ' if len(world_shoulders) > 1 else ''}shoulder (the arm reaches {far:.2f} m; "
+            f"{'nearest ' if len(world_shoulders) > 1 else ''}shoulder (the arm reaches {far:.2f} m"
             f"{_detail(worst.detail)}); allowed: an arm that reaches every target of {task} from x2's stand, tool "
             f"down (or --task naming a task whose regions it reaches)")
     # (the scene's check reads `reach` at the regions' surface: never less than what the arm was seen to reach)
@@ -258,9 +261,26 @@ def _home_and_reach(robot_file: Path, zeros: tuple[float, ...], guess: tuple[int
 
 
 def _detail(ik: str) -> str:
-    """The IK's failure in words: how close it came (the IK's message ends with it), or that the arm collides."""
+    """The IK's failure in words: how close it came (the IK's message ends with it), that the arm collides, or
+    nothing where no IK was run (the distance says it all)."""
+    if ik == BEYOND:
+        return ""
     closest = re.search(r"closest: ([\d.]+ mm)", ik)
-    return f"x2's IK comes within {closest.group(1)}" if closest else ik.split(": ", 1)[-1]
+    return "; x2's IK comes within " + closest.group(1) if closest else "; " + ik.split(": ", 1)[-1]
+
+
+def _beyond(m: mujoco.MjModel, tcp_site: str, shoulder_joint: str, shoulder: Floats) -> Callable[[Floats], bool]:
+    """Whether a point lies farther from the shoulder than the arm's length: the TCP's offsets down the chain from
+    the shoulder joint's axis, added up (no configuration reaches farther)."""
+    site = m.site(tcp_site).id
+    joint = m.joint(shoulder_joint).id
+    top = int(m.jnt_bodyid[joint])
+    length = float(np.linalg.norm(m.site_pos[site])) + float(np.linalg.norm(m.jnt_pos[joint]))
+    b = int(m.site_bodyid[site])
+    while b != top and b > 0:
+        length += float(np.linalg.norm(m.body_pos[b]))
+        b = int(m.body_parentid[b])
+    return lambda point: float(np.linalg.norm(point - shoulder)) > length
 
 
 def pitch_joints(d: mujoco.MjData, jids: list[int]) -> tuple[int, int] | None:
