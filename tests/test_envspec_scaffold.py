@@ -34,6 +34,14 @@ def test_new_task_from_a_built_in_then_shown(tmp_path: Path, monkeypatch: pytest
     assert shown.output.startswith("my_task: Put the {block} on the {plate}.")
 
 
+def test_new_task_with_another_robot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    made = runner.invoke(app, ["tasks", "new", "my_task", "--robot", "franka-panda+G", "--scene", "tabletop_booth"])
+    assert made.exit_code == 0, made.output
+    copied = yaml.safe_load((tmp_path / "specs" / "tasks" / "my_task.yaml").read_text())
+    assert copied == {**yaml.safe_load(SOURCE.read_text()), "name": "my_task", "robot": "franka-panda+G"}
+
+
 @pytest.mark.parametrize("args, found", [
     (["my_task"], "x2 tasks new my_task: NAME: found 'my_task', a task already (specs/tasks/my_task.yaml)"),
     (["pick_place"], "x2 tasks new pick_place: NAME: found 'pick_place', a task already"),
@@ -41,6 +49,7 @@ def test_new_task_from_a_built_in_then_shown(tmp_path: Path, monkeypatch: pytest
     (["t.yaml"], "x2 tasks new t.yaml: NAME: found 't.yaml'; allowed: a name of letters"),
     (["other", "--from", "no_such_task"], "unknown task 'no_such_task'; available: "),
     (["other", "--scene", "no_such_scene"], "unknown scene 'no_such_scene'; available: "),
+    (["other", "--robot", "no_such_robot+G"], "unknown robot 'no_such_robot'; available: "),
 ])
 def test_refused_in_one_line_nothing_written(args: list[str], found: str, tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,6 +3,9 @@ found, the files written (and never overwritten), the check's screen, and its re
 
 from __future__ import annotations
 
+import re
+
+import mujoco
 import pytest
 import yaml
 from helpers.toy_urdf import write_toy_arm
@@ -10,11 +13,14 @@ from helpers.x2_cli import run_x2
 from typer.testing import CliRunner
 
 from x2.cli.app import _mount, app
+from x2.envspec import load_env
+from x2.sim.mujoco.backend import MujocoBackend
 from x2.sim.mujoco.robot_check import check_robot
-from x2.sim.mujoco.robot_new import find_chain
+from x2.sim.mujoco.robot_new import find_chain, pitch_joints
 
 _mount()
 runner = CliRunner()
+REACHING = 1.2  # the toy arm's upper arm and forearm made long enough to reach every target of pick_place
 
 HAND = """
   <joint name="wrist_fixed" type="fixed"><parent link="link4"/><child link="hand"/><origin xyz="0 0 0.08"/></joint>
@@ -45,7 +51,7 @@ def test_the_chain_stops_where_a_hand_branches(tmp_path) -> None:
 
 def test_new_writes_a_robot_that_check_passes_and_never_overwrites(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    urdf = write_toy_arm(tmp_path)
+    urdf = write_toy_arm(tmp_path, scale=REACHING)
     result = runner.invoke(app, ["robots", "new", "toy", "--urdf", str(urdf), "--gripper", "G"])
     assert result.exit_code == 0, result.output
     out = " ".join(result.output.split())
@@ -54,6 +60,10 @@ def test_new_writes_a_robot_that_check_passes_and_never_overwrites(tmp_path, mon
     robot = yaml.safe_load((tmp_path / "specs/robots/toy.yaml").read_text())
     part = yaml.safe_load((tmp_path / "specs/robots/parts/toy-arm.yaml").read_text())
     assert robot["mjcf"] == "mounts/stand.xml" and robot["arms"]["right"]["part"] == "toy-arm"
+    # the reach screen spans shoulder pitch (joint2, 0.2 m above the mount) to wrist pitch (joint4)
+    assert robot["arms"]["right"]["reach_joints"] == [2, 4]
+    assert robot["shoulders"]["right"] == pytest.approx([0.0, 0.0, 0.74 + 0.2])  # (from base_pos, as all robots)
+    assert robot["reference_task"] == "pick_place"
     assert part["source"] == {"file": "../../../toyarm/urdf/toyarm.urdf"}  # relative: the folder can move
     assert "kp" not in part  # defaulted, and the check says so
     report = check_robot("toy", configs=20)
@@ -62,15 +72,29 @@ def test_new_writes_a_robot_that_check_passes_and_never_overwrites(tmp_path, mon
     assert arm.defaulted == ("kp", "kv", "force")
     assert arm.fk_configs == 20 and arm.fk_max_error_mm is not None and arm.fk_max_error_mm < 1e-3
     assert not report.self_contacts and not report.booth_contacts
-    assert len(arm.targets) == 10 and 0 < arm.max_reach < 1.0
+    assert len(arm.targets) == 10 and all(t.reached for t in arm.targets) and 0 < arm.max_reach < 1.0
+    assert report.ok, report.problems
     result = runner.invoke(app, ["robots", "check", "toy", "--configs", "5"])
     out = " ".join(result.output.split())
     assert "toy: 4 DoF in 1 arm(s), checked against task pick_place" in out
     assert "5 configurations: max 0.0000 mm" in out
-    assert result.exit_code == (0 if report.ok else 1), out
+    assert result.exit_code == 0, out
     again = runner.invoke(app, ["robots", "new", "toy", "--urdf", str(urdf)])
     assert again.exit_code == 2 and "found an existing file" in again.output
     assert len(again.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("robot", ["franka-panda", "artixon-g"])
+def test_the_pitch_joints_found_at_home_are_those_built_in_robots_declare(robot: str) -> None:
+    env = load_env(None, robot=robot)
+    backend = MujocoBackend(env)
+    backend.reset(0)
+    m, d = backend.model, mujoco.MjData(backend.model)
+    d.qpos[:] = backend.data.qpos
+    mujoco.mj_kinematics(m, d)
+    for arm in env.robot.arms:
+        declared = tuple(i + 1 for i in arm.reach_joints)
+        assert pitch_joints(d, [m.joint(j).id for j in arm.joints]) == declared
 
 
 @pytest.mark.parametrize(("setup", "message"), [
@@ -86,9 +110,43 @@ def test_new_refuses_a_bad_file_in_one_line_and_writes_nothing(tmp_path, monkeyp
     assert not (tmp_path / "specs").exists()
 
 
+@pytest.mark.parametrize(("scale", "found"), [
+    (0.5, "found 10 of pick_place's 10 targets out of reach, the farthest block_area far right [0.56, -0.37, 0.78] "
+          "0.62 m from the shoulder (the arm reaches 0.46 m); allowed"),  # (beyond its length: no IK run)
+    (1.0, "found 1 of pick_place's 10 targets out of reach, the farthest block_area far right [0.56, -0.37, 0.78] "
+          "0.62 m from the shoulder (the arm reaches 0.7"),  # (within its length, but not with the tool down)
+])
+def test_an_arm_too_short_for_its_reference_task_is_refused_in_one_line(tmp_path, monkeypatch, scale: float,
+                                                                       found: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    urdf = write_toy_arm(tmp_path, scale=scale)
+    result = runner.invoke(app, ["robots", "new", "short", "--urdf", str(urdf), "--gripper", "G"])
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    out = " ".join(result.output.split())
+    assert out.startswith(f"error: x2 robots new short: reach: {found}"), out
+    assert scale < 1.0 or "x2's IK comes within" in out
+    assert "allowed: an arm that reaches every target of pick_place from x2's stand" in out
+    assert not (tmp_path / "specs").exists()
+
+
+def test_synth_refuses_a_robot_whose_reach_falls_short_before_any_attempt(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    urdf = write_toy_arm(tmp_path, scale=REACHING)
+    assert runner.invoke(app, ["robots", "new", "toy", "--urdf", str(urdf), "--gripper", "G"]).exit_code == 0
+    robot = tmp_path / "specs" / "robots" / "toy.yaml"
+    robot.write_text(re.sub(r"^reach: .*$", "reach: 0.4", robot.read_text(), flags=re.MULTILINE))
+    result = runner.invoke(app, ["synth", "--task", "pick_place", "--robot", "toy", "-n", "1", "--workers", "1"])
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert "regions.block_area: found corner (0.44, -0.37) 0.54 m from the nearest shoulder (unreachable by toy); " \
+        "allowed: points within 0.4 m of a shoulder" in " ".join(result.output.split())
+    assert not (tmp_path / "data").exists()
+
+
 def test_check_of_a_robot_whose_arm_file_went_missing_is_one_line(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    urdf = write_toy_arm(tmp_path)
+    urdf = write_toy_arm(tmp_path, scale=REACHING)
     assert runner.invoke(app, ["robots", "new", "toy", "--urdf", str(urdf), "--gripper", "G"]).exit_code == 0
     # (a process of its own each time, as a person runs it: this one has the arm compiled and cached)
     (urdf.parent.parent / "meshes" / "cube.obj").unlink()
@@ -105,6 +163,10 @@ def test_new_needs_exactly_one_arm_file(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["robots", "new", "toy"])
     assert result.exit_code == 2 and "--urdf/--mjcf: found neither" in result.output
+    urdf = write_toy_arm(tmp_path, scale=REACHING)
+    result = runner.invoke(app, ["robots", "new", "toy", "--urdf", str(urdf), "--task", "no_such_task"])
+    assert result.exit_code == 2 and "unknown task 'no_such_task'; available: " in result.output
+    assert not (tmp_path / "specs").exists()
 
 
 

@@ -50,10 +50,12 @@ def _joint(name: str, parent: str, child: str, z: float, axis: str, limit: str) 
 
 
 def write_toy_arm(folder: Path, *, mesh: str = "package://toyarm/meshes/cube.obj", continuous: bool = False,
-                  with_mesh_file: bool = True) -> Path:
+                  with_mesh_file: bool = True, scale: float = 1.0) -> Path:
     """toyarm/urdf/toyarm.urdf under `folder` (and its mesh unless `with_mesh_file` is false); the URDF's path.
-    Links: base (0.1 m), link1 (0.1), link2 (0.3), link3 (0.25), link4 (0.08, the flange body); joint3 continuous
-    if asked. (Four joints: a hand pointing down reaches the table in front of it.)"""
+    Links: base (0.1 m), link1 (0.1), link2 (0.3), link3 (0.25), link4 (0.08, the flange body), the upper arm and
+    forearm (link2, link3) `scale` times as long; joint3 continuous if asked. (Four joints: a hand pointing down
+    reaches most of the table in front of it; `scale` 1.2 reaches all of pick_place's targets, 0.5 none.)"""
+    upper, fore = round(0.3 * scale, 4), round(0.25 * scale, 4)
     root = folder / "toyarm"
     (root / "urdf").mkdir(parents=True, exist_ok=True)
     (root / "meshes").mkdir(exist_ok=True)
@@ -62,8 +64,9 @@ def write_toy_arm(folder: Path, *, mesh: str = "package://toyarm/meshes/cube.obj
     body = "".join((
         _link("base", 0.1, mesh), _joint("joint1", "base", "link1", 0.1, "0 0 1", "2.9"),
         _link("link1", 0.1, mesh), _joint("joint2", "link1", "link2", 0.1, "0 1 0", "2.0"),
-        _link("link2", 0.3, mesh), _joint("joint3", "link2", "link3", 0.3, "0 1 0", "none" if continuous else "2.5"),
-        _link("link3", 0.25, mesh), _joint("joint4", "link3", "link4", 0.25, "0 1 0", "2.5"),
+        _link("link2", upper, mesh),
+        _joint("joint3", "link2", "link3", upper, "0 1 0", "none" if continuous else "2.5"),
+        _link("link3", fore, mesh), _joint("joint4", "link3", "link4", fore, "0 1 0", "2.5"),
         _link("link4", 0.08, mesh),
     ))
     path = root / "urdf" / "toyarm.urdf"

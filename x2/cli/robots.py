@@ -134,11 +134,14 @@ def robots_new(
                                                  "beside it or in its package folder", file_okay=False)] = None,
     bimanual: Annotated[bool, typer.Option("--bimanual", help="two of the arm side by side (x2's "
                                            "mounts/side_by_side.xml) instead of one on a stand")] = False,
+    task: Annotated[str, typer.Option("--task", help="its reference task: the arm must reach every target of "
+                                      "its scene (x2 robots check looks at the same ones)")] = "pick_place",
 ) -> None:
     """Write a starting robot from an arm's URDF or MJCF: specs/robots/NAME.yaml and specs/robots/parts/NAME-arm.yaml.
 
     x2 finds the chain (root, joints, flange body), the limits, a home pose and the reach; it says what you
-    must still decide. Never overwrites. Examples:
+    must still decide. Never overwrites; refuses an arm that cannot reach a target of its reference task
+    (--task) from x2's stand, naming the target and its distance. Examples:
     [cyan]x2 robots new iiwa --urdf kuka_iiwa/model.urdf[/cyan],
     [cyan]x2 robots new xarm-pair --urdf xarm/xarm6_robot.urdf --gripper G --bimanual[/cyan]"""
     from x2.sim.mujoco.robot_new import new_robot  # (MuJoCo and the IK: only for this command)
@@ -146,7 +149,7 @@ def robots_new(
     if (urdf is None) == (mjcf is None):
         raise X2Error("--urdf/--mjcf: found " + ("neither" if urdf is None else "both") + "; allowed: exactly one "
                       "of them, the arm's file")
-    made = new_robot(name, urdf or mjcf or Path(), gripper=gripper, bimanual=bimanual, meshdir=meshdir)
+    made = new_robot(name, urdf or mjcf or Path(), gripper=gripper, bimanual=bimanual, meshdir=meshdir, task=task)
     c = made.chain
     console.print(escape(f"wrote {made.robot_file}\nwrote {made.part_file}"))
     console.print(escape(f"chain: {c.root} -> {c.flange_body}, {len(c.joints)} joints: {', '.join(c.joints)}"))

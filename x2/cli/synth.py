@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from x2.cli._common import console
@@ -80,6 +81,11 @@ def synth(
                          allow_eval=allow_eval, ray=ray_target(ray, cpus_per_worker))
     run = SynthRun(config, workspace.given_output(dataset))  # (None: the default folder, which needs the robot)
     workspace.remember_dataset(run.path)
+    for arm in run.env.robot.arms:
+        if arm.part is not None and arm.part.defaulted:
+            console.print(escape(f"warning: robot {run.env.robot.name}, arm {arm.name}: servo "
+                                 f"{', '.join(arm.part.defaulted)} defaulted (not in its part file {arm.part.name}); "
+                                 f"x2 robots check {run.env.robot.name} shows them"), soft_wrap=True)
     schedule = "one node at a time" if sequential else "ready nodes on free arms at once"
     run.start_workers()  # (before the progress display's thread: they start as copies of this process)
     where = f" on Ray ({ray})" if ray else ""

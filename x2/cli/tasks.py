@@ -191,6 +191,9 @@ def tasks_new(
     scene: Annotated[str | None, typer.Option("--scene", help="set its scene to this one (built-in or "
                                               "./specs/scenes; default: the source task's)",
                                               show_default=False)] = None,
+    robot: Annotated[str | None, typer.Option("--robot", help="set the robot it runs with (x2 robots ls, or "
+                                              "./specs/robots; default: the source task's)",
+                                              show_default=False)] = None,
 ) -> None:
     """Start a task of your own: write ./specs/tasks/NAME.yaml, a copy of another task to edit.
 
@@ -199,10 +202,12 @@ def tasks_new(
     Example: [cyan]x2 tasks new my_task --from pick_place[/cyan], then [cyan]x2 tasks show my_task[/cyan]
 
     In a scene of your own: [cyan]x2 tasks new my_task --from pick_place --scene my_booth[/cyan]
+
+    Run by a robot of your own: [cyan]x2 tasks new my_task --from pick_place --robot my-arm[/cyan]
     """
     from x2.envspec.scaffold import new_task
 
-    made = new_task(name, source, scene)
+    made = new_task(name, source, scene, robot)
     console.print(escape(f"wrote {display_path(made.path)}, a copy of the task {made.source.stem}: edit it, then "
                          f"`x2 tasks show {name}`"), soft_wrap=True)
 

@@ -35,9 +35,9 @@ class NewTask:
     source: Path  # the task file it was copied from
 
 
-def new_task(name: str, source: str, scene: str | None = None) -> NewTask:
-    """Write ./specs/tasks/NAME.yaml from the task `source` (a name or a path), in `scene` if given (a scene name:
-    built-in or ./specs/scenes); refuse a name that is taken."""
+def new_task(name: str, source: str, scene: str | None = None, robot: str | None = None) -> NewTask:
+    """Write ./specs/tasks/NAME.yaml from the task `source` (a name or a path), in `scene` and run by `robot` if
+    given (names: built-in or ./specs; a robot may be NAME+GRIPPER); refuse a name that is taken."""
     where = f"x2 tasks new {name}"
     if not re.fullmatch(NAME_PATTERN, name) or name.startswith(".") or name.endswith((".yaml", ".yml")):
         raise SpecError(where, None, "NAME", repr(name), "a name of letters, digits, '_', '-' and '.' (not first; "
@@ -52,6 +52,9 @@ def new_task(name: str, source: str, scene: str | None = None) -> NewTask:
     if scene is not None:
         catalog.locate("scenes", scene)  # (an unknown scene: the line listing those there are)
         named = _set(named, "scene", scene)
+    if robot is not None:
+        catalog.locate("robots", robot.split("+", 1)[0])  # (an unknown robot: the line listing those there are)
+        named = _set(named, "robot", robot)
     target = catalog.user_dir("tasks") / f"{name}.yaml"
 
     def refuse(path: Path) -> None:

@@ -11,6 +11,7 @@ body there and in x2's compiled robot (mount, renaming, stripping, flange site a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import mujoco
@@ -177,7 +178,7 @@ def _check_arm(m: mujoco.MjModel, d: mujoco.MjData, env: EnvSpec, arm: ArmSpec, 
                                  float(m.actuator_forcerange[act.id][1])))
     tcp = m.site(arm.tcp_site).id
     home_tcp = tuple(round(float(v), 4) for v in d.site_xpos[tcp])
-    targets = _targets(env, arm, world, rng)
+    targets = reference_targets(env, arm.name, arm.home, world, rng)
     max_reach, cover = _workspace(m, env, arm, jids, rng)
     part = arm.part
     err_mm = angle = None
@@ -189,10 +190,17 @@ def _check_arm(m: mujoco.MjModel, d: mujoco.MjData, env: EnvSpec, arm: ArmSpec, 
                     max_reach, cover, configs if part is not None else 0, err_mm, angle)
 
 
-def _targets(env: EnvSpec, arm: ArmSpec, world: CollisionWorld, rng: np.random.Generator) -> tuple[TargetReach, ...]:
-    """Each region of the task's scene: its centre and corners at grasp height, solved with x2's IK (tool axis
-    down, as a top grasp) in `world`, the booth without objects, the arm's collisions checked."""
-    ik = ArmIK(world, arm.name, IKOptions(collision_free=False))  # (checked below, to say which it was)
+BEYOND = "beyond the arm's length"  # a TargetReach's detail where no IK was run
+
+
+def reference_targets(env: EnvSpec, arm: str, home: tuple[float, ...], world: CollisionWorld,
+                      rng: np.random.Generator, beyond: Callable[[Floats], bool] | None = None,
+                      ) -> tuple[TargetReach, ...]:
+    """Each region of the task's scene (`env`): its centre and corners at grasp height, solved for `arm` from
+    `home` with x2's IK (tool axis down, as a top grasp) in `world`, the booth without objects, the arm's
+    collisions checked; a target `beyond` says no arm of this length reaches is missed without the IK (whose
+    failure costs most of a second). (`x2 robots new` refuses an arm that misses one, x2/sim/mujoco/robot_new.py.)"""
+    ik = ArmIK(world, arm, IKOptions(collision_free=False))  # (checked below, to say which it was)
     out = []
     regions = {o.region.name: o.region for o in env.objects if o.region is not None}
     for region in regions.values():
@@ -201,10 +209,13 @@ def _targets(env: EnvSpec, arm: ArmSpec, world: CollisionWorld, rng: np.random.G
                  "far left": (cx + hx, cy + hy), "far right": (cx + hx, cy - hy)}
         for spot, (x, y) in spots.items():
             pos = (round(x, 4), round(y, 4), round(region.z + GRASP_HEIGHT, 4))
+            if beyond is not None and beyond(np.array(pos)):
+                out.append(TargetReach(f"{region.name} {spot}", pos, False, BEYOND))
+                continue
             try:
-                q = ik.solve(np.array(pos), rng=rng, q_ref=np.asarray(arm.home), axis_down=True)
+                q = ik.solve(np.array(pos), rng=rng, q_ref=np.asarray(home), axis_down=True)
                 reached, detail = True, ""
-                if world.in_collision({arm.name: q}):
+                if world.in_collision({arm: q}):
                     reached, detail = False, "solved, but the arm then collides"
             except IKError as exc:
                 reached, detail = False, str(exc)

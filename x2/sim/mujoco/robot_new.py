@@ -6,8 +6,9 @@ body has two or more jointed branches, such as a gripper's fingers, the chain st
 dropped: x2 mounts its own gripper), the flange body (the chain's last link) and a guess of the flange offset
 (where that link's geometry ends along its z axis), the joint limits (refused when a joint has none), and a home
 pose: the TCP 0.25 m above the table in front of the mount, pointing down, solved by x2's IK from zero joint
-values clipped to the limits (those values themselves when no solution is found). The shoulders and reach the
-scene checks read are measured on the compiled robot at home.
+values clipped to the limits (those values themselves when no solution is found). At home, the shoulder and wrist
+pitch joints synthesis's reach screen spans (`reach_joints`, `pitch_joints`) are the first and last joints whose
+axes lie level; the shoulders (the first one's axis) and the reach the scene checks read are measured there.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,10 +34,12 @@ from x2.sim.mujoco.backend import MujocoBackend
 from x2.sim.mujoco.collision import CollisionWorld
 from x2.sim.mujoco.ik import ArmIK
 from x2.sim.mujoco.parts import DEFAULT_ARMATURE, DEFAULT_FORCE, DEFAULT_STIFFNESS, has_limits, vendor_spec
+from x2.sim.mujoco.robot_check import BEYOND, GRASP_HEIGHT, reference_targets
 
 HOME_HEIGHT = 0.25  # m above the table: where the home pose puts the TCP
 HOME_AHEAD = 0.4  # m in front of the mount (+x, towards the table)
 REACH_SAMPLES = 2000
+DRAFT_REACH = 10.0  # m: the draft measured before its reach is known (the scene's reach check passes it)
 SINGLE = ("mounts/stand.xml", (0.09, 0.0, 0.0), ("right",))  # as franka-panda
 BIMANUAL = ("mounts/side_by_side.xml", (0.14, 0.0, 0.0), ("left", "right"))  # as arx-r5
 _CHAIN_TYPES = (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
@@ -129,9 +133,10 @@ def _geometry_end(spec: mujoco.MjSpec, body: str) -> float:
 
 
 def new_robot(name: str, arm_file: Path, *, gripper: str = "franka-hand", bimanual: bool = False,
-              meshdir: Path | None = None, folder: Path | None = None) -> NewRobot:
-    """Write `<folder>/<name>.yaml` and `<folder>/parts/<name>-arm.yaml` (folder: ./specs/robots); refuses a
-    name taken by a built-in robot or a file that exists."""
+              meshdir: Path | None = None, folder: Path | None = None, task: str = "pick_place") -> NewRobot:
+    """Write `<folder>/<name>.yaml` and `<folder>/parts/<name>-arm.yaml` (folder: ./specs/robots), `task` its
+    reference task; refuses a name taken by a built-in robot or a file that exists, and an arm that does not reach
+    every target of `task` (nothing written)."""
     folder = folder or catalog.user_dir("robots")
     if not re.match(NAME_PATTERN, name):
         raise X2Error(f"name: found {name!r}; allowed: letters, digits, '_', '.', '-'")
@@ -142,6 +147,7 @@ def new_robot(name: str, arm_file: Path, *, gripper: str = "franka-hand", bimanu
         if path.exists():
             raise X2Error(f"{path}: found an existing file; allowed: a new robot name (x2 robots new never "
                           "overwrites)")
+    catalog.locate("tasks", task)  # (an unknown task: the line listing those there are, before any work)
     arm_file = arm_file.resolve()
     if not arm_file.is_file():
         raise X2Error(f"{arm_file}: found no such file; allowed: an arm's URDF or MJCF")
@@ -151,26 +157,28 @@ def new_robot(name: str, arm_file: Path, *, gripper: str = "franka-hand", bimanu
     chain = find_chain(arm_file, meshdir)
     mount, base_pos, arms = BIMANUAL if bimanual else SINGLE
     zeros = tuple(float(np.clip(0.0, lo, hi)) for lo, hi in chain.limits)
-    reach_joints = (2, len(chain.joints) - 1) if len(chain.joints) >= 6 else (len(chain.joints) - 1,
-                                                                               len(chain.joints))
+    guess = (2, len(chain.joints) - 1) if len(chain.joints) >= 3 else (1, 2)  # (the draft's; measured below)
     with tempfile.TemporaryDirectory(prefix="x2-robot-new-") as tmp:
         # compiled once from a draft (source path absolute, zero home) to solve the home pose and measure it
         draft = Path(tmp)
         (draft / "parts").mkdir()
         (draft / "parts" / part_file.name).write_text(
             _part_text(name, arm_file, str(arm_file), chain, None if meshdir is None else meshdir.resolve()))
-        text = _robot_text(name, arm_file, mount, base_pos, arms, gripper, {a: zeros for a in arms}, reach_joints,
-                           {a: (0.0, 0.0, 1.0) for a in arms}, 1.0)
+        text = _robot_text(name, arm_file, mount, base_pos, arms, gripper, {a: zeros for a in arms}, guess,
+                           {a: (0.0, 0.0, 1.0) for a in arms}, DRAFT_REACH, task)
         (draft / robot_file.name).write_text(text)
         try:
-            homes, solved, shoulders, reach = _home_and_reach(draft / robot_file.name, zeros)
+            measured = _home_and_reach(draft / robot_file.name, zeros, guess, task, f"x2 robots new {name}")
         except X2Error as exc:  # (said of the files this writes, not of a draft that is gone by then)
             raise X2Error(str(exc).replace(str(draft / "parts"), str(part_file.parent))
                           .replace(str(draft), str(robot_file.parent))) from None
+    homes, solved, reach_joints = measured.homes, measured.solved, measured.reach_joints
+    shoulders, reach = measured.shoulders, measured.reach
     source = os.path.relpath(arm_file, part_file.parent) if arm_file.is_relative_to(Path.cwd()) else str(arm_file)
     part_text = _part_text(name, arm_file, source, chain, meshdir if meshdir is None else
                            Path(os.path.relpath(meshdir.resolve(), part_file.parent)))
-    robot_text = _robot_text(name, arm_file, mount, base_pos, arms, gripper, homes, reach_joints, shoulders, reach)
+    robot_text = _robot_text(name, arm_file, mount, base_pos, arms, gripper, homes, reach_joints, shoulders, reach,
+                             task)
     part_file.parent.mkdir(parents=True, exist_ok=True)
     write_text(part_file, part_text)
     write_text(robot_file, robot_text)
@@ -190,8 +198,20 @@ def new_robot(name: str, arm_file: Path, *, gripper: str = "franka-hand", bimanu
     return NewRobot(robot_file, part_file, chain, homes[first], solved, shoulders, reach, tuple(todo))
 
 
-def _home_and_reach(robot_file: Path, zeros: tuple[float, ...]) -> tuple[
-        dict[str, tuple[float, ...]], bool, dict[str, tuple[float, float, float]], float]:
+@dataclass(frozen=True)
+class _Measured:
+    homes: dict[str, tuple[float, ...]]
+    solved: bool
+    reach_joints: tuple[int, int]
+    shoulders: dict[str, tuple[float, float, float]]  # m, from the robot's base_pos, as robot files give them
+    reach: float
+
+
+def _home_and_reach(robot_file: Path, zeros: tuple[float, ...], guess: tuple[int, int], task: str,
+                    where: str) -> _Measured:
+    """The draft robot at `robot_file` measured: its home solved, its pitch joints, shoulders and reach; refused
+    in one line when no arm reaches one of `task`'s targets from home (`reference_targets`, as `x2 robots check`
+    looks for them)."""
     env = load_env(None, robot=str(robot_file))
     backend = MujocoBackend(env)
     backend.reset(0)
@@ -215,15 +235,72 @@ def _home_and_reach(robot_file: Path, zeros: tuple[float, ...]) -> tuple[
         for j, v in zip(arm.joints, homes[arm.name], strict=True):
             d.qpos[m.jnt_qposadr[m.joint(j).id]] = v
     mujoco.mj_kinematics(m, d)
+    first = env.robot.arms[0]
+    reach_joints = pitch_joints(d, [m.joint(j).id for j in first.joints]) or guess
+    base = np.asarray(env.robot.base_pos)
     shoulders: dict[str, tuple[float, float, float]] = {}
-    reach = 0.0
+    world_shoulders = []
+    far = 0.0
     for arm in env.robot.arms:
-        jids = [m.joint(j).id for j in arm.joints]
-        anchor = m.jnt_bodyid[jids[arm.reach_joints[0]]]
-        pos = d.xpos[anchor] + d.xmat[anchor].reshape(3, 3) @ m.jnt_pos[jids[arm.reach_joints[0]]]
-        shoulders[arm.name] = (round(float(pos[0]), 3), round(float(pos[1]), 3), round(float(pos[2]), 3))
-        reach = max(reach, _farthest(m, arm.joints, arm.tcp_site, pos, rng))
-    return homes, solved, shoulders, round(0.9 * reach, 2)
+        pos = d.xanchor[m.joint(arm.joints[reach_joints[0] - 1]).id].copy()
+        world_shoulders.append(pos)
+        rel = pos - base
+        shoulders[arm.name] = (round(float(rel[0]), 3), round(float(rel[1]), 3), round(float(rel[2]), 3))
+        far = max(far, _farthest(m, arm.joints, arm.tcp_site, pos, rng))
+    reach = round(0.9 * far, 2)
+    # the task's regions (its scene with this draft, whose reach is a placeholder the scene's own check passes)
+    regions = load_env(task, robot=str(robot_file))
+    targets = [reference_targets(regions, arm.name, homes[arm.name], world, rng,
+                                 beyond=_beyond(m, arm.tcp_site, arm.joints[reach_joints[0] - 1], shoulder))
+               for arm, shoulder in zip(env.robot.arms, world_shoulders, strict=True)]
+    reached = {t.where for ts in targets for t in ts if t.reached}
+    missed = [t for t in targets[0] if t.where not in reached]
+    distance = {t.where: min(float(np.linalg.norm(np.array(t.pos) - s)) for s in world_shoulders) for t in targets[0]}
+    if missed:
+        worst = max(missed, key=lambda t: distance[t.where])
+        raise X2Error(
+            f"{where}: reach: found {len(missed)} of {task}'s {len(targets[0])} targets out of reach, the "
+            f"farthest {worst.where} {list(worst.pos)} {distance[worst.where]:.2f} m from the "
+            f"{'nearest ' if len(world_shoulders) > 1 else ''}shoulder (the arm reaches {far:.2f} m"
+            f"{_detail(worst.detail)}); allowed: an arm that reaches every target of {task} from x2's stand, tool "
+            f"down (or --task naming a task whose regions it reaches)")
+    # (the scene's check reads `reach` at the regions' surface: never less than what the arm was seen to reach)
+    need = max((min(float(np.linalg.norm(np.array(t.pos) - (0.0, 0.0, GRASP_HEIGHT) - s)) for s in world_shoulders)
+                for t in targets[0]), default=0.0)
+    return _Measured(homes, solved, reach_joints, shoulders, max(reach, float(np.ceil(need * 100) / 100)))
+
+
+def _detail(ik: str) -> str:
+    """The IK's failure in words: how close it came (the IK's message ends with it), that the arm collides, or
+    nothing where no IK was run (the distance says it all)."""
+    if ik == BEYOND:
+        return ""
+    closest = re.search(r"closest: ([\d.]+ mm)", ik)
+    return "; x2's IK comes within " + closest.group(1) if closest else "; " + ik.split(": ", 1)[-1]
+
+
+def _beyond(m: mujoco.MjModel, tcp_site: str, shoulder_joint: str, shoulder: Floats) -> Callable[[Floats], bool]:
+    """Whether a point lies farther from the shoulder than the arm's length: the TCP's offsets down the chain from
+    the shoulder joint's axis, added up (no configuration reaches farther)."""
+    site = m.site(tcp_site).id
+    joint = m.joint(shoulder_joint).id
+    top = int(m.jnt_bodyid[joint])
+    length = float(np.linalg.norm(m.site_pos[site])) + float(np.linalg.norm(m.jnt_pos[joint]))
+    b = int(m.site_bodyid[site])
+    while b != top and b > 0:
+        length += float(np.linalg.norm(m.body_pos[b]))
+        b = int(m.body_parentid[b])
+    return lambda point: float(np.linalg.norm(point - shoulder)) > length
+
+
+def pitch_joints(d: mujoco.MjData, jids: list[int]) -> tuple[int, int] | None:
+    """The arm's shoulder pitch and wrist pitch (1-based), the joints synthesis's reach screen measures between
+    (x2/synth/skills/shapes.py, ArmReach): with the arm at home and its tool pointing down, the first and the last
+    joint whose axis lies closer to the horizontal than to the vertical (a base yaw and a wrist roll about the
+    tool's axis stand upright). A 6-DoF arm gets (2, 5) and a 7-DoF one (2, 6), as the built-in robots declare; a
+    4- or 5-DoF arm (yaw, three pitches, perhaps a roll) gets (2, 4). None when fewer than two are horizontal."""
+    level = [i + 1 for i, j in enumerate(jids) if abs(float(d.xaxis[j][2])) < np.sqrt(0.5)]
+    return (level[0], level[-1]) if len(level) >= 2 else None
 
 
 def _farthest(m: mujoco.MjModel, joints: tuple[str, ...], site: str, shoulder: Floats,
@@ -284,7 +361,7 @@ def _part_text(name: str, arm_file: Path, source: str, chain: ArmChain, meshdir:
 
 def _robot_text(name: str, arm_file: Path, mount: str, base_pos: tuple[float, float, float], arms: tuple[str, ...],
                 gripper: str, homes: dict[str, tuple[float, ...]], reach_joints: tuple[int, int],
-                shoulders: dict[str, tuple[float, float, float]], reach: float) -> str:
+                shoulders: dict[str, tuple[float, float, float]], reach: float, task: str) -> str:
     lines = [
         f"# Robot {name}: the arm of {arm_file.name} (parts/{name}-arm.yaml) on x2's {mount} with x2's {gripper}",
         "# (written by `x2 robots new`; `x2 robots check` reports what x2 finds in it).",
@@ -306,10 +383,11 @@ def _robot_text(name: str, arm_file: Path, mount: str, base_pos: tuple[float, fl
         ]
     lines += [
         f"cameras: [head, {', '.join(f'{a}_wrist' for a in arms)}]",
-        "# measured by x2 at home: joint " + str(reach_joints[0]) + "'s axis, and 0.9 of the farthest TCP from it",
+        "# measured by x2 at home: joint " + str(reach_joints[0]) + "'s axis (from base_pos), and 0.9 of the farthest "
+        "TCP from it",
         "shoulders: {" + ", ".join(f"{a}: {_floats(shoulders[a])}" for a in arms) + "}",
         f"reach: {reach}",
         "control: {fps: 30, substeps: 16}",
-        "reference_task: pick_place",
+        f"reference_task: {task}",
     ]
     return "\n".join(lines) + "\n"
