@@ -176,7 +176,7 @@ def test_paths_that_yaml_would_misread_and_a_relative_meshdir(tmp_path, monkeypa
     runs (the draft compiled on the way reads it from there too), a mesh in a commented-out element (not looked for)."""
     monkeypatch.chdir(tmp_path)
     odd = tmp_path / "v1, b #2: c"
-    urdf = write_toy_arm(odd, mesh="package://toyarm/meshes/cube.obj")
+    urdf = write_toy_arm(odd, scale=REACHING)
     urdf.write_text(urdf.read_text().replace("</robot>", '<!-- <mesh filename="package://toyarm/gone.dae"/> -->'
                                                           "\n</robot>"))
     result = runner.invoke(app, ["robots", "new", "toy", "--urdf", str(urdf.relative_to(tmp_path)),
@@ -191,7 +191,7 @@ def test_paths_that_yaml_would_misread_and_a_relative_meshdir(tmp_path, monkeypa
 
 def test_an_unknown_gripper_and_a_mimic_joint_are_one_line_and_write_nothing(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    urdf = write_toy_arm(tmp_path)
+    urdf = write_toy_arm(tmp_path, scale=REACHING)
     result = runner.invoke(app, ["robots", "new", "toy", "--urdf", str(urdf), "--gripper", "nosuch"])
     assert result.exit_code == 2 and result.output.startswith("error: --gripper: found 'nosuch'; allowed: one of ")
     assert "franka-hand" in result.output and len(result.output.strip().splitlines()) == 1
