@@ -106,7 +106,10 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
 # ---- the round trip through LeRobot's own reader ----------------------------------------------------
 def test_round_trip_with_rendered_images(mixed: Dataset, tmp_path: Path) -> None:
     target = tmp_path / "out"
+    policy = (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)
     plan, result = export(mixed, target, (1, 2), cameras=["head", "front"], size=SMALL)
+    # encoding the videos (SVT-AV1) leaves the exporting process's scheduling as it was, not SCHED_FIFO 99
+    assert (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority) == policy
     assert result.target == target and result.episodes == 2 and result.frames == 24
     back = load(target)
     assert back.num_episodes == 2 and back.num_frames == 24 and back.fps == 30
