@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from itertools import combinations
 from pathlib import Path
 
@@ -14,8 +15,13 @@ from typer.testing import CliRunner
 
 from x2.cli.app import _mount, app
 from x2.eval.agreement import bootstrap_pearson, kendall, mmrv, pearson, spearman
+from x2.eval.evaluate import write_report
 from x2.eval.report import EpisodeScore, _episode_row
-from x2.eval.runner import dumps
+from x2.eval.runner import EvalRun, dumps, open_eval_pool
+from x2.eval.seeds import plan_split
+from x2.eval.session import EvalSetup
+from x2.policy.server import PolicyServer
+from x2.policy.services import ServeOptions, make_service
 
 _mount()
 runner = CliRunner()
@@ -192,3 +198,56 @@ def test_a_name_matching_two_policies_is_refused(tmp_path: Path) -> None:
                                  "--out", str(tmp_path / "out")])
     assert result.exit_code == 2 and "found 'cccccccc' naming 2 policies" in result.stderr, result.output
     assert not (tmp_path / "out").exists()
+    # a run folder whose report holds two policies names both
+    rows = [*json.loads((both[0] / "eval_report.json").read_text())["episodes"],
+            *json.loads((both[1] / "eval_report.json").read_text())["episodes"]]
+    rows[1]["index"] = 1
+    (tmp_path / "runs" / "mix").mkdir()
+    (tmp_path / "runs" / "mix" / "eval_report.json").write_text(json.dumps({"episodes": rows}))
+    real = _csv(tmp_path / "real.csv", "policy,task,real_successes,real_trials\nmix,pick,1,2\n")
+    result = runner.invoke(app, ["eval", "correlate", "--real", str(real), str(tmp_path / "runs" / "mix"),
+                                 "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "found 'mix' naming 2 policies" in result.stderr, result.output
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def real_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two tiny x2 eval runs (hold and random, 2 episodes of 5 ticks each, in-process services), each with the
+    report x2 eval writes."""
+    runs = tmp_path_factory.mktemp("runs")
+    for kind in ("hold", "random"):
+        root = runs / f"eval-pick_place-{kind}"
+        plan = plan_split("pick_place", None, "train", None, 1, 2)
+        with PolicyServer(make_service(kind, ServeOptions())) as server:
+            thread = threading.Thread(target=server.serve_forever, daemon=True)
+            thread.start()
+            setup = EvalSetup("pick_place", None, plan.variant, plan.master_seed, server.url, 30.0, max_ticks=5)
+            pool = open_eval_pool(1, None)
+            try:
+                EvalRun(setup, plan, root / "train", pool).run()
+            finally:
+                if pool is not None:
+                    pool.shutdown()
+        thread.join(30)
+        write_report(root, [root / "train"])
+    return runs
+
+
+def test_reports_of_real_x2_eval_runs_are_matched(real_runs: Path, tmp_path: Path) -> None:
+    """By run folder (eval-pick_place-hold), by identity (random, given as its rollout dataset: scored here,
+    nothing written there), beside a report from the report writer's rows."""
+    act = _report(tmp_path / "eval-pick_place-act", "ckpt/act", "a" * 64, {"pick_place": [True] * 4 + [False]})
+    real = _csv(tmp_path / "real.csv", "policy,task,real_successes,real_trials\n"
+                "eval-pick_place-hold,pick_place,0,10\nrandom,pick_place,1,10\nckpt/act,pick_place,6,10\n")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["eval", "correlate", "--real", str(real), str(real_runs / "eval-pick_place-hold"),
+                                 str(real_runs / "eval-pick_place-random" / "train"), str(act / "eval_report.json"),
+                                 "--out", str(out), "--bootstrap", "200"])
+    assert result.exit_code == 0, result.output
+    points = {p["policy"]: p for p in json.loads((out / "agreement.json").read_text())["points"]}
+    hold = points["eval-pick_place-hold"]
+    assert hold["x2_policy"]["identity"] == "hold" and hold["sim_trials"] == 2
+    assert points["random"]["x2_policy"]["kind"] == "random" and points["random"]["sim_trials"] == 2
+    assert not (real_runs / "eval-pick_place-random" / "train" / "eval_report.json").exists()
+    assert points["ckpt/act"]["sim_successes"] == 4

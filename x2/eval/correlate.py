@@ -3,8 +3,8 @@ agreement of their success rates (x2.eval.agreement), overall and per task.
 
 Matching rule (docs/evaluation.md, "Sim-vs-real agreement"): a CSV `policy` names an x2 policy when it equals
 its identity (what `x2 eval` printed and recorded: `hold`, a LeRobot checkpoint's folder, ...), its digest or a
-prefix of it of at least 8 characters, or the name of the run folder its report is in (`eval-pick_place-act`)
-when that report holds that one policy. A policy is its (identity, digest): its episodes in every report given
+prefix of it of at least 8 characters, or the name of the run folder its report is in (`eval-pick_place-act`),
+which must hold that one policy. A policy is its (identity, digest): its episodes in every report given
 are pooled (each episode counted once). A name that matches no policy, or more than one, is refused.
 """
 
@@ -104,11 +104,10 @@ def gather_policies(sources: list[SimSource], splits: tuple[str, ...]) -> list[S
 
 def match_policy(name: str, policies: list[SimPolicy], where: str) -> SimPolicy:
     """The one x2 policy a CSV name names (the module's rule), else one refusal line."""
-    alone = {f for f in {f for p in policies for f in p.folders} if sum(f in p.folders for p in policies) == 1}
     hits = [p for p in policies
             if name == p.identity or (p.digest and (name == p.digest or (len(name) >= DIGEST_PREFIX
                                                                           and p.digest.startswith(name))))
-            or name in (p.folders & alone)]
+            or name in p.folders]  # a run folder holding two policies names both: refused below
     if len(hits) == 1:
         return hits[0]
     known = "; ".join(f"{p.identity or '?'} (run folder {', '.join(sorted(p.folders))})" for p in policies)
