@@ -159,6 +159,7 @@ def test_reports_are_matched_and_the_outputs_written(reports: list[Path], tmp_pa
     stack = next(t for t in data["tasks"] if t["scope"] == "stack")
     assert data["overall"]["policies"] == 3  # "eval-pick-act" and "ckpt/act" name one x2 policy
     assert pick["policies"] == 3 and pick["pearson"] is not None
+    assert "too few policies to trust the interval" in pick["note"]  # 3 policies: ~2/9 of the resamples count
     assert stack["pearson"] is None and "at least 3" in stack["note"]
     png = (out / "agreement.png").read_bytes()
     assert png.startswith(b"\x89PNG")

@@ -66,13 +66,15 @@ class Bootstrap:
     low: float | None  # the 2.5th and 97.5th percentiles of r over the resamples that defined it
     high: float | None
     resamples: int  # asked for
-    defined: int  # resamples in which both sides varied (r defined); the interval is over these
+    defined: int  # resamples with MIN_POLICIES distinct groups in which both sides varied; the interval is over these
 
 
 def bootstrap_pearson(sim: Floats, real: Floats, groups: Ints, resamples: int, seed: int,
                       level: float = 0.95) -> Bootstrap:
     """Percentile interval of Pearson's r, resampling the groups (policies) with replacement: each resample
-    draws as many groups as there are, and keeps every point of each drawn group. Deterministic in `seed`."""
+    draws as many groups as there are, and keeps every point of each drawn group. A resample of fewer than
+    MIN_POLICIES distinct groups is left out like one where r is undefined: two policies' r is +-1 whatever
+    their rates, no evidence either way. Deterministic in `seed`."""
     s = np.asarray(sim, dtype=np.float64)
     r = np.asarray(real, dtype=np.float64)
     ids = np.unique(groups)
@@ -81,6 +83,8 @@ def bootstrap_pearson(sim: Floats, real: Floats, groups: Ints, resamples: int, s
     values: list[float] = []
     for _ in range(resamples):
         drawn = rng.integers(0, len(ids), size=len(ids))
+        if len(np.unique(drawn)) < MIN_POLICIES:
+            continue
         rows = np.concatenate([members[k] for k in drawn])
         value = pearson(s[rows], r[rows])
         if value is not None:

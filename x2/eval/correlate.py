@@ -207,6 +207,8 @@ def agreement(scope: str, points: list[PointRecord], resamples: int, seed: int) 
                    "bootstrap_defined": boot.defined, "mmrv": _round(mmrv(sim, real)),
                    "spearman": _round(spearman(sim, real)), "kendall_tau_b": _round(kendall(sim, real)),
                    "fit": None if fit is None else [round(fit[0], 6), round(fit[1], 6)]})
+    if boot.defined < resamples / 2:
+        record["note"] = f"too few policies to trust the interval ({boot.defined} of {resamples} resamples usable)"
     if r is None:
         flat = "sim" if np.ptp(sim) == 0 else "real"
         record["note"] = f"every {flat} rate is {float((sim if flat == 'sim' else real)[0]):.3f}: no correlation"
