@@ -28,6 +28,8 @@ def _leaves(group: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str,
     for name in group.list_commands(ctx):
         cmd = group.get_command(ctx, name)
         if hasattr(cmd, "commands"):
+            if cmd.invoke_without_command:  # a group that is a command too (`x2 eval` beside `x2 eval correlate`)
+                yield (*path, name), cmd
             yield from _leaves(cmd, (*path, name))
         else:
             yield (*path, name), cmd

@@ -10,9 +10,9 @@ import typer
 
 from x2.cli.group_class import X2Group
 
-# Modules that add commands to a group defined elsewhere (`x2 export <format>`, `x2 datasets <verb>`):
-# importing one registers its commands.
-_COMMAND_MODULES = ("export_lerobot", "export_formats", "datasets_manage", "datasets_view")
+# Modules that add commands to a group defined elsewhere (`x2 export <format>`, `x2 datasets <verb>`,
+# `x2 eval correlate`): importing one registers its commands.
+_COMMAND_MODULES = ("export_lerobot", "export_formats", "datasets_manage", "datasets_view", "eval_correlate")
 
 MAKE = "Make episodes"
 USE = "Use a dataset"
@@ -57,7 +57,7 @@ def mount(app: typer.Typer) -> None:
     app.add_typer(datasets.app, rich_help_panel=USE)
     app.command("label", rich_help_panel=CHECK)(label.label)
     app.command("replay", rich_help_panel=CHECK)(replay.replay_command)
-    app.command("eval", rich_help_panel=EVALUATE)(eval_cli.eval_command)
+    app.add_typer(eval_cli.eval_app, rich_help_panel=EVALUATE)
     app.command("serve", rich_help_panel=EVALUATE)(serve_cli.serve)
     app.add_typer(robots.robots_app, rich_help_panel=LOOK)
     app.add_typer(objects.objects_app, rich_help_panel=LOOK)
