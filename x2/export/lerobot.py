@@ -37,6 +37,7 @@ import numpy as np
 
 from x2.base.arrays import Image
 from x2.base.errors import ExportError
+from x2.base.scheduling import keeps_scheduling
 from x2.datasets.untrusted import json_loads
 from x2.export.lerobot_check import EdgeStore, EpisodeReadback, Readback, WrittenEpisode, compare
 from x2.export.lerobot_language import ARM_JOIN, SUBTASK_STYLE, subtask_rows
@@ -161,7 +162,7 @@ def _write_frames(plan: ExportPlan, sources: ExportSources, root: Path, repo_id:
             # One camera after the other: parallel encoding forks a process pool from this one, which
             # holds threads (the renderer's, torch's), and fork() with threads can deadlock the child.
             # SVT-AV1 spreads one video over the cores anyway.
-            with _keeps_scheduling():
+            with keeps_scheduling():
                 ds.save_episode(parallel_encoding=False)
             edges.append({c: (first[c], last[c]) for c in images.cameras})
             written.append(WrittenEpisode.of(episode))
@@ -174,23 +175,6 @@ def _write_frames(plan: ExportPlan, sources: ExportSources, root: Path, repo_id:
     assert ds is not None  # (the prologue refuses an export of no episodes)
     ds.finalize()
     return written
-
-
-@contextlib.contextmanager
-def _keeps_scheduling() -> Iterator[None]:
-    """The calling thread's scheduling policy as it was: encoding a video with SVT-AV1 (LeRobot's default codec)
-    leaves it under SCHED_FIFO 99, which every process it starts then inherits (measured: a test run with it took
-    twice as long, its workers starving each other's children)."""
-    if not hasattr(os, "sched_getscheduler"):  # (not Linux)
-        yield
-        return
-    policy, priority = os.sched_getscheduler(0), os.sched_getparam(0).sched_priority
-    try:
-        yield
-    finally:
-        if (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority) != (policy, priority):
-            with contextlib.suppress(OSError):
-                os.sched_setscheduler(0, policy, os.sched_param(priority))
 
 
 def _write_language(plan: ExportPlan, written: list[WrittenEpisode], root: Path) -> None:
