@@ -38,6 +38,7 @@ def test_encoding_av1_inside_keeps_scheduling_leaves_the_caller_as_it_was(tmp_pa
     def encode(path: str) -> None:
         with av.open(path, "w") as box:
             stream = box.add_stream("libsvtav1", rate=30)
+            assert isinstance(stream, av.VideoStream)
             stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
             frame = av.VideoFrame.from_ndarray(np.zeros((48, 64, 3), np.uint8), format="rgb24")
             for packet in [*stream.encode(frame), *stream.encode()]:
