@@ -137,43 +137,46 @@ def _write_frames(plan: ExportPlan, sources: ExportSources, root: Path, repo_id:
     images = plan.images
     ds: LeRobotDataset | None = None  # created once the first episode is planned
     written: list[WrittenEpisode] = []
-    try:
-        for source in sources.written():
-            episode = plan_episode(source.episode, source.record, plan)  # (refused before any of it is written)
-            if ds is None:
-                try:
-                    ds = LeRobotDataset.create(repo_id, fps=plan.fps, features=plan.features(), root=root,
-                                               robot_type=plan.dataset.manifest.robot,
-                                               use_videos=bool(images.cameras), video_backend="pyav")
-                except ValueError as exc:  # LeRobot checks its default encoder (libsvtav1 in PyAV) right here
-                    raise ExportError(f"LeRobot writer (video encoder): found {' '.join(str(exc).split())}; allowed: "
-                                      "a PyAV with LeRobot's default codec (libsvtav1), or --state-only") from None
-            first: dict[str, Image] = {}
-            last: dict[str, Image] = {}
-            for t, frame in enumerate(plan.frames_of(source.episode, episode)):
-                if t == 0:
-                    first = {c: np.array(frame[images.key(c)]) for c in images.cameras}
-                if t == episode.frames - 1:
-                    last = {c: np.array(frame[images.key(c)]) for c in images.cameras}
-                ds.add_frame(frame)
-                tracker.advance(1)
-            # LeRobot's own loader turns HF's bars back on whenever it ran (SuppressProgressBars).
-            datasets.disable_progress_bars()
-            # One camera after the other: parallel encoding forks a process pool from this one, which
-            # holds threads (the renderer's, torch's), and fork() with threads can deadlock the child.
-            # SVT-AV1 spreads one video over the cores anyway.
-            with keeps_scheduling():
+    # Everything that may start the encoder (create checks it, save_episode encodes): SVT-AV1 would make its
+    # threads and this one real-time (x2/base/scheduling.py).
+    with keeps_scheduling():
+        try:
+            for source in sources.written():
+                episode = plan_episode(source.episode, source.record, plan)  # (refused before any of it is written)
+                if ds is None:
+                    try:
+                        ds = LeRobotDataset.create(repo_id, fps=plan.fps, features=plan.features(), root=root,
+                                                   robot_type=plan.dataset.manifest.robot,
+                                                   use_videos=bool(images.cameras), video_backend="pyav")
+                    except ValueError as exc:  # LeRobot checks its default encoder (libsvtav1 in PyAV) right here
+                        found = " ".join(str(exc).split())
+                        raise ExportError(f"LeRobot writer (video encoder): found {found}; allowed: a PyAV with "
+                                          "LeRobot's default codec (libsvtav1), or --state-only") from None
+                first: dict[str, Image] = {}
+                last: dict[str, Image] = {}
+                for t, frame in enumerate(plan.frames_of(source.episode, episode)):
+                    if t == 0:
+                        first = {c: np.array(frame[images.key(c)]) for c in images.cameras}
+                    if t == episode.frames - 1:
+                        last = {c: np.array(frame[images.key(c)]) for c in images.cameras}
+                    ds.add_frame(frame)
+                    tracker.advance(1)
+                # LeRobot's own loader turns HF's bars back on whenever it ran (SuppressProgressBars).
+                datasets.disable_progress_bars()
+                # One camera after the other: parallel encoding forks a process pool from this one, which
+                # holds threads (the renderer's, torch's), and fork() with threads can deadlock the child.
+                # SVT-AV1 spreads one video over the cores anyway.
                 ds.save_episode(parallel_encoding=False)
-            edges.append({c: (first[c], last[c]) for c in images.cameras})
-            written.append(WrittenEpisode.of(episode))
-            tracker.episode_done()
-    except BaseException:
-        if ds is not None:
-            with contextlib.suppress(Exception):  # close LeRobot's writers; the error that stopped us is the news
-                ds.finalize()
-        raise
-    assert ds is not None  # (the prologue refuses an export of no episodes)
-    ds.finalize()
+                edges.append({c: (first[c], last[c]) for c in images.cameras})
+                written.append(WrittenEpisode.of(episode))
+                tracker.episode_done()
+        except BaseException:
+            if ds is not None:
+                with contextlib.suppress(Exception):  # close LeRobot's writers; the error that stopped us is the news
+                    ds.finalize()
+            raise
+        assert ds is not None  # (the prologue refuses an export of no episodes)
+        ds.finalize()
     return written
 
 
