@@ -89,3 +89,4 @@ def test_calibrate_camera_refuses_a_camera_the_robot_lacks(tmp_path) -> None:
         calibrated_camera(load_robot("aloha").model, "top", tmp_path / "c.yaml")
     wrist = calibrated_camera(load_robot("aloha").model, "left_wrist", tmp_path / "c.yaml")
     assert wrist.pose is None and wrist.fx == 60.0
+

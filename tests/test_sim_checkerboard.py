@@ -74,3 +74,36 @@ def test_boards_named_wrongly_or_not_there() -> None:
     blank = np.full((60, 80, 3), 128, np.uint8)
     assert find_board(blank, Board.parse("checkerboard:9x6:0.025")) is None
     assert find_board(blank, Board.parse("aruco:DICT_4X4_50:5x7:0.04:0.01")) is None
+
+
+def test_a_distorted_lens_puts_the_corners_where_opencv_projects_them() -> None:
+    from x2.envspec.camera_calibration import CameraCalibration, CameraPose
+    from x2.sim.mujoco.renderer import MujocoRenderer
+    from x2.sim.mujoco.world import world_text
+
+    dist = (-0.28, 0.09, 0.002, -0.001, 0.0)  # a wide lens's barrel: the corners pulled in by tens of pixels
+    pose = CameraPose("eye-to-hand", "world", (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))  # optical frame = world's
+    cal = CameraCalibration("cam", 160, 120, 110.0, 111.0, 83.2, 57.9, dist, pose=pose)
+    spec = mujoco.MjSpec()
+    spec.option.timestep = 0.004  # (not the default, so the world's text states it)
+    spec.visual.global_.offwidth, spec.visual.global_.offheight = 160, 120
+    spec.worldbody.add_camera(name="cam", fovy=60)
+    spec.worldbody.add_light(pos=[0, 0, -1], dir=[0, 0, 1])
+    board = Board.parse("checkerboard:8x5:0.03")
+    joint = add_checkerboard(spec, board.cols, board.rows, board.square)
+    apply_camera_calibration(spec, {"cam": cal})
+    model = mujoco.MjModel.from_xml_string(world_text(spec, 0.004))  # the lens travels in the world's text
+    with MujocoRenderer(model, ["cam"], ImageSize(120, 160)) as renderer:
+        stored = renderer.intrinsics("cam")
+    np.testing.assert_allclose(stored["intrinsics"], cal.matrix(), atol=1e-4)
+    np.testing.assert_allclose(stored["distortion"], [*dist, 0, 0, 0], atol=1e-6)
+    poses = poses_facing(np.eye(4), board.cols, board.rows, board.square, 2, seed=3, distance=(0.21, 0.23),
+                         tilt_deg=15.0)
+    for image, pose in zip(board_views(model, "cam", ImageSize(120, 160), joint, poses), poses, strict=True):
+        view = find_board(image, board)
+        assert view is not None
+        truth = (pose[:3, :3] @ view.object_points.T).T + pose[:3, 3]
+        expected, _ = cv2.projectPoints(truth, np.zeros(3), np.zeros(3), cal.matrix(), np.array(dist))
+        pinhole, _ = cv2.projectPoints(truth, np.zeros(3), np.zeros(3), cal.matrix(), np.zeros(5))
+        assert np.abs(expected - pinhole).max() > 4  # the lens moves corners visibly ...
+        assert np.abs(expected.reshape(-1, 2) - view.image_points).max() < 0.3  # ... and the render as OpenCV does

@@ -5,7 +5,8 @@ rest and derive `fovy`), `focal_pixel` (fx, fy) and `principal_pixel`, an offset
 image centre. Its sign is the thing to mind: MuJoCo's convention changed across releases, so it is measured, not
 assumed: tests/test_sim_mujoco_camera_calibration.py renders a sphere at a known point and checks its pixel
 against K. With MuJoCo 4.0.1 a positive offset moves the principal point left and up (towards smaller pixel
-coordinates) on both axes: PRINCIPAL_SIGN.
+coordinates) on both axes: PRINCIPAL_SIGN (x2/sim/mujoco/lens.py, which reads K back from a model). A lens's
+distortion travels as the camera's user data (lens.py says how, and draws it).
 
 x2 states pixels in OpenCV's convention (the first pixel's centre at 0, 0): MuJoCo's image centre (W/2, H/2 in
 continuous coordinates) is ((W - 1) / 2, (H - 1) / 2) in it.
@@ -30,9 +31,9 @@ from x2.base.errors import SpecError
 from x2.envspec.camera_calibration import CameraCalibration, CameraPose, quat_to_rotation, rotation_to_quat
 from x2.envspec.camera_files import calibration_of, read_hand_eye, read_intrinsics
 from x2.envspec.env import RobotSpec
+from x2.sim.mujoco.lens import DISTORTION_SLOTS, PRINCIPAL_SIGN
 from x2.sim.mujoco.robot import robot_mjcf_spec
 
-PRINCIPAL_SIGN = -1.0  # MuJoCo 4.0.1: image centre + PRINCIPAL_SIGN * principal_pixel = the principal point
 SENSOR_PITCH = 3e-6  # m per pixel of the sensor x2 declares (any pitch gives the same picture; this one is real)
 OPTICAL_TO_MUJOCO = np.diag([1.0, -1.0, -1.0])  # columns: MuJoCo's camera axes in the optical frame
 
@@ -58,6 +59,9 @@ def apply_camera_calibration(spec: mujoco.MjSpec, cameras: Mapping[str, CameraCa
         cam.sensor_size = [cal.width * SENSOR_PITCH, cal.height * SENSOR_PITCH]
         cam.focal_pixel = [cal.fx, cal.fy]
         cam.principal_pixel = list(principal_pixel(cal))
+        if cal.distorted:  # the lens travels in the world's text as the camera's user data (x2/sim/mujoco/lens.py)
+            spec.nuser_cam = max(spec.nuser_cam, DISTORTION_SLOTS)
+            cam.userdata = [*cal.distortion, *[0.0] * (DISTORTION_SLOTS - len(cal.distortion))]
         if cal.pose is not None:
             # identity first: the compiled pose of the camera is then its frame's pose in its body
             cam.mode = mujoco.mjtCamLight.mjCAMLIGHT_FIXED
