@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from x2.base.errors import X2Error
 from x2.cli._common import console
 from x2.cli.group_class import typer_group
 
@@ -37,6 +38,15 @@ def calibrate_camera(
                                                     "is relative to, when it is not the default one")] = None,
     name: Annotated[str | None, typer.Option("--name", help="the calibration: specs/calibrations/NAME.yaml (or a "
                                              ".yaml path); default: the robot's name")] = None,
+    frame: Annotated[Path | None, typer.Option("--frame", help="a real picture taken by this camera: the twin's "
+                                               "render at --state is drawn over it", dir_okay=False)] = None,
+    state: Annotated[str | None, typer.Option("--state", help="the joint state of --frame: EPISODE_FILE:FRAME or "
+                                              "DATASET:EPISODE:FRAME (its /observations/qpos row)")] = None,
+    board: Annotated[str | None, typer.Option("--board", help="a board the frame shows, for its reprojection error: "
+                                              "checkerboard:COLSxROWS:SQUARE_M (inner corners) or "
+                                              "aruco:DICT_4X4_50:COLSxROWS:MARKER_M:SEPARATION_M")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="the overlay PNG (default: FRAME's name + "
+                                             "_overlay.png)", dir_okay=False)] = None,
 ) -> None:
     """Set a robot's camera to a calibration: intrinsics (fx, fy, cx, cy at the calibrated size, OpenCV distortion)
     and, with --hand-eye, its pose; written into the `cameras` section of the calibration file (the rest of the
@@ -55,6 +65,18 @@ def calibrate_camera(
     mount = None if eye_in_hand is None else ("eye-in-hand" if eye_in_hand else "eye-to-hand")
     cal = calibrated_camera(model, camera, intrinsics, hand_eye, mount, relative_to)
     path = calibration_file(name or model.name)
+    overlay = None
+    if (frame is None) != (state is None):
+        raise X2Error("--frame/--state: found one without the other; allowed: both (a real picture and the joint "
+                      "state it was taken at) or neither")
+    if frame is not None and state is not None:  # before anything is written: a board not found writes nothing
+        from x2.render.calibration_overlay import draw_overlay
+        from x2.sim.boards import Board
+
+        shown = Board.parse(board) if board is not None else None
+        overlay = draw_overlay(model, cal, frame, state, out or frame.with_name(f"{frame.stem}_overlay.png"), shown)
+    elif board is not None:
+        raise X2Error("--board: found it without --frame; allowed: --board with --frame and --state")
     write_cameras(path, model.name, {camera: cal}, f"x2 calibrate camera --camera {camera} {intrinsics}"
                   + (f" --hand-eye {hand_eye}" if hand_eye is not None else ""))
     k = f"fx {cal.fx:.2f} fy {cal.fy:.2f} cx {cal.cx:.2f} cy {cal.cy:.2f} at {cal.width}x{cal.height}"
@@ -66,3 +88,9 @@ def calibrate_camera(
                              f"{' '.join(f'{v:.4f}' for v in p.position)} m, quaternion w x y z "
                              f"{' '.join(f'{v:.5f}' for v in p.quaternion)} (OpenCV optical frame)"))
     console.print(escape(f"written: {path} (cameras.{camera})"))
+    if overlay is not None:
+        if overlay.board is not None:
+            console.print(escape(f"board: {overlay.corners} corners, reprojection error under this calibration "
+                                 f"rms {overlay.board.rms:.3f} px, max {overlay.board.max:.3f} px"))
+        console.print(escape(f"overlay: {overlay.out} (the twin at {overlay.joints} recorded joints over the frame, "
+                             "its silhouette's edges in green)"))

@@ -26,13 +26,16 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from x2.base.arrays import Floats
+from x2.base.arrays import Bools, Floats, Image
 from x2.base.errors import SpecError
 from x2.envspec.camera_calibration import CameraCalibration, CameraPose, quat_to_rotation, rotation_to_quat
 from x2.envspec.camera_files import calibration_of, read_hand_eye, read_intrinsics
 from x2.envspec.env import RobotSpec
+from x2.sim.camera import ImageSize
 from x2.sim.mujoco.lens import DISTORTION_SLOTS, PRINCIPAL_SIGN
+from x2.sim.mujoco.renderer import MujocoRenderer
 from x2.sim.mujoco.robot import robot_mjcf_spec
+from x2.sim.mujoco.state import STATE_SPEC
 
 SENSOR_PITCH = 3e-6  # m per pixel of the sensor x2 declares (any pitch gives the same picture; this one is real)
 OPTICAL_TO_MUJOCO = np.diag([1.0, -1.0, -1.0])  # columns: MuJoCo's camera axes in the optical frame
@@ -166,3 +169,26 @@ def calibrated_camera(robot: RobotSpec, camera: str, intrinsics: Path, hand_eye:
                          str(intrinsics))
     apply_camera_calibration(robot_mjcf_spec(robot), {camera: cal}, f"robot {robot.name!r}")
     return cal
+
+
+def twin_picture(robot: RobotSpec, cameras: Mapping[str, CameraCalibration], camera: str,
+                 joints: Mapping[str, float], size: ImageSize) -> tuple[Image, Bools]:
+    """The robot alone (no booth, no objects), its cameras calibrated, its joints at `joints` (joint name -> qpos;
+    others at their rest), drawn by `camera` at `size` through its lens: the picture and where the robot is in it.
+    What a real frame taken by that camera at that joint state should show of the robot."""
+    spec = robot_mjcf_spec(robot)
+    spec.visual.global_.offwidth = max(spec.visual.global_.offwidth, size.width)
+    spec.visual.global_.offheight = max(spec.visual.global_.offheight, size.height)
+    apply_camera_calibration(spec, cameras, f"robot {robot.name!r}")
+    model = spec.compile()
+    data = mujoco.MjData(model)
+    for name, value in joints.items():
+        jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
+        if jid < 0:
+            raise SpecError(f"robot {robot.name!r}", None, "joints", repr(name), "the robot's joints")
+        data.qpos[model.jnt_qposadr[jid]] = value
+    state = np.empty(mujoco.mj_stateSize(model, STATE_SPEC))
+    mujoco.mj_getState(model, data, state, STATE_SPEC)
+    with MujocoRenderer(model, [camera], size) as renderer:
+        renderer.set_state(state)
+        return renderer.render(camera), renderer.silhouette(camera)

@@ -44,11 +44,13 @@ def add_checkerboard(spec: mujoco.MjSpec, cols: int, rows: int, square: float, n
     return f"{name}/free"
 
 
-def board_views(model: mujoco.MjModel, camera: str, size: ImageSize, joint: str,
-                poses: Sequence[Floats]) -> Iterator[Image]:
+def board_views(model: mujoco.MjModel, camera: str, size: ImageSize, joint: str, poses: Sequence[Floats],
+                qpos: Floats | None = None) -> Iterator[Image]:
     """The camera's pictures, through x2's renderer, of the board on free joint `joint` at each world pose (4x4
-    transforms of the board's frame), the rest of the world at its qpos0."""
+    transforms of the board's frame), the rest of the world at `qpos` (default: its qpos0)."""
     data = mujoco.MjData(model)
+    if qpos is not None:
+        data.qpos[:] = qpos
     adr = int(model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, joint)])
     state = np.empty(mujoco.mj_stateSize(model, STATE_SPEC))
     with MujocoRenderer(model, [camera], size) as renderer:

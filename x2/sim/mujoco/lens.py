@@ -20,7 +20,7 @@ import cv2
 import mujoco
 import numpy as np
 
-from x2.base.arrays import Floats, Image
+from x2.base.arrays import Bools, Floats, Image
 from x2.base.errors import X2Error
 from x2.sim.camera import ImageSize
 
@@ -90,6 +90,17 @@ class DistortedView:
         wide = self._renderer.render()
         image: Image = cv2.remap(wide, self.map_x, self.map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
         return image
+
+    def silhouette(self, data: mujoco.MjData) -> Bools:
+        """Where the distorted picture shows a geom (MuJoCo's segmentation, remapped to the nearest pixel)."""
+        self._renderer.enable_segmentation_rendering()
+        try:
+            self._renderer.update_scene(data, camera=self.cid)
+            seen = (self._renderer.render()[..., 0] >= 0).astype(np.uint8)
+        finally:
+            self._renderer.disable_segmentation_rendering()
+        mask: Bools = cv2.remap(seen, self.map_x, self.map_y, cv2.INTER_NEAREST) > 0
+        return mask
 
     def close(self) -> None:
         self._renderer.close()

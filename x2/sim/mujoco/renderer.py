@@ -14,7 +14,7 @@ from types import TracebackType
 import mujoco
 import numpy as np
 
-from x2.base.arrays import Floats, Image
+from x2.base.arrays import Bools, Floats, Image
 from x2.sim.camera import CameraError, FreeCamera, ImageSize, Intrinsics, Viewpoint, WorldCameras, pinhole
 from x2.sim.mujoco.lens import DistortedView, camera_matrix, distortion
 from x2.sim.mujoco.state import STATE_SPEC, state_size
@@ -68,6 +68,20 @@ class MujocoRenderer:
         self._renderer.update_scene(self.data, camera=self._ids[camera])
         image: Image = self._renderer.render()
         return image
+
+    def silhouette(self, camera: str) -> Bools:
+        """(H, W) where the camera sees a geom of the state last set (MuJoCo's segmentation rendering; through the
+        camera's lens): the outline `x2 calibrate camera --frame` draws over a real picture."""
+        lens = self._lenses.get(camera)
+        if lens is not None:
+            return lens.silhouette(self.data)
+        self._renderer.enable_segmentation_rendering()
+        try:
+            self._renderer.update_scene(self.data, camera=self._ids[camera])
+            mask: Bools = self._renderer.render()[..., 0] >= 0
+        finally:
+            self._renderer.disable_segmentation_rendering()
+        return mask
 
     def render_free(self, view: FreeCamera) -> tuple[Image, Viewpoint]:
         """The picture of the state last set from a free camera, and where the renderer placed that camera."""
