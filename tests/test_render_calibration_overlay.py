@@ -42,8 +42,10 @@ def test_the_twin_over_a_frame_and_the_boards_reprojection(tmp_path: Path) -> No
     robot = load_robot("arx-r5").model
     cal = _calibration()
     names = list(robot.action_names)
-    row = [0.3 if not n.endswith("_gripper") else 1.0 for n in names]
+    row = [0.3 if not n.endswith("_gripper") else 0.5 for n in names]
     joints = {n: v for n, v in zip(names, row, strict=True) if not n.endswith("_gripper")}
+    g = robot.gripper  # (arx-r5's is a slide gripper: its joints are the command)
+    joints |= {j: g.closed_ctrl + 0.5 * (g.open_ctrl - g.closed_ctrl) for a in robot.arms for j in a.gripper_joints}
     # the "real" frame: the same robot at that state with a board in view, drawn through the calibrated camera
     spec = robot_mjcf_spec(robot)
     spec.visual.global_.offwidth, spec.visual.global_.offheight = W, H
@@ -68,7 +70,7 @@ def test_the_twin_over_a_frame_and_the_boards_reprojection(tmp_path: Path) -> No
 
     done = draw_overlay(robot, cal, frame_png, f"{episode}:1", tmp_path / "overlay.png", board)
     assert done.board is not None and done.corners == 20 and done.board.rms < 0.3
-    assert done.joints == len(joints) and done.size == ImageSize(H, W)
+    assert done.joints == len(names) and done.size == ImageSize(H, W)
     drawn = cv2.cvtColor(cv2.imread(str(done.out)), cv2.COLOR_BGR2RGB)
     assert (drawn == EDGE).all(axis=2).sum() > 100  # the silhouette's edges are drawn
 

@@ -107,3 +107,14 @@ def test_a_distorted_lens_puts_the_corners_where_opencv_projects_them() -> None:
         pinhole, _ = cv2.projectPoints(truth, np.zeros(3), np.zeros(3), cal.matrix(), np.zeros(5))
         assert np.abs(expected - pinhole).max() > 4  # the lens moves corners visibly ...
         assert np.abs(expected.reshape(-1, 2) - view.image_points).max() < 0.3  # ... and the render as OpenCV does
+
+
+def test_an_aruco_board_is_found_marker_by_marker() -> None:
+    board = Board.parse("aruco:DICT_4X4_50:3x2:0.04:0.01")
+    grid = cv2.aruco.GridBoard((3, 2), 0.04, 0.01, cv2.aruco.getPredefinedDictionary(cv2.aruco.DICT_4X4_50))
+    gray = grid.generateImage((320, 220), marginSize=10)
+    view = find_board(cv2.cvtColor(gray, cv2.COLOR_GRAY2RGB), board)
+    assert view is not None and len(view.image_points) == 4 * 6 and len(view.object_points) == 4 * 6
+    # the picture is the board seen square on: pixels are a scaled copy of the board's corners
+    scale = np.ptp(view.image_points[:, 0]) / np.ptp(view.object_points[:, 0])
+    assert np.allclose(np.ptp(view.image_points[:, 1]) / np.ptp(view.object_points[:, 1]), scale, rtol=0.02)

@@ -4,8 +4,8 @@ board, the board's corners projected under the calibration and their reprojectio
 `x2 calibrate camera --frame IMAGE --state EPISODE:FRAME [--board ...]` writes and prints.
 
 The joint state is the episode's `/observations/qpos` row FRAME by its `names`: a real recording's measured joints
-(action names: each arm's joints by x2's names; `<arm>_gripper` openings are not joints and are left out, so the
-fingers are drawn at their rest), or a simulated episode's joints.
+(action names: each arm's joints by x2's names, `<arm>_gripper` its gripper's opening 0..1, drawn where that
+command puts the fingers), or a simulated episode's joints.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def state_joints(text: str, where: str = "--state") -> dict[str, float]:
     if len(names) != qpos.shape[1]:
         raise DatasetError(f"{path}: {fmt.QPOS} names: found {len(names)} for {qpos.shape[1]} columns; allowed: one "
                            "name a column")
-    return {n: float(v) for n, v in zip(names, qpos[frame], strict=True) if not n.endswith("_gripper")}
+    return {n: float(v) for n, v in zip(names, qpos[frame], strict=True)}
 
 
 def read_picture(path: Path, where: str = "--frame") -> Image:

@@ -32,6 +32,7 @@ from x2.envspec.camera_calibration import CameraCalibration, CameraPose, quat_to
 from x2.envspec.camera_files import calibration_of, read_hand_eye, read_intrinsics
 from x2.envspec.env import RobotSpec
 from x2.sim.camera import ImageSize
+from x2.sim.mujoco.jaw import world_jaw
 from x2.sim.mujoco.lens import DISTORTION_SLOTS, PRINCIPAL_SIGN
 from x2.sim.mujoco.renderer import MujocoRenderer
 from x2.sim.mujoco.robot import robot_mjcf_spec
@@ -173,16 +174,30 @@ def calibrated_camera(robot: RobotSpec, camera: str, intrinsics: Path, hand_eye:
 
 def twin_picture(robot: RobotSpec, cameras: Mapping[str, CameraCalibration], camera: str,
                  joints: Mapping[str, float], size: ImageSize) -> tuple[Image, Bools]:
-    """The robot alone (no booth, no objects), its cameras calibrated, its joints at `joints` (joint name -> qpos;
-    others at their rest), drawn by `camera` at `size` through its lens: the picture and where the robot is in it.
-    What a real frame taken by that camera at that joint state should show of the robot."""
+    """The robot alone (no booth, no objects), its cameras calibrated, at `joints` (joint name -> qpos, and
+    `<arm>_gripper` -> the gripper's opening 0..1 as the action gives it; the rest at their rest), drawn by
+    `camera` at `size` through its lens: the picture and where the robot is in it. What a real frame taken by that
+    camera at that joint state should show of the robot."""
     spec = robot_mjcf_spec(robot)
     spec.visual.global_.offwidth = max(spec.visual.global_.offwidth, size.width)
     spec.visual.global_.offheight = max(spec.visual.global_.offheight, size.height)
     apply_camera_calibration(spec, cameras, f"robot {robot.name!r}")
     model = spec.compile()
     data = mujoco.MjData(model)
+    openings = {f"{a.name}_gripper": a for a in robot.arms}
+    g = robot.gripper
+    jaw = world_jaw(spec.to_xml(), robot) if g.drive != "slide" and any(n in openings for n in joints) else None
     for name, value in joints.items():
+        arm = openings.get(name)
+        if arm is not None:  # an opening: the gripper's joints where that command puts them
+            values: Floats
+            if jaw is None:
+                values = np.full(len(arm.gripper_joints), g.closed_ctrl + value * (g.open_ctrl - g.closed_ctrl))
+            else:
+                values = np.array([np.interp(value, jaw.commands, jaw.qpos[:, j]) for j in range(jaw.qpos.shape[1])])
+            for joint, q in zip(arm.gripper_joints, values, strict=True):
+                data.qpos[model.jnt_qposadr[model.joint(joint).id]] = q
+            continue
         jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
         if jid < 0:
             raise SpecError(f"robot {robot.name!r}", None, "joints", repr(name), "the robot's joints")
