@@ -90,3 +90,11 @@ def test_calibrate_camera_refuses_a_camera_the_robot_lacks(tmp_path) -> None:
     wrist = calibrated_camera(load_robot("aloha").model, "left_wrist", tmp_path / "c.yaml")
     assert wrist.pose is None and wrist.fx == 60.0
 
+
+
+def test_a_reference_frame_the_robot_lacks_is_named_with_what_it_has() -> None:
+    pose = CameraPose("eye-to-hand", "base_link", (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))
+    cal = CameraCalibration("head", 64, 48, 60.0, 60.0, 31.5, 23.5, pose=pose)
+    with pytest.raises(SpecError, match=r"pose\.relative_to: found 'base_link'; allowed: a body or site of the "
+                                        r"robot's model, e\.g\. its root frame or left_flange, right_flange"):
+        apply_camera_calibration(robot_mjcf_spec(load_robot("arx-r5").model), {"head": cal})

@@ -105,8 +105,11 @@ def reference_frame(model: mujoco.MjModel, data: mujoco.MjData, name: str, where
     sid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name)
     if sid >= 0:
         return _transform(data.site_xpos[sid], data.site_xmat[sid].reshape(3, 3)), int(model.site_bodyid[sid])
+    roots = [model.body(b).name for b in range(1, model.nbody) if model.body_parentid[b] == 0]
+    flanges = [model.site(i).name for i in range(model.nsite) if model.site(i).name.endswith("_flange")]
     raise SpecError(where, None, f"cameras.{camera}.pose.relative_to", repr(name),
-                    "a body or site of the robot (x2 robots show ROBOT lists them)")
+                    f"a body or site of the robot's model, e.g. its root {', '.join(roots) or 'body'} or "
+                    f"{', '.join(flanges) or 'a flange site'}")
 
 
 def optical_pose(model: mujoco.MjModel, data: mujoco.MjData, camera: str) -> Floats:
