@@ -62,16 +62,18 @@ def board_views(model: mujoco.MjModel, camera: str, size: ImageSize, joint: str,
 
 
 def poses_facing(camera: Floats, cols: int, rows: int, square: float, count: int, seed: int = 0,
-                 distance: tuple[float, float] = (0.45, 0.7), tilt_deg: float = 35.0) -> list[Floats]:
+                 distance: tuple[float, float] = (0.45, 0.7), tilt_deg: float = 35.0,
+                 spread: float = 0.12) -> list[Floats]:
     """`count` world poses of a board in front of a camera whose optical frame (x right, y down, z forward) is at
-    `camera` (4x4): centred near the optical axis at `distance` m, turned up to `tilt_deg` about its own x and y
-    and about the axis, facing the camera: what a person waving a board at a camera does, seeded."""
+    `camera` (4x4): centred within `spread` x distance of the optical axis (two thirds of it vertically) at
+    `distance` m, turned up to `tilt_deg` about its own x and y and half that about the axis, facing the camera:
+    what a person waving a board at a camera does, seeded."""
     rng = np.random.default_rng(seed)
     centre = np.array([(cols - 1) * square / 2, (rows - 1) * square / 2, 0.0])
     out: list[Floats] = []
     for _ in range(count):
         d = rng.uniform(*distance)
-        at = np.array([rng.uniform(-0.12, 0.12) * d, rng.uniform(-0.08, 0.08) * d, d])
+        at = np.array([rng.uniform(-spread, spread) * d, rng.uniform(-spread, spread) * d * 2 / 3, d])
         ax, ay, az = np.deg2rad(rng.uniform(-tilt_deg, tilt_deg, 3) * np.array([1.0, 1.0, 0.5]))
         # facing the camera: the board's +z towards it, i.e. along the optical frame's -z
         rot = _about(0, np.pi) @ _about(0, ax) @ _about(1, ay) @ _about(2, az)
