@@ -20,7 +20,7 @@ from x2.cli.app import _mount, app
 _mount()
 runner = CliRunner()
 WORKFLOW = ["collect", "synth", "augment", "render", "export", "datasets", "label", "replay", "eval", "serve",
-            "robots", "objects", "tasks", "devices", "doctor"]
+            "calibrate", "robots", "objects", "tasks", "devices", "doctor"]
 
 
 def _leaves(group: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:

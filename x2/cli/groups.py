@@ -23,12 +23,13 @@ LOOK = "Robots, tasks, devices, this machine"
 
 class RootGroup(X2Group):
     command_order = ("collect", "synth", "augment", "render", "export", "datasets", "label", "replay", "eval", "serve",
-                     "robots", "objects", "tasks", "devices", "doctor")
+                     "calibrate", "robots", "objects", "tasks", "devices", "doctor")
 
 
 def mount(app: typer.Typer) -> None:
     from x2.cli import (
         augment,
+        calibrate_camera,
         collect,
         datasets,
         devices,
@@ -59,6 +60,7 @@ def mount(app: typer.Typer) -> None:
     app.command("replay", rich_help_panel=CHECK)(replay.replay_command)
     app.add_typer(eval_cli.eval_app, rich_help_panel=EVALUATE)
     app.command("serve", rich_help_panel=EVALUATE)(serve_cli.serve)
+    app.add_typer(calibrate_camera.app, rich_help_panel=LOOK)
     app.add_typer(robots.robots_app, rich_help_panel=LOOK)
     app.add_typer(objects.objects_app, rich_help_panel=LOOK)
     app.add_typer(tasks.tasks_app, rich_help_panel=LOOK)

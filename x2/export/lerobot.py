@@ -215,6 +215,8 @@ def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id
 
     size = plan.images.size
     extra: dict[str, Json] = {}
+    if plan.images.cameras:
+        extra["camera_lenses"] = sources.camera_lenses(plan.images.cameras, {})  # (made before the frames)
     if plan.arms:  # only with per-arm features: an export without them keeps its meta/x2.json as it was
         extra["arm_subtask_index"] = {
             "features": {arm: arm_feature(arm) for arm in plan.arms},
@@ -325,6 +327,9 @@ def _export(sources: ExportSources, options: LeRobotOptions, repo_id: str,
     target = sources.target
     tracker = ProgressTracker(progress, len(sources.records), sources.frames)
     tracker.enter("planned", plan.images.reason)
+    if plan.images.cameras:  # (asked of the first episode before the writer takes it)
+        shape = plan.images.size
+        sources.camera_lenses(plan.images.cameras, {} if shape is None else {c: shape for c in plan.images.cameras})
     with quiet_lerobot(), staged(target, sources.request.overwrite) as tmp:
         tracker.enter("writing")
         edges = EdgeStore(tmp / _EDGES, plan.images.cameras)
