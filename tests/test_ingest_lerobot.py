@@ -1,0 +1,199 @@
+"""`x2 import lerobot`: a LeRobot v3.0 recording written by LeRobot's own writer (tests/helpers/lerobot_recordings.py)
+read into an x2 dataset of source `real`: values through the robot's unit table, timestamps as recorded, gaps
+reported, cameras decoded, the commands that need a world refused in one line, a mismatching recording refused
+with nothing written, and a kill -9 in the middle losing nothing finished."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from helpers.dataset_contents import deterministic_contents
+from helpers.lerobot_recordings import write_lerobot_recording
+from helpers.x2_cli import HEADLESS_ENV, run_x2
+
+from x2 import format as fmt
+from x2.base.errors import DatasetError
+from x2.datasets import Dataset
+from x2.envspec.robot import load_robot
+from x2.ingest import import_lerobot
+
+ALOHA = load_robot("aloha").recording
+assert ALOHA is not None
+NAMES = ALOHA.names
+FPS = 10
+
+
+@pytest.fixture(autouse=True, scope="module")
+def hf_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory):
+    """LeRobot's table loads copy arrow files into HF's cache: keep it out of ~/.cache."""
+    import datasets.config
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.mktemp("hf-cache"))
+        yield
+
+
+def _joints(rng: np.random.Generator, frames: int) -> np.ndarray:
+    rows = rng.uniform(-1.5, 1.5, (frames, len(NAMES))).astype(np.float32)
+    for i, name in enumerate(NAMES):
+        if name.endswith("_gripper"):
+            rows[:, i] = rng.uniform(0.0, 1.0, frames).astype(np.float32)
+    return rows
+
+
+def _picture(frames: int, shift: int) -> np.ndarray:
+    """Smooth frames a video codec keeps nearly as they are."""
+    y, x = np.mgrid[0:24, 0:32]
+    out = np.empty((frames, 24, 32, 3), np.uint8)
+    for t in range(frames):
+        out[t, ..., 0] = (x * 8 + t * 4 + shift) % 256
+        out[t, ..., 1] = (y * 10) % 256
+        out[t, ..., 2] = 128
+    return out
+
+
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """`cams`: 2 episodes of 20 frames with a 24x32 camera; `plain`: 3 episodes of 12 frames without cameras, the
+    second with a 3-period gap before frame 5, the third with one jittered step."""
+    rng = np.random.default_rng(7)
+    root = tmp_path_factory.mktemp("recordings")
+    cam_actions = [_joints(rng, 20) for _ in range(2)]
+    cam_states = [_joints(rng, 20) for _ in range(2)]
+    images = [{"head": _picture(20, 0)}, {"head": _picture(20, 50)}]
+    cams = write_lerobot_recording(root / "cams", NAMES, cam_actions, cam_states, FPS, images=images,
+                                   tasks=["pick up the red cube", "put it in the bin"])
+    actions = [_joints(rng, 12) for _ in range(3)]
+    states = [_joints(rng, 12) for _ in range(3)]
+    gap = np.arange(12) / FPS
+    gap[5:] += 3 / FPS
+    jitter = np.arange(12) / FPS
+    jitter[7] += 0.004
+    plain = write_lerobot_recording(root / "plain", NAMES, actions, states, FPS, tasks="stack the cups",
+                                    timestamps=[None, gap, jitter])
+    return {"cams": cams, "plain": plain, "cam_actions": cam_actions, "cam_states": cam_states, "images": images,
+            "actions": actions, "states": states, "gap": gap, "jitter": jitter}
+
+
+@pytest.fixture(scope="module")
+def imported(recordings: dict[str, object], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("imported") / "real_cams"
+    result = import_lerobot(Path(str(recordings["cams"])), "aloha", out)
+    assert [e.source_index for e in result.imported] == [0, 1] and result.cameras == ("head",)
+    return out
+
+
+def test_values_timestamps_and_frames_round_trip(imported: Path, recordings: dict[str, object]) -> None:
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    back = LeRobotDataset("test/cams", root=Path(str(recordings["cams"])), video_backend="pyav", return_uint8=True)
+    ds = Dataset.open(imported)
+    assert ds.manifest.action_names == NAMES and ds.manifest.joint_names == NAMES and ds.manifest.world == {}
+    for e, record in enumerate(ds.episodes()):
+        assert record.source == fmt.REAL_SOURCE and record.seed == e
+        with ds.load(record.index) as ep, h5py.File(ep.path) as f:
+            assert f.attrs[fmt.SOURCE_ATTR] == "real"
+            for absent in (fmt.MODEL_XML_ATTR, fmt.WORLD_ATTR):
+                assert absent not in f.attrs
+            for absent in (fmt.STATES, fmt.LABELS, fmt.DAG):
+                assert absent not in f
+            # radians and ALOHA's 0..1 gripper are x2's units already: the float32 values come through untouched
+            action, qpos = f[fmt.ACTION][()], f[fmt.QPOS][()]
+            assert action.dtype == np.float32 and qpos.dtype == np.float32
+            assert np.array_equal(action, np.asarray(recordings["cam_actions"])[e])  # type: ignore[index]
+            assert np.array_equal(qpos, np.asarray(recordings["cam_states"])[e])  # type: ignore[index]
+            assert [str(n, "utf-8") if isinstance(n, bytes) else n for n in f[fmt.ACTION].attrs["names"]] == \
+                list(NAMES) == [str(n, "utf-8") if isinstance(n, bytes) else n for n in f[fmt.QPOS].attrs["names"]]
+            meta = back.meta.episodes[e]
+            start, stop = int(meta["dataset_from_index"]), int(meta["dataset_to_index"])
+            stamps = back.hf_dataset.with_format("numpy")[start:stop]["timestamp"]
+            assert f[fmt.TIMESTAMPS].dtype == np.float64
+            assert np.array_equal(f[fmt.TIMESTAMPS][()], stamps.astype(np.float64))
+            frames = f[fmt.image_path("head")]
+            assert frames.shape == (20, 24, 32, 3) and frames.dtype == np.uint8
+            assert frames.attrs["intrinsics_known"] == np.False_
+            for t in (0, 19):  # what LeRobot's own reader decodes, frame for frame
+                assert np.array_equal(frames[t], back[start + t]["observation.images.head"].permute(1, 2, 0).numpy())
+            assert ep.instruction == ["pick up the red cube", "put it in the bin"][e]
+            recording = json.loads(f.attrs[fmt.RECORDING_ATTR])
+            assert recording["episode_index"] == e and recording["path"] == str(Path(str(recordings["cams"])))
+            assert recording["timing"]["gap_count"] == 0 and recording["cameras"]["head"]["intrinsics"] is None
+            assert [c["name"] for c in recording["table"]["columns"]] == list(NAMES)
+            assert not list(ep.problems())
+
+
+def test_gaps_and_irregular_steps_are_reported_not_filled(recordings: dict[str, object], tmp_path: Path) -> None:
+    result = import_lerobot(Path(str(recordings["plain"])), "aloha", tmp_path / "plain")
+    regular, gap, jitter = result.imported
+    assert not regular.timing.gaps and regular.timing.irregular == 0
+    assert [f for f, _ in gap.timing.gaps] == [5] and gap.timing.missing_frames == 3 and gap.timing.irregular == 0
+    assert math.isclose(gap.timing.gaps[0][1], 4 / FPS, rel_tol=1e-5)
+    assert not jitter.timing.gaps and jitter.timing.irregular == 2  # the step into frame 7 and the one out of it
+    ds = Dataset.open(tmp_path / "plain")
+    with ds.load(1) as ep:
+        assert ep.frames == 12  # nothing invented: 12 frames in, 12 out
+        stamps = ep[fmt.TIMESTAMPS]
+        assert np.array_equal(stamps, np.asarray(recordings["gap"], np.float32).astype(np.float64))
+        assert ep.json_attr(fmt.RECORDING_ATTR)["timing"]["gaps"] == [[5, gap.timing.gaps[0][1]]]
+
+
+def test_commands_that_need_a_world_refuse_in_one_line(imported: Path) -> None:
+    for args in (["replay", "0", "-d", str(imported)], ["label", "0", "-d", str(imported)],
+                 ["render", str(imported)]):
+        done = run_x2(args, cwd=imported.parent)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1, (args, done.stdout, done.stderr)
+        assert "episode 0" in lines[0] and "a real recording without a world" in lines[0], lines
+
+
+def test_a_recording_that_does_not_match_the_robot_is_refused(tmp_path: Path) -> None:
+    wrong = write_lerobot_recording(tmp_path / "wrong", [*NAMES[:-1], "right_claw"], [np.zeros((3, 14))],
+                                    [np.zeros((3, 14))], FPS)
+    short = write_lerobot_recording(tmp_path / "short", NAMES[:13], [np.zeros((3, 13))], [np.zeros((3, 13))], FPS)
+    done = run_x2(["import", "lerobot", str(wrong), "--robot", "aloha", "--dataset", str(tmp_path / "out")],
+                  cwd=tmp_path)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"error: {wrong}/meta/info.json: features.action.names: found 14 values named [")
+    assert "'right_claw'" in lines[0] and "allowed: the 14 columns of robot aloha's lerobot table" in lines[0]
+    with pytest.raises(DatasetError, match=r"/short/meta/info.json: features.action.names: found 13 values named "):
+        import_lerobot(short, "aloha", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+_KILLED_IMPORT = """
+import os, signal, sys
+from pathlib import Path
+from x2.datasets.writer import EpisodeWriter
+from x2.ingest import import_lerobot
+
+original = EpisodeWriter.append
+def append(self, tick):  # the kill lands in the middle of the second episode
+    if self.index == 1 and self.frames == 6:
+        os.kill(os.getpid(), signal.SIGKILL)
+    original(self, tick)
+EpisodeWriter.append = append
+import_lerobot(Path(sys.argv[1]), "aloha", Path(sys.argv[2]))
+"""
+
+
+def test_a_killed_import_loses_nothing_finished_and_resumes(recordings: dict[str, object], tmp_path: Path) -> None:
+    source = Path(str(recordings["plain"]))
+    done = subprocess.run([sys.executable, "-c", _KILLED_IMPORT, str(source), str(tmp_path / "killed")],
+                          env=HEADLESS_ENV, capture_output=True, text=True, timeout=120)
+    assert done.returncode == -9, done.stderr
+    killed = Dataset.open(tmp_path / "killed")
+    assert [r.index for r in killed.episodes()] == [0]  # the finished episode is there, the one in progress is not
+    assert list((tmp_path / "killed" / fmt.INPROGRESS_DIR).iterdir())
+    again = import_lerobot(source, "aloha", tmp_path / "killed")
+    assert again.skipped == [0] and [e.index for e in again.imported] == [1, 2]
+    assert not list((tmp_path / "killed" / fmt.INPROGRESS_DIR).iterdir())
+    import_lerobot(source, "aloha", tmp_path / "clean")
+    assert deterministic_contents(tmp_path / "killed") == deterministic_contents(tmp_path / "clean")
