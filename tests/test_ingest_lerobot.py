@@ -20,8 +20,14 @@ from helpers.x2_cli import HEADLESS_ENV, run_x2
 
 from x2 import format as fmt
 from x2.base.errors import DatasetError
-from x2.datasets import Dataset
+from x2.datasets import Dataset, validate
+from x2.datasets.manage import Filter, filter_dataset, merge
+from x2.datasets.select import Selection
 from x2.envspec.robot import load_robot
+from x2.export.hdf5 import Hdf5Options, export_hdf5
+from x2.export.lerobot import export_lerobot
+from x2.export.request import ExportRequest
+from x2.export.zarr import ZarrOptions, export_zarr
 from x2.ingest import import_lerobot
 
 ALOHA = load_robot("aloha").recording
@@ -97,7 +103,7 @@ def test_values_timestamps_and_frames_round_trip(imported: Path, recordings: dic
     ds = Dataset.open(imported)
     assert ds.manifest.action_names == NAMES and ds.manifest.joint_names == NAMES and ds.manifest.world == {}
     for e, record in enumerate(ds.episodes()):
-        assert record.source == fmt.REAL_SOURCE and record.seed == e
+        assert record.source == fmt.REAL_SOURCE
         with ds.load(record.index) as ep, h5py.File(ep.path) as f:
             assert f.attrs[fmt.SOURCE_ATTR] == "real"
             for absent in (fmt.MODEL_XML_ATTR, fmt.WORLD_ATTR):
@@ -197,3 +203,88 @@ def test_a_killed_import_loses_nothing_finished_and_resumes(recordings: dict[str
     assert not list((tmp_path / "killed" / fmt.INPROGRESS_DIR).iterdir())
     import_lerobot(source, "aloha", tmp_path / "clean")
     assert deterministic_contents(tmp_path / "killed") == deterministic_contents(tmp_path / "clean")
+
+
+def test_exports_carry_state_action_and_stored_frames(imported: Path, tmp_path: Path) -> None:
+    """zarr and HDF5 without the simulator state a recording lacks; LeRobot without labels, and read in again
+    by `x2 import lerobot` it gives back the same values, timestamps and instruction."""
+    ds = Dataset.open(imported)
+    records = tuple(ds.episodes())
+    export_zarr(ExportRequest(ds, records, tmp_path / "real.zarr"), ZarrOptions())
+    export_hdf5(ExportRequest(ds, records, tmp_path / "real.hdf5"), Hdf5Options())
+    export_lerobot(ExportRequest(ds, records, tmp_path / "real-lerobot"))
+    with h5py.File(tmp_path / "real.hdf5") as f:
+        demo = f["data/demo_000000"]
+        assert "states" not in demo and demo["obs/head_image"].shape == (20, 24, 32, 3)
+        assert np.array_equal(demo["actions"][()], ds.load(0)[fmt.ACTION])
+    info = json.loads((tmp_path / "real-lerobot" / "meta" / "info.json").read_text())
+    assert "subtask_index" not in info["features"] and "language_persistent" not in info["features"]
+    again = import_lerobot(tmp_path / "real-lerobot", "aloha", tmp_path / "again")
+    assert [e.timing.summary() for e in again.imported] == ["regular", "regular"]
+    for e in range(2):
+        with Dataset.open(imported).load(e) as first, Dataset.open(tmp_path / "again").load(e) as second:
+            for path in (fmt.ACTION, fmt.QPOS, fmt.TIMESTAMPS):
+                assert np.array_equal(first[path], second[path]), path
+            assert second.instruction == first.instruction
+            assert second[fmt.image_path("head")].shape == first[fmt.image_path("head")].shape
+
+
+_SERVO_TABLE = """
+include: {aloha}
+name: aloha-servos
+lerobot:
+  source: a lab's servo layout (this test)
+  columns:
+    - {{name: left_waist.pos, to: left_waist, unit: deg}}
+    - {{name: left_shoulder.pos, to: left_shoulder, unit: deg, sign: -1}}
+    - {{name: left_elbow.pos, to: left_elbow, unit: ticks, ticks_per_turn: 4096, zero: 2048}}
+    - {{name: left_forearm_roll.pos, to: left_forearm_roll, unit: ticks, ticks_per_turn: 4096, zero: 2048, sign: -1,
+       offset: 0.5}}
+    - {{name: left_wrist_angle.pos, to: left_wrist_angle, offset: -0.25}}
+    - {{name: left_gripper.pos, to: left_gripper, unit: range, range: [10.0, 90.0]}}
+    - {{name: left_wrist_rotate.pos, to: left_wrist_rotate}}
+    - {{name: right_waist.pos, to: right_waist}}
+    - {{name: right_shoulder.pos, to: right_shoulder}}
+    - {{name: right_elbow.pos, to: right_elbow}}
+    - {{name: right_forearm_roll.pos, to: right_forearm_roll}}
+    - {{name: right_wrist_angle.pos, to: right_wrist_angle}}
+    - {{name: right_wrist_rotate.pos, to: right_wrist_rotate}}
+    - {{name: right_gripper.pos, to: right_gripper, unit: range, range: [100.0, 0.0]}}
+"""
+
+
+def test_degrees_ticks_signs_and_gripper_ranges_map_onto_x2_units(tmp_path: Path) -> None:
+    """Another column order and other units: each value lands in its x2 slot, converted as docs/robots.md says
+    (float64, then float32: within one float32 step of the formula)."""
+    robot = tmp_path / "aloha-servos.yaml"
+    robot.write_text(_SERVO_TABLE.format(aloha=Path(fmt.__file__).parents[1] / "robots" / "aloha.yaml"))
+    names = [f"{n}.pos" for n in ("left_waist", "left_shoulder", "left_elbow", "left_forearm_roll",
+                                   "left_wrist_angle", "left_gripper", "left_wrist_rotate", *NAMES[7:])]
+    rng = np.random.default_rng(3)
+    rows = rng.uniform(-90, 90, (6, 14)).astype(np.float32)
+    rows[:, 2:4] = rng.integers(0, 4096, (6, 2)).astype(np.float32)
+    rows[:, 5], rows[:, 13] = rng.uniform(10, 90, 6), rng.uniform(0, 100, 6)
+    source = write_lerobot_recording(tmp_path / "servos", names, [rows], [rows + 1], FPS, robot_type="lab")
+    import_lerobot(source, str(robot), tmp_path / "out")
+    with Dataset.open(tmp_path / "out").load(0) as ep:
+        action, qpos = ep[fmt.ACTION], ep[fmt.QPOS]
+    v = rows.astype(np.float64)
+    turn = 2 * np.pi / 4096
+    expected = np.stack([np.radians(v[:, 0]), -np.radians(v[:, 1]), (v[:, 2] - 2048) * turn,
+                         0.5 - (v[:, 3] - 2048) * turn, v[:, 4] - 0.25, v[:, 6], (v[:, 5] - 10) / 80,
+                         *(v[:, k] for k in range(7, 13)), (v[:, 13] - 100) / -100], axis=1)
+    np.testing.assert_array_max_ulp(action, expected.astype(np.float32), maxulp=1)
+    assert np.array_equal(action[:, 7:13], rows[:, 7:13])  # radians: untouched
+    assert np.isclose(qpos[0, 0], np.radians(v[0, 0] + 1))
+
+
+def test_two_recordings_merge_and_filter_like_any_datasets(recordings: dict[str, object], tmp_path: Path) -> None:
+    other = write_lerobot_recording(tmp_path / "other", NAMES, [np.zeros((4, 14))], [np.zeros((4, 14))], FPS)
+    import_lerobot(Path(str(recordings["plain"])), "aloha", tmp_path / "plain")
+    import_lerobot(other, "aloha", tmp_path / "other-x2")
+    merge([tmp_path / "plain", tmp_path / "other-x2"], tmp_path / "both")
+    ds = Dataset.open(tmp_path / "both")
+    assert len(ds.episodes()) == 4 and {r.source for r in ds.episodes()} == {"real"}
+    assert validate(tmp_path / "both").valid
+    filter_dataset(tmp_path / "both", tmp_path / "some", Filter(Selection(episodes=(1, 3))))
+    assert [r.index for r in Dataset.open(tmp_path / "some").episodes()] == [1, 3]

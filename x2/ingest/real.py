@@ -8,13 +8,14 @@ the table used and the gaps found. Nothing is invented: no resampling, no world,
 
 Everything is checked before anything is written: a recording whose joint features do not match the table is
 refused in one line naming meta/info.json. Episodes go through the dataset's writer (`.inprogress/`, fsync, rename,
-the index line), one at a time in the recording's order, each with its LeRobot episode index as its seed: run again
-on the same recording, the import skips the episodes already committed and imports the rest (a kill loses only the
-episode in progress, whose leftover file the next run removes: the same input gives the same files). Another
-recording into the same dataset is refused."""
+the index line), one at a time in the recording's order, each with a seed named by the recording and its episode:
+run again on the same recording, the import skips the episodes already committed and imports the rest (a kill loses
+only the episode in progress, whose leftover file the next run removes: the same input gives the same files).
+Another recording into the same dataset is refused."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import tempfile
@@ -73,6 +74,14 @@ def default_name(source: Path) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(source).resolve().name).strip("_.") or "recording"
 
 
+def episode_seed(origin: dict[str, str], episode_index: int) -> int:
+    """A real episode's seed: drawn by nothing, it names the recording and the episode (31 bits of the sha256 of
+    the recording's meta/info.json digest and the LeRobot episode index), so that a dataset knows which episodes
+    of a recording it has (a resumed import skips them) and episodes of two recordings can be merged."""
+    text = f"{origin['info_sha256']}:{int(episode_index)}".encode()
+    return int.from_bytes(hashlib.sha256(text).digest()[:4], "big") & 0x7FFFFFFF
+
+
 def table_of(robot: RobotInfo, name: str) -> RecordingTable:
     if robot.recording is None:
         raise DatasetError(f"{robot.file}: lerobot: found none for robot {name}; allowed: a `lerobot:` table of its "
@@ -117,7 +126,7 @@ def import_lerobot(source: str | Path, robot: str, out: Path, progress: Progress
         _same_recording(ds, origin)
         ds.lock()
         _drop_leftovers(ds)
-        done = {r.seed: r.index for r in ds.episodes()}
+        done = {r.seed for r in ds.episodes()}
         with tempfile.TemporaryDirectory(prefix="x2-import-") as cache, \
                 open_recording(source, table.action_feature, table.state_feature, Path(cache)) as rec:
             result = ImportResult(out, name, fps, cameras, rec.episode_count)
@@ -125,7 +134,7 @@ def import_lerobot(source: str | Path, robot: str, out: Path, progress: Progress
                 if progress is not None:
                     progress(i, rec.episode_count, f"episode {i}")
                 episode = rec.episode(i)
-                if episode.index in done:
+                if episode_seed(origin, episode.index) in done:
                     result.skipped.append(episode.index)
                     continue
                 result.imported.append(_import_episode(ds, rec, episode, table, origin, fps))
@@ -177,7 +186,7 @@ def _import_episode(ds: Dataset, rec: RecordingSource, episode: RecordedEpisode,
                               **{f"images/{cam}": key for cam, key in sorted(rec.cameras.items())}},
                  "table": table.describe(), "timing": timing.to_json(), "tasks": list(episode.tasks),
                  "cameras": {cam: {"feature": key, "intrinsics": None} for cam, key in sorted(rec.cameras.items())}}
-    start = fmt.EpisodeStart(source=fmt.REAL_SOURCE, seed=int(episode.index), fps=fps,
+    start = fmt.EpisodeStart(source=fmt.REAL_SOURCE, seed=episode_seed(origin, episode.index), fps=fps,
                              versions=json.dumps(_versions(), sort_keys=True))
     camera_attrs = {cam: {"feature": key, "intrinsics_known": False} for cam, key in rec.cameras.items()}
     frames = len(episode.timestamps)
