@@ -19,6 +19,7 @@ from helpers.lerobot_recordings import write_lerobot_recording
 from helpers.x2_cli import HEADLESS_ENV, run_x2
 
 from x2 import format as fmt
+from x2.augment.augment import augment_dataset
 from x2.base.errors import DatasetError
 from x2.datasets import Dataset, validate
 from x2.datasets.manage import Filter, filter_dataset, merge
@@ -29,6 +30,9 @@ from x2.export.lerobot import export_lerobot
 from x2.export.request import ExportRequest
 from x2.export.zarr import ZarrOptions, export_zarr
 from x2.ingest import import_lerobot
+from x2.recorded.relabel import relabel
+from x2.recorded.replay import penetrations
+from x2.render.dataset import render_dataset
 
 ALOHA = load_robot("aloha").recording
 assert ALOHA is not None
@@ -150,13 +154,23 @@ def test_gaps_and_irregular_steps_are_reported_not_filled(recordings: dict[str, 
         assert ep.json_attr(fmt.RECORDING_ATTR)["timing"]["gaps"] == [[5, gap.timing.gaps[0][1]]]
 
 
-def test_commands_that_need_a_world_refuse_in_one_line(imported: Path) -> None:
-    for args in (["replay", "0", "-d", str(imported)], ["label", "0", "-d", str(imported)],
-                 ["render", str(imported)]):
-        done = run_x2(args, cwd=imported.parent)
-        lines = done.stderr.strip().splitlines()
-        assert done.returncode == 2 and len(lines) == 1, (args, done.stdout, done.stderr)
-        assert "episode 0" in lines[0] and "a real recording without a world" in lines[0], lines
+def test_commands_that_need_a_world_refuse_in_one_line(imported: Path, tmp_path: Path) -> None:
+    done = run_x2(["replay", "0", "-d", str(imported)], cwd=imported.parent)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, (done.stdout, done.stderr)
+    assert "episode 0" in lines[0] and "a real recording without a world" in lines[0], lines
+    ds = Dataset.open(imported)
+    refusals = {  # what x2 label, x2 render, x2 augment replay and x2 datasets validate --physics call
+        "label": lambda: relabel(ds.load(1)),
+        "render": lambda: render_dataset(imported),
+        "augment replay": lambda: augment_dataset(imported, tmp_path / "augmented"),
+        "validate --physics": lambda: next(penetrations(ds, ds.episodes())),
+    }
+    for what, call in refusals.items():
+        with pytest.raises(DatasetError, match=r"episode [01], a real recording without a world\)") as err:
+            call()
+        assert "\n" not in str(err.value), what
+    assert not (tmp_path / "augmented").exists()
 
 
 def test_a_recording_that_does_not_match_the_robot_is_refused(tmp_path: Path) -> None:
@@ -179,6 +193,9 @@ import os, signal, sys
 from pathlib import Path
 from x2.datasets.writer import EpisodeWriter
 from x2.ingest import import_lerobot
+from x2.recorded.relabel import relabel
+from x2.recorded.replay import penetrations
+from x2.render.dataset import render_dataset
 
 original = EpisodeWriter.append
 def append(self, tick):  # the kill lands in the middle of the second episode
@@ -288,3 +305,17 @@ def test_two_recordings_merge_and_filter_like_any_datasets(recordings: dict[str,
     assert validate(tmp_path / "both").valid
     filter_dataset(tmp_path / "both", tmp_path / "some", Filter(Selection(episodes=(1, 3))))
     assert [r.index for r in Dataset.open(tmp_path / "some").episodes()] == [1, 3]
+
+
+def test_cameras_stored_as_images_come_through_exactly_and_other_sensors_are_named(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    frames = rng.integers(0, 256, (6, 8, 10, 3), dtype=np.uint8)
+    joints = _joints(rng, 6)
+    source = write_lerobot_recording(tmp_path / "pngs", NAMES, [joints], [joints], FPS, images=[{"top": frames}],
+                                     use_videos=False, extra={"observation.effort": [np.ones((6, 14))]})
+    result = import_lerobot(source, "aloha", tmp_path / "out")
+    assert result.cameras == ("top",) and result.not_imported == ("observation.effort",)
+    with Dataset.open(tmp_path / "out").load(0) as ep:
+        assert np.array_equal(ep[fmt.image_path("top")], frames)  # PNG: lossless, frame for frame
+        assert ep.dataset_attrs(fmt.image_path("top"))["height"] == 8
+        assert ep.json_attr(fmt.RECORDING_ATTR)["not_imported"] == ["observation.effort"]

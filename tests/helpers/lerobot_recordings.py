@@ -6,7 +6,7 @@ timestamps (a real recorder's gaps and jitter, which LeRobot's add_frame would o
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -31,10 +31,12 @@ def write_lerobot_recording(root: Path, names: Sequence[str], actions: Sequence[
                             fps: int, images: Sequence[dict[str, npt.NDArray[np.uint8]]] | None = None,
                             tasks: Sequence[str] | str = "pick up the cube",
                             timestamps: Sequence[Rows | None] | None = None,
-                            state_names: Sequence[str] | None = None, robot_type: str = "aloha") -> Path:
+                            state_names: Sequence[str] | None = None, robot_type: str = "aloha",
+                            use_videos: bool = True, extra: Mapping[str, Sequence[Rows]] | None = None) -> Path:
     """One LeRobot episode per entry of `actions` ((T, n) float32 each, `states` alike); `images`: per episode
     {camera: (T, H, W, 3) uint8}, stored as videos `observation.images.<camera>`; `tasks`: one text for all
-    episodes or one per episode; `timestamps`: per episode its (T,) seconds, or None for LeRobot's own."""
+    episodes or one per episode; `timestamps`: per episode its (T,) seconds, or None for LeRobot's own; `use_videos`
+    False: the cameras as PNG images in the frames table; `extra`: other float32 features, per episode (T, n) each."""
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     root = Path(root)
@@ -47,17 +49,22 @@ def write_lerobot_recording(root: Path, names: Sequence[str], actions: Sequence[
                               "names": list(state_names or names)},
     }
     cams = images[0] if images else {}
+    for key, rows in (extra or {}).items():
+        features[key] = {"dtype": "float32", "shape": (np.shape(rows[0])[1],), "names": None}
     for cam, frames in cams.items():
-        features[f"observation.images.{cam}"] = {"dtype": "video", "shape": tuple(frames.shape[1:]),
+        features[f"observation.images.{cam}"] = {"dtype": "video" if use_videos else "image",
+                                                 "shape": tuple(frames.shape[1:]),
                                                  "names": ["height", "width", "channels"]}
     with _hf_cache(root.parent / f".{root.name}-hf-cache"):
         ds = LeRobotDataset.create(f"test/{root.name}", fps=fps, features=features, root=root, robot_type=robot_type,
-                                   use_videos=bool(cams), video_backend="pyav")
+                                   use_videos=bool(cams) and use_videos, video_backend="pyav")
         for e in range(episodes):
             for t in range(len(actions[e])):
                 frame: dict[str, object] = {"action": np.asarray(actions[e][t], np.float32),
                                             "observation.state": np.asarray(states[e][t], np.float32),
                                             "task": texts[e]}
+                for key, rows in (extra or {}).items():
+                    frame[key] = np.asarray(rows[e][t], np.float32)
                 for cam in cams:
                     assert images is not None
                     frame[f"observation.images.{cam}"] = images[e][cam][t]

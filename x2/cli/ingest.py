@@ -59,6 +59,9 @@ def lerobot(
     irregular = sum(ep.timing.irregular for ep in result.imported)
     if result.skipped:
         console.print(f"already imported by an earlier run, skipped: {len(result.skipped)} episodes", soft_wrap=True)
+    if result.not_imported:
+        console.print(f"not imported (no place in an x2 episode): {escape(', '.join(result.not_imported))}",
+                      soft_wrap=True)
     cams = ", ".join(result.cameras) or "none"
     console.print(f"[green]imported[/green] {len(result.imported)} of {result.episodes_in_source} episodes, source "
                   f"real, robot {result.robot}; cameras: {cams} (no intrinsics known); timestamps: {gaps} gaps, "

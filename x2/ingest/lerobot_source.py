@@ -22,7 +22,8 @@ from x2.base.errors import DatasetError, NotFoundError
 
 INFO_FILE = "meta/info.json"  # where a LeRobot dataset declares its fps and features
 CAMERA_PREFIX = "observation.images."  # LeRobot's camera features: observation.images.<cam>
-HF_CACHE = ".x2-hf-cache"  # the datasets library's arrow cache while reading: kept beside the output, then removed
+# the columns LeRobot adds to every frame (its DEFAULT_FEATURES): where a frame is, not what was recorded
+BOOKKEEPING = ("timestamp", "frame_index", "episode_index", "index", "task_index")
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class RecordedEpisode:
     """One LeRobot episode's rows."""
 
     index: int  # LeRobot's episode_index
+    start: int  # the row of its first frame in the dataset's frames table
     timestamps: Floats  # (T,) float64, s: LeRobot's `timestamp` column
     action: Floats  # (T, n) as stored
     state: Floats  # (T, n) as stored
@@ -53,7 +55,7 @@ class RecordingSource:
     root: Path
     fps: float
     features: dict[str, InfoFeature]
-    cameras: dict[str, str]  # x2 camera name -> LeRobot video feature
+    cameras: dict[str, str]  # x2 camera name -> LeRobot camera feature (a video, or images in the frames table)
     episode_count: int
     _dataset: Any  # LeRobot's LeRobotDataset
     _action: str
@@ -68,14 +70,19 @@ class RecordingSource:
         seen: dict[str, None] = {}
         for k in np.asarray(rows["task_index"]).tolist():
             seen.setdefault(names[int(k)], None)
-        return RecordedEpisode(int(meta["episode_index"]), np.asarray(rows["timestamp"], dtype=np.float64),
+        return RecordedEpisode(int(meta["episode_index"]), start, np.asarray(rows["timestamp"], dtype=np.float64),
                              np.asarray(rows[self._action]), np.asarray(rows[self._state]), tuple(seen))
 
     def frames(self, episode: RecordedEpisode, camera: str) -> Image:
-        """(T, H, W, 3) uint8 RGB: the camera's frames at the episode's timestamps, as LeRobot decodes them."""
+        """(T, H, W, 3) uint8 RGB: the camera's frames at the episode's timestamps, as LeRobot decodes them (a video),
+        or as stored (PNG images in the frames table: lossless)."""
         from lerobot.datasets.video_utils import decode_video_frames
 
         key = self.cameras[camera]
+        if self.features[key].dtype == "image":
+            stop = episode.start + len(episode.timestamps)
+            pictures = self._dataset.hf_dataset.with_format(None).select_columns([key])[episode.start:stop][key]
+            return np.stack([np.asarray(p.convert("RGB"), dtype=np.uint8) for p in pictures])
         meta = self._dataset.meta.episodes[episode.index]
         start = float(meta[f"videos/{key}/from_timestamp"])
         path = self.root / self._dataset.meta.get_video_file_path(episode.index, key)
@@ -109,6 +116,28 @@ def read_features(root: Path) -> tuple[float, dict[str, InfoFeature]]:
     return float(meta.fps), features
 
 
+def camera_features(features: dict[str, InfoFeature]) -> dict[str, str]:
+    """x2 camera name -> LeRobot feature, for every RGB camera (`observation.images.<cam>`, a video or images; depth
+    maps, one channel, are not camera frames x2 stores)."""
+    return {key.removeprefix(CAMERA_PREFIX): key for key, ft in sorted(features.items())
+            if ft.dtype in ("video", "image") and key.startswith(CAMERA_PREFIX) and len(ft.shape) == 3
+            and ft.shape[0 if _channels_first(ft) else 2] == 3}
+
+
+def picture_size(ft: InfoFeature) -> tuple[int, int]:
+    """(height, width) of a camera feature (LeRobot writes (H, W, C); older datasets (C, H, W), names saying so)."""
+    return (ft.shape[1], ft.shape[2]) if _channels_first(ft) else (ft.shape[0], ft.shape[1])
+
+
+def _channels_first(ft: InfoFeature) -> bool:
+    return bool(ft.names) and ft.names[0] in ("channel", "channels")
+
+
+def unused_features(features: dict[str, InfoFeature], used: set[str]) -> list[str]:
+    """The recording's features an import leaves out (LeRobot's own bookkeeping columns aside)."""
+    return sorted(set(features) - used - set(BOOKKEEPING))
+
+
 def _names(names: object) -> tuple[str, ...]:
     if isinstance(names, dict) and len(names) == 1:  # LeRobot's older {"motors": [...]}
         names = next(iter(names.values()))
@@ -127,8 +156,7 @@ def open_recording(root: Path, action: str, state: str, cache: Path) -> Iterator
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     fps, features = read_features(root)
-    cameras = {key.removeprefix(CAMERA_PREFIX): key for key, ft in features.items()
-               if ft.dtype == "video" and key.startswith(CAMERA_PREFIX)}
+    cameras = camera_features(features)
     with _hf_cache(cache):
         try:
             dataset = LeRobotDataset(_repo_id(root), root=root, video_backend="pyav", return_uint8=True)

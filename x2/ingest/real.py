@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -37,8 +38,11 @@ from x2.ingest.lerobot_source import (
     InfoFeature,
     RecordedEpisode,
     RecordingSource,
+    camera_features,
     open_recording,
+    picture_size,
     read_features,
+    unused_features,
 )
 from x2.ingest.timing import TimingReport, examine
 
@@ -65,6 +69,7 @@ class ImportResult:
     fps: float
     cameras: tuple[str, ...]
     episodes_in_source: int
+    not_imported: tuple[str, ...]  # the recording's features left out (other sensors, depth maps): said, not dropped
     imported: list[ImportedEpisode] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)  # LeRobot episodes committed by an earlier run
 
@@ -74,7 +79,7 @@ def default_name(source: Path) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(source).resolve().name).strip("_.") or "recording"
 
 
-def episode_seed(origin: dict[str, str], episode_index: int) -> int:
+def episode_seed(origin: dict[str, Any], episode_index: int) -> int:
     """A real episode's seed: drawn by nothing, it names the recording and the episode (31 bits of the sha256 of
     the recording's meta/info.json digest and the LeRobot episode index), so that a dataset knows which episodes
     of a recording it has (a resumed import skips them) and episodes of two recordings can be merged."""
@@ -114,9 +119,11 @@ def import_lerobot(source: str | Path, robot: str, out: Path, progress: Progress
     table = table_of(info, name)
     fps, features = read_features(source)
     check_features(source, features, table, name)
-    cameras = tuple(sorted(k.removeprefix("observation.images.") for k, f in features.items()
-                           if f.dtype == "video" and k.startswith("observation.images.")))
-    origin = {"format": FORMAT, "path": str(source), "info_sha256": file_digest(source / INFO_FILE)}
+    cameras = tuple(camera_features(features))
+    used = {table.action_feature, table.state_feature, *camera_features(features).values()}
+    left_out = unused_features(features, used)
+    origin: dict[str, Any] = {"format": FORMAT, "path": str(source), "info_sha256": file_digest(source / INFO_FILE),
+                              "not_imported": left_out}
     manifest = fmt.Manifest(
         robot=name, task=default_name(source), fps=fps, joint_names=table.action_names,
         action_names=table.action_names, cameras=list(cameras), world={},
@@ -129,7 +136,7 @@ def import_lerobot(source: str | Path, robot: str, out: Path, progress: Progress
         done = {r.seed for r in ds.episodes()}
         with tempfile.TemporaryDirectory(prefix="x2-import-") as cache, \
                 open_recording(source, table.action_feature, table.state_feature, Path(cache)) as rec:
-            result = ImportResult(out, name, fps, cameras, rec.episode_count)
+            result = ImportResult(out, name, fps, cameras, rec.episode_count, tuple(left_out))
             for i in range(rec.episode_count):
                 if progress is not None:
                     progress(i, rec.episode_count, f"episode {i}")
@@ -153,7 +160,7 @@ def _versions() -> dict[str, str]:
     return {"x2": x2.__version__, "lerobot": version("lerobot"), "numpy": np.__version__}
 
 
-def _same_recording(ds: Dataset, origin: dict[str, str]) -> None:
+def _same_recording(ds: Dataset, origin: dict[str, Any]) -> None:
     """A dataset takes the episodes of one recording: resuming it is allowed, mixing in another is not."""
     have = ds.manifest.extra.get(fmt.RECORDING_ATTR)
     if not isinstance(have, dict) or have.get("path") != origin["path"]:
@@ -175,7 +182,7 @@ def _drop_leftovers(ds: Dataset) -> None:
 
 
 def _import_episode(ds: Dataset, rec: RecordingSource, episode: RecordedEpisode, table: RecordingTable,
-                    origin: dict[str, str], fps: float) -> ImportedEpisode:
+                    origin: dict[str, Any], fps: float) -> ImportedEpisode:
     where = f"{rec.root} (episode {episode.index})"
     timing = examine(episode.timestamps, fps, TOLERANCE_S, where)
     action = table.convert(episode.action, rec.features[table.action_feature].names)
@@ -188,7 +195,9 @@ def _import_episode(ds: Dataset, rec: RecordingSource, episode: RecordedEpisode,
                  "cameras": {cam: {"feature": key, "intrinsics": None} for cam, key in sorted(rec.cameras.items())}}
     start = fmt.EpisodeStart(source=fmt.REAL_SOURCE, seed=episode_seed(origin, episode.index), fps=fps,
                              versions=json.dumps(_versions(), sort_keys=True))
-    camera_attrs = {cam: {"feature": key, "intrinsics_known": False} for cam, key in rec.cameras.items()}
+    camera_attrs = {cam: {"feature": key, "height": picture_size(rec.features[key])[0],
+                          "width": picture_size(rec.features[key])[1], "intrinsics_known": False}
+                    for cam, key in rec.cameras.items()}
     frames = len(episode.timestamps)
     with ds.begin_episode(start, camera_attrs=camera_attrs) as writer:
         cams = sorted(rec.cameras)
@@ -204,4 +213,4 @@ def _import_episode(ds: Dataset, rec: RecordingSource, episode: RecordedEpisode,
 
 
 def _slice(episode: RecordedEpisode, lo: int, hi: int) -> RecordedEpisode:
-    return replace(episode, timestamps=episode.timestamps[lo:hi])
+    return replace(episode, start=episode.start + lo, timestamps=episode.timestamps[lo:hi])
