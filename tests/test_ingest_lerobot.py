@@ -33,6 +33,7 @@ from x2.ingest import import_lerobot
 from x2.recorded.relabel import relabel
 from x2.recorded.replay import penetrations
 from x2.render.dataset import render_dataset
+from x2.view.recording import plan_cameras, record_rerun
 
 ALOHA = load_robot("aloha").recording
 assert ALOHA is not None
@@ -196,6 +197,7 @@ from x2.ingest import import_lerobot
 from x2.recorded.relabel import relabel
 from x2.recorded.replay import penetrations
 from x2.render.dataset import render_dataset
+from x2.view.recording import plan_cameras, record_rerun
 
 original = EpisodeWriter.append
 def append(self, tick):  # the kill lands in the middle of the second episode
@@ -223,8 +225,9 @@ def test_a_killed_import_loses_nothing_finished_and_resumes(recordings: dict[str
 
 
 def test_exports_carry_state_action_and_stored_frames(imported: Path, tmp_path: Path) -> None:
-    """zarr and HDF5 without the simulator state a recording lacks; LeRobot without labels, and read in again
-    by `x2 import lerobot` it gives back the same values, timestamps and instruction."""
+    """zarr and HDF5 without the simulator state a recording lacks, a rerun recording (x2 datasets view); LeRobot
+    without labels, and read in again by `x2 import lerobot` it gives back the same values, timestamps and
+    instruction."""
     ds = Dataset.open(imported)
     records = tuple(ds.episodes())
     export_zarr(ExportRequest(ds, records, tmp_path / "real.zarr"), ZarrOptions())
@@ -234,6 +237,9 @@ def test_exports_carry_state_action_and_stored_frames(imported: Path, tmp_path: 
         demo = f["data/demo_000000"]
         assert "states" not in demo and demo["obs/head_image"].shape == (20, 24, 32, 3)
         assert np.array_equal(demo["actions"][()], ds.load(0)[fmt.ACTION])
+    with ds.load(1) as ep:  # x2 datasets view: the recording's cameras, joints and timeline in a .rrd
+        summary = record_rerun(ep, dataset=ds.name, plan=plan_cameras(ep), path=tmp_path / "ep1.rrd")
+    assert (tmp_path / "ep1.rrd").stat().st_size > 0 and summary
     info = json.loads((tmp_path / "real-lerobot" / "meta" / "info.json").read_text())
     assert "subtask_index" not in info["features"] and "language_persistent" not in info["features"]
     again = import_lerobot(tmp_path / "real-lerobot", "aloha", tmp_path / "again")

@@ -98,6 +98,7 @@ class RecordingSource:
 
 def read_features(root: Path) -> tuple[float, dict[str, InfoFeature]]:
     """fps and the features of meta/info.json, through LeRobot's metadata reader."""
+    _offline()
     from lerobot.datasets.dataset_metadata import LeRobotDatasetMetadata
 
     info = root / INFO_FILE
@@ -153,6 +154,7 @@ def _repo_id(root: Path) -> str:
 @contextlib.contextmanager
 def open_recording(root: Path, action: str, state: str, cache: Path) -> Iterator[RecordingSource]:
     """The dataset at `root`, loaded by LeRobot (offline; the datasets library's cache in `cache`, removed after)."""
+    _offline()
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     fps, features = read_features(root)
@@ -167,6 +169,12 @@ def open_recording(root: Path, action: str, state: str, cache: Path) -> Iterator
         yield RecordingSource(root, fps, features, cameras, int(dataset.meta.total_episodes), dataset, action, state)
 
 
+def _offline() -> None:
+    """A local folder: nothing to fetch. LeRobot asks the hub for what a folder lacks (an incomplete recording);
+    offline (the hub library reads this when it is first imported) that is an error here, not a download."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
 @contextlib.contextmanager
 def _hf_cache(folder: Path) -> Iterator[None]:
     """LeRobot's table loads copy arrow files into the datasets library's cache: keep them out of ~/.cache."""
@@ -175,7 +183,6 @@ def _hf_cache(folder: Path) -> Iterator[None]:
     import datasets.config
 
     before = datasets.config.HF_DATASETS_CACHE
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder: nothing to fetch
     datasets.config.HF_DATASETS_CACHE = folder
     try:
         yield
