@@ -325,3 +325,33 @@ def test_cameras_stored_as_images_come_through_exactly_and_other_sensors_are_nam
         assert np.array_equal(ep[fmt.image_path("top")], frames)  # PNG: lossless, frame for frame
         assert ep.dataset_attrs(fmt.image_path("top"))["height"] == 8
         assert ep.json_attr(fmt.RECORDING_ATTR)["not_imported"] == ["observation.effort"]
+
+
+def test_measured_joints_may_have_their_own_columns(tmp_path: Path) -> None:
+    """A recording that measures each gripper by its fingers' positions (m), as x2's own LeRobot export of a
+    simulated ALOHA does: `state_columns` maps one finger onto the opening, `ignore` leaves the other out."""
+    joints = [f"{arm}_{j}" for arm in ("left", "right") for j in ("waist", "shoulder", "elbow", "forearm_roll",
+                                                                    "wrist_angle", "wrist_rotate")]
+    measured = [*joints[:6], "left_finger_a", "left_finger_b", *joints[6:], "right_finger_a", "right_finger_b"]
+    state = "\n".join(f"    - {{name: {n}}}" for n in joints[:6]) + \
+        "\n    - {name: left_finger_a, to: left_gripper, unit: range, range: [0.021, 0.057]}\n" + \
+        "\n".join(f"    - {{name: {n}}}" for n in joints[6:]) + \
+        "\n    - {name: right_finger_a, to: right_gripper, unit: range, range: [0.021, 0.057]}"
+    robot = tmp_path / "aloha-fingers.yaml"
+    commanded = "\n".join(f"    - {{name: {n}}}" if not n.endswith("gripper") else
+                          f"    - {{name: {n}, unit: range, range: [0.0, 1.0]}}" for n in NAMES)
+    robot.write_text(f"include: {Path(fmt.__file__).parents[1] / 'robots' / 'aloha.yaml'}\nname: aloha-fingers\n"
+                     f"lerobot:\n  ignore: [left_finger_b, right_finger_b]\n  columns:\n{commanded}\n"
+                     f"  state_columns:\n{state}\n")
+    rng = np.random.default_rng(11)
+    action = _joints(rng, 5)
+    fingers = rng.uniform(0.021, 0.057, (5, 16)).astype(np.float32)
+    source = write_lerobot_recording(tmp_path / "fingers", NAMES, [action], [fingers], FPS, state_names=measured)
+    import_lerobot(source, str(robot), tmp_path / "out")
+    with Dataset.open(tmp_path / "out").load(0) as ep:
+        qpos = ep[fmt.QPOS]
+        assert np.array_equal(ep[fmt.ACTION], action)
+        assert np.array_equal(qpos[:, :6], fingers[:, :6]) and np.array_equal(qpos[:, 7:13], fingers[:, 8:14])
+        opening = (fingers[:, 6].astype(np.float64) - 0.021) / (0.057 - 0.021)
+        np.testing.assert_array_max_ulp(qpos[:, 6], opening.astype(np.float32), maxulp=1)
+        assert ep.json_attr(fmt.RECORDING_ATTR)["table"]["ignore"] == ["left_finger_b", "right_finger_b"]

@@ -99,6 +99,11 @@ def robots_show(
             lerobot.add_column(col)
         for c in rec.columns:
             lerobot.add_row(escape(c.name), escape(c.target), c.unit, f"x {c.scale:.6g} + {c.shift + 0.0:.6g}")
+        for c in rec.state_columns:
+            lerobot.add_row(escape(f"{c.name} (measured)"), escape(c.target), c.unit,
+                            f"x {c.scale:.6g} + {c.shift + 0.0:.6g}")
+        if rec.ignored:
+            lerobot.add_row(escape(", ".join(rec.ignored)), "(not imported)", "", "")
         console.print(lerobot)
     if picture is not None:
         from x2.render.robot_picture import robot_picture  # (renders: MuJoCo's GL only when asked)

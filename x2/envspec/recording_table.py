@@ -16,7 +16,7 @@ import numpy as np
 
 from x2.base.arrays import Floats
 from x2.envspec.action import GRIPPER_SUFFIX
-from x2.envspec.schema import RecordingLayoutFile
+from x2.envspec.schema import RecordingColumnFile, RecordingLayoutFile
 from x2.envspec.source import Fragment
 
 
@@ -41,39 +41,65 @@ class RecordingTable:
     source: str  # where the numbers come from, in words
     action_feature: str  # the recording's commanded joints (LeRobot's `action`)
     state_feature: str  # its measured joints (LeRobot's `observation.state`)
-    columns: tuple[ColumnMap, ...]  # in the recording's column order
+    columns: tuple[ColumnMap, ...]  # the commanded joints', in the recording's column order
     action_names: tuple[str, ...]  # x2's, in x2's order
+    state_columns: tuple[ColumnMap, ...] = ()  # the measured joints', where they differ (empty: `columns`)
+    ignored: tuple[str, ...] = ()  # recording columns deliberately not imported
 
     @property
     def names(self) -> tuple[str, ...]:
-        """The recording's column names, in its order."""
+        """The recording's commanded columns, in its order."""
         return tuple(c.name for c in self.columns)
 
-    def convert(self, values: Floats, names: Sequence[str]) -> Floats:
-        """(T, n) recording values whose columns are `names` (the table's, in any order) -> (T, A) float32 in x2's
-        action order and units."""
+    @property
+    def measured(self) -> tuple[ColumnMap, ...]:
+        return self.state_columns or self.columns
+
+    def names_of(self, feature: str) -> tuple[str, ...]:
+        """The columns the table reads from `feature` (its action or its state feature)."""
+        return tuple(c.name for c in (self.measured if feature == self.state_feature else self.columns))
+
+    def convert(self, values: Floats, names: Sequence[str], measured: bool = False) -> Floats:
+        """(T, n) recording values whose columns are `names` (the table's, in any order, and ignored ones) -> (T, A)
+        float32 in x2's action order and units; `measured`: through the state feature's columns."""
         rows = np.asarray(values, dtype=np.float64)
         where = {name: i for i, name in enumerate(names)}
         out = np.empty((rows.shape[0], len(self.action_names)), dtype=np.float64)
         slot = {name: i for i, name in enumerate(self.action_names)}
-        for col in self.columns:
+        for col in self.measured if measured else self.columns:
             out[:, slot[col.target]] = rows[:, where[col.name]] * col.scale + col.shift
         return out.astype(np.float32)
 
     def describe(self) -> dict[str, Any]:
         """The table as an imported episode records it (its `recording` attr)."""
-        return {"source": self.source, "action": self.action_feature, "state": self.state_feature,
-                "columns": [c.describe() for c in self.columns]}
+        out: dict[str, Any] = {"source": self.source, "action": self.action_feature, "state": self.state_feature,
+                               "columns": [c.describe() for c in self.columns]}
+        if self.state_columns:
+            out["state_columns"] = [c.describe() for c in self.state_columns]
+        if self.ignored:
+            out["ignore"] = list(self.ignored)
+        return out
 
 
 def compile_table(layout: RecordingLayoutFile, action_names: Sequence[str], frag: Fragment) -> RecordingTable:
-    """Check that the columns name every action value once (a gripper by a range, a joint by an angle) and make
-    each one's affine map."""
-    key = ("lerobot", "columns")
+    """Check that the columns (and the state's own, when given) name every action value once (a gripper by a range,
+    a joint by an angle) and make each one's affine map."""
+    columns = _compile_columns(layout.columns, action_names, frag, ("lerobot", "columns"))
+    state = () if layout.state_columns is None else \
+        _compile_columns(layout.state_columns, action_names, frag, ("lerobot", "state_columns"))
+    for i, name in enumerate(layout.ignore):
+        if name in {c.name for c in (*columns, *state)}:
+            raise frag.error(("lerobot", "ignore", i), repr(name), "a recording column the table does not map")
+    return RecordingTable(layout.source, layout.action, layout.state, columns, tuple(action_names), state,
+                          tuple(layout.ignore))
+
+
+def _compile_columns(given: Sequence[RecordingColumnFile], action_names: Sequence[str], frag: Fragment,
+                     key: tuple[str, str]) -> tuple[ColumnMap, ...]:
     seen_names: set[str] = set()
     targets: dict[str, int] = {}
     columns: list[ColumnMap] = []
-    for i, col in enumerate(layout.columns):
+    for i, col in enumerate(given):
         target = col.to or col.name
         if col.name in seen_names:
             raise frag.error((*key, i, "name"), repr(col.name), "each recording column once")
@@ -93,7 +119,7 @@ def compile_table(layout: RecordingLayoutFile, action_names: Sequence[str], frag
     missing = [n for n in action_names if n not in targets]
     if missing:
         raise frag.error(key, f"no column for {', '.join(missing)}", "one column for every action name")
-    return RecordingTable(layout.source, layout.action, layout.state, tuple(columns), tuple(action_names))
+    return tuple(columns)
 
 
 def _affine(unit: str, sign: int, offset: float, ticks_per_turn: int | None, zero: float,

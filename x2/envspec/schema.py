@@ -260,6 +260,10 @@ class RecordingLayoutFile(_Strict):
     action: Annotated[str, Field(min_length=1)] = "action"  # the feature with the commanded joints
     state: Annotated[str, Field(min_length=1)] = "observation.state"  # the feature with the measured joints
     columns: list[RecordingColumnFile] = Field(min_length=1)  # in the recording's column order
+    # the measured joints' own columns, where they differ from the commanded ones (default: `columns`): a recording
+    # that measures the gripper by a finger's position, say
+    state_columns: list[RecordingColumnFile] | None = Field(default=None, min_length=1)
+    ignore: list[str] = []  # recording columns deliberately not imported (a second finger that mirrors the first)
 
 
 class RobotFile(_Strict):

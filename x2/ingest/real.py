@@ -98,17 +98,20 @@ def check_features(source: Path, features: dict[str, InfoFeature], table: Record
     """The recording's joint features against the robot's table: same names, as many of them; one line otherwise."""
     info = Path(source) / INFO_FILE
     for key in (table.action_feature, table.state_feature):
-        ft = features.get(key)
+        ft, wanted = features.get(key), table.names_of(key)
         if ft is None:
             raise DatasetError(f"{info}: features.{key}: found none (features: {', '.join(sorted(features))}); "
                                f"allowed: the feature robot {robot}'s lerobot table reads")
         if ft.dtype not in ("float32", "float64") or len(ft.shape) != 1:
             raise DatasetError(f"{info}: features.{key}: found {ft.dtype}{list(ft.shape)}; allowed: float32 or "
-                               f"float64 [{len(table.names)}]")
-        if len(ft.names) != ft.shape[0] or sorted(ft.names) != sorted(table.names):
+                               f"float64 [{len(wanted)}]")
+        names = set(ft.names)
+        if len(ft.names) != ft.shape[0] or len(names) != len(ft.names) or not set(wanted) <= names or \
+                not names <= {*wanted, *table.ignored}:
             found = f"{ft.shape[0]} values named {list(ft.names)}" if ft.names else f"{ft.shape[0]} unnamed values"
-            raise DatasetError(f"{info}: features.{key}.names: found {found}; allowed: the {len(table.names)} "
-                               f"columns of robot {robot}'s lerobot table {list(table.names)}")
+            also = f" (and may hold {list(table.ignored)}, not imported)" if table.ignored else ""
+            raise DatasetError(f"{info}: features.{key}.names: found {found}; allowed: the {len(wanted)} "
+                               f"columns of robot {robot}'s lerobot table {list(wanted)}{also}")
 
 
 def import_lerobot(source: str | Path, robot: str, out: Path, progress: Progress | None = None) -> ImportResult:
@@ -186,7 +189,7 @@ def _import_episode(ds: Dataset, rec: RecordingSource, episode: RecordedEpisode,
     where = f"{rec.root} (episode {episode.index})"
     timing = examine(episode.timestamps, fps, TOLERANCE_S, where)
     action = table.convert(episode.action, rec.features[table.action_feature].names)
-    qpos = table.convert(episode.state, rec.features[table.state_feature].names)
+    qpos = table.convert(episode.state, rec.features[table.state_feature].names, measured=True)
     instruction = " / ".join(episode.tasks)
     recording = {**origin, "episode_index": episode.index, "fps": fps,
                  "features": {"action": table.action_feature, "qpos": table.state_feature,
