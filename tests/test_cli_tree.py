@@ -19,7 +19,7 @@ from x2.cli.app import _mount, app
 
 _mount()
 runner = CliRunner()
-WORKFLOW = ["collect", "synth", "augment", "render", "export", "datasets", "label", "replay", "eval", "serve",
+WORKFLOW = ["collect", "import", "synth", "augment", "render", "export", "datasets", "label", "replay", "eval", "serve",
             "calibrate", "robots", "objects", "tasks", "devices", "doctor"]
 
 
@@ -152,7 +152,7 @@ BAD_DATASET = {
     ("export", "hdf5"): ["export", "hdf5", MISSING],
 }
 # `--dataset` names the dataset these write into (a new one is made): no path is a mistake for them.
-WRITERS = {("synth",), ("collect", "waypoints"), ("collect", "teleop"), ("eval",)}
+WRITERS = {("synth",), ("collect", "waypoints"), ("collect", "teleop"), ("eval",), ("import", "lerobot")}
 
 
 def test_every_command_with_a_dataset_is_in_the_bad_dataset_table() -> None:

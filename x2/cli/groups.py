@@ -22,8 +22,8 @@ LOOK = "Robots, tasks, devices, this machine"
 
 
 class RootGroup(X2Group):
-    command_order = ("collect", "synth", "augment", "render", "export", "datasets", "label", "replay", "eval", "serve",
-                     "calibrate", "robots", "objects", "tasks", "devices", "doctor")
+    command_order = ("collect", "import", "synth", "augment", "render", "export", "datasets", "label", "replay",
+                     "eval", "serve", "calibrate", "robots", "objects", "tasks", "devices", "doctor")
 
 
 def mount(app: typer.Typer) -> None:
@@ -35,6 +35,7 @@ def mount(app: typer.Typer) -> None:
         devices,
         doctor,
         export,
+        ingest,
         label,
         objects,
         render,
@@ -51,6 +52,7 @@ def mount(app: typer.Typer) -> None:
         importlib.import_module(f"x2.cli.{name}")
     collect.app.command("teleop")(teleop.teleop)
     app.add_typer(collect.app, rich_help_panel=MAKE)
+    app.add_typer(ingest.app, rich_help_panel=MAKE)
     app.command("synth", rich_help_panel=MAKE)(synth.synth)
     app.add_typer(augment.app, rich_help_panel=MAKE)
     app.command("render", rich_help_panel=MAKE)(render.render)

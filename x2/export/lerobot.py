@@ -235,16 +235,19 @@ def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id
                 "repo_id": repo_id},
         images={"cameras": list(plan.images.cameras), "size": None if size is None else [size.height, size.width],
                 "choice": plan.images.reason},
-        subtask_index=plan.codes.describe(),
+        subtask_index=plan.codes.describe() if plan.labelled else None,
         language={"column": "language_persistent", "style": SUBTASK_STYLE,
-                  "rows": "one per segment start, content = the subtask name (names above)"},
+                  "rows": "one per segment start, content = the subtask name (names above)"} if plan.labelled
+        else None,
         task="each episode's instruction (root attr instruction), else the dataset's task name",
         stats={"spread_floor": STATS_FLOOR, "raised": {feature: [*channels] for feature, channels in raised.items()},
                "rule": "in meta/stats.json, for state, environment state and action: a channel whose std was below "
                        "spread_floor (constant up to the simulator's jitter) has std = spread_floor and min/max, "
                        "q01/q99, q10/q90 at least spread_floor either side of their middle; raised: those channels' "
                        "indices per feature; every other channel is LeRobot's own"},
-        timestamps="frame_index / fps; every source frame was recorded at that sim time",
+        timestamps="frame_index / fps; every source frame was recorded at that sim time" if plan.labelled else
+        "frame_index / fps; every source frame was recorded at that time (a real recording's own timestamps, "
+        "within 0.1 ms: one with gaps or jitter is refused)",
         **extra,
     )
     write_text(root / X2_META, json.dumps(facts, indent=1, sort_keys=True) + "\n")
@@ -279,24 +282,27 @@ def _episodes_back(plan: ExportPlan, ds: LeRobotDataset) -> Iterator[EpisodeRead
 
     per_arm = [arm_feature(arm) for arm in plan.arms if arm_feature(arm) in ds.meta.features]
     env = [ENV_STATE] if plan.objects and ENV_STATE in ds.meta.features else []
-    numbers = ds.select_columns(["episode_index", "frame_index", "timestamp", "task_index", SUBTASK, STATE,
+    labels = [SUBTASK] if plan.labelled else []
+    numbers = ds.select_columns(["episode_index", "frame_index", "timestamp", "task_index", *labels, STATE,
                                  ACTION, *per_arm, *env]).with_format("numpy")
-    language = ds.select_columns(["language_persistent"]).with_format(None)
+    language = ds.select_columns(["language_persistent"]).with_format(None) if plan.labelled else None
     task_names = [str(name) for name in ds.meta.tasks.index]
     for i in range(ds.meta.total_episodes):
         meta = ds.meta.episodes[i]
         start, stop = int(meta["dataset_from_index"]), int(meta["dataset_to_index"])
         rows = numbers[start:stop]
-        persistent = language[start:stop]["language_persistent"]
         stamps = rows["timestamp"]
         subtasks: list[str | None] = []
-        for r, t in enumerate(stamps.tolist()):
-            row = language_render.active_at(float(t), persistent=persistent[r], style=SUBTASK_STYLE)
-            subtasks.append(None if row is None else row["content"])
+        if language is not None:
+            persistent = language[start:stop]["language_persistent"]
+            for r, t in enumerate(stamps.tolist()):
+                row = language_render.active_at(float(t), persistent=persistent[r], style=SUBTASK_STYLE)
+                subtasks.append(None if row is None else row["content"])
         back = EpisodeReadback(
             length=int(meta["length"]), episode_index=rows["episode_index"], frame_index=rows["frame_index"],
             timestamp=stamps, task=[task_names[int(k)] for k in rows["task_index"]], subtask=subtasks,
-            subtask_index=rows[SUBTASK], state=rows[STATE], action=rows[ACTION],
+            subtask_index=rows[SUBTASK] if plan.labelled else np.zeros(0, np.int64), state=rows[STATE],
+            action=rows[ACTION],
             arm_subtask_index={key: rows[key] for key in per_arm}, environment_state=rows[ENV_STATE] if env else None)
         if stop > start:
             first, last = ds[start], ds[stop - 1]
@@ -334,8 +340,9 @@ def _export(sources: ExportSources, options: LeRobotOptions, repo_id: str,
         tracker.enter("writing")
         edges = EdgeStore(tmp / _EDGES, plan.images.cameras)
         written = _write_frames(plan, sources, tmp, repo_id, tracker, edges)
-        tracker.enter("language columns")
-        _write_language(plan, written, tmp)
+        if plan.labelled:  # (a real recording has no subtasks to write)
+            tracker.enter("language columns")
+            _write_language(plan, written, tmp)
         raised = _floor_stats(plan, tmp)
         _write_x2_meta(plan, sources, tmp, repo_id, raised)
         _tidy(tmp)

@@ -223,7 +223,8 @@ def _fill(root: zarr.Group, sources: ExportSources, sizes: dict[str, ImageSize],
 
 
 def _low_dim(arrays: EpisodeArrays) -> dict[str, npt.NDArray[np.generic]]:
-    return {**arrays.low_dim, "mujoco_state": arrays.states}
+    # (a real recording has no simulator state: its export has no mujoco_state)
+    return {**arrays.low_dim} if arrays.states is None else {**arrays.low_dim, "mujoco_state": arrays.states}
 
 
 def _create_arrays(writer: _Writer, arrays: EpisodeArrays, cameras: Sequence[str],
