@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from x2.base.scheduling import keeps_scheduling
+
 Rows = npt.NDArray[np.floating]
 
 
@@ -55,7 +57,8 @@ def write_lerobot_recording(root: Path, names: Sequence[str], actions: Sequence[
         features[f"observation.images.{cam}"] = {"dtype": "video" if use_videos else "image",
                                                  "shape": tuple(frames.shape[1:]),
                                                  "names": ["height", "width", "channels"]}
-    with _hf_cache(root.parent / f".{root.name}-hf-cache"):
+    # (keeps_scheduling: SVT-AV1 would leave this test worker and its encoding threads real-time, x2/base/scheduling.py)
+    with _hf_cache(root.parent / f".{root.name}-hf-cache"), keeps_scheduling():
         ds = LeRobotDataset.create(f"test/{root.name}", fps=fps, features=features, root=root, robot_type=robot_type,
                                    use_videos=bool(cams) and use_videos, video_backend="pyav")
         for e in range(episodes):

@@ -55,7 +55,7 @@ def camera_lenses(ep: Episode, cameras: Sequence[str], sizes: Mapping[str, Image
     out: dict[str, CameraLens] = {}
     described = {c: _stored(ep, c) for c in cameras if c in stored}
     missing = [c for c in cameras if described.get(c) is None]
-    if missing and ep.source != "real" and fmt.MODEL_XML_ATTR in ep.attrs:
+    if missing and not ep.is_real and fmt.MODEL_XML_ATTR in ep.attrs:
         states = ep.numeric(fmt.STATES, 2, 1)
         size = next(iter(stored.values()), ImageSize(240, 320))
         with open_world(ep) as world, world.backend.renderer(missing, size) as renderer:
