@@ -98,7 +98,7 @@ def gather_policies(sources: list[SimSource], splits: tuple[str, ...]) -> list[S
                                                                     set(), set(), {}))
             policy.folders.add(source.folder)
             policy.reports.add(source.path)
-            key = (str(row["dataset"]), int(row["index"]))
+            key = (str(row["dataset"]), int(str(row["index"])))  # (an int: _check_row)
             policy.episodes[key] = SimEpisode(key, str(row.get("task")), str(row.get("split")),
                                               bool(row.get("success")))
     return list(found.values())
