@@ -172,6 +172,7 @@ def test_reports_are_matched_and_the_outputs_written(reports: list[Path], tmp_pa
 @pytest.mark.parametrize(("table", "expected"), [
     ("policy,task,real_trials\nhold,pick,10\n", "header: found no column 'real_successes'"),
     ("policy,task,real_successes,real_trials\nhold,pick,11,10\n", ":2: real_successes: found 11 > real_trials 10"),
+    ("policy,task,real_successes,real_trials\nhold,pick,\u00b2,10\n", ":2: real_successes: found '\u00b2'"),
     ("policy,task,real_successes,real_trials\nhold,pick,1,10\nckpt/rt1,pick,2,10\nckpt/dp,pick,3,10\n",
      "policy: found 'ckpt/rt1' in no x2 eval report given"),
     ("policy,task,real_successes,real_trials\nhold,pick,1,10\nckpt/dp,pick,3,10\n",
@@ -188,6 +189,39 @@ def test_bad_input_is_one_line_and_writes_nothing(reports: list[Path], tmp_path:
     assert result.exit_code == 2 and len(lines) == 1, result.output
     assert expected in lines[0] and lines[0].startswith("error: ")
     assert not out.exists()
+
+
+def test_the_overall_mmrv_is_the_mean_of_the_tasks(reports: list[Path], tmp_path: Path) -> None:
+    # pooled, ckpt/act on stack (x2 0.3, real 0.9) would be "misordered" against ckpt/act on pick (0.8, 0.7):
+    # SIMPLER never compares across tasks, and pick alone is in order
+    real = _csv(tmp_path / "real.csv", GOOD.replace("ckpt/act,stack,2,10", "ckpt/act,stack,9,10"))
+    out = tmp_path / "agreement"
+    result = runner.invoke(app, ["eval", "correlate", "--real", str(real), *map(str, reports), "--out", str(out),
+                                 "--bootstrap", "100"])
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "agreement.json").read_text())
+    pooled = mmrv(np.array([p["sim_rate"] for p in data["points"]]), np.array([p["real_rate"] for p in data["points"]]))
+    assert pooled > 0.1
+    pick = next(t for t in data["tasks"] if t["scope"] == "pick")
+    stack = next(t for t in data["tasks"] if t["scope"] == "stack")
+    assert pick["mmrv"] == 0.0 and stack["mmrv"] is None  # stack has one policy
+    assert data["overall"]["mmrv"] == 0.0 and "mean of the per-task MMRVs of 1 task" in data["overall"]["mmrv_of"]
+    assert data["overall"]["pearson"] == pytest.approx(
+        _pearson([p["sim_rate"] for p in data["points"]], [p["real_rate"] for p in data["points"]]), abs=1e-6)
+
+
+def test_a_report_row_without_an_index_is_refused(reports: list[Path], tmp_path: Path) -> None:
+    file = reports[1] / "eval_report.json"
+    data = json.loads(file.read_text())
+    del data["episodes"][2]["index"]
+    file.write_text(json.dumps(data))
+    real = _csv(tmp_path / "real.csv", GOOD)
+    result = runner.invoke(app, ["eval", "correlate", "--real", str(real), *map(str, reports),
+                                 "--out", str(tmp_path / "out")])
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert f"{file}: episodes[2].index: found none" in lines[0]
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_name_matching_two_policies_is_refused(tmp_path: Path) -> None:

@@ -186,7 +186,9 @@ def test_zarr2_reads_what_x2_wrote(zarr_exports, short, rendered, tmp_path, kind
     assert [e["index"] for e in prov["episodes"]] == [0, 1, 2] and prov["dataset"]["name"] == "short"
     lens = prov["camera_lenses"]["head"]  # the exported camera's K at the exported size, and where it was
     assert (lens["height"], lens["width"]) == (SIZE.height, SIZE.width) and "distortion" not in lens
-    np.testing.assert_allclose(lens["K"], pinhole(lens["fovy_deg"], SIZE.height, SIZE.width), atol=1e-6)
+    opencv = pinhole(lens["fovy_deg"], SIZE.height, SIZE.width) - [[0, 0, 0.5], [0, 0, 0.5], [0, 0, 0]]
+    np.testing.assert_allclose(lens["K"], opencv, atol=1e-6)  # (OpenCV's pixel convention: pixel centres at integers)
+    assert lens["pixel_origin"] == "centre"
     assert lens["body"] and np.allclose(np.asarray(lens["pose"])[3], [0, 0, 0, 1])
 
 

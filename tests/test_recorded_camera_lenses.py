@@ -7,12 +7,13 @@ from pathlib import Path
 
 import h5py
 import numpy as np
+from helpers.real_dataset import record_short_dataset
 
 from x2 import format as fmt
-from x2.datasets import Episode
+from x2.datasets import Dataset, Episode
 from x2.envspec.camera_calibration import CameraCalibration
 from x2.recorded.camera_lenses import camera_lenses
-from x2.sim.camera import ImageSize
+from x2.sim.camera import ImageSize, pinhole
 
 
 def test_a_calibrated_streams_lens_at_the_exported_size(tmp_path: Path) -> None:
@@ -33,3 +34,32 @@ def test_a_calibrated_streams_lens_at_the_exported_size(tmp_path: Path) -> None:
     assert lens["distortion"] == [0.1, -0.2, 0.001, 0.0, 0.05, 0.0, 0.0, 0.0]
     np.testing.assert_allclose(lens["pose"], [[1, 0, 0, 0.1], [0, 1, 0, 0.2], [0, 0, 1, 0.3], [0, 0, 0, 1]], atol=1e-9)
     assert lens["body"] == "world"
+
+
+def test_a_field_of_view_streams_lens_stretched_to_another_aspect(tmp_path: Path) -> None:
+    # stored 240x320, exported 224x224: the exporters stretch the frames per axis (x2/export/episode_arrays.py)
+    path = tmp_path / "episode_000000.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset(fmt.TIMESTAMPS, data=np.array([0.0, 0.05]))
+        ds = f.create_dataset(fmt.image_path("head"), data=np.zeros((2, 240, 320, 3), np.uint8))
+        ds.attrs["fovy_deg"], ds.attrs["intrinsics"] = 45.0, pinhole(45.0, 240, 320)
+        ds.attrs["height"], ds.attrs["width"] = 240, 320
+    with Episode(path) as ep:
+        lens = camera_lenses(ep, ["head"], {"head": ImageSize(224, 224)})["head"]
+    f = 120 / np.tan(np.deg2rad(22.5))
+    # OpenCV's convention (pixel centres at integers): a centred camera's principal point is ((W-1)/2, (H-1)/2)
+    np.testing.assert_allclose(lens["K"], [[f * 0.7, 0, 111.5], [0, f * 224 / 240, 111.5], [0, 0, 1]], atol=1e-9)
+    assert lens["pixel_origin"] == "centre" and (lens["height"], lens["width"]) == (224, 224)
+    # at its own size the stored K moves half a pixel, to OpenCV's convention
+    with Episode(path) as ep:
+        same = camera_lenses(ep, ["head"], {})["head"]
+    np.testing.assert_allclose(same["K"], [[f, 0, 159.5], [0, f, 119.5], [0, 0, 1]], atol=1e-9)
+
+
+def test_a_camera_drawn_at_export_time_is_described_at_the_size_it_was_drawn_at(tmp_path: Path) -> None:
+    record_short_dataset(tmp_path / "short", episodes=1, ticks=2)  # no stored streams: drawn from its world
+    with Dataset.open(tmp_path / "short").load(0) as ep:
+        lens = camera_lenses(ep, ["head"], {"head": ImageSize(48, 64)}, ImageSize(96, 96))["head"]
+    f = 48 / np.tan(np.deg2rad(lens["fovy_deg"]) / 2)  # drawn at 96x96, stretched to 48x64
+    np.testing.assert_allclose(lens["K"], [[f * 64 / 96, 0, 31.5], [0, f * 0.5, 23.5], [0, 0, 1]], atol=1e-9)
+    assert lens["body"]

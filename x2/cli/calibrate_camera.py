@@ -58,7 +58,8 @@ def calibrate_camera(
     wrist.yaml --hand-eye wrist_T.txt --eye-in-hand --name lab1[/cyan]
     """
     from x2 import envspec as spec
-    from x2.envspec.camera_calibration import calibration_file, write_cameras
+    from x2.envspec.camera_calibration import calibration_file
+    from x2.render.calibration_overlay import write_calibration
     from x2.sim.mujoco.camera_calibration import calibrated_camera
 
     model = spec.load_robot(robot).model
@@ -70,18 +71,26 @@ def calibrate_camera(
         raise X2Error("--frame/--state: found one without the other; allowed: both (a real picture and the joint "
                       "state it was taken at) or neither")
     if frame is not None and state is not None:  # before anything is written: a board not found writes nothing
-        from x2.render.calibration_overlay import draw_overlay
+        from x2.render.calibration_overlay import overlay_picture
         from x2.sim.boards import Board
 
         shown = Board.parse(board) if board is not None else None
-        overlay = draw_overlay(model, cal, frame, state, out or frame.with_name(f"{frame.stem}_overlay.png"), shown)
+        overlay = overlay_picture(model, cal, frame, state, out or frame.with_name(f"{frame.stem}_overlay.png"),
+                                  shown)
     elif board is not None:
         raise X2Error("--board: found it without --frame; allowed: --board with --frame and --state")
-    write_cameras(path, model.name, {camera: cal}, f"x2 calibrate camera --camera {camera} {intrinsics}"
-                  + (f" --hand-eye {hand_eye}" if hand_eye is not None else ""))
+    write_calibration(path, model.name, cal, f"x2 calibrate camera --camera {camera} {intrinsics}"
+                      + (f" --hand-eye {hand_eye}" if hand_eye is not None else ""), overlay)
     k = f"fx {cal.fx:.2f} fy {cal.fy:.2f} cx {cal.cx:.2f} cy {cal.cy:.2f} at {cal.width}x{cal.height}"
     dist = f", distortion {cal.distortion_model} {list(cal.distortion)}" if cal.distorted else ", no distortion"
     console.print(escape(f"{model.name} camera {camera}: {k}{dist}"))
+    if hand_eye is not None:
+        from x2.envspec.camera_files import frames_note, read_hand_eye
+
+        note, warning = frames_note(read_hand_eye(hand_eye), str(hand_eye))
+        console.print(escape(f"  hand-eye: {note}"))
+        if warning is not None:
+            console.print(escape(f"warning: {warning}"))
     if cal.pose is not None:
         p = cal.pose
         console.print(escape(f"  pose ({p.mount}) in {p.relative_to}: position "

@@ -78,6 +78,7 @@ def _show(report: CorrelateReport) -> None:
     for record in (report["overall"], *report["tasks"]):
         table.add_row(*_cells(record))
     console.print(table)
+    console.print(f"overall MMRV: {report['overall']['mmrv_of']} (SIMPLER compares policies within a task only)")
 
 
 def _cells(a: AgreementRecord) -> list[str]:

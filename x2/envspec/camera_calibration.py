@@ -168,10 +168,21 @@ def parse_camera_calibrations(raw: object, where: str = "cameras") -> dict[str, 
     return out
 
 
-def checked(cal: CameraCalibration, where: str) -> CameraCalibration:
+def checked(cal: CameraCalibration, where: str, prefix: str | None = None) -> CameraCalibration:
+    """`cal` when its numbers make a camera, else one line naming the field (`prefix` + its name; by default the
+    calibration file's `cameras.NAME.`). An uncalibrated ROS camera publishes K all zeros: refused here, before
+    it poisons the calibration file for every later command."""
+    at = f"cameras.{cal.name}." if prefix is None else prefix
+    for axis, size in (("width", cal.width), ("height", cal.height)):
+        if size <= 0:
+            raise SpecError(where, None, f"{at}{axis}", str(size), "the calibrated image size in pixels, > 0")
+    for axis, f in (("fx", cal.fx), ("fy", cal.fy)):
+        if not (math.isfinite(f) and f > 0):
+            raise SpecError(where, None, f"{at}{axis}", f"{f:g}", "a focal length in pixels > 0 (a calibrated "
+                            "camera's; an uncalibrated camera_info has K all zeros)")
     for axis, c, size in (("cx", cal.cx, cal.width), ("cy", cal.cy, cal.height)):
-        if not 0.0 <= c <= size - 1:
-            raise SpecError(where, None, f"cameras.{cal.name}.{axis}", f"{c:g}",
+        if not 0.0 <= c <= size - 1:  # (NaN fails this too)
+            raise SpecError(where, None, f"{at}{axis}", f"{c:g}",
                             f"a principal point inside the {cal.width}x{cal.height} image (0..{size - 1})")
     return cal
 
@@ -263,6 +274,14 @@ def write_cameras(path: Path, robot: str, cameras: Mapping[str, CameraCalibratio
     """Put `cameras` into the `cameras` section of the calibration file at `path` (made when missing), each
     replacing its camera's entry; every other key (the dynamics section, other cameras, other notes) is written
     back as parsed. The file is replaced whole (x2.files.atomic): a reader sees the old one or the new one."""
+    text = cameras_text(path, robot, cameras, made_by)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text(path, text)
+
+
+def cameras_text(path: Path, robot: str, cameras: Mapping[str, CameraCalibration], made_by: str) -> str:
+    """The calibration file's new text (write_cameras), the file at `path` checked and nothing written: a caller
+    with other outputs checks with this before writing any of them."""
     where = str(path)
     doc: dict[str, object] = {}
     if path.exists():
@@ -285,5 +304,4 @@ def write_cameras(path: Path, robot: str, cameras: Mapping[str, CameraCalibratio
     doc["cameras"] = section
     notes = doc.get("made_by")
     doc["made_by"] = {**(dict(notes) if isinstance(notes, Mapping) else {}), "cameras": made_by}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(path, yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120))
+    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120)

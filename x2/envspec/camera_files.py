@@ -247,8 +247,23 @@ def _matrix(data: object, where: str, field: str) -> Floats:
     return out
 
 
+def frames_note(he: HandEye, where: str) -> tuple[str, str | None]:
+    """What the hand-eye file says it relates (a line to print), and a warning when its camera frame is not named
+    as an optical frame: easy_handeye setups often track `camera_link` (x forward), which read as the optical
+    frame (z forward) turns the camera a quarter turn without a word."""
+    if he.frames is None:
+        return f"{where}: a bare transform (no frames named): taken as the camera's optical frame", None
+    base, camera = he.frames
+    note = f"{where}: transformation from {base} to {camera} (taken as the camera's optical frame)"
+    if "optical" in camera.lower():
+        return note, None
+    return note, (f"{where}: tracking_base_frame {camera!r} is not named as an optical frame (x right, y down, "
+                  "z forward); if it is the camera's body frame (camera_link: x forward), compose it with the "
+                  "camera_link -> optical transform first (docs/calibration_cameras.md)")
+
+
 def calibration_of(name: str, intr: LensIntrinsics, pose: CameraPose | None, intrinsics_file: str | None,
                    hand_eye_file: str | None, where: str) -> CameraCalibration:
     """The checked calibration of camera `name` from what its files said."""
     return checked(CameraCalibration(name, intr.width, intr.height, intr.fx, intr.fy, intr.cx, intr.cy,
-                                      intr.distortion, intr.model, pose, intrinsics_file, hand_eye_file), where)
+                                      intr.distortion, intr.model, pose, intrinsics_file, hand_eye_file), where, "")

@@ -32,6 +32,7 @@ from x2.eval.real_table import RealRow
 from x2.eval.report import build_report, wilson
 
 DIGEST_PREFIX = 8
+MMRV_POLICIES = 2  # a task's MMRV needs two policies on it to compare
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,8 @@ def load_sources(paths: list[Path]) -> list[SimSource]:
 def gather_policies(sources: list[SimSource], splits: tuple[str, ...]) -> list[SimPolicy]:
     found: dict[tuple[str, str], SimPolicy] = {}
     for source in sources:
-        for row in source.episodes:
+        for n, row in enumerate(source.episodes):
+            _check_row(row, n, source.path)
             who = row.get("policy")
             if not isinstance(who, dict) or str(row.get("split")) not in splits:
                 continue
@@ -96,10 +98,23 @@ def gather_policies(sources: list[SimSource], splits: tuple[str, ...]) -> list[S
                                                                     set(), set(), {}))
             policy.folders.add(source.folder)
             policy.reports.add(source.path)
-            key = (str(row.get("dataset")), int(str(row.get("index"))))
+            key = (str(row["dataset"]), int(str(row["index"])))  # (an int: _check_row)
             policy.episodes[key] = SimEpisode(key, str(row.get("task")), str(row.get("split")),
                                               bool(row.get("success")))
     return list(found.values())
+
+
+def _check_row(row: object, n: int, where: str) -> None:
+    """A hand-edited report's row is refused in one line rather than failing deep in the matching."""
+    if not isinstance(row, dict):
+        raise SpecError(where, None, f"episodes[{n}]", type(row).__name__, "an episode row (a JSON object)")
+    index = row.get("index")
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise SpecError(where, None, f"episodes[{n}].index", "none" if index is None else repr(index),
+                        "the episode's index in its dataset, a whole number")
+    for field in ("dataset", "task"):
+        if not isinstance(row.get(field), str):
+            raise SpecError(where, None, f"episodes[{n}].{field}", repr(row.get(field)), "a string")
 
 
 def match_policy(name: str, policies: list[SimPolicy], where: str) -> SimPolicy:
@@ -144,6 +159,7 @@ class AgreementRecord(TypedDict):
     pearson_ci95: list[float | None]  # bootstrap percentile interval, resampling policies
     bootstrap_defined: int  # resamples where r was defined (both sides varied)
     mmrv: float | None
+    mmrv_of: str  # what the MMRV averages: this task's policies, or (overall) the per-task MMRVs
     spearman: float | None
     kendall_tau_b: float | None
     fit: list[float] | None  # [slope, intercept] of real ~ sim, least squares
@@ -196,7 +212,10 @@ def agreement(scope: str, points: list[PointRecord], resamples: int, seed: int) 
     groups = np.array([names.index(_who(p)) for p in points])
     record: AgreementRecord = {"scope": scope, "points": len(points), "policies": len(names), "pearson": None,
                                "pearson_ci95": [None, None], "bootstrap_defined": 0, "mmrv": None,
-                               "spearman": None, "kendall_tau_b": None, "fit": None, "note": ""}
+                               "mmrv_of": f"the {len(names)} policies of task {scope}", "spearman": None,
+                               "kendall_tau_b": None, "fit": None, "note": ""}
+    if len(names) >= MMRV_POLICIES:  # two policies already can be misordered
+        record["mmrv"] = _round(mmrv(sim, real))
     if len(names) < MIN_POLICIES:
         record["note"] = f"{len(names)} policies; a correlation needs at least {MIN_POLICIES}"
         return record
@@ -204,7 +223,7 @@ def agreement(scope: str, points: list[PointRecord], resamples: int, seed: int) 
     boot = bootstrap_pearson(sim, real, groups, resamples, seed)
     fit = fitted_line(sim, real)
     record.update({"pearson": _round(r), "pearson_ci95": [_round(boot.low), _round(boot.high)],
-                   "bootstrap_defined": boot.defined, "mmrv": _round(mmrv(sim, real)),
+                   "bootstrap_defined": boot.defined,
                    "spearman": _round(spearman(sim, real)), "kendall_tau_b": _round(kendall(sim, real)),
                    "fit": None if fit is None else [round(fit[0], 6), round(fit[1], 6)]})
     if boot.defined < resamples / 2:
@@ -222,10 +241,22 @@ def correlate(rows: list[RealRow], sources: list[SimSource], table: str, splits:
     if len(policies) < MIN_POLICIES:
         raise SpecError(table, None, "policy", f"{len(policies)} policies ({', '.join(sorted(policies.values()))})",
                         f"at least {MIN_POLICIES} policies, each with an x2 eval report, for a correlation")
-    tasks = sorted({p["task"] for p in points})
+    tasks = [agreement(t, [p for p in points if p["task"] == t], resamples, seed)
+             for t in sorted({p["task"] for p in points})]
     return {"real_table": table, "splits": list(splits), "seed": seed, "bootstrap": resamples, "points": points,
-            "overall": agreement("overall", points, resamples, seed),
-            "tasks": [agreement(t, [p for p in points if p["task"] == t], resamples, seed) for t in tasks]}
+            "overall": overall_agreement(points, tasks, resamples, seed), "tasks": tasks}
+
+
+def overall_agreement(points: list[PointRecord], tasks: list[AgreementRecord], resamples: int,
+                      seed: int) -> AgreementRecord:
+    """Pearson, Spearman and Kendall over every point pooled; MMRV as SIMPLER takes it, within a task only (policy
+    A on one task against policy B on another is no rank violation), averaged over the tasks that have one."""
+    record = agreement("overall", points, resamples, seed)
+    per_task = [t["mmrv"] for t in tasks if t["mmrv"] is not None]
+    record["mmrv"] = _round(float(np.mean(per_task))) if per_task else None
+    record["mmrv_of"] = (f"the mean of the per-task MMRVs of {len(per_task)} task(s) with at least "
+                         f"{MMRV_POLICIES} policies")
+    return record
 
 
 def _who(point: PointRecord) -> tuple[str, str]:

@@ -75,6 +75,6 @@ def read_real_table(path: Path) -> list[RealRow]:
 
 
 def _count(cell: str, where: str, line: int, column: str) -> int:
-    if not cell.isdigit():
+    if not (cell.isascii() and cell.isdigit()):  # str.isdigit takes '²', which int() then refuses
         raise SpecError(where, line, column, repr(cell), "a whole number >= 0")
     return int(cell)

@@ -184,13 +184,19 @@ def resize(frame: Picture, size: ImageSize) -> Picture:
     return np.asarray(Image.fromarray(frame).resize((size.width, size.height), RESIZE_FILTER))
 
 
+def taken_at(ep: Episode, cameras: Sequence[str], render_size: ImageSize) -> ImageSize | None:
+    """The size camera_batches takes an episode's frames at (x2.recorded.frames.frames_at's `size`): the stored
+    streams when every camera has one (None: at their own sizes), else every camera drawn at `render_size`."""
+    stored = stored_cameras(ep)
+    return None if all(c in stored for c in cameras) else render_size
+
+
 def camera_batches(ep: Episode, cameras: Sequence[str], render_size: ImageSize, sizes: Mapping[str, ImageSize],
                    batch: int = 32) -> Iterator[dict[str, Picture]]:
     """{camera: (n, H, W, 3) uint8} for consecutive runs of at most `batch` frames, at `sizes`.
     Stored streams are read when every camera has one, otherwise frames are rendered at `render_size`
     (x2.recorded.frames); either way each frame is then resized to its camera's export size."""
-    stored = stored_cameras(ep)
-    source_size = None if all(c in stored for c in cameras) else render_size
+    source_size = taken_at(ep, cameras, render_size)
     pending: dict[str, list[Picture]] = {c: [] for c in cameras}
     try:
         for frame in episode_frames(ep, cameras, source_size):

@@ -53,7 +53,14 @@ import numpy.typing as npt
 from x2.base.arrays import Bools, Floats, Ints
 from x2.base.errors import ExportError
 from x2.datasets import Episode
-from x2.export.episode_arrays import EpisodeArrays, camera_batches, check_row_layout, read_episode, row_layout
+from x2.export.episode_arrays import (
+    EpisodeArrays,
+    camera_batches,
+    check_row_layout,
+    read_episode,
+    row_layout,
+    taken_at,
+)
 from x2.export.provenance import Json
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
 from x2.export.sources import ExportSources, Sizing, run_export
@@ -211,7 +218,7 @@ def _export(sources: ExportSources, options: Hdf5Options, progress: ProgressCall
     names = demo_names(len(records))
     meta = sources.provenance(format="robomimic hdf5 with Isaac Lab Mimic datagen_info",
                               cameras={c: str(s) for c, s in sizes.items()},
-                              **_lenses(sources, sizes),
+                              **_lenses(sources, sizes, options.render_size),
                               demos={n: r.index for n, r in zip(names, records, strict=True)})
     tracker = ProgressTracker(progress, len(records), sources.frames)
     digests = _Digests()
@@ -287,9 +294,13 @@ def _env_args(arrays: EpisodeArrays) -> dict[str, Json]:
     return {**env_args, "env_kwargs": {k: v for k, v in env_kwargs.items() if k != "seed"}}
 
 
-def _lenses(sources: ExportSources, sizes: dict[str, ImageSize]) -> dict[str, Json]:
-    """`camera_lenses` (x2/recorded/camera_lenses.py) when the export has cameras."""
-    return {"camera_lenses": sources.camera_lenses(sources.cameras, sizes)} if sources.cameras else {}
+def _lenses(sources: ExportSources, sizes: dict[str, ImageSize], render_size: ImageSize) -> dict[str, Json]:
+    """`camera_lenses` (x2/recorded/camera_lenses.py) when the export has cameras, their frames taken as
+    camera_batches takes them."""
+    if not sources.cameras:
+        return {}
+    cameras = sources.cameras
+    return {"camera_lenses": sources.camera_lenses(cameras, sizes, lambda ep: taken_at(ep, cameras, render_size))}
 
 
 def _demo_attrs(demo: h5py.Group, arrays: EpisodeArrays, part: str) -> None:

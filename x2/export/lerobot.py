@@ -335,7 +335,8 @@ def _export(sources: ExportSources, options: LeRobotOptions, repo_id: str,
     tracker.enter("planned", plan.images.reason)
     if plan.images.cameras:  # (asked of the first episode before the writer takes it)
         shape = plan.images.size
-        sources.camera_lenses(plan.images.cameras, {} if shape is None else {c: shape for c in plan.images.cameras})
+        sources.camera_lenses(plan.images.cameras, {} if shape is None else {c: shape for c in plan.images.cameras},
+                              lambda ep: shape)  # (episode_frames reads or draws every camera at that size)
     with quiet_lerobot(), staged(target, sources.request.overwrite) as tmp:
         tracker.enter("writing")
         edges = EdgeStore(tmp / _EDGES, plan.images.cameras)

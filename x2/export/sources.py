@@ -168,12 +168,15 @@ class ExportSources:
     def provenance(self, **extra: Json) -> Provenance:
         return provenance(self.dataset, self.records, self.request.selection, **extra)
 
-    def camera_lenses(self, cameras: Sequence[str], sizes: Mapping[str, ImageSize]) -> dict[str, Json]:
+    def camera_lenses(self, cameras: Sequence[str], sizes: Mapping[str, ImageSize],
+                      taken_at: Callable[[Episode], ImageSize | None] = lambda ep: None) -> dict[str, Json]:
         """The exported cameras' intrinsics at their exported sizes, distortion and first-frame pose, from the first
-        exported episode (x2/recorded/camera_lenses.py): asked once, before `written` hands that episode over."""
+        exported episode (x2/recorded/camera_lenses.py), its frames taken at `taken_at(episode)` (the size the
+        exporter reads or draws them at): asked once, before `written` hands that episode over."""
         if self._lenses is None:
+            first = self.first_episode
             self._lenses = {c: _lens_json(lens) for c, lens in
-                            camera_lenses(self.first_episode, cameras, sizes).items()}
+                            camera_lenses(first, cameras, sizes, taken_at(first)).items()}
         return self._lenses
 
     def written(self) -> Iterator[SourceEpisode]:
@@ -326,7 +329,7 @@ def names_by_column(ep: Episode, names: Mapping[str, Sequence[str]]) -> dict[str
 
 def _lens_json(lens: CameraLens) -> dict[str, Json]:
     out: dict[str, Json] = {"height": lens["height"], "width": lens["width"], "fovy_deg": lens["fovy_deg"],
-                            "K": [list(row) for row in lens["K"]]}
+                            "K": [list(row) for row in lens["K"]], "pixel_origin": lens["pixel_origin"]}
     if "distortion" in lens:
         out["distortion"] = list(lens["distortion"])
     if "pose" in lens:

@@ -48,7 +48,14 @@ from zarr.storage import LocalStore, ZipStore
 from zarr.types import AnyArray
 
 from x2.base.errors import ExportError
-from x2.export.episode_arrays import EpisodeArrays, camera_batches, check_row_layout, read_episode, row_layout
+from x2.export.episode_arrays import (
+    EpisodeArrays,
+    camera_batches,
+    check_row_layout,
+    read_episode,
+    row_layout,
+    taken_at,
+)
 from x2.export.provenance import Json
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
 from x2.export.sources import ExportSources, Sizing, run_export
@@ -129,8 +136,9 @@ def _export(sources: ExportSources, options: ZarrOptions, progress: ProgressCall
     target = sources.target
     sizes = sources.image_sizes
     total = sources.frames
-    lenses: dict[str, Json] = {"camera_lenses": sources.camera_lenses(sources.cameras, sizes)} \
-        if sources.cameras else {}
+    cameras = sources.cameras
+    lenses: dict[str, Json] = {"camera_lenses": sources.camera_lenses(
+        cameras, sizes, lambda ep: taken_at(ep, cameras, options.render_size))} if cameras else {}
     meta = sources.provenance(format=f"diffusion_policy replay buffer (zarr {options.zarr_format})",
                               cameras={c: str(s) for c, s in sizes.items()}, **lenses)
     tracker = ProgressTracker(progress, len(sources.records), total)

@@ -2,11 +2,18 @@
 was at the first frame, as the exporters write them beside the frames (`camera_lenses` in the LeRobot, zarr and HDF5
 exports' x2 provenance; docs/format.md).
 
-A camera stored in the file is described by its stream's attrs (`intrinsics` K at the stored size, `distortion`
-when its lens has one) and its first `/observations/camera_poses` row; one that is not is asked of the episode's
-world (its renderer, at the first state). K is scaled to the exported size: a calibrated camera's K (x2 calibrate
-camera, OpenCV's pixel convention) as its lens would be at that size, a field-of-view camera's K made again from its
-field of view (`pinhole`). A recording without a world (source `real`) describes only what its streams' attrs say.
+A camera is described at the size its exported frames were taken at (`taken_at`, as x2.recorded.frames.frames_at
+takes it: a stream stored at that size, or at any size when None, is read; the other cameras are drawn at it): a
+stream read is described by its attrs (`intrinsics` K at the stored size, `distortion` when its lens has one) and
+its first `/observations/camera_poses` row; a camera drawn is asked of the episode's world (its renderer at that
+size, at the first state). K is then scaled per axis to the exported size, as the exporters stretch the frames
+(x2/export/episode_arrays.py resizes them whole, whatever the aspect).
+
+The exported K is in OpenCV's pixel convention for every camera (`pixel_origin`: "centre": (0, 0) is the first
+pixel's centre, so a centred camera's principal point is ((W-1)/2, (H-1)/2)). A calibrated camera's stored K
+already is (x2 calibrate camera); a field-of-view camera's stored `intrinsics` (x2.sim.camera.pinhole) puts the
+principal point at (W/2, H/2), the corner convention (0, 0 the first pixel's corner), and is moved half a pixel
+here. A recording without a world (source `real`) describes only what its streams' attrs say.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from x2 import format as fmt
 from x2.base.arrays import Floats
 from x2.datasets import Episode
 from x2.envspec.camera_calibration import quat_to_rotation
-from x2.recorded.frames import stored_cameras
+from x2.recorded.frames import DEFAULT_SIZE, split_cameras, stored_cameras
 from x2.recorded.world import open_world
 from x2.sim.camera import ImageSize, pinhole
 
@@ -41,7 +48,8 @@ class _Seen:
 class CameraLens(TypedDict, total=False):
     height: int
     width: int
-    K: list[list[float]]  # 3x3 at height x width
+    K: list[list[float]]  # 3x3 at height x width, OpenCV's pixel convention
+    pixel_origin: str  # "centre": (0, 0) is the first pixel's centre (OpenCV's, ROS's)
     distortion: list[float]  # OpenCV's k1 k2 p1 p2 k3 k4 k5 k6; absent: none
     fovy_deg: float
     body: str  # the body the camera is fixed to (`world`: it does not move)
@@ -49,35 +57,40 @@ class CameraLens(TypedDict, total=False):
     poses: str  # where the per-frame poses are in the source episode
 
 
-def camera_lenses(ep: Episode, cameras: Sequence[str], sizes: Mapping[str, ImageSize]) -> dict[str, CameraLens]:
-    """Each of `cameras` described at its size in `sizes` (else its stored size), as the module docstring says."""
+def camera_lenses(ep: Episode, cameras: Sequence[str], sizes: Mapping[str, ImageSize],
+                  taken_at: ImageSize | None = None) -> dict[str, CameraLens]:
+    """Each of `cameras` described at its size in `sizes` (else the size its frames are taken at), its frames taken
+    at `taken_at` as the module docstring says."""
+    read, draw = split_cameras(ep, cameras, taken_at)
     stored = stored_cameras(ep)
-    out: dict[str, CameraLens] = {}
-    described = {c: _stored(ep, c) for c in cameras if c in stored}
-    missing = [c for c in cameras if described.get(c) is None]
-    if missing and not ep.is_real and fmt.MODEL_XML_ATTR in ep.attrs:
+    described = {c: _stored(ep, c) for c in read}
+    # cameras drawn, each at the size it is drawn at: a stream read without a lens in its attrs at its own size
+    drawn_at = {c: stored[c] for c in read if described[c] is None} | dict.fromkeys(draw, taken_at or DEFAULT_SIZE)
+    if drawn_at and not ep.is_real and fmt.MODEL_XML_ATTR in ep.attrs:
         states = ep.numeric(fmt.STATES, 2, 1)
-        size = next(iter(stored.values()), ImageSize(240, 320))
-        with open_world(ep) as world, world.backend.renderer(missing, size) as renderer:
-            renderer.set_state(np.asarray(states[0], np.float64))
-            for c in missing:
-                i = renderer.intrinsics(c)
-                described[c] = _Seen(size, np.asarray(i["intrinsics"], np.float64), float(i["fovy_deg"]),
-                                     i.get("distortion"), renderer.camera_pose(c), renderer.camera_body(c))
+        for size in dict.fromkeys(drawn_at.values()):  # (in the cameras' order: the same every run)
+            at = [c for c in cameras if drawn_at.get(c) == size]
+            with open_world(ep) as world, world.backend.renderer(at, size) as renderer:
+                renderer.set_state(np.asarray(states[0], np.float64))
+                for c in at:
+                    i = renderer.intrinsics(c)
+                    described[c] = _Seen(size, np.asarray(i["intrinsics"], np.float64), float(i["fovy_deg"]),
+                                         i.get("distortion"), renderer.camera_pose(c), renderer.camera_body(c))
+    out: dict[str, CameraLens] = {}
     for c in cameras:
         seen = described.get(c)
         if seen is None:
             continue
         h, w, fovy = seen.size.height, seen.size.width, seen.fovy
         to = sizes.get(c, seen.size)
-        k = seen.k
-        if np.allclose(k, pinhole(fovy, h, w)):
-            k = pinhole(fovy, to.height, to.width)
-        else:  # a calibrated lens: the same lens on a sensor of `to` pixels (pixel centres at integers)
-            sx, sy = to.width / w, to.height / h
-            k = np.array([[k[0, 0] * sx, 0.0, (k[0, 2] + 0.5) * sx - 0.5],
-                          [0.0, k[1, 1] * sy, (k[1, 2] + 0.5) * sy - 0.5], [0.0, 0.0, 1.0]])
-        lens: CameraLens = {"height": to.height, "width": to.width, "K": _rows(k), "fovy_deg": round(fovy, 6)}
+        k = np.array(seen.k, np.float64)
+        if np.allclose(k, pinhole(fovy, h, w)):  # a field-of-view camera's: the corner convention, to OpenCV's
+            k[:2, 2] -= 0.5
+        sx, sy = to.width / w, to.height / h  # the frames are stretched per axis to the exported size
+        k = np.array([[k[0, 0] * sx, 0.0, (k[0, 2] + 0.5) * sx - 0.5],
+                      [0.0, k[1, 1] * sy, (k[1, 2] + 0.5) * sy - 0.5], [0.0, 0.0, 1.0]])
+        lens: CameraLens = {"height": to.height, "width": to.width, "K": _rows(k), "pixel_origin": "centre",
+                            "fovy_deg": round(fovy, 6)}
         if seen.distortion is not None:
             lens["distortion"] = [round(float(v), 9) + 0.0 for v in np.asarray(seen.distortion).ravel()]
         if seen.pose is not None:

@@ -54,7 +54,7 @@ def default_cameras(stored: Iterable[Mapping[str, ImageSize]]) -> tuple[tuple[st
     return DEFAULT_CAMERAS, "x2 render's defaults"
 
 
-def _split(ep: Episode, cameras: Sequence[str], size: ImageSize | None) -> tuple[list[str], list[str]]:
+def split_cameras(ep: Episode, cameras: Sequence[str], size: ImageSize | None) -> tuple[list[str], list[str]]:
     """(cameras read from the file, cameras to render): a stream is read when stored at `size`, or at
     any size when `size` is None."""
     stored = stored_cameras(ep)
@@ -90,7 +90,7 @@ def _stored(datasets: dict[str, h5py.Dataset], frames: Sequence[int]) -> Iterato
 def frames_at(ep: Episode, cameras: Sequence[str], frames: Sequence[int],
               size: ImageSize | None = None) -> Iterator[dict[str, Image]]:
     """As `episode_frames`, for the given frame numbers only (in the order given)."""
-    read, draw = _split(ep, cameras, size)
+    read, draw = split_cameras(ep, cameras, size)
     stored = _stored({c: ep.dataset(fmt.image_path(c)) for c in read}, frames)
     if not draw:
         for shot in stored:

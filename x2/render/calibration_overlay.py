@@ -21,9 +21,9 @@ from x2 import format as fmt
 from x2.base.arrays import Image
 from x2.base.errors import DatasetError, X2Error
 from x2.datasets import Dataset, Episode
-from x2.envspec.camera_calibration import CameraCalibration
+from x2.envspec.camera_calibration import CameraCalibration, cameras_text
 from x2.envspec.env import RobotSpec
-from x2.files.atomic import write_bytes
+from x2.files.atomic import write_bytes, write_text
 from x2.sim.boards import Board, BoardError, Reprojection, find_board, reprojection
 from x2.sim.camera import ImageSize
 from x2.sim.mujoco.camera_calibration import twin_picture
@@ -40,6 +40,7 @@ class Overlay:
     joints: int  # joints set from the episode
     board: Reprojection | None
     corners: int
+    png: bytes  # the picture's file, written to `out` (draw_overlay, write_calibration)
 
 
 def state_joints(text: str, where: str = "--state") -> dict[str, float]:
@@ -75,6 +76,25 @@ def draw_overlay(robot: RobotSpec, cal: CameraCalibration, frame: Path, state: s
                  board: Board | None = None) -> Overlay:
     """Write the overlay PNG `out` (see the module docstring). A board asked for but not found in the frame is one
     line, and nothing is written."""
+    overlay = overlay_picture(robot, cal, frame, state, out, board)
+    write_bytes(out, overlay.png)
+    return overlay
+
+
+def write_calibration(path: Path, robot: str, cal: CameraCalibration, made_by: str, overlay: Overlay | None) -> None:
+    """Camera `cal` into the calibration file at `path` (x2.envspec.camera_calibration.write_cameras) and the
+    overlay PNG, if any, the file checked first: a file that refuses it (another robot's, an unreadable cameras
+    section) leaves nothing written, not even the PNG."""
+    text = cameras_text(path, robot, {cal.name: cal}, made_by)
+    if overlay is not None:
+        write_bytes(overlay.out, overlay.png)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text(path, text)
+
+
+def overlay_picture(robot: RobotSpec, cal: CameraCalibration, frame: Path, state: str, out: Path,
+                    board: Board | None = None) -> Overlay:
+    """The overlay PNG meant for `out`, in memory (draw_overlay writes it)."""
     real = read_picture(frame)
     size = ImageSize(real.shape[0], real.shape[1])
     if abs(size.width / size.height - cal.width / cal.height) > 0.01:
@@ -100,6 +120,5 @@ def draw_overlay(robot: RobotSpec, cal: CameraCalibration, frame: Path, state: s
             cv2.circle(result, (round(float(x)), round(float(y))), 3, PROJECTED, 1, cv2.LINE_AA)
     ok, png = cv2.imencode(".png", cv2.cvtColor(result, cv2.COLOR_RGB2BGR))
     assert ok
-    write_bytes(out, png.tobytes())
     return Overlay(out, size, len(joints), None if found is None else found[1],
-                   0 if found is None else len(found[0].image_points))
+                   0 if found is None else len(found[0].image_points), png.tobytes())

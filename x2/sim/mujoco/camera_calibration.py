@@ -3,7 +3,7 @@
 MuJoCo takes real intrinsics on a camera: `resolution` (pixels), `sensor_size` (m; setting it makes MuJoCo use the
 rest and derive `fovy`), `focal_pixel` (fx, fy) and `principal_pixel`, an offset of the principal point from the
 image centre. Its sign is the thing to mind: MuJoCo's convention changed across releases, so it is measured, not
-assumed: tests/test_sim_mujoco_camera_calibration.py renders a sphere at a known point and checks its pixel
+assumed: tests/test_sim_camera_calibration.py renders a sphere at a known point and checks its pixel
 against K. With MuJoCo 4.0.1 a positive offset moves the principal point left and up (towards smaller pixel
 coordinates) on both axes: PRINCIPAL_SIGN (x2/sim/mujoco/lens.py, which reads K back from a model). A lens's
 distortion travels as the camera's user data (lens.py says how, and draws it).
