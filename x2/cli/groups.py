@@ -22,13 +22,14 @@ LOOK = "Robots, tasks, devices, this machine"
 
 
 class RootGroup(X2Group):
-    command_order = ("collect", "synth", "augment", "render", "export", "datasets", "label", "replay", "eval", "serve",
-                     "robots", "objects", "tasks", "devices", "doctor")
+    command_order = ("collect", "synth", "augment", "render", "export", "datasets", "label", "replay", "calibrate",
+                     "eval", "serve", "robots", "objects", "tasks", "devices", "doctor")
 
 
 def mount(app: typer.Typer) -> None:
     from x2.cli import (
         augment,
+        calibrate,
         collect,
         datasets,
         devices,
@@ -57,6 +58,7 @@ def mount(app: typer.Typer) -> None:
     app.add_typer(datasets.app, rich_help_panel=USE)
     app.command("label", rich_help_panel=CHECK)(label.label)
     app.command("replay", rich_help_panel=CHECK)(replay.replay_command)
+    app.add_typer(calibrate.app, rich_help_panel=CHECK)
     app.command("eval", rich_help_panel=EVALUATE)(eval_cli.eval_command)
     app.command("serve", rich_help_panel=EVALUATE)(serve_cli.serve)
     app.add_typer(robots.robots_app, rich_help_panel=LOOK)
