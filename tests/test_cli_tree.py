@@ -19,8 +19,8 @@ from x2.cli.app import _mount, app
 
 _mount()
 runner = CliRunner()
-WORKFLOW = ["collect", "synth", "augment", "render", "export", "datasets", "label", "replay", "eval", "serve",
-            "robots", "objects", "tasks", "devices", "doctor"]
+WORKFLOW = ["collect", "synth", "augment", "render", "export", "datasets", "label", "replay", "calibrate", "eval",
+            "serve", "robots", "objects", "tasks", "devices", "doctor"]
 
 
 def _leaves(group: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -133,6 +133,7 @@ MISSING = "/nonexistent/x2-dataset"
 BAD_DATASET = {
     ("label",): ["label", "0", "-d", MISSING],
     ("replay",): ["replay", "0", "-d", MISSING],
+    ("calibrate", "dynamics"): ["calibrate", "dynamics", MISSING, "--robot", "aloha"],
     ("render",): ["render", MISSING],
     ("augment", "replay"): ["augment", "replay", MISSING],
     ("datasets", "info"): ["datasets", "info", MISSING],

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from x2.cli._common import console
+from x2.cli._common import console, dataset_arg
 from x2.cli.group_class import typer_group
+from x2.cli.options import DatasetArg
 from x2.cli.progress import progress
 from x2.recorded.dynamics import calibrate_dynamics
 
@@ -23,7 +23,7 @@ app = typer_group(
 
 @app.command("dynamics")
 def dynamics(
-    dataset: Annotated[Path, typer.Argument(help="an x2 dataset of recordings (x2 import lerobot makes one)")],
+    dataset: DatasetArg,
     robot: Annotated[str, typer.Option("--robot", help="the robot to calibrate (its built-in values are the start; "
                                        "ROBOT@NAME starts from a calibration)")],
     holdout: Annotated[float, typer.Option("--holdout", min=0.0, max=0.9, help="share of episodes held out of the "
@@ -40,13 +40,14 @@ def dynamics(
 
     Example: [cyan]x2 calibrate dynamics --robot aloha data/lab_recordings --name lab1[/cyan]
     """
+    path = dataset_arg(dataset)
     with progress("calibrating", "") as update:
         def note(message: str) -> None:
             update(0, None, note=message)
             if not console.is_terminal:
                 console.print(message)
 
-        run = calibrate_dynamics(dataset, robot, holdout, name, seed, note, iterations)
+        run = calibrate_dynamics(path, robot, holdout, name, seed, note, iterations)
     result = run.result
     figures = Table(title=f"TCP position error (mm) and joint RMS (rad), latency {result.latency_ticks} ticks",
                     title_justify="left")

@@ -69,7 +69,7 @@ class CalibrationFile(_Strict):
     made_by: str = ""
 
 
-def calibration_path(name: str) -> Path:
+def twin_calibration_path(name: str) -> Path:
     """A calibration by name (./specs/calibrations/<name>.yaml) or a path to a .yaml."""
     if name.endswith((".yaml", ".yml")):
         path = Path(name)
@@ -87,7 +87,7 @@ def calibration_path(name: str) -> Path:
 
 def read_calibration(name: str) -> tuple[Path, Fragment, CalibrationFile, str]:
     """(path, fragment, parsed file, sha256 of its bytes) of a calibration by name or path."""
-    path = calibration_path(name)
+    path = twin_calibration_path(name)
     frag = read_yaml(path)
     return path, frag, parse(CalibrationFile, frag), bytes_digest(path.read_bytes())
 

@@ -83,9 +83,9 @@ def calibrate_dynamics(dataset: Path, robot: str, holdout: float, name: str | No
                        progress: Callable[[str], None], max_iter: int = 30) -> DynamicsRun:
     """Fit the twin of `robot` to the dataset's recordings; write specs/calibrations/<name>.yaml (its dynamics
     section only), its JSON report and its PNG."""
-    env = load_env(None, robot=robot)
     ds = Dataset.open(dataset)
     try:
+        env = load_env(None, robot=robot)
         indices = [r.index for r in ds.episodes()]
         if not indices:
             raise DatasetError(f"{dataset}: episodes: found none; allowed: a dataset with recordings to fit")

@@ -303,7 +303,7 @@ def _best_latency(fit: ArmFit, x: Floats, progress: Progress) -> int:
     return best
 
 
-def evaluate(fit: ArmFit, recs: Sequence[Recording], x: Floats, latency: int, into: Errors) -> list[Floats]:
+def score_recordings(fit: ArmFit, recs: Sequence[Recording], x: Floats, latency: int, into: Errors) -> list[Floats]:
     """Joint RMS and TCP errors of `recs` under `x`, added to `into`; the predictions returned."""
     probe = fit  # (the same model and rollouts, other recordings: swapped in below)
     saved = probe.recs, probe.meas_cols, probe.init, probe._ctrl
@@ -355,8 +355,8 @@ def fit_dynamics(robot: RobotSpec, action_names: Sequence[str], timestep: float,
         for part, recs in (("fitted", fitted), ("held_out", held_out)):
             if not recs:
                 continue
-            b = evaluate(fit, recs, model.nominal(), base_latency, before[part])
-            a = evaluate(fit, recs, x, latency, after[part])
+            b = score_recordings(fit, recs, model.nominal(), base_latency, before[part])
+            a = score_recordings(fit, recs, x, latency, after[part])
             if part == "held_out" or not held_out:
                 for r, rec in enumerate(recs[:2]):
                     meas = rec.measured[:, [rec.names.index(j) for j in arm.joints]]
