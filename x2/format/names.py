@@ -132,6 +132,9 @@ RESET_ROLES_ATTR = "reset_roles"  # the object each role was bound to, JSON {rol
 # an evaluated policy's rollout (source "policy"): JSON {"kind", "identity", "digest", "url", "privileged",
 # "chunk_exec", "ended", "fault"}: which policy drove it and how the policy ended it, when it did
 POLICY_ATTR = "policy"
+# the twin calibration the robot was named with (ROBOT@NAME, x2/envspec/calibration.py), JSON {"name", "digest"};
+# absent when none
+CALIBRATION_ATTR = "calibration"
 ROOT_ATTRS = (
     FORMAT_ATTR, INDEX_ATTR, TASK_ATTR, INSTRUCTION_ATTR, ROBOT_ATTR, FPS_ATTR, SIM_DT_ATTR, SCENE_VARIANT_ATTR,
     SPLIT_ATTR, PARENT_EPISODE_ATTR, VERSIONS_ATTR, ENV_ARGS_ATTR, MODEL_XML_ATTR, SUCCESS_ATTR, SEED_ATTR,
@@ -139,7 +142,7 @@ ROOT_ATTRS = (
     MAX_PENETRATION_ATTR, OBJECT_NAMES_ATTR, AUGMENTATION_ATTR, MERGED_FROM_ATTR, FILTERED_FROM_ATTR,
     REJECTED_ATTR, REJECTION_REASON_ATTR, REJECTION_DETAIL_ATTR, TELEOP_END_ATTR, DEVICE_ATTR,
     SAFETY_CLAMPED_ATTR, SAFETY_REJECTED_ATTR, SYNTHESIS_ATTR, RESET_LOOK_ATTR, RESET_EMBODIMENT_ATTR,
-    RESET_ROLES_ATTR, POLICY_ATTR,
+    RESET_ROLES_ATTR, POLICY_ATTR, CALIBRATION_ATTR,
 )
 NAMES_ATTR = "names"  # attr of action, qpos, qvel, object_poses: one name per column or row
 
