@@ -30,6 +30,8 @@ def dynamics(
                                            "fit, to measure it on")] = 0.2,
     name: Annotated[str | None, typer.Option("--name", help="the calibration's name (default: ROBOT-DATASET)")] = None,
     seed: Annotated[int, typer.Option("--seed", help="seed of the held-out draw")] = 0,
+    arm: Annotated[list[str] | None, typer.Option("--arm", help="fit only this arm (repeatable; default: every "
+                                                  "arm)", show_default=False)] = None,
     iterations: Annotated[int, typer.Option("--iterations", min=1, help="optimiser iterations per arm and "
                                             "latency")] = 30,
 ) -> None:
@@ -47,7 +49,7 @@ def dynamics(
             if not console.is_terminal:
                 console.print(message)
 
-        run = calibrate_dynamics(path, robot, holdout, name, seed, note, iterations)
+        run = calibrate_dynamics(path, robot, holdout, name, seed, note, iterations, tuple(arm or ()))
     result = run.result
     figures = Table(title=f"TCP position error (mm) and joint RMS (rad), latency {result.latency_ticks} ticks",
                     title_justify="left")

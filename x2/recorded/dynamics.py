@@ -80,7 +80,7 @@ def read_recordings(ds: Dataset, env: EnvSpec, indices: Sequence[int]) -> list[R
 
 
 def calibrate_dynamics(dataset: Path, robot: str, holdout: float, name: str | None, seed: int,
-                       progress: Callable[[str], None], max_iter: int = 30) -> DynamicsRun:
+                       progress: Callable[[str], None], max_iter: int = 30, arms: Sequence[str] = ()) -> DynamicsRun:
     """Fit the twin of `robot` to the dataset's recordings; write specs/calibrations/<name>.yaml (its dynamics
     section only), its JSON report and its PNG."""
     ds = Dataset.open(dataset)
@@ -89,6 +89,10 @@ def calibrate_dynamics(dataset: Path, robot: str, holdout: float, name: str | No
         indices = [r.index for r in ds.episodes()]
         if not indices:
             raise DatasetError(f"{dataset}: episodes: found none; allowed: a dataset with recordings to fit")
+        known = [a.name for a in env.robot.arms]
+        for arm in arms:
+            if arm not in known:
+                raise SpecError(None, None, "--arm", repr(arm), f"an arm of {env.robot.name}: {', '.join(known)}")
         fitted, held = split_episodes(indices, holdout, seed)
         progress(f"reading {len(indices)} episodes ({len(fitted)} fitted, {len(held)} held out)")
         recs = {r.episode: r for r in read_recordings(ds, env, indices)}
@@ -98,7 +102,7 @@ def calibrate_dynamics(dataset: Path, robot: str, holdout: float, name: str | No
     name = name or f"{base}-{dataset.resolve().name}"
     path = Path.cwd() / FOLDER / f"{name}.yaml"
     result = fit_dynamics(env.robot, env.robot.action_names, env.booth.timestep, env.substeps,
-                          [recs[i] for i in fitted], [recs[i] for i in held], progress, max_iter)
+                          [recs[i] for i in fitted], [recs[i] for i in held], progress, max_iter, arms)
     from dataclasses import replace
 
     check_stable(replace(env.robot, calibration=replace(result.calibration, name=name)), env.booth.timestep)
@@ -170,4 +174,4 @@ def _plot(result: FitResult, path: Path) -> None:
     plt.close(fig)
 
 
-__all__ = ["DynamicsRun", "SpecError", "calibrate_dynamics", "read_recordings", "split_episodes"]
+__all__ = ["DynamicsRun", "calibrate_dynamics", "read_recordings", "split_episodes"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import io
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -269,6 +270,9 @@ def fit_arm(fit: ArmFit, progress: Progress, max_iter: int) -> tuple[Floats, int
             last = trace[-1]
             progress(f"{arm}: iteration {len(trace)}, cost {getattr(last, 'objective', float('nan')):.3e}")
 
+        # (sysid warns through absl's logger, on stderr, of a start at a bound: the gravity share starts at its
+        # bound, 1, on every x2 arm; this command's stderr is for its one error line)
+        logging.getLogger("absl").setLevel(logging.ERROR)
         opt, result = sysid.optimize(start, residual_fn, optimizer="mujoco", verbose=False, max_iters=max_iter,
                                      x_scale="jac", output=io.StringIO(), iter_callback=on_iter)
         x = np.asarray(opt.as_vector(), dtype=np.float64)
@@ -326,8 +330,9 @@ def score_recordings(fit: ArmFit, recs: Sequence[Recording], x: Floats, latency:
 
 def fit_dynamics(robot: RobotSpec, action_names: Sequence[str], timestep: float, substeps: int,
                  fitted: Sequence[Recording], held_out: Sequence[Recording], progress: Progress,
-                 max_iter: int = 30) -> FitResult:
-    """Fit every arm of `robot` to the `fitted` recordings; errors before and after on both sets."""
+                 max_iter: int = 30, arms: Sequence[str] = ()) -> FitResult:
+    """Fit the arms of `robot` (`arms`; all when empty) to the `fitted` recordings; errors before and after on
+    both sets."""
     joints: list[JointDynamics] = []
     gravcomp: list[tuple[str, float]] = []
     table: list[ParamValue] = []
@@ -338,6 +343,8 @@ def fit_dynamics(robot: RobotSpec, action_names: Sequence[str], timestep: float,
     traces: list[tuple[int, tuple[str, ...], Floats, Floats, Floats]] = []
     base_latency = robot.calibration.latency_ticks if robot.calibration is not None else 0
     for arm in robot.arms:
+        if arms and arm.name not in arms:
+            continue
         progress(f"{arm.name}: building the arm alone")
         model = ArmModel(robot, arm, timestep, substeps)
         fit = ArmFit(model, action_names, fitted)
