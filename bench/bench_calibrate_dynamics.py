@@ -124,9 +124,120 @@ def record(work: Path, episodes: int, seconds: float) -> Path:
     return path
 
 
+# ----- b. gym-aloha's own ALOHA model, stepped by plain MuJoCo, recorded with LeRobot's writer -----------------
+GYM_FILE = "gym_aloha/assets/bimanual_viperx_transfer_cube.xml"
+GYM_FPS = 50  # gym-aloha's control rate (its DT = 0.02 s), LeRobot's ALOHA datasets' fps
+GYM_FINGER = (0.021, 0.057)  # gym-aloha's finger ctrl range: gripper 0..1 maps onto it
+
+
+def gym_recordings(work: Path, episodes: int, seconds: float) -> Path:
+    """Trajectories stepped in gym-aloha's model (its actuators, gains, force limits, friction; the cube taken
+    out: it is no part of the robot), written as a LeRobot dataset in LeRobot's ALOHA layout (14-value action and
+    observation.state: per arm 6 joints then the gripper 0..1)."""
+    import mujoco
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    from x2.envspec import vendor
+
+    spec = mujoco.MjSpec.from_file(str(vendor.vendor_file("gym-aloha", GYM_FILE)))
+    spec.delete(spec.body("box"))
+    model = spec.compile()
+    data = mujoco.MjData(model)
+    sub = round(1.0 / GYM_FPS / model.opt.timestep)
+    arms = ("left", "right")
+    joints = [f"vx300s_{a}/{j}" for a in arms for j in FACTORS]
+    qadr = [model.joint(j).qposadr[0] for j in joints]
+    act = [model.actuator(i).id for i in range(model.nu)]
+    names = [f"{a}_{j}" for a in arms for j in (*FACTORS, "gripper")]
+    features = {"action": {"dtype": "float32", "shape": (14,), "names": names},
+                "observation.state": {"dtype": "float32", "shape": (14,), "names": names}}
+    root = work / "lerobot-gym"
+    ds = LeRobotDataset.create("x2/bench-gym-aloha", fps=GYM_FPS, features=features, root=root, robot_type="aloha",
+                               use_videos=False)
+    home = np.array([0.0, -0.96, 1.16, 0.0, -0.3, 0.0, 1.0] * 2)
+    for k in range(episodes):
+        teacher = TrajectoryTeacher(2000 + k, seconds, GYM_FPS, tuple(names))
+        teacher.reset(None, home)  # type: ignore[arg-type]
+        assert teacher._track is not None
+        mujoco.mj_resetData(model, data)
+        for i, a in enumerate(qadr):
+            data.qpos[a] = home[[0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12][i]]
+        for side, adr in (("left", 0), ("right", 1)):
+            data.qpos[model.joint(f"vx300s_{side}/left_finger").qposadr[0]] = GYM_FINGER[1]
+            data.qpos[model.joint(f"vx300s_{side}/right_finger").qposadr[0]] = -GYM_FINGER[1]
+            del adr
+        mujoco.mj_forward(model, data)
+        for action in teacher._track:
+            state = np.empty(14)
+            for a, arm in enumerate(arms):
+                state[7 * a: 7 * a + 6] = data.qpos[qadr[6 * a: 6 * a + 6]]
+                finger = data.qpos[model.joint(f"vx300s_{arm}/left_finger").qposadr[0]]
+                state[7 * a + 6] = (finger - GYM_FINGER[0]) / (GYM_FINGER[1] - GYM_FINGER[0])
+            ds.add_frame({"action": action.astype(np.float32), "observation.state": state.astype(np.float32),
+                          "task": "move"})
+            ctrl = np.empty(model.nu)
+            for a in range(2):
+                ctrl[8 * a: 8 * a + 6] = action[7 * a: 7 * a + 6]
+                g = GYM_FINGER[0] + action[7 * a + 6] * (GYM_FINGER[1] - GYM_FINGER[0])
+                ctrl[8 * a + 6], ctrl[8 * a + 7] = g, -g
+            data.ctrl[act] = ctrl
+            mujoco.mj_step(model, data, nstep=sub)
+        ds.save_episode()
+    ds.finalize()
+    return root
+
+
+def gym_direct(root: Path) -> list:
+    """The LeRobot dataset's episodes read back as recordings (what x2 import lerobot makes of them, until this
+    x2 has it): measured observation.state and commanded action under the action's names."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    from x2.sim.mujoco.dynamics_fit import Recording
+
+    ds = LeRobotDataset("x2/bench-gym-aloha", root=root)
+    names = tuple(ds.features["action"]["names"])
+    out = []
+    episodes = np.asarray(ds.hf_dataset["episode_index"])
+    action = np.asarray(ds.hf_dataset["action"], dtype=np.float64)
+    state = np.asarray(ds.hf_dataset["observation.state"], dtype=np.float64)
+    for e in sorted(set(episodes.tolist())):
+        rows = episodes == e
+        out.append(Recording(int(e), action[rows], names, state[rows], 1.0 / ds.fps))
+    return out
+
+
+def gym(args: argparse.Namespace) -> None:
+    from x2.recorded.dynamics import split_episodes
+    from x2.sim.mujoco.dynamics_fit import fit_dynamics
+
+    t0 = time.perf_counter()
+    root = gym_recordings(args.out, args.episodes, args.seconds)
+    print(f"recorded {args.episodes} x {args.seconds:g} s in gym-aloha's model in {time.perf_counter() - t0:.1f} s: "
+          f"{root}")
+    recs = gym_direct(root)
+    fitted, held = split_episodes([r.episode for r in recs], 0.2, 0)
+    env = load_env(None, robot="aloha")
+    t0 = time.perf_counter()
+    result = fit_dynamics(env.robot, env.robot.action_names, env.booth.timestep, env.substeps,
+                          [recs[i] for i in fitted], [recs[i] for i in held],
+                          lambda m: print(f"  {m}", flush=True), args.iterations)
+    print(f"fit: {time.perf_counter() - t0:.1f} s, {result.steps} steps; latency {result.latency_ticks} ticks")
+    for p in result.params:
+        print(f"  {p.name:34s} nominal {p.nominal:9.4g} fitted {p.value:9.4g} +- {p.interval:.2g}")
+    for when, parts in (("before", result.before), ("after", result.after)):
+        e = parts["held_out"]
+        allv = np.concatenate(e.tcp) * 1000
+        print(f"held-out TCP {when} (both arms): median {np.median(allv):.3f} mm, p95 {np.percentile(allv, 95):.3f} "
+              f"mm, max {allv.max():.3f} mm")
+        n = len(e.tcp) // 2
+        for a, arm in enumerate(("left", "right")):
+            v = np.concatenate(e.tcp[a * n:(a + 1) * n]) * 1000
+            print(f"  {arm}: median {np.median(v):.3f} mm, p95 {np.percentile(v, 95):.3f} mm")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["truth"])
+    parser.add_argument("what", choices=["truth", "gym"])
     parser.add_argument("--out", type=Path, default=Path("/tmp/x2-bench-calibrate"))
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=10.0)
@@ -136,6 +247,9 @@ def main() -> None:
     shutil.rmtree(args.out, ignore_errors=True)
     args.out.mkdir(parents=True)
     os.chdir(args.out)
+    if args.what == "gym":
+        gym(args)
+        return
     truth = write_truth(args.out)
     t0 = time.perf_counter()
     dataset = record(args.out, args.episodes, args.seconds)

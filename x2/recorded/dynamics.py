@@ -62,6 +62,7 @@ def read_recordings(ds: Dataset, env: EnvSpec, indices: Sequence[int]) -> list[R
                                    "(a dataset recorded on the robot being calibrated)")
             action = np.asarray(ep.numeric(fmt.ACTION, 2), dtype=np.float64)
             qpos = np.asarray(ep.numeric(fmt.QPOS, 2), dtype=np.float64)
+            stamps = np.asarray(ep.numeric(fmt.TIMESTAMPS, 1), dtype=np.float64)
             names = tuple(str(n) for n in ep.dataset_attrs(fmt.QPOS).get("names", ()))
         if action.shape[1] != robot.action_dim:
             raise DatasetError(f"{where}: action: found {action.shape[1]} values per tick; allowed: "
@@ -75,7 +76,11 @@ def read_recordings(ds: Dataset, env: EnvSpec, indices: Sequence[int]) -> list[R
                                f"least {MIN_TICKS} ticks with one measurement each, to fit a servo's response")
         if not (np.isfinite(action).all() and np.isfinite(qpos).all()):
             raise DatasetError(f"{where}: action/qpos: found non-finite values; allowed: finite numbers")
-        out.append(Recording(i, action, names, qpos))
+        steps = np.diff(stamps)
+        if len(stamps) != len(action) or not len(steps) or not np.all(steps > 0):
+            raise DatasetError(f"{where}: timestamps: found {len(stamps)} values (not increasing, or not one per "
+                               "tick); allowed: one increasing timestamp per tick")
+        out.append(Recording(i, action, names, qpos, float(np.median(steps))))
     return out
 
 

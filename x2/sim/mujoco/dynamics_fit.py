@@ -27,13 +27,15 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from x2.base.arrays import Floats
+from x2.base.arrays import Floats, Ints
 from x2.envspec.env import ArmSpec, JointDynamics, RobotSpec, TwinCalibration
 from x2.sim.mujoco.robot import robot_mjcf_spec
 
 FIELDS = ("kp", "kv", "damping", "armature", "frictionloss")
 MAX_LATENCY = 6  # control ticks searched (0.2 s at 30 fps)
-SCALE_BOUNDS = (0.2, 5.0)  # the servo scale s
+# the servo scale s: wide, since another model's servos may be 20 times softer than x2's (gym-aloha's forearm roll:
+# kp 10 against x2's 200)
+SCALE_BOUNDS = (0.02, 5.0)
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class Recording:
     action: Floats  # (T, A)
     names: tuple[str, ...]  # the measured columns' joint names
     measured: Floats  # (T, J) rad (or m)
+    dt: float  # s between ticks: the recording's own (a real robot's rate need not be the twin's)
 
 
 @dataclass(frozen=True)
@@ -142,18 +145,31 @@ class ArmModel:
             out.append(m)
         return out
 
+    def steps(self, rec: Recording) -> tuple[Ints, Ints]:
+        """(the recording's tick at every physics step, the physics step that ends every tick after the first):
+        a recording at the twin's rate has `substeps` steps a tick; one at another rate is sampled at the nearest
+        step (a 50 Hz recording in a twin of 1/480 s steps: 9 or 10 steps a tick)."""
+        ts = float(self.model.opt.timestep)
+        n = len(rec.action)
+        if abs(rec.dt - self.substeps * ts) < 1e-9:
+            total = (n - 1) * self.substeps
+            return np.arange(total) // self.substeps, np.arange(1, n) * self.substeps - 1
+        total = int(round((n - 1) * rec.dt / ts))
+        tick = np.minimum(((np.arange(total) + 0.5) * ts / rec.dt).astype(int), n - 2)
+        ends = np.clip(np.round(np.arange(1, n) * rec.dt / ts).astype(int) - 1, 0, total - 1)
+        return tick, ends
+
     def controls(self, rec: Recording, arm_cols: Sequence[int], gripper_col: int, latency: int) -> Floats:
         """The servos' commands per physics step: tick t's command is the recording's command latency ticks
-        earlier (its first command before that), held for the tick's substeps."""
+        earlier (its first command before that), held for the tick."""
         m = self.model
-        t = len(rec.action)
-        src = np.clip(np.arange(t - 1) - latency, 0, None)
-        ctrl = np.zeros((t - 1, m.nu))
+        tick, _ = self.steps(rec)
+        src = np.clip(tick - latency, 0, None)
+        ctrl = np.zeros((len(tick), m.nu))
         ctrl[:, self.servos] = rec.action[src][:, arm_cols]
         g = np.clip(rec.action[src, gripper_col], 0.0, 1.0)
         ctrl[:, self.gripper] = self.gripper_ctrl[0] + g * self.gripper_ctrl[1]
-        ctrl = np.clip(ctrl, self.lo, self.hi)
-        return np.repeat(ctrl, self.substeps, axis=0)
+        return np.clip(ctrl, self.lo, self.hi)
 
     def initial_state(self, rec: Recording) -> Floats:
         m = self.model
@@ -201,6 +217,7 @@ class ArmFit:
         self.gripper_col = action_names.index(f"{arm.arm.name}_gripper")
         self.meas_cols = [[r.names.index(j) for j in arm.joints] for r in recs]
         self.init = np.stack([arm.initial_state(r) for r in recs])
+        self.ends = [arm.steps(r)[1] for r in recs]
         self.steps = 0
         self.pool = mj_rollout.Rollout(nthread=2)
         self.datas = [mujoco.MjData(arm.model) for _ in range(2)]
@@ -222,7 +239,7 @@ class ArmFit:
             state, _ = self.pool.rollout(models, self.datas, np.repeat(self.init[r:r + 1], len(models), axis=0),
                                          np.repeat(ctrls[r][None], len(models), axis=0), nstep=nstep)
             self.steps += nstep * len(models)
-            ticks = state[:, self.arm.substeps - 1::self.arm.substeps, 1 + self.arm.qadr]
+            ticks = state[:, self.ends[r]][:, :, 1 + self.arm.qadr]
             for c in range(len(models)):
                 first = rec.measured[:1, self.meas_cols[r]]
                 out[c].append(np.concatenate([first, ticks[c]]))
@@ -294,8 +311,9 @@ def fit_arm(fit: ArmFit, progress: Progress, max_iter: int) -> tuple[Floats, int
 def _bounds(a: ArmModel) -> tuple[Floats, Floats]:
     n = len(a.joints)
     lo = np.concatenate([np.full(n, SCALE_BOUNDS[0]), np.zeros(3 * n), [0.0]])
-    hi = np.concatenate([np.full(n, SCALE_BOUNDS[1]), np.maximum(10 * a.damping0, 10.0),
-                         np.maximum(10 * a.armature0, 0.5), np.maximum(10 * a.friction0, 5.0), [1.0]])
+    # (friction up to 100 N m: gym-aloha's joints carry 30-60 N m of it, standing in for servo damping)
+    hi = np.concatenate([np.full(n, SCALE_BOUNDS[1]), np.maximum(10 * a.damping0, 50.0),
+                         np.maximum(10 * a.armature0, 0.5), np.maximum(10 * a.friction0, 100.0), [1.0]])
     return lo, hi
 
 
@@ -310,15 +328,16 @@ def _best_latency(fit: ArmFit, x: Floats, progress: Progress) -> int:
 def score_recordings(fit: ArmFit, recs: Sequence[Recording], x: Floats, latency: int, into: Errors) -> list[Floats]:
     """Joint RMS and TCP errors of `recs` under `x`, added to `into`; the predictions returned."""
     probe = fit  # (the same model and rollouts, other recordings: swapped in below)
-    saved = probe.recs, probe.meas_cols, probe.init, probe._ctrl
+    saved = probe.recs, probe.meas_cols, probe.init, probe._ctrl, probe.ends
     probe.recs = list(recs)
+    probe.ends = [fit.arm.steps(r)[1] for r in recs]
     probe.meas_cols = [[r.names.index(j) for j in fit.arm.joints] for r in recs]
     probe.init = np.stack([fit.arm.initial_state(r) for r in recs])
     probe._ctrl = {}
     try:
         preds = probe.predict(x[:, None], latency)[0]
     finally:
-        probe.recs, probe.meas_cols, probe.init, probe._ctrl = saved
+        probe.recs, probe.meas_cols, probe.init, probe._ctrl, probe.ends = saved
     for r, rec in enumerate(recs):
         meas = rec.measured[:, [rec.names.index(j) for j in fit.arm.joints]]
         for j, joint in enumerate(fit.arm.joints):
@@ -341,7 +360,10 @@ def fit_dynamics(robot: RobotSpec, action_names: Sequence[str], timestep: float,
     latencies = []
     steps = 0
     traces: list[tuple[int, tuple[str, ...], Floats, Floats, Floats]] = []
-    base_latency = robot.calibration.latency_ticks if robot.calibration is not None else 0
+    # latencies are searched in the recordings' ticks and written in the twin's control ticks
+    rec_dt = fitted[0].dt if fitted else substeps * timestep
+    per_tick = rec_dt / (substeps * timestep)
+    base_latency = round((robot.calibration.latency_ticks if robot.calibration is not None else 0) / per_tick)
     for arm in robot.arms:
         if arms and arm.name not in arms:
             continue
@@ -370,6 +392,7 @@ def fit_dynamics(robot: RobotSpec, action_names: Sequence[str], timestep: float,
                     traces.append((rec.episode, arm.joints, meas, b[r], a[r]))
         steps += fit.steps
     # one latency for the robot (one command stream): the arms' most common
-    latency = max(set(latencies), key=latencies.count)
-    cal = TwinCalibration(name="", digest="", latency_ticks=latency, joints=tuple(joints), gravcomp=tuple(gravcomp))
-    return FitResult(cal, latency, table, before, after, steps, traces)
+    latency = max(set(latencies), key=latencies.count) if latencies else 0
+    cal = TwinCalibration(name="", digest="", latency_ticks=round(latency * per_tick), joints=tuple(joints),
+                          gravcomp=tuple(gravcomp))
+    return FitResult(cal, cal.latency_ticks, table, before, after, steps, traces)
