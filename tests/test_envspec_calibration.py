@@ -59,5 +59,9 @@ def test_writing_dynamics_keeps_the_cameras_section(tmp_path: Path) -> None:
     assert data["dynamics"]["latency_ticks"] == 3
     assert data["dynamics"]["arms"]["left"]["joints"]["left_elbow"] == {
         "kp": 900.0, "kv": 45.0, "damping": 1.5, "armature": 0.03, "frictionloss": 0.2}
+    right = TwinCalibration("lab1", "", 3, (JointDynamics("right_elbow", 700.0),), ())
+    write_dynamics(path, "lab1", "aloha", dynamics_section(right, None, "the right arm alone"))
+    arms = yaml.safe_load(path.read_text())["dynamics"]["arms"]
+    assert set(arms) == {"left", "right"} and arms["right"]["joints"]["right_elbow"] == {"kp": 700.0}
     with pytest.raises(SpecError, match="calibrates another robot"):
         write_dynamics(path, "lab1", "franka-panda", dynamics_section(cal, None, "a test"))

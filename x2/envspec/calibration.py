@@ -165,7 +165,8 @@ def dynamics_section(cal: TwinCalibration, fit: FitSummary | None, made_by: str)
 
 def write_dynamics(path: Path, name: str, robot: str, section: dict[str, object]) -> None:
     """Write (atomically) the calibration file at `path` with `section` as its `dynamics`: every other key of an
-    existing file (its cameras) stays as it was parsed."""
+    existing file (its cameras) stays as it was parsed, and so do the arms of its dynamics that `section` leaves
+    out (one arm fitted at a time)."""
     data: dict[str, object] = {"name": name, "robot": robot}
     if path.exists():
         old = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -174,6 +175,10 @@ def write_dynamics(path: Path, name: str, robot: str, section: dict[str, object]
                 raise SpecError(str(path), None, "robot", repr(old.get("robot")),
                                 f"{robot!r}: the file calibrates another robot (give another --name)")
             data = {**old, "name": name, "robot": robot}
+            kept = old.get("dynamics")
+            arms = section.get("arms")
+            if isinstance(kept, dict) and isinstance(kept.get("arms"), dict) and isinstance(arms, dict):
+                section = {**section, "arms": {**kept["arms"], **arms}}
     data["dynamics"] = section
     # the section is checked against the schema before anything is written
     CalibrationFile.model_validate(data)

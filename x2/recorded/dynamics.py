@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -108,8 +108,6 @@ def calibrate_dynamics(dataset: Path, robot: str, holdout: float, name: str | No
     path = Path.cwd() / FOLDER / f"{name}.yaml"
     result = fit_dynamics(env.robot, env.robot.action_names, env.booth.timestep, env.substeps,
                           [recs[i] for i in fitted], [recs[i] for i in held], progress, max_iter, arms)
-    from dataclasses import replace
-
     check_stable(replace(env.robot, calibration=replace(result.calibration, name=name)), env.booth.timestep)
     summary = {k: _figures(v) for k, v in (("before", result.before), ("after", result.after))}
     fit = FitSummary(dataset=str(dataset), episodes_fitted=fitted, episodes_held_out=held,
