@@ -69,6 +69,7 @@ def dynamics(
         params.add_column(col, justify="right")
     for p in result.params:
         params.add_row(p.name, f"{p.nominal:.4g}", f"{p.value:.4g}",
+                       "held" if math.isnan(p.interval) else
                        f"{p.interval:.2g}" if math.isfinite(p.interval) else "not identifiable")
     console.print(params)
     console.print(f"{result.steps} physics steps simulated; wrote {run.path}, {run.report.name}, {run.picture.name}")

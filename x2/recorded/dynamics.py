@@ -146,7 +146,8 @@ def _report(result: FitResult, summary: dict[str, dict[str, float]], fitted: lis
         "steps_simulated": result.steps, "summary": summary,
         "joint_rms_rad": {"before": joints(result.before), "after": joints(result.after)},
         "parameters": [{"name": p.name, "nominal": p.nominal, "value": p.value,
-                        "interval95": p.interval if math.isfinite(p.interval) else None} for p in result.params],
+                        "interval95": p.interval if math.isfinite(p.interval) else None,
+                        "held": math.isnan(p.interval)} for p in result.params],
     }
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from x2.base.arrays import Floats, Ints
+from x2.base.arrays import Bools, Floats, Ints
 from x2.envspec.env import ArmSpec, JointDynamics, RobotSpec, TwinCalibration
 from x2.sim.mujoco.robot import robot_mjcf_spec
 
@@ -54,7 +54,7 @@ class ParamValue:
     name: str  # e.g. left_waist.kp
     nominal: float
     value: float
-    interval: float  # 95 % confidence half-width (inf: not identifiable from these recordings)
+    interval: float  # 95 % confidence half-width (inf: not identifiable from these recordings; nan: held, not fitted)
 
 
 @dataclass
@@ -258,54 +258,82 @@ class ArmFit:
         return float(sum(np.sum(r ** 2) for r in self.residuals(x[:, None], latency)))
 
 
+# Armature is freed only when that explains this much more: of what the first stage left, and of the error the fit
+# started from (a joint without a gravity load, a waist, responds alike to (s kp, s kv, s damping, s friction,
+# s (link inertia + armature)) for every s: with the armature free, the scale drifts along that valley; held at
+# the robot's own value, the link's known inertia pins the scale)
+ARMATURE_GAIN = (0.1, 1e-3)
+
+
 def fit_arm(fit: ArmFit, progress: Progress, max_iter: int) -> tuple[Floats, int, list[ParamValue]]:
-    """(parameter vector, latency ticks, parameter table) fitted for one arm."""
+    """(parameter vector, latency ticks, parameter table) fitted for one arm: first with every armature held at
+    the robot's own value, then with the armatures free too, kept only when they explain ARMATURE_GAIN more."""
     a = fit.arm
+    n = len(a.joints)
     x0 = a.nominal()
-    params = sysid.ParameterDict()
     lo, hi = _bounds(a)
     names = [f"{j}.{f}" for f in ("scale", "damping", "armature", "frictionloss") for j in a.joints]
     names.append(f"{a.arm.name}.gravcomp")
-    for i, name in enumerate(names):
-        params.add(sysid.Parameter(name, float(x0[i]), float(lo[i]), float(hi[i])))
-    x = x0
-    latency = _best_latency(fit, x, progress)
+    held = np.ones(len(x0), dtype=bool)
+    held[2 * n:3 * n] = False
+    x, latency = x0, _best_latency(fit, x0, progress)
+    start_cost = fit.cost(x0, latency)
     tried: set[int] = set()
-    result = None
     while latency not in tried:
         tried.add(latency)
-        progress(f"{a.arm.name}: fitting {len(names)} parameters at latency {latency} ticks")
-        start = params.copy()
-        start.update_from_vector(np.clip(x, lo, hi))
-
-        def residual_fn(xv: Floats, _p: sysid.ParameterDict, lat: int = latency) -> tuple[list[Floats], None, None]:
-            xs = xv if xv.ndim == 2 else xv[:, None]
-            res = fit.residuals(xs, lat)
-            return ([r if xv.ndim == 2 else r[:, 0] for r in res], None, None)
-
-        def on_iter(trace: list[object], arm: str = a.arm.name) -> None:
-            last = trace[-1]
-            progress(f"{arm}: iteration {len(trace)}, cost {getattr(last, 'objective', float('nan')):.3e}")
-
-        # (sysid warns through absl's logger, on stderr, of a start at a bound: the gravity share starts at its
-        # bound, 1, on every x2 arm; this command's stderr is for its one error line)
-        logging.getLogger("absl").setLevel(logging.ERROR)
-        opt, result = sysid.optimize(start, residual_fn, optimizer="mujoco", verbose=False, max_iters=max_iter,
-                                     x_scale="jac", output=io.StringIO(), iter_callback=on_iter)
-        x = np.asarray(opt.as_vector(), dtype=np.float64)
+        x, result = _optimise(fit, names, x, held, lo, hi, latency, max_iter, progress)
         latency = _best_latency(fit, x, progress)
-    assert result is not None
+    cost = fit.cost(x, latency)
+    x_free, result_free = _optimise(fit, names, x, np.ones(len(x0), dtype=bool), lo, hi, latency, max_iter, progress)
+    cost_free = fit.cost(x_free, latency)
+    gain, floor = ARMATURE_GAIN
+    if cost - cost_free > max(gain * cost, floor * start_cost):
+        progress(f"{a.arm.name}: armature freed: cost {cost:.3e} -> {cost_free:.3e}")
+        x, result, mask = x_free, result_free, np.ones(len(x0), dtype=bool)
+    else:
+        progress(f"{a.arm.name}: armature held at the robot's own (freeing it: cost {cost:.3e} -> {cost_free:.3e})")
+        mask = held
     fit.latency = latency
     res = fit.residuals(x[:, None], latency)
-    jac = np.asarray(result.jac) if result.jac is not None else np.zeros((0, len(x)))
+    jac = np.asarray(result.jac) if result.jac is not None else np.zeros((0, int(mask.sum())))
+    half = np.full(len(x), np.nan)  # (nan: held, not fitted)
     try:
-        _, half = sysid.calculate_intervals([r[:, 0] for r in res], jac)
+        half[mask] = sysid.calculate_intervals([r[:, 0] for r in res], jac)[1]
     except (np.linalg.LinAlgError, ValueError):
-        half = np.full(len(x), np.inf)
-    table = []
-    for i, name in enumerate(names):
-        table.append(ParamValue(name, float(x0[i]), float(x[i]), float(half[i]) if i < len(half) else float("inf")))
+        half[mask] = np.inf
+    table = [ParamValue(name, float(x0[i]), float(x[i]), float(half[i])) for i, name in enumerate(names)]
     return x, latency, table
+
+
+def _optimise(fit: ArmFit, names: Sequence[str], x: Floats, free: Bools, lo: Floats, hi: Floats, latency: int,
+              max_iter: int, progress: Progress) -> tuple[Floats, Any]:
+    """One run of sysid's optimiser over the `free` parameters from `x` (the others held); (new x, its result)."""
+    arm = fit.arm.arm.name
+    progress(f"{arm}: fitting {int(free.sum())} parameters at latency {latency} ticks")
+    params = sysid.ParameterDict()
+    for i in np.flatnonzero(free):
+        params.add(sysid.Parameter(names[i], float(np.clip(x[i], lo[i], hi[i])), float(lo[i]), float(hi[i])))
+    base = x.copy()
+
+    def full(xv: Floats) -> Floats:
+        xs = xv if xv.ndim == 2 else xv[:, None]
+        out = np.repeat(base[:, None], xs.shape[1], axis=1)
+        out[free] = xs
+        return out
+
+    def residual_fn(xv: Floats, _p: Any) -> tuple[list[Floats], None, None]:
+        res = fit.residuals(full(xv), latency)
+        return ([r if xv.ndim == 2 else r[:, 0] for r in res], None, None)
+
+    def on_iter(trace: list[object]) -> None:
+        progress(f"{arm}: iteration {len(trace)}, cost {getattr(trace[-1], 'objective', float('nan')):.3e}")
+
+    # (sysid warns through absl's logger, on stderr, of a start at a bound: the gravity share starts at its
+    # bound, 1, on every x2 arm; this command's stderr is for its one error line)
+    logging.getLogger("absl").setLevel(logging.ERROR)
+    opt, result = sysid.optimize(params, residual_fn, optimizer="mujoco", verbose=False, max_iters=max_iter,
+                                 x_scale="jac", output=io.StringIO(), iter_callback=on_iter)
+    return full(np.asarray(opt.as_vector(), dtype=np.float64))[:, 0], result
 
 
 def _bounds(a: ArmModel) -> tuple[Floats, Floats]:
