@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from x2.base.scheduling import leave_realtime
 from x2.envspec import load_env
 from x2.sim.mujoco.backend import MujocoBackend
 from x2.sim.mujoco.collision import CollisionWorld
@@ -26,6 +28,18 @@ def cavity_reach_problem() -> tuple[MujocoBackend, CollisionWorld, np.ndarray, n
     goal = ArmIK(world, "left").solve(cavity + np.array([-0.04, 0.0, -0.03]), APPROACH_X,
                                       rng=np.random.default_rng(1))
     return b, world, np.array(b.env.robot.arm("left").home), goal
+
+
+# ---- no test leaves its worker real-time -----------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _leaves_scheduling_alone() -> Iterator[None]:
+    """A test that leaves this process under SCHED_FIFO (SVT-AV1's video encoding does that to its caller when
+    run as root: x2/base/scheduling.py) fails here, and the process is put back: otherwise every later test's
+    children run real-time and starve the other worker (it once doubled the suite's time)."""
+    yield
+    if leave_realtime():
+        pytest.fail("this test left its process under a real-time scheduling policy: wrap what encodes video in "
+                    "x2.base.scheduling.keeps_scheduling()", pytrace=False)
 
 
 # ---- one real synthesised episode, made once per test run ------------------------------------------

@@ -19,8 +19,8 @@ from x2.cli.app import _mount, app
 
 _mount()
 runner = CliRunner()
-WORKFLOW = ["collect", "synth", "augment", "render", "export", "datasets", "label", "replay", "calibrate", "eval",
-            "serve", "robots", "objects", "tasks", "devices", "doctor"]
+WORKFLOW = ["collect", "import", "synth", "augment", "render", "export", "datasets", "label", "replay", "eval", "serve",
+            "calibrate", "robots", "objects", "tasks", "devices", "doctor"]
 
 
 def _leaves(group: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -28,6 +28,8 @@ def _leaves(group: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str,
     for name in group.list_commands(ctx):
         cmd = group.get_command(ctx, name)
         if hasattr(cmd, "commands"):
+            if cmd.invoke_without_command:  # a group that is a command too (`x2 eval` beside `x2 eval correlate`)
+                yield (*path, name), cmd
             yield from _leaves(cmd, (*path, name))
         else:
             yield (*path, name), cmd
@@ -151,7 +153,7 @@ BAD_DATASET = {
     ("export", "hdf5"): ["export", "hdf5", MISSING],
 }
 # `--dataset` names the dataset these write into (a new one is made): no path is a mistake for them.
-WRITERS = {("synth",), ("collect", "waypoints"), ("collect", "teleop"), ("eval",)}
+WRITERS = {("synth",), ("collect", "waypoints"), ("collect", "teleop"), ("eval",), ("import", "lerobot")}
 
 
 def test_every_command_with_a_dataset_is_in_the_bad_dataset_table() -> None:

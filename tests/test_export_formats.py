@@ -31,7 +31,7 @@ from x2.export.hdf5 import Hdf5Options, demo_names, export_hdf5
 from x2.export.request import ExportRequest
 from x2.export.zarr import ZarrOptions, export_zarr
 from x2.recorded.frames import episode_frames
-from x2.sim.camera import ImageSize
+from x2.sim.camera import ImageSize, pinhole
 
 REPO = Path(__file__).resolve().parents[1]
 _mount()  # the root command, as `x2` builds it
@@ -184,6 +184,10 @@ def test_zarr2_reads_what_x2_wrote(zarr_exports, short, rendered, tmp_path, kind
     assert facts["arrays"]["arm_subtask_index"]["attrs"]["names"] == ["left", "right"]
     prov = facts["attrs"]["x2_provenance"]
     assert [e["index"] for e in prov["episodes"]] == [0, 1, 2] and prov["dataset"]["name"] == "short"
+    lens = prov["camera_lenses"]["head"]  # the exported camera's K at the exported size, and where it was
+    assert (lens["height"], lens["width"]) == (SIZE.height, SIZE.width) and "distortion" not in lens
+    np.testing.assert_allclose(lens["K"], pinhole(lens["fovy_deg"], SIZE.height, SIZE.width), atol=1e-6)
+    assert lens["body"] and np.allclose(np.asarray(lens["pose"])[3], [0, 0, 0, 1])
 
 
 def test_zarr_zip_is_stored_uncompressed(zarr_exports):
@@ -312,6 +316,7 @@ def test_hdf5_has_robomimic_layout(hdf5_export, short, rendered):
         assert [m.decode() for m in f["mask/valid"][:]] == [demos[1]]
         prov = json.loads(f.attrs["x2_provenance"])
         assert [e["index"] for e in prov["episodes"]] == [0, 1, 2]
+        assert set(prov["camera_lenses"]) == set(prov["cameras"])
 
 
 def test_hdf5_term_signals_switch_at_the_dag_events(synth, tmp_path):

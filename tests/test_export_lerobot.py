@@ -138,6 +138,8 @@ def test_round_trip_with_rendered_images(mixed: Dataset, tmp_path: Path) -> None
     assert [e["index"] for e in meta["episodes"]] == [1, 2]
     assert [e["seed"] for e in meta["episodes"]] == [r.seed for r in mixed.episodes()[1:3]]
     assert meta["images"]["cameras"] == ["head", "front"] and meta["images"]["size"] == [96, 128]
+    assert [(meta["camera_lenses"][c]["height"], meta["camera_lenses"][c]["width"]) for c in ("head", "front")] \
+        == [(96, 128)] * 2  # each camera's K, at the exported size (x2/recorded/camera_lenses.py)
     assert meta["subtask_index"]["names"] == [*mixed.manifest.dag["nodes"], "done", "unfinished"]
     assert meta["subtask_index"]["x2_to_export"]["-1"] == unfinished
     assert meta["dataset"]["name"] == "fruit" and meta["sim_versions"]["mujoco"]

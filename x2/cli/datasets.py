@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
+from x2 import format as fmt
 from x2.base.errors import X2Error
 from x2.cli._common import console, dataset_arg, open_dataset_arg
 from x2.cli.group_class import typer_group
@@ -16,6 +18,7 @@ from x2.cli.options import DatasetArg, DatasetOpt, EpisodeArg
 from x2.cli.progress import progress
 from x2.datasets import (
     Dataset,
+    Episode,
     list_datasets,
     plot_timeline,
     remember_dataset,
@@ -84,7 +87,11 @@ def info_command(dataset: DatasetArg = None) -> None:
     table.add_row("success rate", _rate(s.success_rate))
     table.add_row("sources", ", ".join(f"{k}: {v}" for k, v in s.sources.items()) or "-")
     console.print(table)
-    if s.episodes:
+    if s.episodes and set(s.sources) == {fmt.REAL_SOURCE}:  # recorded, not drawn: no randomisation axes
+        origin = ds.manifest.extra.get(fmt.RECORDING_ATTR)
+        where = origin.get("path") if isinstance(origin, dict) else None
+        console.print(f"real recordings (no world, no labels), imported from {escape(str(where))}", soft_wrap=True)
+    elif s.episodes:
         with progress("reading episodes", "episodes") as update:
             cov = coverage(ds, update)
         console.print(_coverage_table(cov))
@@ -154,6 +161,11 @@ def show_command(
             attrs.add_row(key, _short(value))
         attrs.add_row("cameras", ", ".join(ep.cameras) or "none (state only)")
         console.print(attrs)
+        if ep.is_real:
+            _show_real(ep)
+            if plot is not None:
+                console.print(f"wrote {plot_timeline(ep, plot)}")
+            return
         failure = ep.failure
         colour = {"success": "green", "failure": "red", "unfinished": "yellow"}[ep.outcome]
         outcome = f"[{colour}]{ep.outcome}[/{colour}]"
@@ -185,6 +197,20 @@ def show_command(
             console.print(per_arm)
         if plot is not None:
             console.print(f"wrote {plot_timeline(ep, plot)}")
+
+
+def _show_real(ep: Episode) -> None:
+    """A real recording's origin and timestamps, in place of the outcome, events and segments it does not have."""
+    stored = ep.json_attr(fmt.RECORDING_ATTR, {})
+    origin: dict[str, Any] = stored if isinstance(stored, dict) else {}
+    timing: dict[str, Any] = origin["timing"] if isinstance(origin.get("timing"), dict) else {}
+    console.print(f"a real recording (no world, no labels): {origin.get('format', '?')} episode "
+                  f"{origin.get('episode_index', '?')} of {escape(str(origin.get('path', '?')))}", soft_wrap=True)
+    gaps = timing.get("gaps") or []
+    listed = ", ".join(f"before frame {f} ({float(step) * 1000:.0f} ms)" for f, step in gaps[:5])
+    console.print(f"timestamps: {timing.get('gap_count', '?')} gaps ({timing.get('missing_frames', '?')} frames "
+                  f"missing{': ' + listed if listed else ''}), {timing.get('irregular_steps', '?')} irregular steps, "
+                  f"largest step {float(timing.get('largest_step_s', 0.0)) * 1000:.1f} ms", soft_wrap=True)
 
 
 def _short(value: object) -> str:

@@ -1,4 +1,6 @@
-"""`x2 eval`: a policy drives episodes in the twin; the task's DAG scores them; every rollout is kept."""
+"""`x2 eval`: a policy drives episodes in the twin; the task's DAG scores them; every rollout is kept.
+`x2 eval correlate` (x2.cli.eval_correlate) hangs under it: the group runs the evaluation itself when no
+subcommand is named."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from rich.table import Table
 
 from x2.base.errors import PolicyError
 from x2.cli._common import console
+from x2.cli.group_class import X2Group
 from x2.cli.options import CalibrationOpt, CpusPerWorkerOpt, RayOpt, RobotOpt, ray_target
 from x2.cli.progress import progress
 from x2.datasets import workspace
@@ -22,8 +25,13 @@ from x2.eval.seeds import SplitPlan
 from x2.eval.teacher import ChunkExecution
 from x2.sim.camera import ImageSize, parse_cameras
 
+eval_app = typer.Typer(name="eval", cls=X2Group, rich_markup_mode="rich", no_args_is_help=False,
+                       invoke_without_command=True, add_completion=False, pretty_exceptions_enable=False)
 
+
+@eval_app.callback()
 def eval_command(
+    ctx: typer.Context,
     task: Annotated[str | None, typer.Option("--task", "-t", help="Task name or path to a task YAML.",
                                              show_default=False)] = None,
     policy: Annotated[str | None, typer.Option(
@@ -76,7 +84,11 @@ def eval_command(
     [cyan]x2 eval --task pick_place --policy ws://gpu-box:8000 -n 500 --ray auto[/cyan]
 
     The report again: [cyan]x2 eval --report-only --dataset eval-pick_place-expert[/cyan]
+
+    Against real success rates: [cyan]x2 eval correlate --real real.csv data/eval-*[/cyan] (x2 eval correlate --help)
     """
+    if ctx.invoked_subcommand is not None:
+        return
     if report_only:
         if dataset is None:
             raise PolicyError("--report-only: found no --dataset; allowed: the folder of an earlier x2 eval run")

@@ -10,9 +10,10 @@ import typer
 
 from x2.cli.group_class import X2Group
 
-# Modules that add commands to a group defined elsewhere (`x2 export <format>`, `x2 datasets <verb>`):
-# importing one registers its commands.
-_COMMAND_MODULES = ("export_lerobot", "export_formats", "datasets_manage", "datasets_view")
+# Modules that add commands to a group defined elsewhere (`x2 export <format>`, `x2 datasets <verb>`,
+# `x2 eval correlate`): importing one registers its commands.
+_COMMAND_MODULES = ("export_lerobot", "export_formats", "datasets_manage", "datasets_view", "eval_correlate",
+                    "calibrate_dynamics")
 
 MAKE = "Make episodes"
 USE = "Use a dataset"
@@ -22,19 +23,20 @@ LOOK = "Robots, tasks, devices, this machine"
 
 
 class RootGroup(X2Group):
-    command_order = ("collect", "synth", "augment", "render", "export", "datasets", "label", "replay", "calibrate",
-                     "eval", "serve", "robots", "objects", "tasks", "devices", "doctor")
+    command_order = ("collect", "import", "synth", "augment", "render", "export", "datasets", "label", "replay",
+                     "eval", "serve", "calibrate", "robots", "objects", "tasks", "devices", "doctor")
 
 
 def mount(app: typer.Typer) -> None:
     from x2.cli import (
         augment,
-        calibrate,
+        calibrate_camera,
         collect,
         datasets,
         devices,
         doctor,
         export,
+        ingest,
         label,
         objects,
         render,
@@ -51,6 +53,7 @@ def mount(app: typer.Typer) -> None:
         importlib.import_module(f"x2.cli.{name}")
     collect.app.command("teleop")(teleop.teleop)
     app.add_typer(collect.app, rich_help_panel=MAKE)
+    app.add_typer(ingest.app, rich_help_panel=MAKE)
     app.command("synth", rich_help_panel=MAKE)(synth.synth)
     app.add_typer(augment.app, rich_help_panel=MAKE)
     app.command("render", rich_help_panel=MAKE)(render.render)
@@ -58,9 +61,9 @@ def mount(app: typer.Typer) -> None:
     app.add_typer(datasets.app, rich_help_panel=USE)
     app.command("label", rich_help_panel=CHECK)(label.label)
     app.command("replay", rich_help_panel=CHECK)(replay.replay_command)
-    app.add_typer(calibrate.app, rich_help_panel=CHECK)
-    app.command("eval", rich_help_panel=EVALUATE)(eval_cli.eval_command)
+    app.add_typer(eval_cli.eval_app, rich_help_panel=EVALUATE)
     app.command("serve", rich_help_panel=EVALUATE)(serve_cli.serve)
+    app.add_typer(calibrate_camera.app, rich_help_panel=LOOK)
     app.add_typer(robots.robots_app, rich_help_panel=LOOK)
     app.add_typer(objects.objects_app, rich_help_panel=LOOK)
     app.add_typer(tasks.tasks_app, rich_help_panel=LOOK)

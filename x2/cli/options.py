@@ -40,7 +40,7 @@ GripperOpt = Annotated[str | None, typer.Option("--gripper", help="Put this grip
 # Which episodes of a dataset a command reads (x2 export *, x2 datasets filter | stats).
 SuccessOnly = Annotated[bool, typer.Option("--success-only", help="Only episodes whose task succeeded.")]
 SourceOpt = Annotated[list[str] | None, typer.Option(
-    "--source", help="Only episodes from this source (teleop, synth, augment, scripted); repeatable.",
+    "--source", help="Only episodes from this source (teleop, synth, augment, scripted, policy, real); repeatable.",
     show_default=False)]
 PartOpt = Annotated[str | None, typer.Option(
     "--part", help="Only episodes in this part of the dataset's partition (train, val, ...; x2 datasets partition).",

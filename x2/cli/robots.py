@@ -46,7 +46,8 @@ def robots_show(
     picture: Annotated[Path | None, typer.Option("--picture", help="also draw the robot from three sides with its "
                                                  "cameras' frusta into this PNG", dir_okay=False)] = None,
 ) -> None:
-    """Show a robot's parts, sources and licenses, arms, home pose and action layout.
+    """Show a robot's parts, sources and licenses, arms, home pose and action layout, and how its real recordings'
+    columns map onto it (its `lerobot:` table).
 
     Example: [cyan]x2 robots show franka-panda --picture panda.png[/cyan]"""
     info = spec.load_robot(name)
@@ -90,6 +91,20 @@ def robots_show(
             table.add_row(str(i), escape(joint), f"{home:+.3f} {unit} (mobile base, {lo:+.2f} .. {hi:+.2f})")
             i += 1
     console.print(table)
+    if info.recording is not None:
+        rec = info.recording
+        lerobot = Table(title=f"real recordings (x2 import lerobot): {rec.action_feature} and {rec.state_feature} "
+                              f"columns; {rec.source}", title_justify="left")
+        for col in ("column", "becomes", "unit", "x2 = value x scale + shift"):
+            lerobot.add_column(col)
+        for c in rec.columns:
+            lerobot.add_row(escape(c.name), escape(c.target), c.unit, f"x {c.scale:.6g} + {c.shift + 0.0:.6g}")
+        for c in rec.state_columns:
+            lerobot.add_row(escape(f"{c.name} (measured)"), escape(c.target), c.unit,
+                            f"x {c.scale:.6g} + {c.shift + 0.0:.6g}")
+        if rec.ignored:
+            lerobot.add_row(escape(", ".join(rec.ignored)), "(not imported)", "", "")
+        console.print(lerobot)
     if picture is not None:
         from x2.render.robot_picture import robot_picture  # (renders: MuJoCo's GL only when asked)
 

@@ -230,6 +230,18 @@ class Episode:
         return self.text(fmt.SOURCE_ATTR)
 
     @property
+    def is_real(self) -> bool:
+        """A real robot's recording read in (source "real"): no world, no simulator state, no labels."""
+        return self.source == fmt.REAL_SOURCE
+
+    def refuse_real(self, what: str) -> None:
+        """The one line for a command that needs the world a real recording does not have."""
+        if self.is_real:
+            raise DatasetError(f"{self.path}: source: found 'real' (episode {self.index}, a real recording without a "
+                               f"world); allowed: an episode recorded in x2's simulator ({what} needs the world it "
+                               "ran in)")
+
+    @property
     def split(self) -> str:
         """The split it was recorded for; "train" when the file says nothing."""
         return self.text(fmt.SPLIT_ATTR) or "train"
@@ -373,10 +385,10 @@ class Episode:
 
     def problems(self) -> Iterator[str]:
         """Breaches of the file contract: missing required datasets, inconsistent T."""
-        for name in fmt.REQUIRED_DATASETS:
+        required = fmt.required_datasets(self._attr(fmt.SOURCE_ATTR))
+        for name in required:
             if name not in self:
-                yield (f"{self.path}: {name}: found missing; "
-                       f"allowed: required datasets {list(fmt.REQUIRED_DATASETS)}")
+                yield f"{self.path}: {name}: found missing; allowed: required datasets {list(required)}"
         if fmt.TIMESTAMPS not in self:
             return
         frames = self.frames
@@ -405,7 +417,15 @@ class Episode:
 
     def initial_digest(self) -> str:
         """What makes two episodes the same demonstration: the world they were stepped in and the state
-        they started from (sha256 of model_xml and /states[0])."""
+        they started from (sha256 of model_xml and /states[0]). A real recording has neither: it is the same one
+        when it was read from the same place (sha256 of its `recording` attr's source and episode, and /action)."""
+        if self.is_real:
+            origin = self.json_attr(fmt.RECORDING_ATTR, {})
+            where = [origin.get("path"), origin.get("episode_index")] if isinstance(origin, dict) else [origin]
+            h = hashlib.sha256(json.dumps(where, sort_keys=True).encode("utf-8"))
+            with hdf5_errors(self.path, fmt.ACTION):
+                h.update(np.ascontiguousarray(self.dataset(fmt.ACTION)[...], dtype=np.float32).tobytes())
+            return h.hexdigest()
         h = hashlib.sha256(str(self._attr(fmt.MODEL_XML_ATTR, "")).encode("utf-8", errors="replace"))
         states = self.dataset(fmt.STATES)
         if len(states.shape) != 2 or states.shape[0] < 1 or states.dtype.kind not in "biuf":

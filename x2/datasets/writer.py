@@ -98,6 +98,8 @@ class EpisodeWriter:
         self._manifest, self._object_names = manifest, list(object_names)
         self._camera_attrs, self._block, self._on_close = dict(camera_attrs), max(1, flush_every), on_close
         self._root = root_attrs(index, start, manifest, inprogress)
+        # A real recording (x2 import): no simulator state, and no labels or DAG (no task ran it)
+        self._real = start.source == fmt.REAL_SOURCE
         # Wall-clock facts go to /timing, apart from the data: same seed, same bytes everywhere else.
         self._created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self._columns: list[tuple[int, _Column]] = []  # (position in append's values, column)
@@ -279,7 +281,7 @@ class EpisodeWriter:
         self._setup_from_shapes(shapes)
 
     def _setup_from_shapes(self, shapes: Mapping[str, tuple[int, ...]]) -> None:
-        shapes = check_shapes(shapes, self.path)
+        shapes = check_shapes(shapes, self.path, real=self._real)
         self._present = tuple(name == "timestamp" or name in shapes for name in TICK_STREAMS)
         for pos, (name, (path, dtype)) in enumerate(TICK_STREAMS.items()):
             if self._present[pos]:
@@ -386,6 +388,10 @@ class EpisodeWriter:
             self.abort()
             raise DatasetError(f"{self.path}: frames: found 0; allowed: at least one appended tick "
                                "(the empty episode was discarded)")
+        if self._real and (labels or dag):
+            self.abort()
+            raise DatasetError(f"{self.path}: labels/dag: found {sorted({*labels, *dag})}; allowed: none for a real "
+                               "recording (no task labelled it; the episode was discarded)")
         label_arrays, names, arm_names = check_labels(labels, dag, frames, self.path)
         dag_attrs, completion = check_dag(dag, frames, self.path)
         extra = check_extra(extra_attrs or {}, self.path)
@@ -455,17 +461,8 @@ class EpisodeWriter:
             set_attr(f, fmt.SUCCESS_ATTR, bool(success))
             for key, value in extra.items():  # encoded and checked by check_extra
                 set_attr(f, key, value)
-            group = f.create_group(fmt.LABELS)
-            subtask_names, arm_names = names
-            set_attr(group, fmt.SUBTASK_NAMES_ATTR, string_array(subtask_names))
-            for key, arr in label_arrays.items():
-                ds = group.create_dataset(key, data=arr, track_times=False)
-                if fmt.label_path(key) == fmt.ARM_SUBTASK_INDEX:
-                    set_attr(ds, fmt.ARM_NAMES_ATTR, string_array(arm_names))
-            group = f.create_group(fmt.DAG)
-            for key, value in dag_attrs.items():
-                set_attr(group, key, json.dumps(value, sort_keys=True))
-            f.create_dataset(fmt.COMPLETION_FRAME, data=completion, track_times=False)
+            if not self._real:
+                self._write_labels(f, label_arrays, names, dag_attrs, completion)
             group = f.create_group(fmt.TIMING)
             set_attr(group, fmt.CREATED_UTC_ATTR, self._created)
             for key, value in timing_attrs.items():
@@ -480,6 +477,22 @@ class EpisodeWriter:
                     set_attr(group, key, value)
             for name, data in textures.items():  # (PNG bytes: compressed already)
                 f.create_dataset(fmt.texture_path(name), data=data, track_times=False)
+
+    @staticmethod
+    def _write_labels(f: h5py.File, label_arrays: Mapping[str, npt.NDArray[np.generic]],
+                      names: tuple[Sequence[str], Sequence[str]], dag_attrs: Mapping[str, Any],
+                      completion: npt.NDArray[np.generic]) -> None:
+        group = f.create_group(fmt.LABELS)
+        subtask_names, arm_names = names
+        set_attr(group, fmt.SUBTASK_NAMES_ATTR, string_array(subtask_names))
+        for key, arr in label_arrays.items():
+            ds = group.create_dataset(key, data=arr, track_times=False)
+            if fmt.label_path(key) == fmt.ARM_SUBTASK_INDEX:
+                set_attr(ds, fmt.ARM_NAMES_ATTR, string_array(arm_names))
+        group = f.create_group(fmt.DAG)
+        for key, value in dag_attrs.items():
+            set_attr(group, key, json.dumps(value, sort_keys=True))
+        f.create_dataset(fmt.COMPLETION_FRAME, data=completion, track_times=False)
 
     def abort(self) -> None:
         """Discard the episode: close and remove the in-progress file. Safe to call twice."""

@@ -20,6 +20,7 @@ from x2.envspec.env import (
     Vec3,
     VendorSource,
 )
+from x2.envspec.recording_table import RecordingTable, compile_table
 from x2.envspec.schema import ArmPartFile, GripperFile, GripperPartFile, RobotFile, VendorSourceFile, parse
 from x2.envspec.source import Fragment, is_file, load_fragment, resolved
 
@@ -39,6 +40,7 @@ class RobotInfo:
     file: Path
     fps: int
     substeps: int
+    recording: RecordingTable | None = None  # how its real recordings name and scale their joints (lerobot:)
 
 
 def _file_next_to(frag: Fragment, key: tuple[str, ...], rel: str) -> Path:
@@ -139,8 +141,9 @@ def compile_robot(frag: Fragment, file: Path, gripper: str | None = None) -> Rob
                        arms=tuple(arms), cameras=tuple(spec.cameras), base_pos=spec.base_pos, base=base,
                        camera_jitter=jitter, table_height_jitter=float(spec.table_height_jitter))
     shoulders: dict[str, Vec3] = dict(spec.shoulders.items())
+    table = None if spec.lerobot is None else compile_table(spec.lerobot, model.action_names, frag)
     return RobotInfo(model, spec.reach, shoulders, spec.reference_task, spec.description, file,
-                     spec.control.fps, spec.control.substeps)
+                     spec.control.fps, spec.control.substeps, table)
 
 
 def _gripper_fragment(frag: Fragment, name: str, robot_file: Path) -> Fragment:

@@ -225,6 +225,47 @@ class CameraJitterFile(_Strict):
     fovy: Extent = Field(default=0.0, le=20.0)  # deg, +-
 
 
+class RecordingColumnFile(_Strict):
+    """One column of a recording's joint vector (a LeRobot dataset's `action` and `observation.state`): the x2 action
+    value it becomes and its unit. Every unit is an affine map onto x2's (rad for a joint, 0 closed .. 1 open for a
+    gripper), written out in each imported episode's `recording` attr."""
+
+    name: Annotated[str, Field(min_length=1)]  # the column's name in the recording (LeRobot's feature `names`)
+    to: Name | None = None  # the x2 action name it becomes (`x2 robots show`); default: the same name
+    # rad, deg, servo ticks (`ticks_per_turn`, `zero`), or `range` (a gripper: `range: [closed, open]` onto 0..1)
+    unit: Literal["rad", "deg", "ticks", "range"] = "rad"
+    sign: Literal[1, -1] = 1  # -1: the recording's joint turns the other way round than x2's
+    offset: Number = 0.0  # rad added after the unit's conversion (where the recording's zero is not x2's)
+    ticks_per_turn: Annotated[int, Strict(), Field(gt=0)] | None = None  # unit ticks: a servo's counts per turn
+    zero: Number = 0.0  # unit ticks: the count at x2's 0 rad
+    range: Vec2 | None = None  # unit range: the recording's values at closed and fully open
+
+    @model_validator(mode="after")
+    def _unit_fields(self) -> RecordingColumnFile:
+        if (self.unit == "ticks") != (self.ticks_per_turn is not None):
+            raise ValueError("ticks_per_turn is given with unit ticks, and only then")
+        if (self.unit == "range") != (self.range is not None):
+            raise ValueError("range [closed, open] is given with unit range, and only then")
+        if self.range is not None and self.range[0] == self.range[1]:
+            raise ValueError(f"range {list(self.range)}: closed and open must differ")
+        if self.unit == "range" and (self.sign != 1 or self.offset != 0.0):
+            raise ValueError("a range column takes no sign or offset (the range says both)")
+        return self
+
+
+class RecordingLayoutFile(_Strict):
+    """How this robot's recordings in LeRobot's format name and scale their joints (`x2 import lerobot`)."""
+
+    source: str = ""  # where the layout and its numbers come from, in words
+    action: Annotated[str, Field(min_length=1)] = "action"  # the feature with the commanded joints
+    state: Annotated[str, Field(min_length=1)] = "observation.state"  # the feature with the measured joints
+    columns: list[RecordingColumnFile] = Field(min_length=1)  # in the recording's column order
+    # the measured joints' own columns, where they differ from the commanded ones (default: `columns`): a recording
+    # that measures the gripper by a finger's position, say
+    state_columns: list[RecordingColumnFile] | None = Field(default=None, min_length=1)
+    ignore: list[str] = []  # recording columns deliberately not imported (a second finger that mirrors the first)
+
+
 class RobotFile(_Strict):
     name: Name  # what tasks, `--robot` and datasets call it
     description: str = ""
@@ -245,6 +286,8 @@ class RobotFile(_Strict):
     base: MobileBaseFile | None = None  # a mobile robot's planar base
     control: ControlFile = ControlFile()
     reference_task: str | None = None  # the task `x2 collect teleop` runs with this robot when given none
+    # a real robot's LeRobot recordings: their columns, units and gripper convention (x2 import lerobot)
+    lerobot: RecordingLayoutFile | None = None
 
 
 # ----- assets ---------------------------------------------------------------------------------

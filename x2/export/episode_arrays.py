@@ -74,7 +74,7 @@ class EpisodeArrays:
     frames: int
     low_dim: dict[str, npt.NDArray[np.generic]]  # as stored: floats, and integer labels
     names: dict[str, list[str]]  # per low-dim key, the names of its columns (joints, objects, arms)
-    states: npt.NDArray[np.generic]  # the full MuJoCo integration state, as stored
+    states: npt.NDArray[np.generic] | None  # the full MuJoCo integration state, as stored; None: a real recording
     nodes: list[str]
     completion: dict[str, int]  # node -> frame it was first completed (-1: never)
     active_mask: npt.NDArray[np.generic] | None
@@ -147,7 +147,7 @@ def read_episode(ep: Episode, manifest_names: Mapping[str, Sequence[str]],
                          env_args=ep.json_attr(fmt.ENV_ARGS_ATTR, {}) or {})
     return EpisodeArrays(
         path=ep.path, index=ep.index, frames=ep.frames, low_dim=low_dim, names=names,
-        states=ep[fmt.STATES], nodes=nodes, completion=completion,
+        states=None if ep.is_real else ep[fmt.STATES], nodes=nodes, completion=completion,
         active_mask=_optional(ep, fmt.ACTIVE_MASK),
         arms=arms, gripper_slots=[a.gripper for a in layout.arms] if layout else [], facts=facts,
         arm_labels=per_arm)
@@ -162,7 +162,8 @@ def _optional(ep: Episode, name: str) -> npt.NDArray[np.generic] | None:
 def row_layout(arrays: EpisodeArrays) -> dict[str, tuple[tuple[int, ...], str]]:
     """key -> (per-row shape, dtype) of every array an exporter writes (low-dim and the states)."""
     out = {k: (tuple(v.shape[1:]), v.dtype.str) for k, v in arrays.low_dim.items()}
-    out["states"] = (tuple(arrays.states.shape[1:]), arrays.states.dtype.str)
+    if arrays.states is not None:
+        out["states"] = (tuple(arrays.states.shape[1:]), arrays.states.dtype.str)
     return out
 
 

@@ -211,6 +211,7 @@ def _export(sources: ExportSources, options: Hdf5Options, progress: ProgressCall
     names = demo_names(len(records))
     meta = sources.provenance(format="robomimic hdf5 with Isaac Lab Mimic datagen_info",
                               cameras={c: str(s) for c, s in sizes.items()},
+                              **_lenses(sources, sizes),
                               demos={n: r.index for n, r in zip(names, records, strict=True)})
     tracker = ProgressTracker(progress, len(records), sources.frames)
     digests = _Digests()
@@ -247,7 +248,8 @@ def _fill(data: h5py.Group, sources: ExportSources, names: Sequence[str], sizes:
         _demo_attrs(demo, arrays, part)
         rewards, dones = rewards_dones(arrays)
         digests.put(demo, "actions", arrays.low_dim["action"])
-        digests.put(demo, "states", arrays.states)
+        if arrays.states is not None:  # (a real recording has no simulator state)
+            digests.put(demo, "states", arrays.states)
         digests.put(demo, "rewards", rewards)
         digests.put(demo, "dones", dones)
         obs = demo.create_group("obs")
@@ -283,6 +285,11 @@ def _env_args(arrays: EpisodeArrays) -> dict[str, Json]:
         raise ExportError(f"{arrays.path}: env_args: found {json.dumps(env_args)[:60]}; allowed: a JSON object with "
                           "an object env_kwargs")
     return {**env_args, "env_kwargs": {k: v for k, v in env_kwargs.items() if k != "seed"}}
+
+
+def _lenses(sources: ExportSources, sizes: dict[str, ImageSize]) -> dict[str, Json]:
+    """`camera_lenses` (x2/recorded/camera_lenses.py) when the export has cameras."""
+    return {"camera_lenses": sources.camera_lenses(sources.cameras, sizes)} if sources.cameras else {}
 
 
 def _demo_attrs(demo: h5py.Group, arrays: EpisodeArrays, part: str) -> None:

@@ -37,6 +37,7 @@ import numpy as np
 
 from x2.base.arrays import Image
 from x2.base.errors import ExportError
+from x2.base.scheduling import keeps_scheduling
 from x2.datasets.untrusted import json_loads
 from x2.export.lerobot_check import EdgeStore, EpisodeReadback, Readback, WrittenEpisode, compare
 from x2.export.lerobot_language import ARM_JOIN, SUBTASK_STYLE, subtask_rows
@@ -136,61 +137,47 @@ def _write_frames(plan: ExportPlan, sources: ExportSources, root: Path, repo_id:
     images = plan.images
     ds: LeRobotDataset | None = None  # created once the first episode is planned
     written: list[WrittenEpisode] = []
-    try:
-        for source in sources.written():
-            episode = plan_episode(source.episode, source.record, plan)  # (refused before any of it is written)
-            if ds is None:
-                try:
-                    ds = LeRobotDataset.create(repo_id, fps=plan.fps, features=plan.features(), root=root,
-                                               robot_type=plan.dataset.manifest.robot,
-                                               use_videos=bool(images.cameras), video_backend="pyav")
-                except ValueError as exc:  # LeRobot checks its default encoder (libsvtav1 in PyAV) right here
-                    raise ExportError(f"LeRobot writer (video encoder): found {' '.join(str(exc).split())}; allowed: "
-                                      "a PyAV with LeRobot's default codec (libsvtav1), or --state-only") from None
-            first: dict[str, Image] = {}
-            last: dict[str, Image] = {}
-            for t, frame in enumerate(plan.frames_of(source.episode, episode)):
-                if t == 0:
-                    first = {c: np.array(frame[images.key(c)]) for c in images.cameras}
-                if t == episode.frames - 1:
-                    last = {c: np.array(frame[images.key(c)]) for c in images.cameras}
-                ds.add_frame(frame)
-                tracker.advance(1)
-            # LeRobot's own loader turns HF's bars back on whenever it ran (SuppressProgressBars).
-            datasets.disable_progress_bars()
-            # One camera after the other: parallel encoding forks a process pool from this one, which
-            # holds threads (the renderer's, torch's), and fork() with threads can deadlock the child.
-            # SVT-AV1 spreads one video over the cores anyway.
-            with _keeps_scheduling():
+    # Everything that may start the encoder (create checks it, save_episode encodes): SVT-AV1 would make its
+    # threads and this one real-time (x2/base/scheduling.py).
+    with keeps_scheduling():
+        try:
+            for source in sources.written():
+                episode = plan_episode(source.episode, source.record, plan)  # (refused before any of it is written)
+                if ds is None:
+                    try:
+                        ds = LeRobotDataset.create(repo_id, fps=plan.fps, features=plan.features(), root=root,
+                                                   robot_type=plan.dataset.manifest.robot,
+                                                   use_videos=bool(images.cameras), video_backend="pyav")
+                    except ValueError as exc:  # LeRobot checks its default encoder (libsvtav1 in PyAV) right here
+                        found = " ".join(str(exc).split())
+                        raise ExportError(f"LeRobot writer (video encoder): found {found}; allowed: a PyAV with "
+                                          "LeRobot's default codec (libsvtav1), or --state-only") from None
+                first: dict[str, Image] = {}
+                last: dict[str, Image] = {}
+                for t, frame in enumerate(plan.frames_of(source.episode, episode)):
+                    if t == 0:
+                        first = {c: np.array(frame[images.key(c)]) for c in images.cameras}
+                    if t == episode.frames - 1:
+                        last = {c: np.array(frame[images.key(c)]) for c in images.cameras}
+                    ds.add_frame(frame)
+                    tracker.advance(1)
+                # LeRobot's own loader turns HF's bars back on whenever it ran (SuppressProgressBars).
+                datasets.disable_progress_bars()
+                # One camera after the other: parallel encoding forks a process pool from this one, which
+                # holds threads (the renderer's, torch's), and fork() with threads can deadlock the child.
+                # SVT-AV1 spreads one video over the cores anyway.
                 ds.save_episode(parallel_encoding=False)
-            edges.append({c: (first[c], last[c]) for c in images.cameras})
-            written.append(WrittenEpisode.of(episode))
-            tracker.episode_done()
-    except BaseException:
-        if ds is not None:
-            with contextlib.suppress(Exception):  # close LeRobot's writers; the error that stopped us is the news
-                ds.finalize()
-        raise
-    assert ds is not None  # (the prologue refuses an export of no episodes)
-    ds.finalize()
+                edges.append({c: (first[c], last[c]) for c in images.cameras})
+                written.append(WrittenEpisode.of(episode))
+                tracker.episode_done()
+        except BaseException:
+            if ds is not None:
+                with contextlib.suppress(Exception):  # close LeRobot's writers; the error that stopped us is the news
+                    ds.finalize()
+            raise
+        assert ds is not None  # (the prologue refuses an export of no episodes)
+        ds.finalize()
     return written
-
-
-@contextlib.contextmanager
-def _keeps_scheduling() -> Iterator[None]:
-    """The calling thread's scheduling policy as it was: encoding a video with SVT-AV1 (LeRobot's default codec)
-    leaves it under SCHED_FIFO 99, which every process it starts then inherits (measured: a test run with it took
-    twice as long, its workers starving each other's children)."""
-    if not hasattr(os, "sched_getscheduler"):  # (not Linux)
-        yield
-        return
-    policy, priority = os.sched_getscheduler(0), os.sched_getparam(0).sched_priority
-    try:
-        yield
-    finally:
-        if (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority) != (policy, priority):
-            with contextlib.suppress(OSError):
-                os.sched_setscheduler(0, policy, os.sched_param(priority))
 
 
 def _write_language(plan: ExportPlan, written: list[WrittenEpisode], root: Path) -> None:
@@ -228,6 +215,8 @@ def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id
 
     size = plan.images.size
     extra: dict[str, Json] = {}
+    if plan.images.cameras:
+        extra["camera_lenses"] = sources.camera_lenses(plan.images.cameras, {})  # (made before the frames)
     if plan.arms:  # only with per-arm features: an export without them keeps its meta/x2.json as it was
         extra["arm_subtask_index"] = {
             "features": {arm: arm_feature(arm) for arm in plan.arms},
@@ -246,16 +235,19 @@ def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id
                 "repo_id": repo_id},
         images={"cameras": list(plan.images.cameras), "size": None if size is None else [size.height, size.width],
                 "choice": plan.images.reason},
-        subtask_index=plan.codes.describe(),
+        subtask_index=plan.codes.describe() if plan.labelled else None,
         language={"column": "language_persistent", "style": SUBTASK_STYLE,
-                  "rows": "one per segment start, content = the subtask name (names above)"},
+                  "rows": "one per segment start, content = the subtask name (names above)"} if plan.labelled
+        else None,
         task="each episode's instruction (root attr instruction), else the dataset's task name",
         stats={"spread_floor": STATS_FLOOR, "raised": {feature: [*channels] for feature, channels in raised.items()},
                "rule": "in meta/stats.json, for state, environment state and action: a channel whose std was below "
                        "spread_floor (constant up to the simulator's jitter) has std = spread_floor and min/max, "
                        "q01/q99, q10/q90 at least spread_floor either side of their middle; raised: those channels' "
                        "indices per feature; every other channel is LeRobot's own"},
-        timestamps="frame_index / fps; every source frame was recorded at that sim time",
+        timestamps="frame_index / fps; every source frame was recorded at that sim time" if plan.labelled else
+        "frame_index / fps; every source frame was recorded at that time (a real recording's own timestamps, "
+        "within 0.1 ms: one with gaps or jitter is refused)",
         **extra,
     )
     write_text(root / X2_META, json.dumps(facts, indent=1, sort_keys=True) + "\n")
@@ -290,24 +282,27 @@ def _episodes_back(plan: ExportPlan, ds: LeRobotDataset) -> Iterator[EpisodeRead
 
     per_arm = [arm_feature(arm) for arm in plan.arms if arm_feature(arm) in ds.meta.features]
     env = [ENV_STATE] if plan.objects and ENV_STATE in ds.meta.features else []
-    numbers = ds.select_columns(["episode_index", "frame_index", "timestamp", "task_index", SUBTASK, STATE,
+    labels = [SUBTASK] if plan.labelled else []
+    numbers = ds.select_columns(["episode_index", "frame_index", "timestamp", "task_index", *labels, STATE,
                                  ACTION, *per_arm, *env]).with_format("numpy")
-    language = ds.select_columns(["language_persistent"]).with_format(None)
+    language = ds.select_columns(["language_persistent"]).with_format(None) if plan.labelled else None
     task_names = [str(name) for name in ds.meta.tasks.index]
     for i in range(ds.meta.total_episodes):
         meta = ds.meta.episodes[i]
         start, stop = int(meta["dataset_from_index"]), int(meta["dataset_to_index"])
         rows = numbers[start:stop]
-        persistent = language[start:stop]["language_persistent"]
         stamps = rows["timestamp"]
         subtasks: list[str | None] = []
-        for r, t in enumerate(stamps.tolist()):
-            row = language_render.active_at(float(t), persistent=persistent[r], style=SUBTASK_STYLE)
-            subtasks.append(None if row is None else row["content"])
+        if language is not None:
+            persistent = language[start:stop]["language_persistent"]
+            for r, t in enumerate(stamps.tolist()):
+                row = language_render.active_at(float(t), persistent=persistent[r], style=SUBTASK_STYLE)
+                subtasks.append(None if row is None else row["content"])
         back = EpisodeReadback(
             length=int(meta["length"]), episode_index=rows["episode_index"], frame_index=rows["frame_index"],
             timestamp=stamps, task=[task_names[int(k)] for k in rows["task_index"]], subtask=subtasks,
-            subtask_index=rows[SUBTASK], state=rows[STATE], action=rows[ACTION],
+            subtask_index=rows[SUBTASK] if plan.labelled else np.zeros(0, np.int64), state=rows[STATE],
+            action=rows[ACTION],
             arm_subtask_index={key: rows[key] for key in per_arm}, environment_state=rows[ENV_STATE] if env else None)
         if stop > start:
             first, last = ds[start], ds[stop - 1]
@@ -338,12 +333,16 @@ def _export(sources: ExportSources, options: LeRobotOptions, repo_id: str,
     target = sources.target
     tracker = ProgressTracker(progress, len(sources.records), sources.frames)
     tracker.enter("planned", plan.images.reason)
+    if plan.images.cameras:  # (asked of the first episode before the writer takes it)
+        shape = plan.images.size
+        sources.camera_lenses(plan.images.cameras, {} if shape is None else {c: shape for c in plan.images.cameras})
     with quiet_lerobot(), staged(target, sources.request.overwrite) as tmp:
         tracker.enter("writing")
         edges = EdgeStore(tmp / _EDGES, plan.images.cameras)
         written = _write_frames(plan, sources, tmp, repo_id, tracker, edges)
-        tracker.enter("language columns")
-        _write_language(plan, written, tmp)
+        if plan.labelled:  # (a real recording has no subtasks to write)
+            tracker.enter("language columns")
+            _write_language(plan, written, tmp)
         raised = _floor_stats(plan, tmp)
         _write_x2_meta(plan, sources, tmp, repo_id, raised)
         _tidy(tmp)

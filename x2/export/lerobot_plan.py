@@ -132,6 +132,9 @@ class ExportPlan:
     images: Images
     arms: tuple[str, ...] = ()  # the arms of the subtask_index.<arm> features (none: no such features)
     objects: tuple[str, ...] = ()  # the objects of observation.environment_state (none: no such feature)
+    # False for real recordings (source real): no task labelled them, so the export has no subtask_index feature
+    # and no language rows (nothing is invented for them)
+    labelled: bool = True
 
     @property
     def environment_state_names(self) -> list[str]:
@@ -142,8 +145,9 @@ class ExportPlan:
         out: dict[str, Feature] = {
             STATE: {"dtype": "float32", "shape": (len(self.joint_names),), "names": list(self.joint_names)},
             ACTION: {"dtype": "float32", "shape": (len(self.action_names),), "names": list(self.action_names)},
-            SUBTASK: {"dtype": "int64", "shape": (1,), "names": None},
         }
+        if self.labelled:
+            out[SUBTASK] = {"dtype": "int64", "shape": (1,), "names": None}
         for arm in self.arms:
             out[arm_feature(arm)] = {"dtype": "int64", "shape": (1,), "names": None}
         if self.objects:
@@ -164,7 +168,9 @@ class ExportPlan:
         if self.images.cameras:
             pictures = episode_frames(ep, self.images.cameras, self.images.size)
         for t in range(plan.frames):
-            frame: Frame = {STATE: qpos[t], ACTION: action[t], SUBTASK: subtask[t], "task": plan.task}
+            frame: Frame = {STATE: qpos[t], ACTION: action[t], "task": plan.task}
+            if self.labelled:
+                frame[SUBTASK] = subtask[t]
             if plan.arm_subtask_index is not None:
                 for a, arm in enumerate(self.arms):
                     frame[arm_feature(arm)] = plan.arm_subtask_index[t, a:a + 1]
@@ -279,6 +285,15 @@ def plan_episode(ep: Episode, record: EpisodeRecord, plan: ExportPlan) -> Episod
         if len(shape) != 2 or shape[1] != width:
             raise ExportError(f"{where}: {name}: found shape {shape}; allowed: ({ep.frames}, {width}) "
                               "(the manifest's names)")
+    if ep.is_real != (not plan.labelled):
+        first = "real recordings" if not plan.labelled else "labelled episodes"
+        raise ExportError(f"{where}: source: found {ep.source!r}; allowed: episodes like the first exported one "
+                          f"({first}: export real recordings and simulated episodes apart, --source)")
+    if not plan.labelled:  # a real recording: its stored streams, no labels
+        task = ep.instruction or ds.manifest.task
+        return EpisodePlan(record, ep.frames, task, np.zeros(0, np.int64), (),
+                           state=ep[fmt.QPOS].astype(np.float32, copy=False),
+                           action=ep[fmt.ACTION].astype(np.float32, copy=False))
     if fmt.SUBTASK_INDEX not in ep:
         raise ExportError(f"{where}: {fmt.SUBTASK_INDEX}: found missing; allowed: episodes labelled by a task DAG")
     if tuple(ep.subtask_names) != codes.nodes:
@@ -309,4 +324,5 @@ def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
     objects = environment_state(sources.first_episode, None)[0] if options.environment_state else ()
     images = choose_images(sources, options.size)
     names = sources.column_names()
-    return ExportPlan(ds, fps, names[fmt.QPOS], names[fmt.ACTION], codes, images, sources.arms, objects)
+    labelled = not sources.first_episode.is_real
+    return ExportPlan(ds, fps, names[fmt.QPOS], names[fmt.ACTION], codes, images, sources.arms, objects, labelled)

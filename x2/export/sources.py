@@ -35,6 +35,7 @@ from x2.datasets.verified import read_verified
 from x2.export.provenance import Json, Provenance, provenance
 from x2.export.request import ExportRequest
 from x2.files.staging import check_target
+from x2.recorded.camera_lenses import CameraLens, camera_lenses
 from x2.recorded.frames import default_cameras, stored_cameras
 from x2.sim.camera import ImageSize
 
@@ -111,6 +112,7 @@ class ExportSources:
         self.first = first.glance  # the first exported episode's, which made the choices (with `looked`)
         self._first: SourceEpisode | None = first
         self._sizing, self._looked = sizing, looked
+        self._lenses: dict[str, Json] | None = None
 
     @property
     def dataset(self) -> Dataset:
@@ -165,6 +167,14 @@ class ExportSources:
 
     def provenance(self, **extra: Json) -> Provenance:
         return provenance(self.dataset, self.records, self.request.selection, **extra)
+
+    def camera_lenses(self, cameras: Sequence[str], sizes: Mapping[str, ImageSize]) -> dict[str, Json]:
+        """The exported cameras' intrinsics at their exported sizes, distortion and first-frame pose, from the first
+        exported episode (x2/recorded/camera_lenses.py): asked once, before `written` hands that episode over."""
+        if self._lenses is None:
+            self._lenses = {c: _lens_json(lens) for c, lens in
+                            camera_lenses(self.first_episode, cameras, sizes).items()}
+        return self._lenses
 
     def written(self) -> Iterator[SourceEpisode]:
         """The episodes in export order, each read (and checked) when its turn comes and closed once the
@@ -312,3 +322,13 @@ def names_for(names: Sequence[str], shape: tuple[int, ...]) -> tuple[str, ...]:
 def names_by_column(ep: Episode, names: Mapping[str, Sequence[str]]) -> dict[str, tuple[str, ...]]:
     """Per column of `ep` the manifest names it carries (`ExportSources.column_names`)."""
     return {path: names_for(n, ep.dataset(path).shape) for path, n in names.items() if path in ep}
+
+
+def _lens_json(lens: CameraLens) -> dict[str, Json]:
+    out: dict[str, Json] = {"height": lens["height"], "width": lens["width"], "fovy_deg": lens["fovy_deg"],
+                            "K": [list(row) for row in lens["K"]]}
+    if "distortion" in lens:
+        out["distortion"] = list(lens["distortion"])
+    if "pose" in lens:
+        out["body"], out["pose"], out["poses"] = lens["body"], [list(row) for row in lens["pose"]], lens["poses"]
+    return out

@@ -49,6 +49,7 @@ from zarr.types import AnyArray
 
 from x2.base.errors import ExportError
 from x2.export.episode_arrays import EpisodeArrays, camera_batches, check_row_layout, read_episode, row_layout
+from x2.export.provenance import Json
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
 from x2.export.sources import ExportSources, Sizing, run_export
 from x2.files.staging import clear_leftovers, staged
@@ -128,8 +129,10 @@ def _export(sources: ExportSources, options: ZarrOptions, progress: ProgressCall
     target = sources.target
     sizes = sources.image_sizes
     total = sources.frames
+    lenses: dict[str, Json] = {"camera_lenses": sources.camera_lenses(sources.cameras, sizes)} \
+        if sources.cameras else {}
     meta = sources.provenance(format=f"diffusion_policy replay buffer (zarr {options.zarr_format})",
-                              cameras={c: str(s) for c, s in sizes.items()})
+                              cameras={c: str(s) for c, s in sizes.items()}, **lenses)
     tracker = ProgressTracker(progress, len(sources.records), total)
     with staged(target, sources.request.overwrite) as tmp:
         build = _build_dir(target, tmp, options.zip)
@@ -220,7 +223,8 @@ def _fill(root: zarr.Group, sources: ExportSources, sizes: dict[str, ImageSize],
 
 
 def _low_dim(arrays: EpisodeArrays) -> dict[str, npt.NDArray[np.generic]]:
-    return {**arrays.low_dim, "mujoco_state": arrays.states}
+    # (a real recording has no simulator state: its export has no mujoco_state)
+    return {**arrays.low_dim} if arrays.states is None else {**arrays.low_dim, "mujoco_state": arrays.states}
 
 
 def _create_arrays(writer: _Writer, arrays: EpisodeArrays, cameras: Sequence[str],

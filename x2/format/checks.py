@@ -25,6 +25,7 @@ from x2.format.names import (
     MASTER_SEED_ATTR,
     MODEL_XML_ATTR,
     PARENT_EPISODE_ATTR,
+    REAL_SOURCE,
     RESERVED_ATTRS,
     ROBOT_ATTR,
     SCENE_VARIANT_ATTR,
@@ -109,16 +110,21 @@ def root_attrs(index: int, start: EpisodeStart, manifest: Manifest, where: objec
              MASTER_SEED_ATTR: None if start.master_seed is None else int(start.master_seed),
              SLOT_ATTR: None if start.slot is None else int(start.slot), CALIBRATION_ATTR: start.calibration}
     root.update({k: v for k, v in given.items() if v is not None})
+    if start.source == REAL_SOURCE:  # a real recording has no world: no model_xml, not even an empty one
+        del root[MODEL_XML_ATTR]
     return {k: attr_value(v, f"{where}: attrs/{k}") for k, v in root.items()}
 
 
-def check_shapes(shapes: Mapping[str, Any], where: object) -> dict[str, tuple[int, ...]]:
-    """Per-row shapes of one episode's streams: ``TICK_STREAMS`` names, and ``images/<cam>`` as (H, W, 3)."""
+def check_shapes(shapes: Mapping[str, Any], where: object, real: bool = False) -> dict[str, tuple[int, ...]]:
+    """Per-row shapes of one episode's streams: ``TICK_STREAMS`` names, and ``images/<cam>`` as (H, W, 3). A real
+    recording (`real`) has no simulator state but its measured joints (qpos)."""
     out = {key: tuple(int(n) for n in shape) for key, shape in shapes.items()}
-    for required in ("action", "state"):
-        if required not in out:
-            raise DatasetError(f"{where}: {required}: found missing; "
-                               "allowed: every tick has timestamp, action and state")
+    required, allowed = (("action", "qpos"), "action and qpos") if real else (("action", "state"), "action and state")
+    for name in required:
+        if name not in out:
+            raise DatasetError(f"{where}: {name}: found missing; allowed: every tick has timestamp, {allowed}")
+    if real and "state" in out:
+        raise DatasetError(f"{where}: state: found given for a real recording; allowed: none (no simulator state)")
     for key, shape in out.items():
         if key.startswith(IMAGE_STREAM_PREFIX):
             safe_name(key.removeprefix(IMAGE_STREAM_PREFIX), "images", where)

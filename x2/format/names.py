@@ -15,7 +15,10 @@ Array = npt.NDArray[Any]  # a stream, label or device array of any dtype
 FORMAT_VERSION = "x2/2"
 FORMAT_VERSION_WITHOUT_WORLDS = "x2/1"  # an older x2's: its episodes cannot rebuild their worlds
 POLICY_SOURCE = "policy"  # an x2 eval rollout's source
-SOURCES = ("teleop", "synth", "augment", "scripted", POLICY_SOURCE)
+# a real robot's recording read in (`x2 import lerobot`): no world, no simulator state, no labels; its measured
+# joints in /observations/qpos and where it came from in the root attr `recording` (docs/format.md)
+REAL_SOURCE = "real"
+SOURCES = ("teleop", "synth", "augment", "scripted", POLICY_SOURCE, REAL_SOURCE)
 
 # ---- the dataset folder ------------------------------------------------------------------------------
 MANIFEST_FILE = "manifest.json"  # dataset-level facts, written once
@@ -80,7 +83,13 @@ ENVELOPE = "augmentation/envelope"  # (N, 7) float64: an augmented episode's swe
 # only in the files of worlds that carry images (objects made from textured meshes): other files have no such group
 TEXTURES = "textures"
 REQUIRED_DATASETS = (TIMESTAMPS, ACTION, STATES)
+REAL_REQUIRED_DATASETS = (TIMESTAMPS, ACTION, QPOS)  # a real recording's: its measured joints instead of states
 UNTIMED_GROUPS = (DAG, DEVICE, AUGMENTATION, TEXTURES)  # per-episode constants, not one row per tick
+
+
+def required_datasets(source: object) -> tuple[str, ...]:
+    """The datasets every episode of `source` has: a simulated one its states, a real recording its measured joints."""
+    return REAL_REQUIRED_DATASETS if source == REAL_SOURCE else REQUIRED_DATASETS
 
 
 def image_path(camera: str) -> str:
@@ -132,6 +141,9 @@ RESET_ROLES_ATTR = "reset_roles"  # the object each role was bound to, JSON {rol
 # an evaluated policy's rollout (source "policy"): JSON {"kind", "identity", "digest", "url", "privileged",
 # "chunk_exec", "ended", "fault"}: which policy drove it and how the policy ended it, when it did
 POLICY_ATTR = "policy"
+# a real recording's origin (source "real"), JSON {"format", "path", "episode_index", "fps", "features", "table",
+# "timing": {"gaps", "irregular", ...}, "cameras"}: what was read from where, the unit table used, the gaps found
+RECORDING_ATTR = "recording"
 # the twin calibration the robot was named with (ROBOT@NAME, x2/envspec/calibration.py), JSON {"name", "digest"};
 # absent when none
 CALIBRATION_ATTR = "calibration"
@@ -142,7 +154,7 @@ ROOT_ATTRS = (
     MAX_PENETRATION_ATTR, OBJECT_NAMES_ATTR, AUGMENTATION_ATTR, MERGED_FROM_ATTR, FILTERED_FROM_ATTR,
     REJECTED_ATTR, REJECTION_REASON_ATTR, REJECTION_DETAIL_ATTR, TELEOP_END_ATTR, DEVICE_ATTR,
     SAFETY_CLAMPED_ATTR, SAFETY_REJECTED_ATTR, SYNTHESIS_ATTR, RESET_LOOK_ATTR, RESET_EMBODIMENT_ATTR,
-    RESET_ROLES_ATTR, POLICY_ATTR, CALIBRATION_ATTR,
+    RESET_ROLES_ATTR, POLICY_ATTR, RECORDING_ATTR, CALIBRATION_ATTR,
 )
 NAMES_ATTR = "names"  # attr of action, qpos, qvel, object_poses: one name per column or row
 

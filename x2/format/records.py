@@ -160,7 +160,7 @@ class Tick:
 
     timestamp: float
     action: Array
-    state: Array
+    state: Array | None  # MuJoCo's integration state; None in a real recording (source "real"), which has none
     qpos: Array | None = None
     qvel: Array | None = None
     ee_pose: Array | None = None

@@ -62,12 +62,15 @@ def recorded_env(ep: Episode) -> EnvSpec:
 
 
 def _world_record(ep: Episode) -> tuple[dict[str, Any], EnvSpec]:
+    ep.refuse_real("this command")
     record = _json(ep, fmt.WORLD_ATTR)
     return record, env_from_record(record, f"{ep.path}: {fmt.WORLD_ATTR}")
 
 
 def open_world(ep: Episode) -> RecordedWorld:
-    """The episode's world, compiled from the file. Raises DatasetError naming what is missing."""
+    """The episode's world, compiled from the file. Raises DatasetError naming what is missing (a real recording:
+    that it has no world)."""
+    ep.refuse_real("this command")
     xml = ep.attrs.get(fmt.MODEL_XML_ATTR)
     if not isinstance(xml, str) or not xml.strip():
         raise DatasetError(f"{ep.path}: model_xml: found none; allowed: the compiled world as MJCF text")

@@ -29,6 +29,7 @@ class MemoryRecorder:
     def append(self, tick: Tick) -> None:
         # The loop hands over fresh arrays every tick (copies from the simulator), so no copy here.
         if tick.qpos is None:  # a tick of its state alone: recorded as append_state records it
+            assert tick.state is not None  # (the loop's ticks always carry the simulator's state)
             self.append_state(tick.timestamp, tick.action, tick.state, tick.lateness_ms)
             return
         for name in _COLUMNS:

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol, TypedDict
+from typing import NotRequired, Protocol, TypedDict
 
 import numpy as np
 
@@ -75,9 +75,12 @@ class Intrinsics(TypedDict):
     """A camera's pinhole at one picture size, as stored with its image stream (attrs in this order)."""
 
     fovy_deg: float  # vertical field of view
-    intrinsics: Floats  # 3x3: square pixels, the principal point at the image centre
+    # 3x3 K at this size: a calibrated camera's own (x2 calibrate camera: OpenCV's pixel convention, the first
+    # pixel's centre at 0, 0), else square pixels with the principal point at the image centre (`pinhole`)
+    intrinsics: Floats
     height: int
     width: int
+    distortion: NotRequired[Floats]  # (8,) OpenCV's k1 k2 p1 p2 k3 k4 k5 k6, only for a calibrated lens that has it
 
 
 def pinhole(fovy_deg: float, height: int, width: int) -> Floats:

@@ -35,6 +35,7 @@ from x2.sim.mujoco.calibrated import latency_ticks
 from x2.sim.mujoco.compiled import Compiled, compiled
 from x2.sim.mujoco.embodiment import jittered_world, mounted, sample_embodiment
 from x2.sim.mujoco.jaw import world_jaw
+from x2.sim.mujoco.lens import camera_matrix, distortion
 from x2.sim.mujoco.look import restyled_world, sample_look
 from x2.sim.mujoco.renderer import MujocoRenderer, world_cameras
 from x2.sim.mujoco.state import STATE_SPEC
@@ -450,7 +451,11 @@ class MujocoBackend:
         ext = np.eye(4)
         ext[:3, :3] = self.data.cam_xmat[cid].reshape(3, 3)
         ext[:3, 3] = self.data.cam_xpos[cid]
-        return CameraInfo(camera, width, height, fovy, pinhole(fovy, height, width), ext)
+        # a camera calibrated by `x2 calibrate camera` has its own K and maybe a lens (x2/sim/mujoco/lens.py)
+        k = camera_matrix(self.model, cid, ImageSize(height, width))
+        lens = distortion(self.model, cid)
+        return CameraInfo(camera, width, height, fovy, pinhole(fovy, height, width) if k is None else k, ext,
+                          {} if lens is None else {"distortion": lens})
 
     @property
     def cameras(self) -> WorldCameras:

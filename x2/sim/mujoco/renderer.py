@@ -14,8 +14,9 @@ from types import TracebackType
 import mujoco
 import numpy as np
 
-from x2.base.arrays import Floats, Image
+from x2.base.arrays import Bools, Floats, Image
 from x2.sim.camera import CameraError, FreeCamera, ImageSize, Intrinsics, Viewpoint, WorldCameras, pinhole
+from x2.sim.mujoco.lens import DistortedView, camera_matrix, distortion
 from x2.sim.mujoco.state import STATE_SPEC, state_size
 
 
@@ -42,6 +43,9 @@ class MujocoRenderer:
         self.state_size = state_size(model)
         self.description = f"mujoco {mujoco.__version__}"
         self._renderer = mujoco.Renderer(model, height=size.height, width=size.width)
+        # cameras with a calibrated, distorting lens are drawn wider and remapped (x2/sim/mujoco/lens.py)
+        self._lenses = {c: DistortedView(model, i, size) for c, i in self._ids.items()
+                        if distortion(model, i) is not None}
 
     @classmethod
     def of_xml(cls, model_xml: str, cameras: Sequence[str], size: ImageSize,
@@ -58,9 +62,26 @@ class MujocoRenderer:
 
     def render(self, camera: str) -> Image:
         """The camera's picture of the state last set: (H, W, 3) uint8, a fresh array."""
+        lens = self._lenses.get(camera)
+        if lens is not None:
+            return lens.render(self.data)
         self._renderer.update_scene(self.data, camera=self._ids[camera])
         image: Image = self._renderer.render()
         return image
+
+    def silhouette(self, camera: str) -> Bools:
+        """(H, W) where the camera sees a geom of the state last set (MuJoCo's segmentation rendering; through the
+        camera's lens): the outline `x2 calibrate camera --frame` draws over a real picture."""
+        lens = self._lenses.get(camera)
+        if lens is not None:
+            return lens.silhouette(self.data)
+        self._renderer.enable_segmentation_rendering()
+        try:
+            self._renderer.update_scene(self.data, camera=self._ids[camera])
+            mask: Bools = self._renderer.render()[..., 0] >= 0
+        finally:
+            self._renderer.disable_segmentation_rendering()
+        return mask
 
     def render_free(self, view: FreeCamera) -> tuple[Image, Viewpoint]:
         """The picture of the state last set from a free camera, and where the renderer placed that camera."""
@@ -96,10 +117,17 @@ class MujocoRenderer:
         return self.data.cam_xpos[cid].copy(), self.data.cam_xmat[cid].reshape(3, 3).copy()
 
     def intrinsics(self, camera: str) -> Intrinsics:
-        """Pinhole intrinsics at this size, as stored with the image stream."""
-        fovy = float(self.model.cam_fovy[self._ids[camera]])
-        return {"fovy_deg": fovy, "intrinsics": pinhole(fovy, self.size.height, self.size.width),
-                "height": self.size.height, "width": self.size.width}
+        """Intrinsics at this size, as stored with the image stream: a calibrated camera's K (and its distortion,
+        when it has one), else the pinhole of its field of view."""
+        cid = self._ids[camera]
+        fovy = float(self.model.cam_fovy[cid])
+        k = camera_matrix(self.model, cid, self.size)
+        out: Intrinsics = {"fovy_deg": fovy, "intrinsics": pinhole(fovy, self.size.height, self.size.width) if k is None
+                           else k, "height": self.size.height, "width": self.size.width}
+        d = distortion(self.model, cid)
+        if d is not None:
+            out["distortion"] = d
+        return out
 
     def camera_body(self, camera: str) -> str:
         """The body the camera is fixed to (``world`` for a booth camera)."""
@@ -107,6 +135,8 @@ class MujocoRenderer:
 
     def close(self) -> None:
         self._renderer.close()
+        for lens in self._lenses.values():
+            lens.close()
 
     def __enter__(self) -> MujocoRenderer:
         return self

@@ -1,4 +1,5 @@
-"""`x2 calibrate dynamics`: the twin's dynamics fitted to a dataset's recordings, written as a calibration file."""
+"""`x2 calibrate dynamics`: the twin's dynamics fitted to a dataset's recordings, written as a calibration file
+(docs/calibration.md). A command of the `calibrate` group, defined with `x2 calibrate camera`."""
 
 from __future__ import annotations
 
@@ -9,16 +10,10 @@ import typer
 from rich.table import Table
 
 from x2.cli._common import console, dataset_arg
-from x2.cli.group_class import typer_group
+from x2.cli.calibrate_camera import app
 from x2.cli.options import DatasetArg
 from x2.cli.progress import progress
 from x2.recorded.dynamics import calibrate_dynamics
-
-app = typer_group(
-    "calibrate", "Calibrate the twin to your robot (twin calibration: specs/calibrations/<name>.yaml).",
-    "  x2 calibrate dynamics --robot aloha data/lab_recordings --name lab1\n\n"
-    "  x2 collect waypoints --robot aloha@lab1 -n 2",
-)
 
 
 @app.command("dynamics")
