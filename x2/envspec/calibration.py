@@ -105,7 +105,7 @@ def base_robot_name(name: str) -> str:
     return split_name(name)[0].split("+", 1)[0]
 
 
-def calibrated(robot: RobotSpec, name: str) -> RobotSpec:
+def with_twin_calibration(robot: RobotSpec, name: str) -> RobotSpec:
     """`robot` with the calibration `name` applied (its name then says so: aloha@lab1). A calibration of
     another robot, or naming an arm or joint the robot lacks, is refused at its file and line."""
     path, frag, spec, digest = read_calibration(name)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from x2.base.errors import NotFoundError, SpecError
 from x2.envspec import catalog, vendor
-from x2.envspec.calibration import calibrated, split_name
+from x2.envspec.calibration import split_name, with_twin_calibration
 from x2.envspec.env import (
     ArmPart,
     ArmSpec,
@@ -231,4 +231,4 @@ def load_robot(name: str, gripper: str | None = None, calibration: str | None = 
     info = compile_robot(frag, path, gripper)
     if calibration is None:
         return info
-    return replace(info, model=calibrated(info.model, calibration))
+    return replace(info, model=with_twin_calibration(info.model, calibration))
