@@ -124,6 +124,42 @@ def record(work: Path, episodes: int, seconds: float) -> Path:
     return path
 
 
+def aloha_layout(dataset: Path, root: Path) -> Path:
+    """The x2 episodes of `dataset` as a LeRobot dataset in LeRobot's ALOHA layout (LeRobot's writer): `action`
+    as commanded, `observation.state` the measured arm joints and each gripper's opening 0..1."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    from x2 import format as fmt
+    from x2.datasets import Dataset
+
+    robot = load_env(None, robot="aloha").robot
+    g = robot.gripper
+    names = list(robot.action_names)
+    features = {"action": {"dtype": "float32", "shape": (14,), "names": names},
+                "observation.state": {"dtype": "float32", "shape": (14,), "names": names}}
+    out = LeRobotDataset.create("x2/bench-truth", fps=30, features=features, root=root, robot_type="aloha",
+                                use_videos=False)
+    ds = Dataset.open(dataset)
+    for rec in ds.episodes():
+        with ds.load(rec.index) as ep:
+            action = np.asarray(ep[fmt.ACTION], dtype=np.float32)
+            qpos = np.asarray(ep[fmt.QPOS], dtype=np.float64)
+            qnames = [str(n) for n in ep.dataset_attrs(fmt.QPOS)["names"]]
+        state = np.empty_like(action)
+        for i, name in enumerate(names):
+            if name.endswith("_gripper"):
+                finger = qpos[:, qnames.index(name.replace("_gripper", "_finger_a"))]
+                state[:, i] = (finger - g.closed_ctrl) / (g.open_ctrl - g.closed_ctrl)
+            else:
+                state[:, i] = qpos[:, qnames.index(name)]
+        for t in range(len(action)):
+            out.add_frame({"action": action[t], "observation.state": state[t], "task": "move"})
+        out.save_episode()
+    ds.close()
+    out.finalize()
+    return root
+
+
 # ----- b. gym-aloha's own ALOHA model, stepped by plain MuJoCo, recorded with LeRobot's writer -----------------
 GYM_FILE = "gym_aloha/assets/bimanual_viperx_transfer_cube.xml"
 GYM_FPS = 50  # gym-aloha's control rate (its DT = 0.02 s), LeRobot's ALOHA datasets' fps
@@ -255,9 +291,11 @@ def main() -> None:
     dataset = record(args.out, args.episodes, args.seconds)
     print(f"recorded {args.episodes} x {args.seconds:g} s in {time.perf_counter() - t0:.1f} s: {dataset}")
     if args.via_lerobot:
-        x2 = [sys.executable, "-m", "x2"]
-        subprocess.run([*x2, "export", "lerobot", str(dataset), "--out", str(args.out / "lerobot")], check=True)
-        subprocess.run([*x2, "import", "lerobot", str(args.out / "lerobot"), "--robot", "aloha", "--dataset",
+        # (x2 export lerobot writes observation.state as the robot's 16 joint positions, fingers included; x2
+        # import lerobot reads LeRobot's ALOHA layout, 14 values with each gripper's opening 0..1: the bench
+        # writes that layout with LeRobot's own writer from the episodes' arrays)
+        root = aloha_layout(dataset, args.out / "lerobot-truth")
+        subprocess.run([sys.executable, "-m", "x2", "import", "lerobot", str(root), "--robot", "aloha", "--dataset",
                         str(args.out / "data" / "imported")], check=True)
         dataset = args.out / "data" / "imported"
     # c.: one replay of every trajectory (x2's own backend, the whole world) against the fit
