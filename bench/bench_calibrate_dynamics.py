@@ -2,6 +2,7 @@
 
   python bench/bench_calibrate_dynamics.py truth --out /tmp/cal   # a., c.
   python bench/bench_calibrate_dynamics.py truth --out /tmp/cal --episodes 4 --seconds 3   # a quick look
+  python bench/bench_calibrate_dynamics.py gym --out /tmp/gym   # b.
 
 `truth`: a twin with known perturbed parameters (ALOHA's servo gains +-30 % per joint with kv scaled alike, joint
 damping x2, friction loss x3, a 2-tick command latency) written as the calibration file `aloha-truth`, records
@@ -10,8 +11,12 @@ poses of a free-space box in front of the robot) through x2's own loop and backe
 twin `aloha` (uncalibrated) is then calibrated to that dataset with `x2 calibrate dynamics`'s library call, and
 the bench prints every parameter against the truth, the held-out TCP error before and after, and the fit's cost
 (wall time, simulated steps) against one replay of the same trajectories (c.: run with `taskset -c 0,1`).
-With `--via-lerobot`, the dataset goes out through `x2 export lerobot` and back through `x2 import lerobot`
-first (when this x2 has it).
+With `--via-lerobot`, the episodes go out as a LeRobot dataset in LeRobot's ALOHA layout (LeRobot's writer: x2's
+own exporter writes the robot's 16 joint positions, which the importer's aloha table does not take) and come
+back through `x2 import lerobot` first.
+
+`gym`: gym-aloha's own ALOHA model stepped by plain MuJoCo with the same kind of trajectories, recorded with
+LeRobot's writer in LeRobot's ALOHA layout, imported with `x2 import lerobot`, and x2's `aloha` calibrated to it.
 """
 
 from __future__ import annotations
@@ -223,40 +228,18 @@ def gym_recordings(work: Path, episodes: int, seconds: float) -> Path:
     return root
 
 
-def gym_direct(root: Path) -> list:
-    """The LeRobot dataset's episodes read back as recordings (what x2 import lerobot makes of them, until this
-    x2 has it): measured observation.state and commanded action under the action's names."""
-    from lerobot.datasets.lerobot_dataset import LeRobotDataset
-
-    from x2.sim.mujoco.dynamics_fit import Recording
-
-    ds = LeRobotDataset("x2/bench-gym-aloha", root=root)
-    names = tuple(ds.features["action"]["names"])
-    out = []
-    episodes = np.asarray(ds.hf_dataset["episode_index"])
-    action = np.asarray(ds.hf_dataset["action"], dtype=np.float64)
-    state = np.asarray(ds.hf_dataset["observation.state"], dtype=np.float64)
-    for e in sorted(set(episodes.tolist())):
-        rows = episodes == e
-        out.append(Recording(int(e), action[rows], names, state[rows], 1.0 / ds.fps))
-    return out
-
-
 def gym(args: argparse.Namespace) -> None:
-    from x2.recorded.dynamics import split_episodes
-    from x2.sim.mujoco.dynamics_fit import fit_dynamics
-
     t0 = time.perf_counter()
     root = gym_recordings(args.out, args.episodes, args.seconds)
     print(f"recorded {args.episodes} x {args.seconds:g} s in gym-aloha's model in {time.perf_counter() - t0:.1f} s: "
           f"{root}")
-    recs = gym_direct(root)
-    fitted, held = split_episodes([r.episode for r in recs], 0.2, 0)
-    env = load_env(None, robot="aloha")
+    dataset = args.out / "data" / "gym"
+    subprocess.run([sys.executable, "-m", "x2", "import", "lerobot", str(root), "--robot", "aloha", "--dataset",
+                    str(dataset)], check=True)
     t0 = time.perf_counter()
-    result = fit_dynamics(env.robot, env.robot.action_names, env.booth.timestep, env.substeps,
-                          [recs[i] for i in fitted], [recs[i] for i in held],
-                          lambda m: print(f"  {m}", flush=True), args.iterations)
+    run = calibrate_dynamics(dataset, "aloha", 0.2, "aloha-gym", 0, lambda m: print(f"  {m}", flush=True),
+                             args.iterations)
+    result = run.result
     print(f"fit: {time.perf_counter() - t0:.1f} s, {result.steps} steps; latency {result.latency_ticks} ticks")
     for p in result.params:
         print(f"  {p.name:34s} nominal {p.nominal:9.4g} fitted {p.value:9.4g} +- {p.interval:.2g}")
@@ -269,6 +252,7 @@ def gym(args: argparse.Namespace) -> None:
         for a, arm in enumerate(("left", "right")):
             v = np.concatenate(e.tcp[a * n:(a + 1) * n]) * 1000
             print(f"  {arm}: median {np.median(v):.3f} mm, p95 {np.percentile(v, 95):.3f} mm")
+    print(f"report: {run.report}, {run.picture}")
 
 
 def main() -> None:
