@@ -135,6 +135,7 @@ MISSING = "/nonexistent/x2-dataset"
 BAD_DATASET = {
     ("label",): ["label", "0", "-d", MISSING],
     ("replay",): ["replay", "0", "-d", MISSING],
+    ("calibrate", "dynamics"): ["calibrate", "dynamics", MISSING, "--robot", "aloha"],
     ("render",): ["render", MISSING],
     ("augment", "replay"): ["augment", "replay", MISSING],
     ("datasets", "info"): ["datasets", "info", MISSING],

@@ -35,7 +35,8 @@ GENERIC = {fmt.TIMESTAMPS, fmt.ACTION, fmt.STATES, fmt.OBSERVATIONS, fmt.LABELS,
            fmt.INSTRUCTION_ATTR, fmt.VERSIONS_ATTR, fmt.DEVICE_ATTR, fmt.SLOT_ATTR, fmt.NAMES_ATTR,
            fmt.REJECTED_ATTR, fmt.EPISODE_SUFFIX, fmt.IMAGE_STREAM_PREFIX, fmt.MASTER_SEED_ATTR, fmt.INDEX_ATTR,
            fmt.ENV_ARGS_ATTR, fmt.RECORDING_ATTR, fmt.POLICY_ATTR,
-           fmt.REAL_SOURCE}  # (policy, real: also x2 eval correlate's CSV columns)
+           fmt.REAL_SOURCE, fmt.CALIBRATION_ATTR}  # (policy, real: also x2 eval correlate's CSV columns;
+# calibration: a leader arm has one too)
 # Episode reads: ep[NAME] (a read, not a write into another format's attrs), NAME in ep,
 # ep.<method>(NAME) for the reader's methods, attrs.get(NAME).
 _READERS = {"dataset", "numeric", "json_attr", "dataset_attrs", "text", "_attr"}

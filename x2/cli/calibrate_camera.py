@@ -13,7 +13,9 @@ from x2.cli._common import console
 from x2.cli.group_class import typer_group
 
 app = typer_group(
-    "calibrate", "Make x2's twin your robot: its cameras from your calibration files.",
+    "calibrate", "Make x2's twin your robot: its dynamics fitted to your recordings, its cameras from your "
+    "calibration files.",
+    "  x2 calibrate dynamics --robot aloha data/lab_recordings --name lab1\n\n"
     "  x2 calibrate camera --robot aloha --camera head head_camera_info.yaml --hand-eye handeye.yaml --name lab1\n\n"
     "  x2 calibrate camera --robot aloha --camera head head.yaml --name lab1 --frame real.png --state demo:3:120 "
     "--board checkerboard:9x6:0.025",

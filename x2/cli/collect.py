@@ -9,11 +9,12 @@ from rich.table import Table
 
 from x2.cli._common import console
 from x2.cli.group_class import typer_group
-from x2.cli.options import AllowEvalOpt, OutputDatasetOpt, RobotOpt, TaskOpt, VariantOpt
+from x2.cli.options import AllowEvalOpt, CalibrationOpt, OutputDatasetOpt, RobotOpt, TaskOpt, VariantOpt
 from x2.cli.progress import progress
 from x2.datasets import workspace
 from x2.envspec import load_env
 from x2.envspec.held_out import refuse_eval_run
+from x2.envspec.task import robot_with_calibration
 from x2.rollout import RealTimeClock, Rollout, open_dataset
 from x2.rollout.episodes import record_scripted
 from x2.sim import make_backend
@@ -32,6 +33,7 @@ app = typer_group(
 def waypoints(
     task: TaskOpt = "fruit_in_microwave",
     robot: RobotOpt = None,
+    calibration: CalibrationOpt = None,
     episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="episodes to record")] = 2,
     seed: Annotated[int, typer.Option("--seed", help="master seed; episode i's seed derives from it")] = 0,
     dataset: OutputDatasetOpt = None,
@@ -44,7 +46,7 @@ def waypoints(
 
     Example: [cyan]x2 collect waypoints --task fruit_in_microwave -n 3[/cyan]
     """
-    env = load_env(task, robot=robot, variant=variant)
+    env = load_env(task, robot=robot_with_calibration(robot, task, calibration), variant=variant)
     refuse_eval_run(env, seed, allow_eval)
     backend = make_backend(env)
     path = workspace.resolve_output(dataset, default_name=env.dataset_name)

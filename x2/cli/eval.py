@@ -15,9 +15,10 @@ from rich.table import Table
 from x2.base.errors import PolicyError
 from x2.cli._common import console
 from x2.cli.group_class import X2Group
-from x2.cli.options import CpusPerWorkerOpt, RayOpt, RobotOpt, ray_target
+from x2.cli.options import CalibrationOpt, CpusPerWorkerOpt, RayOpt, RobotOpt, ray_target
 from x2.cli.progress import progress
 from x2.datasets import workspace
+from x2.envspec.task import robot_with_calibration
 from x2.eval.evaluate import REPORT_JSON, REPORT_PNG, EvalConfig, evaluate, write_report
 from x2.eval.runner import EvalProgress
 from x2.eval.seeds import SplitPlan
@@ -39,6 +40,7 @@ def eval_command(
     n: Annotated[int, typer.Option("-n", "--episodes", min=1, help="episodes per split")] = 10,
     split: Annotated[str, typer.Option("--split", help="train (in-distribution), eval (held out) or both")] = "both",
     robot: RobotOpt = None,
+    calibration: CalibrationOpt = None,
     variant: Annotated[str | None, typer.Option("--variant", help="scene variant (default: the scene's first of "
                                                 "the split)", show_default=False)] = None,
     seed: Annotated[int, typer.Option("--seed", help="master seed; episode k is its slot k (eval adds 2^31)")] = 1,
@@ -102,8 +104,9 @@ def eval_command(
         raise PolicyError(f"--split: found {split!r}; allowed: train, eval or both")
     shape = ImageSize.parse(size)
     config = EvalConfig(
-        task=task, policy=policy, n=n, splits=("train", "eval") if split == "both" else (split,), robot=robot,
-        variant=variant, seed=seed, workers=workers if ray else workers or os.cpu_count() or 1,
+        task=task, policy=policy, n=n, splits=("train", "eval") if split == "both" else (split,),
+        robot=robot_with_calibration(robot, task, calibration), variant=variant, seed=seed,
+        workers=workers if ray else workers or os.cpu_count() or 1,
         ray=ray_target(ray, cpus_per_worker),
         train_datasets=tuple(workspace.resolve_dataset(d) for d in train_dataset or ()),
         cameras={c: (shape.height, shape.width) for c in parse_cameras(cameras) or ()},

@@ -26,6 +26,10 @@ OutputDatasetOpt = Annotated[str | None, typer.Option(
 TaskOpt = Annotated[str, typer.Option("--task", "-t", help="Task name or path to a task YAML.")]
 RobotOpt = Annotated[str | None, typer.Option("--robot", "-r", help="Robot (default: the task's).",
                                               show_default=False)]
+# A twin calibration (specs/calibrations/<name>.yaml, docs/calibration.md) for the robot: the same as ROBOT@NAME.
+CalibrationOpt = Annotated[str | None, typer.Option(
+    "--calibration", help="twin calibration NAME (specs/calibrations/NAME.yaml) or path: the same as --robot "
+    "ROBOT@NAME", show_default=False)]
 VariantOpt = Annotated[str, typer.Option("--variant", help="Scene variant.")]
 AllowEvalOpt = Annotated[bool, typer.Option(
     "--allow-eval", help="Allow a configuration held out for evaluation (an eval scene variant or seed).")]

@@ -11,6 +11,7 @@ from rich.table import Table
 from x2.cli._common import console
 from x2.cli.options import (
     AllowEvalOpt,
+    CalibrationOpt,
     CpusPerWorkerOpt,
     GripperOpt,
     OutputDatasetOpt,
@@ -22,6 +23,7 @@ from x2.cli.options import (
 )
 from x2.cli.progress import progress
 from x2.datasets import workspace
+from x2.envspec.task import robot_with_calibration
 from x2.format import SYNTH_REPORT_FILE
 from x2.processes.pool import RayTarget
 from x2.synth.options import SessionOptions
@@ -35,6 +37,7 @@ def synth(
     n: Annotated[int, typer.Option("-n", "--num-demos", min=1,
                                    help="accepted demonstrations to produce")] = SynthConfig.n,
     robot: RobotOpt = SessionOptions.robot,
+    calibration: CalibrationOpt = None,
     gripper: GripperOpt = SessionOptions.gripper,
     workers: Annotated[int | None, typer.Option("--workers", "-w", min=1, help="worker processes "
                                                 "(default: the number of cores; with --ray, as many as the "
@@ -75,7 +78,8 @@ def synth(
 
     On a Ray cluster: [cyan]x2 synth --task pick_place -n 1000 --ray auto[/cyan]
     """
-    session = SessionOptions(task=task, robot=robot, gripper=gripper, variant=variant, sequential=sequential,
+    session = SessionOptions(task=task, robot=robot_with_calibration(robot, task, calibration), gripper=gripper,
+                             variant=variant, sequential=sequential,
                              grasp_variety=grasp_variety)
     config = SynthConfig(session, n=n, workers=workers, seed=seed, max_attempts=max_attempts, keep_failed=keep_failed,
                          allow_eval=allow_eval, ray=ray_target(ray, cpus_per_worker))

@@ -13,8 +13,9 @@ from rich.prompt import Prompt
 from rich.table import Table
 
 from x2.cli._common import console
-from x2.cli.options import AllowEvalOpt, OutputDatasetOpt
+from x2.cli.options import AllowEvalOpt, CalibrationOpt, OutputDatasetOpt
 from x2.devices import EXAMPLES
+from x2.envspec.task import robot_with_calibration
 from x2.teleop import EpisodeSummary, panel
 from x2.teleop.run import TeleopRequest, TeleopRun, keymap
 
@@ -26,6 +27,7 @@ def _ask_task(choices: Sequence[str], default: str) -> str:
 def teleop(
     robot: Annotated[str | None, typer.Option("--robot", "-r", help="robot to drive (default: the replayed "
                                               "episode's, the task's, else artixon-g)")] = None,
+    calibration: CalibrationOpt = None,
     task: Annotated[str | None, typer.Option("--task", "-t", help="task (default: asked, or the robot's "
                                              "reference task)")] = None,
     device: Annotated[str, typer.Option("--device", "-D", help=f"input device: {', '.join(EXAMPLES)}")] = "keyboard",
@@ -70,7 +72,8 @@ def teleop(
       [cyan]x2 collect teleop --device playback:data/fruit_in_microwave/episodes/episode_000003.h5 -n 1[/cyan]
       (replays that episode's device stream, or its actions as a leader arm, in its own scene)
     """
-    request = TeleopRequest(device=device, robot=robot, task=task, dataset=dataset, variant=variant, seed=seed,
+    request = TeleopRequest(device=device, robot=robot_with_calibration(robot, task, calibration), task=task,
+                            dataset=dataset, variant=variant, seed=seed,
                             episodes=episodes, max_seconds=max_seconds, success_hold_s=success_hold, keys=keys,
                             preview=console.is_terminal if preview is None else preview,
                             preview_camera=preview_camera, allow_eval=allow_eval)

@@ -163,6 +163,31 @@ class CameraJitter:
 
 
 @dataclass(frozen=True)
+class JointDynamics:
+    """One joint's dynamics in a twin calibration (x2/envspec/calibration.py); None: the robot's own value."""
+
+    joint: str  # x2's joint name (left_waist); its servo is the actuator of the same arm slot
+    kp: float | None = None  # position servo stiffness, N m / rad
+    kv: float | None = None  # position servo damping, N m s / rad
+    damping: float | None = None  # joint damping, N m s / rad
+    armature: float | None = None  # reflected rotor inertia, kg m^2
+    frictionloss: float | None = None  # dry friction, N m
+
+
+@dataclass(frozen=True)
+class TwinCalibration:
+    """A twin calibration file applied to a robot (`aloha@lab1`): what makes x2's twin the lab's robot. The
+    values go into the world's MJCF (x2/sim/mujoco/calibrated.py); the latency into the world too, as the custom
+    numeric `x2_latency_ticks` the backend reads."""
+
+    name: str
+    digest: str  # sha256 of the calibration file's bytes
+    latency_ticks: int = 0  # commands are applied this many control ticks late
+    joints: tuple[JointDynamics, ...] = ()
+    gravcomp: tuple[tuple[str, float], ...] = ()  # (arm, share of gravity the arm's bodies are compensated for)
+
+
+@dataclass(frozen=True)
 class RobotSpec:
     name: str
     mjcf: Path  # body description: torso + arms, flange sites "<arm>_flange"
@@ -175,6 +200,7 @@ class RobotSpec:
     # m, +-: the table's height relative to the mount, drawn per reset where the scene lists `table_height`
     # (0: never drawn); realised by moving the mount (x2/sim/mujoco/embodiment.py)
     table_height_jitter: float = 0.0
+    calibration: TwinCalibration | None = None  # the twin calibration the robot was named with (ROBOT@NAME)
 
     @property
     def action(self) -> ActionLayout:

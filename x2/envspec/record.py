@@ -45,6 +45,7 @@ from x2.envspec.env import (
     SkillBinding,
     SurfaceLook,
     TaskSpec,
+    TwinCalibration,
 )
 from x2.envspec.record_types import check_types
 from x2.tasks.predicates import PREDICATES
@@ -136,6 +137,9 @@ def robot_record(robot: RobotSpec) -> dict[str, object]:
     }
     if robot.base is not None:  # (absent for a fixed robot: its records stay as they were)
         record["base"] = {f.name: _plain(getattr(robot.base, f.name)) for f in fields(MobileBaseSpec)}
+    if robot.calibration is not None:  # (likewise: the twin calibration by name and digest, its values are the XML's)
+        record["calibration"] = {"name": robot.calibration.name, "digest": robot.calibration.digest,
+                                 "latency_ticks": robot.calibration.latency_ticks}
     return record
 
 
@@ -222,7 +226,10 @@ def env_from_record(record: Mapping[str, Any], where: str = "world") -> EnvSpec:
             cameras=tuple(r["cameras"]), base_pos=tuple(r["base_pos"]),
             base=MobileBaseSpec(**{k: _tuple(v) for k, v in r["base"].items()}) if "base" in r else None,
             camera_jitter=tuple(CameraJitter(**j) for j in r.get("camera_jitter", [])),
-            table_height_jitter=float(r.get("table_height_jitter", 0.0)))
+            table_height_jitter=float(r.get("table_height_jitter", 0.0)),
+            calibration=None if "calibration" not in r else TwinCalibration(
+                str(r["calibration"]["name"]), str(r["calibration"]["digest"]),
+                int(r["calibration"]["latency_ticks"])))
         booth = BoothSpec(**{k: _tuple(v) for k, v in sc["booth"].items()})
         objects = tuple(_object(o) for o in sc["objects"])
         task = None if record["task"] is None else _task(record["task"], where)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from x2.base.errors import NotFoundError
+from x2.base.errors import NotFoundError, SpecError
 from x2.envspec import catalog, vendor
+from x2.envspec.calibration import split_name, with_twin_calibration
 from x2.envspec.env import (
     ArmPart,
     ArmSpec,
@@ -215,10 +216,19 @@ def _gripper_part(frag: Fragment, key: tuple[str, ...], name: str, robot_file: P
                        linkage, p.mount_quat)
 
 
-def load_robot(name: str, gripper: str | None = None) -> RobotInfo:
+def load_robot(name: str, gripper: str | None = None, calibration: str | None = None) -> RobotInfo:
     """A robot by name or path; `NAME+GRIPPER` (the name a robot with another gripper records) is the same as
-    `gripper=GRIPPER`."""
+    `gripper=GRIPPER`, and `NAME@CALIBRATION` (a twin calibration, x2/envspec/calibration.py) the same as
+    `calibration=CALIBRATION`; both combine (aloha+G@lab1)."""
+    name, named = split_name(name)
+    if named is not None and calibration is not None and named != calibration:
+        raise SpecError(None, None, "calibration", f"{calibration!r} and {name}@{named}",
+                        "one calibration: the robot's @NAME or --calibration NAME")
+    calibration = calibration or named
     if gripper is None and "+" in name and not name.endswith((".yaml", ".yml")):
         name, gripper = name.split("+", 1)
     path, frag = catalog.load("robots", name)
-    return compile_robot(frag, path, gripper)
+    info = compile_robot(frag, path, gripper)
+    if calibration is None:
+        return info
+    return replace(info, model=with_twin_calibration(info.model, calibration))

@@ -251,6 +251,18 @@ def load_env(task: str | None, robot: str | None = None, variant: str = "default
                    task_file=None if task_path is None else task_path.stem)
 
 
+def robot_with_calibration(robot: str | None, task: str | None, calibration: str | None) -> str | None:
+    """The robot a collector runs, with `--calibration NAME` made part of its name (ROBOT@NAME: the robot given,
+    else the task's); without one, `robot` as given."""
+    if calibration is None:
+        return robot
+    base = robot or (task_robot(task) if task is not None else None)
+    if base is None:
+        raise NotFoundError(f"--calibration {calibration}: found no robot to calibrate; allowed: a --robot, or a "
+                            "task that names its robot")
+    return f"{base}@{calibration}"
+
+
 def task_robot(task: str) -> str | None:
     """The robot a task file names (`robot:`, a name or a path), without compiling anything; None when it names
     none, or when the task cannot be read (compiling it says why)."""

@@ -14,6 +14,7 @@ from x2.base.errors import DatasetError
 from x2.format.names import (
     ARM_NAMES_ATTR,
     ARM_SUBTASK_INDEX,
+    CALIBRATION_ATTR,
     COMPLETION_FRAME,
     ENV_ARGS_ATTR,
     FORMAT_ATTR,
@@ -107,7 +108,7 @@ def root_attrs(index: int, start: EpisodeStart, manifest: Manifest, where: objec
              SOURCE_ATTR: start.source, FPS_ATTR: start.fps, SIM_DT_ATTR: start.sim_dt,
              SCENE_VARIANT_ATTR: start.scene_variant, SPLIT_ATTR: start.split, VERSIONS_ATTR: start.versions,
              MASTER_SEED_ATTR: None if start.master_seed is None else int(start.master_seed),
-             SLOT_ATTR: None if start.slot is None else int(start.slot)}
+             SLOT_ATTR: None if start.slot is None else int(start.slot), CALIBRATION_ATTR: start.calibration}
     root.update({k: v for k, v in given.items() if v is not None})
     if start.source == REAL_SOURCE:  # a real recording has no world: no model_xml, not even an empty one
         del root[MODEL_XML_ATTR]

@@ -144,6 +144,9 @@ POLICY_ATTR = "policy"
 # a real recording's origin (source "real"), JSON {"format", "path", "episode_index", "fps", "features", "table",
 # "timing": {"gaps", "irregular", ...}, "cameras"}: what was read from where, the unit table used, the gaps found
 RECORDING_ATTR = "recording"
+# the twin calibration the robot was named with (ROBOT@NAME, x2/envspec/calibration.py), JSON {"name", "digest"};
+# absent when none
+CALIBRATION_ATTR = "calibration"
 ROOT_ATTRS = (
     FORMAT_ATTR, INDEX_ATTR, TASK_ATTR, INSTRUCTION_ATTR, ROBOT_ATTR, FPS_ATTR, SIM_DT_ATTR, SCENE_VARIANT_ATTR,
     SPLIT_ATTR, PARENT_EPISODE_ATTR, VERSIONS_ATTR, ENV_ARGS_ATTR, MODEL_XML_ATTR, SUCCESS_ATTR, SEED_ATTR,
@@ -151,7 +154,7 @@ ROOT_ATTRS = (
     MAX_PENETRATION_ATTR, OBJECT_NAMES_ATTR, AUGMENTATION_ATTR, MERGED_FROM_ATTR, FILTERED_FROM_ATTR,
     REJECTED_ATTR, REJECTION_REASON_ATTR, REJECTION_DETAIL_ATTR, TELEOP_END_ATTR, DEVICE_ATTR,
     SAFETY_CLAMPED_ATTR, SAFETY_REJECTED_ATTR, SYNTHESIS_ATTR, RESET_LOOK_ATTR, RESET_EMBODIMENT_ATTR,
-    RESET_ROLES_ATTR, POLICY_ATTR, RECORDING_ATTR,
+    RESET_ROLES_ATTR, POLICY_ATTR, RECORDING_ATTR, CALIBRATION_ATTR,
 )
 NAMES_ATTR = "names"  # attr of action, qpos, qvel, object_poses: one name per column or row
 

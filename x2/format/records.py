@@ -72,6 +72,7 @@ class EpisodeStart:
     versions: str | None = None
     master_seed: int | None = None
     slot: int | None = None
+    calibration: str | None = None  # JSON {"name", "digest"} of the twin calibration (None: an uncalibrated twin)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from x2.datasets import (
     TeleopEnd,
 )
 from x2.envspec.action import DEFINITION
+from x2.envspec.calibration import calibration_record
 from x2.envspec.env import EnvSpec
 from x2.envspec.held_out import config_split
 from x2.envspec.record import env_record
@@ -106,7 +107,8 @@ def episode_start(env: EnvSpec, seed: int, source: str, master_seed: int | None 
         task=env.task.name if env.task else "", robot=env.robot.name, seed=seed, source=source, fps=env.fps,
         sim_dt=env.booth.timestep, scene_variant=env.variant, split=config_split(env, master_seed),
         versions=json.dumps(versions()),
-        master_seed=master_seed, slot=None if master_seed is None else slot)
+        master_seed=master_seed, slot=None if master_seed is None else slot,
+        calibration=None if (cal := calibration_record(env.robot)) is None else json.dumps(cal, sort_keys=True))
 
 
 def episode_end(env: EnvSpec, result: EpisodeResult, model_xml: str, object_names: tuple[str, ...], *,

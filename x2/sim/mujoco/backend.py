@@ -15,6 +15,7 @@ unless an object was made from a textured mesh); the compiled-world cache is key
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping, Sequence
 
 import mujoco
@@ -30,6 +31,7 @@ from x2.envspec.instruction import fill, pick_template
 from x2.sim.backend import CameraInfo, Contact, EmbodimentDraw, Jaw, ResetInfo, RobotState, SimulationUnstable
 from x2.sim.camera import ImageSize, WorldCameras, pinhole
 from x2.sim.layout import Placement, draw_assets, draw_roles, solve_layout
+from x2.sim.mujoco.calibrated import latency_ticks
 from x2.sim.mujoco.compiled import Compiled, compiled
 from x2.sim.mujoco.embodiment import jittered_world, mounted, sample_embodiment
 from x2.sim.mujoco.jaw import world_jaw
@@ -58,6 +60,7 @@ class MujocoBackend:
         self._embodiment: EmbodimentDraw | None = None  # its embodiment's draw, likewise
         self._roles: dict[str, str] | None = None  # the objects its roles were bound to, likewise
         self._jaw: Jaw | None = None
+        self._delay: deque[Floats] = deque()  # commands not yet applied (a calibrated twin's latency)
         source = None
         if _recorded is not None:
             xml, chosen, layout, source = _recorded
@@ -179,6 +182,8 @@ class MujocoBackend:
         if self.env.robot.base is not None:
             d.qpos[self._c.base_qadr] = self.env.robot.base.home
         d.ctrl[self._c.ctrl_ids] = self._action_to_ctrl(self.home_action())
+        # a calibrated twin's command latency: the reset's command is what the servos get for its first ticks
+        self._delay = deque([d.ctrl[self._c.ctrl_ids].copy() for _ in range(latency_ticks(m))])
         mujoco.mj_forward(m, d)
         self._changed()
         names = {o.name: self._c.chosen[o.name].name for o in self.env.objects}
@@ -238,7 +243,11 @@ class MujocoBackend:
             bad = [n for n, v in zip(self.env.robot.action_names, action, strict=True) if not np.isfinite(v)]
             raise X2Error(f"action has non-finite values at {', '.join(bad)}; allowed: finite numbers")
         m, d = self.model, self.data
-        d.ctrl[self._c.ctrl_ids] = self._action_to_ctrl(action)
+        ctrl = self._action_to_ctrl(action)
+        if self._delay:  # applied latency_ticks ticks late (x2/sim/mujoco/calibrated.py)
+            self._delay.append(ctrl)
+            ctrl = self._delay.popleft()
+        d.ctrl[self._c.ctrl_ids] = ctrl
         mujoco.mj_step(m, d, nstep=self.env.substeps)
         # mj_step leaves kinematics at the pre-integration state; refresh so observations,
         # predicates and an offline replay of the stored state all see the same world.
@@ -256,6 +265,10 @@ class MujocoBackend:
         if np.shape(state) != (self.state_size,):
             raise X2Error(f"state has shape {np.shape(state)}; allowed: ({self.state_size},) for this world")
         mujoco.mj_setState(self.model, self.data, np.asarray(state, dtype=np.float64), STATE_SPEC)
+        # a calibrated twin's delay line restarts holding the state's command (a state holds no history): at an
+        # episode's first state that is the reset's command, so a replay from it delays exactly as recorded
+        ctrl = self.data.ctrl[self._c.ctrl_ids].copy()
+        self._delay = deque([ctrl.copy() for _ in range(latency_ticks(self.model))])
         mujoco.mj_forward(self.model, self.data)
         self._changed()
 

@@ -15,6 +15,7 @@ import mujoco
 
 from x2.base.errors import NotFoundError, SpecError
 from x2.envspec.env import RobotSpec
+from x2.sim.mujoco.calibrated import apply_values
 from x2.sim.mujoco.linkage import linkage_gripper_spec
 from x2.sim.mujoco.parts import arm_part_spec, gripper_part_spec
 
@@ -42,10 +43,17 @@ def mount_site(arm: str) -> str:
     return f"{arm}_mount"
 
 
-def robot_mjcf_spec(robot: RobotSpec) -> mujoco.MjSpec:
+def robot_mjcf_spec(robot: RobotSpec, calibrate: bool = True) -> mujoco.MjSpec:
     """The robot body with one gripper per arm, its base moved to ``robot.base_pos``; arms made from vendor
     parts are attached at ``<arm>_mount`` first (prefix ``<arm>_``: their flange site becomes
-    ``<arm>_flange``)."""
+    ``<arm>_flange``); a twin calibration's values written in (unless `calibrate` is False)."""
+    spec = _robot_spec(robot)
+    if calibrate and robot.calibration is not None:
+        apply_values(spec, robot, robot.calibration)
+    return spec
+
+
+def _robot_spec(robot: RobotSpec) -> mujoco.MjSpec:
     spec = load_mjcf(robot.mjcf, f"robot {robot.name!r}")
     for body in spec.worldbody.bodies:
         body.pos = [p + o for p, o in zip(body.pos, robot.base_pos, strict=True)]

@@ -32,6 +32,7 @@ from x2.envspec.env import AssetSpec, EnvSpec, ObjectInstance
 from x2.envspec.source import display_path
 from x2.sim.layout import Placement
 from x2.sim.mujoco.booth import add_booth
+from x2.sim.mujoco.calibrated import check_stable
 from x2.sim.mujoco.robot import load_mjcf, robot_mjcf_spec
 from x2.sim.mujoco.textures import carry_textures
 
@@ -137,6 +138,7 @@ def world_of(env: EnvSpec, chosen: Mapping[str, AssetSpec],
              layout: Mapping[str, Placement] | None = None) -> tuple[str, dict[str, bytes]]:
     """The world as MJCF text and the images it carries beside it (x2.sim.mujoco.textures: none but for objects
     made from textured meshes), sorted by name so that equal worlds give equal mappings."""
+    check_stable(env.robot, env.booth.timestep)  # (a calibrated robot's values; nothing to do for others)
     try:
         spec = build_world(env, chosen, layout)
         return world_text(spec, env.booth.timestep), dict(sorted(spec.assets.items()))

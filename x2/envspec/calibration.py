@@ -1,0 +1,186 @@
+"""Twin calibration files: `specs/calibrations/<name>.yaml`, what makes x2's twin a lab's own robot.
+
+One YAML mapping (docs/calibration.md): `name`, `robot` (the robot it calibrates), `dynamics` (written by
+`x2 calibrate dynamics`: the command latency in control ticks, per arm the gravity-compensation share and per
+joint the servo gains, damping, armature and friction loss, a `fit` summary and a `made_by` note), `cameras`
+(written by `x2 calibrate camera`; carried through here unread) and an optional `made_by`. A robot takes one as
+`ROBOT@NAME` (`aloha@lab1`) or `--calibration NAME`; the file's sha256 travels with it into every episode.
+
+"Twin calibration" is this; a leader arm's device calibration (x2/devices/calibration.py) is another thing.
+"""
+
+from __future__ import annotations
+
+import reprlib
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import Field
+
+from x2.base.errors import NotFoundError, SpecError
+from x2.envspec.env import JointDynamics, RobotSpec, TwinCalibration
+from x2.envspec.schema import Extent, Name, Number, Size, Unit, Whole, _Strict, parse
+from x2.envspec.source import Fragment, is_file, read_yaml
+from x2.files import atomic
+from x2.files.digest import bytes_digest
+
+FOLDER = Path("specs") / "calibrations"  # under the working directory
+MAX_LATENCY_TICKS = 30  # a second at 30 fps: more is a recording's clock, not a servo's delay
+SEPARATOR = "@"
+
+
+class JointDynamicsFile(_Strict):
+    kp: Size | None = None  # N m / rad
+    kv: Extent | None = None  # N m s / rad
+    damping: Extent | None = None  # N m s / rad
+    armature: Extent | None = None  # kg m^2
+    frictionloss: Extent | None = None  # N m
+
+
+class ArmDynamicsFile(_Strict):
+    gravcomp: Unit | None = None  # share of gravity compensated on the arm's bodies (x2's built-in arms: 1)
+    joints: dict[Name, JointDynamicsFile] = {}  # by x2's joint name (left_waist)
+
+
+class FitSummary(_Strict):
+    """What a fit says about itself (written by `x2 calibrate dynamics`, read by people)."""
+
+    dataset: str = ""
+    episodes_fitted: list[Whole] = []
+    episodes_held_out: list[Whole] = []
+    tcp_error_mm: dict[str, Number] = {}  # e.g. held_out_median_before / held_out_median_after
+    rms_rad: dict[str, Number] = {}
+
+
+class DynamicsFile(_Strict):
+    latency_ticks: Annotated[int, Field(ge=0, le=MAX_LATENCY_TICKS, strict=True)] = 0
+    arms: dict[Name, ArmDynamicsFile] = {}
+    fit: FitSummary | None = None
+    made_by: str = ""
+
+
+class CalibrationFile(_Strict):
+    name: Name
+    robot: Name  # the robot it calibrates (its name without a +GRIPPER)
+    dynamics: DynamicsFile | None = None
+    cameras: dict[str, Any] | None = None  # x2 calibrate camera's: carried through unread
+    made_by: str = ""
+
+
+def twin_calibration_path(name: str) -> Path:
+    """A calibration by name (./specs/calibrations/<name>.yaml) or a path to a .yaml."""
+    if name.endswith((".yaml", ".yml")):
+        path = Path(name)
+        if not is_file(path):
+            raise NotFoundError(f"{reprlib.repr(name)}: no such calibration file")
+        return path.resolve()
+    path = Path.cwd() / FOLDER / f"{name}.yaml"
+    if not is_file(path):
+        folder = Path.cwd() / FOLDER
+        known = sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+        raise NotFoundError(f"unknown calibration {reprlib.repr(name)}; calibrations in {FOLDER}: "
+                            f"{', '.join(known) or 'none'}")
+    return path
+
+
+def read_calibration(name: str) -> tuple[Path, Fragment, CalibrationFile, str]:
+    """(path, fragment, parsed file, sha256 of its bytes) of a calibration by name or path."""
+    path = twin_calibration_path(name)
+    frag = read_yaml(path)
+    return path, frag, parse(CalibrationFile, frag), bytes_digest(path.read_bytes())
+
+
+def split_name(robot: str) -> tuple[str, str | None]:
+    """`aloha@lab1` -> ("aloha", "lab1"); a path to a robot file has none (its folder may hold an @)."""
+    if SEPARATOR in robot and not robot.endswith((".yaml", ".yml")):
+        base, cal = robot.rsplit(SEPARATOR, 1)
+        return base, cal
+    return robot, None
+
+
+def base_robot_name(name: str) -> str:
+    """The robot a (possibly gripper-swapped, calibrated) name starts from: aloha+G@lab1 -> aloha."""
+    return split_name(name)[0].split("+", 1)[0]
+
+
+def with_twin_calibration(robot: RobotSpec, name: str) -> RobotSpec:
+    """`robot` with the calibration `name` applied (its name then says so: aloha@lab1). A calibration of
+    another robot, or naming an arm or joint the robot lacks, is refused at its file and line."""
+    path, frag, spec, digest = read_calibration(name)
+    own = base_robot_name(robot.name)
+    if spec.robot != own:
+        raise frag.error(("robot",), repr(spec.robot), f"{own!r}: calibration {spec.name!r} is for another robot")
+    joints: list[JointDynamics] = []
+    gravcomp: list[tuple[str, float]] = []
+    latency = 0
+    if spec.dynamics is not None:
+        latency = spec.dynamics.latency_ticks
+        arms = {a.name: a for a in robot.arms}
+        for arm_name, arm in spec.dynamics.arms.items():
+            if arm_name not in arms:
+                raise frag.error(("dynamics", "arms", arm_name), repr(arm_name),
+                                 "an arm of " + robot.name + ": " + ", ".join(arms))
+            if arm.gravcomp is not None:
+                gravcomp.append((arm_name, float(arm.gravcomp)))
+            for joint, values in arm.joints.items():
+                if joint not in arms[arm_name].joints:
+                    raise frag.error(("dynamics", "arms", arm_name, "joints", joint), repr(joint),
+                                     f"a joint of arm {arm_name}: " + ", ".join(arms[arm_name].joints))
+                joints.append(JointDynamics(joint, values.kp, values.kv, values.damping, values.armature,
+                                            values.frictionloss))
+    twin = TwinCalibration(name=spec.name, digest=digest, latency_ticks=latency, joints=tuple(joints),
+                           gravcomp=tuple(gravcomp))
+    shown = spec.name if name.endswith((".yaml", ".yml")) else name
+    return replace(robot, name=f"{robot.name}{SEPARATOR}{shown}", calibration=twin)
+
+
+def calibration_record(robot: RobotSpec) -> dict[str, str] | None:
+    """What an episode and a manifest record of the twin calibration: {name, digest}, or None without one."""
+    cal = robot.calibration
+    return None if cal is None else {"name": cal.name, "digest": cal.digest}
+
+
+def dynamics_section(cal: TwinCalibration, fit: FitSummary | None, made_by: str) -> dict[str, object]:
+    """The `dynamics` section of a calibration file for `cal`'s values (what `x2 calibrate dynamics` writes)."""
+    arms: dict[str, dict[str, object]] = {}
+    shares = dict(cal.gravcomp)
+    for arm, share in shares.items():
+        arms.setdefault(arm, {})["gravcomp"] = round(share, 6)
+    for j in cal.joints:
+        arm = j.joint.split("_", 1)[0]
+        values = {k: round(float(v), 6) for k, v in (("kp", j.kp), ("kv", j.kv), ("damping", j.damping),
+                                                     ("armature", j.armature), ("frictionloss", j.frictionloss))
+                  if v is not None}
+        joints = arms.setdefault(arm, {}).setdefault("joints", {})
+        assert isinstance(joints, dict)
+        joints[j.joint] = values
+    section: dict[str, object] = {"latency_ticks": cal.latency_ticks, "arms": arms}
+    if fit is not None:
+        section["fit"] = fit.model_dump()
+    section["made_by"] = made_by
+    return section
+
+
+def write_dynamics(path: Path, name: str, robot: str, section: dict[str, object]) -> None:
+    """Write (atomically) the calibration file at `path` with `section` as its `dynamics`: every other key of an
+    existing file (its cameras) stays as it was parsed, and so do the arms of its dynamics that `section` leaves
+    out (one arm fitted at a time)."""
+    data: dict[str, object] = {"name": name, "robot": robot}
+    if path.exists():
+        old = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if isinstance(old, dict):
+            if old.get("robot", robot) != robot:
+                raise SpecError(str(path), None, "robot", repr(old.get("robot")),
+                                f"{robot!r}: the file calibrates another robot (give another --name)")
+            data = {**old, "name": name, "robot": robot}
+            kept = old.get("dynamics")
+            arms = section.get("arms")
+            if isinstance(kept, dict) and isinstance(kept.get("arms"), dict) and isinstance(arms, dict):
+                section = {**section, "arms": {**kept["arms"], **arms}}
+    data["dynamics"] = section
+    # the section is checked against the schema before anything is written
+    CalibrationFile.model_validate(data)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic.write_text(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
