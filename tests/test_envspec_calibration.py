@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
 
 import pytest
 import yaml
 from helpers.calibration_files import write_calibration
 
 from x2.base.errors import NotFoundError, SpecError
-from x2.envspec import load_robot
+from x2.envspec import load_env, load_robot
+from x2.envspec.camera_calibration import CameraCalibration, write_cameras
 from x2.envspec.calibration import dynamics_section, write_dynamics
 from x2.envspec.env import JointDynamics, TwinCalibration
 from x2.envspec.task import robot_with_calibration
+from x2.sim.mujoco.backend import MujocoBackend
 
 LAB = {"robot": "aloha", "dynamics": {"latency_ticks": 2, "arms": {"left": {"gravcomp": 0.9, "joints": {
     "left_waist": {"kp": 1000.0, "kv": 50.0, "damping": 2.0}}}}}}
@@ -65,3 +70,22 @@ def test_writing_dynamics_keeps_the_cameras_section(tmp_path: Path) -> None:
     assert set(arms) == {"left", "right"} and arms["right"]["joints"]["right_elbow"] == {"kp": 700.0}
     with pytest.raises(SpecError, match="calibrates another robot"):
         write_dynamics(path, "lab1", "franka-panda", dynamics_section(cal, None, "a test"))
+
+
+def test_a_calibrations_cameras_reach_the_world_it_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Both commands' sections in one file: `x2 calibrate camera`'s writer after the dynamics.
+    monkeypatch.chdir(tmp_path)
+    path = write_calibration(tmp_path, "lab1", LAB)
+    head = CameraCalibration("head", 640, 480, 615.3, 614.9, 321.4, 238.7)
+    write_cameras(path, "aloha", {"head": head}, "a test")
+    robot = load_robot("aloha@lab1").model
+    assert robot.calibration is not None and robot.calibration.cameras == (head,)
+    backend = MujocoBackend(load_env("pick_place", robot="aloha@lab1"))
+    model = backend.model
+    cam = model.camera("head")
+    assert list(model.cam_resolution[cam.id]) == [640, 480]
+    assert np.allclose(backend.camera_info("head", 640, 480).intrinsics, head.matrix(), atol=1e-6)
+    assert "615.3 614.9" in backend.model_xml()  # the recorded world carries the lens
+    write_cameras(path, "aloha", {"nose": replace(head, name="nose")}, "a test")
+    with pytest.raises(SpecError, match="cameras.nose: found 'nose'; allowed: a camera of aloha"):
+        load_robot("aloha@lab1")

@@ -81,7 +81,7 @@ def test_refusals_name_the_camera_and_frame() -> None:
 
 
 def test_calibrate_camera_refuses_a_camera_the_robot_lacks(tmp_path) -> None:
-    from x2.sim.mujoco.camera_calibration import calibrated_camera
+    from x2.sim.mujoco.camera_twin import calibrated_camera
 
     (tmp_path / "c.yaml").write_text("width: 64\nheight: 48\nfx: 60\nfy: 60\ncx: 31.5\ncy: 23.5\n")
     with pytest.raises(SpecError, match=r"robot 'aloha': --camera: found 'top'; allowed: a camera of robot 'aloha': "

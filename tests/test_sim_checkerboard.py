@@ -16,7 +16,8 @@ from x2.envspec.camera_calibration import rotation_to_quat
 from x2.envspec.robot import load_robot
 from x2.sim.boards import Board, BoardError, find_board, reprojection
 from x2.sim.camera import ImageSize
-from x2.sim.mujoco.camera_calibration import apply_camera_calibration, calibrated_camera
+from x2.sim.mujoco.camera_calibration import apply_camera_calibration
+from x2.sim.mujoco.camera_twin import calibrated_camera
 from x2.sim.mujoco.checkerboard import add_checkerboard, board_views, poses_facing
 from x2.sim.mujoco.robot import robot_mjcf_spec
 

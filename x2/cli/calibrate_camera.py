@@ -62,7 +62,7 @@ def calibrate_camera(
     from x2 import envspec as spec
     from x2.envspec.camera_calibration import calibration_file
     from x2.render.calibration_overlay import write_calibration
-    from x2.sim.mujoco.camera_calibration import calibrated_camera
+    from x2.sim.mujoco.camera_twin import calibrated_camera
 
     model = spec.load_robot(robot).model
     mount = None if eye_in_hand is None else ("eye-in-hand" if eye_in_hand else "eye-to-hand")

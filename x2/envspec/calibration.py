@@ -3,7 +3,8 @@
 One YAML mapping (docs/calibration.md): `name`, `robot` (the robot it calibrates), `dynamics` (written by
 `x2 calibrate dynamics`: the command latency in control ticks, per arm the gravity-compensation share and per
 joint the servo gains, damping, armature and friction loss, a `fit` summary and a `made_by` note), `cameras`
-(written by `x2 calibrate camera`; carried through here unread) and an optional `made_by`. A robot takes one as
+(written by `x2 calibrate camera`, checked by x2/envspec/camera_calibration.py and applied to the world's cameras by
+x2/sim/mujoco/camera_calibration.py) and `made_by` notes (one per section). A robot takes one as
 `ROBOT@NAME` (`aloha@lab1`) or `--calibration NAME`; the file's sha256 travels with it into every episode.
 
 "Twin calibration" is this; a leader arm's device calibration (x2/devices/calibration.py) is another thing.
@@ -20,6 +21,7 @@ import yaml
 from pydantic import Field
 
 from x2.base.errors import NotFoundError, SpecError
+from x2.envspec.camera_calibration import parse_camera_calibrations
 from x2.envspec.env import JointDynamics, RobotSpec, TwinCalibration
 from x2.envspec.schema import Extent, Name, Number, Size, Unit, Whole, _Strict, parse
 from x2.envspec.source import Fragment, is_file, read_yaml
@@ -65,8 +67,8 @@ class CalibrationFile(_Strict):
     name: Name
     robot: Name  # the robot it calibrates (its name without a +GRIPPER)
     dynamics: DynamicsFile | None = None
-    cameras: dict[str, Any] | None = None  # x2 calibrate camera's: carried through unread
-    made_by: str = ""
+    cameras: dict[str, Any] | None = None  # x2 calibrate camera's: checked by parse_camera_calibrations
+    made_by: str | dict[str, str] = ""  # x2 calibrate camera writes {cameras: ...}; the dynamics keep theirs inside
 
 
 def twin_calibration_path(name: str) -> Path:
@@ -130,8 +132,12 @@ def with_twin_calibration(robot: RobotSpec, name: str) -> RobotSpec:
                                      f"a joint of arm {arm_name}: " + ", ".join(arms[arm_name].joints))
                 joints.append(JointDynamics(joint, values.kp, values.kv, values.damping, values.armature,
                                             values.frictionloss))
+    cameras = parse_camera_calibrations(spec.cameras, str(path)) if spec.cameras else {}
+    for camera in cameras:
+        if camera not in robot.cameras:
+            raise frag.error(("cameras", camera), repr(camera), f"a camera of {robot.name}: {', '.join(robot.cameras)}")
     twin = TwinCalibration(name=spec.name, digest=digest, latency_ticks=latency, joints=tuple(joints),
-                           gravcomp=tuple(gravcomp))
+                           gravcomp=tuple(gravcomp), cameras=tuple(cameras.values()))
     shown = spec.name if name.endswith((".yaml", ".yml")) else name
     return replace(robot, name=f"{robot.name}{SEPARATOR}{shown}", calibration=twin)
 

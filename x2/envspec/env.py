@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from x2.envspec.action import ActionLayout
+from x2.envspec.camera_calibration import CameraCalibration
 
 Vec3 = tuple[float, float, float]
 Quat = tuple[float, float, float, float]  # w, x, y, z (MuJoCo order)
@@ -185,6 +186,7 @@ class TwinCalibration:
     latency_ticks: int = 0  # commands are applied this many control ticks late
     joints: tuple[JointDynamics, ...] = ()
     gravcomp: tuple[tuple[str, float], ...] = ()  # (arm, share of gravity the arm's bodies are compensated for)
+    cameras: tuple[CameraCalibration, ...] = ()  # each camera's intrinsics, lens and pose (x2 calibrate camera)
 
 
 @dataclass(frozen=True)

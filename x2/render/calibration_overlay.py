@@ -26,7 +26,7 @@ from x2.envspec.env import RobotSpec
 from x2.files.atomic import write_bytes, write_text
 from x2.sim.boards import Board, BoardError, Reprojection, find_board, reprojection
 from x2.sim.camera import ImageSize
-from x2.sim.mujoco.camera_calibration import twin_picture
+from x2.sim.mujoco.camera_twin import twin_picture
 
 EDGE = (0, 255, 0)  # RGB of the twin's silhouette edges
 PROJECTED = (255, 0, 255)  # RGB of the board's corners as the calibration projects them

@@ -16,6 +16,7 @@ import mujoco
 from x2.base.errors import NotFoundError, SpecError
 from x2.envspec.env import RobotSpec
 from x2.sim.mujoco.calibrated import apply_values
+from x2.sim.mujoco.camera_calibration import apply_camera_calibration
 from x2.sim.mujoco.linkage import linkage_gripper_spec
 from x2.sim.mujoco.parts import arm_part_spec, gripper_part_spec
 
@@ -50,6 +51,9 @@ def robot_mjcf_spec(robot: RobotSpec, calibrate: bool = True) -> mujoco.MjSpec:
     spec = _robot_spec(robot)
     if calibrate and robot.calibration is not None:
         apply_values(spec, robot, robot.calibration)
+        if robot.calibration.cameras:
+            apply_camera_calibration(spec, {c.name: c for c in robot.calibration.cameras},
+                                     f"calibration {robot.calibration.name!r}")
     return spec
 
 
