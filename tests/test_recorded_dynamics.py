@@ -4,12 +4,15 @@ latency recovered from short recordings, and bad input refused in one line with 
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import h5py
 import pytest
 import yaml
 from helpers.calibration_files import record_swings, write_calibration
+from helpers.x2_cli import HEADLESS_ENV
 from typer.testing import CliRunner
 
 from x2 import format as fmt
@@ -80,3 +83,11 @@ def test_bad_recordings_are_refused_with_nothing_written(recordings: Path, tmp_p
     assert done.exit_code == 2
     errors = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and "found 5 ticks" in errors[0], errors
+
+
+def test_the_cli_starts_without_the_fitting_toolbox() -> None:
+    # mujoco.sysid loads plotly, jinja2 and scipy: a second every x2 command would pay; it loads when a fit starts
+    code = ("import sys, x2.cli.app; x2.cli.app._mount(); "
+            "print(sorted(m for m in ('mujoco.sysid', 'plotly') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=HEADLESS_ENV, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,7 +1,8 @@
 """Compiled, validated environment description: what `x2.envspec` hands to the simulator and the loop.
 
-Everything here is plain frozen data (no YAML, no pydantic, no simulator), so the simulator,
-the DAG runtime and the dataset store can share it without importing each other.
+Everything here is plain frozen data (no YAML, no simulator), so the simulator, the DAG runtime and the dataset
+store can share it without importing each other. (A calibrated camera's value, `CameraCalibration`, is defined
+beside its file schema in x2/envspec/camera_calibration.py and held here as it is.)
 """
 
 from __future__ import annotations

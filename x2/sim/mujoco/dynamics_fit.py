@@ -78,10 +78,17 @@ class FitResult:
 
 Progress = Callable[[str], None]
 
-# (by name: mujoco.sysid carries a py.typed marker, and a static import of it makes mypy read all of the untyped
-# mujoco package as typed; what x2 takes from either is Any, like the rest of MuJoCo)
-sysid: Any = importlib.import_module("mujoco.sysid")
-mj_rollout: Any = importlib.import_module("mujoco.rollout")
+
+
+# By name, when a fit starts: mujoco.sysid carries a py.typed marker, and a static import of it makes mypy read all
+# of the untyped mujoco package as typed (what x2 takes from either is Any, like the rest of MuJoCo); and it loads
+# plotly, jinja2 and scipy, a second of start-up every x2 command would otherwise pay.
+def _sysid() -> Any:
+    return importlib.import_module("mujoco.sysid")
+
+
+def _rollout() -> Any:
+    return importlib.import_module("mujoco.rollout")
 
 
 class ArmModel:
@@ -219,7 +226,7 @@ class ArmFit:
         self.init = np.stack([arm.initial_state(r) for r in recs])
         self.ends = [arm.steps(r)[1] for r in recs]
         self.steps = 0
-        self.pool = mj_rollout.Rollout(nthread=2)
+        self.pool = _rollout().Rollout(nthread=2)
         self.datas = [mujoco.MjData(arm.model) for _ in range(2)]
         self.latency = 0
         self._ctrl: dict[int, list[Floats]] = {}
@@ -298,7 +305,7 @@ def fit_arm(fit: ArmFit, progress: Progress, max_iter: int) -> tuple[Floats, int
     jac = np.asarray(result.jac) if result.jac is not None else np.zeros((0, int(mask.sum())))
     half = np.full(len(x), np.nan)  # (nan: held, not fitted)
     try:
-        half[mask] = sysid.calculate_intervals([r[:, 0] for r in res], jac)[1]
+        half[mask] = _sysid().calculate_intervals([r[:, 0] for r in res], jac)[1]
     except (np.linalg.LinAlgError, ValueError):
         half[mask] = np.inf
     table = [ParamValue(name, float(x0[i]), float(x[i]), float(half[i])) for i, name in enumerate(names)]
@@ -310,9 +317,9 @@ def _optimise(fit: ArmFit, names: Sequence[str], x: Floats, free: Bools, lo: Flo
     """One run of sysid's optimiser over the `free` parameters from `x` (the others held); (new x, its result)."""
     arm = fit.arm.arm.name
     progress(f"{arm}: fitting {int(free.sum())} parameters at latency {latency} ticks")
-    params = sysid.ParameterDict()
+    params = _sysid().ParameterDict()
     for i in np.flatnonzero(free):
-        params.add(sysid.Parameter(names[i], float(np.clip(x[i], lo[i], hi[i])), float(lo[i]), float(hi[i])))
+        params.add(_sysid().Parameter(names[i], float(np.clip(x[i], lo[i], hi[i])), float(lo[i]), float(hi[i])))
     base = x.copy()
 
     def full(xv: Floats) -> Floats:
@@ -331,7 +338,7 @@ def _optimise(fit: ArmFit, names: Sequence[str], x: Floats, free: Bools, lo: Flo
     # (sysid warns through absl's logger, on stderr, of a start at a bound: the gravity share starts at its
     # bound, 1, on every x2 arm; this command's stderr is for its one error line)
     logging.getLogger("absl").setLevel(logging.ERROR)
-    opt, result = sysid.optimize(params, residual_fn, optimizer="mujoco", verbose=False, max_iters=max_iter,
+    opt, result = _sysid().optimize(params, residual_fn, optimizer="mujoco", verbose=False, max_iters=max_iter,
                                  x_scale="jac", output=io.StringIO(), iter_callback=on_iter)
     return full(np.asarray(opt.as_vector(), dtype=np.float64))[:, 0], result
 
