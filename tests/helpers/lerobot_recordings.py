@@ -5,28 +5,16 @@ timestamps (a real recorder's gaps and jitter, which LeRobot's add_frame would o
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from x2.base.scheduling import keeps_scheduling
+from x2.files.hf_cache import hf_datasets_cache
 
 Rows = npt.NDArray[np.floating]
-
-
-@contextlib.contextmanager
-def _hf_cache(folder: Path) -> Iterator[None]:
-    import datasets.config
-
-    before = datasets.config.HF_DATASETS_CACHE
-    datasets.config.HF_DATASETS_CACHE = folder
-    try:
-        yield
-    finally:
-        datasets.config.HF_DATASETS_CACHE = before
 
 
 def write_lerobot_recording(root: Path, names: Sequence[str], actions: Sequence[Rows], states: Sequence[Rows],
@@ -58,7 +46,7 @@ def write_lerobot_recording(root: Path, names: Sequence[str], actions: Sequence[
                                                  "shape": tuple(frames.shape[1:]),
                                                  "names": ["height", "width", "channels"]}
     # (keeps_scheduling: SVT-AV1 would leave this test worker and its encoding threads real-time, x2/base/scheduling.py)
-    with _hf_cache(root.parent / f".{root.name}-hf-cache"), keeps_scheduling():
+    with hf_datasets_cache(root.parent / f".{root.name}-hf-cache"), keeps_scheduling():
         ds = LeRobotDataset.create(f"test/{root.name}", fps=fps, features=features, root=root, robot_type=robot_type,
                                    use_videos=bool(cams) and use_videos, video_backend="pyav")
         for e in range(episodes):

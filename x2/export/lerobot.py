@@ -59,6 +59,7 @@ from x2.export.provenance import Json, Provenance
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
 from x2.export.sources import ExportSources, run_export
 from x2.files.atomic import write_text
+from x2.files.hf_cache import hf_datasets_cache
 from x2.files.staging import staged
 
 if TYPE_CHECKING:
@@ -104,21 +105,6 @@ def quiet_lerobot() -> Iterator[None]:
             datasets.enable_progress_bars()
         if svt is None:
             os.environ.pop("SVT_LOG", None)
-
-
-@contextlib.contextmanager
-def _hf_cache(folder: Path) -> Iterator[None]:
-    """Point HF datasets' arrow cache into the staged folder while the check reads it back: loading a
-    LeRobot dataset copies its tables into that cache, and a check should leave nothing in ~/.cache."""
-    import datasets.config
-
-    before = datasets.config.HF_DATASETS_CACHE
-    datasets.config.HF_DATASETS_CACHE = folder
-    try:
-        yield
-    finally:
-        datasets.config.HF_DATASETS_CACHE = before
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _write_frames(plan: ExportPlan, sources: ExportSources, root: Path, repo_id: str, tracker: ProgressTracker,
@@ -271,7 +257,7 @@ def reading_back(plan: ExportPlan, root: Path, repo_id: str) -> Iterator[Readbac
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     root = Path(root)
-    with _hf_cache(root / _HF_CACHE):
+    with hf_datasets_cache(root / _HF_CACHE):
         ds = LeRobotDataset(repo_id, root=root, video_backend="pyav", return_uint8=True)
         yield Readback(ds.meta.total_episodes, ds.meta.total_frames, int(ds.meta.fps), _episodes_back(plan, ds))
 

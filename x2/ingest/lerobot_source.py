@@ -19,6 +19,7 @@ import numpy as np
 
 from x2.base.arrays import Floats, Image
 from x2.base.errors import DatasetError, NotFoundError
+from x2.files.hf_cache import hf_datasets_cache
 
 INFO_FILE = "meta/info.json"  # where a LeRobot dataset declares its fps and features
 CAMERA_PREFIX = "observation.images."  # LeRobot's camera features: observation.images.<cam>
@@ -159,7 +160,7 @@ def open_recording(root: Path, action: str, state: str, cache: Path) -> Iterator
 
     fps, features = read_features(root)
     cameras = camera_features(features)
-    with _hf_cache(cache):
+    with hf_datasets_cache(cache):
         try:
             dataset = LeRobotDataset(_repo_id(root), root=root, video_backend="pyav", return_uint8=True)
         except Exception as exc:  # noqa: BLE001  (as in read_features)
@@ -173,19 +174,3 @@ def _offline() -> None:
     """A local folder: nothing to fetch. LeRobot asks the hub for what a folder lacks (an incomplete recording);
     offline (the hub library reads this when it is first imported) that is an error here, not a download."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-
-@contextlib.contextmanager
-def _hf_cache(folder: Path) -> Iterator[None]:
-    """LeRobot's table loads copy arrow files into the datasets library's cache: keep them out of ~/.cache."""
-    import shutil
-
-    import datasets.config
-
-    before = datasets.config.HF_DATASETS_CACHE
-    datasets.config.HF_DATASETS_CACHE = folder
-    try:
-        yield
-    finally:
-        datasets.config.HF_DATASETS_CACHE = before
-        shutil.rmtree(folder, ignore_errors=True)
