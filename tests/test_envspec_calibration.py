@@ -7,15 +7,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-
 import pytest
 import yaml
 from helpers.calibration_files import write_calibration
 
 from x2.base.errors import NotFoundError, SpecError
 from x2.envspec import load_env, load_robot
-from x2.envspec.camera_calibration import CameraCalibration, write_cameras
 from x2.envspec.calibration import dynamics_section, write_dynamics
+from x2.envspec.camera_calibration import CameraCalibration, write_cameras
 from x2.envspec.env import JointDynamics, TwinCalibration
 from x2.envspec.task import robot_with_calibration
 from x2.sim.mujoco.backend import MujocoBackend
