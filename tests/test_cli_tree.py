@@ -187,3 +187,17 @@ def test_help_shows_flags_as_flags(path: tuple[str, ...]) -> None:
     result = runner.invoke(app, [*path, "--help"])
     assert result.exit_code == 0, result.output
     assert "<bool>" not in result.output
+
+
+def test_mounting_again_adds_nothing() -> None:
+    # Every test module mounts the app it imports; typer builds click commands from every registration on each
+    # run, so a second mount that registered again made in-process runs 20-40x slower in the full suite.
+    def counts() -> tuple[int, int, list[int]]:
+        return (len(app.registered_groups), len(app.registered_commands),
+                [len(g.typer_instance.registered_commands) for g in app.registered_groups if g.typer_instance])
+
+    before = counts()
+    _mount()
+    _mount()
+    assert counts() == before
+    assert [leaf for leaf, _ in _leaves(typer.main.get_command(app))].count(("collect", "teleop")) == 1
