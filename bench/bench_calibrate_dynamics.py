@@ -11,9 +11,8 @@ poses of a free-space box in front of the robot) through x2's own loop and backe
 twin `aloha` (uncalibrated) is then calibrated to that dataset with `x2 calibrate dynamics`'s library call, and
 the bench prints every parameter against the truth, the held-out TCP error before and after, and the fit's cost
 (wall time, simulated steps) against one replay of the same trajectories (c.: run with `taskset -c 0,1`).
-With `--via-lerobot`, the episodes go out as a LeRobot dataset in LeRobot's ALOHA layout (LeRobot's writer: x2's
-own exporter writes the robot's 16 joint positions, which the importer's aloha table does not take) and come
-back through `x2 import lerobot` first.
+With `--via-lerobot`, the episodes go out with `x2 export lerobot --state-only` and come back through
+`x2 import lerobot` first (x2's own export layout is read with no table), the chain the issue names.
 
 `gym`: gym-aloha's own ALOHA model stepped by plain MuJoCo with the same kind of trajectories, recorded with
 LeRobot's writer in LeRobot's ALOHA layout, imported with `x2 import lerobot`, and x2's `aloha` calibrated to it.
@@ -52,8 +51,10 @@ class TrajectoryTeacher:
     """Minimum-jerk moves between random poses in BOX, of random durations (0.4 s fast .. 2.5 s slow), the
     grippers opening and closing; half a second at home first."""
 
-    def __init__(self, seed: int, seconds: float, fps: int, layout_names: tuple[str, ...]):
+    def __init__(self, seed: int, seconds: float, fps: int, layout_names: tuple[str, ...],
+                 paces: tuple[tuple[float, float], ...] = ((0.4, 0.8), (1.0, 2.5))):
         self.seed, self.ticks, self.fps, self.names = seed, round(seconds * fps), fps, layout_names
+        self.paces = paces  # each move's duration is drawn from one of these ranges (s), chosen at random
         self._track: np.ndarray | None = None
 
     def reset(self, info: ResetInfo, home_action: np.ndarray) -> None:
@@ -70,7 +71,7 @@ class TrajectoryTeacher:
                     goal[i] += rng.uniform(*BOX[joint])
                 elif joint == "gripper":
                     goal[i] = float(rng.choice([0.1, 1.0]))
-            n = max(2, round(rng.choice([rng.uniform(0.4, 0.8), rng.uniform(1.0, 2.5)]) * self.fps))
+            n = max(2, round(rng.choice([rng.uniform(*pace) for pace in self.paces]) * self.fps))
             s = np.arange(1, n + 1) / n
             blend = 10 * s ** 3 - 15 * s ** 4 + 6 * s ** 5
             track.append(here + (goal - here) * blend[:, None])
@@ -112,7 +113,7 @@ def write_truth(work: Path) -> dict[str, float]:
     return truth
 
 
-def record(work: Path, episodes: int, seconds: float) -> Path:
+def record(work: Path, episodes: int, seconds: float, paces: tuple[tuple[float, float], ...]) -> Path:
     # (a task's scene: a dataset records object poses, and a bare booth has no object to record)
     env = load_env("pick_place", robot="aloha@aloha-truth")
     backend = make_backend(env)
@@ -121,48 +122,12 @@ def record(work: Path, episodes: int, seconds: float) -> Path:
     rollout = Rollout(backend)
     try:
         for k in range(episodes):
-            teacher = TrajectoryTeacher(1000 + k, seconds, env.fps, env.robot.action_names)
+            teacher = TrajectoryTeacher(1000 + k, seconds, env.fps, env.robot.action_names, paces)
             record_episode(ds, rollout, teacher, seed=k, source="scripted")
     finally:
         ds.close()
         backend.close()
     return path
-
-
-def aloha_layout(dataset: Path, root: Path) -> Path:
-    """The x2 episodes of `dataset` as a LeRobot dataset in LeRobot's ALOHA layout (LeRobot's writer): `action`
-    as commanded, `observation.state` the measured arm joints and each gripper's opening 0..1."""
-    from lerobot.datasets.lerobot_dataset import LeRobotDataset
-
-    from x2 import format as fmt
-    from x2.datasets import Dataset
-
-    robot = load_env(None, robot="aloha").robot
-    g = robot.gripper
-    names = list(robot.action_names)
-    features = {"action": {"dtype": "float32", "shape": (14,), "names": names},
-                "observation.state": {"dtype": "float32", "shape": (14,), "names": names}}
-    out = LeRobotDataset.create("x2/bench-truth", fps=30, features=features, root=root, robot_type="aloha",
-                                use_videos=False)
-    ds = Dataset.open(dataset)
-    for rec in ds.episodes():
-        with ds.load(rec.index) as ep:
-            action = np.asarray(ep[fmt.ACTION], dtype=np.float32)
-            qpos = np.asarray(ep[fmt.QPOS], dtype=np.float64)
-            qnames = [str(n) for n in ep.dataset_attrs(fmt.QPOS)["names"]]
-        state = np.empty_like(action)
-        for i, name in enumerate(names):
-            if name.endswith("_gripper"):
-                finger = qpos[:, qnames.index(name.replace("_gripper", "_finger_a"))]
-                state[:, i] = (finger - g.closed_ctrl) / (g.open_ctrl - g.closed_ctrl)
-            else:
-                state[:, i] = qpos[:, qnames.index(name)]
-        for t in range(len(action)):
-            out.add_frame({"action": action[t], "observation.state": state[t], "task": "move"})
-        out.save_episode()
-    ds.close()
-    out.finalize()
-    return root
 
 
 # ----- b. gym-aloha's own ALOHA model, stepped by plain MuJoCo, recorded with LeRobot's writer -----------------
@@ -255,6 +220,14 @@ def gym(args: argparse.Namespace) -> None:
     print(f"report: {run.report}, {run.picture}")
 
 
+TRUTH_PACES = "0.25-0.5,0.5-1.0"  # the ground truth's moves: fast enough that its 2-tick latency shows
+
+
+def parse_paces(text: str) -> tuple[tuple[float, float], ...]:
+    """"0.4-0.8,1.0-2.5" -> ((0.4, 0.8), (1.0, 2.5)): the ranges a move's duration is drawn from (s)."""
+    return tuple((float(a), float(b)) for a, b in (part.split("-") for part in text.split(",")))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("what", choices=["truth", "gym"])
@@ -263,6 +236,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--via-lerobot", action="store_true")
+    parser.add_argument("--paces", help=f"move durations, s: ranges drawn among (truth: {TRUTH_PACES}; gym: "
+                        "0.4-0.8,1.0-2.5)")
     args = parser.parse_args()
     shutil.rmtree(args.out, ignore_errors=True)
     args.out.mkdir(parents=True)
@@ -272,13 +247,14 @@ def main() -> None:
         return
     truth = write_truth(args.out)
     t0 = time.perf_counter()
-    dataset = record(args.out, args.episodes, args.seconds)
+    dataset = record(args.out, args.episodes, args.seconds, parse_paces(args.paces or TRUTH_PACES))
     print(f"recorded {args.episodes} x {args.seconds:g} s in {time.perf_counter() - t0:.1f} s: {dataset}")
     if args.via_lerobot:
-        # (x2 export lerobot writes observation.state as the robot's 16 joint positions, fingers included; x2
-        # import lerobot reads LeRobot's ALOHA layout, 14 values with each gripper's opening 0..1: the bench
-        # writes that layout with LeRobot's own writer from the episodes' arrays)
-        root = aloha_layout(dataset, args.out / "lerobot-truth")
+        # the must-show's chain as a user types it: x2's own LeRobot export, read back by x2 import lerobot (the
+        # export's layout, the robot's 16 recorded joints, is read with no table: docs/robots.md)
+        root = args.out / "lerobot-truth"
+        subprocess.run([sys.executable, "-m", "x2", "export", "lerobot", str(dataset), "--state-only", "--out",
+                        str(root)], check=True)
         subprocess.run([sys.executable, "-m", "x2", "import", "lerobot", str(root), "--robot", "aloha", "--dataset",
                         str(args.out / "data" / "imported")], check=True)
         dataset = args.out / "data" / "imported"

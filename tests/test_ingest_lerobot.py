@@ -355,3 +355,45 @@ def test_measured_joints_may_have_their_own_columns(tmp_path: Path) -> None:
         opening = (fingers[:, 6].astype(np.float64) - 0.021) / (0.057 - 0.021)
         np.testing.assert_array_max_ulp(qpos[:, 6], opening.astype(np.float32), maxulp=1)
         assert ep.json_attr(fmt.RECORDING_ATTR)["table"]["ignore"] == ["left_finger_b", "right_finger_b"]
+
+
+def test_x2s_own_lerobot_export_reads_back_without_a_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`x2 export lerobot` of a simulated dataset, read in again: its features are x2's own (the robot's 16
+    recorded joints in observation.state), so the import reads them with no `lerobot:` table: the action as it
+    was, each arm joint as measured, each gripper's opening from its first finger joint; and the twin that
+    recorded it is recovered from the import (latency exact, the perturbed gain) as from the x2 dataset itself."""
+    from helpers.calibration_files import record_swings, write_calibration
+
+    from x2.recorded.dynamics import calibrate_dynamics
+
+    monkeypatch.chdir(tmp_path)
+    write_calibration(tmp_path, "truth", {"robot": "aloha", "dynamics": {"latency_ticks": 2, "arms": {"left": {
+        "joints": {"left_waist": {"kp": 1040.0, "kv": 52.0}}}}}})
+    record_swings(tmp_path / "sim", "aloha@truth", episodes=2, ticks=60)
+    sim = Dataset.open(tmp_path / "sim")
+    export_lerobot(ExportRequest(sim, tuple(sim.episodes()), tmp_path / "sim-lerobot", state_only=True))
+    names = json.loads((tmp_path / "sim-lerobot" / "meta" / "info.json").read_text())["features"][
+        "observation.state"]["names"]
+    assert len(names) == 16 and "left_finger_a" in names  # x2's layout, which aloha's ALOHA table refuses
+    result = import_lerobot(tmp_path / "sim-lerobot", "aloha", tmp_path / "back")
+    assert len(result.imported) == 2
+    robot = load_robot("aloha").model
+    g = robot.gripper
+    back = Dataset.open(tmp_path / "back")
+    for e in range(2):
+        with sim.load(e) as first, back.load(e) as second:
+            assert second.attrs["source"] == fmt.REAL_SOURCE
+            assert np.array_equal(first[fmt.ACTION], second[fmt.ACTION])
+            qpos, measured = np.asarray(first[fmt.QPOS]), np.asarray(second[fmt.QPOS])
+            assert [str(n) for n in second.dataset_attrs(fmt.QPOS)["names"]] == list(robot.action_names)
+            for i, name in enumerate(robot.action_names):
+                if name.endswith("_gripper"):
+                    finger = qpos[:, list(robot.recorded_joints).index(name.replace("_gripper", "_finger_a"))]
+                    want = (finger.astype(np.float64) - g.closed_ctrl) / (g.open_ctrl - g.closed_ctrl)
+                    assert np.allclose(measured[:, i], want, atol=1e-5), name
+                else:
+                    assert np.array_equal(measured[:, i], qpos[:, list(robot.recorded_joints).index(name)]), name
+            assert json.loads(second.attrs[fmt.RECORDING_ATTR])["table"]["source"].startswith("x2's own")
+    run = calibrate_dynamics(tmp_path / "back", "aloha", 0.5, "lab1", 0, lambda _: None, max_iter=6, arms=("left",))
+    assert run.result.latency_ticks == 2
+    assert abs({p.name: p.value for p in run.result.params}["left_waist.scale"] - 1.3) < 0.08

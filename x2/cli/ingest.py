@@ -29,13 +29,15 @@ def lerobot(
     path: Annotated[Path, typer.Argument(help="the LeRobot v3.0 dataset folder (meta/info.json, data/, videos/)",
                                          show_default=False)],
     robot: Annotated[str, typer.Option("--robot", "-r", help="the robot it was recorded on: its robot file's "
-                                       "`lerobot:` table maps the columns and units (docs/robots.md)")],
+                                       "`lerobot:` table maps the columns and units, or x2's own export layout is read "
+                                       "as it is (docs/robots.md)")],
     dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="Dataset name under ./data or folder "
                                                 "(default: data/<the recording folder's name>); run again on the "
                                                 "same recording, the import resumes", show_default=False)] = None,
 ) -> None:
     """Import a real robot's LeRobot v3.0 recording: `action` (commanded) and `observation.state` (measured) become
-    /action and /observations/qpos in the robot's action layout, mapped by its robot file's `lerobot:` table; camera
+    /action and /observations/qpos in the robot's action layout, mapped by its robot file's `lerobot:` table (x2's
+    own `x2 export lerobot` is read back with no table: a stand-in for a real recording); camera
     videos are decoded into /observations/images/<cam>; timestamps, episode boundaries and task text are kept. Gaps
     and irregular timestamps are reported, never filled. A recording whose joints do not match the table is refused
     with nothing written.

@@ -218,6 +218,13 @@ class RobotSpec:
     def action_dim(self) -> int:
         return self.action.dim
 
+    @property
+    def recorded_joints(self) -> tuple[str, ...]:
+        """The joints an episode records in /observations/qpos (and x2's LeRobot export in observation.state): per
+        arm its joints then its finger joints, then a mobile base's joints, as the action orders them."""
+        joints = [j for a in self.arms for j in (*a.joints, *a.gripper_joints)]
+        return (*joints, *(self.base.joints if self.base is not None else ()))
+
     def home_action(self) -> npt.NDArray[np.float64]:
         """Every arm at home, grippers open, the base at its home."""
         return self.action.compose([a.home for a in self.arms], [1.0] * len(self.arms),

@@ -3,14 +3,17 @@ which x2 action value, and how its unit maps onto x2's (rad for a joint, 0 close
 
 Every unit is an affine map, x2 = value * scale + shift, computed in float64 and stored as float32: radians as they
 are (scale = sign), degrees (sign * pi / 180), servo ticks (sign * 2 pi / ticks_per_turn about the `zero` count),
-and a gripper's range [closed, open] stretched onto [0, 1]. `x2 import lerobot` applies it (x2/ingest)."""
+and a gripper's range [closed, open] stretched onto [0, 1]. `x2 import lerobot` applies it (x2/ingest).
+
+Every robot also reads x2's own LeRobot export back (`own_export_table`), with no table in its file: its action is
+already x2's, and its state is the recorded joints, each gripper's first finger joint read as the opening."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,6 +21,12 @@ from x2.base.arrays import Floats
 from x2.envspec.action import GRIPPER_SUFFIX
 from x2.envspec.schema import RecordingColumnFile, RecordingLayoutFile
 from x2.envspec.source import Fragment
+
+if TYPE_CHECKING:
+    from x2.envspec.env import RobotSpec
+
+# the features x2's own LeRobot export writes (x2/export/lerobot_plan.py), read back by `own_export_table`
+ACTION_FEATURE, STATE_FEATURE = "action", "observation.state"
 
 
 @dataclass(frozen=True)
@@ -135,3 +144,32 @@ def _affine(unit: str, sign: int, offset: float, ticks_per_turn: int | None, zer
     assert span is not None
     closed, opened = span
     return 1.0 / (opened - closed), -closed / (opened - closed)
+
+
+OWN_EXPORT_SOURCE = "x2's own LeRobot export (x2 export lerobot): action in x2's layout, observation.state the " \
+                    "recorded joints, each gripper's opening read from its first finger joint"
+
+
+def own_export_table(robot: RobotSpec) -> RecordingTable | None:
+    """The table that reads what `x2 export lerobot` wrote for `robot` (its feature names are x2's own): action
+    as it is; the measured opening of a gripper from its first finger joint, whose position for opening u is
+    closed + u (open - closed) on a slide-driven gripper. None for a gripper of another drive (a linkage's finger
+    is no affine map of the opening)."""
+    g = robot.gripper
+    if g.drive != "slide" or g.open_ctrl == g.closed_ctrl:
+        return None
+    columns, state, ignored = [], [], []
+    grippers = {f"{a.name}{GRIPPER_SUFFIX}": a for a in robot.arms}
+    for name in robot.action_names:
+        arm = grippers.get(name)
+        if arm is None:
+            columns.append(ColumnMap(name, name, "rad", 1.0, 0.0))
+            state.append(ColumnMap(name, name, "rad", 1.0, 0.0))
+            continue
+        columns.append(ColumnMap(name, name, "range", 1.0, 0.0))
+        finger, *others = arm.gripper_joints
+        scale, shift = _affine("range", 1, 0.0, None, 0.0, (g.closed_ctrl, g.open_ctrl))
+        state.append(ColumnMap(finger, name, "range", scale, shift))
+        ignored += others
+    return RecordingTable(OWN_EXPORT_SOURCE, ACTION_FEATURE, STATE_FEATURE, tuple(columns), robot.action_names,
+                          tuple(state), tuple(ignored))

@@ -30,7 +30,7 @@ import x2
 from x2 import format as fmt
 from x2.base.errors import DatasetError
 from x2.datasets import Dataset
-from x2.envspec.recording_table import RecordingTable
+from x2.envspec.recording_table import RecordingTable, own_export_table
 from x2.envspec.robot import RobotInfo, load_robot
 from x2.files.digest import file_digest
 from x2.ingest.lerobot_source import (
@@ -87,10 +87,19 @@ def episode_seed(origin: dict[str, Any], episode_index: int) -> int:
     return int.from_bytes(hashlib.sha256(text).digest()[:4], "big") & 0x7FFFFFFF
 
 
-def table_of(robot: RobotInfo, name: str) -> RecordingTable:
+def table_of(robot: RobotInfo, name: str, features: dict[str, InfoFeature] | None = None) -> RecordingTable:
+    """The table that reads a recording with these `features`: x2's own export's when the recording names its
+    action and state as x2's export of this robot does, the robot file's `lerobot:` table otherwise."""
+    own = own_export_table(robot.model)
+    if own is not None and features is not None and all(
+            (ft := features.get(key)) is not None and ft.names == want
+            for key, want in ((own.action_feature, robot.model.action_names),
+                              (own.state_feature, robot.model.recorded_joints))):
+        return own
     if robot.recording is None:
         raise DatasetError(f"{robot.file}: lerobot: found none for robot {name}; allowed: a `lerobot:` table of its "
-                           "recordings' columns and units (docs/robots.md, \"Real recordings\")")
+                           "recordings' columns and units, or a recording in x2's own export layout (docs/robots.md, "
+                           "\"Real recordings\")")
     return robot.recording
 
 
@@ -119,8 +128,8 @@ def import_lerobot(source: str | Path, robot: str, out: Path, progress: Progress
     source = Path(source).resolve()
     info = load_robot(robot)
     name = info.model.name
-    table = table_of(info, name)
     fps, features = read_features(source)
+    table = table_of(info, name, features)
     check_features(source, features, table, name)
     cameras = tuple(camera_features(features))
     used = {table.action_feature, table.state_feature, *camera_features(features).values()}

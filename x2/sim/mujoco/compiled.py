@@ -65,12 +65,11 @@ class Compiled:
         self.arm_qadr = {a.name: np.array([m.jnt_qposadr[jid(j)] for j in a.joints]) for a in env.robot.arms}
         self.base_qadr: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.arm_home = {a.name: np.array(a.home) for a in env.robot.arms}
-        joints = [j for a in env.robot.arms for j in (*a.joints, *a.gripper_joints)]
         base = env.robot.base
-        if base is not None:  # recorded after the arms, as the action has it
-            joints += base.joints
+        if base is not None:
             self.base_qadr = np.array([m.jnt_qposadr[jid(j)] for j in base.joints], dtype=np.int64)
-        self.robot_joints = tuple(joints)
+        joints = env.robot.recorded_joints
+        self.robot_joints = joints
         self.robot_qadr = np.array([m.jnt_qposadr[jid(j)] for j in joints])
         self.robot_dadr = np.array([m.jnt_dofadr[jid(j)] for j in joints])
         ctrl_ids, lo, hi = [], [], []

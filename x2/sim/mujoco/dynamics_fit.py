@@ -28,6 +28,7 @@ import mujoco
 import numpy as np
 
 from x2.base.arrays import Bools, Floats, Ints
+from x2.envspec.action import GRIPPER_SUFFIX
 from x2.envspec.env import ArmSpec, JointDynamics, RobotSpec, TwinCalibration
 from x2.sim.mujoco.robot import robot_mjcf_spec
 
@@ -124,6 +125,9 @@ class ArmModel:
         self._pool: list[mujoco.MjModel] = []
         g = robot.gripper
         self.gripper_ctrl = (g.closed_ctrl, g.open_ctrl - g.closed_ctrl)
+        # a real recording measures the opening, not the fingers: on a slide gripper each finger stands at the
+        # position its command would give it (x2/envspec/recording_table.py reads an opening back the same way)
+        self.fingers = arm.gripper_joints if g.drive == "slide" else ()
         self.lo, self.hi = m.actuator_ctrlrange[:, 0].copy(), m.actuator_ctrlrange[:, 1].copy()
 
     def nominal(self) -> Floats:
@@ -185,6 +189,10 @@ class ArmModel:
             i = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
             if i >= 0:
                 data.qpos[m.jnt_qposadr[i]] = rec.measured[0, j]
+            elif name == f"{self.arm.name}{GRIPPER_SUFFIX}" and not any(f in rec.names for f in self.fingers):
+                for finger in self.fingers:
+                    adr = m.jnt_qposadr[m.joint(finger).id]
+                    data.qpos[adr] = self.gripper_ctrl[0] + rec.measured[0, j] * self.gripper_ctrl[1]
         state = np.empty(self.nstate)
         mujoco.mj_getState(m, data, state, mujoco.mjtState.mjSTATE_FULLPHYSICS)
         return state
