@@ -13,8 +13,8 @@ from helpers.calibration_files import write_calibration
 
 from x2.base.errors import NotFoundError, SpecError
 from x2.envspec import load_env, load_robot
-from x2.envspec.calibration import dynamics_section, write_dynamics
-from x2.envspec.camera_calibration import CameraCalibration, write_cameras
+from x2.envspec.calibration import dynamics_section, write_cameras, write_dynamics
+from x2.envspec.camera_calibration import CameraCalibration
 from x2.envspec.env import JointDynamics, TwinCalibration
 from x2.envspec.task import robot_with_calibration
 from x2.sim.mujoco.backend import MujocoBackend
@@ -57,18 +57,18 @@ def test_writing_dynamics_keeps_the_cameras_section(tmp_path: Path) -> None:
     path = write_calibration(tmp_path, "lab1", {"robot": "aloha", "cameras": {"head": {"fx": 615.5, "note": "x"}}})
     cal = TwinCalibration("lab1", "", 3, (JointDynamics("left_elbow", 900.0, 45.0, 1.5, 0.03, 0.2),),
                           (("left", 1.0),))
-    write_dynamics(path, "lab1", "aloha", dynamics_section(cal, None, "a test"))
+    write_dynamics(path, "aloha", dynamics_section(cal, None, "a test"))
     data = yaml.safe_load(path.read_text())
     assert data["cameras"] == {"head": {"fx": 615.5, "note": "x"}}
     assert data["dynamics"]["latency_ticks"] == 3
     assert data["dynamics"]["arms"]["left"]["joints"]["left_elbow"] == {
         "kp": 900.0, "kv": 45.0, "damping": 1.5, "armature": 0.03, "frictionloss": 0.2}
     right = TwinCalibration("lab1", "", 3, (JointDynamics("right_elbow", 700.0),), ())
-    write_dynamics(path, "lab1", "aloha", dynamics_section(right, None, "the right arm alone"))
+    write_dynamics(path, "aloha", dynamics_section(right, None, "the right arm alone"))
     arms = yaml.safe_load(path.read_text())["dynamics"]["arms"]
     assert set(arms) == {"left", "right"} and arms["right"]["joints"]["right_elbow"] == {"kp": 700.0}
-    with pytest.raises(SpecError, match="calibrates another robot"):
-        write_dynamics(path, "lab1", "franka-panda", dynamics_section(cal, None, "a test"))
+    with pytest.raises(SpecError, match="another robot.s calibration is another file"):
+        write_dynamics(path, "franka-panda", dynamics_section(cal, None, "a test"))
 
 
 def test_a_calibrations_cameras_reach_the_world_it_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -88,3 +88,15 @@ def test_a_calibrations_cameras_reach_the_world_it_builds(tmp_path: Path, monkey
     write_cameras(path, "aloha", {"nose": replace(head, name="nose")}, "a test")
     with pytest.raises(SpecError, match="cameras.nose: found 'nose'; allowed: a camera of aloha"):
         load_robot("aloha@lab1")
+
+
+def test_a_calibration_file_that_cannot_be_read_is_refused_not_overwritten(tmp_path: Path) -> None:
+    """Both commands rewrite the file through one path: a file that is not YAML, or not a mapping, is one line
+    naming it, and stays as it was."""
+    cal = TwinCalibration("lab1", "", 1, (), ())
+    for text, found in (("name: [unclosed\n", "ScannerError|ParserError"), ("- a list\n", "list")):
+        path = tmp_path / "lab1.yaml"
+        path.write_text(text)
+        with pytest.raises(SpecError, match=rf"lab1\.yaml: <file>: found ({found})"):
+            write_dynamics(path, "aloha", dynamics_section(cal, None, "a test"))
+        assert path.read_text() == text

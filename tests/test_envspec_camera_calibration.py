@@ -11,13 +11,13 @@ import pytest
 import yaml
 
 from x2.base.errors import SpecError
+from x2.envspec.calibration import write_cameras
 from x2.envspec.camera_calibration import (
     CameraCalibration,
     CameraPose,
     parse_camera_calibrations,
     quat_to_rotation,
     rotation_to_quat,
-    write_cameras,
 )
 from x2.envspec.camera_files import read_hand_eye, read_intrinsics
 
@@ -93,7 +93,7 @@ def test_quaternions_round_trip() -> None:
 
 def test_the_cameras_section_is_rewritten_and_the_rest_kept(tmp_path: Path) -> None:
     path = tmp_path / "lab1.yaml"
-    dynamics = {"joints": {"left_waist": {"kp": 812.5, "damping": [0.1, 0.2]}}, "latency_ticks": 2}
+    dynamics = {"arms": {"left": {"joints": {"left_waist": {"kp": 812.5, "damping": 0.15}}}}, "latency_ticks": 2}
     path.write_text(yaml.safe_dump({"name": "lab1", "robot": "aloha", "dynamics": dynamics,
                                     "cameras": {"left_wrist": {"width": 64, "height": 48, "fx": 50.0, "fy": 50.0,
                                                                "cx": 31.5, "cy": 23.5}},
@@ -109,6 +109,13 @@ def test_the_cameras_section_is_rewritten_and_the_rest_kept(tmp_path: Path) -> N
     assert cams["head"] == head and cams["left_wrist"].fx == 50.0
     with pytest.raises(SpecError, match=r"robot: found 'aloha'; allowed: 'arx-r5'"):
         write_cameras(path, "arx-r5", {"head": head}, "x")
+    # a file the schema refuses elsewhere (its dynamics) is refused whole, in one line, and left as it was
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(yaml.safe_dump({"name": "broken", "robot": "aloha", "dynamics": {"latency_ticks": -1}}))
+    before = broken.read_bytes()
+    with pytest.raises(SpecError, match=r"broken\.yaml.*dynamics\.latency_ticks: found -1"):
+        write_cameras(broken, "aloha", {"head": head}, "x")
+    assert broken.read_bytes() == before
 
 
 def test_a_bad_cameras_section_is_one_line() -> None:

@@ -60,7 +60,7 @@ def calibrate_camera(
     wrist.yaml --hand-eye wrist_T.txt --eye-in-hand --name lab1[/cyan]
     """
     from x2 import envspec as spec
-    from x2.envspec.camera_calibration import calibration_file
+    from x2.envspec.calibration import calibration_file
     from x2.render.calibration_overlay import write_calibration
     from x2.sim.mujoco.camera_twin import calibrated_camera
 

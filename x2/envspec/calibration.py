@@ -12,7 +12,9 @@ x2/sim/mujoco/camera_calibration.py) and `made_by` notes (one per section). A ro
 
 from __future__ import annotations
 
+import re
 import reprlib
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,7 +23,7 @@ import yaml
 from pydantic import Field
 
 from x2.base.errors import NotFoundError, SpecError
-from x2.envspec.camera_calibration import parse_camera_calibrations
+from x2.envspec.camera_calibration import CameraCalibration, parse_camera_calibrations
 from x2.envspec.env import JointDynamics, RobotSpec, TwinCalibration
 from x2.envspec.schema import Extent, Name, Number, Size, Unit, Whole, _Strict, parse
 from x2.envspec.source import Fragment, is_file, read_yaml
@@ -31,6 +33,7 @@ from x2.files.digest import bytes_digest
 FOLDER = Path("specs") / "calibrations"  # under the working directory
 MAX_LATENCY_TICKS = 30  # a second at 30 fps: more is a recording's clock, not a servo's delay
 SEPARATOR = "@"
+_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 class JointDynamicsFile(_Strict):
@@ -169,24 +172,77 @@ def dynamics_section(cal: TwinCalibration, fit: FitSummary | None, made_by: str)
     return section
 
 
-def write_dynamics(path: Path, name: str, robot: str, section: dict[str, object]) -> None:
+def calibration_file(name: str) -> Path:
+    """Where a calibration named `name` is written: ./specs/calibrations/<name>.yaml, or `name` itself when it is
+    a .yaml path (`twin_calibration_path` finds one to read)."""
+    if name.endswith((".yaml", ".yml")):
+        return Path(name)
+    if not _NAME.match(name):
+        raise SpecError("calibration", None, "--name", repr(name),
+                        "a calibration name (letters, digits, _ . -) or a .yaml path")
+    return Path.cwd() / FOLDER / f"{name}.yaml"
+
+
+def write_dynamics(path: Path, robot: str, section: dict[str, object]) -> None:
     """Write (atomically) the calibration file at `path` with `section` as its `dynamics`: every other key of an
     existing file (its cameras) stays as it was parsed, and so do the arms of its dynamics that `section` leaves
     out (one arm fitted at a time)."""
-    data: dict[str, object] = {"name": name, "robot": robot}
-    if path.exists():
-        old = yaml.safe_load(path.read_text(encoding="utf-8"))
-        if isinstance(old, dict):
-            if old.get("robot", robot) != robot:
-                raise SpecError(str(path), None, "robot", repr(old.get("robot")),
-                                f"{robot!r}: the file calibrates another robot (give another --name)")
-            data = {**old, "name": name, "robot": robot}
-            kept = old.get("dynamics")
-            arms = section.get("arms")
-            if isinstance(kept, dict) and isinstance(kept.get("arms"), dict) and isinstance(arms, dict):
-                section = {**section, "arms": {**kept["arms"], **arms}}
-    data["dynamics"] = section
-    # the section is checked against the schema before anything is written
-    CalibrationFile.model_validate(data)
+    doc = _read_to_rewrite(path, robot)
+    kept, arms = doc.get("dynamics"), section.get("arms")
+    if isinstance(kept, dict) and isinstance(kept.get("arms"), dict) and isinstance(arms, dict):
+        section = {**section, "arms": {**kept["arms"], **arms}}
+    doc = {"name": path.stem, **doc, "robot": robot, "dynamics": section}
+    _write(path, _text(path, doc))
+
+
+def write_cameras(path: Path, robot: str, cameras: Mapping[str, CameraCalibration], made_by: str) -> None:
+    """Put `cameras` into the `cameras` section of the calibration file at `path` (made when missing), each
+    replacing its camera's entry; every other key (the dynamics section, other cameras, other notes) is written
+    back as parsed. The file is replaced whole (x2.files.atomic): a reader sees the old one or the new one."""
+    _write(path, cameras_text(path, robot, cameras, made_by))
+
+
+def cameras_text(path: Path, robot: str, cameras: Mapping[str, CameraCalibration], made_by: str) -> str:
+    """The calibration file's new text (write_cameras), the file at `path` checked and nothing written: a caller
+    with other outputs checks with this before writing any of them."""
+    doc = _read_to_rewrite(path, robot)
+    parse_camera_calibrations(doc.get("cameras") or {}, str(path))  # an unreadable section is refused, not lost
+    section = dict(doc.get("cameras") or {})  # type: ignore[call-overload]  # (checked above: a mapping)
+    for name, cal in cameras.items():
+        section[name] = cal.to_file()
+    notes = doc.get("made_by")
+    doc = {"name": path.stem, "robot": robot, **doc, "cameras": section,
+           "made_by": {**(dict(notes) if isinstance(notes, Mapping) else {}), "cameras": made_by}}
+    return _text(path, doc)
+
+
+# ----- the one read-modify-write path of both commands: each rewrites its own section, the rest as parsed ------
+def _read_to_rewrite(path: Path, robot: str) -> dict[str, object]:
+    """The calibration file at `path` as a mapping to rewrite ({} when there is none), refused in one line when it
+    cannot be read or calibrates another robot (nothing is overwritten that was not understood)."""
+    if not path.exists():
+        return {}
+    where = str(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise SpecError(where, None, "<file>", type(exc).__name__, "a calibration YAML x2 can read") from None
+    if not isinstance(raw, Mapping):
+        raise SpecError(where, None, "<file>", type(raw).__name__, "a calibration file: a mapping")
+    doc = {str(k): v for k, v in raw.items()}
+    if doc.get("robot", robot) != robot:
+        raise SpecError(where, None, "robot", repr(doc.get("robot")),
+                        f"{robot!r} (the robot being calibrated; another robot's calibration is another file: give "
+                        "another --name)")
+    return doc
+
+
+def _text(path: Path, doc: dict[str, object]) -> str:
+    """The file's text, checked against the schema before anything is written."""
+    parse(CalibrationFile, Fragment(doc, file=str(path)))
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, default_flow_style=None, width=120)
+
+
+def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic.write_text(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    atomic.write_text(path, text)

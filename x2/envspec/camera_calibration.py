@@ -25,19 +25,15 @@ Nothing here imports a simulator: x2/sim/mujoco/camera_calibration.py applies a 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from x2.base.arrays import Floats
 from x2.base.errors import SpecError
-from x2.files.atomic import write_text
 
 # OpenCV's distortion models by the names ROS's camera_info gives them; coefficient counts OpenCV takes.
 DISTORTION_MODELS = {"plumb_bob": (4, 5), "rational_polynomial": (8,)}
@@ -252,56 +248,3 @@ def checked_rotation(r: Floats, where: str, field: str) -> Floats:
     u, _, vt = np.linalg.svd(r)
     exact: Floats = u @ vt
     return exact
-
-
-# --- the calibration file's `cameras` section --------------------------------------------------------------------
-
-CALIBRATIONS = Path("specs") / "calibrations"  # under the working directory
-_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
-
-
-def calibration_file(name: str) -> Path:
-    """`specs/calibrations/NAME.yaml` under the working directory, or `name` itself when it is a .yaml path."""
-    if name.endswith((".yaml", ".yml")):
-        return Path(name)
-    if not _NAME.match(name):
-        raise SpecError("calibration", None, "--name", repr(name),
-                        "a calibration name (letters, digits, _ . -) or a .yaml path")
-    return CALIBRATIONS / f"{name}.yaml"
-
-
-def write_cameras(path: Path, robot: str, cameras: Mapping[str, CameraCalibration], made_by: str) -> None:
-    """Put `cameras` into the `cameras` section of the calibration file at `path` (made when missing), each
-    replacing its camera's entry; every other key (the dynamics section, other cameras, other notes) is written
-    back as parsed. The file is replaced whole (x2.files.atomic): a reader sees the old one or the new one."""
-    text = cameras_text(path, robot, cameras, made_by)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(path, text)
-
-
-def cameras_text(path: Path, robot: str, cameras: Mapping[str, CameraCalibration], made_by: str) -> str:
-    """The calibration file's new text (write_cameras), the file at `path` checked and nothing written: a caller
-    with other outputs checks with this before writing any of them."""
-    where = str(path)
-    doc: dict[str, object] = {}
-    if path.exists():
-        try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            raise SpecError(where, None, "<file>", type(exc).__name__, "a calibration YAML x2 can read") from None
-        if not isinstance(raw, Mapping):
-            raise SpecError(where, None, "<file>", type(raw).__name__, "a calibration file: a mapping")
-        doc = {str(k): v for k, v in raw.items()}
-        if doc.get("robot", robot) != robot:
-            raise SpecError(where, None, "robot", repr(doc.get("robot")),
-                            f"{robot!r} (the robot being calibrated; another robot's calibration is another file)")
-        parse_camera_calibrations(doc.get("cameras") or {}, where)  # an unreadable section is refused, not overwritten
-    doc.setdefault("name", path.stem)
-    doc.setdefault("robot", robot)
-    section = dict(doc.get("cameras") or {})  # type: ignore[call-overload]  # (checked above: a mapping)
-    for name, cal in cameras.items():
-        section[name] = cal.to_file()
-    doc["cameras"] = section
-    notes = doc.get("made_by")
-    doc["made_by"] = {**(dict(notes) if isinstance(notes, Mapping) else {}), "cameras": made_by}
-    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120)

@@ -21,7 +21,7 @@ from x2 import format as fmt
 from x2.base.errors import DatasetError, SpecError
 from x2.datasets import Dataset
 from x2.envspec import load_env
-from x2.envspec.calibration import FOLDER, FitSummary, base_robot_name, dynamics_section, write_dynamics
+from x2.envspec.calibration import FitSummary, base_robot_name, calibration_file, dynamics_section, write_dynamics
 from x2.envspec.env import EnvSpec
 from x2.files import atomic
 from x2.sim.mujoco.calibrated import check_stable
@@ -105,10 +105,10 @@ def calibrate_dynamics(dataset: Path, robot: str, holdout: float, name: str | No
         ds.close()
     base = base_robot_name(env.robot.name)
     name = name or f"{base}-{dataset.resolve().name}"
-    path = Path.cwd() / FOLDER / f"{name}.yaml"
+    path = calibration_file(name)
     result = fit_dynamics(env.robot, env.robot.action_names, env.booth.timestep, env.substeps,
                           [recs[i] for i in fitted], [recs[i] for i in held], progress, max_iter, arms)
-    check_stable(replace(env.robot, calibration=replace(result.calibration, name=name)), env.booth.timestep)
+    check_stable(replace(env.robot, calibration=replace(result.calibration, name=path.stem)), env.booth.timestep)
     summary = {k: _figures(v) for k, v in (("before", result.before), ("after", result.after))}
     fit = FitSummary(dataset=str(dataset), episodes_fitted=fitted, episodes_held_out=held,
                      tcp_error_mm={f"{part}_{k}": v for part, f in summary.items() for k, v in f.items()
@@ -119,7 +119,7 @@ def calibrate_dynamics(dataset: Path, robot: str, holdout: float, name: str | No
                                f"--holdout {holdout:g} --seed {seed}")
     report = path.with_suffix(".dynamics.json")
     picture = path.with_suffix(".dynamics.png")
-    write_dynamics(path, name, base, section)
+    write_dynamics(path, base, section)
     atomic.write_text(report, json.dumps(_report(result, summary, fitted, held), indent=1))
     _plot(result, picture)
     return DynamicsRun(path, report, picture, result, fitted, held, summary)

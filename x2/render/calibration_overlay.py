@@ -21,7 +21,8 @@ from x2 import format as fmt
 from x2.base.arrays import Image
 from x2.base.errors import DatasetError, X2Error
 from x2.datasets import Dataset, Episode
-from x2.envspec.camera_calibration import CameraCalibration, cameras_text
+from x2.envspec.calibration import cameras_text
+from x2.envspec.camera_calibration import CameraCalibration
 from x2.envspec.env import RobotSpec
 from x2.files.atomic import write_bytes, write_text
 from x2.sim.boards import Board, BoardError, Reprojection, find_board, reprojection
@@ -82,7 +83,7 @@ def draw_overlay(robot: RobotSpec, cal: CameraCalibration, frame: Path, state: s
 
 
 def write_calibration(path: Path, robot: str, cal: CameraCalibration, made_by: str, overlay: Overlay | None) -> None:
-    """Camera `cal` into the calibration file at `path` (x2.envspec.camera_calibration.write_cameras) and the
+    """Camera `cal` into the calibration file at `path` (x2.envspec.calibration.write_cameras) and the
     overlay PNG, if any, the file checked first: a file that refuses it (another robot's, an unreadable cameras
     section) leaves nothing written, not even the PNG."""
     text = cameras_text(path, robot, {cal.name: cal}, made_by)
