@@ -249,6 +249,7 @@ def main() -> None:
     t0 = time.perf_counter()
     dataset = record(args.out, args.episodes, args.seconds, parse_paces(args.paces or TRUTH_PACES))
     print(f"recorded {args.episodes} x {args.seconds:g} s in {time.perf_counter() - t0:.1f} s: {dataset}")
+    recorded = dataset  # (the replay below runs the x2 episodes: an imported recording has no world to replay)
     if args.via_lerobot:
         # the must-show's chain as a user types it: x2's own LeRobot export, read back by x2 import lerobot (the
         # export's layout, the robot's 16 recorded joints, is read with no table: docs/robots.md)
@@ -261,12 +262,12 @@ def main() -> None:
     # c.: one replay of every trajectory (x2's own backend, the whole world) against the fit
     from x2.datasets import Dataset
 
-    ds = Dataset.open(dataset)
+    ds = Dataset.open(recorded)
     t0 = time.perf_counter()
     ticks = 0
     for rec in ds.episodes():
         with ds.load(rec.index) as ep:
-            rep = replay_actions(ep) if ep.attrs.get("source") != "real" else None
+            rep = replay_actions(ep)
             ticks += ep.frames
     replay_s = time.perf_counter() - t0
     ds.close()
