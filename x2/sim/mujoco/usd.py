@@ -1,6 +1,7 @@
 """A recorded motion of a MuJoCo world written as one USD stage (docs/usd.md): MuJoCo's own exporter
-(`mujoco.usd.exporter.USDExporter`, the `mujoco[usd]` extra) writes the geometry, materials, textures, lights and
-each visible geom's pose per frame; what it leaves out is written here into the same stage:
+(`mujoco.usd.exporter.USDExporter`, on usd-core; docs/usd.md says why not through the `mujoco[usd]` extra) writes
+the geometry, materials, textures, lights and each visible geom's pose per frame; what it leaves out is written
+here into the same stage:
 
 - `/World/Bodies/<name>_id<i>`: every body's world pose (xpos, xquat) in double precision, time-sampled when the
   body moves, one value when it does not; the exporter has geoms only (`/World/Mesh_Xform_<geom>_id<i>_geom`, from
