@@ -116,7 +116,8 @@ def test_every_body_stands_where_mujoco_puts_it(exported: dict[str, object], tru
     bodies = {str(p.GetCustomDataByKey("mujoco_body")): p for p in stage.GetPrimAtPath("/World/Bodies").GetChildren()}
     assert sorted(bodies) == sorted(model.body(b).name for b in range(model.nbody))
     geoms = {int(p.GetName().rsplit("_id", 1)[1].removesuffix("_geom")): p
-             for p in stage.GetPrimAtPath("/World").GetChildren() if p.GetName().startswith("Mesh_Xform_")}
+             for p in stage.GetPrimAtPath("/World").GetChildren()
+             if p.GetName().startswith("Mesh_Xform_") and p.GetName().endswith("_geom")}  # (not a site's)
     via_geom = {int(model.geom_bodyid[g]): g for g in sorted(geoms, reverse=True)}  # (one geom per body)
     assert len(via_geom) >= 12  # the arm's links, the fingers, the walls, the block and the plate
     moved = 0
@@ -198,3 +199,15 @@ def test_unknown_episode_and_unwritable_or_existing_target_are_one_line(franka: 
     _refused(_export([episode, "--out", "x", "--cameras", "nope"], tmp_path), "cameras: found ['nope']")
     assert sorted(p.name for p in target.rglob("*")) == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != ".x2") == ["a_file"]  # (.x2: the last dataset)
+
+
+def test_overwrite_gives_the_same_bytes(franka: Path, tmp_path: Path) -> None:
+    episode = str(franka / fmt.EPISODES_DIR / fmt.episode_filename(0))
+    target = tmp_path / "again-usd"
+    stage = target / "episode_000000" / "episode_000000.usdc"
+    assert _export([episode, "--out", str(target), "--format", "usdc"], tmp_path).exit_code == 0
+    first = (stage.read_bytes(), stage.with_suffix(".json").read_bytes())
+    done = _export([episode, "--out", str(target), "--overwrite"], tmp_path)
+    assert done.exit_code == 0, (done.output, done.exception)
+    assert (stage.read_bytes(), stage.with_suffix(".json").read_bytes()) == first
+    assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name or ".old-" in p.name]

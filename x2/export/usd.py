@@ -145,7 +145,7 @@ def metadata(ep: Episode, record: EpisodeRecord, part: str, fps: float, cameras:
     return {
         "format": METADATA_FORMAT, "episode": record.index, "source_file": record.file, "digest": record.digest,
         "source": record.source, "seed": record.seed, "master_seed": record.master_seed, "slot": record.slot,
-        "task": ep.task, "robot": ep.text(fmt.ROBOT_ATTR), "calibration": _json(ep.json_attr(fmt.CALIBRATION_ATTR)),
+        "task": ep.task, "robot": ep.text(fmt.ROBOT_ATTR), "calibration": ep.json_attr(fmt.CALIBRATION_ATTR),
         "instruction": ep.instruction, "success": record.success, "outcome": ep.outcome, "split": ep.split,
         "part": part, "fps": fps, "frames": int(len(stamps)),
         "time": {"time_codes": "time code i is frame i; timeCodesPerSecond is fps",
@@ -172,11 +172,6 @@ def _camera(lens: Lens) -> dict[str, Json]:
 
 def _prims(stage: StageWritten) -> dict[str, Json]:
     return {"stage": stage.file.name, "prims": {"bodies": dict(stage.bodies), "cameras": dict(stage.cameras)}}
-
-
-def _json(value: object) -> Json:
-    """A JSON attribute as parsed (None when absent)."""
-    return json.loads(json.dumps(value)) if value is not None else None
 
 
 def refuse_unknown(ds: Dataset, indices: Sequence[int]) -> None:
