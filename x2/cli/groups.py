@@ -12,8 +12,8 @@ from x2.cli.group_class import X2Group
 
 # Modules that add commands to a group defined elsewhere (`x2 export <format>`, `x2 datasets <verb>`,
 # `x2 eval correlate`): importing one registers its commands.
-_COMMAND_MODULES = ("export_lerobot", "export_formats", "datasets_manage", "datasets_view", "eval_correlate",
-                    "calibrate_dynamics")
+_COMMAND_MODULES = ("export_lerobot", "export_formats", "export_usd", "datasets_manage", "datasets_view",
+                    "eval_correlate", "calibrate_dynamics")
 
 MAKE = "Make episodes"
 USE = "Use a dataset"

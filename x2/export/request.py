@@ -16,11 +16,12 @@ from x2.datasets import Dataset, EpisodeRecord
 
 EXPORTS_DIR = Path("exports")
 # format -> the default target's name after the dataset's (./exports/<dataset><suffix>)
-TARGET_SUFFIXES = {"lerobot": "-lerobot", "zarr": ".zarr", "zarr zip": ".zarr.zip", "hdf5": ".hdf5"}
+TARGET_SUFFIXES = {"lerobot": "-lerobot", "zarr": ".zarr", "zarr zip": ".zarr.zip", "hdf5": ".hdf5", "usd": "-usd"}
 
 
 def default_target(ds: Dataset, kind: str) -> Path:
-    """./exports/<dataset>-lerobot, ./exports/<dataset>.zarr(.zip) or ./exports/<dataset>.hdf5."""
+    """./exports/<dataset>-lerobot, ./exports/<dataset>.zarr(.zip), ./exports/<dataset>.hdf5 or
+    ./exports/<dataset>-usd."""
     return EXPORTS_DIR / f"{ds.name}{TARGET_SUFFIXES[kind]}"
 
 
