@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import warnings
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -10,6 +12,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import x2.envs
+from x2 import format as fmt
 from x2.envs.env import EnvError, X2Env
 
 pytestmark = pytest.mark.timeout(300)
@@ -97,3 +100,34 @@ def test_an_action_of_the_wrong_width_or_units_is_one_line() -> None:
         assert env.tick == 1 and not (terminated or truncated)
     finally:
         env.close()
+
+
+def test_recorded_episodes_are_ordinary_x2_episodes_that_replay(tmp_path: Path) -> None:
+    from x2.datasets import Dataset
+    from x2.envs.recording import RecordEpisodes
+    from x2.recorded.replay import replay_actions
+
+    env = RecordEpisodes(gym.make("x2/pick_place-v0", max_ticks=6), tmp_path / "agent", agent="zeros")
+    try:
+        _, first = env.reset(seed=2)
+        seen = []
+        while True:
+            obs, _, terminated, truncated, info = env.step(env.action_space.sample())
+            seen.append(obs["agent_pos"])
+            if terminated or truncated:
+                break
+        env.reset(seed=5)
+        env.step(env.action_space.sample())  # (left unfinished: committed when the env closes)
+    finally:
+        env.close()
+    ds = Dataset.open(tmp_path / "agent")
+    records = ds.episodes()
+    assert [(r.slot, r.seed, r.source) for r in records] == [(2, first["world_seed"], "policy"),
+                                                             (5, records[1].seed, "policy")]
+    with ds.load(records[0].index) as ep:
+        assert len(ep[fmt.ACTION]) == 6 and ep.attrs[fmt.END_REASON_ATTR] == "horizon" and not ep.success
+        assert np.array_equal(ep[fmt.QPOS][1:], np.asarray(seen))
+        assert json.loads(ep.attrs[fmt.POLICY_ATTR])["identity"] == "zeros"
+        assert replay_actions(ep).first_deviation is None  # (x2 replay --check: bit for bit)
+    with ds.load(records[1].index) as ep:
+        assert len(ep[fmt.ACTION]) == 2 and ep.attrs[fmt.END_REASON_ATTR] == "teacher"

@@ -3,7 +3,9 @@
 
 - `reset(seed=k)` builds the world of slot k of the split's master seed, through `SplitPlan.seed_of`, the function
   `x2 eval` runs its episode k from (x2/eval/seeds.py; `x2 synth --seed S` draws attempt k from slot k of S too): the
-  state is the one those commands start from, bit for bit. `reset()` without a seed takes the next slot.
+  state is the one those commands start from, bit for bit. `reset()` without a seed takes the slot `slot_stride`
+  after the last (give N to the N envs of a vector env seeded 0 .. N-1: their autoresets never meet one world
+  twice); before any seed, a slot drawn at random, as an unseeded Gymnasium env does.
 - `step(action)` is the loop's tick (x2/rollout/loop.py): the action is rounded to the float32 a file keeps, applied
   for one control tick (1/fps s), and the DAG monitor steps on the state reached, so stepping a recorded episode's
   actions reaches its recorded states.
@@ -60,14 +62,15 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
 
     `master_seed` is `x2 eval --seed` (the eval split adds EVAL_SEED_BASE, as x2 eval does) and `x2 synth --seed`
     for the train split; `variant` a scene variant of the split (default: the one x2 eval picks); `max_ticks` as
-    `x2 eval --max-ticks` (default: the task's horizon)."""
+    `x2 eval --max-ticks` (default: the task's horizon); `slot_stride` how far `reset()` without a seed moves on."""
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 30}
 
     def __init__(self, task: str, robot: str | None = None, split: str = "train",
                  obs: Sequence[str] = (AGENT_POS, ENV_STATE), action: str = "joint", render_mode: str | None = None,
                  master_seed: int = 1, variant: str | None = None,
-                 image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE, max_ticks: int | None = None):
+                 image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE, max_ticks: int | None = None,
+                 slot_stride: int = 1):
         where = f"x2/{task}-v0"
         if multiprocessing.parent_process() is not None:
             # a worker of a vector env (or any pool) ends with the process that started it, even a SIGKILLed one;
@@ -78,6 +81,9 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
         _refuse(where, "render_mode", render_mode, ("rgb_array", None))
         if not (isinstance(master_seed, int) and 0 <= master_seed < EVAL_SEED_BASE):
             raise EnvError(f"{where}: master_seed: found {master_seed!r}; allowed: 0 to {EVAL_SEED_BASE - 1}")
+        if not (isinstance(slot_stride, int) and slot_stride >= 1):
+            raise EnvError(f"{where}: slot_stride: found {slot_stride!r}; allowed: 1 or more")
+        self.slot_stride = slot_stride
         if isinstance(obs, str):
             obs = (obs,)
         self.plan: SplitPlan = plan_split(task, robot, split, variant, master_seed, 0)
@@ -104,7 +110,7 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
         if not cameras.fits(size):
             raise EnvError(f"{where}: image_size: found {size.height}x{size.width}; allowed: up to "
                            f"{cameras.largest.height}x{cameras.largest.width}")
-        self.where, self.size = where, size
+        self.where, self.size, self.observed = where, size, obs
         self.cameras = tuple(k for k in obs if k not in (AGENT_POS, ENV_STATE))
         self.agent_pos, self.env_state = AGENT_POS in obs, ENV_STATE in obs
         self.monitor = TaskMonitor(task, backend, env.fps, [arm.name for arm in env.robot.arms])
@@ -136,7 +142,12 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
         super().reset(seed=seed)
         if seed is not None and seed < 0:
             raise EnvError(f"{self.where}: reset seed: found {seed}; allowed: a slot number, 0 or more")
-        self.slot = seed if seed is not None else self.slot + 1
+        if seed is not None:
+            self.slot = seed
+        elif self.slot < 0:
+            self.slot = int(self.np_random.integers(0, EVAL_SEED_BASE))
+        else:
+            self.slot += self.slot_stride
         world_seed = self.plan.seed_of(self.slot)
         self.reset_info = info = self.backend.reset(world_seed)
         self.monitor.reset(info.roles)
