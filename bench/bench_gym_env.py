@@ -4,9 +4,10 @@
    `gymnasium.make`, its wrappers included) against x2's own loop (`Rollout.run` as `x2 eval` runs it: the teacher
    asked, the DAG stepped, every stream recorded into memory) and against bare `mujoco.mj_step` of the same world for
    the same ticks (the control tick's substeps alone). Target: env.step within 1.2x of x2's loop.
-2. throughput of 8 envs: one `AsyncVectorEnv` of 8 against 8 envs stepped one after another in this process.
+2. throughput of 8 envs: one `AsyncVectorEnv` of 8 against 8 envs stepped one after another in this process
+   (steps/s, interleaved rounds).
 
-Usage: python bench/bench_gym_env.py [--rounds 7] [--ticks 300] [--vector-steps 100]
+Usage: python bench/bench_gym_env.py [--rounds 7] [--ticks 300] [--vector-steps 50]
 """
 
 from __future__ import annotations
@@ -81,40 +82,41 @@ def time_bare(env: X2Env, ticks: int) -> float:
     return (time.perf_counter() - t0) / ticks
 
 
-def time_vector(steps: int, n: int) -> tuple[float, float]:
-    """Env-steps per second: n envs one after another here, and one AsyncVectorEnv of n."""
-    kw = {"obs": OBS, "max_ticks": steps + 2}
+def time_vector(steps: int, n: int, rounds: int) -> tuple[float, float]:
+    """Env-steps per second (medians of interleaved rounds): n envs one after another here, and one AsyncVectorEnv
+    of n."""
+    kw = {"obs": OBS, "max_ticks": rounds * steps + 2}  # (no episode ends inside the steps timed)
     envs = [gym.make(f"x2/{TASK}-v0", **kw) for _ in range(n)]
+    vector = gym.make_vec(f"x2/{TASK}-v0", num_envs=n, vectorization_mode="async", **kw)
+    sequential, asynchronous = [], []
     try:
         for i, env in enumerate(envs):
             env.reset(seed=i)
+        vector.reset(seed=0)
         action = np.asarray(envs[0].unwrapped.backend.home_action(), np.float32)
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            for env in envs:
-                env.step(action)
-        sequential = n * steps / (time.perf_counter() - t0)
+        actions = np.repeat(action[None], n, axis=0)
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                for env in envs:
+                    env.step(action)
+            sequential.append(n * steps / (time.perf_counter() - t0))
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                vector.step(actions)
+            asynchronous.append(n * steps / (time.perf_counter() - t0))
     finally:
         for env in envs:
             env.close()
-    vector = gym.make_vec(f"x2/{TASK}-v0", num_envs=n, vectorization_mode="async", **kw)
-    try:
-        vector.reset(seed=0)
-        actions = np.repeat(action[None], n, axis=0)
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            vector.step(actions)
-        asynchronous = n * steps / (time.perf_counter() - t0)
-    finally:
         vector.close()
-    return sequential, asynchronous
+    return statistics.median(sequential), statistics.median(asynchronous)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--ticks", type=int, default=300)
-    parser.add_argument("--vector-steps", type=int, default=100)
+    parser.add_argument("--vector-steps", type=int, default=50)
     args = parser.parse_args()
     env = gym.make(f"x2/{TASK}-v0", obs=OBS, max_ticks=args.ticks + 2)  # (no truncation inside the ticks timed)
     bare_env = X2Env(TASK, obs=OBS)
@@ -138,9 +140,9 @@ def main() -> None:
         print(f"{name:<40}{median * 1e6:>10.1f}us{median / loop:>12.3f}")
     env.close()
     bare_env.close()
-    sequential, asynchronous = time_vector(args.vector_steps, 8)
-    print(f"8 envs x {args.vector_steps} steps: sequential {sequential:.0f} steps/s, AsyncVectorEnv "
-          f"{asynchronous:.0f} steps/s ({asynchronous / sequential:.2f}x) on {os.cpu_count()} cpus")
+    sequential, asynchronous = time_vector(args.vector_steps, 8, args.rounds)
+    print(f"8 envs x {args.vector_steps} steps x {args.rounds} rounds: sequential {sequential:.0f} steps/s, "
+          f"AsyncVectorEnv {asynchronous:.0f} steps/s ({asynchronous / sequential:.2f}x) on {os.cpu_count()} cpus")
 
 
 if __name__ == "__main__":
