@@ -47,6 +47,8 @@ def test_sync_and_async_vector_envs_step_the_same_worlds() -> None:
     asynchronous = gym.make_vec(ID, num_envs=N, vectorization_mode="async", **KW)
     try:
         b = rollout(asynchronous, 4)
+        assert asynchronous.get_attr("task") == ("pick_place",) * N  # (what LeRobot's evaluator asks every env)
+        assert all("block" in text for text in asynchronous.get_attr("task_description"))
     finally:
         asynchronous.close()
     assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))

@@ -15,7 +15,8 @@
   diverges (`info["end_reason"]` "unstable"); `truncated` where `x2 eval` stops at the task's horizon: the last
   state it scores is frame horizon - 1, so the env truncates after horizon - 1 steps.
 - info: `is_success`, `progress`, `subtasks` (the DAG's active nodes), `failure` (node, frame, reason) or None,
-  `end_reason`, `slot` and `world_seed`.
+  `end_reason`, `slot` and `world_seed`; the attributes `task` (its name) and `task_description` (the current world's
+  instruction) are what LeRobot's evaluator reads.
 
 Actions are x2's joint targets in the robot's action layout (per arm its joints in rad, then the gripper opening
 0..1); values beyond the Box by more than a whole range are another unit and refused in one line, as `x2 eval`
@@ -178,6 +179,18 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
 
     def close(self) -> None:
         self.backend.close()
+
+    # (what LeRobot's evaluator reads from each env, x2's and gym-aloha's alike: the task, and the language
+    # instruction a policy is prompted with, drawn with the world)
+    @property
+    def task(self) -> str:
+        return self.spec_env.task.name if self.spec_env.task else ""
+
+    @property
+    def task_description(self) -> str:
+        if self.reset_info is not None:
+            return self.reset_info.instruction
+        return self.spec_env.task.instruction if self.spec_env.task else ""
 
     # ----- the tick ----------------------------------------------------------------------------------------------
     def _checked(self, action: Floats) -> Floats:
