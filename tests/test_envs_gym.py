@@ -72,6 +72,9 @@ def test_images_come_as_lerobot_pixels_and_render_gives_a_frame() -> None:
     ({"action": "torque"}, "action: found 'torque'; allowed: 'joint'"),
     ({"split": "test"}, "split: found 'test'; allowed: 'train', 'eval'"),
     ({"master_seed": -1}, "master_seed: found -1; allowed: 0 to"),
+    ({"variant": "nowhere"}, "variant: found 'nowhere'; allowed: one of task pick_place's scene variants"),
+    ({"obs": []}, "obs: found none; allowed: agent_pos, environment_state and camera names"),
+    ({"max_ticks": 1}, "max_ticks: found 1; allowed: 2 or more"),
 ])
 def test_bad_arguments_are_one_line_naming_the_key(kwargs: dict[str, object], says: str) -> None:
     with pytest.raises(EnvError) as error:

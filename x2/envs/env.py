@@ -36,7 +36,7 @@ import numpy as np
 from gymnasium import spaces
 
 from x2.base.arrays import Floats, Image
-from x2.base.errors import X2Error
+from x2.base.errors import PolicyError, X2Error
 from x2.envspec import load_env
 from x2.envspec.held_out import EVAL_SEED_BASE
 from x2.eval.seeds import SPLITS, SplitPlan, plan_split
@@ -84,10 +84,17 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
             raise EnvError(f"{where}: master_seed: found {master_seed!r}; allowed: 0 to {EVAL_SEED_BASE - 1}")
         if not (isinstance(slot_stride, int) and slot_stride >= 1):
             raise EnvError(f"{where}: slot_stride: found {slot_stride!r}; allowed: 1 or more")
+        if max_ticks is not None and not (isinstance(max_ticks, int) and max_ticks >= 2):
+            raise EnvError(f"{where}: max_ticks: found {max_ticks!r}; allowed: 2 or more, or None (the task's horizon)")
         self.slot_stride = slot_stride
         if isinstance(obs, str):
             obs = (obs,)
-        self.plan: SplitPlan = plan_split(task, robot, split, variant, master_seed, 0)
+        if not obs:
+            raise EnvError(f"{where}: obs: found none; allowed: {AGENT_POS}, {ENV_STATE} and camera names")
+        try:
+            self.plan: SplitPlan = plan_split(task, robot, split, variant, master_seed, 0)
+        except PolicyError as error:  # (x2 eval's words for its options: here they are this env's arguments)
+            raise EnvError(f"{where}: {str(error).removeprefix('--')}") from None
         self.spec_env = load_env(task, robot=robot, variant=self.plan.variant)
         assert self.spec_env.task is not None  # (a task compiles with its task)
         self.backend = make_backend(self.spec_env)
