@@ -30,8 +30,12 @@ class SplitPlan:
     master_seed: int
     slots: tuple[int, ...]
 
+    def seed_of(self, slot: int) -> int:
+        """The world seed of episode `slot` of this split (x2 eval's, and x2.envs' `reset(seed=slot)`)."""
+        return slot_seed(self.master_seed, slot)
+
     def seeds(self) -> list[int]:
-        return [slot_seed(self.master_seed, slot) for slot in self.slots]
+        return [self.seed_of(slot) for slot in self.slots]
 
 
 def scene_variants(task: str, robot: str | None) -> dict[str, str]:
