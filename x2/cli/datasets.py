@@ -19,6 +19,7 @@ from x2.cli.progress import progress
 from x2.datasets import (
     Dataset,
     Episode,
+    dataset_label,
     list_datasets,
     plot_timeline,
     remember_dataset,
@@ -53,7 +54,7 @@ def _rate(rate: float | None) -> str:
 
 @app.command("ls", epilog="Example: x2 datasets ls")
 def ls_command() -> None:
-    """Table of the datasets under ./data."""
+    """Table of the datasets under ./data, and the rollouts of each `x2 eval` run there (RUN/train, RUN/eval)."""
     paths = list_datasets()
     if not paths:
         console.print("no datasets under data/ yet (record one with x2 collect teleop or x2 synth)")
@@ -65,9 +66,9 @@ def ls_command() -> None:
         try:
             s = summarize(Dataset.open(path))
         except X2Error as exc:
-            table.add_row(path.name, "-", "-", "-", f"[red]unreadable: {exc}[/red]", "")
+            table.add_row(dataset_label(path), "-", "-", "-", f"[red]unreadable: {exc}[/red]", "")
             continue
-        table.add_row(s.name, str(s.episodes), str(s.frames), _rate(s.success_rate), s.robot, s.task)
+        table.add_row(dataset_label(path), str(s.episodes), str(s.frames), _rate(s.success_rate), s.robot, s.task)
     console.print(table)
 
 

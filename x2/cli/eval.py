@@ -20,9 +20,11 @@ from x2.cli.progress import progress
 from x2.datasets import workspace
 from x2.envspec.task import robot_with_calibration
 from x2.eval.evaluate import REPORT_JSON, REPORT_PNG, EvalConfig, evaluate, write_report
+from x2.eval.run_folder import run_folder_name
 from x2.eval.runner import EvalProgress
 from x2.eval.seeds import SplitPlan
 from x2.eval.teacher import ChunkExecution
+from x2.policy.protocol import ServiceInfo
 from x2.sim.camera import ImageSize, parse_cameras
 
 eval_app = typer.Typer(name="eval", cls=X2Group, rich_markup_mode="rich", no_args_is_help=False,
@@ -63,7 +65,8 @@ def eval_command(
     max_ticks: Annotated[int | None, typer.Option("--max-ticks", min=1, help="end episodes here (default: the "
                                                   "task's horizon)", show_default=False)] = None,
     dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="the run's folder under ./data or a path "
-                                                "(default: data/eval-<task>-<policy>)", show_default=False)] = None,
+                                                "(default: data/eval-<task>-<what the policy serves>-<8 hex of its "
+                                                "digest>: a new folder per checkpoint)", show_default=False)] = None,
     report_only: Annotated[bool, typer.Option("--report-only", help="recompute the report of --dataset's "
                                               "rollouts, run nothing")] = False,
 ) -> None:
@@ -83,7 +86,10 @@ def eval_command(
     On a Ray cluster whose workers reach the policy's URL:
     [cyan]x2 eval --task pick_place --policy ws://gpu-box:8000 -n 500 --ray auto[/cyan]
 
-    The report again: [cyan]x2 eval --report-only --dataset eval-pick_place-expert[/cyan]
+    Without --dataset a run goes to a folder named by what the policy serves (a checkpoint: its folder and the
+    sha256 of its weights), so checkpoint after checkpoint never overwrite each other; x2 datasets ls lists them.
+
+    The report again: [cyan]x2 eval --report-only --dataset eval-pick_place-expert-c7d25387[/cyan]
 
     Against real success rates: [cyan]x2 eval correlate --real real.csv data/eval-*[/cyan] (x2 eval correlate --help)
     """
@@ -111,11 +117,17 @@ def eval_command(
         train_datasets=tuple(workspace.resolve_dataset(d) for d in train_dataset or ()),
         cameras={c: (shape.height, shape.width) for c in parse_cameras(cameras) or ()},
         execution=ChunkExecution.parse(chunk_exec), timeout_s=timeout, device=device, max_ticks=max_ticks)
-    kind = policy.split(":")[0] if not policy.startswith("ws") else "remote"
-    root = workspace.resolve_output(dataset, default_name=f"eval-{Path(task).stem}-{kind}")
+    given = workspace.given_output(dataset)
+    named: list[Path] = [] if given is None else [given]
+
+    def folder(info: ServiceInfo) -> Path:  # no --dataset: named by what the service says it serves
+        named.append(workspace.dataset_path(run_folder_name(task, policy, info)))
+        return named[-1]
+
     where = f"{config.workers or 'all'} workers" + (f" on Ray ({ray})" if ray else "")
     console.print(f"evaluating {policy} on {task}: {n} episodes per split ({', '.join(config.splits)}), "
-                  f"{where}, master seed {seed}; rollouts in {root}")
+                  f"{where}, master seed {seed}; rollouts in "
+                  + (str(given) if given is not None else "data/eval-<task>-<policy>-<its digest>"))
     with progress("episodes") as update:
         def on_split(plan: SplitPlan, path: Path) -> None:
             console.print(f"{plan.split}: variant {plan.variant}, master seed {plan.master_seed} -> {path}")
@@ -124,7 +136,8 @@ def eval_command(
             alive = "" if p.workers_alive is None else f", {p.workers_alive} workers alive"
             update(p.done, p.total, f"{p.succeeded} succeeded, {p.per_minute:.1f}/min{alive}", stage=p.split)
 
-        report = evaluate(config, root, advance, on_split)
+        report = evaluate(config, given if given is not None else folder, advance, on_split)
+    root = named[-1]
     _show(report, root)
     lost = {r["split"]: r["lost_with_their_worker"] for r in report.get("runs", []) if r["lost_with_their_worker"]}
     if lost:

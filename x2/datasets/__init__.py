@@ -12,6 +12,7 @@ from x2.datasets.summary import DatasetSummary, summarize
 from x2.datasets.timeline import plot_timeline
 from x2.datasets.validate import Problem, RepairResult, Report, repair, validate
 from x2.datasets.workspace import (
+    dataset_label,
     dataset_path,
     given_output,
     last_dataset,
@@ -53,6 +54,7 @@ __all__ = [
     "dataset_path",
     "given_output",
     "last_dataset",
+    "dataset_label",
     "list_datasets",
     "lock_holder",
     "plot_timeline",

@@ -33,11 +33,28 @@ def dataset_path(name: str, root: str | Path | None = None) -> Path:
 
 
 def list_datasets(root: str | Path | None = None) -> list[Path]:
-    """Dataset folders under ``./data`` (those with a manifest), sorted by name."""
+    """Dataset folders under ``./data`` (those with a manifest), sorted by name, and the datasets one level down in
+    a folder that is none (an `x2 eval` run's `train/` and `eval/` rollouts)."""
     folder = data_dir(root)
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir() if not p.name.startswith(".") and (p / fmt.MANIFEST_FILE).is_file())
+    out = []
+    for p in sorted(folder.iterdir()):
+        if p.name.startswith(".") or not p.is_dir():
+            continue
+        if (p / fmt.MANIFEST_FILE).is_file():
+            out.append(p)
+        else:
+            out += sorted(c for c in p.iterdir() if not c.name.startswith(".") and (c / fmt.MANIFEST_FILE).is_file())
+    return out
+
+
+def dataset_label(path: Path, root: str | Path | None = None) -> str:
+    """How a listed dataset is named: its path under ./data (`eval-pick_place-expert-1a2b3c4d/train`)."""
+    try:
+        return path.relative_to(data_dir(root)).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def last_dataset(root: str | Path | None = None) -> Path | None:
@@ -94,8 +111,8 @@ def resolve_dataset(arg: str | None, root: str | Path | None = None) -> Path:
     if arg:
         given = Path(arg)
         tried = [given if given.is_absolute() else _base(root) / given]
-        if len(given.parts) == 1 and not given.is_absolute():
-            tried.append(dataset_path(arg, root))
+        if not given.is_absolute():  # (a name, or a run's rollouts, under ./data: eval-.../train)
+            tried.append(data_dir(root) / given)
         for path in tried:
             if path.exists():
                 return path
@@ -109,7 +126,7 @@ def resolve_dataset(arg: str | None, root: str | Path | None = None) -> Path:
 
 
 def _names(root: str | Path | None) -> str:
-    names = [p.name for p in list_datasets(root)]
+    names = [dataset_label(p, root) for p in list_datasets(root)]
     if names:
         return ", ".join(names)
     return f"none yet under {data_dir(root)}/ (record one with x2 collect or x2 synth)"

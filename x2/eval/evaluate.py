@@ -20,6 +20,8 @@ from x2.eval.seeds import SplitPlan, plan_split, refuse_trained_seeds
 from x2.eval.session import EvalSetup
 from x2.eval.teacher import ChunkExecution
 from x2.files.atomic import write_bytes
+from x2.policy.client import RemotePolicy
+from x2.policy.protocol import ServiceInfo
 from x2.policy.services import ServeOptions, parse_kind
 from x2.processes.pool import RayTarget, WorkerPool
 
@@ -68,11 +70,17 @@ def policy_url(config: EvalConfig) -> Iterator[str]:
         yield service.url
 
 
-def evaluate(config: EvalConfig, root: Path, on_update: Callable[[EvalProgress], None] | None = None,
+def evaluate(config: EvalConfig, root: Path | Callable[[ServiceInfo], Path],
+             on_update: Callable[[EvalProgress], None] | None = None,
              on_split: Callable[[SplitPlan, Path], None] | None = None) -> EvalReport:
+    """Run every split of `config` into `root` (or the folder `root` names for what the service says it serves:
+    x2/eval/run_folder.py) and write the report there."""
     todo = plans(config)  # (refusals first: nothing is started or written for a run that cannot be)
     runs: list[RunRecord] = []
     with policy_url(config) as url, _pool(config) as pool:
+        if not isinstance(root, Path):
+            with RemotePolicy(url, config.timeout_s) as service:
+                root = root(service.info)
         for plan in todo:
             setup = EvalSetup(config.task, config.robot, plan.variant, plan.master_seed, url, config.timeout_s,
                               config.cameras, config.execution, config.max_ticks,
