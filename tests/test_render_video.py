@@ -154,10 +154,11 @@ def test_an_encode_that_fails_leaves_no_file(labelled: Path, tmp_path: Path) -> 
 def test_an_episode_without_states_or_stored_frames_is_one_line(labelled: Path, tmp_path: Path) -> None:
     root = tmp_path / "bare"
     shutil.copytree(labelled, root)
-    with h5py.File(episode_file(root), "r+") as f:
+    with h5py.File(episode_file(root), "r+") as f:  # (a real recording without images: no states, no streams)
         del f[fmt.STATES]
+        f.attrs[fmt.SOURCE_ATTR] = "real"
     with Episode(episode_file(root)) as ep, pytest.raises(DatasetError, match="no stored camera streams and no "
-                                                                            "/states to draw them from"):
+                                                                            "/states to draw them from .*a real"):
         episode_video(ep, None, SIZE, tmp_path / "v.mp4")
     with pytest.raises(DatasetError, match="--episodes: found 3; allowed"):
         dataset_videos(Dataset.open(labelled), [3], None, SIZE, tmp_path / "videos")

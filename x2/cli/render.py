@@ -71,6 +71,8 @@ def render(
     ds = open_dataset_arg(dataset)
     path = ds.root
     if video is not None:
+        if sheet is not None:
+            raise DatasetError("--video: found --contact-sheet too; allowed: one of them per run")
         _videos(ds, parse_cameras(cameras) or None, image_size, video, selected)
         return
     if sheet is not None:

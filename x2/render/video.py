@@ -98,7 +98,7 @@ def episode_video(ep: Episode, cameras: Sequence[str] | None, size: ImageSize, o
     names = video_cameras(ep, cameras)
     codec = video_codec()
     labels = FrameLabels.of(ep)
-    title = f"episode {ep.index} · {ep.task or ep.source} · {ep.outcome}"
+    title = f"episode {ep.index} · {ep.task or ep.source} · {'a real recording' if ep.is_real else ep.outcome}"
     painter = FramePainter(title, names, size, labels)
     fps = ep.fps or FALLBACK_FPS
     clock = _Clock()
