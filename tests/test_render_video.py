@@ -165,15 +165,22 @@ def test_an_episode_without_states_or_stored_frames_is_one_line(labelled: Path, 
     assert not (tmp_path / "v.mp4").exists() and not (tmp_path / "videos").exists()
 
 
-def test_x2_render_video_writes_one_mp4_per_episode_and_refuses_a_file_in_the_way(labelled: Path,
-                                                                                   tmp_path: Path) -> None:
+def test_x2_render_video_writes_one_mp4_per_episode_the_same_bytes_with_two_workers(tmp_path: Path) -> None:
+    record_short_dataset(tmp_path / "pair", episodes=2, ticks=4)
     _mount()
-    done = CliRunner().invoke(app, ["render", str(labelled), "--video", str(tmp_path / "videos"), "--size", "60x80",
-                                    "--cameras", "head"])
+    done = CliRunner().invoke(app, ["render", str(tmp_path / "pair"), "--video", str(tmp_path / "videos"),
+                                    "--size", "60x80", "--cameras", "head", "--workers", "2"])
     assert done.exit_code == 0, done.output
-    assert sorted(p.name for p in (tmp_path / "videos").iterdir()) == ["episode_000000.mp4"]
-    assert len(decode(tmp_path / "videos" / "episode_000000.mp4")) == TICKS
+    names = sorted(p.name for p in (tmp_path / "videos").iterdir())
+    assert names == ["episode_000000.mp4", "episode_000001.mp4"]
     assert "encoding" in done.stdout and "ms/frame" in done.stdout
+    here = dataset_videos(Dataset.open(tmp_path / "pair"), [0, 1], ("head",), SIZE, tmp_path / "here")
+    assert [v.frames for v in here] == [len(decode(tmp_path / "videos" / n)) for n in names] == [4, 4]
+    assert [(tmp_path / "here" / n).read_bytes() == (tmp_path / "videos" / n).read_bytes() for n in names] == [True] * 2
+
+
+def test_a_file_in_the_way_of_the_video_folder_is_one_line(labelled: Path, tmp_path: Path) -> None:
+    _mount()
     (tmp_path / "afile").write_text("")
     refused = CliRunner().invoke(app, ["render", str(labelled), "--video", str(tmp_path / "afile" / "videos")])
     lines = [line for line in refused.stderr.splitlines() if line.strip()]

@@ -45,7 +45,8 @@ def render(
         "--video", help="Instead of rendering into the files, write one MP4 per episode (of --episodes, default all) "
                         "into this folder as episode_NNNNNN.mp4: the cameras side by side (stored streams, else drawn "
                         "from the states; default: the stored ones, else the robot's) at --size, with the frame "
-                        "number, the active subtask (per arm) and the failure written under them.",
+                        "number, the active subtask (per arm) and the failure written under them; --workers "
+                        "episodes at once (not on --ray).",
         show_default=False)] = None,
     allow_eval: Annotated[bool, typer.Option(
         "--allow-eval", help="Also render episodes made in a configuration held out for evaluation.")] = False,
@@ -73,7 +74,7 @@ def render(
     if video is not None:
         if sheet is not None:
             raise DatasetError("--video: found --contact-sheet too; allowed: one of them per run")
-        _videos(ds, parse_cameras(cameras) or None, image_size, video, selected)
+        _videos(ds, parse_cameras(cameras) or None, image_size, video, selected, workers)
         return
     if sheet is not None:
         _sheet(ds, names, image_size, sheet, episode, selected)
@@ -103,7 +104,7 @@ def render(
 
 
 def _videos(ds: Dataset, cameras: tuple[str, ...] | None, size: ImageSize, folder: Path,
-            selected: tuple[int, ...] | None) -> None:
+            selected: tuple[int, ...] | None, workers: int) -> None:
     listed = sorted(r.index for r in ds.episodes())
     chosen = listed if selected is None else list(selected)
     if not chosen:
@@ -112,7 +113,7 @@ def _videos(ds: Dataset, cameras: tuple[str, ...] | None, size: ImageSize, folde
         def advance(p: VideosProgress) -> None:
             update(p.frames_done, p.frames_total, f"episode {p.episodes_done + 1}/{p.episodes_total}")
 
-        made = dataset_videos(ds, chosen, cameras, size, folder, advance)
+        made = dataset_videos(ds, chosen, cameras, size, folder, advance, workers)
     for v in made:
         console.print(f"episode {v.episode}: {v.path} ({v.frames} frames, {v.width}x{v.height}, {v.codec}, "
                       f"{v.bytes / 1e3:.0f} kB)")

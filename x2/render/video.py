@@ -4,13 +4,13 @@ written under them (x2/render/video_frame.py), one video frame per recorded fram
 Frames are the stored streams when the episode has them (at whatever size they were stored, scaled to the
 tiles), else drawn now from its states (x2/recorded/frames.py), as `x2 render` draws them. Encoded with PyAV
 (FFmpeg): H.264 (libx264, CRF 23, preset veryfast, yuv420p) where the installed FFmpeg has it, else MPEG-4
-Part 2, which every FFmpeg build has; the same frames give the same bytes. The file is written under a temporary
-name beside the target and renamed into place (x2/files/atomic.py): a killed run leaves no half MP4 under the
-final name. Encoding runs inside `keeps_scheduling()` (x2/base/scheduling.py): FFmpeg's encoder threads must not
-turn this process real-time.
+Part 2, which every FFmpeg build has; one encoder thread, so the same frames give the same bytes. The file is
+written under a temporary name beside the target and renamed into place (x2/files/atomic.py): a killed run
+leaves no half MP4 under the final name. Encoding runs inside `keeps_scheduling()` (x2/base/scheduling.py):
+FFmpeg's encoders must not turn this process real-time.
 
 Measured on this 2-core machine (llvmpipe; three cameras, 578 frames of fruit_in_microwave; README, "Render"):
-drawing 85.5 ms and encoding 12.6 ms a frame at 240x320 tiles, 43.6 and 5.3 ms at 120x160: a video of an
+drawing 49.2 ms and encoding 7.0 ms a frame at 240x320 tiles, 34.6 and 2.9 ms at 120x160: a video of an
 episode costs about what rendering it costs.
 """
 
@@ -158,6 +158,9 @@ def _encode(pictures: Iterable[Pixels], path: Path, codec: str, fps: float, widt
         stream = container.add_stream(codec, rate=Fraction(fps).limit_denominator(1001))
         assert isinstance(stream, av.video.stream.VideoStream)  # (a video codec's stream)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        # One encoder thread: libx264's sliced threads gave streams one byte apart under load (the same pixels
+        # decoded); one thread gives the same bytes every time, and parallel work is --workers' (episodes at once).
+        stream.codec_context.thread_count = 1
         if codec == "libx264":
             stream.options = {"crf": "23", "preset": "veryfast"}
         else:
@@ -179,14 +182,35 @@ class VideosProgress:
     episodes_total: int
 
 
+@dataclass(frozen=True)
+class VideoJob:
+    """One episode's video, for a worker process (picklable; the worker opens the file itself)."""
+
+    index: int
+    source: Path  # the committed episode file
+    out: Path
+    cameras: tuple[str, ...] | None
+    height: int
+    width: int
+
+
+def run_video_job(job: VideoJob) -> VideoSummary:
+    with Episode(job.source) as ep:
+        return episode_video(ep, job.cameras, ImageSize(job.height, job.width), job.out)
+
+
 def dataset_videos(ds: Dataset, episodes: Sequence[int], cameras: Sequence[str] | None, size: ImageSize,
-                   folder: Path, progress: Callable[[VideosProgress], None] | None = None) -> list[VideoSummary]:
-    """One MP4 per episode of `episodes` into `folder` (episode_NNNNNN.mp4), in order."""
+                   folder: Path, progress: Callable[[VideosProgress], None] | None = None,
+                   workers: int = 1) -> list[VideoSummary]:
+    """One MP4 per episode of `episodes` into `folder` (episode_NNNNNN.mp4), in order; with `workers` > 1 that
+    many episodes at once, each in a worker process (x2.processes.worker; progress then counts whole episodes)."""
     listed = {r.index: r.frames for r in ds.episodes()}
     unknown = [i for i in episodes if i not in listed]
     if unknown:
         raise DatasetError(f"{ds.root}: --episodes: found {', '.join(map(str, unknown))}; allowed: committed "
                            f"episodes ({len(listed)} in the dataset)")
+    if workers < 1:
+        raise DatasetError(f"--workers: found {workers}; allowed: 1 or more")
     if folder.exists() and not folder.is_dir():
         raise DatasetError(f"{folder}: video folder: found a file; allowed: a folder (made when missing)")
     try:
@@ -195,6 +219,8 @@ def dataset_videos(ds: Dataset, episodes: Sequence[int], cameras: Sequence[str] 
         raise DatasetError(f"{folder}: video folder: found it cannot be made ({cause(exc)}); allowed: a "
                            "writable place") from None
     total = sum(listed[i] for i in episodes)
+    if workers > 1 and len(episodes) > 1:
+        return _in_workers(ds, episodes, cameras, size, folder, progress, min(workers, len(episodes)), total)
     done, out = 0, []
     for k, index in enumerate(episodes):
         def advance(frames: int, _of: int, k: int = k, done: int = done) -> None:
@@ -204,4 +230,25 @@ def dataset_videos(ds: Dataset, episodes: Sequence[int], cameras: Sequence[str] 
         with ds.load(index) as ep:
             out.append(episode_video(ep, cameras, size, folder / video_name(index), advance))
         done += listed[index]
+    return out
+
+
+def _in_workers(ds: Dataset, episodes: Sequence[int], cameras: Sequence[str] | None, size: ImageSize,
+                folder: Path, progress: Callable[[VideosProgress], None] | None, workers: int,
+                total: int) -> list[VideoSummary]:
+    from x2.processes.pool import in_order, open_pool
+    from x2.processes.worker import set_up
+
+    jobs = [VideoJob(i, ds.episode_path(i), folder / video_name(i), None if cameras is None else tuple(cameras),
+                     size.height, size.width) for i in episodes]
+    # x2.processes.worker's set-up (EGL, one BLAS thread), without its progress queue: an episode is reported done
+    pool = open_pool(workers, set_up, (None,))
+    out: list[VideoSummary] = []
+    try:
+        for _, future in in_order(pool, run_video_job, jobs):
+            out.append(future.result())  # (a worker's refusal is raised here, in the episodes' order)
+            if progress is not None:
+                progress(VideosProgress(sum(v.frames for v in out), total, len(out), len(episodes)))
+    finally:
+        pool.shutdown()
     return out
