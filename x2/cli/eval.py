@@ -67,6 +67,11 @@ def eval_command(
     dataset: Annotated[str | None, typer.Option("--dataset", "-d", help="the run's folder under ./data or a path "
                                                 "(default: data/eval-<task>-<what the policy serves>-<8 hex of its "
                                                 "digest>: a new folder per checkpoint)", show_default=False)] = None,
+    videos: Annotated[bool, typer.Option("--videos", help="keep one MP4 per rollout in RUN/videos/<split>/"
+                                         "episode_NNNNNN.mp4 (the robot's cameras side by side, frame number, "
+                                         "active subtask and failure written under them)")] = False,
+    video_size: Annotated[str, typer.Option("--video-size", help="HEIGHTxWIDTH of each camera in --videos")
+                          ] = "120x160",
     report_only: Annotated[bool, typer.Option("--report-only", help="recompute the report of --dataset's "
                                               "rollouts, run nothing")] = False,
 ) -> None:
@@ -85,6 +90,9 @@ def eval_command(
 
     On a Ray cluster whose workers reach the policy's URL:
     [cyan]x2 eval --task pick_place --policy ws://gpu-box:8000 -n 500 --ray auto[/cyan]
+
+    With a video of every rollout (RUN/videos/train/episode_000000.mp4, ...):
+    [cyan]x2 eval --task pick_place --policy expert -n 5 --videos[/cyan]
 
     Without --dataset a run goes to a folder named by what the policy serves (a checkpoint: its folder and the
     sha256 of its weights), so checkpoint after checkpoint never overwrite each other; x2 datasets ls lists them.
@@ -116,7 +124,8 @@ def eval_command(
         ray=ray_target(ray, cpus_per_worker),
         train_datasets=tuple(workspace.resolve_dataset(d) for d in train_dataset or ()),
         cameras={c: (shape.height, shape.width) for c in parse_cameras(cameras) or ()},
-        execution=ChunkExecution.parse(chunk_exec), timeout_s=timeout, device=device, max_ticks=max_ticks)
+        execution=ChunkExecution.parse(chunk_exec), timeout_s=timeout, device=device, max_ticks=max_ticks,
+        videos=ImageSize.parse(video_size) if videos else None)
     given = workspace.given_output(dataset)
     named: list[Path] = [] if given is None else [given]
 
@@ -134,7 +143,8 @@ def eval_command(
 
         def advance(p: EvalProgress) -> None:
             alive = "" if p.workers_alive is None else f", {p.workers_alive} workers alive"
-            update(p.done, p.total, f"{p.succeeded} succeeded, {p.per_minute:.1f}/min{alive}", stage=p.split)
+            made = f", {p.videos} videos" if videos else ""
+            update(p.done, p.total, f"{p.succeeded} succeeded, {p.per_minute:.1f}/min{alive}{made}", stage=p.split)
 
         report = evaluate(config, given if given is not None else folder, advance, on_split)
     root = named[-1]

@@ -1,4 +1,5 @@
-"""`x2 render`: camera streams from recorded states into the episode files, or one episode's contact sheet."""
+"""`x2 render`: camera streams from recorded states into the episode files, one episode's contact sheet, or
+episodes as videos."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from x2.datasets import Dataset
 from x2.datasets.select import parse_episode_list
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.render import RenderProgress, contact_sheet, render_dataset
+from x2.render.video import VideosProgress, dataset_videos
 from x2.sim.camera import ImageSize, parse_cameras
 
 
@@ -39,6 +41,13 @@ def render(
                                 "subtask completions and end into this PNG.", show_default=False)] = None,
     episode: Annotated[int | None, typer.Option(
         "--episode", help="The episode of --contact-sheet (default: the first one).", show_default=False)] = None,
+    video: Annotated[Path | None, typer.Option(
+        "--video", help="Instead of rendering into the files, write one MP4 per episode (of --episodes, default all) "
+                        "into this folder as episode_NNNNNN.mp4: the cameras side by side (stored streams, else drawn "
+                        "from the states; default: the stored ones, else the robot's) at --size, with the frame "
+                        "number, the active subtask (per arm) and the failure written under them; --workers "
+                        "episodes at once (not on --ray).",
+        show_default=False)] = None,
     allow_eval: Annotated[bool, typer.Option(
         "--allow-eval", help="Also render episodes made in a configuration held out for evaluation.")] = False,
     ray: RayOpt = None,
@@ -54,12 +63,19 @@ def render(
 
     Example: [cyan]x2 render --contact-sheet sheet.png --episode 0[/cyan]
 
+    A video of episodes 0 and 1: [cyan]x2 render --video videos --episodes 0,1 --size 120x160[/cyan]
+
     On a Ray cluster, 8 renderers of one CPU each: [cyan]x2 render --workers 8 --ray auto[/cyan]
     """
     names, image_size = parse_cameras(cameras) or DEFAULT_CAMERAS, ImageSize.parse(size)
     selected = None if episodes is None else parse_episode_list(episodes)
     ds = open_dataset_arg(dataset)
     path = ds.root
+    if video is not None:
+        if sheet is not None:
+            raise DatasetError("--video: found --contact-sheet too; allowed: one of them per run")
+        _videos(ds, parse_cameras(cameras) or None, image_size, video, selected, workers)
+        return
     if sheet is not None:
         _sheet(ds, names, image_size, sheet, episode, selected)
         return
@@ -85,6 +101,26 @@ def render(
     rate = summary.frames_rendered / summary.wall_s if summary.wall_s > 0 else 0.0
     console.print(f"{summary.frames_rendered} frames in {summary.wall_s:.1f} s ({rate:.1f} frames/s, "
                   f"{summary.workers} worker(s))")
+
+
+def _videos(ds: Dataset, cameras: tuple[str, ...] | None, size: ImageSize, folder: Path,
+            selected: tuple[int, ...] | None, workers: int) -> None:
+    listed = sorted(r.index for r in ds.episodes())
+    chosen = listed if selected is None else list(selected)
+    if not chosen:
+        raise DatasetError(f"{ds.root}: episodes: found none; allowed: a dataset with committed episodes")
+    with progress("video", "frames") as update:
+        def advance(p: VideosProgress) -> None:
+            update(p.frames_done, p.frames_total, f"episode {p.episodes_done + 1}/{p.episodes_total}")
+
+        made = dataset_videos(ds, chosen, cameras, size, folder, advance, workers)
+    for v in made:
+        console.print(f"episode {v.episode}: {v.path} ({v.frames} frames, {v.width}x{v.height}, {v.codec}, "
+                      f"{v.bytes / 1e3:.0f} kB)")
+    frames = sum(v.frames for v in made)
+    draw, encode = sum(v.draw_s for v in made), sum(v.encode_s for v in made)
+    console.print(f"{len(made)} video(s), {frames} frames: drawing {1e3 * draw / frames:.1f} ms/frame, encoding "
+                  f"{1e3 * encode / frames:.1f} ms/frame")
 
 
 def _sheet(ds: Dataset, cameras: tuple[str, ...], size: ImageSize, out: Path, episode: int | None,

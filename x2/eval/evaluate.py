@@ -4,6 +4,7 @@ dataset under the run's folder, and the report of them all.
     RUN/train/   the in-distribution rollouts (an ordinary x2 dataset: show, view, label, render, export)
     RUN/eval/    the out-of-distribution rollouts
     RUN/eval_report.json, RUN/eval_report.png
+    RUN/videos/<split>/episode_NNNNNN.mp4   with --videos: one per rollout (x2/render/video.py)
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from x2.eval.picture import draw_report
 from x2.eval.report import EvalReport, RunRecord, build_report
-from x2.eval.runner import EvalProgress, EvalRun, dumps, open_eval_pool, run_summary
+from x2.eval.runner import EvalProgress, EvalRun, EvalVideos, dumps, open_eval_pool, run_summary
 from x2.eval.seeds import SplitPlan, plan_split, refuse_trained_seeds
 from x2.eval.session import EvalSetup
 from x2.eval.teacher import ChunkExecution
@@ -24,8 +25,10 @@ from x2.policy.client import RemotePolicy
 from x2.policy.protocol import ServiceInfo
 from x2.policy.services import ServeOptions, parse_kind
 from x2.processes.pool import RayTarget, WorkerPool
+from x2.sim.camera import ImageSize
 
 REPORT_JSON, REPORT_PNG = "eval_report.json", "eval_report.png"
+VIDEOS = "videos"
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class EvalConfig:
     timeout_s: float = 30.0
     device: str = "cpu"
     max_ticks: int | None = None
+    videos: ImageSize | None = None  # --videos: one MP4 per rollout, tiles of this size; None: none
 
 
 def plans(config: EvalConfig) -> list[SplitPlan]:
@@ -88,7 +92,8 @@ def evaluate(config: EvalConfig, root: Path | Callable[[ServiceInfo], Path],
             path = root / plan.split
             if on_split is not None:
                 on_split(plan, path)
-            progress = EvalRun(setup, plan, path, pool).run(on_update)
+            videos = None if config.videos is None else EvalVideos(root / VIDEOS / plan.split, config.videos)
+            progress = EvalRun(setup, plan, path, pool, videos=videos).run(on_update)
             runs.append({**run_summary(progress), "variant": plan.variant, "master_seed": plan.master_seed,
                          "dataset": str(path)})
     return write_report(root, [root / p.split for p in todo], runs)

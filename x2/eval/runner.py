@@ -26,8 +26,10 @@ from x2.eval.seeds import SplitPlan
 from x2.eval.session import EvalOutcome, EvalSession, EvalSetup, policy_text
 from x2.policy.protocol import PolicyClient
 from x2.processes.pool import RayTarget, WorkerLost, WorkerPool, in_order, open_pool
+from x2.render.video import dataset_videos, video_name
 from x2.rollout.episodes import EpisodeOutcome, commit_episode, episode_start, open_dataset
 from x2.rollout.loop import EpisodeResult
+from x2.sim.camera import ImageSize
 
 
 def connect(setup: EvalSetup) -> PolicyClient:
@@ -45,6 +47,7 @@ class EvalProgress:
     skipped: int = 0  # committed by an earlier run
     lost: list[int] = field(default_factory=list)  # slots whose worker was lost on every try (not committed)
     workers_alive: int | None = None  # (a Ray pool's; None where the pool does not watch its workers)
+    videos: int = 0  # MP4s written by this run (--videos)
     started: float = field(default_factory=time.perf_counter)
 
     @property
@@ -83,12 +86,20 @@ def open_eval_pool(workers: int | None, ray: RayTarget | None) -> WorkerPool | N
     return open_pool(workers, ray=ray)
 
 
+@dataclass(frozen=True)
+class EvalVideos:
+    """--videos: one MP4 per rollout (x2/render/video.py) into `folder`, the robot's cameras at `size`."""
+
+    folder: Path
+    size: ImageSize
+
+
 class EvalRun:
     """One split of an evaluation into one dataset."""
 
     def __init__(self, setup: EvalSetup, plan: SplitPlan, dataset: Path, pool: WorkerPool | None = None,
-                 connector: Callable[[EvalSetup], PolicyClient] = connect):
-        self.setup, self.plan, self.path, self.pool = setup, plan, dataset, pool
+                 connector: Callable[[EvalSetup], PolicyClient] = connect, videos: EvalVideos | None = None):
+        self.setup, self.plan, self.path, self.pool, self.videos = setup, plan, dataset, pool, videos
         self.session = EvalSession(setup, connector)  # the parent's own: it checks the policy fits before any worker
         self.env = self.session.env
         self.progress = EvalProgress(plan.split, len(plan.slots))
@@ -102,6 +113,9 @@ class EvalRun:
             todo = [(slot, seed) for slot, seed in zip(self.plan.slots, self.plan.seeds(), strict=True)
                     if slot not in done]
             self.progress.done = self.progress.skipped = len(self.plan.slots) - len(todo)
+            # (a killed run's committed rollouts whose video it did not write: written now, before the new ones)
+            self._video(ds, [r.index for r in ds.episodes() if r.master_seed == self.plan.master_seed
+                             and r.source == fmt.POLICY_SOURCE])
             if on_update is not None:
                 on_update(self.progress)
             if self.pool is None:
@@ -150,12 +164,23 @@ class EvalRun:
             result.stage_ms.update(outcome.timing)
             return result
 
-        commit_episode(ds, self.env, start, replay, lambda _: stored, outcome.object_names)
+        _, record = commit_episode(ds, self.env, start, replay, lambda _: stored, outcome.object_names)
+        if record is not None:
+            self._video(ds, [record.index])
         p = self.progress
         p.done += 1
         p.succeeded += int(result.success)
         if on_update is not None:
             on_update(p)
+
+
+    def _video(self, ds: Dataset, episodes: list[int]) -> None:
+        """The MP4 of each of `episodes` that has none yet (a video is renamed into place whole: one there is done)."""
+        if self.videos is None:
+            return
+        todo = [i for i in episodes if not (self.videos.folder / video_name(i)).exists()]
+        if todo:
+            self.progress.videos += len(dataset_videos(ds, todo, None, self.videos.size, self.videos.folder))
 
 
 def run_summary(progress: EvalProgress) -> RunSummary:

@@ -88,9 +88,11 @@ def _stored(datasets: dict[str, h5py.Dataset], frames: Sequence[int]) -> Iterato
 
 
 def frames_at(ep: Episode, cameras: Sequence[str], frames: Sequence[int],
-              size: ImageSize | None = None) -> Iterator[dict[str, Image]]:
-    """As `episode_frames`, for the given frame numbers only (in the order given)."""
-    read, draw = split_cameras(ep, cameras, size)
+              size: ImageSize | None = None, stored_any_size: bool = False) -> Iterator[dict[str, Image]]:
+    """As `episode_frames`, for the given frame numbers only (in the order given). `stored_any_size`: a stored
+    camera is read at whatever size it was stored, and only the others are drawn at `size` (a video's tiles:
+    x2/render/video.py scales them to one size)."""
+    read, draw = split_cameras(ep, cameras, None if stored_any_size else size)
     stored = _stored({c: ep.dataset(fmt.image_path(c)) for c in read}, frames)
     if not draw:
         for shot in stored:
