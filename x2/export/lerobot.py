@@ -44,12 +44,14 @@ from x2.export.lerobot_language import ARM_JOIN, SUBTASK_STYLE, subtask_rows
 from x2.export.lerobot_plan import (
     ACTION,
     ENV_STATE,
+    EXTRINSICS_PREFIX,
     POSE_FIELDS,
     STATE,
     SUBTASK,
     ExportPlan,
     LeRobotOptions,
     arm_feature,
+    depth_feature,
     plan_episode,
     plan_export,
 )
@@ -63,6 +65,7 @@ from x2.files.hf_cache import hf_datasets_cache
 from x2.files.staging import staged
 
 if TYPE_CHECKING:
+    from lerobot.configs.video import DepthEncoderConfig
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
 X2_META = "meta/x2.json"
@@ -107,6 +110,17 @@ def quiet_lerobot() -> Iterator[None]:
             os.environ.pop("SVT_LOG", None)
 
 
+def depth_encoder() -> DepthEncoderConfig:
+    """LeRobot's depth encoder as its defaults have it (lossless HEVC of 12-bit log-quantised depth), with x265's
+    own log held at errors (it prints its whole configuration to stderr for every video otherwise)."""
+    from lerobot.configs.video import DepthEncoderConfig, depth_encoder_defaults
+
+    enc = depth_encoder_defaults()
+    params = enc.extra_options.get("x265-params", "")
+    return DepthEncoderConfig(extra_options={**enc.extra_options, "x265-params": f"{params}:log-level=error"
+                                             if params else "log-level=error"})
+
+
 def _write_frames(plan: ExportPlan, sources: ExportSources, root: Path, repo_id: str, tracker: ProgressTracker,
                   edges: EdgeStore) -> list[WrittenEpisode]:
     """create / add_frame / save_episode / finalize, one episode read and planned at a time; returns what
@@ -131,9 +145,10 @@ def _write_frames(plan: ExportPlan, sources: ExportSources, root: Path, repo_id:
                 episode = plan_episode(source.episode, source.record, plan)  # (refused before any of it is written)
                 if ds is None:
                     try:
+                        depth = {"depth_encoder": depth_encoder()} if plan.depth else {}
                         ds = LeRobotDataset.create(repo_id, fps=plan.fps, features=plan.features(), root=root,
                                                    robot_type=plan.dataset.manifest.robot,
-                                                   use_videos=bool(images.cameras), video_backend="pyav")
+                                                   use_videos=bool(images.cameras), video_backend="pyav", **depth)
                     except ValueError as exc:  # LeRobot checks its default encoder (libsvtav1 in PyAV) right here
                         found = " ".join(str(exc).split())
                         raise ExportError(f"LeRobot writer (video encoder): found {found}; allowed: a PyAV with "
@@ -209,6 +224,16 @@ def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id
             "codes": "as subtask_index (names above), per arm: the subtask that arm works on",
             "language": f"each frame's subtask text is the arms' distinct subtask names in arm order, joined "
                         f"{ARM_JOIN!r}; one name when the arms agree; a done arm left out while another works"}
+    if plan.depth:  # only with stored depth: an export without it keeps its meta/x2.json as it was
+        enc = depth_encoder()
+        extra["depth"] = {
+            "features": {c: depth_feature(c) for c in plan.depth},
+            "extrinsics": {c: EXTRINSICS_PREFIX + c for c in plan.depth},
+            "lens": dict(plan.depth_lens),
+            "encoder": {"vcodec": enc.vcodec, "pix_fmt": enc.pix_fmt, "depth_min": enc.depth_min,
+                        "depth_max": enc.depth_max, "shift": enc.shift, "use_log": enc.use_log},
+            "source": "/observations/depth/<cam> (x2 render --streams), metres along the optical axis; extrinsics: "
+                      "4x4 camera (OpenCV axes) to world, row by row, float32"}
     if plan.objects:  # only when asked for: an export without it keeps its meta/x2.json as it was
         # Privileged: the simulator's exact object poses, which a deployed robot does not observe. A policy
         # trained on them is a low-dim (state-based) baseline; `x2 eval` gives them only to such a policy.

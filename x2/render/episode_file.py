@@ -102,6 +102,14 @@ def _copy_without(src: h5py.Group, dst: h5py.Group, drop: set[str]) -> None:
             src.copy(name, dst, name=name)  # H5Ocopy: stored bytes, filters and chunks as they are
 
 
+def _shuffled(frame: npt.NDArray[np.generic]) -> npt.NDArray[np.uint8]:
+    """HDF5's shuffle filter done by hand, for a chunk written direct: byte k of every value, for k in order. Depth
+    and ids are stored shuffled, then Zstd: a float32 depth shrinks to about half of Zstd alone."""
+    out: npt.NDArray[np.uint8] = np.ascontiguousarray(
+        np.ascontiguousarray(frame).view(np.uint8).reshape(-1, frame.itemsize).T)
+    return out
+
+
 def _lens_attrs(ds: h5py.Dataset, renderer: StateRenderer, cam: str) -> None:
     """A depth or segmentation stream's camera: K in OpenCV's convention at its size, where its poses are."""
     intrinsics = renderer.intrinsics(cam)
@@ -130,14 +138,15 @@ def _create_streams(new: h5py.File, renderer: StateRenderer, cam: str, streams: 
         out[RGB] = ds
     if DEPTH in streams:
         ds = _group(new, fmt.DEPTH).create_dataset(cam, shape=(frames, h, w), dtype=np.float32, chunks=(1, h, w),
-                                                   track_times=False, **image_filter())
+                                                   track_times=False, shuffle=True, **image_filter())
         ds.attrs["unit"] = "m"
         ds.attrs["convention"] = DEPTH_CONVENTION
         _lens_attrs(ds, renderer, cam)
         out[DEPTH] = ds
     if SEGMENTATION in streams:
         ds = _group(new, fmt.SEGMENTATION).create_dataset(cam, shape=(frames, h, w), dtype=np.uint16,
-                                                          chunks=(1, h, w), track_times=False, **image_filter())
+                                                          chunks=(1, h, w), track_times=False, shuffle=True,
+                                                          **image_filter())
         table = renderer.segment_table
         ds.attrs[fmt.NAMES_ATTR] = list(table.names)
         ds.attrs[fmt.SEGMENT_KINDS_ATTR] = list(table.kinds)
@@ -182,7 +191,8 @@ def write_rendered(src: Path, dst: Path, cameras: Sequence[str], size: ImageSize
                     frame = shot[stream]
                     assert frame is not None
                     if direct:
-                        ds.id.write_direct_chunk((t,) + (0,) * (ds.ndim - 1), compress_frame(frame), 0)
+                        data = frame if stream == RGB else _shuffled(frame)
+                        ds.id.write_direct_chunk((t,) + (0,) * (ds.ndim - 1), compress_frame(data), 0)
                     else:
                         ds[t] = frame  # the HDF5 filter compresses
                 poses[cam][t] = renderer.camera_pose(cam)
