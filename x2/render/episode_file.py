@@ -104,7 +104,7 @@ def _copy_without(src: h5py.Group, dst: h5py.Group, drop: set[str]) -> None:
 
 def _shuffled(frame: npt.NDArray[np.generic]) -> npt.NDArray[np.uint8]:
     """HDF5's shuffle filter done by hand, for a chunk written direct: byte k of every value, for k in order. Depth
-    and ids are stored shuffled, then Zstd: a float32 depth shrinks to about half of Zstd alone."""
+    and ids are stored shuffled, then Zstd: a third smaller than Zstd alone (bench/bench_render_streams.py)."""
     out: npt.NDArray[np.uint8] = np.ascontiguousarray(
         np.ascontiguousarray(frame).view(np.uint8).reshape(-1, frame.itemsize).T)
     return out
