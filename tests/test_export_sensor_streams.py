@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import h5py
@@ -23,7 +24,8 @@ from x2 import format as fmt
 from x2.base.errors import ExportError
 from x2.datasets import Dataset, Episode
 from x2.export.hdf5 import Hdf5Options, export_hdf5
-from x2.export.lerobot import export_lerobot, read_x2_meta
+from x2.export.lerobot import export_lerobot, read_x2_meta, reading_back
+from x2.export.lerobot_check import compare
 from x2.export.lerobot_plan import LeRobotOptions
 from x2.export.request import ExportRequest
 from x2.export.zarr import ZarrOptions, export_zarr
@@ -105,7 +107,7 @@ def test_lerobot_depth_reads_back_within_its_encoders_quantisation(dataset: Data
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     target = tmp_path / "lerobot"
-    export_lerobot(_request(dataset, target), LeRobotOptions(repo_id="x2/test"))
+    result = export_lerobot(_request(dataset, target), LeRobotOptions(repo_id="x2/test"))
     back = LeRobotDataset("x2/test", root=target, video_backend="pyav", depth_output_unit="m")  # (default: whole mm)
     enc = depth_encoder_defaults()
     assert enc.use_log and back.meta.depth_keys == [f"observation.images.{c}_depth" for c in CAMERAS]
@@ -125,4 +127,25 @@ def test_lerobot_depth_reads_back_within_its_encoders_quantisation(dataset: Data
             error = np.abs(metres - want["depth"][t])
             assert (error <= bound[t]).all(), (cam, t, error.max())
             assert np.allclose(item[f"observation.extrinsics.{cam}"].numpy(), want["extrinsics"][t].ravel(), atol=1e-5)
+    # the export's own read-back check holds the depth to the same bound: 2 mm off one pixel fails it
+    plan, key = result.plan, "observation.images.head_depth"
+    edges = [{**{c: (_stored_rgb(dataset, c)[0], _stored_rgb(dataset, c)[-1]) for c in CAMERAS},
+              **{f"observation.images.{c}_depth": (_stored(dataset, c)["depth"][0], _stored(dataset, c)["depth"][-1])
+                 for c in CAMERAS}}]
+    with reading_back(plan, target, "x2/test") as back:
+        compare(plan, result.written, edges, replace(back, per_episode=list(back.per_episode)), str(target))
+    with reading_back(plan, target, "x2/test") as back:
+        episodes = list(back.per_episode)
+        first, last = episodes[0].edges[key]
+        last = last.copy()
+        last[10, 20] += 0.002
+        episodes[0].edges[key] = (first, last)
+        with pytest.raises(ExportError, match=r"episode 0 .* last observation.images.head_depth frame: found "
+                                              r"[12]\.\d\d mm from the source depth; allowed: <= 0\.\d\d mm"):
+            compare(plan, result.written, edges, replace(back, per_episode=episodes), str(target))
     shutil.rmtree(target)
+
+
+def _stored_rgb(ds: Dataset, cam: str) -> np.ndarray:
+    with Episode(ds.episode_path(0)) as ep:
+        return ep.dataset(fmt.image_path(cam))[:]

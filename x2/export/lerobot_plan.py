@@ -163,6 +163,9 @@ class ExportPlan:
     labelled: bool = True
     depth: tuple[str, ...] = ()  # cameras whose stored depth is exported (x2.export.sensor_streams)
     depth_lens: dict[str, dict[str, Json]] = field(default_factory=dict)  # their K at the size, from the first episode
+    # LeRobot's depth encoder's code step in log(d + depth_shift) (x2.export.lerobot sets both; the read-back bound)
+    depth_step: float = 0.0
+    depth_shift: float = 0.0
 
     @property
     def environment_state_names(self) -> list[str]:
