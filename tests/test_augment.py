@@ -389,3 +389,20 @@ def test_adaptive_sampling_and_rdp_keep_their_bounds(world: tuple[mujoco.MjModel
     for a, b in zip(kept[:-1], kept[1:], strict=True):
         if b - a > 1:
             assert _segment_distance(paths[a + 1:b], paths[a], paths[b]).max() <= 0.02
+
+
+def test_depth_and_segmentation_of_the_source_world_are_left_out(tmp_path: Path) -> None:
+    """An augmented world looks otherwise (restyled, distractors): its parent's depth and ids would be wrong, so they
+    go with its pictures; the poses of its cameras (the same states) stay."""
+    from helpers.real_dataset import record_short_dataset
+
+    src = tmp_path / "src"
+    record_short_dataset(src, episodes=1, ticks=3)
+    render_dataset(src, ("head",), ImageSize(48, 64), streams=("rgb", "depth", "segmentation"))
+    augment_dataset(src, tmp_path / "aug", AugmentRequest(per_episode=1, objects=1))
+    with h5py.File(Dataset.open(src).episode_path(0)) as parent, \
+            h5py.File(Dataset.open(tmp_path / "aug").episode_path(0)) as child:
+        assert {"images", "depth", "segmentation"} <= set(parent["observations"])
+        assert not {"images", "depth", "segmentation"} & set(child["observations"])
+        for kept in ("observations/camera_poses/head", "observations/camera_extrinsics/head"):
+            assert _same_bytes(parent[kept], child[kept]), kept

@@ -94,3 +94,21 @@ def test_cameras_the_world_lacks_and_pictures_too_large_are_refused(backend: Bac
     largest = backend.cameras.largest
     with pytest.raises(DatasetError, match=rf"^size: found {largest.height + 1}x{largest.width}; allowed: up to "):
         backend.renderer(("head",), ImageSize(largest.height + 1, largest.width))
+
+
+def test_the_streams_of_a_state_are_its_picture_a_depth_and_named_ids(
+        backend: Backend, env: EnvSpec, busy: Callable[[Backend, int], np.ndarray]) -> None:
+    """`shot` gives the picture `render` gives, a depth in metres and ids that the renderer's `segment_table` names
+    (x2/sim/streams.py): what `x2 render --streams` stores."""
+    states = _stored(backend, busy, ticks=2)
+    cam = env.robot.cameras[0]
+    with backend.renderer([cam], SIZE) as renderer:
+        renderer.set_state(states[-1])
+        shot = renderer.shot(cam, ("rgb", "depth", "segmentation"))
+        assert shot.rgb is not None and shot.depth is not None and shot.segmentation is not None
+        np.testing.assert_array_equal(shot.rgb, renderer.render(cam))
+        assert shot.depth.shape == (H, W) and shot.depth.dtype == np.float32 and (shot.depth > 0).all()
+        table = renderer.segment_table
+        assert shot.segmentation.shape == (H, W) and int(shot.segmentation.max()) < len(table.names)
+        assert table.kinds[0] == "background" and {"robot", "object", "scenery"} <= set(table.kinds)
+        assert renderer.shot(cam, ("depth",)).rgb is None

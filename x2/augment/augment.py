@@ -48,7 +48,8 @@ from x2.recorded.world import recorded_env
 # One augmented episode per source episode: as many new episodes to render and encode as the source has; ask
 # for more.
 DEFAULT_PER_EPISODE = 1
-_LEFT_OUT = (fmt.IMAGES,)
+# pixels of the source world: an augmented world (restyled, with distractors) looks otherwise; x2 render draws its own
+_LEFT_OUT = (fmt.IMAGES, fmt.DEPTH, fmt.SEGMENTATION)
 
 
 @dataclass(frozen=True)

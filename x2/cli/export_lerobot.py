@@ -86,7 +86,8 @@ def lerobot_command(
     with export_progress(on_plan=planned) as progress:
         result = export_lerobot(request, options, progress)
     plan = result.plan
-    env = "environment state, " if plan.objects else ""
+    env = ("environment state, " if plan.objects else "") + ("depth (within its encoder's quantisation), "
+                                                              if plan.depth else "")
     console.print(f"[green]LeRobot dataset written[/green]: {result.target} ({_count(result.episodes, 'episode')}, "
                   f"{_count(result.frames, 'frame')} at {plan.fps} fps, {result.bytes / 1e6:.1f} MB), read back "
                   f"with LeRobot: counts, tasks, state, action, {env}subtasks and first/last frames match",

@@ -19,6 +19,7 @@ from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.render import RenderProgress, contact_sheet, render_dataset
 from x2.render.video import VideosProgress, dataset_videos
 from x2.sim.camera import ImageSize, parse_cameras
+from x2.sim.streams import DEFAULT_STREAMS, STREAMS, parse_streams
 
 
 def _mb(n: int) -> str:
@@ -31,6 +32,10 @@ def render(
         "--cameras", help=f"Cameras, comma-separated (default: {','.join(DEFAULT_CAMERAS)}).",
         show_default=False)] = None,
     size: Annotated[str, typer.Option("--size", help="Image size HxW.")] = str(DEFAULT_SIZE),
+    streams: Annotated[str | None, typer.Option(
+        "--streams", help=f"Streams per camera, comma-separated, of {', '.join(STREAMS)} (default: "
+                          f"{','.join(DEFAULT_STREAMS)}): depth in metres and per-object segmentation ids, with "
+                          "each camera's intrinsics and per-frame extrinsics.", show_default=False)] = None,
     workers: Annotated[int, typer.Option("--workers", "-w", min=1, help="Worker processes.")] = 1,
     episodes: Annotated[str | None, typer.Option(
         "--episodes", help="Only these episode indices, e.g. 0-3,7.", show_default=False)] = None,
@@ -61,6 +66,9 @@ def render(
 
     Example: [cyan]x2 render --cameras head,left_wrist,right_wrist --size 240x320 --workers 2[/cyan]
 
+    Depth and segmentation beside the pictures (docs/format.md, "Camera streams"):
+    [cyan]x2 render --streams rgb,depth,segmentation --size 96x128[/cyan]
+
     Example: [cyan]x2 render --contact-sheet sheet.png --episode 0[/cyan]
 
     A video of episodes 0 and 1: [cyan]x2 render --video videos --episodes 0,1 --size 120x160[/cyan]
@@ -68,6 +76,7 @@ def render(
     On a Ray cluster, 8 renderers of one CPU each: [cyan]x2 render --workers 8 --ray auto[/cyan]
     """
     names, image_size = parse_cameras(cameras) or DEFAULT_CAMERAS, ImageSize.parse(size)
+    kinds = parse_streams(streams)
     selected = None if episodes is None else parse_episode_list(episodes)
     ds = open_dataset_arg(dataset)
     path = ds.root
@@ -86,8 +95,9 @@ def render(
                    f"{p.frames_per_s:.1f} frames/s, episode {p.episodes_done}/{p.episodes_total}{alive}")
 
         summary = render_dataset(path, names, image_size, workers, overwrite, progress=advance, episodes=selected,
-                                 allow_eval=allow_eval, ray=ray_target(ray, cpus_per_worker))
-    table = Table(title=f"{', '.join(names)} at {image_size}: {len(summary.rendered)} episode(s) rendered, "
+                                 allow_eval=allow_eval, ray=ray_target(ray, cpus_per_worker), streams=kinds)
+    what = "" if kinds == DEFAULT_STREAMS else f" ({'+'.join(kinds)})"
+    table = Table(title=f"{', '.join(names)}{what} at {image_size}: {len(summary.rendered)} episode(s) rendered, "
                         f"{len(summary.skipped)} already done", title_justify="left")
     for column in ("episode", "frames", "cameras drawn", "MB before", "MB after"):
         table.add_column(column, justify="left" if column == "cameras drawn" else "right")

@@ -8,7 +8,10 @@
     actions (T, A) float32      states (T, D) float64: the full MuJoCo state (mjSTATE_INTEGRATION)
     rewards (T,) float64        dones (T,) int64
     obs/state, qvel, <arm>_ee_pose (T, 7), <object>_pose (T, 7), subtask_index, <arm>_subtask_index,
-        progress, <cam>_image
+        progress, <cam>_image; with stored depth / segmentation (x2 render --streams): <cam>_depth
+        (T, H, W, 1) float32 metres (robomimic's depth modality: a key ending _depth, channel last),
+        <cam>_segmentation (T, H, W, 1) uint16 ids (attrs names, kinds), <cam>_extrinsics (T, 4, 4) float64
+        camera (OpenCV axes) to world; depth and segmentation carry attrs K, pixel_origin, height, width
     next_obs/<key>              obs/<key> one row later (the last row repeats): virtual, no copy
     obs/datagen_info/eef_pose/<arm>, object_pose/<object> (T, 4, 4); gripper_action/<arm> (T, 1);
                     subtask_term_signals/<node>, subtask_start_signals/<node> (T,) bool;
@@ -50,6 +53,7 @@ import h5py
 import numpy as np
 import numpy.typing as npt
 
+from x2 import format as fmt
 from x2.base.arrays import Bools, Floats, Ints
 from x2.base.errors import ExportError
 from x2.datasets import Episode
@@ -63,6 +67,18 @@ from x2.export.episode_arrays import (
 )
 from x2.export.provenance import Json
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
+from x2.export.sensor_streams import (
+    DEPTH_SUFFIX,
+    EXTRINSICS_SUFFIX,
+    SEGMENTATION_SUFFIX,
+    SensorStreams,
+    blocks,
+    check_streams,
+    extrinsics,
+    lens,
+    stored_streams,
+    table,
+)
 from x2.export.sources import ExportSources, Sizing, run_export
 from x2.files.hdf5_guard import check_writes, kept_if_complete
 from x2.files.staging import staged
@@ -216,9 +232,11 @@ def _export(sources: ExportSources, options: Hdf5Options, progress: ProgressCall
     target, records = sources.target, sources.records
     sizes = sources.image_sizes
     names = demo_names(len(records))
+    streams = stored_streams(sources.first_episode, sources.cameras)
+    extra: dict[str, Json] = {"sensor_streams": streams.describe()} if streams else {}  # (only then: as it was)
     meta = sources.provenance(format="robomimic hdf5 with Isaac Lab Mimic datagen_info",
                               cameras={c: str(s) for c, s in sizes.items()},
-                              **_lenses(sources, sizes, options.render_size),
+                              **_lenses(sources, sizes, options.render_size), **extra,
                               demos={n: r.index for n, r in zip(names, records, strict=True)})
     tracker = ProgressTracker(progress, len(records), sources.frames)
     digests = _Digests()
@@ -228,7 +246,7 @@ def _export(sources: ExportSources, options: Hdf5Options, progress: ProgressCall
             f.attrs["x2_provenance"] = json.dumps(meta, sort_keys=True)
             data = f.create_group("data")
             tracker.enter("writing")
-            total = _fill(data, sources, names, sizes, options, digests, tracker, masks)
+            total = _fill(data, sources, names, sizes, options, digests, tracker, masks, streams)
             mask = f.create_group("mask")
             for key in sorted(masks):
                 digests.put(mask, key, np.array([n.encode() for n in masks[key]], dtype="S"))
@@ -239,7 +257,8 @@ def _export(sources: ExportSources, options: Hdf5Options, progress: ProgressCall
 
 
 def _fill(data: h5py.Group, sources: ExportSources, names: Sequence[str], sizes: dict[str, ImageSize],
-          options: Hdf5Options, digests: _Digests, tracker: ProgressTracker, masks: dict[str, list[str]]) -> int:
+          options: Hdf5Options, digests: _Digests, tracker: ProgressTracker, masks: dict[str, list[str]],
+          streams: SensorStreams) -> int:
     layout, total = None, 0
     cameras, columns = sources.cameras, sources.column_names()
     for source, name in zip(sources.written(), names, strict=True):
@@ -249,6 +268,7 @@ def _fill(data: h5py.Group, sources: ExportSources, names: Sequence[str], sizes:
             layout = row_layout(arrays)
             data.attrs["env_args"] = json.dumps(_env_args(arrays), sort_keys=True)
         check_row_layout(arrays, layout)
+        check_streams(ep, streams)
         part = sources.part(source)
         masks.setdefault(mask_key(part), []).append(name)
         demo = data.create_group(name)
@@ -271,6 +291,7 @@ def _fill(data: h5py.Group, sources: ExportSources, names: Sequence[str], sizes:
                 group = obs.require_group(f"datagen_info/{ARM_TERM_SIGNALS}/{arm}")
                 group.attrs["order"] = np.array(arm_order(arrays, arm), dtype=h5py.string_dtype())
         image_keys = _write_images(obs, ep, cameras, sizes, options, digests, tracker)
+        image_keys += _write_streams(obs, ep, streams, sizes, digests)
         if not cameras:
             tracker.advance(arrays.frames)
         _next_obs(demo, [*observations(arrays), *image_keys], arrays.frames)
@@ -336,6 +357,33 @@ def _write_images(obs: h5py.Group, ep: Episode, cameras: Sequence[str], sizes: d
     for cam in cameras:
         digests.sums[sets[cam].name] = sums[cam]
     return list(keys.values())
+
+
+def _write_streams(obs: h5py.Group, ep: Episode, streams: SensorStreams, sizes: dict[str, ImageSize],
+                   digests: _Digests) -> list[str]:
+    """Each camera's stored depth and segmentation (channel last, one frame a chunk) and its extrinsics."""
+    keys: list[str] = []
+    for suffix, cams, path, dtype in ((DEPTH_SUFFIX, streams.depth, fmt.depth_path, np.float32),
+                                      (SEGMENTATION_SUFFIX, streams.segmentation, fmt.segmentation_path, np.uint16)):
+        for cam in cams:
+            h, w = sizes[cam].height, sizes[cam].width
+            ds = obs.create_dataset(cam + suffix, shape=(ep.frames, h, w, 1), dtype=dtype, chunks=(1, h, w, 1),
+                                    **IMAGE_COMPRESSION)
+            attrs = {**lens(ep, path(cam), sizes[cam]), **({"unit": "m"} if suffix == DEPTH_SUFFIX else table(ep, cam))}
+            for key, value in attrs.items():
+                ds.attrs[key] = value
+            h_sum, done = hashlib.sha256(), 0
+            for block in blocks(ep, path(cam), sizes[cam]):
+                rows = np.ascontiguousarray(block[..., None], dtype=dtype)
+                ds[done:done + len(rows)] = rows
+                h_sum.update(rows.tobytes())
+                done += len(rows)
+            digests.sums[ds.name] = h_sum
+            keys.append(cam + suffix)
+    for cam in streams.cameras:
+        digests.put(obs, cam + EXTRINSICS_SUFFIX, extrinsics(ep, cam))
+        keys.append(cam + EXTRINSICS_SUFFIX)
+    return keys
 
 
 def _next_obs(demo: h5py.Group, keys: Sequence[str], frames: int) -> None:

@@ -14,8 +14,9 @@ Everything goes through LeRobot 0.6.1's own writer and reader:
    (`x2.export.provenance`) and which channels were raised.
 4. `LeRobotDataset(root, video_backend="pyav")` reloads the folder; `x2.export.lerobot_check.compare`
    holds what it reads, one episode at a time, against what was written (`WrittenEpisode`: runs of the labels,
-   digests of the float columns, the first and last source frames spilled beside). Only then is the folder
-   renamed onto the target.
+   digests of the float columns, the first and last source frames spilled beside: pictures within a few levels,
+   depth maps within the depth encoder's quantisation, `x2.export.lerobot_check.depth_bound`). Only then is the
+   folder renamed onto the target.
 
 The episodes are read one at a time in export order (x2.export.sources) and planned as their turn comes
 (`plan_episode`): no more than one episode's arrays are held, however many are exported.
@@ -26,30 +27,32 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from x2.base.arrays import Image
 from x2.base.errors import ExportError
 from x2.base.scheduling import keeps_scheduling
 from x2.datasets.untrusted import json_loads
-from x2.export.lerobot_check import EdgeStore, EpisodeReadback, Readback, WrittenEpisode, compare
+from x2.export.lerobot_check import EdgeStore, EpisodeReadback, Pixels, Readback, WrittenEpisode, compare
 from x2.export.lerobot_language import ARM_JOIN, SUBTASK_STYLE, subtask_rows
 from x2.export.lerobot_plan import (
     ACTION,
     ENV_STATE,
+    EXTRINSICS_PREFIX,
     POSE_FIELDS,
     STATE,
     SUBTASK,
     ExportPlan,
     LeRobotOptions,
     arm_feature,
+    depth_feature,
     plan_episode,
     plan_export,
 )
@@ -63,6 +66,7 @@ from x2.files.hf_cache import hf_datasets_cache
 from x2.files.staging import staged
 
 if TYPE_CHECKING:
+    from lerobot.configs.video import DepthEncoderConfig
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
 X2_META = "meta/x2.json"
@@ -107,6 +111,17 @@ def quiet_lerobot() -> Iterator[None]:
             os.environ.pop("SVT_LOG", None)
 
 
+def depth_encoder() -> DepthEncoderConfig:
+    """LeRobot's depth encoder as its defaults have it (lossless HEVC of 12-bit log-quantised depth), with x265's
+    own log held at errors (it prints its whole configuration to stderr for every video otherwise)."""
+    from lerobot.configs.video import DepthEncoderConfig, depth_encoder_defaults
+
+    enc = depth_encoder_defaults()
+    params = enc.extra_options.get("x265-params", "")
+    return DepthEncoderConfig(extra_options={**enc.extra_options, "x265-params": f"{params}:log-level=error"
+                                             if params else "log-level=error"})
+
+
 def _write_frames(plan: ExportPlan, sources: ExportSources, root: Path, repo_id: str, tracker: ProgressTracker,
                   edges: EdgeStore) -> list[WrittenEpisode]:
     """create / add_frame / save_episode / finalize, one episode read and planned at a time; returns what
@@ -131,20 +146,19 @@ def _write_frames(plan: ExportPlan, sources: ExportSources, root: Path, repo_id:
                 episode = plan_episode(source.episode, source.record, plan)  # (refused before any of it is written)
                 if ds is None:
                     try:
+                        depth = {"depth_encoder": depth_encoder()} if plan.depth else {}
                         ds = LeRobotDataset.create(repo_id, fps=plan.fps, features=plan.features(), root=root,
                                                    robot_type=plan.dataset.manifest.robot,
-                                                   use_videos=bool(images.cameras), video_backend="pyav")
+                                                   use_videos=bool(images.cameras), video_backend="pyav", **depth)
                     except ValueError as exc:  # LeRobot checks its default encoder (libsvtav1 in PyAV) right here
                         found = " ".join(str(exc).split())
                         raise ExportError(f"LeRobot writer (video encoder): found {found}; allowed: a PyAV with "
                                           "LeRobot's default codec (libsvtav1), or --state-only") from None
-                first: dict[str, Image] = {}
-                last: dict[str, Image] = {}
+                ends: dict[int, dict[str, Pixels]] = {}  # the first and last frame's pictures and depth maps
                 for t, frame in enumerate(plan.frames_of(source.episode, episode)):
-                    if t == 0:
-                        first = {c: np.array(frame[images.key(c)]) for c in images.cameras}
-                    if t == episode.frames - 1:
-                        last = {c: np.array(frame[images.key(c)]) for c in images.cameras}
+                    if t in (0, episode.frames - 1):  # (a depth map without its channel, as LeRobot reads it back)
+                        ends[t] = {**{c: np.array(frame[images.key(c)]) for c in images.cameras},
+                                   **{depth_feature(c): np.array(frame[depth_feature(c)])[..., 0] for c in plan.depth}}
                     ds.add_frame(frame)
                     tracker.advance(1)
                 # LeRobot's own loader turns HF's bars back on whenever it ran (SuppressProgressBars).
@@ -153,7 +167,8 @@ def _write_frames(plan: ExportPlan, sources: ExportSources, root: Path, repo_id:
                 # holds threads (the renderer's, torch's), and fork() with threads can deadlock the child.
                 # SVT-AV1 spreads one video over the cores anyway.
                 ds.save_episode(parallel_encoding=False)
-                edges.append({c: (first[c], last[c]) for c in images.cameras})
+                first, last = ends.get(0, {}), ends.get(episode.frames - 1, {})
+                edges.append({c: (first[c], last[c]) for c in edges.cameras})
                 written.append(WrittenEpisode.of(episode))
                 tracker.episode_done()
         except BaseException:
@@ -209,6 +224,16 @@ def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id
             "codes": "as subtask_index (names above), per arm: the subtask that arm works on",
             "language": f"each frame's subtask text is the arms' distinct subtask names in arm order, joined "
                         f"{ARM_JOIN!r}; one name when the arms agree; a done arm left out while another works"}
+    if plan.depth:  # only with stored depth: an export without it keeps its meta/x2.json as it was
+        enc = depth_encoder()
+        extra["depth"] = {
+            "features": {c: depth_feature(c) for c in plan.depth},
+            "extrinsics": {c: EXTRINSICS_PREFIX + c for c in plan.depth},
+            "lens": dict(plan.depth_lens),
+            "encoder": {"vcodec": enc.vcodec, "pix_fmt": enc.pix_fmt, "depth_min": enc.depth_min,
+                        "depth_max": enc.depth_max, "shift": enc.shift, "use_log": enc.use_log},
+            "source": "/observations/depth/<cam> (x2 render --streams), metres along the optical axis; extrinsics: "
+                      "4x4 camera (OpenCV axes) to world, row by row, float32"}
     if plan.objects:  # only when asked for: an export without it keeps its meta/x2.json as it was
         # Privileged: the simulator's exact object poses, which a deployed robot does not observe. A policy
         # trained on them is a low-dim (state-based) baseline; `x2 eval` gives them only to such a policy.
@@ -258,7 +283,8 @@ def reading_back(plan: ExportPlan, root: Path, repo_id: str) -> Iterator[Readbac
 
     root = Path(root)
     with hf_datasets_cache(root / _HF_CACHE):
-        ds = LeRobotDataset(repo_id, root=root, video_backend="pyav", return_uint8=True)
+        # (depth in float metres, as x2 wrote it; LeRobot's default gives whole millimetres)
+        ds = LeRobotDataset(repo_id, root=root, video_backend="pyav", return_uint8=True, depth_output_unit="m")
         yield Readback(ds.meta.total_episodes, ds.meta.total_frames, int(ds.meta.fps), _episodes_back(plan, ds))
 
 
@@ -296,6 +322,10 @@ def _episodes_back(plan: ExportPlan, ds: LeRobotDataset) -> Iterator[EpisodeRead
             for cam in plan.images.cameras:
                 key = plan.images.key(cam)
                 back.edges[cam] = (first[key].permute(1, 2, 0).numpy(), last[key].permute(1, 2, 0).numpy())
+            for cam in plan.depth:
+                key = depth_feature(cam)
+                back.edges[key] = (first[key].numpy().reshape(first[key].shape[-2:]),
+                                   last[key].numpy().reshape(last[key].shape[-2:]))
         yield back
 
 
@@ -316,6 +346,13 @@ def export_lerobot(request: ExportRequest, options: LeRobotOptions = LeRobotOpti
 def _export(sources: ExportSources, options: LeRobotOptions, repo_id: str,
             progress: ProgressCallback) -> LeRobotExport:
     plan = plan_export(sources, options)
+    if plan.depth:
+        from lerobot.configs.video import DEPTH_QMAX
+
+        enc = depth_encoder()
+        assert enc.use_log  # (LeRobot's default, which depth_bound's rule is for)
+        step = math.log((enc.depth_max + enc.shift) / (enc.depth_min + enc.shift)) / DEPTH_QMAX
+        plan = replace(plan, depth_step=step, depth_shift=enc.shift)
     target = sources.target
     tracker = ProgressTracker(progress, len(sources.records), sources.frames)
     tracker.enter("planned", plan.images.reason)
@@ -325,7 +362,7 @@ def _export(sources: ExportSources, options: LeRobotOptions, repo_id: str,
                               lambda ep: shape)  # (episode_frames reads or draws every camera at that size)
     with quiet_lerobot(), staged(target, sources.request.overwrite) as tmp:
         tracker.enter("writing")
-        edges = EdgeStore(tmp / _EDGES, plan.images.cameras)
+        edges = EdgeStore(tmp / _EDGES, (*plan.images.cameras, *(depth_feature(c) for c in plan.depth)))
         written = _write_frames(plan, sources, tmp, repo_id, tracker, edges)
         if plan.labelled:  # (a real recording has no subtasks to write)
             tracker.enter("language columns")

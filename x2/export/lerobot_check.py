@@ -11,6 +11,7 @@ raises one `ExportError` naming the first thing that differs. Memory does not gr
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,17 +20,19 @@ from typing import overload
 import numpy as np
 import numpy.typing as npt
 
-from x2.base.arrays import Floats, Image
+from x2.base.arrays import Floats
 from x2.base.errors import ExportError
 from x2.export.lerobot_language import frame_timestamp
-from x2.export.lerobot_plan import ENV_STATE, EpisodePlan, ExportPlan, arm_feature
+from x2.export.lerobot_plan import ENV_STATE, EpisodePlan, ExportPlan, arm_feature, depth_feature
 
 # Mean absolute difference (0..255 levels) a decoded frame may have from its source. LeRobot's default
 # AV1 (crf 30, yuv420p) lands at ~2 levels on 96x128 booth images; a wrong frame, camera or channel
 # order is tens of levels off.
 PIXEL_TOLERANCE = 6.0
 
-Edges = Mapping[str, tuple[Image, Image]]  # camera -> (first frame, last frame), (H, W, 3) uint8
+Pixels = npt.NDArray[np.generic]  # a picture (H, W, 3) uint8, or a depth map (H, W) float32 metres
+# camera -> (first frame, last frame): (H, W, 3) uint8 per camera, (H, W) float32 metres per depth feature
+Edges = Mapping[str, tuple[Pixels, Pixels]]
 _Fail = Callable[[str, object, object], ExportError]  # (what, found, allowed) -> the one line
 
 
@@ -120,9 +123,9 @@ class EdgeStore(Sequence[Edges]):
             return [self[k] for k in range(*i.indices(self._count))]
         if not 0 <= i < self._count:
             raise IndexError(i)
-        out: dict[str, tuple[Image, Image]] = {}
+        out: dict[str, tuple[Pixels, Pixels]] = {}
         for k, cam in enumerate(self.cameras):
-            pair: Image = np.load(self.folder / f"{i:06d}-{k}.npy")
+            pair: Pixels = np.load(self.folder / f"{i:06d}-{k}.npy")
             out[cam] = (pair[0], pair[1])
         return out
 
@@ -141,7 +144,7 @@ class EpisodeReadback:
     edge_task: tuple[str, str] = ("", "")  # LeRobotDataset[first]["task"], [last]["task"]
     arm_subtask_index: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)  # subtask_index.<arm> -> (T,)
     environment_state: Floats | None = None  # (T, K * 7) observation.environment_state, when exported
-    edges: dict[str, tuple[Image, Image]] = field(default_factory=dict)
+    edges: dict[str, tuple[Pixels, Pixels]] = field(default_factory=dict)  # as Edges, decoded by LeRobot
 
 
 @dataclass
@@ -159,7 +162,7 @@ def _first_difference(got: Sequence[object], want: Sequence[object]) -> int | No
     return None
 
 
-def mean_abs_diff(a: Image, b: Image) -> float:
+def mean_abs_diff(a: Pixels, b: Pixels) -> float:
     return float(np.abs(a.astype(np.int16) - b.astype(np.int16)).mean())
 
 
@@ -198,6 +201,22 @@ def _compare_labels(name: str, want: WrittenEpisode, got: EpisodeReadback, fail:
     if not np.array_equal(index, codes):
         t = int(np.flatnonzero(index != codes)[0])
         raise fail(f"{name} frame {t} subtask_index", int(index[t]), int(codes[t]))
+
+
+def depth_bound(plan: ExportPlan, depth: Floats) -> Floats:
+    """How far LeRobot's depth encoder may move each depth (m): codes evenly spaced in log(d + shift), so rounding to
+    the nearest moves d by at most (d + shift) (e^(step / 2) - 1); lossless video keeps the codes (float32 slack)."""
+    out: Floats = (np.asarray(depth, np.float64) + plan.depth_shift) * math.expm1(plan.depth_step / 2) * 1.001 + 1e-6
+    return out
+
+
+def _compare_depth(plan: ExportPlan, what: str, decoded: Pixels, source: Pixels, fail: _Fail) -> None:
+    error = np.abs(np.asarray(decoded, np.float64) - np.asarray(source, np.float64))
+    bound = depth_bound(plan, np.asarray(source, np.float64))
+    if not (error <= bound).all():
+        worst = int(np.argmax(error - bound))
+        raise fail(what, f"{1000 * error.flat[worst]:.2f} mm from the source depth",
+                   f"<= {1000 * bound.flat[worst]:.2f} mm (the depth encoder's quantisation there)")
 
 
 def _compare_episode(plan: ExportPlan, i: int, want: WrittenEpisode, source_edges: Edges, got: EpisodeReadback,
@@ -248,12 +267,16 @@ def _compare_episode(plan: ExportPlan, i: int, want: WrittenEpisode, source_edge
         if found != digest:
             raise fail(f"{name} {column}", f"values of sha256 {found.sha256[:12]}...",
                        f"the file's, sha256 {digest.sha256[:12]}... (as float32)")
+    depth = {depth_feature(c) for c in plan.depth}
     for cam, (first, last) in source_edges.items():
         if cam not in got.edges:
-            raise fail(f"{name} camera", f"no {cam} frames", f"observation.images.{cam}")
+            raise fail(f"{name} camera", f"no {cam} frames", cam if cam in depth else f"observation.images.{cam}")
         for end, source, decoded in zip(("first", "last"), (first, last), got.edges[cam], strict=True):
             if decoded.shape != source.shape:
                 raise fail(f"{name} {end} {cam} frame shape", decoded.shape, source.shape)
+            if cam in depth:
+                _compare_depth(plan, f"{name} {end} {cam} frame", decoded, source, fail)
+                continue
             diff = mean_abs_diff(decoded, source)
             if diff > PIXEL_TOLERANCE:
                 raise fail(f"{name} {end} {cam} frame", f"{diff:.1f} levels mean abs diff from the source",

@@ -8,14 +8,17 @@ stored size and objects), and how x2's subtask labels become LeRobot's int64 `su
 refuses what LeRobot could not represent faithfully: an fps that is not a whole number, sim-time ticks that
 are not `frame_index / fps`, labels outside the DAG. With `environment_state` asked for, every frame's object
 poses become `observation.environment_state` (`environment_state`): the objects must be the same, in the same
-order, in every exported episode.
+order, in every exported episode. An exported camera whose depth the first episode stores (`x2 render --streams
+...,depth`) also gets LeRobot 0.6's depth feature `observation.images.<cam>_depth` ((H, W, 1), `info.is_depth_map`,
+float metres, encoded by LeRobot's depth encoder) and its per-frame extrinsics `observation.extrinsics.<cam>`
+((16,) float32, the 4x4 camera (OpenCV axes) to world, row by row) (x2.export.sensor_streams).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import TypedDict
+from dataclasses import dataclass, field
+from typing import NotRequired, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +30,15 @@ from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.export.episode_arrays import arm_labels
 from x2.export.lerobot_language import subtask_texts
 from x2.export.provenance import Json
+from x2.export.sensor_streams import (
+    DEPTH_SUFFIX,
+    SensorStreams,
+    blocks,
+    check_streams,
+    extrinsics,
+    lens,
+    stored_streams,
+)
 from x2.export.sources import ExportSources
 from x2.recorded.frames import DEFAULT_SIZE, episode_frames
 from x2.sim.camera import ImageSize
@@ -42,12 +54,26 @@ Codes = npt.NDArray[np.int64]  # exported subtask codes (SubtaskCodes)
 Frame = dict[str, npt.NDArray[np.generic] | str]  # one `add_frame` dict: feature -> its row, "task" -> text
 
 
+class DepthInfo(TypedDict):
+    is_depth_map: bool
+
+
 class Feature(TypedDict):
     """One entry of LeRobot's feature spec (`LeRobotDataset.create(features=...)`)."""
 
     dtype: str
     shape: tuple[int, ...]
     names: list[str] | None
+    info: NotRequired[DepthInfo]  # a depth map's (LeRobot 0.6: `is_depth_map`)
+
+
+EXTRINSICS_PREFIX = "observation.extrinsics."
+EXTRINSICS_NAMES = [f"T{r}{c}" for r in range(4) for c in range(4)]
+
+
+def depth_feature(camera: str) -> str:
+    """LeRobot 0.6's depth feature of a camera (its docs' `observation.images.<cam>_depth`)."""
+    return f"{IMAGE_PREFIX}{camera}{DEPTH_SUFFIX}"
 
 
 def arm_feature(arm: str) -> str:
@@ -135,6 +161,11 @@ class ExportPlan:
     # False for real recordings (source real): no task labelled them, so the export has no subtask_index feature
     # and no language rows (nothing is invented for them)
     labelled: bool = True
+    depth: tuple[str, ...] = ()  # cameras whose stored depth is exported (x2.export.sensor_streams)
+    depth_lens: dict[str, dict[str, Json]] = field(default_factory=dict)  # their K at the size, from the first episode
+    # LeRobot's depth encoder's code step in log(d + depth_shift) (x2.export.lerobot sets both; the read-back bound)
+    depth_step: float = 0.0
+    depth_shift: float = 0.0
 
     @property
     def environment_state_names(self) -> list[str]:
@@ -158,7 +189,27 @@ class ExportPlan:
             assert size is not None
             out[self.images.key(cam)] = {"dtype": "video", "shape": (size.height, size.width, 3),
                                          "names": ["height", "width", "channels"]}
+        for cam in self.depth:
+            assert size is not None
+            out[depth_feature(cam)] = {"dtype": "video", "shape": (size.height, size.width, 1),
+                                       "names": ["height", "width", "channels"], "info": {"is_depth_map": True}}
+            out[EXTRINSICS_PREFIX + cam] = {"dtype": "float32", "shape": (16,), "names": EXTRINSICS_NAMES}
         return out
+
+    def _depth_of(self, ep: Episode) -> Iterator[dict[str, npt.NDArray[np.generic]]]:
+        """Per frame, each depth camera's (H, W, 1) float32 metres and (16,) float32 extrinsics."""
+        size = self.images.size
+        assert size is not None
+        check_streams(ep, SensorStreams(self.depth))
+        poses = {c: extrinsics(ep, c).reshape(-1, 16).astype(np.float32) for c in self.depth}
+        reads = {c: blocks(ep, fmt.depth_path(c), size) for c in self.depth}
+        t = 0
+        while t < ep.frames:
+            block = {c: next(reads[c]) for c in self.depth}
+            for i in range(len(block[self.depth[0]])):
+                yield {**{depth_feature(c): np.asarray(block[c][i][..., None], np.float32) for c in self.depth},
+                       **{EXTRINSICS_PREFIX + c: poses[c][t + i] for c in self.depth}}
+            t += len(block[self.depth[0]])
 
     def frames_of(self, ep: Episode, plan: EpisodePlan) -> Iterator[Frame]:
         """`add_frame` dicts of one episode, in order: every feature at its exact dtype and shape, + task."""
@@ -167,6 +218,7 @@ class ExportPlan:
         pictures: Iterator[dict[str, Image]] | None = None
         if self.images.cameras:
             pictures = episode_frames(ep, self.images.cameras, self.images.size)
+        depths = self._depth_of(ep) if self.depth else None
         for t in range(plan.frames):
             frame: Frame = {STATE: qpos[t], ACTION: action[t], "task": plan.task}
             if self.labelled:
@@ -180,6 +232,8 @@ class ExportPlan:
                 shot = next(pictures)
                 for cam in self.images.cameras:
                     frame[self.images.key(cam)] = shot[cam]
+            if depths is not None:
+                frame.update(next(depths))
             yield frame
 
 
@@ -325,4 +379,8 @@ def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
     images = choose_images(sources, options.size)
     names = sources.column_names()
     labelled = not sources.first_episode.is_real
-    return ExportPlan(ds, fps, names[fmt.QPOS], names[fmt.ACTION], codes, images, sources.arms, objects, labelled)
+    first = sources.first_episode
+    depth = stored_streams(first, images.cameras).depth
+    lenses = {c: lens(first, fmt.depth_path(c), images.size) for c in depth if images.size is not None}
+    return ExportPlan(ds, fps, names[fmt.QPOS], names[fmt.ACTION], codes, images, sources.arms, objects, labelled,
+                      depth, lenses)

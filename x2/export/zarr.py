@@ -4,8 +4,11 @@
 <name>.zarr/
   data/<key>       every exported episode's rows, concatenated in export order, time first:
                    action, timestamp, state (robot qpos), qvel, ee_pose, object_poses, subtask_index,
-                   arm_subtask_index, progress, mujoco_state, and one (T, H, W, 3) uint8 array per camera
-                   attrs: names (the column names: joints, arms, objects) where the episode names them
+                   arm_subtask_index, progress, mujoco_state, and one (T, H, W, 3) uint8 array per camera;
+                   with stored depth / segmentation (x2 render --streams): <cam>_depth (T, H, W) float32 metres,
+                   <cam>_segmentation (T, H, W) uint16 ids, <cam>_extrinsics (T, 4, 4) float64
+                   attrs: names (the column names: joints, arms, objects) where the episode names them; a depth or
+                   segmentation array its K, pixel_origin, height, width; a segmentation names, kinds
   meta/episode_ends  (episodes,) int64, cumulative row counts: episode i is rows [ends[i-1], ends[i])
   .zattrs          x2_provenance: what the export was made from (x2.export.provenance)
 ```
@@ -47,7 +50,9 @@ from zarr.abc.store import Store
 from zarr.storage import LocalStore, ZipStore
 from zarr.types import AnyArray
 
+from x2 import format as fmt
 from x2.base.errors import ExportError
+from x2.datasets import Episode
 from x2.export.episode_arrays import (
     EpisodeArrays,
     camera_batches,
@@ -58,6 +63,18 @@ from x2.export.episode_arrays import (
 )
 from x2.export.provenance import Json
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
+from x2.export.sensor_streams import (
+    DEPTH_SUFFIX,
+    EXTRINSICS_SUFFIX,
+    SEGMENTATION_SUFFIX,
+    SensorStreams,
+    blocks,
+    check_streams,
+    extrinsics,
+    lens,
+    stored_streams,
+    table,
+)
 from x2.export.sources import ExportSources, Sizing, run_export
 from x2.files.staging import clear_leftovers, staged
 from x2.recorded.frames import DEFAULT_SIZE
@@ -139,6 +156,9 @@ def _export(sources: ExportSources, options: ZarrOptions, progress: ProgressCall
     cameras = sources.cameras
     lenses: dict[str, Json] = {"camera_lenses": sources.camera_lenses(
         cameras, sizes, lambda ep: taken_at(ep, cameras, options.render_size))} if cameras else {}
+    streams = stored_streams(sources.first_episode, cameras)
+    if streams:  # (only then: an export without them keeps its provenance as it was)
+        lenses["sensor_streams"] = streams.describe()
     meta = sources.provenance(format=f"diffusion_policy replay buffer (zarr {options.zarr_format})",
                               cameras={c: str(s) for c, s in sizes.items()}, **lenses)
     tracker = ProgressTracker(progress, len(sources.records), total)
@@ -149,7 +169,7 @@ def _export(sources: ExportSources, options: ZarrOptions, progress: ProgressCall
             root = zarr.open_group(store=LocalStore(str(build)), mode="w", zarr_format=version)
             root.attrs["x2_provenance"] = meta
             tracker.enter("writing")
-            ends, expected = _fill(root, sources, sizes, options, tracker)
+            ends, expected = _fill(root, sources, sizes, options, tracker, streams)
             tracker.enter("reading back")
             _read_back(LocalStore(str(build), read_only=True), expected, ends, target)
             if options.zip:
@@ -191,7 +211,8 @@ def _build_dir(target: Path, tmp: Path, zip_: bool) -> Path:
 
 
 def _fill(root: zarr.Group, sources: ExportSources, sizes: dict[str, ImageSize], options: ZarrOptions,
-          tracker: ProgressTracker) -> tuple[list[int], dict[str, tuple[tuple[int, ...], str, str]]]:
+          tracker: ProgressTracker, streams: SensorStreams
+          ) -> tuple[list[int], dict[str, tuple[tuple[int, ...], str, str]]]:
     cameras, total = sources.cameras, sources.frames
     writer = _Writer(root, total, options.zarr_format)
     layout: dict[str, tuple[tuple[int, ...], str]] | None = None
@@ -206,7 +227,10 @@ def _fill(root: zarr.Group, sources: ExportSources, sizes: dict[str, ImageSize],
         if layout is None:
             layout = row_layout(arrays)
             _create_arrays(writer, arrays, cameras, sizes)
+            _create_streams(writer, ep, streams, sizes)
         check_row_layout(arrays, layout)
+        check_streams(ep, streams)
+        _write_streams(writer, ep, streams, sizes, start)
         for key, values in _low_dim(arrays).items():
             writer.write(key, start, values)
         done = 0
@@ -241,6 +265,33 @@ def _create_arrays(writer: _Writer, arrays: EpisodeArrays, cameras: Sequence[str
         writer.create(key, tuple(values.shape[1:]), values.dtype, image=False, names=arrays.names.get(key, ()))
     for cam in cameras:
         writer.create(cam, (sizes[cam].height, sizes[cam].width, 3), np.dtype(np.uint8), image=True)
+
+
+def _create_streams(writer: _Writer, ep: Episode, streams: SensorStreams, sizes: dict[str, ImageSize]) -> None:
+    for cam in streams.depth:
+        h, w = sizes[cam].height, sizes[cam].width
+        writer.create(cam + DEPTH_SUFFIX, (h, w), np.dtype(np.float32), image=True)
+        writer.arrays[cam + DEPTH_SUFFIX].attrs.update({**lens(ep, fmt.depth_path(cam), sizes[cam]), "unit": "m"})
+    for cam in streams.segmentation:
+        h, w = sizes[cam].height, sizes[cam].width
+        writer.create(cam + SEGMENTATION_SUFFIX, (h, w), np.dtype(np.uint16), image=True)
+        writer.arrays[cam + SEGMENTATION_SUFFIX].attrs.update({**lens(ep, fmt.segmentation_path(cam), sizes[cam]),
+                                                               **table(ep, cam)})
+    for cam in streams.cameras:
+        writer.create(cam + EXTRINSICS_SUFFIX, (4, 4), np.dtype(np.float64), image=False)
+
+
+def _write_streams(writer: _Writer, ep: Episode, streams: SensorStreams, sizes: dict[str, ImageSize],
+                   start: int) -> None:
+    for suffix, cams, path in ((DEPTH_SUFFIX, streams.depth, fmt.depth_path),
+                               (SEGMENTATION_SUFFIX, streams.segmentation, fmt.segmentation_path)):
+        for cam in cams:
+            done = 0
+            for block in blocks(ep, path(cam), sizes[cam]):
+                writer.write(cam + suffix, start + done, block)
+                done += len(block)
+    for cam in streams.cameras:
+        writer.write(cam + EXTRINSICS_SUFFIX, start, extrinsics(ep, cam))
 
 
 def _read_back(store: Store, expected: dict[str, tuple[tuple[int, ...], str, str]], ends: list[int],

@@ -64,6 +64,10 @@ EE_POSE = "observations/ee_pose"  # (T, arms, 7) float32
 OBJECT_POSES = "observations/object_poses"  # (T, K, 7) float64
 IMAGES = "observations/images"  # /<cam>: (T, H, W, 3) uint8
 CAMERA_POSES = "observations/camera_poses"  # /<cam>: (T, 7) float64
+DEPTH = "observations/depth"  # /<cam>: (T, H, W) float32, metres along the optical axis
+SEGMENTATION = "observations/segmentation"  # /<cam>: (T, H, W) uint16 ids, attrs `names` and `kinds` name them
+SEGMENT_KINDS_ATTR = "kinds"  # attr of a segmentation: each id's kind (background, robot, object, scenery)
+CAMERA_EXTRINSICS = "observations/camera_extrinsics"  # /<cam>: (T, 4, 4) float64 camera (OpenCV axes) to world
 LABELS = "labels"
 SUBTASK_INDEX = "labels/subtask_index"  # (T,) int16
 ACTIVE_MASK = "labels/active_mask"  # (T, N) bool
@@ -98,6 +102,18 @@ def image_path(camera: str) -> str:
 
 def camera_pose_path(camera: str) -> str:
     return f"{CAMERA_POSES}/{camera}"
+
+
+def depth_path(camera: str) -> str:
+    return f"{DEPTH}/{camera}"
+
+
+def segmentation_path(camera: str) -> str:
+    return f"{SEGMENTATION}/{camera}"
+
+
+def camera_extrinsics_path(camera: str) -> str:
+    return f"{CAMERA_EXTRINSICS}/{camera}"
 
 
 def label_path(name: str) -> str:

@@ -30,9 +30,7 @@ from x2.datasets import Episode
 from x2.envspec.camera_calibration import quat_to_rotation
 from x2.recorded.frames import DEFAULT_SIZE, split_cameras, stored_cameras
 from x2.recorded.world import open_world
-from x2.sim.camera import ImageSize, pinhole
-
-OPTICAL = np.diag([1.0, -1.0, -1.0])  # MuJoCo's camera axes (looking along -z, y up) -> OpenCV's optical frame
+from x2.sim.camera import ImageSize, Intrinsics, opencv_matrix, optical_to_world
 
 
 @dataclass(frozen=True)
@@ -83,9 +81,7 @@ def camera_lenses(ep: Episode, cameras: Sequence[str], sizes: Mapping[str, Image
             continue
         h, w, fovy = seen.size.height, seen.size.width, seen.fovy
         to = sizes.get(c, seen.size)
-        k = np.array(seen.k, np.float64)
-        if np.allclose(k, pinhole(fovy, h, w)):  # a field-of-view camera's: the corner convention, to OpenCV's
-            k[:2, 2] -= 0.5
+        k = opencv_matrix(Intrinsics(fovy_deg=fovy, intrinsics=seen.k, height=h, width=w))
         sx, sy = to.width / w, to.height / h  # the frames are stretched per axis to the exported size
         k = np.array([[k[0, 0] * sx, 0.0, (k[0, 2] + 0.5) * sx - 0.5],
                       [0.0, k[1, 1] * sy, (k[1, 2] + 0.5) * sy - 0.5], [0.0, 0.0, 1.0]])
@@ -113,10 +109,7 @@ def _stored(ep: Episode, cam: str) -> _Seen | None:
 
 
 def _optical(pose7: Floats) -> Floats:
-    t = np.eye(4)
-    t[:3, :3] = quat_to_rotation(np.asarray(pose7[3:7], np.float64)) @ OPTICAL
-    t[:3, 3] = pose7[:3]
-    return t
+    return optical_to_world(pose7[:3], quat_to_rotation(np.asarray(pose7[3:7], np.float64)))
 
 
 def _rows(m: Floats) -> list[list[float]]:

@@ -33,6 +33,7 @@ from x2.recorded.world import open_world
 from x2.render.episode_file import cameras_to_draw
 from x2.render.jobs import JobResult, RenderJob, run_job, run_shipped
 from x2.sim.camera import ImageSize
+from x2.sim.streams import DEFAULT_STREAMS, STREAMS
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class RenderSummary:
     cameras: tuple[str, ...]
     size: ImageSize
     workers: int
+    streams: tuple[str, ...] = DEFAULT_STREAMS
     episodes: list[EpisodeRendered] = field(default_factory=list)
     wall_s: float = 0.0
 
@@ -80,8 +82,11 @@ class RenderSummary:
         return sum(e.frames for e in self.rendered)
 
 
-def _check_request(cameras: Sequence[str], size: ImageSize, workers: int, ep: Episode) -> None:
-    """Cameras and size against the episode's own model, before any worker starts."""
+def _check_request(cameras: Sequence[str], size: ImageSize, workers: int, ep: Episode,
+                   streams: Sequence[str] = DEFAULT_STREAMS) -> None:
+    """Cameras, streams and size against the episode's own model, before any worker starts."""
+    if not streams or any(s not in STREAMS for s in streams) or len(set(streams)) != len(streams):
+        raise DatasetError(f"--streams: found {list(streams)}; allowed: distinct names of {', '.join(STREAMS)}")
     if not cameras or len(set(cameras)) != len(cameras):
         raise DatasetError(f"--cameras: found {list(cameras)}; allowed: one or more distinct camera names")
     if workers < 1:
@@ -101,13 +106,15 @@ def render_dataset(path: str | Path, cameras: Sequence[str] = DEFAULT_CAMERAS, s
                    workers: int = 1, overwrite: bool = False,
                    progress: Callable[[RenderProgress], None] | None = None,
                    episodes: Sequence[int] | None = None, allow_eval: bool = False,
-                   ray: RayTarget | None = None) -> RenderSummary:
-    """Render `cameras` at `size` into every selected episode (all of them unless `episodes`); episodes of an
-    evaluation configuration are refused unless `allow_eval`. With `ray`, on Ray actors (x2.processes.pool)."""
+                   ray: RayTarget | None = None, streams: Sequence[str] = DEFAULT_STREAMS) -> RenderSummary:
+    """Render the `streams` (x2.sim.streams: rgb, depth, segmentation) of `cameras` at `size` into every selected
+    episode (all of them unless `episodes`); episodes of an evaluation configuration are refused unless
+    `allow_eval`. With `ray`, on Ray actors (x2.processes.pool)."""
     cameras = tuple(cameras)
+    streams = tuple(s for s in STREAMS if s in streams) if set(streams) <= set(STREAMS) else tuple(streams)
     started = time.perf_counter()
     ds = Dataset.open(path)
-    summary = RenderSummary(ds.root, cameras, size, workers)
+    summary = RenderSummary(ds.root, cameras, size, workers, streams)
     ds.lock()  # heals the log and finishes (or clears) what a killed render left in .rendering/
     try:
         records = sorted(ds.episodes(), key=lambda r: r.index)
@@ -122,13 +129,14 @@ def render_dataset(path: str | Path, cameras: Sequence[str] = DEFAULT_CAMERAS, s
             with ds.load(record.index) as ep:
                 refuse_held_out(ds, record.index, eval_configuration(ep), allow_eval)
                 if not plan:  # the first episode's model stands for the dataset's (one robot, one booth)
-                    _check_request(cameras, size, workers, ep)
-                plan[record.index] = cameras_to_draw(ep, cameras, size, overwrite)
+                    _check_request(cameras, size, workers, ep, streams)
+                plan[record.index] = cameras_to_draw(ep, cameras, size, overwrite, streams)
         todo = [r for r in selected if plan[r.index]]
         summary.workers = max(1, min(workers, len(todo)))
         outcomes = {r.index: EpisodeRendered(r.index, r.frames, (), r.bytes, r.bytes) for r in selected}
         if todo:
-            _run(ds, records, todo, plan, size, summary.workers, outcomes, progress, started, len(selected), ray)
+            _run(ds, records, todo, plan, size, summary.workers, outcomes, progress, started, len(selected), ray,
+                 streams)
         summary.episodes = [outcomes[r.index] for r in selected]
     finally:
         with contextlib.suppress(DatasetError, OSError):
@@ -141,9 +149,9 @@ def render_dataset(path: str | Path, cameras: Sequence[str] = DEFAULT_CAMERAS, s
 def _run(ds: Dataset, records: list[EpisodeRecord], todo: list[EpisodeRecord], plan: dict[int, tuple[str, ...]],
          size: ImageSize, workers: int, outcomes: dict[int, EpisodeRendered],
          progress: Callable[[RenderProgress], None] | None, started: float, selected: int,
-         ray: RayTarget | None) -> None:
+         ray: RayTarget | None, streams: tuple[str, ...]) -> None:
     jobs = [RenderJob(r.index, ds.episode_path(r.index), staged_path(ds.root, r.index), plan[r.index],
-                      size.height, size.width) for r in todo]
+                      size.height, size.width, streams) for r in todo]
     frames_total = sum(r.frames for r in todo)
     by_index = {r.index: r for r in todo}
     partial: dict[int, int] = {}  # frames done of episodes still rendering

@@ -26,6 +26,7 @@ class RenderJob:
     cameras: tuple[str, ...]
     height: int
     width: int
+    streams: tuple[str, ...] = ("rgb",)  # x2.sim.streams' names
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,8 @@ def run_job(job: RenderJob) -> JobResult:
     def frames_done(done: int) -> None:
         report(job.index, done)
 
-    frames = write_rendered(job.source, job.staged, job.cameras, ImageSize(job.height, job.width), frames_done)
+    frames = write_rendered(job.source, job.staged, job.cameras, ImageSize(job.height, job.width), frames_done,
+                            streams=job.streams)
     return JobResult(job.index, frames, time.perf_counter() - started)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from x2.base.arrays import Floats, Image
 from x2.base.errors import DatasetError
+from x2.sim.streams import SegmentTable, Shot
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,27 @@ def pinhole(fovy_deg: float, height: int, width: int) -> Floats:
     return np.array([[f, 0.0, width / 2], [0.0, f, height / 2], [0.0, 0.0, 1.0]])
 
 
+OPTICAL = np.diag([1.0, -1.0, -1.0])  # the renderer's camera axes (looking along -z, y up) -> OpenCV's optical frame
+
+
+def opencv_matrix(intrinsics: Intrinsics) -> Floats:
+    """The stored K of `intrinsics` in OpenCV's pixel convention (the first pixel's centre at 0, 0): a calibrated
+    camera's already is; a field-of-view camera's (`pinhole`, the corner convention) is moved half a pixel."""
+    k = np.array(intrinsics["intrinsics"], np.float64)
+    if np.allclose(k, pinhole(float(intrinsics["fovy_deg"]), int(intrinsics["height"]), int(intrinsics["width"]))):
+        k[:2, 2] -= 0.5
+    return k
+
+
+def optical_to_world(position: Floats, rotation: Floats) -> Floats:
+    """4x4 camera-to-world transform of the OpenCV optical frame (x right, y down, z forward) of a camera at
+    `position` (3,) whose renderer axes are the columns of `rotation` (3, 3) (`StateRenderer.camera_frame`)."""
+    t = np.eye(4)
+    t[:3, :3] = np.asarray(rotation, np.float64) @ OPTICAL
+    t[:3, 3] = position
+    return t
+
+
 @dataclass(frozen=True)
 class FreeCamera:
     """A viewpoint that is not one of the world's cameras: looking at `lookat` from `distance` m away, turned
@@ -127,6 +149,11 @@ class StateRenderer(Protocol):
 
     def set_state(self, state: Floats) -> None: ...
     def render(self, camera: str) -> Image: ...  # (H, W, 3) uint8 of the state last set, a fresh array
+    # the camera's streams of the state last set (x2/sim/streams.py: rgb as `render` gives it, depth in metres,
+    # segmentation ids of `segment_table`), in one pass where the simulator can
+    def shot(self, camera: str, streams: tuple[str, ...]) -> Shot: ...
+    @property
+    def segment_table(self) -> SegmentTable: ...
     def render_free(self, view: FreeCamera) -> tuple[Image, Viewpoint]: ...
     def frame(self, state: Floats) -> dict[str, Image]: ...  # set_state, then every camera
     def frames(self, states: Floats) -> Iterator[dict[str, Image]]: ...

@@ -23,6 +23,8 @@ import numpy as np
 from x2.base.arrays import Bools, Floats, Image
 from x2.base.errors import X2Error
 from x2.sim.camera import ImageSize
+from x2.sim.mujoco.streams import StreamDrawer
+from x2.sim.streams import Segments, Shot
 
 DISTORTION_SLOTS = 8  # the camera user data x2 writes: OpenCV's k1 k2 p1 p2 k3 k4 k5 k6
 PRINCIPAL_SIGN = -1.0  # MuJoCo 4.0.1: image centre + PRINCIPAL_SIGN * principal offset = the principal point
@@ -82,7 +84,8 @@ class DistortedView:
                                                                              wide.height / size.height])
         self.model.vis.global_.offwidth = max(self.model.vis.global_.offwidth, wide.width)
         self.model.vis.global_.offheight = max(self.model.vis.global_.offheight, wide.height)
-        self._renderer = mujoco.Renderer(self.model, height=wide.height, width=wide.width)
+        self._drawer = StreamDrawer(self.model, wide.height, wide.width)
+        self._renderer = self._drawer.renderer
 
     def render(self, data: mujoco.MjData) -> Image:
         """The distorted picture of the state in `data` (data of the original model: the copy has its layout)."""
@@ -90,6 +93,18 @@ class DistortedView:
         wide = self._renderer.render()
         image: Image = cv2.remap(wide, self.map_x, self.map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
         return image
+
+    def shot(self, data: mujoco.MjData, streams: tuple[str, ...]) -> Shot:
+        """The distorted streams of the state in `data`: the picture bilinearly, depth and segmentation from the
+        nearest pinhole pixel (a depth or an id is not blended with its neighbour's)."""
+        wide = self._drawer.draw(data, self.cid, streams)
+        rgb: Image | None = None if wide.rgb is None else np.asarray(
+            cv2.remap(wide.rgb, self.map_x, self.map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE), np.uint8)
+        depth: Floats | None = None if wide.depth is None else np.asarray(
+            cv2.remap(wide.depth, self.map_x, self.map_y, cv2.INTER_NEAREST), np.float32)
+        ids: Segments | None = None if wide.segmentation is None else np.asarray(
+            cv2.remap(wide.segmentation, self.map_x, self.map_y, cv2.INTER_NEAREST), np.uint16)
+        return Shot(rgb=rgb, depth=depth, segmentation=ids)
 
     def silhouette(self, data: mujoco.MjData) -> Bools:
         """Where the distorted picture shows a geom (MuJoCo's segmentation, remapped to the nearest pixel)."""

@@ -18,6 +18,8 @@ from x2.base.arrays import Bools, Floats, Image
 from x2.sim.camera import CameraError, FreeCamera, ImageSize, Intrinsics, Viewpoint, WorldCameras, pinhole
 from x2.sim.mujoco.lens import DistortedView, camera_matrix, distortion
 from x2.sim.mujoco.state import STATE_SPEC, state_size
+from x2.sim.mujoco.streams import StreamDrawer
+from x2.sim.streams import SegmentTable, Shot
 
 
 def world_cameras(model: mujoco.MjModel) -> WorldCameras:
@@ -42,7 +44,8 @@ class MujocoRenderer:
             raise CameraError(f"size: found {size}; allowed: up to {world.largest} (the model's offscreen buffer)")
         self.state_size = state_size(model)
         self.description = f"mujoco {mujoco.__version__}"
-        self._renderer = mujoco.Renderer(model, height=size.height, width=size.width)
+        self._drawer = StreamDrawer(model, size.height, size.width)  # depth and segmentation beside the picture
+        self._renderer = self._drawer.renderer
         # cameras with a calibrated, distorting lens are drawn wider and remapped (x2/sim/mujoco/lens.py)
         self._lenses = {c: DistortedView(model, i, size) for c, i in self._ids.items()
                         if distortion(model, i) is not None}
@@ -68,6 +71,19 @@ class MujocoRenderer:
         self._renderer.update_scene(self.data, camera=self._ids[camera])
         image: Image = self._renderer.render()
         return image
+
+    def shot(self, camera: str, streams: tuple[str, ...]) -> Shot:
+        """The camera's `streams` (x2.sim.streams: rgb, depth, segmentation) of the state last set, in as few
+        renders as they allow (x2/sim/mujoco/streams.py); through the camera's lens when it has one."""
+        lens = self._lenses.get(camera)
+        if lens is not None:
+            return lens.shot(self.data, streams)
+        return self._drawer.draw(self.data, self._ids[camera], streams)
+
+    @property
+    def segment_table(self) -> SegmentTable:
+        """What each id of `shot`'s segmentation names (x2/sim/mujoco/segments.py)."""
+        return self._drawer.segments.table
 
     def silhouette(self, camera: str) -> Bools:
         """(H, W) where the camera sees a geom of the state last set (MuJoCo's segmentation rendering; through the

@@ -1,0 +1,66 @@
+"""The segmentation ids of a MuJoCo world (x2.sim.streams.SegmentTable), read from its model alone, so a world
+rebuilt from an episode's `model_xml` gives the same table, and the same dataset's episodes (one robot, one booth, the
+same objects) share it.
+
+Every body of the world belongs to one thing. A body under a top-level body named `<object>/object` (the way x2's
+world builder roots each object, x2/sim/mujoco/world.py) belongs to that object, moving parts (a microwave's door)
+included. A body under a top-level body with joints of its own is a robot link, named by its body. Any other
+top-level body (the walls; the world body itself: the floor and table its geoms draw) is scenery, named by that body.
+Ids: 0 background, then the robot links in the model's body order, the objects in the order the world first names
+them, the scenery in body order.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import numpy.typing as npt
+
+from x2.sim.streams import BACKGROUND, OBJECT, ROBOT, SCENERY, Segments, SegmentTable
+
+WORLD_BODY = "world"
+
+
+class WorldSegments:
+    """The table of `model` and the lookup from MuJoCo's segmentation render ((H, W, 2) object id, object type) to
+    its ids."""
+
+    def __init__(self, model: mujoco.MjModel) -> None:
+        # (here, not at the top: the world builder imports the renderer's modules while it loads)
+        from x2.sim.mujoco.world import ASSET_ROOT_BODY
+
+        object_suffix = "/" + ASSET_ROOT_BODY
+        roots = [int(r) for r in model.body_rootid]
+        names = [model.body(b).name for b in range(model.nbody)]
+        jointed = {roots[int(b)] for b in model.jnt_bodyid}
+        kind_name: list[tuple[str, str]] = []
+        for b in range(model.nbody):
+            root = roots[b]
+            if b == 0:
+                kind_name.append((SCENERY, WORLD_BODY))
+            elif names[root].endswith(object_suffix):
+                kind_name.append((OBJECT, names[root].removesuffix(object_suffix)))
+            elif root in jointed:
+                kind_name.append((ROBOT, names[b]))
+            else:
+                kind_name.append((SCENERY, names[root]))
+        order = {ROBOT: 0, OBJECT: 1, SCENERY: 2}
+        listed = sorted(dict.fromkeys(kind_name), key=lambda kn: order[kn[0]])  # stable: body order within a kind
+        ids = {kn: i + 1 for i, kn in enumerate(listed)}
+        self.table = SegmentTable((BACKGROUND, *(n for _, n in listed)), (BACKGROUND, *(k for k, _ in listed)))
+        if len(set(self.table.names)) != len(self.table.names):
+            raise ValueError(f"segmentation: found names used twice {self.table.names}; allowed: distinct names")
+        self.of_body: npt.NDArray[np.uint16] = np.array([ids[kn] for kn in kind_name], np.uint16)
+        # the render's (object id, object type) -> ours, by type; a type without a body (decor) reads as background
+        self._of_type = {int(mujoco.mjtObj.mjOBJ_GEOM): self.of_body[model.geom_bodyid],
+                         int(mujoco.mjtObj.mjOBJ_SITE): self.of_body[model.site_bodyid]}
+
+    def ids(self, rendered: npt.NDArray[np.int32]) -> Segments:
+        """MuJoCo's segmentation render (H, W, 2) int32 (object id, object type; -1 where nothing) -> (H, W) ids."""
+        out: Segments = np.zeros(rendered.shape[:2], np.uint16)
+        objid, objtype = rendered[..., 0], rendered[..., 1]
+        for kind, lookup in self._of_type.items():
+            here = objtype == kind
+            if lookup.size and here.any():
+                out[here] = lookup[objid[here]]
+        return out
