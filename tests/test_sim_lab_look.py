@@ -22,8 +22,9 @@ from x2.base.errors import X2Error
 from x2.envspec import load_env
 from x2.envspec.scenery import find_look
 from x2.sim import make_backend
-from x2.sim.camera import ImageSize, choose_renderer
+from x2.sim.camera import RENDERER_ENV, CameraError, ImageSize, choose_renderer
 from x2.sim.mujoco.look import sample_look
+from x2.sim.mujoco.renderer import MujocoRenderer
 from x2.sim.mujoco.state import STATE_SPEC
 from x2.sim.mujoco.surface_images import IMAGE_TEXTURES, SIDE, surface_png
 from x2.sim.mujoco.textures import check_textures
@@ -98,17 +99,24 @@ def test_an_augmented_world_carries_the_look_images() -> None:
     assert mujoco.MjModel.from_xml_string(text, images).ntex >= 3
 
 
-def test_unknown_look_or_renderer_is_one_line_exit_2(tmp_path: Path) -> None:
+def test_unknown_look_or_renderer_is_one_line_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "p.png"
-    cases = [(["--look", "marble"], r"error: --look: found 'marble'; allowed: one of lab, lab_plain, "),  # (and more)
-             (["--renderer", "vulkan"], r"error: --renderer: found 'vulkan'; allowed: one of classic, filament"),
-             (["--renderer", "filament"], r"error: renderer: found 'filament' without an X display")]
-    for extra, pattern in cases:  # (run_x2 runs without $DISPLAY)
-        done = run_x2(["tasks", "preview", "hook_pull", "--seeds", "1", "--out", str(out), *extra], cwd=tmp_path)
+    for args, pattern in ((["tasks", "preview", "hook_pull", "--seeds", "1", "--out", str(out), "--look", "marble"],
+                           r"error: --look: found 'marble'; allowed: one of lab, lab_plain, "),  # (and more)
+                          (["render", str(tmp_path / "none"), "--renderer", "vulkan"],
+                           r"error: --renderer: found 'vulkan'; allowed: one of classic, filament$")):
+        done = run_x2(args, cwd=tmp_path)
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
-        assert re.match(pattern, done.stderr), done.stderr
-        assert not out.exists()
-    done = run_x2(["render", str(tmp_path / "none"), "--renderer", "vulkan"], cwd=tmp_path)
-    assert done.returncode == 2 and "--renderer: found 'vulkan'" in done.stderr
+        assert re.match(pattern, done.stderr.strip()), done.stderr
+    assert not out.exists()
     with pytest.raises(X2Error, match=r"^--renderer: found 'ogl'; allowed: one of classic, filament$"):
         choose_renderer("ogl")
+    # Filament without an X display: refused when the renderer is made, before any frame
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.setenv(RENDERER_ENV, "filament")
+    model = mujoco.MjModel.from_xml_string("<mujoco><worldbody><camera name='c'/></worldbody></mujoco>")
+    with pytest.raises(CameraError, match=r"^renderer: found 'filament' without an X display .*; allowed: classic"):
+        MujocoRenderer(model, ["c"], SIZE)
+    monkeypatch.setenv(RENDERER_ENV, "vulkan")
+    with pytest.raises(X2Error, match=r"^X2_RENDERER: found 'vulkan'; allowed: one of classic, filament$"):
+        MujocoRenderer(model, ["c"], SIZE)
