@@ -59,7 +59,7 @@ def one_augmented(model: mujoco.MjModel, xml: str, states: np.ndarray, seed: int
                                np.random.default_rng(seed), CLEARANCE, mode=mode)
     t2 = time.perf_counter()
     world = mujoco.MjModel.from_xml_string(compose_world(xml, {}, report.placed, {s.name: s for s in shapes},
-                                                         model.opt.timestep))
+                                                         model.opt.timestep)[0])
     t3 = time.perf_counter()
     result = check_world(world, states, CLEARANCE)
     t4 = time.perf_counter()
@@ -81,7 +81,7 @@ def violations(model: mujoco.MjModel, xml: str, states: np.ndarray, seeds: int) 
             report = place_distractors(shapes, table, env, obstacles, np.random.default_rng(seed), CLEARANCE,
                                        max_tries=150, mode="tight")
             world = mujoco.MjModel.from_xml_string(compose_world(xml, {}, report.placed, by_name,
-                                                                 model.opt.timestep))
+                                                                 model.opt.timestep)[0])
             found = check_world(world, states, CLEARANCE).violations
             if is_mutated:
                 mutated += found

@@ -180,7 +180,7 @@ def test_negative_control_where_the_gripper_passes(world: tuple[mujoco.MjModel, 
     forced = Placed("block_0", "block", spot.centre[0], spot.centre[1], table.z, 0.0, 0.0)
     assert envelope.margin(spheres_at(block, forced.x, forced.y, forced.z, 0.0), block.radii) < 0
     result = check_world(mujoco.MjModel.from_xml_string(compose_world(xml, {}, [forced], {"block": block},
-                                                                       model.opt.timestep)), states, 0.02)
+                                                                       model.opt.timestep)[0]), states, 0.02)
     assert not result.passed and result.violations > 0
     assert result.closest is not None and result.closest[1].startswith("augment/block_0/")
     assert result.closest[2].startswith(("right_", "fruit/"))
@@ -202,7 +202,7 @@ def test_without_inflation_tight_placements_collide(world: tuple[mujoco.MjModel,
             report = place_distractors(shapes, table, env, obstacles, np.random.default_rng(seed), 0.02,
                                        max_tries=150, mode="tight")
             assert len(report.placed) == 3
-            world_xml = compose_world(xml, {}, report.placed, by_name, model.opt.timestep)
+            world_xml, _ = compose_world(xml, {}, report.placed, by_name, model.opt.timestep)
             result = check_world(mujoco.MjModel.from_xml_string(world_xml), states, 0.02)
             if not mutated:
                 assert result.passed, result.problems
@@ -254,7 +254,7 @@ def test_cli_names_what_it_does_and_draws_a_preview(source: Path, tmp_path: Path
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines() == [
         "error: --scenery: found 'nope'; allowed: clutter, studio, warm_wood, held_out "
-        "(scenery of scene 'kitchen_booth')"]
+        "(scenery of scene 'kitchen_booth'), or x2's built-in lab, lab_plain"]
     assert not (tmp_path / "bad").exists()
 
 

@@ -85,8 +85,9 @@ BAD_SCENERY = [
     ("articulated asset", "distractors: {pool: [microwave]}",
      r"scenery.x.distractors.pool\[0\]: found 'microwave' \(articulated: joints door_hinge\); "
      rf"allowed: a static asset, one of {STATIC_ASSETS}$"),
-    ("bad texture", "table: {colour: [0.5, 0.4, 0.3], texture: wood}",
-     r"scenery.x.table.texture: found 'wood'; allowed: 'none', 'checker' or 'gradient'$"),
+    ("bad texture", "table: {colour: [0.5, 0.4, 0.3], texture: marble}",
+     r"scenery.x.table.texture: found 'marble'; allowed: 'none', 'checker', 'gradient', 'wood', 'concrete' or "
+     r"'fabric'$"),
     ("colour out of range", "walls: {colour: [[0.2, 0.3, 0.4], [1.2, 0.3, 0.3]]}",
      r"scenery.x.walls.colour: found \[\[0.2, 0.3, 0.4\], \[1.2, 0.3, 0.3\]\]; allowed: an \[r, g, b\] colour "
      r"with r, g, b in 0..1, or a non-empty list of them"),
@@ -95,7 +96,8 @@ BAD_SCENERY = [
      r"floor, lighting; this block changes nothing$"),
     ("empty surface", "floor: {}", r"scenery.x.floor: found \{\}; allowed: a colour and/or a texture"),
     ("repeat without texture", "walls: {colour: [0.5, 0.5, 0.5], repeat: [2, 2]}",
-     r"scenery.x.walls: found .*; allowed: colour2 and repeat only with texture: checker or gradient$"),
+     r"scenery.x.walls: found .*; allowed: colour2 and repeat only with a texture \(checker, gradient, wood, "
+     r"concrete, fabric\)$"),
     ("bad count", "distractors: {pool: [apple], count: [3, 1]}",
      r"scenery.x.distractors.count: found \[3, 1\]; allowed: a whole number >= 1 or \[lo, hi\]"),
     ("light from below", "lighting: {direction: [0.0, 0.0, 1.0]}",
@@ -219,8 +221,8 @@ def _rgb(values: np.ndarray) -> list[float]:
 
 def test_apply_look_restyles_only_the_static_layer(recorded: tuple[str, np.ndarray]) -> None:
     xml, states = recorded
-    edited_xml = restyled_world(xml, LOOK)
-    assert edited_xml != xml and restyled_world(edited_xml, LOOK) == edited_xml  # applying again changes nothing
+    edited_xml, _ = restyled_world(xml, LOOK)
+    assert edited_xml != xml and restyled_world(edited_xml, LOOK)[0] == edited_xml  # applying again changes nothing
     original, edited = mujoco.MjModel.from_xml_string(xml), mujoco.MjModel.from_xml_string(edited_xml)
 
     wall, floor = edited.material("booth_wall"), edited.material("booth_floor")
@@ -271,11 +273,11 @@ def _head_image(xml: str, state: np.ndarray) -> np.ndarray:
 def test_the_look_shows_in_the_head_camera_and_the_empty_look_changes_nothing(
         recorded: tuple[str, np.ndarray]) -> None:
     xml, states = recorded
-    unchanged = restyled_world(xml, {})
+    unchanged, _ = restyled_world(xml, {})
     assert _all_arrays(mujoco.MjModel.from_xml_string(unchanged)) == _all_arrays(mujoco.MjModel.from_xml_string(xml))
     plain = _head_image(xml, states[0])
     assert np.array_equal(_head_image(unchanged, states[0]), plain)
-    walls_only = _head_image(restyled_world(xml, {"walls": LOOK["walls"]}), states[0])
+    walls_only = _head_image(restyled_world(xml, {"walls": LOOK["walls"]})[0], states[0])
     changed = np.any(walls_only != plain, axis=-1)
     assert changed.mean() > 0.1  # the booth wall behind the table fills the top of the picture
     # The top rows show wall: green before, red after.
@@ -300,9 +302,9 @@ def test_world_text_prints_a_recorded_world_as_it_was(recorded: tuple[str, np.nd
 def test_apply_look_refuses_bad_looks_and_foreign_worlds(recorded: tuple[str, np.ndarray]) -> None:
     xml, _ = recorded
     spec = mujoco.MjSpec.from_string(xml)
-    with pytest.raises(DatasetError, match=r"look.table.texture: found 'wood'; allowed: one of none, checker, "
-                                           r"gradient"):
-        apply_look(spec, {"table": {"rgb": [0.1, 0.1, 0.1], "texture": "wood"}})
+    with pytest.raises(DatasetError, match=r"look.table.texture: found 'marble'; allowed: one of none, checker, "
+                                           r"gradient, wood, concrete, fabric"):
+        apply_look(spec, {"table": {"rgb": [0.1, 0.1, 0.1], "texture": "marble"}})
     with pytest.raises(DatasetError, match=r"look.walls.rgb: found \[2.0, 0.0, 0.0\]; allowed: 3 numbers in 0..1"):
         apply_look(spec, {"walls": {"rgb": [2.0, 0.0, 0.0], "texture": "none"}})
     with pytest.raises(DatasetError, match=r"look.sky: found .*; allowed: only the parts table, walls, floor, "
@@ -321,6 +323,6 @@ def test_every_builtin_look_applies(recorded: tuple[str, np.ndarray]) -> None:
     for scenery in load_scenery("kitchen_booth").values():
         assert isinstance(scenery, Scenery)
         look = sample_look(scenery, np.random.default_rng(1))
-        text = restyled_world(xml, json.loads(json.dumps(look)))
-        assert text == restyled_world(xml, look)
+        text, _ = restyled_world(xml, json.loads(json.dumps(look)))
+        assert text == restyled_world(xml, look)[0]
         assert mujoco.MjModel.from_xml_string(text).nbody == mujoco.MjModel.from_xml_string(xml).nbody

@@ -38,7 +38,7 @@ from x2.base.errors import DatasetError
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.datasets.select import Selection, require_some
 from x2.datasets.untrusted import json_loads
-from x2.envspec.scenery import Scenery, load_scenery
+from x2.envspec.scenery import Scenery, builtin_looks, load_scenery
 from x2.files.atomic import write_text
 from x2.files.hdf5_guard import kept_if_complete
 from x2.processes.pool import RayTarget, WorkerLost, in_order, open_pool
@@ -121,12 +121,14 @@ def scene_of(ep: Episode) -> str:
 
 def choose_scenery(scene: str, request: AugmentRequest) -> list[Scenery]:
     available = load_scenery(scene)
-    if request.scenery:
-        unknown = [n for n in request.scenery if n not in available]
+    if request.scenery:  # a scene's own scenery, or x2's built-in looks (the textured lab) when named
+        named = {**builtin_looks(), **available}
+        unknown = [n for n in request.scenery if n not in named]
         if unknown:
             raise DatasetError(f"--scenery: found {unknown[0]!r}; allowed: "
-                               f"{', '.join(available) or 'none'} (scenery of scene {scene!r})")
-        chosen = [available[n] for n in dict.fromkeys(request.scenery)]
+                               f"{', '.join(available) or 'none'} (scenery of scene {scene!r}), or x2's built-in "
+                               f"{', '.join(builtin_looks())}")
+        chosen = [named[n] for n in dict.fromkeys(request.scenery)]
     else:
         chosen = [v for v in available.values() if v.split == "train"]
         if not chosen:
@@ -171,6 +173,9 @@ def _copy_episode(parent: Path, path: Path, index: int, *, augmented: Augmented,
             index=index, parent_episode=int(src.attrs[fmt.INDEX_ATTR]), scene_variant=augmented.scenery.name,
             split="eval" if "eval" in (augmented.scenery.split, str(src.attrs.get(fmt.SPLIT_ATTR))) else "train",
             seed=augmented.seed, model_xml=augmented.model_xml, augmentation=config))
+        for name, data in sorted(augmented.textures.items()):  # a look's images the parent's world did not carry
+            if fmt.texture_path(name) not in dst:
+                dst.create_dataset(fmt.texture_path(name), data=np.frombuffer(data, np.uint8), track_times=False)
         dst.create_group(fmt.AUGMENTATION)
         stored = dst.create_dataset(fmt.ENVELOPE, data=envelope.as_array(), compression="gzip", compression_opts=4)
         stored.attrs["columns"] = json.dumps(["x0", "y0", "z0", "x1", "y1", "z1", "radius"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
@@ -55,6 +55,7 @@ class Augmented:
     check: CheckResult
     settled: dict[str, SettleRecord]
     config: AugmentedConfig
+    textures: dict[str, bytes] = field(default_factory=dict)  # the images its world carries (the parent's, the look's)
 
     @property
     def problems(self) -> list[str]:
@@ -117,9 +118,9 @@ def make_augmented(parent: ParentEpisode, scenery: Scenery, seed: int, objects: 
     shapes = [distractor_shape(a) for a in assets]
     report = place_distractors(shapes, area, envelope, parent.obstacles, rngs["placement"],
                                envelope.params.clearance, mode=mode)
-    xml = compose_world(parent.xml, look, report.placed, {s.name: s for s in shapes},
-                        float(parent.model.opt.timestep), parent.source, parent.textures)
-    check = check_world(compile_world(xml, parent.source, parent.textures), parent.states, envelope.params.clearance,
+    xml, images = compose_world(parent.xml, look, report.placed, {s.name: s for s in shapes},
+                                float(parent.model.opt.timestep), parent.source, parent.textures)
+    check = check_world(compile_world(xml, parent.source, images), parent.states, envelope.params.clearance,
                         support.name)
     settled = settle(report.placed, {a.name: a for a in assets}, support)
     config: AugmentedConfig = {
@@ -134,4 +135,4 @@ def make_augmented(parent: ParentEpisode, scenery: Scenery, seed: int, objects: 
         "settle": settled,
         "parent_model_sha256": parent.sha256,
     }
-    return Augmented(seed, scenery, xml, report, check, settled, config)
+    return Augmented(seed, scenery, xml, report, check, settled, config, images)

@@ -32,10 +32,11 @@ def add_distractors(spec: mujoco.MjSpec, placed: Sequence[Placed], shapes: Mappi
 
 def compose_world(parent_xml: str, look: Mapping[str, object], placed: Sequence[Placed],
                   shapes: Mapping[str, DistractorShape], timestep: float, source: str = "parent model_xml",
-                  textures: Mapping[str, bytes] | None = None) -> str:
+                  textures: Mapping[str, bytes] | None = None) -> tuple[str, dict[str, bytes]]:
     """The parent's world (read from the file `source` names, so checked first; `textures` the images it carries)
-    with `look` and `placed`."""
+    with `look` and `placed`, and the images it carries now (the parent's, and the look's wood, concrete or
+    fabric: x2/sim/mujoco/look.py)."""
     spec = world_spec(parent_xml, source, textures)
-    apply_look(spec, look)
+    images = apply_look(spec, look)
     add_distractors(spec, placed, shapes)
-    return world_text(spec, timestep)
+    return world_text(spec, timestep), images

@@ -78,3 +78,8 @@ CpusPerWorkerOpt = Annotated[float, typer.Option(
 
 def ray_target(address: str | None, cpus_per_worker: float) -> RayTarget | None:
     return None if address is None else RayTarget(address, cpus_per_worker)
+
+
+RendererOpt = Annotated[str, typer.Option(
+    "--renderer", help="the engine that draws the cameras: classic (MuJoCo's OpenGL renderer) or filament "
+                       "(MuJoCo 4's physically based one; needs an X display, e.g. xvfb-run -a; docs/looks.md)")]

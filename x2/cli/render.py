@@ -11,14 +11,14 @@ from rich.table import Table
 
 from x2.base.errors import DatasetError
 from x2.cli._common import console, open_dataset_arg
-from x2.cli.options import CpusPerWorkerOpt, DatasetArg, RayOpt, ray_target
+from x2.cli.options import CpusPerWorkerOpt, DatasetArg, RayOpt, RendererOpt, ray_target
 from x2.cli.progress import progress
 from x2.datasets import Dataset
 from x2.datasets.select import parse_episode_list
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.render import RenderProgress, contact_sheet, render_dataset
 from x2.render.video import VideosProgress, dataset_videos
-from x2.sim.camera import ImageSize, parse_cameras
+from x2.sim.camera import ImageSize, choose_renderer, parse_cameras
 from x2.sim.streams import DEFAULT_STREAMS, STREAMS, parse_streams
 
 
@@ -57,6 +57,7 @@ def render(
         "--allow-eval", help="Also render episodes made in a configuration held out for evaluation.")] = False,
     ray: RayOpt = None,
     cpus_per_worker: CpusPerWorkerOpt = 1.0,
+    renderer: RendererOpt = "classic",
 ) -> None:
     """Render camera streams from the recorded states into the episode files (state first, pixels later).
 
@@ -74,7 +75,11 @@ def render(
     A video of episodes 0 and 1: [cyan]x2 render --video videos --episodes 0,1 --size 120x160[/cyan]
 
     On a Ray cluster, 8 renderers of one CPU each: [cyan]x2 render --workers 8 --ray auto[/cyan]
+
+    MuJoCo 4's Filament renderer, under an X server:
+    [cyan]xvfb-run -a x2 render --contact-sheet f.png --renderer filament[/cyan]
     """
+    choose_renderer(renderer)
     names, image_size = parse_cameras(cameras) or DEFAULT_CAMERAS, ImageSize.parse(size)
     kinds = parse_streams(streams)
     selected = None if episodes is None else parse_episode_list(episodes)

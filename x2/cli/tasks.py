@@ -18,14 +18,14 @@ from x2 import envspec as spec
 from x2.base.errors import X2Error
 from x2.cli._common import console
 from x2.cli.group_class import typer_group
-from x2.cli.options import GripperOpt, RobotOpt, VariantOpt
+from x2.cli.options import GripperOpt, RendererOpt, RobotOpt, VariantOpt
 from x2.cli.progress import progress
 from x2.envspec.env import NodeSpec
 from x2.envspec.schema import DIMENSIONS
 from x2.envspec.source import display_path
 from x2.labeling import topological_order
 from x2.recorded.frames import DEFAULT_SIZE
-from x2.sim.camera import ImageSize
+from x2.sim.camera import ImageSize, choose_renderer
 
 tasks_app = typer_group(
     "tasks", "List and inspect tasks and their subtask DAGs.",
@@ -143,6 +143,10 @@ def tasks_preview(
                                              "look), task (assets, layout, instruction) or embodiment (the "
                                              "cameras, the table's height); the rest stays slot 0's",
                                              show_default=False)] = None,
+    look: Annotated[str | None, typer.Option("--look", help="draw every tile in this look: a scenery block of "
+                                             "the task's scene, or x2's built-in lab (textured table, walls and "
+                                             "floor, shadows; docs/looks.md)", show_default=False)] = None,
+    renderer: RendererOpt = "classic",
 ) -> None:
     """Draw the worlds of many seeded resets of a task in one PNG: layouts, asset draws, scenery.
 
@@ -156,15 +160,19 @@ def tasks_preview(
 
     Only the look changes from tile to tile:
     [cyan]x2 tasks preview pick_place --variant randomized --axis appearance --out looks.png[/cyan]
+
+    The textured lab instead of the green booth:
+    [cyan]x2 tasks preview hook_pull --look lab --out lab.png[/cyan]
     """
     from x2.render.task_preview import task_preview  # (the world builder and renderer: only when asked)
 
+    choose_renderer(renderer)
     tile_size = ImageSize.parse(size)
     # Off a terminal, a line every 2 s rather than the usual 10: a whole preview often takes less than 10 s.
     with progress("rendering", "tiles", every_s=2.0) as update:
         preview = task_preview(name, out, seeds=seeds, master_seed=master_seed, camera=camera, size=tile_size,
                                robot=robot, variant=variant, gripper=gripper, columns=columns, axis=axis,
-                               on_tile=lambda done, total: update(done, total))
+                               look=look, on_tile=lambda done, total: update(done, total))
     n = len(preview.tiles)
     console.print(escape(f"wrote {preview.path}: {n} tile{'' if n == 1 else 's'} of {preview.task} "
                          f"({preview.camera} at {tile_size}, master seed {master_seed})"), soft_wrap=True)

@@ -35,6 +35,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from x2 import format as fmt
 from x2.base.arrays import Floats, Image
 from x2.base.errors import PolicyError, X2Error
 from x2.envspec import load_env
@@ -247,7 +248,7 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
         runtime = self.monitor.runtime
         failure = runtime.failure
         return {"is_success": runtime.success, "progress": runtime.progress,
-                "subtasks": sorted(runtime.active_nodes), "end_reason": self.end_reason,
+                "subtasks": sorted(runtime.active_nodes), fmt.END_REASON_ATTR: self.end_reason,
                 "failure": None if failure is None else {"node": failure[0], "frame": int(failure[1]),
                                                          "reason": failure[2]},
                 "slot": self.slot, "world_seed": self.plan.seed_of(self.slot), "tick": self.tick}

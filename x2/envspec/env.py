@@ -384,7 +384,7 @@ class SurfaceLook:
     """Colours to draw one from per episode, a builtin texture, and the texture's second colour."""
 
     colours: tuple[Vec3, ...]
-    texture: str  # none | checker | gradient
+    texture: str  # none | checker | gradient | wood | concrete | fabric (x2/envspec/schema.py: TEXTURES)
     colours2: tuple[Vec3, ...]  # empty: a darker shade of the drawn colour (textured surfaces only)
     repeat: tuple[float, float]  # texture repeats across each face
 

@@ -13,7 +13,7 @@ a surface without `colour` keeps the booth's colour, lighting without `intensity
 from __future__ import annotations
 
 import re
-from dataclasses import fields
+from dataclasses import fields, replace
 
 from x2.base.errors import NotFoundError, X2Error
 from x2.envspec import catalog
@@ -23,15 +23,20 @@ from x2.envspec.schema import RGB, DistractorsFile, LightingFile, SceneFile, Sur
 from x2.envspec.source import Fragment
 
 __all__ = ["RGB", "SURFACES", "DistractorPool", "LightingLook", "Scenery", "SurfaceLook", "compile_scenery",
-           "load_scenery", "scene_booth"]
+           "builtin_looks", "find_look", "load_scenery", "scene_booth"]
 
 SURFACES = ("table", "walls", "floor")
 # Checker repeats per face when a block gives none (a repeat is 2 x 2 squares): squares of 0.1 m on the
 # 0.8 x 1.2 m table, 0.2 m on the 3.2 m floor, about 0.4 m on the walls. A gradient spans each face once.
 DEFAULT_REPEAT: dict[str, tuple[float, float]] = {"table": (4.0, 6.0), "walls": (4.0, 4.0), "floor": (8.0, 8.0)}
 GRADIENT_REPEAT = (1.0, 1.0)
+# An image (wood, concrete, fabric: 256 px a side) once across the table top, about 1.6 m a repeat on the walls
+# and 1 m on the floor: grain and weave stay sharp at the cameras' distances.
+IMAGE_REPEAT: dict[str, tuple[float, float]] = {"table": (1.0, 1.0), "walls": (2.0, 2.0), "floor": (3.0, 3.0)}
 WHITE: RGB = (1.0, 1.0, 1.0)
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
+# x2's built-in looks (the textured lab): scenery blocks any scene may be drawn in when asked (`find_look`)
+BUILTIN_LOOKS = catalog.PACKAGE_ROOT / "assets" / "looks" / "lab_looks.yaml"
 
 
 def scene_booth(spec: SceneFile) -> BoothSpec:
@@ -41,7 +46,8 @@ def scene_booth(spec: SceneFile) -> BoothSpec:
 
 
 def _surface(block: SurfaceFile, booth_rgba: tuple[float, float, float, float], surface: str) -> SurfaceLook:
-    repeat = block.repeat or (GRADIENT_REPEAT if block.texture == "gradient" else DEFAULT_REPEAT[surface])
+    repeat = block.repeat or (GRADIENT_REPEAT if block.texture == "gradient" else DEFAULT_REPEAT[surface]
+                              if block.texture in ("none", "checker") else IMAGE_REPEAT[surface])
     return SurfaceLook(colours=block.colour or ((booth_rgba[0], booth_rgba[1], booth_rgba[2]),), texture=block.texture,
                        colours2=block.colour2 or (), repeat=repeat)
 
@@ -103,3 +109,19 @@ def load_scenery(scene: str) -> dict[str, Scenery]:
     blocks included: a scene that includes green_booth.yaml has its blocks, and may override or add."""
     _path, frag = catalog.load("scenes", scene)
     return compile_scenery(frag, parse(SceneFile, frag))
+
+
+def builtin_looks() -> dict[str, Scenery]:
+    """x2's built-in looks (BUILTIN_LOOKS), by name: drawn only when named, never by a scene's default."""
+    return load_scenery(str(BUILTIN_LOOKS))
+
+
+def find_look(scene: str, name: str, option: str = "--look") -> Scenery:
+    """The look `name`: the scene's own scenery block of that name, else x2's built-in one (BUILTIN_LOOKS); one
+    with a table, walls, floor or lighting (its distractors are left to replay augmentation)."""
+    looks = {**builtin_looks(), **load_scenery(scene)}
+    usable = [n for n, v in looks.items() if any(getattr(v, p) is not None for p in (*SURFACES, "lighting"))]
+    if name not in usable:
+        raise X2Error(f"{option}: found {name!r}; allowed: one of {', '.join(usable)} (scene {scene}'s looks and "
+                      "x2's built-in ones)")
+    return replace(looks[name], distractors=None)

@@ -364,7 +364,9 @@ class RoleFile(_Strict):
 # errors read as one rule ("an [r, g, b] colour ... or a list of them") instead of pydantic's two union branches.
 
 RGB = tuple[float, float, float]
-TEXTURES = ("none", "checker", "gradient")  # MuJoCo builtin procedural textures: nothing read from disk
+# MuJoCo builtin procedural textures (checker, gradient), and images x2 generates and the world carries
+# (wood, concrete, fabric: x2/sim/mujoco/surface_images.py); nothing read from disk
+TEXTURES = ("none", "checker", "gradient", "wood", "concrete", "fabric")
 MAX_LIGHT_INTENSITY = 2.0  # as BoothFile.light_intensity
 
 
@@ -441,16 +443,17 @@ class DistractorsFile(_Strict):
 
 class SurfaceFile(_Strict):
     colour: Colours | None = None  # default: the scene's own booth colour
-    texture: Literal["none", "checker", "gradient"] = "none"
+    texture: Literal["none", "checker", "gradient", "wood", "concrete", "fabric"] = "none"
     colour2: Colours | None = None  # second texture colour; default: a darker shade of the drawn colour
     repeat: tuple[Size, Size] | None = None
 
     @model_validator(mode="after")
     def _changes_something(self) -> SurfaceFile:
         if self.colour is None and self.texture == "none":
-            raise ValueError("a colour and/or a texture (checker, gradient): this block changes nothing")
+            raise ValueError("a colour and/or a texture (checker, gradient, wood, concrete, fabric): this block "
+                             "changes nothing")
         if self.texture == "none" and (self.colour2 is not None or self.repeat is not None):
-            raise ValueError("colour2 and repeat only with texture: checker or gradient")
+            raise ValueError("colour2 and repeat only with a texture (checker, gradient, wood, concrete, fabric)")
         return self
 
 

@@ -10,6 +10,7 @@ explain (paraphrases, grid positions).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from x2.base.errors import X2Error
 from x2.base.seeding import AXES, slot_seed
 from x2.envspec import load_env
 from x2.envspec.env import EnvSpec
+from x2.envspec.scenery import find_look
 from x2.recorded.frames import DEFAULT_SIZE
 from x2.render.grid import Box, GridRow, draw_grid, write_png
 from x2.sim import make_backend
@@ -90,11 +92,13 @@ def default_columns(seeds: int) -> int:
 def task_preview(task: str, out: str | Path, *, seeds: int = 12, master_seed: int = 0, camera: str | None = None,
                  size: ImageSize = DEFAULT_SIZE, robot: str | None = None, variant: str = "default",
                  gripper: str | None = None, columns: int | None = None, axis: str | None = None,
-                 on_tile: Callable[[int, int], None] | None = None) -> TaskPreview:
+                 look: str | None = None, on_tile: Callable[[int, int], None] | None = None) -> TaskPreview:
     """Render slots 0..seeds-1 of `master_seed` and write the grid to `out` (a .png). With `axis`, only that
     randomisation axis (x2/base/seeding.py: AXES) is drawn from each slot's seed, the rest from slot 0's. Every
     argument is checked before the first frame is rendered and nothing is written unless all tiles are drawn.
-    `on_tile(done, total)` is called after each tile."""
+    `look` draws every tile in that look (the scene's scenery block, or x2's built-in one such as `lab`:
+    x2/envspec/scenery.py, find_look) instead of the scene's own appearance. `on_tile(done, total)` is called
+    after each tile."""
     out = Path(out)
     if out.suffix.lower() != ".png":
         raise X2Error(f"--out: found {str(out)!r}; allowed: a .png file")
@@ -108,6 +112,8 @@ def task_preview(task: str, out: str | Path, *, seeds: int = 12, master_seed: in
     if columns < 1:
         raise X2Error(f"--columns: found {columns}; allowed: 1 or more")
     env = load_env(task, robot=robot, variant=variant, gripper=gripper)
+    if look is not None:  # the appearance axis with one look: every reset draws it
+        env = dataclasses.replace(env, appearance=(find_look(env.scene_name, look),))
     _check_axis(axis, env)
     camera = camera or default_camera(env)
     backend = make_backend(env)

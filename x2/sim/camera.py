@@ -4,6 +4,7 @@ simulator; MuJoCo's renderer is x2/sim/mujoco/renderer.py."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,28 @@ def parse_cameras(text: str | None, where: str = "--cameras") -> tuple[str, ...]
         raise DatasetError(f"{where}: found {text!r}; allowed: distinct camera names separated by commas, "
                            "e.g. head,left_wrist")
     return names
+
+
+# The engines that draw a camera's picture (x2/sim/mujoco/renderer.py): MuJoCo's classic OpenGL renderer, or
+# MuJoCo 4's Filament. Chosen per process by the environment variable, so that the render pass's worker
+# processes draw with the engine their parent was asked for.
+RENDERERS = ("classic", "filament")
+RENDERER_ENV = "X2_RENDERER"
+
+
+def chosen_renderer() -> str:
+    """The engine this process draws with: $X2_RENDERER, default classic."""
+    name = os.environ.get(RENDERER_ENV) or "classic"
+    if name not in RENDERERS:
+        raise DatasetError(f"{RENDERER_ENV}: found {name!r}; allowed: one of {', '.join(RENDERERS)}")
+    return name
+
+
+def choose_renderer(name: str, option: str = "--renderer") -> None:
+    """Draw with the engine `name` in this process and the workers it starts (checked: one of RENDERERS)."""
+    if name not in RENDERERS:
+        raise DatasetError(f"{option}: found {name!r}; allowed: one of {', '.join(RENDERERS)}")
+    os.environ[RENDERER_ENV] = name
 
 
 class CameraError(DatasetError):

@@ -162,7 +162,7 @@ class MujocoBackend:
                 looks = rngs["appearance"]
                 scenery = self.env.appearance[int(looks.integers(len(self.env.appearance)))]
                 look = sample_look(scenery, looks)
-                xml = restyled_world(xml, look, "the world x2 built", textures)
+                xml, textures = restyled_world(xml, look, "the world x2 built", textures)
                 self._appearance = {"scenery": scenery.name, "look": look}
             self._embodiment = embodiment
             if embodiment is not None and "cameras" in embodiment:

@@ -3,7 +3,8 @@
 A look is plain JSON (it is stored with the augmented episode, so the same look can be applied again):
 
     {"table":    {"rgb": [r, g, b], "texture": "none"}                      # plain, or
-                 {"rgb": [..], "texture": "checker" | "gradient", "rgb2": [..], "repeat": [u, v]},
+                 {"rgb": [..], "texture": "checker" | "gradient" | "wood" | "concrete" | "fabric",
+                  "rgb2": [..], "repeat": [u, v]},
      "walls":    ... as table,
      "floor":    ... as table,
      "lighting": {"direction": [x, y, z], "colour": [r, g, b], "intensity": k, "shadows": false}}
@@ -11,6 +12,10 @@ A look is plain JSON (it is stored with the augmented episode, so the same look 
 each key present only when the variant changes that part. Numbers are rounded to LOOK_DECIMALS, so the
 MJCF text (6 significant digits) prints them exactly and a world restyled from a stored look is the same
 text, byte for byte.
+
+Checker and gradient are MuJoCo's builtin patterns; wood, concrete and fabric are images x2 makes from the look
+(x2/sim/mujoco/surface_images.py) and the world carries beside its text under their digest names
+(x2/sim/mujoco/textures.py), so `apply_look` and `restyled_world` hand back the images the world now holds.
 
 Restyling edits only materials, textures, geom colours and lights: never a body, joint, geom size or
 pose, option or anything else the physics reads, so the restyled model steps the recorded states exactly
@@ -32,6 +37,8 @@ from x2.envspec.env import FILL_LIGHT_RATIO
 from x2.envspec.scenery import SURFACES, LightingLook, Scenery, SurfaceLook
 from x2.envspec.schema import TEXTURES
 from x2.sim.mujoco.recorded_xml import world_spec
+from x2.sim.mujoco.surface_images import IMAGE_TEXTURES, surface_png
+from x2.sim.mujoco.textures import texture_name
 from x2.sim.mujoco.world import world_text
 
 LOOK_DECIMALS = 4
@@ -164,9 +171,18 @@ def _element[T](found: T | None, kind: str, name: str) -> T:
 
 
 def _texture(spec: mujoco.MjSpec, name: str, part: Mapping[str, Any]) -> str:
-    """A builtin 2D texture named `name` (made, or updated when a look was applied before)."""
+    """A 2D texture named `name` (made, or updated when a look was applied before): builtin for checker and
+    gradient, else x2's image of the kind, added to the spec's images (`spec.assets`) under its digest name."""
     tex = spec.texture(name) or spec.add_texture(name=name)
     tex.type = mujoco.mjtTexture.mjTEXTURE_2D
+    if part["texture"] in IMAGE_TEXTURES:
+        data = surface_png(part["texture"], tuple(part["rgb"]), tuple(part["rgb2"]))
+        image = texture_name(data)
+        spec.assets = {**spec.assets, image: data}
+        tex.builtin = mujoco.mjtBuiltin.mjBUILTIN_NONE
+        tex.file = image
+        return name
+    tex.file = ""
     tex.builtin = (mujoco.mjtBuiltin.mjBUILTIN_CHECKER if part["texture"] == "checker"
                    else mujoco.mjtBuiltin.mjBUILTIN_GRADIENT)
     tex.width = tex.height = TEXTURE_SIZE
@@ -207,8 +223,9 @@ def _style_lights(key: mujoco.MjsLight, fills: Sequence[mujoco.MjsLight], part: 
         fill.diffuse = _round(FILL_LIGHT_RATIO * colour)
 
 
-def apply_look(spec: mujoco.MjSpec, look: Mapping[str, Any]) -> None:
+def apply_look(spec: mujoco.MjSpec, look: Mapping[str, Any]) -> dict[str, bytes]:
     """Restyle a world spec (e.g. `MjSpec.from_string(model_xml)`) in place; the empty look changes nothing.
+    Returns the images the restyled world carries (`spec.assets`: those it had, and the look's).
 
     walls -> material booth_wall, floor -> material booth_floor, table -> geom table_top (a material of
     its own when textured), lighting -> light key (direction, diffuse = colour x intensity, shadows) and
@@ -225,12 +242,20 @@ def apply_look(spec: mujoco.MjSpec, look: Mapping[str, Any]) -> None:
         _style_table(spec, table, look["table"])
     if lights:
         _style_lights(lights[0], lights[1:], look["lighting"])
+    return _carried(spec)
+
+
+def _carried(spec: mujoco.MjSpec) -> dict[str, bytes]:
+    """The images the world's textures name (an image a look replaced is not carried on)."""
+    named = {t.file for t in spec.textures if t.file}
+    return {k: v for k, v in sorted(spec.assets.items()) if k in named or not k.startswith("tex-")}
 
 
 def restyled_world(model_xml: str, look: Mapping[str, Any], source: str = fmt.MODEL_XML_ATTR,
-                   textures: Mapping[str, bytes] | None = None) -> str:
+                   textures: Mapping[str, bytes] | None = None) -> tuple[str, dict[str, bytes]]:
     """A recorded world's MJCF text (read from the file `source` names, so checked first; `textures` the images
-    it carries) with `look` applied, printed as the recorder prints worlds."""
+    it carries) with `look` applied, printed as the recorder prints worlds, and the images it now carries."""
     spec = world_spec(model_xml, source, textures)
-    apply_look(spec, look)
-    return world_text(spec, spec.option.timestep)
+    images = apply_look(spec, look)
+    spec.assets = images
+    return world_text(spec, spec.option.timestep), images

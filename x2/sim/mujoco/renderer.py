@@ -4,28 +4,80 @@ A picture needs only positions: `set_state` runs `mj_kinematics` (bodies), `mj_c
 tracking cameras aim at) and `mj_camlight` (cameras and lights) on the renderer's own MjData; `mj_forward` would
 also run collision and dynamics, which no pixel of x2's worlds depends on. The backend's own data is never touched,
 so a renderer can draw stored states while the world it came from steps on.
+
+Two engines draw a camera's picture (x2/sim/camera.py: RENDERERS, chosen by `X2_RENDERER`, default classic):
+MuJoCo's classic OpenGL renderer (`mujoco.Renderer`), and MuJoCo 4's physically based Filament renderer
+(`mujoco.rendering.filament`, `FilamentView` below). Filament draws RGB only: silhouettes, free cameras and
+calibrated lenses stay classic. On a machine without a GPU it runs on Mesa's llvmpipe through OpenGL, which it
+opens through an X display (Xvfb does); its Vulkan backend needs the Vulkan loader (libvulkan.so.1) and
+fails without it, so x2 asks for OpenGL (docs/looks.md has the measurements).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from types import TracebackType
+from typing import Any
 
 import mujoco
 import numpy as np
 
 from x2.base.arrays import Bools, Floats, Image
-from x2.sim.camera import CameraError, FreeCamera, ImageSize, Intrinsics, Viewpoint, WorldCameras, pinhole
+from x2.sim.camera import (
+    CameraError,
+    FreeCamera,
+    ImageSize,
+    Intrinsics,
+    Viewpoint,
+    WorldCameras,
+    chosen_renderer,
+    pinhole,
+)
 from x2.sim.mujoco.lens import DistortedView, camera_matrix, distortion
 from x2.sim.mujoco.state import STATE_SPEC, state_size
 from x2.sim.mujoco.streams import StreamDrawer
-from x2.sim.streams import SegmentTable, Shot
+from x2.sim.streams import RGB, SegmentTable, Shot
 
 
 def world_cameras(model: mujoco.MjModel) -> WorldCameras:
     """The model's cameras in its order, and its offscreen buffer: the largest picture a renderer of it draws."""
     return WorldCameras(tuple(model.camera(i).name for i in range(model.ncam)),
                         ImageSize(model.vis.global_.offheight, model.vis.global_.offwidth))
+
+
+class FilamentView:
+    """MuJoCo 4's Filament renderer drawing `model`'s cameras into one (H, W, 3) buffer at `size`."""
+
+    def __init__(self, model: mujoco.MjModel, size: ImageSize) -> None:
+        if not os.environ.get("DISPLAY"):
+            raise CameraError("renderer: found 'filament' without an X display ($DISPLAY unset; MuJoCo's Filament "
+                              "opens OpenGL through X here, its Vulkan needs libvulkan.so.1); allowed: classic, or "
+                              "filament under an X server (e.g. xvfb-run -a x2 ...)")
+        # (imported here: the Filament bindings load only when asked for)
+        from mujoco import mjrf
+        from mujoco.rendering.filament import model_scene, renderer
+        self.model = model
+        self._mjrf: Any = mjrf
+        self._ctx = mjrf.Context(mjrf.ContextConfig(graphics_api=mjrf.GraphicsApi.GRAPHICS_API_OPENGL))
+        self._renderer = renderer.Renderer(self._ctx)
+        self._scene = model_scene.ModelScene(self._ctx, model, self._renderer.scene("world"))
+        self._buffer = np.zeros((size.height, size.width, 3), np.uint8)
+        self._renderer.target("rgb", self._buffer)
+        self._view = renderer.View
+        # the classic scene gives each camera's frustum (position, axes, near/far) exactly as mujoco.Renderer
+        self._camera = mujoco.MjvCamera()
+        self._mjv = mujoco.MjvScene(model, maxgeom=1)
+        self._camera.type = mujoco.mjtCamera.mjCAMERA_FIXED
+
+    def render(self, data: mujoco.MjData, camera: int) -> Image:
+        self._camera.fixedcamid = camera
+        mujoco.mjv_updateCamera(self.model, data, self._camera, self._mjv)
+        glcam = mujoco.mjv_averageCamera(self._mjv.camera[0], self._mjv.camera[1])
+        self._scene.update(data)
+        self._renderer.render([self._view(scene="world", target="rgb", camera=glcam)])
+        return self._buffer.copy()
 
 
 class MujocoRenderer:
@@ -43,9 +95,11 @@ class MujocoRenderer:
         if not world.fits(size):
             raise CameraError(f"size: found {size}; allowed: up to {world.largest} (the model's offscreen buffer)")
         self.state_size = state_size(model)
-        self.description = f"mujoco {mujoco.__version__}"
+        self.engine = chosen_renderer()
+        self.description = f"mujoco {mujoco.__version__}" + ("" if self.engine == "classic" else f" {self.engine}")
         self._drawer = StreamDrawer(model, size.height, size.width)  # depth and segmentation beside the picture
         self._renderer = self._drawer.renderer
+        self._filament = FilamentView(model, size) if self.engine == "filament" else None
         # cameras with a calibrated, distorting lens are drawn wider and remapped (x2/sim/mujoco/lens.py)
         self._lenses = {c: DistortedView(model, i, size) for c, i in self._ids.items()
                         if distortion(model, i) is not None}
@@ -68,6 +122,8 @@ class MujocoRenderer:
         lens = self._lenses.get(camera)
         if lens is not None:
             return lens.render(self.data)
+        if self._filament is not None:
+            return self._filament.render(self.data, self._ids[camera])
         self._renderer.update_scene(self.data, camera=self._ids[camera])
         image: Image = self._renderer.render()
         return image
@@ -78,7 +134,11 @@ class MujocoRenderer:
         lens = self._lenses.get(camera)
         if lens is not None:
             return lens.shot(self.data, streams)
-        return self._drawer.draw(self.data, self._ids[camera], streams)
+        if self._filament is None or RGB not in streams:
+            return self._drawer.draw(self.data, self._ids[camera], streams)
+        # Filament draws the picture; depth and segmentation stay MuJoCo's classic passes (the same geometry)
+        rest = self._drawer.draw(self.data, self._ids[camera], tuple(s for s in streams if s != RGB))
+        return replace(rest, rgb=self._filament.render(self.data, self._ids[camera]))
 
     @property
     def segment_table(self) -> SegmentTable:
