@@ -159,6 +159,9 @@ class EpisodeOutcome:
     synthesis: str | None = None  # how synthesis made it (EpisodeEnd.synthesis)
     policy: str | None = None  # which evaluated policy drove it (EpisodeEnd.policy)
     textures: Mapping[str, bytes] = field(default_factory=dict)  # the images its world carries (/textures)
+    # an end-effector policy's per-frame record (/ee_action/<key>) and the attrs of its first array
+    ee_arrays: Mapping[str, Array] = field(default_factory=dict)
+    ee_attrs: Mapping[str, object] = field(default_factory=dict)
 
 
 def commit_episode(ds: Dataset, env: EnvSpec, start: EpisodeStart, record: Callable[[EpisodeWriter], EpisodeResult],
@@ -181,7 +184,8 @@ def commit_episode(ds: Dataset, env: EnvSpec, start: EpisodeStart, record: Calla
             labels=result.labels, dag=result.dag, success=how.success, extra_attrs=end.attrs(),
             timing=result.stage_ms, timing_attrs={MISSED_SLOTS_ATTR: result.missed_slots},
             device=device.streams if device is not None else None,
-            device_attrs=device.attrs if device is not None else None, textures=how.textures)
+            device_attrs=device.attrs if device is not None else None, textures=how.textures,
+            ee_arrays=how.ee_arrays, ee_attrs=how.ee_attrs)
     return result, committed
 
 
