@@ -24,7 +24,9 @@ from x2 import format as fmt
 from x2.base.arrays import Floats, Image
 from x2.base.errors import ExportError
 from x2.datasets import Dataset, Episode, EpisodeRecord
-from x2.export.episode_arrays import arm_labels
+from x2.envspec.action import ActionLayout
+from x2.envspec.ee_action import EELayout
+from x2.export.episode_arrays import arm_labels, ee_action_column
 from x2.export.lerobot_language import subtask_texts
 from x2.export.provenance import Json
 from x2.export.sources import ExportSources
@@ -135,6 +137,7 @@ class ExportPlan:
     # False for real recordings (source real): no task labelled them, so the export has no subtask_index feature
     # and no language rows (nothing is invented for them)
     labelled: bool = True
+    action_kind: str = "joint"  # x2/export/request.py's ACTION_KINDS: `action` as end-effector actions, else joints
 
     @property
     def environment_state_names(self) -> list[str]:
@@ -309,10 +312,11 @@ def plan_episode(ep: Episode, record: EpisodeRecord, plan: ExportPlan) -> Episod
         labels = subtask_texts([[codes.names[int(v)] for v in column] for column in arm_index.T])
     task = ep.instruction or ds.manifest.task
     poses = environment_state(ep, plan.objects)[1] if plan.objects else None
+    action = ep[fmt.ACTION].astype(np.float32, copy=False) if plan.action_kind == "joint" else \
+        ee_action_column(ep, plan.action_kind)[0]
     return EpisodePlan(record, ep.frames, task, encoded, labels,
                        state=ep[fmt.QPOS].astype(np.float32, copy=False),
-                       action=ep[fmt.ACTION].astype(np.float32, copy=False), arm_subtask_index=arm_index,
-                       environment_state=poses)
+                       action=action, arm_subtask_index=arm_index, environment_state=poses)
 
 
 def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
@@ -325,4 +329,14 @@ def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
     images = choose_images(sources, options.size)
     names = sources.column_names()
     labelled = not sources.first_episode.is_real
-    return ExportPlan(ds, fps, names[fmt.QPOS], names[fmt.ACTION], codes, images, sources.arms, objects, labelled)
+    kind = sources.request.action
+    action_names = names[fmt.ACTION]
+    if kind != "joint":
+        if not labelled:
+            ee_action_column(sources.first_episode, kind)  # (refused: a real recording has no world)
+        layout = ActionLayout.from_names(action_names)
+        if layout is None:
+            raise ExportError(f"{ds.root}: action names: found {list(action_names)}; allowed: x2's action layout "
+                              f"(per arm its joints, then <arm>_gripper) for --action {kind}")
+        action_names = EELayout(kind, tuple(a.name for a in layout.arms), layout.base is not None).names
+    return ExportPlan(ds, fps, names[fmt.QPOS], action_names, codes, images, sources.arms, objects, labelled, kind)

@@ -22,6 +22,11 @@ from x2.envspec.ee_action import EE_POSE, EELayout
 from x2.recorded.world import open_world
 from x2.sim.mujoco.ee_adapter import EEAdapter
 
+# what an exported end-effector action is, in the provenance an export carries
+MEANING = ("per frame, the tool centre point pose of the commanded joint targets (forward kinematics of /action) in "
+           "the robot's base frame, the gripper opening as recorded (x2/envspec/ee_action.py, "
+           "x2/recorded/ee_actions.py)")
+
 
 @dataclass(frozen=True)
 class EEActions:
