@@ -89,10 +89,12 @@ def main() -> None:
             with ds.load(record.index) as ep:
                 task = ep.attrs[fmt.TASK_ATTR]
                 joint = np.asarray(ep[fmt.ACTION])
+                t0 = time.perf_counter()
                 converted = {k: episode_ee_actions(ep, k) for k in (EE_POSE, EE_DELTA)}
+                convert_s = (time.perf_counter() - t0) / 2
             assert record.master_seed is not None and record.slot is not None
             print(f"episode {record.index} ({task}, slot {record.slot}, {len(joint)} frames, expert success "
-                  f"{record.success})")
+                  f"{record.success}; converting its actions: {convert_s:.2f} s a kind)")
             pose = converted[EE_POSE]
             commanded = np.concatenate([pose.pos, np.zeros((*pose.pos.shape[:2], 4))], axis=2)
             for kind, acts in (("joint", joint), (EE_POSE, pose.values), (EE_DELTA, converted[EE_DELTA].values)):

@@ -1,6 +1,7 @@
 """`x2 export zarr|hdf5|lerobot --action ee_pose|ee_delta`: the exported action column is the episode's commanded
 joint targets as end-effector actions (x2/recorded/ee_actions.py), named by the encoding, the provenance says so;
-an unknown kind is one line, exit 2."""
+an unknown kind is one line, exit 2. `x2 export lerobot --ee-state`: observation.state gains the tool poses in the
+base frame the actions are in."""
 
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ import pytest
 import zarr
 from helpers.x2_cli import run_x2
 
+from x2 import format as fmt
 from x2.datasets import Dataset
-from x2.envspec.ee_action import EE_DELTA, EE_POSE
-from x2.recorded.ee_actions import episode_ee_actions
+from x2.envspec.ee_action import EE_DELTA, EE_POSE, EELayout
+from x2.recorded.ee_actions import base_frame_poses, episode_ee_actions, table_height
+from x2.recorded.world import open_world
+from x2.sim.mujoco.ee_adapter import EEAdapter
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -50,10 +54,11 @@ def test_zarr_and_hdf5_carry_end_effector_actions(synthesised_fruit: Path, tmp_p
     assert "Traceback" not in done.stderr
 
 
-def test_lerobot_carries_end_effector_actions(synthesised_fruit: Path, tmp_path: Path) -> None:
+def test_lerobot_carries_end_effector_actions_and_tool_poses_in_its_state(synthesised_fruit: Path,
+                                                                          tmp_path: Path) -> None:
     values, names = expected(synthesised_fruit, EE_POSE)
-    done = run_x2(["export", "lerobot", str(synthesised_fruit), "--state-only", "--action", "ee_pose", "--out",
-                   str(tmp_path / "fruit-lerobot")], tmp_path, timeout=240)
+    done = run_x2(["export", "lerobot", str(synthesised_fruit), "--state-only", "--action", "ee_pose", "--ee-state",
+                   "--out", str(tmp_path / "fruit-lerobot")], tmp_path, timeout=240)
     assert done.returncode == 0, done.stderr
     info = json.loads((tmp_path / "fruit-lerobot" / "meta" / "info.json").read_text())
     assert info["features"]["action"]["names"] == list(names) and info["features"]["action"]["shape"] == [16]
@@ -61,3 +66,19 @@ def test_lerobot_carries_end_effector_actions(synthesised_fruit: Path, tmp_path:
 
     [table] = [pq.read_table(p) for p in sorted((tmp_path / "fruit-lerobot" / "data").rglob("*.parquet"))]
     assert np.array_equal(np.stack(table.column("action").to_numpy(zero_copy_only=False)), values)
+    state = np.stack(table.column("observation.state").to_numpy(zero_copy_only=False))
+    names = info["features"]["observation.state"]["names"]
+    assert names[-14:-7] == ["left.x", "left.y", "left.z", "left.qw", "left.qx", "left.qy", "left.qz"]
+    ds = Dataset.open(synthesised_fruit)
+    [record] = ds.episodes()
+    with ds.load(record.index) as ep:
+        tcp = base_frame_poses(ep)
+        qpos = np.asarray(ep[fmt.QPOS])
+        # the base frame the state is in is the adapter's: its forward kinematics of the measured joints agree
+        with open_world(ep) as world:
+            adapter = EEAdapter(world.backend, EELayout(EE_POSE, ("left", "right")))
+            world.backend.set_state(np.asarray(ep[fmt.STATES][0]))
+            adapter.reset(table_height(ep))
+            pos, _ = adapter.measured()
+    assert np.array_equal(state, np.concatenate([qpos, tcp.reshape(len(tcp), -1)], axis=1).astype(np.float32))
+    assert np.allclose(tcp[0, :, :3], pos, atol=1e-6)

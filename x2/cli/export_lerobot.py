@@ -54,6 +54,9 @@ def lerobot_command(
     environment_state: Annotated[bool, typer.Option(
         "--environment-state", help="Add observation.environment_state: every object's pose per frame "
                                     "(x y z qw qx qy qz each; privileged, for state-based policies).")] = False,
+    ee_state: Annotated[bool, typer.Option(
+        "--ee-state", help="observation.state gains each arm's tool centre point pose (x y z qw qx qy qz, the "
+                           "robot's base frame) after the joints.")] = False,
     overwrite: OverwriteOpt = False,
     action: ActionKindOpt = "joint",
     success_only: SuccessOnly = False,
@@ -69,7 +72,8 @@ def lerobot_command(
     is renamed into place.
 
     Examples: [cyan]x2 export lerobot[/cyan] (the last dataset, to ./exports/<dataset>-lerobot)
-    [cyan]x2 export lerobot --action ee_pose[/cyan] (actions as end-effector poses)
+    [cyan]x2 export lerobot --action ee_pose --ee-state[/cyan] (actions as end-effector poses, the tool poses in
+    the state)
     """
     ds = open_dataset_arg(dataset)
     target = out if out is not None else default_target(ds, "lerobot")
@@ -80,7 +84,7 @@ def lerobot_command(
     request = ExportRequest(ds, tuple(records), target, chosen.describe(), parse_cameras(cameras), state_only,
                             overwrite, action_kind(action))
     options = LeRobotOptions(size=None if size is None else ImageSize.parse(size), repo_id=repo_id,
-                             environment_state=environment_state)
+                             environment_state=environment_state, ee_state=ee_state)
 
     def planned(step: ExportProgress) -> None:
         console.print(f"exporting {_count(step.episodes, 'episode')}, {_count(step.frames, 'frame')} "

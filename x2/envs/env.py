@@ -42,8 +42,7 @@ from x2 import format as fmt
 from x2.base.arrays import Floats, Image
 from x2.base.errors import PolicyError, X2Error
 from x2.envspec import load_env
-from x2.envspec.ee_action import KINDS as EE_KINDS
-from x2.envspec.ee_action import EEActionError, EELayout
+from x2.envspec.ee_action import ACTION_KINDS, EEActionError, EELayout
 from x2.envspec.held_out import EVAL_SEED_BASE
 from x2.eval.seeds import SPLITS, SplitPlan, plan_split
 from x2.eval.teacher import RANGE_SLACK, bounds
@@ -53,7 +52,7 @@ from x2.sim import ImageSize, ResetInfo, SimulationUnstable, make_backend
 from x2.sim.mujoco.ee_adapter import EEAdapter, EEStep
 
 AGENT_POS, ENV_STATE, PIXELS = "agent_pos", "environment_state", "pixels"  # LeRobot's gym observation keys
-ACTION_SPACES = ("joint", *EE_KINDS)
+ACTION_SPACES = ACTION_KINDS
 DEFAULT_IMAGE_SIZE = (480, 640)  # (height, width), x2's default picture
 
 

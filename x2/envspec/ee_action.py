@@ -36,6 +36,8 @@ from x2.base.errors import X2Error
 
 EE_POSE, EE_DELTA = "ee_pose", "ee_delta"
 KINDS = (EE_POSE, EE_DELTA)
+JOINT = "joint"  # the robot's own action layout (x2/envspec/action.py)
+ACTION_KINDS = (JOINT, *KINDS)  # what a policy may answer, and an export's action may be
 POSE_FIELDS = ("x", "y", "z", "qw", "qx", "qy", "qz", "gripper")
 DELTA_FIELDS = ("dx", "dy", "dz", "rx", "ry", "rz", "gripper")
 BASE_FIELDS = ("base_x", "base_y", "base_yaw")
