@@ -85,6 +85,8 @@ def main() -> None:
             subprocess.run([sys.executable, "-m", "x2", "synth", "--task", args.task, "-n", str(args.n), "--workers",
                             "1", "--dataset", str(root)], check=True, capture_output=True)
         ds = Dataset.open(root)
+        pooled: dict[str, dict[str, list[np.ndarray]]] = {}
+        wins: dict[str, int] = {}
         for record in ds.episodes():
             with ds.load(record.index) as ep:
                 task = ep.attrs[fmt.TASK_ATTR]
@@ -99,10 +101,21 @@ def main() -> None:
             commanded = np.concatenate([pose.pos, np.zeros((*pose.pos.shape[:2], 4))], axis=2)
             for kind, acts in (("joint", joint), (EE_POSE, pose.values), (EE_DELTA, converted[EE_DELTA].values)):
                 r = replay(str(task), record.master_seed, record.slot, kind, acts, commanded)
+                for key in ("ik_pos", "ik_rot", "lag"):
+                    pooled.setdefault(kind, {}).setdefault(key, []).append(np.asarray(r[key]))
+                pooled[kind].setdefault("ms", []).append(np.array([float(r["s"]) / max(int(r["ticks"]), 1) * 1e3]))
+                wins[kind] = wins.get(kind, 0) + int(r["success"] == record.success)
                 print(f"  {kind:8s} success {r['success']!s:5s} ticks {r['ticks']:4d}  IK |tcp(targets) - commanded| "
                       f"mm {stats(r['ik_pos'], 1e3)}  deg {stats(r['ik_rot'], np.rad2deg(1.0))}  "
                       f"|measured - commanded(t-1)| mm {stats(r['lag'], 1e3)}  unreachable {r['unreachable']}  "
                       f"step {r['s'] / max(r['ticks'], 1) * 1e3:.2f} ms")
+
+        print(f"all {len(ds.episodes())} episodes (pooled ticks; median / p95 / max):")
+        for kind, got in pooled.items():
+            cat = {k: np.concatenate(v) for k, v in got.items()}
+            print(f"  {kind:8s} same success as the expert: {wins[kind]}/{len(ds.episodes())}  IK mm "
+                  f"{stats(cat['ik_pos'], 1e3)}  deg {stats(cat['ik_rot'], np.rad2deg(1.0))}  measured lag mm "
+                  f"{stats(cat['lag'], 1e3)}  env.step {np.median(cat['ms']):.2f} ms (median of episodes)")
 
 
 if __name__ == "__main__":

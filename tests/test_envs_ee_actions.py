@@ -106,3 +106,17 @@ def test_a_malformed_end_effector_action_is_one_line_and_changes_nothing() -> No
         env.close()
     with pytest.raises(EnvError, match="action: found 'ee_twist'; allowed: 'joint', 'ee_pose', 'ee_delta'"):
         X2Env("pick_place", action="ee_twist")
+
+
+def test_check_env_passes_in_the_delta_action_space() -> None:
+    import warnings
+
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make("x2/pick_place-v0", action=EE_DELTA, max_ticks=8)
+    try:
+        with warnings.catch_warnings():  # (its advice for RL, a normalised Box, is not an error)
+            warnings.filterwarnings("ignore", message=".*(symmetric and normalized|infinity).*")
+            check_env(env.unwrapped, skip_render_check=True)  # (it steps samples of the Box: all well-formed)
+    finally:
+        env.close()

@@ -81,13 +81,20 @@ class EELayout:
         return len(self.names)
 
     def bounds(self, base_low: Sequence[float] = (), base_high: Sequence[float] = ()) -> tuple[Floats, Floats]:
-        """The action space's box: positions and rotations unbounded, quaternion parts in [-1, 1], grippers 0..1,
-        the base's targets within their joints' ranges."""
+        """The action space's box: positions within the limits `decode` holds them to, quaternion parts in [-1, 1], a
+        delta's rotation vector within +-pi/sqrt(3) per axis (so any sample is at most pi), grippers 0..1, the base's
+        targets within their joints' ranges. (A sample of an `ee_pose` box is rarely a unit quaternion: normalise
+        it.)"""
         low, high = np.full(self.dim, -np.inf), np.full(self.dim, np.inf)
         for a in range(len(self.arms)):
             start = a * self.per_arm
             if self.kind == EE_POSE:
+                low[start:start + 3], high[start:start + 3] = -POSE_LIMIT_M, POSE_LIMIT_M
                 low[start + 3:start + 7], high[start + 3:start + 7] = -1.0, 1.0
+            else:
+                low[start:start + 3], high[start:start + 3] = -DELTA_LIMIT_M, DELTA_LIMIT_M
+                turn = np.pi / np.sqrt(3.0) - 1e-6
+                low[start + 3:start + 6], high[start + 3:start + 6] = -turn, turn
             low[start + self.per_arm - 1], high[start + self.per_arm - 1] = 0.0, 1.0
         if self.mobile:
             low[-3:], high[-3:] = base_low, base_high
