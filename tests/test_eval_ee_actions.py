@@ -19,7 +19,7 @@ from x2.datasets import Dataset
 from x2.envspec import load_env
 from x2.eval.runner import EvalRun
 from x2.eval.seeds import plan_split
-from x2.eval.session import EvalSetup, action_kind, ee_layout_of
+from x2.eval.session import EvalSetup, ee_layout_of, service_action_kind
 from x2.policy.protocol import ACTIONS, PolicyService, ServiceInfo
 from x2.policy.server import PolicyServer
 from x2.sim import make_backend
@@ -86,11 +86,11 @@ def test_the_kind_is_said_or_read_from_the_action_names() -> None:
     backend = make_backend(load_env(TASK))
     try:
         names = ee_layout_of(backend, "ee_pose").names
-        assert action_kind(ServiceInfo(action_names=names), backend, "ws://x") == "ee_pose"
-        assert action_kind(ServiceInfo(), backend, "ws://x") == "joint"
+        assert service_action_kind(ServiceInfo(action_names=names), backend, "ws://x") == "ee_pose"
+        assert service_action_kind(ServiceInfo(), backend, "ws://x") == "joint"
         assert ServiceInfo.from_metadata(ServiceInfo(action_kind="ee_delta").to_metadata()).action_kind == "ee_delta"
         assert "action_kind" not in ServiceInfo().to_metadata()["x2"]  # (a joint service says what it said before)
         with pytest.raises(PolicyError, match="action_kind: found 'twist'; allowed: joint, ee_pose, ee_delta"):
-            action_kind(ServiceInfo(action_kind="twist"), backend, "ws://x")
+            service_action_kind(ServiceInfo(action_kind="twist"), backend, "ws://x")
     finally:
         backend.close()

@@ -25,7 +25,7 @@ from x2.datasets.select import require_some
 from x2.export import hdf5 as hdf5_export
 from x2.export import zarr as zarr_export
 from x2.export.episode_arrays import RESIZE_DESCRIPTION
-from x2.export.request import ExportRequest, action_kind
+from x2.export.request import ExportRequest, parse_action_kind
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.sim.camera import ImageSize, parse_cameras
 
@@ -69,7 +69,7 @@ def zarr_command(
     records = chosen.apply(ds)
     require_some(records, ds, chosen)
     request = ExportRequest(ds, tuple(records), out, chosen.describe(), parse_cameras(cameras), state_only, overwrite,
-                            action_kind(action))
+                            parse_action_kind(action))
     options = zarr_export.ZarrOptions(
         render_size=ImageSize.parse(size),
         image_size=None if image_size is None else ImageSize.parse(image_size, "--image-size"),
@@ -110,7 +110,7 @@ def hdf5_command(
     records = chosen.apply(ds)
     require_some(records, ds, chosen)
     request = ExportRequest(ds, tuple(records), out, chosen.describe(), parse_cameras(cameras), state_only, overwrite,
-                            action_kind(action))
+                            parse_action_kind(action))
     options = hdf5_export.Hdf5Options(render_size=ImageSize.parse(size))
     with export_progress() as progress:
         summary = hdf5_export.export_hdf5(request, options, progress)

@@ -24,7 +24,7 @@ from x2.cli.options import (
 from x2.datasets.select import require_some
 from x2.export.lerobot import export_lerobot
 from x2.export.lerobot_plan import LeRobotOptions
-from x2.export.request import ExportProgress, ExportRequest, action_kind, default_target
+from x2.export.request import ExportProgress, ExportRequest, default_target, parse_action_kind
 from x2.files.staging import check_target
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.sim.camera import ImageSize, parse_cameras
@@ -82,7 +82,7 @@ def lerobot_command(
     records = chosen.apply(ds)
     require_some(records, ds, chosen)
     request = ExportRequest(ds, tuple(records), target, chosen.describe(), parse_cameras(cameras), state_only,
-                            overwrite, action_kind(action))
+                            overwrite, parse_action_kind(action))
     options = LeRobotOptions(size=None if size is None else ImageSize.parse(size), repo_id=repo_id,
                              environment_state=environment_state, ee_state=ee_state)
 

@@ -91,7 +91,7 @@ def ee_layout_of(backend: Backend, kind: str) -> EELayout:
     return EELayout(kind, tuple(a.name for a in layout.arms), layout.base is not None)
 
 
-def action_kind(info: ServiceInfo, backend: Backend, url: str | None) -> str:
+def service_action_kind(info: ServiceInfo, backend: Backend, url: str | None) -> str:
     """What the service's actions are: as it says (`action_kind`), or, from a service that does not say, end-effector
     actions when its action names are an end-effector layout of this robot (a LeRobot policy trained on an
     `x2 export lerobot --action ee_pose|ee_delta` export names its actions so)."""
@@ -115,7 +115,7 @@ class EvalSession:
         self.info: ServiceInfo = self.client.info
         self.plan = ObservationPlan.for_service(self.info, setup.cameras)
         self.plan.check(self.backend)
-        self.action_kind = action_kind(self.info, self.backend, setup.url)
+        self.action_kind = service_action_kind(self.info, self.backend, setup.url)
         names = self.backend.action_layout.names if self.action_kind == "joint" else \
             ee_layout_of(self.backend, self.action_kind).names
         if self.info.action_names is not None and tuple(self.info.action_names) != tuple(names):

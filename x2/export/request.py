@@ -23,7 +23,7 @@ EXPORTS_DIR = Path("exports")
 TARGET_SUFFIXES = {"lerobot": "-lerobot", "zarr": ".zarr", "zarr zip": ".zarr.zip", "hdf5": ".hdf5", "usd": "-usd"}
 
 
-def action_kind(value: str) -> str:
+def parse_action_kind(value: str) -> str:
     """`--action`'s value, or one line naming the allowed ones."""
     if value not in ACTION_KINDS:
         raise ExportError(f"--action: found {value!r}; allowed: {', '.join(ACTION_KINDS)}")
