@@ -37,8 +37,8 @@ def serving(service: PolicyService) -> Iterator[str]:
     thread.join(30)
 
 
-def evaluate(url: str, root: Path, n: int, max_ticks: int) -> list[tuple[np.ndarray, Any]]:
-    """(/action, the policy attr) of each episode of an `x2 eval` of n slots, in one process."""
+def evaluate(url: str, root: Path, n: int, max_ticks: int) -> list[tuple[np.ndarray, Any, dict[str, np.ndarray]]]:
+    """(/action, the policy attr, /ee_action's arrays) of each episode of an `x2 eval` of n slots, in one process."""
     plan = plan_split(TASK, None, "train", None, 1, n)
     EvalRun(EvalSetup(TASK, None, plan.variant, plan.master_seed, url, 30.0, max_ticks=max_ticks), plan,
             root / "train", None).run()
@@ -46,7 +46,10 @@ def evaluate(url: str, root: Path, n: int, max_ticks: int) -> list[tuple[np.ndar
     out = []
     for record in ds.episodes():
         with ds.load(record.index) as ep:
-            out.append((np.asarray(ep[fmt.ACTION]), ep.json_attr(fmt.POLICY_ATTR)))
+            ee = {path: np.asarray(ep[path]) for path in (fmt.EE_ACTION_VALUES, fmt.EE_COMMANDED, fmt.EE_REACHED,
+                                                          fmt.EE_UNREACHABLE)}
+            assert ep.dataset_attrs(fmt.EE_ACTION_VALUES)[fmt.EE_KIND_ATTR] == "ee_delta"
+            out.append((np.asarray(ep[fmt.ACTION]), ep.json_attr(fmt.POLICY_ATTR), ee))
     return out
 
 
@@ -74,8 +77,12 @@ class HoldsByDeltas:
 
 def test_end_effector_answers_become_joint_targets_and_a_malformed_one_ends_its_episode(tmp_path: Path) -> None:
     with serving(HoldsByDeltas()) as url:
-        (held, held_policy), (bad, bad_policy) = evaluate(url, tmp_path, n=2, max_ticks=8)
+        (held, held_policy, ee), (bad, bad_policy, _) = evaluate(url, tmp_path, n=2, max_ticks=8)
     assert held_policy["ended"] is None and held.shape == (8, 14)  # (/action: the joint targets applied)
+    # what the policy answered, the pose it commanded and the pose reached, one row a frame
+    assert ee[fmt.EE_ACTION_VALUES].shape == (8, 14) and not ee[fmt.EE_UNREACHABLE].any()
+    assert np.allclose(ee[fmt.EE_COMMANDED][:, :, :3], ee[fmt.EE_COMMANDED][0, :, :3], atol=1e-6)
+    assert np.max(np.abs(ee[fmt.EE_COMMANDED][:, :, :3] - ee[fmt.EE_REACHED][:, :, :3])) < 2e-3
     # holding the measured pose at the reset: the joint targets stay at home, to the IK's tolerance
     assert np.max(np.abs(held - held[0])) < 1e-3
     assert bad_policy["ended"]["reason"] == "malformed" and "left_dx = 250" in bad_policy["ended"]["detail"]

@@ -25,14 +25,9 @@ from x2 import format as fmt
 from x2.base.arrays import Bools, Floats
 from x2.datasets import EpisodeWriter
 from x2.envs.env import EnvError, X2Env
-from x2.format.checks import string_array
-from x2.rollout.episodes import EpisodeOutcome, commit_episode, episode_start, open_dataset
+from x2.rollout.episodes import EpisodeOutcome, commit_episode, ee_action_record, episode_start, open_dataset
 from x2.rollout.loop import EpisodeResult
 from x2.rollout.memory import MemoryRecorder
-
-# /ee_action's arrays by key, as x2.format names their paths
-EE_KEYS = tuple(p.removeprefix(f"{fmt.EE_ACTION}/") for p in (fmt.EE_ACTION_VALUES, fmt.EE_COMMANDED, fmt.EE_REACHED,
-                                                                fmt.EE_UNREACHABLE))
 
 
 class RecordEpisodes(gym.Wrapper[dict[str, Any], Floats, dict[str, Any], Floats]):
@@ -98,11 +93,8 @@ class RecordEpisodes(gym.Wrapper[dict[str, Any], Floats, dict[str, Any], Floats]
         rows, self._ee = self._ee, []
         if not rows:
             return {}
-        columns = [np.stack(c) for c in zip(*rows, strict=True)]
-        arrays = {key: np.asarray(col, dtype=np.float32) for key, col in zip(EE_KEYS[:3], columns[:3], strict=True)}
-        arrays[EE_KEYS[3]] = np.asarray(columns[3], dtype=bool)
-        return {"ee_arrays": arrays, "ee_attrs": {fmt.EE_KIND_ATTR: self.x2.action_kind,
-                                                  fmt.NAMES_ATTR: string_array(self.x2.ee_names)}}
+        arrays, attrs = ee_action_record(rows, self.x2.action_kind, self.x2.ee_names)
+        return {"ee_arrays": arrays, "ee_attrs": attrs}
 
     def _commit(self, end_reason: str) -> None:
         """The running episode, whole, into the dataset (the state it ended on as its last frame)."""

@@ -25,6 +25,7 @@ from x2.eval.observe import ObservationPlan
 from x2.eval.teacher import ChunkExecution, PolicyEndRecord, PolicyTeacher
 from x2.policy.protocol import EpisodeEndMessage, EpisodeSetup, PolicyClient, PolicyFault, ServiceInfo
 from x2.rollout import Rollout, RolloutOptions
+from x2.rollout.episodes import ee_action_record
 from x2.rollout.loop import EpisodeResult
 from x2.rollout.memory import MemoryRecorder
 from x2.sim import Backend, make_backend
@@ -84,6 +85,9 @@ class EvalOutcome:
     policy: PolicyRecord
     timing: dict[str, npt.NDArray[np.float32]]  # per tick, ms: inference and render, beside the loop's stages
     textures: dict[str, bytes] = field(default_factory=dict)  # the images its world carries beside model_xml
+    # an end-effector policy's /ee_action arrays and their attrs (x2/rollout/episodes.py's ee_action_record)
+    ee_arrays: dict[str, npt.NDArray[np.generic]] = field(default_factory=dict)
+    ee_attrs: dict[str, object] = field(default_factory=dict)
 
 
 def ee_layout_of(backend: Backend, kind: str) -> EELayout:
@@ -153,8 +157,14 @@ class EvalSession:
         n = result.ticks
         timing = {"inference": np.asarray(teacher.infer_ms[:n], np.float32),
                   "render": np.asarray(teacher.render_ms[:n], np.float32)}
+        ee_arrays: dict[str, npt.NDArray[np.generic]] = {}
+        ee_attrs: dict[str, object] = {}
+        if teacher.adapter is not None and len(teacher.ee_rows) >= n > 0:
+            ee_arrays, ee_attrs = ee_action_record(teacher.ee_rows[:n], self.action_kind,
+                                                   teacher.adapter.layout.names)
         return EvalOutcome(slot, seed, result, recorder.arrays(), self.backend.model_xml(), self.backend.object_names,
-                           {**self.identity(), "ended": ended}, timing, self.backend.model_textures())
+                           {**self.identity(), "ended": ended}, timing, self.backend.model_textures(), ee_arrays,
+                           ee_attrs)
 
     def close(self) -> None:
         """Hang up and free the simulator; again is nothing (a run closes its own session early for its pool)."""

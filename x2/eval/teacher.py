@@ -27,9 +27,9 @@ from typing import TypedDict
 
 import numpy as np
 
-from x2.base.arrays import Floats
+from x2.base.arrays import Bools, Floats
 from x2.base.errors import PolicyError
-from x2.envspec.ee_action import JOINT, EEActionError, EELayout
+from x2.envspec.ee_action import JOINT, EEActionError, EELayout, rotation_quat
 from x2.eval.observe import ObservationPlan
 from x2.policy.protocol import ACTIONS, END, EpisodeSetup, EpisodeStartMessage, PolicyClient, PolicyFault
 from x2.rollout.teacher import Observation
@@ -104,12 +104,15 @@ class PolicyTeacher:
         self._ensemble: list[tuple[int, Floats]] = []  # (tick of the chunk's first action, chunk)
         self._home: Floats = np.zeros(len(self.layout.names))
         self.width = len(self.layout.names) if self.adapter is None else self.adapter.layout.dim
+        # per recorded frame of an end-effector policy: its answer, the pose commanded, the pose reached, unreachable
+        self.ee_rows: list[tuple[Floats, Floats, Floats, Bools]] = []
 
     def reset(self, info: ResetInfo, home_action: Floats) -> None:
         self.end, self.infer_ms, self.render_ms = None, [], []
         self._home = np.asarray(home_action, np.float64)
         self._queue.clear()
         self._ensemble.clear()
+        self.ee_rows = []
         if self.adapter is not None:
             self.adapter.reset(float((info.embodiment or {}).get("table_height", 0.0)))
         episode: EpisodeStartMessage = {
@@ -129,6 +132,11 @@ class PolicyTeacher:
             # An episode ended before its first frame would leave no file, and the report counts files: it keeps
             # one frame, the robot holding its home pose, and ends at the next tick.
             action = self._home
+            if self.adapter is not None:  # (its /ee_action row: no answer, the home pose commanded and reached)
+                pos, rot = self.adapter.joint_poses(action)
+                pose = np.concatenate([pos, np.stack([rotation_quat(r) for r in rot])], axis=1)
+                self.ee_rows.append((np.full(self.width, np.nan, np.float32), pose, pose,
+                                     np.zeros(len(pose), bool)))
         if action is not None and len(self.infer_ms) == asked:  # (one timing entry per recorded frame)
             self.infer_ms.append(0.0)
             self.render_ms.append(0.0)
@@ -137,11 +145,14 @@ class PolicyTeacher:
     def _joints(self, action: Floats, tick: int) -> Floats | None:
         """An end-effector action's joint targets (as the tick comes: a delta moves the last commanded pose)."""
         assert self.adapter is not None
+        answered = np.asarray(action, np.float32)
         try:
-            return self.adapter.command(np.asarray(action, np.float32), ACTIONS).joint_action
+            step = self.adapter.command(answered, ACTIONS)
         except EEActionError as error:
             self.end = PolicyEnd("malformed", str(error), tick, True)
             return None
+        self.ee_rows.append((answered, step.commanded, step.reached, step.unreachable))
+        return step.joint_action
 
     def _act(self, obs: Observation) -> Floats | None:
         if self.end is not None:

@@ -10,7 +10,7 @@ fills them from a compiled environment and a finished rollout.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -18,6 +18,7 @@ from typing import Protocol
 import numpy as np
 
 import x2
+from x2 import format as fmt
 from x2.base.seeding import slot_seed
 from x2.datasets import (
     Dataset,
@@ -35,6 +36,7 @@ from x2.envspec.env import EnvSpec
 from x2.envspec.held_out import config_split
 from x2.envspec.record import env_record
 from x2.format import MISSED_SLOTS_ATTR, Array, manifest_extra
+from x2.format.checks import string_array
 from x2.rollout.background import BackgroundRecorder
 from x2.rollout.loop import EpisodeResult, Recorder, Rollout, RolloutOptions
 from x2.rollout.teacher import Teacher, reach_and_return
@@ -144,6 +146,21 @@ class DeviceRecord:
     streams: Mapping[str, Mapping[str, Array]]
     attrs: Mapping[str, Mapping[str, object]]  # HDF5 attrs of each /device/<name> group
     teleop: TeleopEnd
+
+
+# /ee_action's arrays by key, as x2.format names their paths (docs/format.md, "End-effector actions")
+EE_KEYS = tuple(p.removeprefix(f"{fmt.EE_ACTION}/") for p in (fmt.EE_ACTION_VALUES, fmt.EE_COMMANDED, fmt.EE_REACHED,
+                                                                fmt.EE_UNREACHABLE))
+
+
+def ee_action_record(rows: Sequence[tuple[Array, Array, Array, Array]], kind: str, names: Sequence[str]
+                     ) -> tuple[dict[str, Array], dict[str, object]]:
+    """An end-effector policy's episode record from its frames' rows (the action it answered, the pose commanded, the
+    pose reached, the unreachable flags): `EpisodeOutcome.ee_arrays` and `ee_attrs`."""
+    columns = [np.stack(c) for c in zip(*rows, strict=True)]
+    arrays = {key: np.asarray(col, dtype=np.float32) for key, col in zip(EE_KEYS[:3], columns[:3], strict=True)}
+    arrays[EE_KEYS[3]] = np.asarray(columns[3], dtype=bool)
+    return arrays, {fmt.EE_KIND_ATTR: kind, fmt.NAMES_ATTR: string_array(names)}
 
 
 @dataclass(frozen=True)
