@@ -68,8 +68,7 @@ def test_images_come_as_lerobot_pixels_and_render_gives_a_frame() -> None:
 
 @pytest.mark.parametrize(("kwargs", "says"), [
     ({"obs": ["agent_pos", "nose_cam"]}, "obs: found 'nose_cam'; allowed: agent_pos, environment_state or a camera"),
-    ({"action": "ee_pose"}, "action: found 'ee_pose'; allowed: 'joint'; end-effector actions are not in this"),
-    ({"action": "torque"}, "action: found 'torque'; allowed: 'joint'"),
+    ({"action": "torque"}, "action: found 'torque'; allowed: 'joint', 'ee_pose', 'ee_delta'"),
     ({"split": "test"}, "split: found 'test'; allowed: 'train', 'eval'"),
     ({"master_seed": -1}, "master_seed: found -1; allowed: 0 to"),
     ({"variant": "nowhere"}, "variant: found 'nowhere'; allowed: one of task pick_place's scene variants"),

@@ -11,6 +11,7 @@ from x2.cli._common import console, open_dataset_arg
 from x2.cli.export import app
 from x2.cli.export_progress import export_progress
 from x2.cli.options import (
+    ActionKindOpt,
     DatasetArg,
     EpisodesOpt,
     OlderPartOpt,
@@ -24,7 +25,7 @@ from x2.datasets.select import require_some
 from x2.export import hdf5 as hdf5_export
 from x2.export import zarr as zarr_export
 from x2.export.episode_arrays import RESIZE_DESCRIPTION
-from x2.export.request import ExportRequest
+from x2.export.request import ExportRequest, parse_action_kind
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.sim.camera import ImageSize, parse_cameras
 
@@ -55,17 +56,20 @@ def zarr_command(
     zarr_format: Annotated[int, typer.Option("--zarr-format", help="2 (diffusion_policy, UMI: zarr 2.x) or 3.")] = 2,
     zip_: Annotated[bool, typer.Option("--zip", help="Pack the finished store into one .zip (ZIP_STORED).")] = False,
     overwrite: OverwriteOpt = False,
+    action: ActionKindOpt = "joint",
 ) -> None:
     """Export episodes as a diffusion-policy replay buffer (data/<key> concatenated, meta/episode_ends).
 
     Examples: [cyan]x2 export zarr --success-only[/cyan]
     [cyan]x2 export zarr fruit_in_microwave --cameras head --image-size 96x128 --zip[/cyan]
+    [cyan]x2 export zarr --state-only --action ee_delta[/cyan]
     """
     ds = open_dataset_arg(dataset)
     chosen = selection(success_only, source, part, older_part, episodes)
     records = chosen.apply(ds)
     require_some(records, ds, chosen)
-    request = ExportRequest(ds, tuple(records), out, chosen.describe(), parse_cameras(cameras), state_only, overwrite)
+    request = ExportRequest(ds, tuple(records), out, chosen.describe(), parse_cameras(cameras), state_only, overwrite,
+                            parse_action_kind(action))
     options = zarr_export.ZarrOptions(
         render_size=ImageSize.parse(size),
         image_size=None if image_size is None else ImageSize.parse(image_size, "--image-size"),
@@ -93,17 +97,20 @@ def hdf5_command(
     size: SizeOpt = str(DEFAULT_SIZE),
     state_only: StateOnlyOpt = False,
     overwrite: OverwriteOpt = False,
+    action: ActionKindOpt = "joint",
 ) -> None:
     """Export episodes as one robomimic HDF5 file with Isaac Lab Mimic datagen_info (subtask signals).
 
     Examples: [cyan]x2 export hdf5 --part train[/cyan]
     [cyan]x2 export hdf5 fruit_in_microwave --out exports/fruit.hdf5 --state-only[/cyan]
+    [cyan]x2 export hdf5 --action ee_pose[/cyan]
     """
     ds = open_dataset_arg(dataset)
     chosen = selection(success_only, source, part, older_part, episodes)
     records = chosen.apply(ds)
     require_some(records, ds, chosen)
-    request = ExportRequest(ds, tuple(records), out, chosen.describe(), parse_cameras(cameras), state_only, overwrite)
+    request = ExportRequest(ds, tuple(records), out, chosen.describe(), parse_cameras(cameras), state_only, overwrite,
+                            parse_action_kind(action))
     options = hdf5_export.Hdf5Options(render_size=ImageSize.parse(size))
     with export_progress() as progress:
         summary = hdf5_export.export_hdf5(request, options, progress)

@@ -11,6 +11,7 @@ from x2.cli._common import console, open_dataset_arg
 from x2.cli.export import app
 from x2.cli.export_progress import export_progress
 from x2.cli.options import (
+    ActionKindOpt,
     DatasetArg,
     EpisodesOpt,
     OlderPartOpt,
@@ -23,7 +24,7 @@ from x2.cli.options import (
 from x2.datasets.select import require_some
 from x2.export.lerobot import export_lerobot
 from x2.export.lerobot_plan import LeRobotOptions
-from x2.export.request import ExportProgress, ExportRequest, default_target
+from x2.export.request import ExportProgress, ExportRequest, default_target, parse_action_kind
 from x2.files.staging import check_target
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.sim.camera import ImageSize, parse_cameras
@@ -53,7 +54,11 @@ def lerobot_command(
     environment_state: Annotated[bool, typer.Option(
         "--environment-state", help="Add observation.environment_state: every object's pose per frame "
                                     "(x y z qw qx qy qz each; privileged, for state-based policies).")] = False,
+    ee_state: Annotated[bool, typer.Option(
+        "--ee-state", help="observation.state gains each arm's tool centre point pose (x y z qw qx qy qz, the "
+                           "robot's base frame) after the joints.")] = False,
     overwrite: OverwriteOpt = False,
+    action: ActionKindOpt = "joint",
     success_only: SuccessOnly = False,
     source: SourceOpt = None,
     part: PartOpt = None,
@@ -66,7 +71,9 @@ def lerobot_command(
     objects' poses as `observation.environment_state`. Read back with LeRobot before it
     is renamed into place.
 
-    Example: [cyan]x2 export lerobot[/cyan] (the last dataset, to ./exports/<dataset>-lerobot)
+    Examples: [cyan]x2 export lerobot[/cyan] (the last dataset, to ./exports/<dataset>-lerobot)
+    [cyan]x2 export lerobot --action ee_pose --ee-state[/cyan] (actions as end-effector poses, the tool poses in
+    the state)
     """
     ds = open_dataset_arg(dataset)
     target = out if out is not None else default_target(ds, "lerobot")
@@ -75,9 +82,9 @@ def lerobot_command(
     records = chosen.apply(ds)
     require_some(records, ds, chosen)
     request = ExportRequest(ds, tuple(records), target, chosen.describe(), parse_cameras(cameras), state_only,
-                            overwrite)
+                            overwrite, parse_action_kind(action))
     options = LeRobotOptions(size=None if size is None else ImageSize.parse(size), repo_id=repo_id,
-                             environment_state=environment_state)
+                             environment_state=environment_state, ee_state=ee_state)
 
     def planned(step: ExportProgress) -> None:
         console.print(f"exporting {_count(step.episodes, 'episode')}, {_count(step.frames, 'frame')} "

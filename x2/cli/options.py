@@ -51,6 +51,9 @@ OlderPartOpt = Annotated[str | None, typer.Option("--split", hidden=True, show_d
 EpisodesOpt = Annotated[str | None, typer.Option(
     "--episodes", help="Only these episode indices, e.g. 0-9,12.", show_default=False)]
 OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="Replace an existing target.")]
+ActionKindOpt = Annotated[str, typer.Option(
+    "--action", help="The exported action: joint (the recorded joint targets), ee_pose or ee_delta (their "
+                     "end-effector poses in the robot's base frame; docs/format.md, 'End-effector actions').")]
 
 
 def one_spelling[T](new: T | None, old: T | None, new_name: str, old_name: str) -> T | None:

@@ -373,13 +373,17 @@ class EpisodeWriter:
                timing: Mapping[str, Any] | None = None,
                device_attrs: Mapping[str, Mapping[str, Any]] | None = None,
                timing_attrs: Mapping[str, Any] | None = None,
-               textures: Mapping[str, bytes] | None = None) -> EpisodeRecord:
+               textures: Mapping[str, bytes] | None = None,
+               ee_arrays: Mapping[str, npt.NDArray[np.generic]] | None = None,
+               ee_attrs: Mapping[str, Any] | None = None) -> EpisodeRecord:
         """Write the rest, commit the file into ``episodes/`` and append its index line.
 
         ``timing`` adds per-stage (T,) arrays in ms for callers that time stages outside ``append``, and
         ``timing_attrs`` other wall-clock facts (missed control slots, ...) as /timing attrs;
         ``device`` raw device streams as /device/<name>/<key> arrays, ``device_attrs`` their group attrs;
-        ``textures`` the images the world carries beside its ``model_xml`` as /textures/<name> (none: no group).
+        ``textures`` the images the world carries beside its ``model_xml`` as /textures/<name> (none: no group);
+        ``ee_arrays`` an end-effector policy's per-frame arrays as /ee_action/<key> (one row a frame), with
+        ``ee_attrs`` on its first array (/ee_action/action: the action's kind and names).
         """
         if self._closed:
             raise DatasetError(f"{self.path}: finish: found a closed writer; allowed: finish once")
@@ -402,13 +406,18 @@ class EpisodeWriter:
         if any(not math.isnan(v) for v in self._lateness):
             per_tick["lateness"] = self._lateness
         timing_arrays = check_timing(per_tick, timing or {}, frames, self.path)
+        for key, arr in (ee_arrays or {}).items():
+            if len(arr) != frames:
+                self.abort()
+                raise DatasetError(f"{self.path}: {fmt.EE_ACTION}/{key}: found {len(arr)} rows; allowed: {frames}")
         clock = {safe_name(k, "timing_attrs", self.path): attr_value(v, f"{self.path}: timing/{k}")
                  for k, v in (timing_attrs or {}).items()}
         images = {safe_name(k, fmt.TEXTURES, self.path): _image_bytes(v, k, self.path)
                   for k, v in sorted((textures or {}).items())}
         try:
             self._write_rest(success, extra, label_arrays, (names, arm_names), dag_attrs, completion,
-                             device_arrays, timing_arrays, group_attrs, clock, images)
+                             device_arrays, timing_arrays, group_attrs, clock, images,
+                             (ee_arrays or {}, ee_attrs or {}))
             digest = seal(self.path)
             move_into_place(self.path, self._final)
         except (OSError, RuntimeError) as exc:
@@ -445,7 +454,8 @@ class EpisodeWriter:
                     device_arrays: Mapping[str, Mapping[str, npt.NDArray[np.generic]]],
                     timing_arrays: Mapping[str, npt.NDArray[np.generic]],
                     device_attrs: Mapping[str, Mapping[str, Any]], timing_attrs: Mapping[str, Any],
-                    textures: Mapping[str, npt.NDArray[np.uint8]]) -> None:
+                    textures: Mapping[str, npt.NDArray[np.uint8]],
+                    ee: tuple[Mapping[str, npt.NDArray[np.generic]], Mapping[str, Any]]) -> None:
         """Last frames, then labels, DAG, timing, device (SWMR allows no new objects: a live file is reopened)."""
         self._drain_images(keep=0)
         self._flush()
@@ -477,6 +487,12 @@ class EpisodeWriter:
                     set_attr(group, key, value)
             for name, data in textures.items():  # (PNG bytes: compressed already)
                 f.create_dataset(fmt.texture_path(name), data=data, track_times=False)
+            if ee[0]:
+                group = f.create_group(fmt.EE_ACTION)
+                for i, (key, arr) in enumerate(ee[0].items()):
+                    ds = group.create_dataset(key, data=arr, track_times=False)
+                    for name, value in ee[1].items() if i == 0 else ():
+                        set_attr(ds, name, value)
 
     @staticmethod
     def _write_labels(f: h5py.File, label_arrays: Mapping[str, npt.NDArray[np.generic]],

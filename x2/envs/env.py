@@ -18,10 +18,13 @@
   `end_reason`, `slot` and `world_seed`; the attributes `task` (its name) and `task_description` (the current world's
   instruction) are what LeRobot's evaluator reads.
 
-Actions are x2's joint targets in the robot's action layout (per arm its joints in rad, then the gripper opening
-0..1); values beyond the Box by more than a whole range are another unit and refused in one line, as `x2 eval`
-refuses them; the rest go to the simulator as given, whose actuators hold them to their ranges as for every
-collector.
+Actions (`action=`): "joint", x2's joint targets in the robot's action layout (per arm its joints in rad, then the
+gripper opening 0..1); values beyond the Box by more than a whole range are another unit and refused in one line, as
+`x2 eval` refuses them; the rest go to the simulator as given, whose actuators hold them to their ranges as for
+every collector. "ee_pose" / "ee_delta": end-effector poses in the robot's base frame (x2/envspec/ee_action.py says
+the encoding), turned into joint targets each tick by x2's IK (x2/sim/mujoco/ee_adapter.py); `info["ee"]` holds the
+pose commanded, the pose the joint targets reach and which arms' poses were unreachable (the arm then holds its
+targets; the step goes on), and `info["joint_action"]` the joint targets applied.
 """
 
 from __future__ import annotations
@@ -39,18 +42,17 @@ from x2 import format as fmt
 from x2.base.arrays import Floats, Image
 from x2.base.errors import PolicyError, X2Error
 from x2.envspec import load_env
+from x2.envspec.ee_action import ACTION_KINDS, EEActionError, EELayout
 from x2.envspec.held_out import EVAL_SEED_BASE
 from x2.eval.seeds import SPLITS, SplitPlan, plan_split
 from x2.eval.teacher import RANGE_SLACK, bounds
 from x2.processes.life import ParentProcess, die_with
 from x2.rollout import TaskMonitor
 from x2.sim import ImageSize, ResetInfo, SimulationUnstable, make_backend
+from x2.sim.mujoco.ee_adapter import EEAdapter, EEStep
 
 AGENT_POS, ENV_STATE, PIXELS = "agent_pos", "environment_state", "pixels"  # LeRobot's gym observation keys
-ACTION_SPACES = ("joint",)
-# End-effector actions (absolute poses or deltas in the robot's base frame, the gripper 0..1) will plug in here: an
-# adapter that turns them into these joint targets each tick with x2's IK before `_apply`.
-PLANNED_ACTION_SPACES = ("ee_pose", "ee_delta")
+ACTION_SPACES = ACTION_KINDS
 DEFAULT_IMAGE_SIZE = (480, 640)  # (height, width), x2's default picture
 
 
@@ -78,7 +80,7 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
             # a worker of a vector env (or any pool) ends with the process that started it, even a SIGKILLed one;
             # watched, not signalled: which thread of the parent spawned it is unknown here (x2/processes/life.py)
             die_with(ParentProcess(os.getppid(), spawned_by_main_thread=False))
-        _refuse(where, "action", action, ACTION_SPACES, action in PLANNED_ACTION_SPACES)
+        _refuse(where, "action", action, ACTION_SPACES)
         _refuse(where, "split", split, SPLITS)
         _refuse(where, "render_mode", render_mode, ("rgb_array", None))
         if not (isinstance(master_seed, int) and 0 <= master_seed < EVAL_SEED_BASE):
@@ -101,6 +103,7 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
         self.backend = make_backend(self.spec_env)
         try:
             self._setup(where, tuple(obs), ImageSize(*image_size), max_ticks)
+            self._setup_action(action)
         except BaseException:
             self.backend.close()
             raise
@@ -145,6 +148,22 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
         self.end_reason = ""
         self._progress = 0.0
 
+    def _setup_action(self, kind: str) -> None:
+        """An end-effector action space in place of the joint one, and the adapter that turns it into joints."""
+        self.action_kind = kind
+        self.adapter: EEAdapter | None = None
+        self.ee_step: EEStep | None = None
+        if kind == "joint":
+            return
+        backend = self.backend
+        layout = backend.action_layout
+        ee = EELayout(kind, tuple(a.name for a in layout.arms), layout.base is not None)
+        base = (self._low[layout.base], self._high[layout.base]) if layout.base is not None else ((), ())
+        low, high = ee.bounds(*base)
+        self.ee_names = ee.names
+        self.action_space = spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
+        self.adapter = EEAdapter(backend, ee)
+
     # ----- Gymnasium's API ----------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -160,6 +179,9 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
         world_seed = self.plan.seed_of(self.slot)
         self.reset_info = info = self.backend.reset(world_seed)
         self.monitor.reset(info.roles)
+        if self.adapter is not None:
+            self.adapter.reset(float((info.embodiment or {}).get("table_height", 0.0)))
+            self.ee_step = None
         self.tick, self.ended, self.end_reason = 0, False, ""
         self.monitor.step(0)  # (the loop scores frame 0 before its first action)
         self._progress = self.monitor.runtime.progress
@@ -169,7 +191,15 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
     def step(self, action: Floats) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         if self.ended:
             raise EnvError(f"{self.where}: step: the episode ended (or none began); allowed: reset() first")
-        self._apply(self._checked(action))
+        if self.adapter is not None:
+            try:
+                self.ee_step = self.adapter.command(np.asarray(action, dtype=np.float32), self.where)
+            except EEActionError as error:
+                raise EnvError(str(error)) from None
+            # (rounded as a file keeps it: a recorded episode's /action steps to its states)
+            self._apply(self.ee_step.joint_action.astype(np.float32))
+        else:
+            self._apply(self._checked(action))
         if not self.ended:
             self.tick += 1
             self.monitor.step(self.tick)
@@ -251,11 +281,17 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
                 "subtasks": sorted(runtime.active_nodes), fmt.END_REASON_ATTR: self.end_reason,
                 "failure": None if failure is None else {"node": failure[0], "frame": int(failure[1]),
                                                          "reason": failure[2]},
-                "slot": self.slot, "world_seed": self.plan.seed_of(self.slot), "tick": self.tick}
+                "slot": self.slot, "world_seed": self.plan.seed_of(self.slot), "tick": self.tick,
+                **self._ee_info()}
+
+    def _ee_info(self) -> dict[str, Any]:
+        step = self.ee_step
+        if step is None:
+            return {}
+        return {"ee": {"commanded": step.commanded, "reached": step.reached, "unreachable": step.unreachable},
+                "joint_action": step.joint_action.astype(np.float32)}
 
 
-def _refuse(where: str, option: str, found: object, allowed: Sequence[object], planned: bool = False) -> None:
-    if found in allowed:
-        return
-    later = "; end-effector actions are not in this version of x2.envs" if planned else ""
-    raise EnvError(f"{where}: {option}: found {found!r}; allowed: {', '.join(map(repr, allowed))}{later}")
+def _refuse(where: str, option: str, found: object, allowed: Sequence[object]) -> None:
+    if found not in allowed:
+        raise EnvError(f"{where}: {option}: found {found!r}; allowed: {', '.join(map(repr, allowed))}")

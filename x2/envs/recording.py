@@ -2,12 +2,14 @@
 episodes (source `policy`, as `x2 eval`'s rollouts), through the one commit path (x2/rollout/episodes.py): `x2
 datasets show`, `x2 replay --check`, `x2 render`, the exporters and `x2 eval`'s report read them as any other.
 
-Frame t is the state the agent saw and the action it answered (x2/rollout/loop.py's order); the episode's last frame
-is the state it ended on, whose action no agent gave: it repeats the one before (recorded, never applied, as the
-loop's last action is); an episode whose physics diverged ends on the frame before, as the loop's does. Labels and
-the DAG record are the env's own monitor's, which scored every frame. An episode the agent leaves unfinished (a
-reset or close before it ended) is committed with end reason `teacher`, as a policy that stops is; one of a single
-frame (reset and left at once) is not committed.
+Frame t is the state the agent saw and the action it answered (x2/rollout/loop.py's order; in an end-effector
+action space `/action` holds the joint targets the adapter applied and `/ee_action` what the agent answered, the pose
+it commanded, the pose the joint targets reached and which arms' poses were unreachable: docs/format.md); the
+episode's last frame is the state it ended on, whose action no agent gave: it repeats the one before (recorded,
+never applied, as the loop's last action is); an episode whose physics diverged ends on the frame before, as the
+loop's does. Labels and the DAG record are the env's own monitor's, which scored every frame. An episode the agent
+leaves unfinished (a reset or close before it ended) is committed with end reason `teacher`, as a policy that stops
+is; one of a single frame (reset and left at once) is not committed.
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ import gymnasium as gym
 import numpy as np
 
 from x2 import format as fmt
-from x2.base.arrays import Floats
+from x2.base.arrays import Bools, Floats
 from x2.datasets import EpisodeWriter
 from x2.envs.env import EnvError, X2Env
-from x2.rollout.episodes import EpisodeOutcome, commit_episode, episode_start, open_dataset
+from x2.rollout.episodes import EpisodeOutcome, commit_episode, ee_action_record, episode_start, open_dataset
 from x2.rollout.loop import EpisodeResult
 from x2.rollout.memory import MemoryRecorder
 
@@ -45,18 +47,23 @@ class RecordEpisodes(gym.Wrapper[dict[str, Any], Floats, dict[str, Any], Floats]
                                   "chunk_exec": "", "ended": None}, sort_keys=True)
         self._recorder: MemoryRecorder | None = None
         self._last: Floats | None = None
+        self._ee: list[tuple[Floats, Floats, Floats, Bools]] = []  # per frame: action, commanded, reached, unreachable
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, Any], dict[str, Any]]:
         self._commit("teacher")
         out = self.env.reset(seed=seed, options=options)
-        self._recorder, self._last = MemoryRecorder(), None
+        self._recorder, self._last, self._ee = MemoryRecorder(), None, []
         return out
 
     def step(self, action: Floats) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
         frame = self._frame(action) if self._recorder is not None else None
         out = self.env.step(action)  # (refused: nothing recorded)
         if frame is not None:
+            step = self.x2.ee_step
+            if step is not None:  # (the joint targets applied are the episode's action)
+                frame = (frame[0], step.joint_action.astype(np.float32), frame[2])
+                self._ee.append((np.asarray(action, np.float32), step.commanded, step.reached, step.unreachable))
             self._append(*frame)
         if out[2] or out[3]:
             self._commit(self.x2.end_reason)
@@ -81,6 +88,14 @@ class RecordEpisodes(gym.Wrapper[dict[str, Any], Floats, dict[str, Any], Floats]
         self._recorder.append_state(timestamp, action, state, 0.0)
         self._last = action
 
+    def _ee_record(self) -> dict[str, Any]:
+        """The episode's /ee_action arrays and attrs (none in the joint action space)."""
+        rows, self._ee = self._ee, []
+        if not rows:
+            return {}
+        arrays, attrs = ee_action_record(rows, self.x2.action_kind, self.x2.ee_names)
+        return {"ee_arrays": arrays, "ee_attrs": attrs}
+
     def _commit(self, end_reason: str) -> None:
         """The running episode, whole, into the dataset (the state it ended on as its last frame)."""
         recorder, self._recorder = self._recorder, None
@@ -90,6 +105,8 @@ class RecordEpisodes(gym.Wrapper[dict[str, Any], Floats, dict[str, Any], Floats]
         backend = x2.backend
         if end_reason != "unstable":  # (a diverged state is no frame: the loop keeps the frames before it)
             recorder.append_state(backend.time, self._last, backend.get_state(), 0.0)
+            if self._ee:
+                self._ee.append(self._ee[-1])
         arrays = recorder.arrays(backend.observations)
         monitor, info = x2.monitor, x2.reset_info
         assert info is not None  # (an episode that ran was reset)
@@ -101,7 +118,7 @@ class RecordEpisodes(gym.Wrapper[dict[str, Any], Floats, dict[str, Any], Floats]
                                lateness_ms=np.zeros(frames, np.float32))
         start = episode_start(x2.spec_env, result.seed, fmt.POLICY_SOURCE, x2.plan.master_seed, x2.slot)
         stored = EpisodeOutcome(success=rt.success, model_xml=backend.model_xml(), textures=backend.model_textures(),
-                                object_names=backend.object_names, policy=self.policy)
+                                object_names=backend.object_names, policy=self.policy, **self._ee_record())
 
         def replay(writer: EpisodeWriter) -> EpisodeResult:
             writer.extend(arrays)

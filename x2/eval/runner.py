@@ -157,7 +157,8 @@ class EvalRun:
         result = outcome.result
         start = episode_start(self.env, outcome.seed, fmt.POLICY_SOURCE, self.plan.master_seed, outcome.slot)
         stored = EpisodeOutcome(success=result.success, model_xml=outcome.model_xml, textures=outcome.textures,
-                                object_names=outcome.object_names, policy=policy_text(outcome.policy))
+                                object_names=outcome.object_names, policy=policy_text(outcome.policy),
+                                ee_arrays=outcome.ee_arrays, ee_attrs=outcome.ee_attrs)
 
         def replay(writer: EpisodeWriter) -> EpisodeResult:
             writer.extend(outcome.arrays)

@@ -18,14 +18,17 @@ import numpy.typing as npt
 
 from x2.base.errors import PolicyError
 from x2.envspec import load_env
+from x2.envspec.ee_action import ACTION_KINDS, EELayout
+from x2.envspec.ee_action import KINDS as EE_KINDS
 from x2.envspec.held_out import config_split
 from x2.eval.observe import ObservationPlan
 from x2.eval.teacher import ChunkExecution, PolicyEndRecord, PolicyTeacher
 from x2.policy.protocol import EpisodeEndMessage, EpisodeSetup, PolicyClient, PolicyFault, ServiceInfo
 from x2.rollout import Rollout, RolloutOptions
+from x2.rollout.episodes import ee_action_record
 from x2.rollout.loop import EpisodeResult
 from x2.rollout.memory import MemoryRecorder
-from x2.sim import make_backend
+from x2.sim import Backend, make_backend
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,27 @@ class EvalOutcome:
     policy: PolicyRecord
     timing: dict[str, npt.NDArray[np.float32]]  # per tick, ms: inference and render, beside the loop's stages
     textures: dict[str, bytes] = field(default_factory=dict)  # the images its world carries beside model_xml
+    # an end-effector policy's /ee_action arrays and their attrs (x2/rollout/episodes.py's ee_action_record)
+    ee_arrays: dict[str, npt.NDArray[np.generic]] = field(default_factory=dict)
+    ee_attrs: dict[str, object] = field(default_factory=dict)
+
+
+def ee_layout_of(backend: Backend, kind: str) -> EELayout:
+    layout = backend.action_layout
+    return EELayout(kind, tuple(a.name for a in layout.arms), layout.base is not None)
+
+
+def service_action_kind(info: ServiceInfo, backend: Backend, url: str | None) -> str:
+    """What the service's actions are: as it says (`action_kind`), or, from a service that does not say, end-effector
+    actions when its action names are an end-effector layout of this robot (a LeRobot policy trained on an
+    `x2 export lerobot --action ee_pose|ee_delta` export names its actions so)."""
+    if info.action_kind not in ACTION_KINDS:
+        raise PolicyError(f"{url}: action_kind: found {info.action_kind!r}; allowed: {', '.join(ACTION_KINDS)}")
+    if info.action_kind == "joint" and info.action_names is not None:
+        for kind in EE_KINDS:
+            if tuple(info.action_names) == ee_layout_of(backend, kind).names:
+                return kind
+    return info.action_kind
 
 
 class EvalSession:
@@ -95,7 +119,9 @@ class EvalSession:
         self.info: ServiceInfo = self.client.info
         self.plan = ObservationPlan.for_service(self.info, setup.cameras)
         self.plan.check(self.backend)
-        names = self.backend.action_layout.names
+        self.action_kind = service_action_kind(self.info, self.backend, setup.url)
+        names = self.backend.action_layout.names if self.action_kind == "joint" else \
+            ee_layout_of(self.backend, self.action_kind).names
         if self.info.action_names is not None and tuple(self.info.action_names) != tuple(names):
             # other joints, another order, another robot: one line before any episode, not a failure per episode
             raise PolicyError(f"{setup.url}: action_names: found {list(self.info.action_names)}; allowed: this "
@@ -120,7 +146,7 @@ class EvalSession:
         episode: EpisodeSetup = {"seed": seed, "slot": slot, "task": env.task.name if env.task else "",
                                  "robot": env.robot.name, "variant": env.variant,
                                  "split": config_split(env, setup.master_seed)}
-        teacher = PolicyTeacher(self.client, self.plan, self.backend, episode, setup.execution)
+        teacher = PolicyTeacher(self.client, self.plan, self.backend, episode, setup.execution, self.action_kind)
         recorder = MemoryRecorder()
         result = self.rollout.run(teacher, seed, recorder, RolloutOptions(max_ticks=setup.max_ticks,
                                                                           unstable_ends=True))
@@ -131,8 +157,14 @@ class EvalSession:
         n = result.ticks
         timing = {"inference": np.asarray(teacher.infer_ms[:n], np.float32),
                   "render": np.asarray(teacher.render_ms[:n], np.float32)}
+        ee_arrays: dict[str, npt.NDArray[np.generic]] = {}
+        ee_attrs: dict[str, object] = {}
+        if teacher.adapter is not None and len(teacher.ee_rows) >= n > 0:
+            ee_arrays, ee_attrs = ee_action_record(teacher.ee_rows[:n], self.action_kind,
+                                                   teacher.adapter.layout.names)
         return EvalOutcome(slot, seed, result, recorder.arrays(), self.backend.model_xml(), self.backend.object_names,
-                           {**self.identity(), "ended": ended}, timing, self.backend.model_textures())
+                           {**self.identity(), "ended": ended}, timing, self.backend.model_textures(), ee_arrays,
+                           ee_attrs)
 
     def close(self) -> None:
         """Hang up and free the simulator; again is nothing (a run closes its own session early for its pool)."""

@@ -7,6 +7,11 @@ that they must be in other units) ends the episode with that reason: the run goe
 Values a little outside a range (a learned gripper command closing to -0.4) are clipped into it: what is
 recorded is what the robot was commanded.
 
+A service that answers end-effector actions (ServiceInfo.action_kind "ee_pose" or "ee_delta", x2/envspec/ee_action.py)
+has each action turned into joint targets by x2's IK as its tick comes (x2/sim/mujoco/ee_adapter.py; a delta moves
+the pose commanded the tick before); a malformed one (a quaternion not of unit length, millimetres) ends the
+episode as above; an unreachable pose leaves the arm on its targets and the episode goes on.
+
 Chunks are executed as `ChunkExecution` says: the first K actions of each chunk open-loop (the whole chunk by
 default, as openpi's clients do), or asked every tick and temporally ensembled as ACT does (each action the
 exponentially weighted mean of every chunk's prediction for that tick, the oldest weighted most).
@@ -22,12 +27,14 @@ from typing import TypedDict
 
 import numpy as np
 
-from x2.base.arrays import Floats
+from x2.base.arrays import Bools, Floats
 from x2.base.errors import PolicyError
+from x2.envspec.ee_action import JOINT, EEActionError, EELayout, rotation_quat
 from x2.eval.observe import ObservationPlan
 from x2.policy.protocol import ACTIONS, END, EpisodeSetup, EpisodeStartMessage, PolicyClient, PolicyFault
 from x2.rollout.teacher import Observation
 from x2.sim.backend import Backend, ResetInfo
+from x2.sim.mujoco.ee_adapter import EEAdapter
 
 ENSEMBLE_DECAY = 0.01  # ACT's temporal-ensembling weight exp(-m * i), i = 0 for the oldest prediction
 # of a value's range: a learned policy overshoots a little (a gripper closing to -0.4), a policy in other units
@@ -76,8 +83,13 @@ class PolicyEndRecord(TypedDict):
 
 class PolicyTeacher:
     def __init__(self, client: PolicyClient, plan: ObservationPlan, backend: Backend, episode: EpisodeSetup,
-                 execution: ChunkExecution | None = None):
+                 execution: ChunkExecution | None = None, action_kind: str = JOINT):
         self.client, self.plan, self.backend = client, plan, backend
+        self.adapter: EEAdapter | None = None
+        if action_kind != JOINT:
+            arms = backend.action_layout
+            self.adapter = EEAdapter(backend, EELayout(action_kind, tuple(a.name for a in arms.arms),
+                                                       arms.base is not None))
         self.execution = execution or ChunkExecution()
         self.layout = backend.action_layout
         self.episode = episode.copy()  # initialize_episode's map, less what reset() adds
@@ -91,12 +103,18 @@ class PolicyTeacher:
         self._queue: deque[Floats] = deque()
         self._ensemble: list[tuple[int, Floats]] = []  # (tick of the chunk's first action, chunk)
         self._home: Floats = np.zeros(len(self.layout.names))
+        self.width = len(self.layout.names) if self.adapter is None else self.adapter.layout.dim
+        # per recorded frame of an end-effector policy: its answer, the pose commanded, the pose reached, unreachable
+        self.ee_rows: list[tuple[Floats, Floats, Floats, Bools]] = []
 
     def reset(self, info: ResetInfo, home_action: Floats) -> None:
         self.end, self.infer_ms, self.render_ms = None, [], []
         self._home = np.asarray(home_action, np.float64)
         self._queue.clear()
         self._ensemble.clear()
+        self.ee_rows = []
+        if self.adapter is not None:
+            self.adapter.reset(float((info.embodiment or {}).get("table_height", 0.0)))
         episode: EpisodeStartMessage = {
             **self.episode, "instruction": info.instruction, "action_names": list(self.layout.names),
             "home_action": np.asarray(home_action, np.float64), "action_low": self.low, "action_high": self.high}
@@ -108,14 +126,33 @@ class PolicyTeacher:
     def act(self, obs: Observation) -> Floats | None:
         asked = len(self.infer_ms)
         action = self._act(obs)
+        if action is not None and self.adapter is not None:
+            action = self._joints(action, obs.tick)
         if action is None and obs.tick == 0:
             # An episode ended before its first frame would leave no file, and the report counts files: it keeps
             # one frame, the robot holding its home pose, and ends at the next tick.
             action = self._home
+            if self.adapter is not None:  # (its /ee_action row: no answer, the home pose commanded and reached)
+                pos, rot = self.adapter.joint_poses(action)
+                pose = np.concatenate([pos, np.stack([rotation_quat(r) for r in rot])], axis=1)
+                self.ee_rows.append((np.full(self.width, np.nan, np.float32), pose, pose,
+                                     np.zeros(len(pose), bool)))
         if action is not None and len(self.infer_ms) == asked:  # (one timing entry per recorded frame)
             self.infer_ms.append(0.0)
             self.render_ms.append(0.0)
         return action
+
+    def _joints(self, action: Floats, tick: int) -> Floats | None:
+        """An end-effector action's joint targets (as the tick comes: a delta moves the last commanded pose)."""
+        assert self.adapter is not None
+        answered = np.asarray(action, np.float32)
+        try:
+            step = self.adapter.command(answered, ACTIONS)
+        except EEActionError as error:
+            self.end = PolicyEnd("malformed", str(error), tick, True)
+            return None
+        self.ee_rows.append((answered, step.commanded, step.reached, step.unreachable))
+        return step.joint_action
 
     def _act(self, obs: Observation) -> Floats | None:
         if self.end is not None:
@@ -157,16 +194,19 @@ class PolicyTeacher:
             actions = np.asarray(answer[ACTIONS], dtype=np.float64)
         except (KeyError, TypeError, ValueError) as exc:
             raise PolicyFault("malformed", f"{ACTIONS}: {exc!r}") from None
-        width = len(self.layout.names)
+        width = self.width
         if actions.ndim == 1:
             actions = actions[None]
         if END in answer:  # (its actions are not run: any shape will do)
             return actions
         if actions.ndim != 2 or actions.shape[0] == 0 or actions.shape[1] != width:
+            layout = "the robot's action layout" if self.adapter is None else f"the {self.adapter.layout.kind} layout"
             raise PolicyFault("malformed", f"{ACTIONS}: found shape {np.asarray(answer[ACTIONS]).shape}; allowed: "
-                                           f"(H, {width}) or ({width},), the robot's action layout")
+                                           f"(H, {width}) or ({width},), {layout}")
         if not np.isfinite(actions).all():
             raise PolicyFault("malformed", f"{ACTIONS}: found NaN or infinity in {actions.shape[0]} actions")
+        if self.adapter is not None:  # (end-effector actions: checked as each is turned into joints)
+            return actions
         outside = (actions < self._lo) | (actions > self._hi)
         if outside.any():
             row, col = (int(i) for i in np.argwhere(outside)[0])

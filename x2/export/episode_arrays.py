@@ -27,10 +27,11 @@ from x2 import format as fmt
 from x2.base.arrays import Image as Picture
 from x2.base.errors import DatasetError, ExportError
 from x2.datasets import Episode
-from x2.envspec.action import ActionLayout
+from x2.envspec.action import GRIPPER_SUFFIX, ActionLayout
 from x2.export.provenance import Json
 from x2.export.sources import names_by_column
 from x2.labeling import ARM_SUBTASK_INDEX_KEY, arm_label_arrays, arm_segment_owners
+from x2.recorded.ee_actions import episode_ee_actions
 from x2.recorded.frames import episode_frames, stored_cameras
 from x2.sim.camera import ImageSize
 
@@ -116,10 +117,11 @@ def arm_labels(ep: Episode, arms: Sequence[str]) -> ArmLabels | None:
 
 
 def read_episode(ep: Episode, manifest_names: Mapping[str, Sequence[str]],
-                 labelled: Sequence[str] = ()) -> EpisodeArrays:
+                 labelled: Sequence[str] = (), action: str = "joint") -> EpisodeArrays:
     """The episode's arrays; action, state and qvel named by `manifest_names` (episode column path ->
     names, `x2.export.sources.ExportSources.column_names`), the other columns by the file; per-arm labels
-    for the `labelled` arms (`x2.export.sources.ExportSources.arms`)."""
+    for the `labelled` arms (`x2.export.sources.ExportSources.arms`); `action` "ee_pose" or "ee_delta": the action
+    column as end-effector actions (`ee_action_column`)."""
     missing = [LOW_DIM[k] for k in _REQUIRED if LOW_DIM[k] not in ep]
     if missing:
         raise DatasetError(f"{ep.path}: {missing[0]}: found missing; allowed: an x2 episode with "
@@ -130,6 +132,11 @@ def read_episode(ep: Episode, manifest_names: Mapping[str, Sequence[str]],
              for key, path in LOW_DIM.items() if path in ep}
     layout = ActionLayout.from_names(names["action"])
     arms = [a.name for a in layout.arms] if layout else []
+    gripper_slots = [a.gripper for a in layout.arms] if layout else []
+    if action != "joint":
+        low_dim["action"], ee_names = ee_action_column(ep, action)
+        names["action"] = list(ee_names)
+        gripper_slots = [i for i, n in enumerate(ee_names) if n.endswith(GRIPPER_SUFFIX)]
     if "ee_pose" in low_dim:
         if len(arms) != low_dim["ee_pose"].shape[1]:
             arms = [f"arm{i}" for i in range(low_dim["ee_pose"].shape[1])]
@@ -149,8 +156,19 @@ def read_episode(ep: Episode, manifest_names: Mapping[str, Sequence[str]],
         path=ep.path, index=ep.index, frames=ep.frames, low_dim=low_dim, names=names,
         states=None if ep.is_real else ep[fmt.STATES], nodes=nodes, completion=completion,
         active_mask=_optional(ep, fmt.ACTIVE_MASK),
-        arms=arms, gripper_slots=[a.gripper for a in layout.arms] if layout else [], facts=facts,
+        arms=arms, gripper_slots=gripper_slots, facts=facts,
         arm_labels=per_arm)
+
+
+def ee_action_column(ep: Episode, kind: str) -> tuple[npt.NDArray[np.float32], tuple[str, ...]]:
+    """The episode's actions as end-effector actions of `kind` (x2/recorded/ee_actions.py: the poses of the commanded
+    joint targets, in the robot's base frame), float32, and their names; a real recording has no world to compute
+    them in: one line."""
+    if ep.is_real:
+        raise ExportError(f"{ep.path}: --action: found {kind}; allowed: joint for a real recording (it has no "
+                          "world to compute its end-effector poses in)")
+    converted = episode_ee_actions(ep, kind)
+    return np.asarray(converted.values, dtype=np.float32), converted.names
 
 
 def _optional(ep: Episode, name: str) -> npt.NDArray[np.generic] | None:

@@ -263,7 +263,7 @@ def _fill(data: h5py.Group, sources: ExportSources, names: Sequence[str], sizes:
     cameras, columns = sources.cameras, sources.column_names()
     for source, name in zip(sources.written(), names, strict=True):
         ep = source.episode
-        arrays = read_episode(ep, columns, sources.arms)
+        arrays = read_episode(ep, columns, sources.arms, sources.request.action)
         if layout is None:
             layout = row_layout(arrays)
             data.attrs["env_args"] = json.dumps(_env_args(arrays), sort_keys=True)

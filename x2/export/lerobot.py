@@ -241,6 +241,12 @@ def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id
             "feature": ENV_STATE, "privileged": True, "objects": list(plan.objects),
             "layout": f"per object: {' '.join(POSE_FIELDS)}", "frame": "world; quaternion w x y z",
             "source": "/observations/object_poses (float64, stored as float32)"}
+    if plan.ee_state:  # only when asked for: an export without it keeps its meta/x2.json as it was
+        extra["ee_state"] = {
+            "feature": STATE, "layout": "the joints (observations/qpos), then per arm its tool centre point: "
+                                        f"{' '.join(POSE_FIELDS)}",
+            "frame": "the robot's base frame (x2/envspec/ee_action.py), quaternion w x y z",
+            "source": "/observations/ee_pose moved to the base frame (x2/recorded/ee_actions.py, base_frame_poses)"}
     facts = sources.provenance(
         format={"name": "lerobot", "codebase_version": "v3.0", "lerobot_version": lerobot.__version__,
                 "repo_id": repo_id},

@@ -27,7 +27,9 @@ from x2 import format as fmt
 from x2.base.arrays import Floats, Image
 from x2.base.errors import ExportError
 from x2.datasets import Dataset, Episode, EpisodeRecord
-from x2.export.episode_arrays import arm_labels
+from x2.envspec.action import ActionLayout
+from x2.envspec.ee_action import EELayout
+from x2.export.episode_arrays import arm_labels, ee_action_column
 from x2.export.lerobot_language import subtask_texts
 from x2.export.provenance import Json
 from x2.export.sensor_streams import (
@@ -40,6 +42,7 @@ from x2.export.sensor_streams import (
     stored_streams,
 )
 from x2.export.sources import ExportSources
+from x2.recorded.ee_actions import base_frame_poses
 from x2.recorded.frames import DEFAULT_SIZE, episode_frames
 from x2.sim.camera import ImageSize
 
@@ -86,6 +89,7 @@ class LeRobotOptions:
     size: ImageSize | None = None  # every stream's size; None: the stored size, else x2 render's default
     repo_id: str | None = None  # None: x2/<dataset>
     environment_state: bool = False  # add observation.environment_state (every object's pose, privileged)
+    ee_state: bool = False  # observation.state gains each arm's tcp pose (base frame) after the joints
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,8 @@ class ExportPlan:
     # LeRobot's depth encoder's code step in log(d + depth_shift) (x2.export.lerobot sets both; the read-back bound)
     depth_step: float = 0.0
     depth_shift: float = 0.0
+    action_kind: str = "joint"  # x2/export/request.py's ACTION_KINDS: `action` as end-effector actions, else joints
+    ee_state: bool = False  # joint_names end with each arm's tcp pose (`<arm>.x` .. `<arm>.qz`, base frame)
 
     @property
     def environment_state_names(self) -> list[str]:
@@ -363,10 +369,17 @@ def plan_episode(ep: Episode, record: EpisodeRecord, plan: ExportPlan) -> Episod
         labels = subtask_texts([[codes.names[int(v)] for v in column] for column in arm_index.T])
     task = ep.instruction or ds.manifest.task
     poses = environment_state(ep, plan.objects)[1] if plan.objects else None
-    return EpisodePlan(record, ep.frames, task, encoded, labels,
-                       state=ep[fmt.QPOS].astype(np.float32, copy=False),
-                       action=ep[fmt.ACTION].astype(np.float32, copy=False), arm_subtask_index=arm_index,
-                       environment_state=poses)
+    state = ep[fmt.QPOS].astype(np.float32, copy=False)
+    if plan.ee_state:
+        if fmt.EE_POSE not in ep:
+            raise ExportError(f"{where}: {fmt.EE_POSE}: found missing; allowed: episodes recorded by x2's loop "
+                              "(--ee-state)")
+        tcp = base_frame_poses(ep).reshape(ep.frames, -1).astype(np.float32)
+        state = np.concatenate([state, tcp], axis=1)
+    action = ep[fmt.ACTION].astype(np.float32, copy=False) if plan.action_kind == "joint" else \
+        ee_action_column(ep, plan.action_kind)[0]
+    return EpisodePlan(record, ep.frames, task, encoded, labels, state=state, action=action,
+                       arm_subtask_index=arm_index, environment_state=poses)
 
 
 def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
@@ -382,5 +395,25 @@ def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
     first = sources.first_episode
     depth = stored_streams(first, images.cameras).depth
     lenses = {c: lens(first, fmt.depth_path(c), images.size) for c in depth if images.size is not None}
-    return ExportPlan(ds, fps, names[fmt.QPOS], names[fmt.ACTION], codes, images, sources.arms, objects, labelled,
-                      depth, lenses)
+    kind = sources.request.action
+    action_names = names[fmt.ACTION]
+    if kind != "joint":
+        if not labelled:
+            ee_action_column(sources.first_episode, kind)  # (refused: a real recording has no world)
+        layout = ActionLayout.from_names(action_names)
+        if layout is None:
+            raise ExportError(f"{ds.root}: action names: found {list(action_names)}; allowed: x2's action layout "
+                              f"(per arm its joints, then <arm>_gripper) for --action {kind}")
+        action_names = EELayout(kind, tuple(a.name for a in layout.arms), layout.base is not None).names
+    joint_names = names[fmt.QPOS]
+    if options.ee_state:
+        if not labelled:
+            raise ExportError(f"{sources.first_episode.path}: --ee-state: found a real recording; allowed: simulated "
+                              "episodes (a real recording has no world to place its tool centre points in)")
+        arms = ActionLayout.from_names(names[fmt.ACTION])
+        if arms is None:
+            raise ExportError(f"{ds.root}: action names: found {list(names[fmt.ACTION])}; allowed: x2's action "
+                              "layout (per arm its joints, then <arm>_gripper) for --ee-state")
+        joint_names = (*joint_names, *(f"{a.name}.{f}" for a in arms.arms for f in POSE_FIELDS))
+    return ExportPlan(ds, fps, joint_names, action_names, codes, images, sources.arms, objects, labelled,
+                      depth=depth, depth_lens=lenses, action_kind=kind, ee_state=options.ee_state)

@@ -12,11 +12,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from x2.base.errors import ExportError
 from x2.datasets import Dataset, EpisodeRecord
+from x2.envspec.ee_action import ACTION_KINDS
 
 EXPORTS_DIR = Path("exports")
+# what an export's `action` is (ACTION_KINDS): the joint targets as recorded, or them as end-effector actions
+# (x2/envspec/ee_action.py; x2/recorded/ee_actions.py says how they are computed)
 # format -> the default target's name after the dataset's (./exports/<dataset><suffix>)
 TARGET_SUFFIXES = {"lerobot": "-lerobot", "zarr": ".zarr", "zarr zip": ".zarr.zip", "hdf5": ".hdf5", "usd": "-usd"}
+
+
+def parse_action_kind(value: str) -> str:
+    """`--action`'s value, or one line naming the allowed ones."""
+    if value not in ACTION_KINDS:
+        raise ExportError(f"--action: found {value!r}; allowed: {', '.join(ACTION_KINDS)}")
+    return value
 
 
 def default_target(ds: Dataset, kind: str) -> Path:
@@ -36,6 +47,7 @@ class ExportRequest:
     cameras: tuple[str, ...] | None = None  # None: the stored ones, else the render defaults
     state_only: bool = False
     overwrite: bool = False
+    action: str = "joint"  # one of x2/envspec/ee_action.py's ACTION_KINDS
 
     def target_path(self, kind: str) -> Path:
         return (self.target if self.target is not None else default_target(self.dataset, kind)).absolute()

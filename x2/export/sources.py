@@ -36,6 +36,7 @@ from x2.export.provenance import Json, Provenance, provenance
 from x2.export.request import ExportRequest
 from x2.files.staging import check_target
 from x2.recorded.camera_lenses import CameraLens, camera_lenses
+from x2.recorded.ee_actions import MEANING as EE_ACTION_MEANING
 from x2.recorded.frames import default_cameras, stored_cameras
 from x2.sim.camera import ImageSize
 
@@ -166,6 +167,8 @@ class ExportSources:
         return part_of(self._assigned, source.record.index, source.episode)
 
     def provenance(self, **extra: Json) -> Provenance:
+        if self.request.action != "joint":  # (a joint export's provenance stays as it was)
+            extra = {**extra, "action": f"{self.request.action}: {EE_ACTION_MEANING}"}
         return provenance(self.dataset, self.records, self.request.selection, **extra)
 
     def camera_lenses(self, cameras: Sequence[str], sizes: Mapping[str, ImageSize],

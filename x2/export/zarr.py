@@ -220,7 +220,7 @@ def _fill(root: zarr.Group, sources: ExportSources, sizes: dict[str, ImageSize],
     start, ends = 0, []
     for source in sources.written():
         ep, record = source.episode, source.record
-        arrays = read_episode(ep, names, sources.arms)
+        arrays = read_episode(ep, names, sources.arms, sources.request.action)
         if arrays.frames != record.frames:
             raise ExportError(f"{ep.path}: frames: found {arrays.frames}, the index says {record.frames}; "
                               "allowed: an index that matches its files (x2 datasets validate --repair)")

@@ -86,6 +86,14 @@ ENVELOPE = "augmentation/envelope"  # (N, 7) float64: an augmented episode's swe
 # /<name>: (n,) uint8, the PNG bytes of each image the world's `<texture file="name">` names (x2.sim.mujoco.textures);
 # only in the files of worlds that carry images (objects made from textured meshes): other files have no such group
 TEXTURES = "textures"
+# an episode whose policy answered end-effector actions (x2/envspec/ee_action.py), one row per frame as /action:
+EE_ACTION = "ee_action"  # the group
+EE_ACTION_VALUES = "ee_action/action"  # (T, W) float32: the end-effector action as the policy answered it; attrs
+# `ee_kind` (ee_pose | ee_delta) and `names` (one per column)
+EE_COMMANDED = "ee_action/commanded"  # (T, arms, 7) float32: the pose commanded, base frame, position + quat w x y z
+EE_REACHED = "ee_action/reached"  # (T, arms, 7) float32: the tcp pose of the joint targets applied (/action)
+EE_UNREACHABLE = "ee_action/unreachable"  # (T, arms) bool: the IK could not reach the commanded pose
+EE_KIND_ATTR = "ee_kind"  # attr of EE_ACTION_VALUES
 REQUIRED_DATASETS = (TIMESTAMPS, ACTION, STATES)
 REAL_REQUIRED_DATASETS = (TIMESTAMPS, ACTION, QPOS)  # a real recording's: its measured joints instead of states
 UNTIMED_GROUPS = (DAG, DEVICE, AUGMENTATION, TEXTURES)  # per-episode constants, not one row per tick

@@ -91,6 +91,7 @@ class Metadata(TypedDict):
     sim_state: bool
     action_names: list[str] | None
     chunk: int | None
+    action_kind: NotRequired[str]  # said only by a service answering end-effector actions
 
 
 class PolicyFault(Exception):
@@ -116,17 +117,23 @@ class ServiceInfo:
     sim_state: bool = False  # wants x2.sim_state (privileged: the expert)
     action_names: tuple[str, ...] | None = None  # the action vector's names, checked against the robot's
     chunk: int | None = None  # actions per answer, when fixed
+    # what its actions are: "joint" (the robot's action layout) or end-effector poses, "ee_pose" / "ee_delta"
+    # (x2/envspec/ee_action.py), which the evaluator turns into joint targets each tick (x2/sim/mujoco/ee_adapter.py)
+    action_kind: str = "joint"
 
     @property
     def privileged(self) -> bool:
         return self.sim_state or self.environment_state
 
     def to_metadata(self) -> dict[str, Metadata]:
-        return {METADATA_KEY: {
+        said: Metadata = {
             "kind": self.kind, "identity": self.identity, "digest": self.digest, "lifecycle": self.lifecycle,
             "cameras": {c: list(hw) for c, hw in self.cameras.items()}, "state": self.state,
             "environment_state": self.environment_state, "sim_state": self.sim_state,
-            "action_names": None if self.action_names is None else list(self.action_names), "chunk": self.chunk}}
+            "action_names": None if self.action_names is None else list(self.action_names), "chunk": self.chunk}
+        if self.action_kind != "joint":  # (a joint service's metadata stays as it was)
+            said["action_kind"] = self.action_kind
+        return {METADATA_KEY: said}
 
     @classmethod
     def from_metadata(cls, metadata: Received) -> ServiceInfo:
@@ -141,7 +148,8 @@ class ServiceInfo:
                    state=bool(raw.get("state", True)), environment_state=bool(raw.get("environment_state", False)),
                    sim_state=bool(raw.get("sim_state", False)),
                    action_names=None if names is None else tuple(str(n) for n in names),
-                   chunk=None if raw.get("chunk") is None else int(raw["chunk"]))
+                   chunk=None if raw.get("chunk") is None else int(raw["chunk"]),
+                   action_kind=str(raw.get("action_kind", "joint")))
 
 
 class PolicyService(Protocol):

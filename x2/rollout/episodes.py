@@ -10,7 +10,7 @@ fills them from a compiled environment and a finished rollout.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -18,6 +18,7 @@ from typing import Protocol
 import numpy as np
 
 import x2
+from x2 import format as fmt
 from x2.base.seeding import slot_seed
 from x2.datasets import (
     Dataset,
@@ -35,6 +36,7 @@ from x2.envspec.env import EnvSpec
 from x2.envspec.held_out import config_split
 from x2.envspec.record import env_record
 from x2.format import MISSED_SLOTS_ATTR, Array, manifest_extra
+from x2.format.checks import string_array
 from x2.rollout.background import BackgroundRecorder
 from x2.rollout.loop import EpisodeResult, Recorder, Rollout, RolloutOptions
 from x2.rollout.teacher import Teacher, reach_and_return
@@ -146,6 +148,21 @@ class DeviceRecord:
     teleop: TeleopEnd
 
 
+# /ee_action's arrays by key, as x2.format names their paths (docs/format.md, "End-effector actions")
+EE_KEYS = tuple(p.removeprefix(f"{fmt.EE_ACTION}/") for p in (fmt.EE_ACTION_VALUES, fmt.EE_COMMANDED, fmt.EE_REACHED,
+                                                                fmt.EE_UNREACHABLE))
+
+
+def ee_action_record(rows: Sequence[tuple[Array, Array, Array, Array]], kind: str, names: Sequence[str]
+                     ) -> tuple[dict[str, Array], dict[str, object]]:
+    """An end-effector policy's episode record from its frames' rows (the action it answered, the pose commanded, the
+    pose reached, the unreachable flags): `EpisodeOutcome.ee_arrays` and `ee_attrs`."""
+    columns = [np.stack(c) for c in zip(*rows, strict=True)]
+    arrays = {key: np.asarray(col, dtype=np.float32) for key, col in zip(EE_KEYS[:3], columns[:3], strict=True)}
+    arrays[EE_KEYS[3]] = np.asarray(columns[3], dtype=bool)
+    return arrays, {fmt.EE_KIND_ATTR: kind, fmt.NAMES_ATTR: string_array(names)}
+
+
 @dataclass(frozen=True)
 class EpisodeOutcome:
     """How a recorded episode is committed: what it is stored as, beyond what the rollout says."""
@@ -159,6 +176,9 @@ class EpisodeOutcome:
     synthesis: str | None = None  # how synthesis made it (EpisodeEnd.synthesis)
     policy: str | None = None  # which evaluated policy drove it (EpisodeEnd.policy)
     textures: Mapping[str, bytes] = field(default_factory=dict)  # the images its world carries (/textures)
+    # an end-effector policy's per-frame record (/ee_action/<key>) and the attrs of its first array
+    ee_arrays: Mapping[str, Array] = field(default_factory=dict)
+    ee_attrs: Mapping[str, object] = field(default_factory=dict)
 
 
 def commit_episode(ds: Dataset, env: EnvSpec, start: EpisodeStart, record: Callable[[EpisodeWriter], EpisodeResult],
@@ -181,7 +201,8 @@ def commit_episode(ds: Dataset, env: EnvSpec, start: EpisodeStart, record: Calla
             labels=result.labels, dag=result.dag, success=how.success, extra_attrs=end.attrs(),
             timing=result.stage_ms, timing_attrs={MISSED_SLOTS_ATTR: result.missed_slots},
             device=device.streams if device is not None else None,
-            device_attrs=device.attrs if device is not None else None, textures=how.textures)
+            device_attrs=device.attrs if device is not None else None, textures=how.textures,
+            ee_arrays=how.ee_arrays, ee_attrs=how.ee_attrs)
     return result, committed
 
 
