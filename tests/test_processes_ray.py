@@ -177,3 +177,18 @@ def test_a_killed_local_ray_driver_leaves_no_ray_process_behind() -> None:
     while (holders(folder) or folder.exists()) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not holders(folder) and not folder.exists()
+
+
+def test_workers_draw_with_the_drivers_renderer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--renderer filament` sets X2_RENDERER in the driver; a worker `ray start` made elsewhere has only the
+    runtime environment, so the choice (and the X display Filament needs) must travel in it."""
+    from x2.processes.ray_cluster import worker_env
+    from x2.sim.camera import RENDERER_ENV, choose_renderer
+
+    monkeypatch.setenv("DISPLAY", ":99")
+    monkeypatch.setenv(RENDERER_ENV, "classic")  # (so that the teardown puts back what was there)
+    monkeypatch.delenv(RENDERER_ENV)
+    assert RENDERER_ENV not in worker_env()
+    choose_renderer("filament")
+    env = worker_env()
+    assert env[RENDERER_ENV] == "filament" and env["DISPLAY"] == ":99"

@@ -91,3 +91,13 @@ def test_the_cli_starts_without_the_fitting_toolbox() -> None:
             "print(sorted(m for m in ('mujoco.sysid', 'plotly') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=HEADLESS_ENV, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_default_name_is_made_from_any_dataset_folder(recordings: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """No --name: the calibration is named after the robot and the dataset's folder, made a name (a folder may
+    hold spaces or a `+`, which a given --name may not)."""
+    monkeypatch.chdir(tmp_path)
+    odd = shutil.copytree(recordings, tmp_path / "lab run+1")
+    run = calibrate_dynamics(odd, "aloha", 0.5, None, 0, lambda _: None, max_iter=1, arms=("left",))
+    assert run.path == tmp_path / "specs" / "calibrations" / "aloha-lab-run-1.yaml" and run.path.is_file()

@@ -44,8 +44,11 @@ def list_datasets(root: str | Path | None = None) -> list[Path]:
             continue
         if (p / fmt.MANIFEST_FILE).is_file():
             out.append(p)
-        else:
+            continue
+        try:
             out += sorted(c for c in p.iterdir() if not c.name.startswith(".") and (c / fmt.MANIFEST_FILE).is_file())
+        except OSError:  # (a folder x2 cannot read holds nothing it could list)
+            continue
     return out
 
 

@@ -85,14 +85,18 @@ _RemoteWorker: Any = ray.remote(_Worker)  # (Ray's decorator is untyped: the act
 
 def worker_env() -> dict[str, str]:
     """What a worker's environment must say: headless GL, one BLAS thread (one worker per reserved CPU), the
-    driver's offline switch, and x2 from the driver's source tree when x2 is not an installed package (an
+    driver's offline switch and renderer (PASSED_ON), and x2 from the driver's source tree when x2 is not an installed package (an
     editable install elsewhere would otherwise win). A path that does not exist on another node is skipped
     there by Python, which then imports its installed x2."""
     env = {"MUJOCO_GL": os.environ.get("MUJOCO_GL", HEADLESS_GL)}
     env |= {var: "1" for var in ONE_THREAD}
-    if "HF_HUB_OFFLINE" in os.environ:
-        env["HF_HUB_OFFLINE"] = os.environ["HF_HUB_OFFLINE"]
+    env |= {var: os.environ[var] for var in PASSED_ON if var in os.environ}
     return env | _source_path()
+
+
+# the driver's choices a worker must share: LeRobot offline, and the engine pictures are drawn with
+# (x2.sim.camera.RENDERER_ENV, `--renderer filament`, with the X display Filament needs)
+PASSED_ON = ("HF_HUB_OFFLINE", "X2_RENDERER", "DISPLAY")
 
 
 def _source_path() -> dict[str, str]:

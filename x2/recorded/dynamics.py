@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -104,7 +105,8 @@ def calibrate_dynamics(dataset: Path, robot: str, holdout: float, name: str | No
     finally:
         ds.close()
     base = base_robot_name(env.robot.name)
-    name = name or f"{base}-{dataset.resolve().name}"
+    # (the default is made a calibration name: a dataset folder may hold spaces or a `+`; a given --name is checked)
+    name = name or re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{base}-{dataset.resolve().name}").strip("-")
     path = calibration_file(name)
     result = fit_dynamics(env.robot, env.robot.action_names, env.booth.timestep, env.substeps,
                           [recs[i] for i in fitted], [recs[i] for i in held], progress, max_iter, arms)
