@@ -85,9 +85,9 @@ _RemoteWorker: Any = ray.remote(_Worker)  # (Ray's decorator is untyped: the act
 
 def worker_env() -> dict[str, str]:
     """What a worker's environment must say: headless GL, one BLAS thread (one worker per reserved CPU), the
-    driver's offline switch and renderer (PASSED_ON), and x2 from the driver's source tree when x2 is not an installed package (an
-    editable install elsewhere would otherwise win). A path that does not exist on another node is skipped
-    there by Python, which then imports its installed x2."""
+    driver's offline switch and renderer (PASSED_ON), and x2 from the driver's source tree when x2 is not an
+    installed package (an editable install elsewhere would otherwise win). A path that does not exist on another
+    node is skipped there by Python, which then imports its installed x2."""
     env = {"MUJOCO_GL": os.environ.get("MUJOCO_GL", HEADLESS_GL)}
     env |= {var: "1" for var in ONE_THREAD}
     env |= {var: os.environ[var] for var in PASSED_ON if var in os.environ}
