@@ -3,8 +3,9 @@
 Per frame: each chosen camera's depth (drawn from the recorded state, x2/recorded/shots.py) is lifted to points
 with its K and extrinsics (`lift`), the cameras' points are joined in the world frame, pixels that see no geom
 (segmentation id 0: the depth there is the far clip) are dropped, the rest are cropped to the workspace box
-(`Crop`) and farthest-point sampled to N (`farthest_points`, deterministic: the start is drawn from the seed and
-the frame's place in the export). A frame left with fewer than N points repeats them in sampling order to N; a frame
+(`Crop`), thinned to the first point of each 1 cm cube (`voxel_firsts`: every kept point is still a pixel's own) and
+farthest-point sampled to N (`farthest_points`, deterministic: the start is drawn from the seed and the frame's place
+in the export). A frame left with fewer than N points repeats them in sampling order to N; a frame
 left with none is refused in one line naming the episode and frame.
 
 Row layout: (N, 6) float32 x, y, z in metres (world frame), r, g, b 0..255 as float (the picture's own values, not
@@ -33,6 +34,10 @@ from x2.sim.camera import ImageSize
 POINT_CLOUD_KEY = "point_cloud"
 DEFAULT_POINT_CLOUD_CAMERAS: tuple[str, ...] = ("head",)  # the robot's scene view: the wrists see mostly fingers
 _BELOW_TOP, _ABOVE_TOP = 0.02, 0.6  # m: the default box's floor and ceiling about the table top
+# m: the cube one surface point stands for before the sampling. 1024 points spread over a ~1 m^2 table top lie ~3 cm
+# apart, so thinning at 1 cm moves what FPS picks by less than a cube, while it cuts the points each of its N passes
+# scans (a 240x320 head depth sees ~60k pixels in the table-top box) several-fold (bench/bench_point_cloud.py).
+VOXEL = 0.01
 
 
 @dataclass(frozen=True)
@@ -96,13 +101,31 @@ def farthest_points(xyz: Floats, n: int, start: int) -> npt.NDArray[np.int64]:
     take = min(n, m)
     chosen = np.empty(take, np.int64)
     nearest = np.full(m, np.inf)
+    # one coordinate per contiguous array and every pass in place: the loop is n passes over M points
+    axes = [np.ascontiguousarray(xyz[:, a], np.float64) for a in range(3)]
+    d, sq = np.empty(m), np.empty(m)
     current = start % m
     for i in range(take):
         chosen[i] = current
-        d = xyz - xyz[current]
-        np.minimum(nearest, np.einsum("ij,ij->i", d, d), out=nearest)
+        np.subtract(axes[0], axes[0][current], out=d)
+        np.multiply(d, d, out=d)
+        for axis in axes[1:]:
+            np.subtract(axis, axis[current], out=sq)
+            np.multiply(sq, sq, out=sq)
+            d += sq
+        np.minimum(nearest, d, out=nearest)
         current = int(np.argmax(nearest))
     return chosen if take == n else np.resize(chosen, n)
+
+
+def voxel_firsts(xyz: Floats, voxel: float) -> npt.NDArray[np.int64]:
+    """Indices of the first point (in the given order) in each occupied `voxel`-sized cube, ascending: one real
+    surface point per cube, so a dense depth is thinned before the sampling without moving any point."""
+    cells = np.floor((xyz - xyz.min(axis=0)) / voxel).astype(np.int64)
+    span = cells.max(axis=0) + 1
+    keys = (cells[:, 0] * span[1] + cells[:, 1]) * span[2] + cells[:, 2]
+    firsts: npt.NDArray[np.int64] = np.sort(np.unique(keys, return_index=True)[1]).astype(np.int64)
+    return firsts
 
 
 def frame_points(shots: Sequence[CameraShot]) -> tuple[Floats, Image]:
@@ -125,6 +148,8 @@ def sample_frame(xyz: Floats, rgb: Image, crop: Crop, n: int, start_seed: Sequen
         raise ExportError(f"{where}: --point-cloud-crop: found no points inside {crop} (of {len(xyz)} seen); "
                           "allowed: a box that holds part of the scene (x0,y0,z0,x1,y1,z1 in metres, world frame)")
     xyz, rgb = xyz[keep], rgb[keep]
+    thin = voxel_firsts(xyz, VOXEL)
+    xyz, rgb = xyz[thin], rgb[thin]
     start = int(np.random.default_rng(list(start_seed)).integers(len(xyz)))
     idx = farthest_points(xyz, n, start)
     out: npt.NDArray[np.float32] = np.concatenate([xyz[idx], rgb[idx].astype(np.float64)], axis=1).astype(np.float32)
