@@ -1,7 +1,8 @@
 """`x2 export zarr --point-cloud N` (x2.export.point_cloud): every exported point lies on the surface of a geom of the
 thing its pixel's segmentation names (MuJoCo's own ray from the camera through the point, in the episode's model at
 that frame's state, within 3 mm); zarr 2.x opens the store the way diffusion_policy's ReplayBuffer does; the same seed
-gives the same bytes; a crop that leaves no points is refused in one line, exit 2, nothing written.
+gives the same bytes; a crop that leaves no points is refused in one line, exit 2, nothing written, as are a malformed
+crop and a camera the robot lacks.
 
 One 3-frame scripted episode (tests/helpers/real_dataset.py), the head camera drawn at 48x64.
 """
@@ -21,7 +22,7 @@ from helpers.x2_cli import run_x2
 from test_export_formats import zarr2_python
 
 from x2 import format as fmt
-from x2.base.errors import ExportError
+from x2.base.errors import ExportError, X2Error
 from x2.datasets import Dataset, Episode
 from x2.export.point_cloud import Crop, PointCloudOptions, farthest_points, frame_points
 from x2.export.request import ExportRequest
@@ -88,7 +89,7 @@ def test_every_point_lies_on_a_geom_of_the_thing_its_pixel_names(dataset: Datase
 
 
 def test_diffusion_policys_replay_buffer_opens_it_with_zarr_2(exported: Path, tmp_path: Path) -> None:
-    # diffusion_policy's ReplayBuffer.copy_from_path (diffusion_policy/common/replay_buffer.py, as DP3 copies it):
+    # diffusion_policy's ReplayBuffer.copy_from_path (its common/replay_buffer module; DP3 carries the same):
     # zarr.open(path, 'r'), zarr.group(store), meta and data read to numpy, and its constructor's asserts
     script = tmp_path / "read.py"
     script.write_text(r"""
@@ -142,5 +143,13 @@ def test_a_crop_that_leaves_no_points_is_refused(dataset: Dataset, tmp_path: Pat
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "frame 0: --point-cloud-crop: found no points" in lines[0], done.stderr
     assert not (tmp_path / "cli.zarr").exists()
-    bad = run_x2(["export", "zarr", str(dataset.root), "--point-cloud", "8", "--point-cloud-crop", "1,2,3"], tmp_path)
-    assert bad.returncode == 2 and "--point-cloud-crop: found '1,2,3'" in bad.stderr
+    for text in ("1,2,3", "0,0,0,1,1,x", "1,0,0,0,1,1"):
+        with pytest.raises(ExportError, match=rf"--point-cloud-crop: found '{text}'; allowed: six numbers"):
+            Crop.parse(text)
+
+
+def test_a_camera_the_robot_lacks_is_refused(dataset: Dataset, tmp_path: Path) -> None:
+    request = ExportRequest(dataset, tuple(dataset.episodes()), tmp_path / "cam.zarr", state_only=True)
+    with pytest.raises(X2Error, match=r"cameras: found \['nope'\]; allowed: the model's cameras"):
+        export_zarr(request, ZarrOptions(point_cloud=PointCloudOptions(8, ("nope",), None, SIZE)))
+    assert not (tmp_path / "cam.zarr").exists()

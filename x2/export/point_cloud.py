@@ -4,9 +4,9 @@ Per frame: each chosen camera's depth (drawn from the recorded state, x2/recorde
 with its K and extrinsics (`lift`), the cameras' points are joined in the world frame, pixels that see no geom
 (segmentation id 0: the depth there is the far clip) are dropped, the rest are cropped to the workspace box
 (`Crop`), thinned to the first point of each 1 cm cube (`voxel_firsts`: every kept point is still a pixel's own) and
-farthest-point sampled to N (`farthest_points`, deterministic: the start is drawn from the seed and the frame's place
-in the export). A frame left with fewer than N points repeats them in sampling order to N; a frame
-left with none is refused in one line naming the episode and frame.
+farthest-point sampled to N (`farthest_points`, deterministic: the start is drawn from `--point-cloud-seed` and the
+frame's row in the export). A frame left with fewer than N points repeats them in sampling order to N; a frame left
+with none is refused in one line naming the episode and frame.
 
 Row layout: (N, 6) float32 x, y, z in metres (world frame), r, g, b 0..255 as float (the picture's own values, not
 rescaled). DP3's datasets read `data/point_cloud` (T, N, 3 or 6) and, with its default `use_pc_color: false`, take
