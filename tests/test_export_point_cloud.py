@@ -4,7 +4,7 @@ that frame's state, within 3 mm); zarr 2.x opens the store the way diffusion_pol
 gives the same bytes; a crop that leaves no points is refused in one line, exit 2, nothing written, as are a malformed
 crop and a camera the robot lacks.
 
-One 3-frame scripted episode (tests/helpers/real_dataset.py), the head camera drawn at 48x64.
+One 3-frame scripted episode (tests/helpers/real_dataset.py), the head and left wrist cameras drawn at 48x64.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from x2.sim.mujoco.state import STATE_SPEC
 
 SIZE = ImageSize(48, 64)
 N = 256
+CAMERAS = ("head", "left_wrist")  # fused: the booth-fixed view and one that moves with the arm
 SURFACE_TOL = 3e-3  # m
 
 
@@ -47,7 +48,7 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
 
 def _export(ds: Dataset, target: Path, seed: int = 0, crop: Crop | None = None) -> None:
     request = ExportRequest(ds, tuple(ds.episodes()), target, state_only=True)
-    export_zarr(request, ZarrOptions(point_cloud=PointCloudOptions(N, ("head",), crop, SIZE, seed)))
+    export_zarr(request, ZarrOptions(point_cloud=PointCloudOptions(N, CAMERAS, crop, SIZE, seed)))
 
 
 @pytest.fixture(scope="module")
@@ -65,26 +66,35 @@ def test_every_point_lies_on_a_geom_of_the_thing_its_pixel_names(dataset: Datase
         data = mujoco.MjData(model)
         of_body = WorldSegments(model).of_body
         states = ep.dataset(fmt.STATES)[:]
-        shots = list(drawn_shots(ep, ("head",), SIZE))
+        shots = list(drawn_shots(ep, CAMERAS, SIZE))
     group = np.array([1, 1, 1, 0, 0, 0], np.uint8)  # the groups the renderer draws
     kinds: set[str] = set()
+    used: set[str] = set()
     for t, (frame, table) in enumerate(shots):
-        xyz, _ = frame_points([frame["head"]])
-        seg = frame["head"].shot.segmentation
-        assert seg is not None
-        ids = seg.ravel()[seg.ravel() != 0]
+        lifted = {}
+        for cam in CAMERAS:
+            xyz, _ = frame_points([frame[cam]])
+            seg = frame[cam].shot.segmentation
+            assert seg is not None
+            lifted[cam] = (xyz, seg.ravel()[seg.ravel() != 0])
         mujoco.mj_setState(model, data, np.asarray(states[t], np.float64), STATE_SPEC)
         mujoco.mj_kinematics(model, data)
-        eye = frame["head"].extrinsics[:3, 3]
         for point in np.unique(clouds[t, :, :3], axis=0):
-            which = int(np.argmin(np.abs(xyz - point).sum(axis=1)))
-            assert np.abs(xyz[which] - point).max() < 1e-5  # an exported point is one of the lifted pixels
+            # the camera and pixel the point was lifted from: exported points are lifted pixels, unmoved
+            gaps = {cam: np.abs(xyz - point).sum(axis=1) for cam, (xyz, _) in lifted.items()}
+            cam = min(CAMERAS, key=lambda c: float(gaps[c].min()))
+            xyz, ids = lifted[cam]
+            which = int(np.argmin(gaps[cam]))
+            assert np.abs(xyz[which] - point).max() < 1e-5
+            eye = frame[cam].extrinsics[:3, 3]
             span = float(np.linalg.norm(point - eye))
             geom = np.array([-1], np.int32)
             hit = mujoco.mj_ray(model, data, eye, (point - eye) / span, group, 1, -1, geom)
-            assert geom[0] >= 0 and abs(hit - span) <= SURFACE_TOL, (t, point, hit, span)
-            assert of_body[model.geom_bodyid[geom[0]]] == ids[which], (t, point, table.names[ids[which]])
+            assert geom[0] >= 0 and abs(hit - span) <= SURFACE_TOL, (t, cam, point, hit, span)
+            assert of_body[model.geom_bodyid[geom[0]]] == ids[which], (t, cam, point, table.names[ids[which]])
             kinds.add(table.kinds[ids[which]])
+            used.add(cam)
+    assert used == set(CAMERAS)  # both cameras' points survive the crop and the sampling
     assert {"robot", "scenery"} <= kinds  # the clouds hold the robot and the table, not one surface
 
 
