@@ -24,11 +24,11 @@ from test_export_formats import zarr2_python
 from x2 import format as fmt
 from x2.base.errors import ExportError, X2Error
 from x2.datasets import Dataset, Episode
-from x2.export.point_cloud import Crop, PointCloudOptions, farthest_points, frame_points
+from x2.export.point_cloud import Crop, PointCloudOptions, base_origin, farthest_points, frame_points
 from x2.export.request import ExportRequest
 from x2.export.zarr import ZarrOptions, export_zarr
 from x2.recorded.shots import drawn_shots
-from x2.recorded.world import open_world
+from x2.recorded.world import open_world, recorded_env
 from x2.sim.camera import ImageSize
 from x2.sim.mujoco.segments import WorldSegments
 from x2.sim.mujoco.state import STATE_SPEC
@@ -163,3 +163,34 @@ def test_a_camera_the_robot_lacks_is_refused(dataset: Dataset, tmp_path: Path) -
     with pytest.raises(X2Error, match=r"cameras: found \['nope'\]; allowed: the model's cameras"):
         export_zarr(request, ZarrOptions(point_cloud=PointCloudOptions(8, ("nope",), None, SIZE)))
     assert not (tmp_path / "cam.zarr").exists()
+
+
+def test_the_base_frame_is_the_world_frame_moved_to_the_robots_mount(tmp_path: Path) -> None:
+    # ALOHA is mounted at base_pos (0.14, 0, 0) (x2/robots/aloha.yaml) and its reset draws no table height here
+    root = tmp_path / "aloha"
+    record_short_dataset(root, episodes=1, ticks=2, task="pick_place", robot="aloha")
+    ds = Dataset.open(root)
+    clouds = {}
+    for frame in ("world", "base"):
+        request = ExportRequest(ds, tuple(ds.episodes()), tmp_path / f"{frame}.zarr", state_only=True)
+        export_zarr(request, ZarrOptions(point_cloud=PointCloudOptions(32, ("head",), None, SIZE, 0, frame)))
+        clouds[frame] = np.asarray(zarr.open_group(str(tmp_path / f"{frame}.zarr"), mode="r")["data/point_cloud"][:])
+    with Episode(ds.episode_path(0)) as ep:
+        origin = base_origin(ep, recorded_env(ep))
+    assert origin.tolist() == [0.14, 0.0, 0.0]
+    world, base = clouds["world"], clouds["base"]
+    assert np.allclose(base[..., :3] + origin, world[..., :3], atol=1e-6)  # the same points (same seed), moved
+    assert np.array_equal(base[..., 3:], world[..., 3:])
+    with pytest.raises(ExportError, match=r"--point-cloud-frame: found 'robot'; allowed: world, base"):
+        PointCloudOptions(32, frame="robot")
+
+
+def test_a_mobile_robots_base_frame_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "mobile"
+    record_short_dataset(root, episodes=1, ticks=2, task="pick_place", robot="mobile-aloha")
+    ds = Dataset.open(root)
+    request = ExportRequest(ds, tuple(ds.episodes()), tmp_path / "m.zarr", state_only=True)
+    with pytest.raises(ExportError, match=r"--point-cloud-frame: found base for robot 'mobile-aloha', which drives a "
+                                          r"mobile base; allowed: world"):
+        export_zarr(request, ZarrOptions(point_cloud=PointCloudOptions(32, ("head",), None, SIZE, 0, "base")))
+    assert not (tmp_path / "m.zarr").exists()

@@ -66,6 +66,9 @@ def zarr_command(
                                    "to 0.6 m above it).", show_default=False)] = None,
     point_cloud_size: Annotated[str, typer.Option(
         "--point-cloud-size", help="Depth drawn at HxW for the point cloud.")] = str(DEFAULT_SIZE),
+    point_cloud_frame: Annotated[str, typer.Option(
+        "--point-cloud-frame", help="The points' frame: world, or base (the robot's mount; axes the world's).")]
+        = "world",
     point_cloud_seed: Annotated[int, typer.Option(
         "--point-cloud-seed", help="Seeds the point cloud's farthest-point sampling.")] = 0,
     overwrite: OverwriteOpt = False,
@@ -88,7 +91,7 @@ def zarr_command(
         point_cloud=None if point_cloud is None else pc.PointCloudOptions(
             point_cloud, parse_cameras(point_cloud_cameras, "--point-cloud-cameras") or pc.DEFAULT_POINT_CLOUD_CAMERAS,
             None if point_cloud_crop is None else pc.Crop.parse(point_cloud_crop),
-            ImageSize.parse(point_cloud_size, "--point-cloud-size"), point_cloud_seed))
+            ImageSize.parse(point_cloud_size, "--point-cloud-size"), point_cloud_seed, point_cloud_frame))
     with export_progress() as progress:
         summary = zarr_export.export_zarr(request, options, progress)
     console.print(f"zarr {options.zarr_format}{' (zip)' if zip_ else ''}: {summary.path}", soft_wrap=True)

@@ -8,7 +8,8 @@ farthest-point sampled to N (`farthest_points`, deterministic: the start is draw
 frame's row in the export). A frame left with fewer than N points repeats them in sampling order to N; a frame left
 with none is refused in one line naming the episode and frame.
 
-Row layout: (N, 6) float32 x, y, z in metres (world frame), r, g, b 0..255 as float (the picture's own values, not
+Row layout: (N, 6) float32 x, y, z in metres (world frame, or with `frame="base"` the robot's base frame:
+`base_origin`), r, g, b 0..255 as float (the picture's own values, not
 rescaled). DP3's datasets read `data/point_cloud` (T, N, 3 or 6) and, with its default `use_pc_color: false`, take
 the first three channels.
 
@@ -24,14 +25,17 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from x2 import format as fmt
 from x2.base.arrays import Floats, Image
 from x2.base.errors import ExportError
-from x2.envspec.env import BoothSpec
+from x2.datasets import Episode
+from x2.envspec.env import BoothSpec, EnvSpec
 from x2.recorded.frames import DEFAULT_SIZE
 from x2.recorded.shots import CameraShot
 from x2.sim.camera import ImageSize
 
 POINT_CLOUD_KEY = "point_cloud"
+FRAMES: tuple[str, ...] = ("world", "base")
 DEFAULT_POINT_CLOUD_CAMERAS: tuple[str, ...] = ("head",)  # the robot's scene view: the wrists see mostly fingers
 _BELOW_TOP, _ABOVE_TOP = 0.02, 0.6  # m: the default box's floor and ceiling about the table top
 # m: the cube one surface point stands for before the sampling. 1024 points spread over a ~1 m^2 table top lie ~3 cm
@@ -78,6 +82,25 @@ class PointCloudOptions:
     crop: Crop | None = None  # None: the recorded booth's table top (Crop.table_top)
     size: ImageSize = DEFAULT_SIZE  # the depth is drawn at this size
     seed: int = 0
+    frame: str = "world"  # one of FRAMES: the points' frame (the crop is always in the world's)
+
+    def __post_init__(self) -> None:
+        if self.frame not in FRAMES:
+            raise ExportError(f"--point-cloud-frame: found {self.frame!r}; allowed: {', '.join(FRAMES)}")
+
+
+def base_origin(ep: Episode, env: EnvSpec) -> Floats:
+    """(3,) world position of the robot's base frame: where its robot file is mounted (`base_pos`), lowered by the
+    table height the episode's reset drew (the world builder realises that draw by moving the mount), axes the
+    world's. A robot on a mobile base is refused: its base moves, and its frame is not built here yet."""
+    robot = env.robot
+    if robot.base is not None:
+        raise ExportError(f"{ep.path}: --point-cloud-frame: found base for robot {robot.name!r}, which drives a mobile "
+                          "base; allowed: world")
+    drawn = ep.json_attr(fmt.RESET_EMBODIMENT_ATTR)
+    height = float(drawn.get("table_height", 0.0)) if isinstance(drawn, dict) else 0.0
+    x, y, z = robot.base_pos
+    return np.array([x, y, z - height], np.float64)
 
 
 def lift(depth: Floats, k: Floats, extrinsics: Floats) -> Floats:
@@ -140,9 +163,10 @@ def frame_points(shots: Sequence[CameraShot]) -> tuple[Floats, Image]:
 
 
 def sample_frame(xyz: Floats, rgb: Image, crop: Crop, n: int, start_seed: Sequence[int], where: str,
-                 ) -> npt.NDArray[np.float32]:
+                 origin: Floats | None = None) -> npt.NDArray[np.float32]:
     """(n, 6) float32 xyz + rgb of the cropped, farthest-point sampled cloud; ExportError when the crop leaves none.
-    `start_seed` (the export's seed, the frame's row) draws the first point."""
+    `start_seed` (the export's seed, the frame's row) draws the first point; `origin` (3,), when given, is the world
+    position of the frame the points are returned in (axes the world's)."""
     keep = crop.inside(xyz)
     if not keep.any():
         raise ExportError(f"{where}: --point-cloud-crop: found no points inside {crop} (of {len(xyz)} seen); "
@@ -152,5 +176,7 @@ def sample_frame(xyz: Floats, rgb: Image, crop: Crop, n: int, start_seed: Sequen
     xyz, rgb = xyz[thin], rgb[thin]
     start = int(np.random.default_rng(list(start_seed)).integers(len(xyz)))
     idx = farthest_points(xyz, n, start)
+    if origin is not None:
+        xyz = xyz - origin
     out: npt.NDArray[np.float32] = np.concatenate([xyz[idx], rgb[idx].astype(np.float64)], axis=1).astype(np.float32)
     return out

@@ -62,7 +62,14 @@ from x2.export.episode_arrays import (
     row_layout,
     taken_at,
 )
-from x2.export.point_cloud import POINT_CLOUD_KEY, Crop, PointCloudOptions, frame_points, sample_frame
+from x2.export.point_cloud import (
+    POINT_CLOUD_KEY,
+    Crop,
+    PointCloudOptions,
+    base_origin,
+    frame_points,
+    sample_frame,
+)
 from x2.export.provenance import Json
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
 from x2.export.sensor_streams import (
@@ -305,7 +312,7 @@ def _write_streams(writer: _Writer, ep: Episode, streams: SensorStreams, sizes: 
 
 def _describe(pc: PointCloudOptions) -> dict[str, Json]:
     return {"points": pc.points, "cameras": list(pc.cameras), "size": str(pc.size), "seed": pc.seed,
-            "crop": "the recorded booth's table top" if pc.crop is None else str(pc.crop), "frame": "world",
+            "crop": "the recorded booth's table top" if pc.crop is None else str(pc.crop), "frame": pc.frame,
             "layout": "x, y, z (m), r, g, b (0..255)", "source": "drawn from /states (x2/export/point_cloud.py)"}
 
 
@@ -313,11 +320,13 @@ def _write_point_clouds(writer: _Writer, ep: Episode, pc: PointCloudOptions, sta
     """The episode's rows of data/point_cloud, drawn from its states, fused, cropped and sampled."""
     if first:
         writer.create(POINT_CLOUD_KEY, (pc.points, 6), np.dtype(np.float32), image=False)
-    crop = pc.crop if pc.crop is not None else Crop.table_top(recorded_env(ep).booth)
+    env = recorded_env(ep)
+    crop = pc.crop if pc.crop is not None else Crop.table_top(env.booth)
+    origin = base_origin(ep, env) if pc.frame == "base" else None
     rows = np.empty((ep.frames, pc.points, 6), np.float32)
     for t, (shots, _) in enumerate(drawn_shots(ep, pc.cameras, pc.size)):
         xyz, rgb = frame_points([shots[c] for c in pc.cameras])
-        rows[t] = sample_frame(xyz, rgb, crop, pc.points, (pc.seed, start + t), f"{ep.path}: frame {t}")
+        rows[t] = sample_frame(xyz, rgb, crop, pc.points, (pc.seed, start + t), f"{ep.path}: frame {t}", origin)
     writer.write(POINT_CLOUD_KEY, start, rows)
 
 
