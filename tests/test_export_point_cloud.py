@@ -160,7 +160,8 @@ def test_a_crop_that_leaves_no_points_is_refused(dataset: Dataset, tmp_path: Pat
 
 def test_a_camera_the_robot_lacks_is_refused(dataset: Dataset, tmp_path: Path) -> None:
     request = ExportRequest(dataset, tuple(dataset.episodes()), tmp_path / "cam.zarr", state_only=True)
-    with pytest.raises(X2Error, match=r"cameras: found \['nope'\]; allowed: the model's cameras"):
+    with pytest.raises(X2Error, match=r"episode_000000\.h5: --point-cloud-cameras: found \['nope'\]; allowed: the "
+                                      r"world's cameras \['front', 'head'"):
         export_zarr(request, ZarrOptions(point_cloud=PointCloudOptions(8, ("nope",), None, SIZE)))
     assert not (tmp_path / "cam.zarr").exists()
 

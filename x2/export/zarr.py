@@ -324,7 +324,7 @@ def _write_point_clouds(writer: _Writer, ep: Episode, pc: PointCloudOptions, sta
     crop = pc.crop if pc.crop is not None else Crop.table_top(env.booth)
     origin = base_origin(ep, env) if pc.frame == "base" else None
     rows = np.empty((ep.frames, pc.points, 6), np.float32)
-    for t, (shots, _) in enumerate(drawn_shots(ep, pc.cameras, pc.size)):
+    for t, (shots, _) in enumerate(drawn_shots(ep, pc.cameras, pc.size, where="--point-cloud-cameras")):
         xyz, rgb = frame_points([shots[c] for c in pc.cameras])
         rows[t] = sample_frame(xyz, rgb, crop, pc.points, (pc.seed, start + t), f"{ep.path}: frame {t}", origin)
     writer.write(POINT_CLOUD_KEY, start, rows)

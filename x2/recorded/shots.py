@@ -14,7 +14,7 @@ from x2.base.arrays import Floats
 from x2.base.errors import DatasetError
 from x2.datasets import Episode
 from x2.recorded.world import SIM_BOUND, open_world
-from x2.sim.camera import ImageSize, opencv_matrix, optical_to_world
+from x2.sim.camera import ImageSize, StateRenderer, opencv_matrix, optical_to_world
 from x2.sim.streams import STREAMS, SegmentTable, Shot
 
 
@@ -27,11 +27,22 @@ class CameraShot:
     extrinsics: Floats  # (4, 4)
 
 
-def drawn_shots(ep: Episode, cameras: Sequence[str], size: ImageSize,
-                frames: Sequence[int] | None = None) -> Iterator[tuple[dict[str, CameraShot], SegmentTable]]:
+def drawn_shots(ep: Episode, cameras: Sequence[str], size: ImageSize, frames: Sequence[int] | None = None,
+                where: str = "cameras") -> Iterator[tuple[dict[str, CameraShot], SegmentTable]]:
     """Per frame (every frame, or `frames` in the order given) {camera: CameraShot} and the segmentation's id
-    table. A camera whose lens distorts is refused: its depth is not a pinhole's."""
-    with open_world(ep) as world, world.backend.renderer(cameras, size) as renderer:
+    table. A camera the world lacks is refused in one line naming the episode and `where` (the option that named
+    it); so is a camera whose lens distorts: its depth is not a pinhole's."""
+    with open_world(ep) as world:
+        known = world.backend.cameras
+        missing = known.missing(cameras)
+        if missing:
+            raise DatasetError(f"{ep.path}: {where}: found {missing}; allowed: the world's cameras {list(known.names)}")
+        yield from _drawn(ep, world.backend.renderer(cameras, size), cameras, frames)
+
+
+def _drawn(ep: Episode, renderer: StateRenderer, cameras: Sequence[str],
+           frames: Sequence[int] | None) -> Iterator[tuple[dict[str, CameraShot], SegmentTable]]:
+    with renderer:
         ks = {}
         for cam in cameras:
             intrinsics = renderer.intrinsics(cam)
