@@ -23,6 +23,7 @@ from x2.cli.options import (
 )
 from x2.datasets.select import require_some
 from x2.export import hdf5 as hdf5_export
+from x2.export import point_cloud as pc
 from x2.export import zarr as zarr_export
 from x2.export.episode_arrays import RESIZE_DESCRIPTION
 from x2.export.request import ExportRequest, parse_action_kind
@@ -55,6 +56,22 @@ def zarr_command(
     state_only: StateOnlyOpt = False,
     zarr_format: Annotated[int, typer.Option("--zarr-format", help="2 (diffusion_policy, UMI: zarr 2.x) or 3.")] = 2,
     zip_: Annotated[bool, typer.Option("--zip", help="Pack the finished store into one .zip (ZIP_STORED).")] = False,
+    point_cloud: Annotated[int | None, typer.Option(
+        "--point-cloud", min=1, help="Add data/point_cloud (T, N, 6): DP3's fused xyz + rgb clouds of N points, drawn "
+                                     "from the recorded states.", show_default=False)] = None,
+    point_cloud_cameras: Annotated[str, typer.Option(
+        "--point-cloud-cameras", help="Cameras fused into the point cloud, comma-separated.")]
+        = ",".join(pc.DEFAULT_POINT_CLOUD_CAMERAS),
+    point_cloud_crop: Annotated[str | None, typer.Option(
+        "--point-cloud-crop", help="Workspace box x0,y0,z0,x1,y1,z1 (m, world frame; default: the booth's table top "
+                                   "to 0.6 m above it).", show_default=False)] = None,
+    point_cloud_size: Annotated[str, typer.Option(
+        "--point-cloud-size", help="Depth drawn at HxW for the point cloud.")] = str(DEFAULT_SIZE),
+    point_cloud_frame: Annotated[str, typer.Option(
+        "--point-cloud-frame", help="The points' frame: world, or base (the robot's mount; axes the world's).")]
+        = "world",
+    point_cloud_seed: Annotated[int, typer.Option(
+        "--point-cloud-seed", help="Seeds the point cloud's farthest-point sampling.")] = 0,
     overwrite: OverwriteOpt = False,
     action: ActionKindOpt = "joint",
 ) -> None:
@@ -63,6 +80,7 @@ def zarr_command(
     Examples: [cyan]x2 export zarr --success-only[/cyan]
     [cyan]x2 export zarr fruit_in_microwave --cameras head --image-size 96x128 --zip[/cyan]
     [cyan]x2 export zarr --state-only --action ee_delta[/cyan]
+    [cyan]x2 export zarr pick_place --state-only --point-cloud 1024 --point-cloud-cameras head[/cyan]
     """
     ds = open_dataset_arg(dataset)
     chosen = selection(success_only, source, part, older_part, episodes)
@@ -73,7 +91,11 @@ def zarr_command(
     options = zarr_export.ZarrOptions(
         render_size=ImageSize.parse(size),
         image_size=None if image_size is None else ImageSize.parse(image_size, "--image-size"),
-        zarr_format=zarr_format, zip=zip_)
+        zarr_format=zarr_format, zip=zip_,
+        point_cloud=None if point_cloud is None else pc.PointCloudOptions(
+            point_cloud, parse_cameras(point_cloud_cameras, "--point-cloud-cameras") or pc.DEFAULT_POINT_CLOUD_CAMERAS,
+            None if point_cloud_crop is None else pc.Crop.parse(point_cloud_crop),
+            ImageSize.parse(point_cloud_size, "--point-cloud-size"), point_cloud_seed, point_cloud_frame))
     with export_progress() as progress:
         summary = zarr_export.export_zarr(request, options, progress)
     console.print(f"zarr {options.zarr_format}{' (zip)' if zip_ else ''}: {summary.path}", soft_wrap=True)

@@ -8,7 +8,8 @@
                    with stored depth / segmentation (x2 render --streams): <cam>_depth (T, H, W) float32 metres,
                    <cam>_segmentation (T, H, W) uint16 ids, <cam>_extrinsics (T, 4, 4) float64
                    attrs: names (the column names: joints, arms, objects) where the episode names them; a depth or
-                   segmentation array its K, pixel_origin, height, width; a segmentation names, kinds
+                   segmentation array its K, pixel_origin, height, width; a segmentation names, kinds;
+                   with --point-cloud N: point_cloud (T, N, 6) float32 xyz + rgb (x2/export/point_cloud.py)
   meta/episode_ends  (episodes,) int64, cumulative row counts: episode i is rows [ends[i-1], ends[i])
   .zattrs          x2_provenance: what the export was made from (x2.export.provenance)
 ```
@@ -61,6 +62,14 @@ from x2.export.episode_arrays import (
     row_layout,
     taken_at,
 )
+from x2.export.point_cloud import (
+    POINT_CLOUD_KEY,
+    Crop,
+    PointCloudOptions,
+    base_origin,
+    frame_points,
+    sample_frame,
+)
 from x2.export.provenance import Json
 from x2.export.request import ExportRequest, ProgressCallback, ProgressTracker, ignore_progress
 from x2.export.sensor_streams import (
@@ -78,6 +87,8 @@ from x2.export.sensor_streams import (
 from x2.export.sources import ExportSources, Sizing, run_export
 from x2.files.staging import clear_leftovers, staged
 from x2.recorded.frames import DEFAULT_SIZE
+from x2.recorded.shots import drawn_shots
+from x2.recorded.world import recorded_env
 from x2.sim.camera import ImageSize
 
 if TYPE_CHECKING:
@@ -94,6 +105,7 @@ class ZarrOptions:
     image_size: ImageSize | None = None  # resize every stream to this size
     zarr_format: int = 2
     zip: bool = False
+    point_cloud: PointCloudOptions | None = None  # data/point_cloud, drawn from the states
 
 
 @dataclass(frozen=True)
@@ -159,6 +171,8 @@ def _export(sources: ExportSources, options: ZarrOptions, progress: ProgressCall
     streams = stored_streams(sources.first_episode, cameras)
     if streams:  # (only then: an export without them keeps its provenance as it was)
         lenses["sensor_streams"] = streams.describe()
+    if options.point_cloud is not None:
+        lenses["point_cloud"] = _describe(options.point_cloud)
     meta = sources.provenance(format=f"diffusion_policy replay buffer (zarr {options.zarr_format})",
                               cameras={c: str(s) for c, s in sizes.items()}, **lenses)
     tracker = ProgressTracker(progress, len(sources.records), total)
@@ -233,6 +247,8 @@ def _fill(root: zarr.Group, sources: ExportSources, sizes: dict[str, ImageSize],
         _write_streams(writer, ep, streams, sizes, start)
         for key, values in _low_dim(arrays).items():
             writer.write(key, start, values)
+        if options.point_cloud is not None:
+            _write_point_clouds(writer, ep, options.point_cloud, start, first=start == 0)
         done = 0
         for batch in (camera_batches(ep, cameras, options.render_size, sizes) if cameras else ()):
             n = len(batch[cameras[0]])
@@ -292,6 +308,26 @@ def _write_streams(writer: _Writer, ep: Episode, streams: SensorStreams, sizes: 
                 done += len(block)
     for cam in streams.cameras:
         writer.write(cam + EXTRINSICS_SUFFIX, start, extrinsics(ep, cam))
+
+
+def _describe(pc: PointCloudOptions) -> dict[str, Json]:
+    return {"points": pc.points, "cameras": list(pc.cameras), "size": str(pc.size), "seed": pc.seed,
+            "crop": "the recorded booth's table top" if pc.crop is None else str(pc.crop), "frame": pc.frame,
+            "layout": "x, y, z (m), r, g, b (0..255)", "source": "drawn from /states (x2/export/point_cloud.py)"}
+
+
+def _write_point_clouds(writer: _Writer, ep: Episode, pc: PointCloudOptions, start: int, first: bool) -> None:
+    """The episode's rows of data/point_cloud, drawn from its states, fused, cropped and sampled."""
+    if first:
+        writer.create(POINT_CLOUD_KEY, (pc.points, 6), np.dtype(np.float32), image=False)
+    env = recorded_env(ep)
+    crop = pc.crop if pc.crop is not None else Crop.table_top(env.booth)
+    origin = base_origin(ep, env) if pc.frame == "base" else None
+    rows = np.empty((ep.frames, pc.points, 6), np.float32)
+    for t, (shots, _) in enumerate(drawn_shots(ep, pc.cameras, pc.size, where="--point-cloud-cameras")):
+        xyz, rgb = frame_points([shots[c] for c in pc.cameras])
+        rows[t] = sample_frame(xyz, rgb, crop, pc.points, (pc.seed, start + t), f"{ep.path}: frame {t}", origin)
+    writer.write(POINT_CLOUD_KEY, start, rows)
 
 
 def _read_back(store: Store, expected: dict[str, tuple[tuple[int, ...], str, str]], ends: list[int],
