@@ -100,7 +100,8 @@ def write_truth(work: Path) -> dict[str, float]:
             values = {"kp": kp * f, "kv": kv * f, "damping": damping * DAMPING_X, "frictionloss": friction * FRICTION_X}
             joints[j] = values
             truth.update({f"{j}.scale": f, f"{j}.damping": values["damping"],
-                          f"{j}.frictionloss": values["frictionloss"], f"{j}.armature": float(m.joint(j).armature[0])})
+                          f"{j}.frictionloss": values["frictionloss"], f"{j}.armature": float(m.joint(j).armature[0]),
+                          f"{j}.kv_share": 1.0})
         arms[arm.name] = {"gravcomp": 1.0, "joints": joints}
         truth[f"{arm.name}.gravcomp"] = 1.0
     base.close()
@@ -217,6 +218,8 @@ def gym(args: argparse.Namespace) -> None:
         for a, arm in enumerate(("left", "right")):
             v = np.concatenate(e.tcp[a * n:(a + 1) * n]) * 1000
             print(f"  {arm}: median {np.median(v):.3f} mm, p95 {np.percentile(v, 95):.3f} mm")
+        print("  joint RMS (mrad): " + ", ".join(f"{j} {np.sqrt(np.mean(np.square(v))) * 1000:.2f}"
+                                                 for j, v in e.rms.items()))
     print(f"report: {run.report}, {run.picture}")
 
 

@@ -3,12 +3,16 @@
 What is fitted, per joint of every arm: the position servo's stiffness as a scale `s` of the robot's own (kp =
 s kp0, and kv = s kv0 with it: a servo's kv and the joint's damping both act on velocity, so they cannot both be
 fitted apart; the scale comes from the stiffness, the rest of the velocity term is the joint's damping), the joint
-damping, the armature and the friction loss; per arm the gravity-compensation share of its bodies; for the
-robot the command latency in whole control ticks. The latency is an integer: it is searched outside the
-continuous fit (each candidate scored at the current values, the fit run at the best, the search repeated at
-the fitted values). `mujoco.sysid` holds the parameters and bounds, runs MuJoCo's least-squares optimiser
-(`mujoco.minimize`) and gives the confidence intervals; the residual is the recorded joint positions against
-the twin's, stepped with `mujoco.rollout` from each recording's first measured state under its commands.
+damping, the armature and the friction loss, and the share of the servo's kv it keeps (fitted in the damping's
+place on a joint that wants less velocity gain than the servo's own kv gives: gym-aloha's servos have none); per
+arm the gravity-compensation share of its bodies; for the robot the command latency in whole control ticks. The
+least squares starts from the robot's own values or, per joint, from a servo without kv held back by dry
+friction, whichever a coarse grid of friction losses scores better (`_coarse_start`). The latency is an
+integer: it is searched outside the continuous fit (each candidate scored at the current values, the fit run at
+the best, the search repeated at the fitted values). `mujoco.sysid` holds the parameters and bounds, runs
+MuJoCo's least-squares optimiser (`mujoco.minimize`) and gives the confidence intervals; the residual is the
+recorded joint positions against the twin's, stepped with `mujoco.rollout` from each recording's first measured
+state under its commands.
 
 The arms are independent when the robot stands still and touches nothing, so each is fitted alone in a model
 of that arm alone (the other arms deleted, contacts off: the motions are in free space), which costs a
@@ -123,6 +127,7 @@ class ArmModel:
         self.gravcomp0 = float(m.body_gravcomp[self.bodies].max()) if len(self.bodies) else 0.0
         self.nstate = mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_FULLPHYSICS)
         self._pool: list[mujoco.MjModel] = []
+        self._pool_data: list[mujoco.MjData] = []
         g = robot.gripper
         self.gripper_ctrl = (g.closed_ctrl, g.open_ctrl - g.closed_ctrl)
         # a real recording measures the opening, not the fingers: on a slide gripper each finger stands at the
@@ -131,16 +136,18 @@ class ArmModel:
         self.lo, self.hi = m.actuator_ctrlrange[:, 0].copy(), m.actuator_ctrlrange[:, 1].copy()
 
     def nominal(self) -> Floats:
-        """The parameter vector of the robot's own values: per joint (scale, damping, armature, friction), then
-        the gravity-compensation share."""
+        """The parameter vector of the robot's own values: per joint (scale, damping, armature, friction, kv
+        share), then the gravity-compensation share."""
         n = len(self.joints)
-        x = np.concatenate([np.ones(n), self.damping0, self.armature0, self.friction0, [self.gravcomp0]])
+        x = np.concatenate([np.ones(n), self.damping0, self.armature0, self.friction0, np.ones(n), [self.gravcomp0]])
         return np.asarray(x, dtype=np.float64)
 
     def models(self, xs: Floats) -> list[mujoco.MjModel]:
         """One model per column of `xs` (n_params, k), reused from a pool."""
         while len(self._pool) < xs.shape[1]:
-            self._pool.append(mujoco.MjModel.__copy__(self.model))
+            model = mujoco.MjModel.__copy__(self.model)
+            self._pool.append(model)
+            self._pool_data.append(mujoco.MjData(model))
         out = []
         n = len(self.joints)
         for i in range(xs.shape[1]):
@@ -148,11 +155,16 @@ class ArmModel:
             s = x[:n]
             m.actuator_gainprm[self.servos, 0] = s * self.kp0
             m.actuator_biasprm[self.servos, 1] = -s * self.kp0
-            m.actuator_biasprm[self.servos, 2] = -s * self.kv0
+            m.actuator_biasprm[self.servos, 2] = -s * self.kv0 * x[4 * n:5 * n]
             m.dof_damping[self.dadr] = x[n:2 * n]
-            m.dof_armature[self.dadr] = x[2 * n:3 * n]
             m.dof_frictionloss[self.dadr] = x[3 * n:4 * n]
-            m.body_gravcomp[self.bodies] = x[4 * n]
+            m.body_gravcomp[self.bodies] = x[5 * n]
+            if not np.array_equal(m.dof_armature[self.dadr], x[2 * n:3 * n]):
+                m.dof_armature[self.dadr] = x[2 * n:3 * n]
+                # (the constants MuJoCo derives from the inertia at compile time, the joints' inverse weights among
+                # them, follow the armature as the compiled calibrated twin's do: friction loss is a soft constraint
+                # whose softness scales with the inverse weight, and a light link's differs from x2's 100-fold)
+                mujoco.mj_setConst(m, self._pool_data[i])
             out.append(m)
         return out
 
@@ -282,32 +294,37 @@ ARMATURE_GAIN = (0.1, 1e-3)
 
 def fit_arm(fit: ArmFit, progress: Progress, max_iter: int) -> tuple[Floats, int, list[ParamValue]]:
     """(parameter vector, latency ticks, parameter table) fitted for one arm: first with every armature held at
-    the robot's own value, then with the armatures free too, kept only when they explain ARMATURE_GAIN more."""
+    the robot's own value and every servo's kv at its scale of the robot's own, then with the armatures free too
+    and, on a joint whose damping went to 0, the servo's kv share in its place; kept only when that explains
+    ARMATURE_GAIN more."""
     a = fit.arm
     n = len(a.joints)
     x0 = a.nominal()
     lo, hi = _bounds(a)
-    names = [f"{j}.{f}" for f in ("scale", "damping", "armature", "frictionloss") for j in a.joints]
+    names = [f"{j}.{f}" for f in ("scale", "damping", "armature", "frictionloss", "kv_share") for j in a.joints]
     names.append(f"{a.arm.name}.gravcomp")
-    held = np.ones(len(x0), dtype=bool)
-    held[2 * n:3 * n] = False
     x, latency = x0, _best_latency(fit, x0, progress)
     start_cost = fit.cost(x0, latency)
+    x = _coarse_start(fit, x, hi, latency, progress)
+    first = _free(x, lo, hi, armature=False)
     tried: set[int] = set()
     while latency not in tried:
         tried.add(latency)
-        x, result = _optimise(fit, names, x, held, lo, hi, latency, max_iter, progress)
+        x, result = _optimise(fit, names, x, first, lo, hi, latency, max_iter, progress)
         latency = _best_latency(fit, x, progress)
     cost = fit.cost(x, latency)
-    x_free, result_free = _optimise(fit, names, x, np.ones(len(x0), dtype=bool), lo, hi, latency, max_iter, progress)
+    second = _free(x, lo, hi, armature=True)
+    slack = second[4 * n:5 * n]
+    x_free, result_free = _optimise(fit, names, x, second, lo, hi, latency, max_iter, progress)
     cost_free = fit.cost(x_free, latency)
     gain, floor = ARMATURE_GAIN
+    what = "armature" + (f" and the kv share of {', '.join(np.asarray(a.joints)[slack])}" if slack.any() else "")
     if cost - cost_free > max(gain * cost, floor * start_cost):
-        progress(f"{a.arm.name}: armature freed: cost {cost:.3e} -> {cost_free:.3e}")
-        x, result, mask = x_free, result_free, np.ones(len(x0), dtype=bool)
+        progress(f"{a.arm.name}: {what} freed: cost {cost:.3e} -> {cost_free:.3e}")
+        x, result, mask = x_free, result_free, second
     else:
-        progress(f"{a.arm.name}: armature held at the robot's own (freeing it: cost {cost:.3e} -> {cost_free:.3e})")
-        mask = held
+        progress(f"{a.arm.name}: {what} held at the robot's own (freeing: cost {cost:.3e} -> {cost_free:.3e})")
+        mask = first
     fit.latency = latency
     res = fit.residuals(x[:, None], latency)
     jac = np.asarray(result.jac) if result.jac is not None else np.zeros((0, int(mask.sum())))
@@ -318,6 +335,67 @@ def fit_arm(fit: ArmFit, progress: Progress, max_iter: int) -> tuple[Floats, int
         half[mask] = np.inf
     table = [ParamValue(name, float(x0[i]), float(x[i]), float(half[i])) for i, name in enumerate(names)]
     return x, latency, table
+
+
+def _free(x: Floats, lo: Floats, hi: Floats, armature: bool) -> Bools:
+    """Which parameters a stage fits: the armatures only when `armature`; per joint one velocity term, the damping
+    or (where the servo's kv share is below 1, or the damping went to its bound: the recordings want less
+    velocity gain than the servo's own kv gives; gym-aloha's servos have none) the kv share, never both (they act
+    alike)."""
+    n = (len(x) - 1) // 5
+    kv = (x[4 * n:5 * n] < 1.0) | (x[n:2 * n] <= lo[n:2 * n] + 1e-3 * (hi[n:2 * n] - lo[n:2 * n]))
+    free = np.ones(len(x), dtype=bool)
+    free[n:2 * n] = ~kv
+    free[2 * n:3 * n] = armature
+    free[4 * n:5 * n] = kv
+    return free
+
+
+# the coarse start's friction losses: the upper bound and FRICTION_LEVELS more, each 1/FRICTION_STEP of the one
+# above, none below the robot's own (x2's: 100 N m down to 0.1)
+FRICTION_STEP, FRICTION_LEVELS = 2.0, 10
+
+
+def _coarse_start(fit: ArmFit, x: Floats, hi: Floats, latency: int, progress: Progress) -> Floats:
+    """The start of the least squares: per joint, the robot's own values or the other valley, a servo without
+    velocity gain (kv share 0, no damping) held back by dry friction, at the friction loss of least cost on a
+    coarse ladder (FRICTION_STEP apart from the upper bound down); for every joint alike first, then per joint in
+    turn (the others held; twice over). gym-aloha's servos have no kv and 30-60 N m of friction loss instead:
+    least squares from the robot's values stays in the robot's valley (it drives the friction loss to 0 against
+    the servo's kv), and a friction loss above the largest force the servo asks of it never slips and leaves no
+    gradient to climb (a soft constraint's force below its bound does not depend on it). A robot near its own
+    values (the ground truth) keeps them: the grid is no better there."""
+    n = (len(x) - 1) // 5
+    x = x.copy()
+    own = (fit.arm.friction0, fit.arm.damping0)
+
+    def cheapest(x: Floats, joints: Sequence[int]) -> Floats:
+        """x, or the cheapest of the grid's points for `joints` (all alike)."""
+        cols = [x]
+        for k in range(-1, FRICTION_LEVELS + 1):
+            c = x.copy()
+            for j in joints:
+                if k < 0:
+                    c[3 * n + j], c[4 * n + j], c[n + j] = own[0][j], 1.0, own[1][j]
+                else:
+                    friction = max(hi[3 * n + j] / FRICTION_STEP ** k, own[0][j])
+                    c[3 * n + j], c[4 * n + j], c[n + j] = friction, 0.0, 0.0
+            cols.append(c)
+        xs = np.stack(cols, axis=1)
+        costs = np.array([np.sum(r ** 2, axis=0) for r in fit.residuals(xs, latency)]).sum(axis=0)
+        return xs[:, int(np.argmin(costs))].copy()
+
+    x = cheapest(x, range(n))
+    for _ in range(2):
+        before = x
+        for j in range(n):
+            x = cheapest(x, [j])
+        if np.array_equal(before, x):
+            break
+    desc = ", ".join(f"{j} {x[3 * n + i]:.3g} N m" + ("" if x[4 * n + i] else " (no kv)")
+                     for i, j in enumerate(fit.arm.joints))
+    progress(f"{fit.arm.arm.name}: coarse start: friction loss {desc} (cost {fit.cost(x, latency):.3e})")
+    return x
 
 
 def _optimise(fit: ArmFit, names: Sequence[str], x: Floats, free: Bools, lo: Floats, hi: Floats, latency: int,
@@ -353,10 +431,10 @@ def _optimise(fit: ArmFit, names: Sequence[str], x: Floats, free: Bools, lo: Flo
 
 def _bounds(a: ArmModel) -> tuple[Floats, Floats]:
     n = len(a.joints)
-    lo = np.concatenate([np.full(n, SCALE_BOUNDS[0]), np.zeros(3 * n), [0.0]])
+    lo = np.concatenate([np.full(n, SCALE_BOUNDS[0]), np.zeros(4 * n), [0.0]])
     # (friction up to 100 N m: gym-aloha's joints carry 30-60 N m of it, standing in for servo damping)
     hi = np.concatenate([np.full(n, SCALE_BOUNDS[1]), np.maximum(10 * a.damping0, 50.0),
-                         np.maximum(10 * a.armature0, 0.5), np.maximum(10 * a.friction0, 100.0), [1.0]])
+                         np.maximum(10 * a.armature0, 0.5), np.maximum(10 * a.friction0, 100.0), np.ones(n), [1.0]])
     return lo, hi
 
 
@@ -419,10 +497,10 @@ def fit_dynamics(robot: RobotSpec, action_names: Sequence[str], timestep: float,
         n = len(arm.joints)
         for j, name in enumerate(arm.joints):
             s = float(x[j])
-            joints.append(JointDynamics(name, kp=s * float(model.kp0[j]), kv=s * float(model.kv0[j]),
+            joints.append(JointDynamics(name, kp=s * float(model.kp0[j]), kv=s * float(model.kv0[j] * x[4 * n + j]),
                                         damping=float(x[n + j]), armature=float(x[2 * n + j]),
                                         frictionloss=float(x[3 * n + j])))
-        gravcomp.append((arm.name, float(x[4 * n])))
+        gravcomp.append((arm.name, float(x[5 * n])))
         progress(f"{arm.name}: evaluating before and after")
         for part, recs in (("fitted", fitted), ("held_out", held_out)):
             if not recs:
