@@ -16,6 +16,7 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
+from x2.sim.camera import CameraError
 from x2.sim.streams import BACKGROUND, OBJECT, ROBOT, SCENERY, Segments, SegmentTable
 
 WORLD_BODY = "world"
@@ -48,8 +49,11 @@ class WorldSegments:
         listed = sorted(dict.fromkeys(kind_name), key=lambda kn: order[kn[0]])  # stable: body order within a kind
         ids = {kn: i + 1 for i, kn in enumerate(listed)}
         self.table = SegmentTable((BACKGROUND, *(n for _, n in listed)), (BACKGROUND, *(k for k, _ in listed)))
-        if len(set(self.table.names)) != len(self.table.names):
-            raise ValueError(f"segmentation: found names used twice {self.table.names}; allowed: distinct names")
+        twice = [kn for kn in listed if [n for _, n in listed].count(kn[1]) > 1]
+        if twice:  # (MuJoCo keeps body names distinct; an object may still be named like a link or scenery body)
+            found = " and ".join(f"{kind} {name!r}" for kind, name in twice)
+            raise CameraError(f"segmentation: names: found {found} (one name for two things); allowed: distinct "
+                              "names for the robot links, objects and top-level scenery bodies")
         self.of_body: npt.NDArray[np.uint16] = np.array([ids[kn] for kn in kind_name], np.uint16)
         # the render's (object id, object type) -> ours, by type; a type without a body (decor) reads as background
         self._of_type = {int(mujoco.mjtObj.mjOBJ_GEOM): self.of_body[model.geom_bodyid],
