@@ -22,7 +22,6 @@ name) and `texture_files` (the texture paths its geoms' materials name, made rel
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
@@ -35,7 +34,7 @@ import numpy as np
 
 from x2.base.arrays import Floats
 from x2.base.errors import ExportError
-from x2.sim.camera import CameraError, ImageSize
+from x2.sim.camera import CameraError, ImageSize, Intrinsics, opencv_matrix, pinhole
 from x2.sim.mujoco.lens import camera_matrix, distortion
 from x2.sim.mujoco.state import STATE_SPEC, state_size
 
@@ -98,9 +97,9 @@ def lenses(model: mujoco.MjModel, cameras: Sequence[str], sizes: Mapping[str, Im
         cid, size = names.index(cam), sizes[cam]
         fovy = float(model.cam_fovy[cid])
         k = camera_matrix(model, cid, size)
-        if k is None:  # a field-of-view camera: centred, square pixels
-            f = 0.5 * size.height / math.tan(math.radians(fovy) / 2)
-            k = np.array([[f, 0.0, size.width / 2 - 0.5], [0.0, f, size.height / 2 - 0.5], [0.0, 0.0, 1.0]])
+        if k is None:  # a field-of-view camera: centred, square pixels, as its stored streams' K says
+            k = opencv_matrix(Intrinsics(fovy_deg=fovy, intrinsics=pinhole(fovy, size.height, size.width),
+                                         height=size.height, width=size.width))
         out[cam] = Lens(cam, size, k, fovy, distortion(model, cid), str(model.body(int(model.cam_bodyid[cid])).name))
     return out
 
