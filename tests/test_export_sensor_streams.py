@@ -149,3 +149,35 @@ def test_lerobot_depth_reads_back_within_its_encoders_quantisation(dataset: Data
 def _stored_rgb(ds: Dataset, cam: str) -> np.ndarray:
     with Episode(ds.episode_path(0)) as ep:
         return ep.dataset(fmt.image_path(cam))[:]
+
+
+def test_lerobot_depth_of_pixels_that_see_nothing_reads_back_as_the_encoders_far_bound(dataset: Dataset,
+                                                                                       tmp_path: Path) -> None:
+    """A pixel that sees nothing stores the far clip (75.5 m in the booth): LeRobot's encoder clips it to depth_max,
+    so the export writes it clipped and its read-back check compares with the clipped depth (it refused the export
+    when the first or last frame had one)."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    from x2.datasets.rewrite import commit_rewrite, staged_path
+
+    root = tmp_path / "far"
+    shutil.copytree(dataset.root, root)
+    staged = staged_path(root, 0)
+    staged.parent.mkdir(exist_ok=True)
+    shutil.copyfile(Dataset.open(root).episode_path(0), staged)
+    with h5py.File(staged, "r+") as f:  # every frame, first and last included, has pixels past the far bound
+        depth = f[fmt.depth_path("head")]
+        far = depth[:]
+        far[:, :4, :] = 75.5
+        depth[...] = far
+    commit_rewrite(root, sorted(Dataset.open(root).episodes(), key=lambda r: r.index), 0)
+    ds = Dataset.open(root)
+    target = tmp_path / "lerobot"
+    export_lerobot(_request(ds, target), LeRobotOptions(repo_id="x2/far"))
+    meta = read_x2_meta(target)["depth"]
+    assert "depth_max" in meta["clipped"] and meta["encoder"]["depth_max"] == 10.0
+    back = LeRobotDataset("x2/far", root=target, video_backend="pyav", depth_output_unit="m")
+    for t in range(len(far)):
+        metres = back[t]["observation.images.head_depth"].numpy().squeeze()
+        assert np.allclose(metres[:4], 10.0, atol=1e-3) and np.abs(metres[4:] - far[t, 4:]).max() < 0.002
+    shutil.rmtree(target)

@@ -200,6 +200,10 @@ def test_cli_renders_the_last_dataset_and_names_it(rendered: Path, tmp_path: Pat
     (["--size", "96by128"], "error: --size: found '96by128'; allowed: HxW, e.g. 480x640"),
     (["--size", "2000x2000"], "error: --size: found 2000x2000; allowed: up to 960x1280"),
     (["--cameras", "head,nose"], "error: --cameras: found ['nose']; allowed: the episode's cameras"),
+    (["--streams", "rgb,depth", "--video", "videos"], "error: --streams: found 'rgb,depth' with --video; allowed: "
+                                                      "--streams only when rendering into the episode files"),
+    (["--streams", "depth", "--contact-sheet", "s.png"], "error: --streams: found 'depth' with --contact-sheet; "
+                                                         "allowed: --streams only when rendering"),
 ])
 def test_cli_bad_size_or_cameras_is_one_line(pristine: Path, tmp_path: Path, args: list[str], message: str) -> None:
     root = _copy(pristine, tmp_path, "bad")
@@ -207,7 +211,7 @@ def test_cli_bad_size_or_cameras_is_one_line(pristine: Path, tmp_path: Path, arg
     out = run_x2(["render", str(root), *args], cwd=tmp_path)
     assert out.returncode == 2, out.stdout + out.stderr
     assert out.stderr.strip().count("\n") == 0 and out.stderr.startswith(message), out.stderr
-    assert _episode_files(root) == before
+    assert _episode_files(root) == before and not (tmp_path / "videos").exists() and not (tmp_path / "s.png").exists()
 
 
 def test_more_refused_requests_name_what_is_allowed(pristine: Path) -> None:

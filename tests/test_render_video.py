@@ -30,7 +30,7 @@ from x2.base.errors import DatasetError
 from x2.cli.app import _mount, app
 from x2.datasets import Dataset, Episode
 from x2.render.grid import Box
-from x2.render.video import dataset_videos, episode_video
+from x2.render.video import VideosProgress, dataset_videos, episode_video
 from x2.render.video_frame import FrameLabels
 from x2.sim.camera import ImageSize
 
@@ -174,7 +174,9 @@ def test_x2_render_video_writes_one_mp4_per_episode_the_same_bytes_with_two_work
     names = sorted(p.name for p in (tmp_path / "videos").iterdir())
     assert names == ["episode_000000.mp4", "episode_000001.mp4"]
     assert "encoding" in done.stdout and "ms/frame" in done.stdout
-    here = dataset_videos(Dataset.open(tmp_path / "pair"), [0, 1], ("head",), SIZE, tmp_path / "here")
+    seen: list[VideosProgress] = []
+    here = dataset_videos(Dataset.open(tmp_path / "pair"), [0, 1], ("head",), SIZE, tmp_path / "here", seen.append)
+    assert seen[-1] == VideosProgress(8, 8, 2, 2) and max(p.episodes_done for p in seen) == 2  # (never "3/2")
     assert [v.frames for v in here] == [len(decode(tmp_path / "videos" / n)) for n in names] == [4, 4]
     assert [(tmp_path / "here" / n).read_bytes() == (tmp_path / "videos" / n).read_bytes() for n in names] == [True] * 2
 

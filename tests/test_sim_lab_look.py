@@ -21,12 +21,13 @@ from x2.augment.compose import compose_world
 from x2.base.errors import X2Error
 from x2.envspec import load_env
 from x2.envspec.scenery import find_look
+from x2.envspec.schema import IMAGE_TEXTURES
 from x2.sim import make_backend
 from x2.sim.camera import RENDERER_ENV, CameraError, ImageSize, choose_renderer
 from x2.sim.mujoco.look import sample_look
 from x2.sim.mujoco.renderer import MujocoRenderer
 from x2.sim.mujoco.state import STATE_SPEC
-from x2.sim.mujoco.surface_images import IMAGE_TEXTURES, SIDE, surface_png
+from x2.sim.mujoco.surface_images import SIDE, surface_png
 from x2.sim.mujoco.textures import check_textures
 from x2.sim.mujoco.world import object_body
 

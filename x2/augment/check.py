@@ -26,9 +26,9 @@ from x2.base.arrays import Floats
 from x2.envspec.env import AssetSpec, BoothSpec, ObjectInstance
 from x2.sim.layout import Placement
 from x2.sim.mujoco.booth import set_options
+from x2.sim.mujoco.segments import INSERTED_PREFIX
 from x2.sim.mujoco.world import add_object, object_body
 
-INSERTED_PREFIX = "augment/"
 MEASURED_BEYOND = 0.03  # m past the clearance
 SUPPORT_TOLERANCE = 0.001  # m: a resting distractor touches its support within this
 SETTLE_SECONDS = 1.0

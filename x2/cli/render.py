@@ -82,6 +82,9 @@ def render(
     choose_renderer(renderer)
     names, image_size = parse_cameras(cameras) or DEFAULT_CAMERAS, ImageSize.parse(size)
     kinds = parse_streams(streams)
+    if streams is not None and (video is not None or sheet is not None):  # (both draw RGB only: not ignored silently)
+        raise DatasetError(f"--streams: found {streams!r} with {'--video' if video is not None else '--contact-sheet'}"
+                           "; allowed: --streams only when rendering into the episode files")
     selected = None if episodes is None else parse_episode_list(episodes)
     ds = open_dataset_arg(dataset)
     path = ds.root
@@ -126,7 +129,7 @@ def _videos(ds: Dataset, cameras: tuple[str, ...] | None, size: ImageSize, folde
         raise DatasetError(f"{ds.root}: episodes: found none; allowed: a dataset with committed episodes")
     with progress("video", "frames") as update:
         def advance(p: VideosProgress) -> None:
-            update(p.frames_done, p.frames_total, f"episode {p.episodes_done + 1}/{p.episodes_total}")
+            update(p.frames_done, p.frames_total, f"episode {p.episodes_done}/{p.episodes_total}")
 
         made = dataset_videos(ds, chosen, cameras, size, folder, advance, workers)
     for v in made:

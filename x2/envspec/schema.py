@@ -364,9 +364,13 @@ class RoleFile(_Strict):
 # errors read as one rule ("an [r, g, b] colour ... or a list of them") instead of pydantic's two union branches.
 
 RGB = tuple[float, float, float]
-# MuJoCo builtin procedural textures (checker, gradient), and images x2 generates and the world carries
-# (wood, concrete, fabric: x2/sim/mujoco/surface_images.py); nothing read from disk
-TEXTURES = ("none", "checker", "gradient", "wood", "concrete", "fabric")
+# Images x2 generates and the world carries (x2/sim/mujoco/surface_images.py); nothing read from disk
+ImageTexture = Literal["wood", "concrete", "fabric"]
+# A surface's texture: none, MuJoCo's builtin procedural ones (checker, gradient), or an image. The Literal is the one
+# list of names (mypy needs it written out); the tuples below are read from it.
+Texture = Literal["none", "checker", "gradient", ImageTexture]
+TEXTURES: tuple[str, ...] = get_args(Texture)
+IMAGE_TEXTURES: tuple[str, ...] = get_args(ImageTexture)
 MAX_LIGHT_INTENSITY = 2.0  # as BoothFile.light_intensity
 
 
@@ -441,19 +445,21 @@ class DistractorsFile(_Strict):
     count: Count = (1, 1)
 
 
+_TEXTURED = ", ".join(t for t in TEXTURES if t != "none")
+
+
 class SurfaceFile(_Strict):
     colour: Colours | None = None  # default: the scene's own booth colour
-    texture: Literal["none", "checker", "gradient", "wood", "concrete", "fabric"] = "none"
+    texture: Texture = "none"
     colour2: Colours | None = None  # second texture colour; default: a darker shade of the drawn colour
     repeat: tuple[Size, Size] | None = None
 
     @model_validator(mode="after")
     def _changes_something(self) -> SurfaceFile:
         if self.colour is None and self.texture == "none":
-            raise ValueError("a colour and/or a texture (checker, gradient, wood, concrete, fabric): this block "
-                             "changes nothing")
+            raise ValueError(f"a colour and/or a texture ({_TEXTURED}): this block changes nothing")
         if self.texture == "none" and (self.colour2 is not None or self.repeat is not None):
-            raise ValueError("colour2 and repeat only with a texture (checker, gradient, wood, concrete, fabric)")
+            raise ValueError(f"colour2 and repeat only with a texture ({_TEXTURED})")
         return self
 
 

@@ -233,7 +233,9 @@ def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id
             "encoder": {"vcodec": enc.vcodec, "pix_fmt": enc.pix_fmt, "depth_min": enc.depth_min,
                         "depth_max": enc.depth_max, "shift": enc.shift, "use_log": enc.use_log},
             "source": "/observations/depth/<cam> (x2 render --streams), metres along the optical axis; extrinsics: "
-                      "4x4 camera (OpenCV axes) to world, row by row, float32"}
+                      "4x4 camera (OpenCV axes) to world, row by row, float32",
+            "clipped": "depths clipped to [depth_min, depth_max] before encoding, as the encoder would: a pixel that "
+                       "sees nothing (the renderer's far clip) reads back as depth_max"}
     if plan.objects:  # only when asked for: an export without it keeps its meta/x2.json as it was
         # Privileged: the simulator's exact object poses, which a deployed robot does not observe. A policy
         # trained on them is a low-dim (state-based) baseline; `x2 eval` gives them only to such a policy.
@@ -358,7 +360,8 @@ def _export(sources: ExportSources, options: LeRobotOptions, repo_id: str,
         enc = depth_encoder()
         assert enc.use_log  # (LeRobot's default, which depth_bound's rule is for)
         step = math.log((enc.depth_max + enc.shift) / (enc.depth_min + enc.shift)) / DEPTH_QMAX
-        plan = replace(plan, depth_step=step, depth_shift=enc.shift)
+        plan = replace(plan, depth_step=step, depth_shift=enc.shift, depth_min=enc.depth_min,
+                       depth_max=enc.depth_max)
     target = sources.target
     tracker = ProgressTracker(progress, len(sources.records), sources.frames)
     tracker.enter("planned", plan.images.reason)

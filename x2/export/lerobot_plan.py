@@ -16,6 +16,7 @@ float metres, encoded by LeRobot's depth encoder) and its per-frame extrinsics `
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NotRequired, TypedDict
@@ -170,6 +171,10 @@ class ExportPlan:
     # LeRobot's depth encoder's code step in log(d + depth_shift) (x2.export.lerobot sets both; the read-back bound)
     depth_step: float = 0.0
     depth_shift: float = 0.0
+    # The encoder's range (m): a depth outside it is written as its bound, so a pixel that sees nothing (MuJoCo's far
+    # clip, tens of metres) becomes depth_max. Clipped before add_frame, so the read-back compares the same values.
+    depth_min: float = 0.0
+    depth_max: float = math.inf
     action_kind: str = "joint"  # x2/export/request.py's ACTION_KINDS: `action` as end-effector actions, else joints
     ee_state: bool = False  # joint_names end with each arm's tcp pose (`<arm>.x` .. `<arm>.qz`, base frame)
 
@@ -203,7 +208,8 @@ class ExportPlan:
         return out
 
     def _depth_of(self, ep: Episode) -> Iterator[dict[str, npt.NDArray[np.generic]]]:
-        """Per frame, each depth camera's (H, W, 1) float32 metres and (16,) float32 extrinsics."""
+        """Per frame, each depth camera's (H, W, 1) float32 metres, clipped to [depth_min, depth_max], and (16,)
+        float32 extrinsics."""
         size = self.images.size
         assert size is not None
         check_streams(ep, SensorStreams(self.depth))
@@ -213,7 +219,8 @@ class ExportPlan:
         while t < ep.frames:
             block = {c: next(reads[c]) for c in self.depth}
             for i in range(len(block[self.depth[0]])):
-                yield {**{depth_feature(c): np.asarray(block[c][i][..., None], np.float32) for c in self.depth},
+                yield {**{depth_feature(c): np.clip(np.asarray(block[c][i][..., None], np.float32),
+                                                    self.depth_min, self.depth_max) for c in self.depth},
                        **{EXTRINSICS_PREFIX + c: poses[c][t + i] for c in self.depth}}
             t += len(block[self.depth[0]])
 

@@ -24,7 +24,7 @@ from x2.base.arrays import Floats
 from x2.base.errors import ExportError
 from x2.datasets import Episode
 from x2.export.provenance import Json
-from x2.sim.camera import ImageSize
+from x2.sim.camera import ImageSize, scaled_k
 
 DEPTH_SUFFIX, SEGMENTATION_SUFFIX, EXTRINSICS_SUFFIX = "_depth", "_segmentation", "_extrinsics"
 _BLOCK = 32  # frames per read
@@ -86,13 +86,6 @@ def extrinsics(ep: Episode, cam: str) -> Floats:
     """(T, 4, 4) float64 camera (OpenCV axes) to world, as stored."""
     out: Floats = np.asarray(ep.dataset(fmt.camera_extrinsics_path(cam))[:], np.float64)
     return out
-
-
-def scaled_k(k: Floats, stored: ImageSize, to: ImageSize) -> Floats:
-    """K (OpenCV's pixel convention) of a picture stretched from `stored` to `to`."""
-    sx, sy = to.width / stored.width, to.height / stored.height
-    return np.array([[k[0, 0] * sx, 0.0, (k[0, 2] + 0.5) * sx - 0.5],
-                     [0.0, k[1, 1] * sy, (k[1, 2] + 0.5) * sy - 0.5], [0.0, 0.0, 1.0]])
 
 
 def lens(ep: Episode, path: str, size: ImageSize) -> dict[str, Json]:

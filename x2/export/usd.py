@@ -171,7 +171,8 @@ def _camera(lens: Lens) -> dict[str, Json]:
 
 
 def _prims(stage: StageWritten) -> dict[str, Json]:
-    return {"stage": stage.file.name, "prims": {"bodies": dict(stage.bodies), "cameras": dict(stage.cameras)}}
+    return {"stage": stage.file.name, "prims": {"bodies": {b.path: b.name for b in stage.bodies},
+                                                "cameras": dict(stage.cameras)}}
 
 
 def refuse_unknown(ds: Dataset, indices: Sequence[int]) -> None:

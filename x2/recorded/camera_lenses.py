@@ -30,7 +30,7 @@ from x2.datasets import Episode
 from x2.envspec.camera_calibration import quat_to_rotation
 from x2.recorded.frames import DEFAULT_SIZE, split_cameras, stored_cameras
 from x2.recorded.world import open_world
-from x2.sim.camera import ImageSize, Intrinsics, opencv_matrix, optical_to_world
+from x2.sim.camera import ImageSize, Intrinsics, opencv_matrix, optical_to_world, scaled_k
 
 
 @dataclass(frozen=True)
@@ -82,9 +82,7 @@ def camera_lenses(ep: Episode, cameras: Sequence[str], sizes: Mapping[str, Image
         h, w, fovy = seen.size.height, seen.size.width, seen.fovy
         to = sizes.get(c, seen.size)
         k = opencv_matrix(Intrinsics(fovy_deg=fovy, intrinsics=seen.k, height=h, width=w))
-        sx, sy = to.width / w, to.height / h  # the frames are stretched per axis to the exported size
-        k = np.array([[k[0, 0] * sx, 0.0, (k[0, 2] + 0.5) * sx - 0.5],
-                      [0.0, k[1, 1] * sy, (k[1, 2] + 0.5) * sy - 0.5], [0.0, 0.0, 1.0]])
+        k = scaled_k(k, seen.size, to)  # the frames are stretched per axis to the exported size
         lens: CameraLens = {"height": to.height, "width": to.width, "K": _rows(k), "pixel_origin": "centre",
                             "fovy_deg": round(fovy, 6)}
         if seen.distortion is not None:

@@ -19,7 +19,7 @@ double both for detail the trainers throw away.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 
 import h5py
 
@@ -88,7 +88,7 @@ def _stored(datasets: dict[str, h5py.Dataset], frames: Sequence[int]) -> Iterato
 
 
 def frames_at(ep: Episode, cameras: Sequence[str], frames: Sequence[int],
-              size: ImageSize | None = None, stored_any_size: bool = False) -> Iterator[dict[str, Image]]:
+              size: ImageSize | None = None, stored_any_size: bool = False) -> Generator[dict[str, Image], None, None]:
     """As `episode_frames`, for the given frame numbers only (in the order given). `stored_any_size`: a stored
     camera is read at whatever size it was stored, and only the others are drawn at `size` (a video's tiles:
     x2/render/video.py scales them to one size)."""

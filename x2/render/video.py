@@ -16,8 +16,9 @@ episode costs about what rendering it costs.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -103,19 +104,21 @@ def episode_video(ep: Episode, cameras: Sequence[str] | None, size: ImageSize, o
     fps = ep.fps or FALLBACK_FPS
     clock = _Clock()
 
-    def pictures() -> Iterable[Pixels]:
-        shots = frames_at(ep, names, range(ep.frames), size, stored_any_size=True)
-        for t in range(ep.frames):
-            with clock.drawing():
-                picture = painter.paint(t, next(shots))
-            yield picture
-            if progress is not None:
-                progress(t + 1, ep.frames)
+    def pictures() -> Generator[Pixels, None, None]:
+        # (closed with the pictures: a drawing renderer's GL context goes now, not when garbage is collected)
+        with contextlib.closing(frames_at(ep, names, range(ep.frames), size, stored_any_size=True)) as shots:
+            for t in range(ep.frames):
+                with clock.drawing():
+                    picture = painter.paint(t, next(shots))
+                yield picture
+                if progress is not None:
+                    progress(t + 1, ep.frames)
 
     layout = painter.layout
     try:
-        with replacing(out) as tmp:
-            _encode(pictures(), tmp, codec, fps, layout.width, layout.height, clock)
+        # the pictures are closed however encoding ends (an encoder or disk error leaves them mid-episode)
+        with replacing(out) as tmp, contextlib.closing(pictures()) as frames:
+            _encode(frames, tmp, codec, fps, layout.width, layout.height, clock)
     except OSError as exc:
         if is_refusal(exc):
             raise DatasetError(f"{out}: video: found the write refused ({cause(exc)}); allowed: a writable folder "
@@ -178,7 +181,7 @@ def _encode(pictures: Iterable[Pixels], path: Path, codec: str, fps: float, widt
 class VideosProgress:
     frames_done: int
     frames_total: int
-    episodes_done: int
+    episodes_done: int  # finished episodes (the one being drawn not yet counted)
     episodes_total: int
 
 
@@ -230,6 +233,8 @@ def dataset_videos(ds: Dataset, episodes: Sequence[int], cameras: Sequence[str] 
         with ds.load(index) as ep:
             out.append(episode_video(ep, cameras, size, folder / video_name(index), advance))
         done += listed[index]
+        if progress is not None:  # (episodes_done counts finished episodes, as with workers)
+            progress(VideosProgress(done, total, k + 1, len(episodes)))
     return out
 
 

@@ -113,6 +113,14 @@ def pinhole(fovy_deg: float, height: int, width: int) -> Floats:
     return np.array([[f, 0.0, width / 2], [0.0, f, height / 2], [0.0, 0.0, 1.0]])
 
 
+def scaled_k(k: Floats, stored: ImageSize, to: ImageSize) -> Floats:
+    """K (OpenCV's pixel convention) of a picture stretched per axis from `stored` to `to` (pixel centres move with
+    the stretch: the first pixel's corner stays put)."""
+    sx, sy = to.width / stored.width, to.height / stored.height
+    return np.array([[k[0, 0] * sx, 0.0, (k[0, 2] + 0.5) * sx - 0.5],
+                     [0.0, k[1, 1] * sy, (k[1, 2] + 0.5) * sy - 0.5], [0.0, 0.0, 1.0]])
+
+
 OPTICAL = np.diag([1.0, -1.0, -1.0])  # the renderer's camera axes (looking along -z, y up) -> OpenCV's optical frame
 
 

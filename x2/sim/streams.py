@@ -47,13 +47,11 @@ class Shot:
 @dataclass(frozen=True)
 class SegmentTable:
     """Segmentation id -> what it names: id i is `names[i]`, a thing of kind `kinds[i]` (BACKGROUND for id 0, then
-    every ROBOT link, every OBJECT, every piece of SCENERY)."""
+    every ROBOT link, every OBJECT, every piece of SCENERY). Its one maker, x2/sim/mujoco/segments.py, builds
+    `names` and `kinds` from one list that starts with the background and refuses a name used twice."""
 
     names: tuple[str, ...]
     kinds: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        assert len(self.names) == len(self.kinds) and self.kinds[:1] == (BACKGROUND,)
 
     def id_of(self, name: str) -> int:
         return self.names.index(name)

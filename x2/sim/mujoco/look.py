@@ -35,9 +35,9 @@ from x2 import format as fmt
 from x2.base.errors import DatasetError
 from x2.envspec.env import FILL_LIGHT_RATIO
 from x2.envspec.scenery import SURFACES, LightingLook, Scenery, SurfaceLook
-from x2.envspec.schema import TEXTURES
+from x2.envspec.schema import IMAGE_TEXTURES, TEXTURES
 from x2.sim.mujoco.recorded_xml import world_spec
-from x2.sim.mujoco.surface_images import IMAGE_TEXTURES, surface_png
+from x2.sim.mujoco.surface_images import surface_png
 from x2.sim.mujoco.textures import texture_name
 from x2.sim.mujoco.world import world_text
 

@@ -15,6 +15,7 @@ fails without it, so x2 asks for OpenGL (docs/looks.md has the measurements).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -97,12 +98,20 @@ class MujocoRenderer:
         self.state_size = state_size(model)
         self.engine = chosen_renderer()
         self.description = f"mujoco {mujoco.__version__}" + ("" if self.engine == "classic" else f" {self.engine}")
-        self._drawer = StreamDrawer(model, size.height, size.width)  # depth and segmentation beside the picture
-        self._renderer = self._drawer.renderer
-        self._filament = FilamentView(model, size) if self.engine == "filament" else None
-        # cameras with a calibrated, distorting lens are drawn wider and remapped (x2/sim/mujoco/lens.py)
-        self._lenses = {c: DistortedView(model, i, size) for c, i in self._ids.items()
-                        if distortion(model, i) is not None}
+        # Each GL context made is closed again when a later part fails (Filament without $DISPLAY refuses here):
+        # a renderer that was never returned cannot be closed by its caller.
+        with contextlib.ExitStack() as made:
+            self._drawer = StreamDrawer(model, size.height, size.width)  # depth and segmentation beside the picture
+            made.callback(self._drawer.close)
+            self._renderer = self._drawer.renderer
+            self._filament = FilamentView(model, size) if self.engine == "filament" else None
+            # cameras with a calibrated, distorting lens are drawn wider and remapped (x2/sim/mujoco/lens.py)
+            self._lenses: dict[str, DistortedView] = {}
+            for c, i in self._ids.items():
+                if distortion(model, i) is not None:
+                    self._lenses[c] = DistortedView(model, i, size)
+                    made.callback(self._lenses[c].close)
+            made.pop_all()
 
     @classmethod
     def of_xml(cls, model_xml: str, cameras: Sequence[str], size: ImageSize,
@@ -210,7 +219,8 @@ class MujocoRenderer:
         return str(self.model.body(int(self.model.cam_bodyid[self._ids[camera]])).name)
 
     def close(self) -> None:
-        self._renderer.close()
+        self._filament = None  # (MuJoCo's Filament bindings have no close: dropping the view frees its context)
+        self._drawer.close()  # (its mujoco.Renderer is self._renderer)
         for lens in self._lenses.values():
             lens.close()
 

@@ -22,10 +22,10 @@ import numpy.typing as npt
 from PIL import Image
 
 from x2.base.errors import X2Error
+from x2.envspec.schema import IMAGE_TEXTURES
 
-IMAGE_TEXTURES = ("wood", "concrete", "fabric")
 SIDE = 256  # px: sharp at the cameras' sizes, about 30-110 kB of PNG a surface
-_SEEDS = {"wood": 4101, "concrete": 4102, "fabric": 4103}  # one fixed pattern per kind
+_SEEDS = dict(zip(IMAGE_TEXTURES, (4101, 4102, 4103), strict=True))  # one fixed pattern per kind
 
 Field = npt.NDArray[np.float64]
 

@@ -22,7 +22,6 @@ name) and `texture_files` (the texture paths its geoms' materials name, made rel
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
@@ -35,7 +34,7 @@ import numpy as np
 
 from x2.base.arrays import Floats
 from x2.base.errors import ExportError
-from x2.sim.camera import CameraError, ImageSize
+from x2.sim.camera import CameraError, ImageSize, Intrinsics, opencv_matrix, pinhole
 from x2.sim.mujoco.lens import camera_matrix, distortion
 from x2.sim.mujoco.state import STATE_SPEC, state_size
 
@@ -65,13 +64,23 @@ class Lens:
 
 
 @dataclass(frozen=True)
+class BodyPrim:
+    """One MuJoCo body's prim: its body id, its MuJoCo name ("" for an unnamed body: names need not be distinct
+    then, so bodies are told apart by id and prim path) and its prim path."""
+
+    id: int
+    name: str
+    path: str
+
+
+@dataclass(frozen=True)
 class StageWritten:
     """What one stage holds: its file, frames, the exporter's geoms, the bodies and cameras added, textures."""
 
     file: Path
     frames: int
     geoms: int
-    bodies: dict[str, str]  # MuJoCo body name -> prim path
+    bodies: tuple[BodyPrim, ...]  # every body, in body id order
     cameras: dict[str, str]  # camera name -> prim path
     textures: int
 
@@ -88,9 +97,9 @@ def lenses(model: mujoco.MjModel, cameras: Sequence[str], sizes: Mapping[str, Im
         cid, size = names.index(cam), sizes[cam]
         fovy = float(model.cam_fovy[cid])
         k = camera_matrix(model, cid, size)
-        if k is None:  # a field-of-view camera: centred, square pixels
-            f = 0.5 * size.height / math.tan(math.radians(fovy) / 2)
-            k = np.array([[f, 0.0, size.width / 2 - 0.5], [0.0, f, size.height / 2 - 0.5], [0.0, 0.0, 1.0]])
+        if k is None:  # a field-of-view camera: centred, square pixels, as its stored streams' K says
+            k = opencv_matrix(Intrinsics(fovy_deg=fovy, intrinsics=pinhole(fovy, size.height, size.width),
+                                         height=size.height, width=size.width))
         out[cam] = Lens(cam, size, k, fovy, distortion(model, cid), str(model.body(int(model.cam_bodyid[cid])).name))
     return out
 
@@ -183,12 +192,13 @@ def _matrix(pos: Floats, rot: Floats) -> Floats:
     return m
 
 
-def _write_bodies(stage: Usd.Stage, model: mujoco.MjModel, poses: Floats) -> dict[str, str]:
-    """Every body's world pose under BODIES, flat (each prim's local frame is the world's)."""
+def _write_bodies(stage: Usd.Stage, model: mujoco.MjModel, poses: Floats) -> tuple[BodyPrim, ...]:
+    """Every body's world pose under BODIES, flat (each prim's local frame is the world's); the id in each prim
+    name keeps unnamed (or, across kinds, equally named) bodies apart."""
     from pxr import Gf, UsdGeom
 
     UsdGeom.Scope.Define(stage, BODIES)
-    out: dict[str, str] = {}
+    out: list[BodyPrim] = []
     for b in range(model.nbody):
         name = str(model.body(b).name)
         path = f"{BODIES}/{prim_name(name or 'body')}_id{b}"
@@ -199,8 +209,8 @@ def _write_bodies(stage: Usd.Stage, model: mujoco.MjModel, poses: Floats) -> dic
         for at, row in _samples(poses[:, b]):
             translate.Set(Gf.Vec3d(*(float(v) for v in row[:3])), at)
             orient.Set(Gf.Quatd(float(row[3]), Gf.Vec3d(*(float(v) for v in row[4:7]))), at)
-        out[name] = path
-    return out
+        out.append(BodyPrim(b, name, path))
+    return tuple(out)
 
 
 def _write_cameras(stage: Usd.Stage, model: mujoco.MjModel, cameras: Mapping[str, Lens],
@@ -261,7 +271,7 @@ def read_back(written: StageWritten, model: mujoco.MjModel, states: Floats) -> N
         raise ExportError(f"{where}: time codes: found {stage.GetStartTimeCode()}..{stage.GetEndTimeCode()}; "
                           f"allowed: 0..{last}")
     geoms = [p for p in stage.GetPrimAtPath("/World").GetChildren() if p.GetName().startswith("Mesh_Xform_")]
-    paths = [*written.bodies.values(), *written.cameras.values()]
+    paths = [*(body.path for body in written.bodies), *written.cameras.values()]
     missing = [p for p in paths if not stage.GetPrimAtPath(p).IsValid()]
     if len(geoms) != written.geoms or missing:
         raise ExportError(f"{where}: prims: found {len(geoms)} geoms, {missing[:3]} missing; allowed: "
@@ -272,7 +282,7 @@ def read_back(written: StageWritten, model: mujoco.MjModel, states: Floats) -> N
         mujoco.mj_setState(model, data, np.asarray(states[t], np.float64), STATE_SPEC)
         mujoco.mj_kinematics(model, data)
         cache.SetTime(Usd.TimeCode(t))
-        for b, path in enumerate(written.bodies.values()):
+        for b, path in ((body.id, body.path) for body in written.bodies):
             pos = np.array(cache.GetLocalToWorldTransform(stage.GetPrimAtPath(path)).ExtractTranslation())
             if not np.allclose(pos, data.xpos[b], rtol=0.0, atol=1e-9):
                 raise ExportError(f"{where}: {path} at time code {t}: found {pos.round(6).tolist()}; allowed: "
