@@ -4,7 +4,8 @@ written under them (x2/render/video_frame.py), one video frame per recorded fram
 Frames are the stored streams when the episode has them (at whatever size they were stored, scaled to the
 tiles), else drawn now from its states (x2/recorded/frames.py), as `x2 render` draws them. Encoded with PyAV
 (FFmpeg): H.264 (libx264, CRF 23, preset veryfast, yuv420p) where the installed FFmpeg has it, else MPEG-4
-Part 2, which every FFmpeg build has; one encoder thread, so the same frames give the same bytes. The file is
+Part 2, which every FFmpeg build has; one encoder thread (the same frames gave the same bytes in every check
+but one, under load: one byte apart, the same pixels; the tests hold the decoded pictures). The file is
 written under a temporary name beside the target and renamed into place (x2/files/atomic.py): a killed run
 leaves no half MP4 under the final name. Encoding runs inside `keeps_scheduling()` (x2/base/scheduling.py):
 FFmpeg's encoders must not turn this process real-time.
