@@ -3,7 +3,6 @@ from, and stepping a synthesised episode's actions reaches its recorded states a
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from helpers.policy_serving import serving
 
 import x2.envs  # noqa: F401 - registers x2/TASK-v0
 from x2 import format as fmt
@@ -18,7 +18,6 @@ from x2.datasets import Dataset
 from x2.eval.runner import EvalRun
 from x2.eval.seeds import plan_split
 from x2.eval.session import EvalSetup
-from x2.policy.server import PolicyServer
 from x2.policy.services import ServeOptions, make_service
 
 pytestmark = pytest.mark.timeout(300)
@@ -27,11 +26,8 @@ TASK, SLOTS = "pick_place", 20
 
 @contextmanager
 def serving_hold() -> Iterator[str]:
-    with PolicyServer(make_service("hold", ServeOptions(task=TASK))) as server:
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        yield server.url
-    thread.join(30)
+    with serving(make_service("hold", ServeOptions(task=TASK))) as url:
+        yield url
 
 
 @pytest.mark.parametrize("split", ["train", "eval"])

@@ -9,16 +9,14 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import Future
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from helpers.policy_serving import serving
 from helpers.x2_cli import HEADLESS_ENV, run_x2
 
 from x2 import format as fmt
@@ -30,8 +28,7 @@ from x2.eval.runner import EvalRun, open_eval_pool
 from x2.eval.seeds import plan_split
 from x2.eval.session import EvalSetup
 from x2.eval.teacher import ChunkExecution
-from x2.policy.protocol import ACTIONS, PolicyService, ServiceInfo
-from x2.policy.server import PolicyServer
+from x2.policy.protocol import ACTIONS, ServiceInfo
 from x2.policy.services import ServeOptions, make_service
 from x2.processes.pool import WorkerLost
 from x2.synth.options import SessionOptions
@@ -39,15 +36,6 @@ from x2.synth.runner import SynthConfig, SynthRun
 
 pytestmark = pytest.mark.timeout(300)
 TASK = "pick_place"
-
-
-@contextmanager
-def serving(service: PolicyService) -> Iterator[str]:
-    with PolicyServer(service) as server:
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        yield server.url
-    thread.join(30)
 
 
 def evaluate(url: str, root: Path, n: int, seed: int = 1, workers: int = 1, timeout_s: float = 30.0,

@@ -4,14 +4,12 @@ episode with the reason, the run goes on."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from helpers.policy_serving import serving
 
 from x2 import format as fmt
 from x2.base.errors import PolicyError
@@ -20,21 +18,11 @@ from x2.envspec import load_env
 from x2.eval.runner import EvalRun
 from x2.eval.seeds import plan_split
 from x2.eval.session import EvalSetup, ee_layout_of, service_action_kind
-from x2.policy.protocol import ACTIONS, PolicyService, ServiceInfo
-from x2.policy.server import PolicyServer
+from x2.policy.protocol import ACTIONS, ServiceInfo
 from x2.sim import make_backend
 
 pytestmark = pytest.mark.timeout(300)
 TASK = "pick_place"
-
-
-@contextmanager
-def serving(service: PolicyService) -> Iterator[str]:
-    with PolicyServer(service) as server:
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        yield server.url
-    thread.join(30)
 
 
 def evaluate(url: str, root: Path, n: int, max_ticks: int) -> list[tuple[np.ndarray, Any, dict[str, np.ndarray]]]:

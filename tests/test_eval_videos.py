@@ -7,20 +7,19 @@ ticks).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import av
 import pytest
+from helpers.policy_serving import serving
 
 from x2.datasets import Dataset
 from x2.eval.evaluate import EvalConfig, evaluate
 from x2.eval.runner import EvalRun, EvalVideos
 from x2.eval.seeds import plan_split
 from x2.eval.session import EvalSetup
-from x2.policy.server import PolicyServer
 from x2.policy.services import ServeOptions, make_service
 from x2.sim.camera import ImageSize
 
@@ -30,11 +29,8 @@ TASK, TICKS = "pick_place", 6
 
 @contextmanager
 def serving_hold() -> Iterator[str]:
-    with PolicyServer(make_service("hold", ServeOptions())) as server:
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        yield server.url
-    thread.join(30)
+    with serving(make_service("hold", ServeOptions())) as url:
+        yield url
 
 
 def frame_count(path: Path) -> int:
