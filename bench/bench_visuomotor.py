@@ -1,0 +1,265 @@
+"""Issue 43's proof, one chain from `x2 synth` to the report: an ACT trained with LeRobot's trainer on x2's rendered
+images alone (head and right-wrist cameras plus the robot's own joints; no object poses), scored by `x2 eval` in
+and out of distribution next to `expert`, `random` and `hold` on the same seeds; then the same recipe on the
+demonstrations plus their `x2 augment replay` variants, to see whether replay augmentation moves the
+out-of-distribution score.
+
+    .venv/bin/python bench/bench_visuomotor.py --out runs/visuomotor --steps 6000
+
+Stages, each skipped when its output is already complete, so a stopped run continues where it stopped:
+
+1. `x2 synth --task T -n N --grasp-variety 1` -> OUT/data/demos
+2. `x2 render` of the demonstrations' cameras at the policy's size
+3. `x2 augment replay --per-episode K --render` -> OUT/data/demos-aug (new distractors, tables, lights, walls)
+4. `x2 export lerobot` of both, then LeRobot's own `aggregate_datasets` joins them (no re-encoding) into the
+   ablation's training set
+5. `lerobot-train` of both policies side by side (the same recipe, seed and step count; each one thread), until
+   `--steps` or until `--train-until` (UTC HH:MM): then both stop and the newest checkpoint both have is scored
+6. `x2 eval` of both checkpoints and the bounds, both splits, the same master seed and `--max-ticks`
+7. the report: OUT/report.md, printed too
+
+The recipe is docs/policies.md's state ACT with cameras: the ResNet-18 backbone trains from scratch
+(`--policy.pretrained_backbone_weights=null`: no weights can be downloaded here) at the transformer's learning
+rate, 1e-4, not ACT's fine-tuning 1e-5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+PY = sys.executable
+BIN = Path(PY).parent
+BOUNDS = ("expert", "random", "hold")
+
+
+def log(msg: str) -> None:
+    print(f"[{dt.datetime.now(dt.UTC):%H:%M:%S}] {msg}", flush=True)
+
+
+def run(cmd: list[str], logfile: Path, env: dict[str, str] | None = None) -> float:
+    """Run one stage's command, its output into `logfile`; a failure ends the bench with the log's tail."""
+    log(" ".join(cmd) + f"   (log: {logfile})")
+    t0 = time.perf_counter()
+    with logfile.open("w") as f:
+        done = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
+    if done.returncode not in (0, 1):
+        tail = logfile.read_text()[-2000:]
+        raise SystemExit(f"{cmd[0]} exited {done.returncode}; the end of {logfile}:\n{tail}")
+    return time.perf_counter() - t0
+
+
+def x2(*args: str) -> list[str]:
+    return [PY, "-m", "x2", *args]
+
+
+def episodes_in(dataset: Path) -> int:
+    from x2.base.errors import X2Error
+    from x2.datasets import Dataset
+
+    try:
+        return len(Dataset.open(dataset).episodes())
+    except X2Error:  # no dataset yet: the stage is not done
+        return 0
+
+
+def train_cmd(export: Path, repo_id: str, out: Path, args: argparse.Namespace) -> list[str]:
+    return [str(BIN / "lerobot-train"), f"--dataset.repo_id={repo_id}", f"--dataset.root={export}",
+            "--policy.type=act", "--policy.device=cpu", "--policy.push_to_hub=false",
+            "--policy.dim_model=256", "--policy.dim_feedforward=1024",
+            "--policy.chunk_size=20", "--policy.n_action_steps=20",
+            "--policy.optimizer_lr=1e-4", "--policy.optimizer_lr_backbone=1e-4",
+            "--policy.pretrained_backbone_weights=null",
+            f"--batch_size={args.batch}", "--num_workers=1", f"--steps={args.steps}",
+            f"--save_freq={args.save_every}", "--log_freq=50", "--wandb.enable=false", f"--seed={args.train_seed}",
+            f"--output_dir={out}"]
+
+
+def checkpoints(run_dir: Path) -> set[int]:
+    root = run_dir / "checkpoints"
+    if not root.is_dir():
+        return set()
+    return {int(p.name) for p in root.iterdir() if p.name.isdigit() and (p / "pretrained_model").is_dir()}
+
+
+def train_both(jobs: dict[str, tuple[Path, str]], args: argparse.Namespace, work: Path) -> tuple[int, dict[str, Any]]:
+    """Train every policy side by side; returns the step all of them reached and each run's cost."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", HF_HUB_OFFLINE="1")
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    costs: dict[str, Any] = {}
+    deadline = None
+    if args.train_until:
+        hh, mm = (int(x) for x in args.train_until.split(":"))
+        now = dt.datetime.now(dt.UTC)
+        deadline = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
+        if deadline < now:
+            deadline += dt.timedelta(days=1)
+    for name, (export, repo_id) in jobs.items():
+        out = work / "train" / name
+        if args.steps in checkpoints(out):
+            continue
+        cmd = train_cmd(export, repo_id, out, args)
+        if out.exists():  # continue a stopped run from its newest checkpoint
+            cmd = [c for c in cmd if not c.startswith("--output_dir")]
+            cmd += [f"--config_path={out}/checkpoints/last/pretrained_model/train_config.json", "--resume=true"]
+        log(f"train {name}: " + " ".join(cmd))
+        procs[name] = subprocess.Popen(cmd, stdout=(work / f"train-{name}.log").open("a"), stderr=subprocess.STDOUT,
+                                       env=env, start_new_session=True)
+    t0 = time.time()
+    def reap(name: str, how: int, why: str | None = None) -> bool:
+        pid, status, usage = os.wait4(procs[name].pid, how)
+        if pid == 0:
+            return False
+        procs.pop(name).returncode = os.waitstatus_to_exitcode(status)
+        # CPU of the trainer and of its data-loading worker (reaped by the trainer)
+        costs[name] = {"wall_s": round(time.time() - t0), "cpu_s": round(usage.ru_utime + usage.ru_stime),
+                       "end": why or f"exit {os.waitstatus_to_exitcode(status)}"}
+        return True
+
+    while procs:
+        time.sleep(20)
+        for name in list(procs):
+            reap(name, os.WNOHANG)
+        steps = {n: max(checkpoints(work / "train" / n), default=0) for n in jobs}
+        last = {n: _last_logged(work / f"train-{n}.log") for n in jobs}
+        log("training: " + ", ".join(f"{n} step {last[n]} (saved {steps[n]})" for n in jobs))
+        if deadline is not None and dt.datetime.now(dt.UTC) >= deadline and procs:
+            log(f"--train-until {args.train_until} reached: stopping the trainings")
+            for name in list(procs):
+                os.killpg(procs[name].pid, signal.SIGTERM)
+                reap(name, 0, "stopped at --train-until")
+    common = set.intersection(*(checkpoints(work / "train" / n) for n in jobs))
+    if not common:
+        raise SystemExit("no checkpoint that every training reached: raise --train-until or lower --save-every")
+    return max(common), costs
+
+
+def _last_logged(logfile: Path) -> str:
+    if not logfile.exists():
+        return "0"
+    found = re.findall(r"step:(\S+) smpl:\S+ ep:\S+ epch:\S+ loss:(\S+)", logfile.read_text()[-20000:])
+    return f"{found[-1][0]} loss {found[-1][1]}" if found else "0"
+
+
+def evaluate(name: str, policy: str, train_datasets: list[Path], args: argparse.Namespace,
+             work: Path) -> dict[str, Any]:
+    folder = work / "eval" / name
+    report = folder / "eval_report.json"
+    if not report.exists():
+        cmd = x2("eval", "--task", args.task, "--policy", policy, "-n", str(args.eval_episodes), "--seed",
+                 str(args.eval_seed), "--workers", str(args.workers), "--max-ticks", str(args.max_ticks),
+                 "--dataset", str(folder))
+        for d in train_datasets:
+            cmd += ["--train-dataset", str(d)]
+        wall = run(cmd, work / f"eval-{name}.log")
+        log(f"eval {name}: {wall:.0f} s")
+    result: dict[str, Any] = json.loads(report.read_text())
+    return result
+
+
+def cells(report: dict[str, Any], task: str, split: str) -> list[str]:
+    v = report["tasks"][task].get(split)
+    if v is None:
+        return ["-", "-"]
+    lo, hi = v["success_ci95"]
+    subtasks = ", ".join(f"{n} {r:.0%}" for n, r in v["subtask_completion"].items())
+    return [f"{v['successes']}/{v['episodes']} ({v['success_rate']:.0%}, {lo:.0%}-{hi:.0%})",
+            f"{v['mean_progress']:.2f} ({subtasks})"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=Path("runs/visuomotor"))
+    ap.add_argument("--task", default="pick_place")
+    ap.add_argument("-n", "--demos", type=int, default=200, help="demonstrations synthesised")
+    ap.add_argument("--per-episode", type=int, default=1, help="augmented variants of each demonstration")
+    ap.add_argument("--cameras", default="head,right_wrist")
+    ap.add_argument("--size", default="72x96")
+    ap.add_argument("--steps", type=int, default=6000)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--save-every", type=int, default=250)
+    ap.add_argument("--train-seed", type=int, default=1000)
+    ap.add_argument("--train-until", default=None, help="UTC HH:MM: stop training then (both at one step)")
+    ap.add_argument("--eval-episodes", type=int, default=50, help="per split")
+    ap.add_argument("--eval-seed", type=int, default=1)
+    ap.add_argument("--max-ticks", type=int, default=600, help="an episode ends here (pick_place's expert: ~280)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--skip-ablation", action="store_true")
+    args = ap.parse_args()
+    work: Path = args.out.resolve()
+    (work / "data").mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    log(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, python "
+        f"{platform.python_version()}; out {work}")
+    times: dict[str, float] = {}
+    demos, aug = work / "data" / "demos", work / "data" / "demos-aug"
+    cams = ["--cameras", args.cameras, "--size", args.size]
+
+    if episodes_in(demos) < args.demos:
+        times["synth"] = run(x2("synth", "--task", args.task, "-n", str(args.demos), "--workers", str(args.workers),
+                                "--grasp-variety", "1", "--dataset", str(demos)), work / "synth.log")
+    times["render"] = run(x2("render", str(demos), *cams, "--workers", str(args.workers)), work / "render.log")
+    exports = {"demos": work / "exports" / "demos"}
+    if not args.skip_ablation:
+        if episodes_in(aug) < args.demos * args.per_episode:
+            times["augment"] = run(x2("augment", "replay", str(demos), "--per-episode", str(args.per_episode),
+                                      "--render", *cams, "--workers", str(args.workers), "--out", str(aug)),
+                                   work / "augment.log")
+        exports["aug"] = work / "exports" / "aug"
+    for name, export in exports.items():
+        if not (export / "meta" / "info.json").exists():
+            source = demos if name == "demos" else aug
+            times[f"export {name}"] = run(x2("export", "lerobot", str(source), *cams, "--out", str(export),
+                                             "--repo-id", f"x2/{name}"), work / f"export-{name}.log")
+    jobs = {"images": (exports["demos"], "x2/demos")}
+    if not args.skip_ablation:
+        joined = work / "exports" / "demos-plus-aug"
+        if not (joined / "meta" / "info.json").exists():
+            from lerobot.datasets.aggregate import aggregate_datasets
+
+            t0 = time.perf_counter()
+            aggregate_datasets(["x2/demos", "x2/aug"], "x2/demos-plus-aug", roots=[exports["demos"], exports["aug"]],
+                               aggr_root=joined)
+            times["aggregate"] = time.perf_counter() - t0
+        jobs["images+aug"] = (joined, "x2/demos-plus-aug")
+    step, costs = train_both(jobs, args, work)
+    log(f"scoring step {step} of every training")
+
+    reports: dict[str, dict[str, Any]] = {}
+    trained_on = {"images": [demos], "images+aug": [demos, aug]}
+    for name in jobs:
+        ckpt = work / "train" / name / "checkpoints" / f"{step:06d}" / "pretrained_model"
+        reports[name] = evaluate(name, f"lerobot:{ckpt}", trained_on[name], args, work)
+    for bound in BOUNDS:
+        reports[bound] = evaluate(bound, bound, [demos], args, work)
+
+    lines = [f"pick_place from images: ACT at step {step} (batch {args.batch}), cameras {args.cameras} at "
+             f"{args.size}; {args.eval_episodes} episodes per split, master seed {args.eval_seed}, "
+             f"--max-ticks {args.max_ticks}", "",
+             "| policy | ID success (95 % CI) | ID progress (subtasks) | OOD success (95 % CI) | OOD progress |",
+             "|---|---|---|---|---|"]
+    labels = {"images": f"ACT, images + joints, {args.demos} demos",
+              "images+aug": f"ACT, images + joints, {args.demos} demos + {args.demos * args.per_episode} replay "
+                            "variants"}
+    for name, report in reports.items():
+        lines.append("| " + " | ".join([labels.get(name, name), *cells(report, args.task, "train"),
+                                         *cells(report, args.task, "eval")]) + " |")
+    lines += ["", "stage times (s): " + ", ".join(f"{k} {v:.0f}" for k, v in times.items()),
+              "training: " + json.dumps(costs)]
+    (work / "report.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
