@@ -63,3 +63,41 @@ def test_a_camera_drawn_at_export_time_is_described_at_the_size_it_was_drawn_at(
     f = 48 / np.tan(np.deg2rad(lens["fovy_deg"]) / 2)  # drawn at 96x96, stretched to 48x64
     np.testing.assert_allclose(lens["K"], [[f * 64 / 96, 0, 31.5], [0, f * 0.5, 23.5], [0, 0, 1]], atol=1e-9)
     assert lens["body"]
+
+
+def test_a_calibration_equal_to_the_centred_pinhole_keeps_its_principal_point(tmp_path: Path) -> None:
+    # A hand-written calibration with cx = W/2, cy = H/2 and fx = fy equals the field-of-view pinhole number for
+    # number; only the stored convention tells them apart (before it was stored, x2 moved it half a pixel).
+    import mujoco
+
+    from x2.sim.camera import opencv_matrix
+    from x2.sim.mujoco.camera_calibration import apply_camera_calibration
+    from x2.sim.mujoco.renderer import MujocoRenderer
+
+    f = 60.0 / np.tan(np.deg2rad(30.0))  # the pinhole of fovy 60 at 120 rows
+    cal = CameraCalibration("cam", 160, 120, f, f, 80.0, 60.0, (0.0, 0.0, 0.0, 0.0, 0.0))
+    np.testing.assert_allclose(cal.matrix(), pinhole(60.0, 120, 160), atol=1e-12)
+    spec = mujoco.MjSpec()
+    spec.visual.global_.offwidth, spec.visual.global_.offheight = 160, 120
+    spec.worldbody.add_camera(name="cam", fovy=60)
+    spec.worldbody.add_camera(name="plain", fovy=60)
+    apply_camera_calibration(spec, {"cam": cal})
+    with MujocoRenderer(spec.compile(), ["cam", "plain"], ImageSize(120, 160)) as renderer:
+        calibrated, plain = renderer.intrinsics("cam"), renderer.intrinsics("plain")
+    assert calibrated["pixel_origin"] == "centre" and "pixel_origin" not in plain  # (a pinhole's bytes unchanged)
+    np.testing.assert_allclose(opencv_matrix(calibrated), cal.matrix(), atol=1e-9)
+    np.testing.assert_allclose(opencv_matrix(plain)[:2, 2], [79.5, 59.5], atol=1e-9)
+
+    def stored(path: Path, origin: str | None) -> list[list[float]]:
+        with h5py.File(path, "w") as h5:
+            h5.create_dataset(fmt.TIMESTAMPS, data=np.array([0.0]))
+            ds = h5.create_dataset(fmt.image_path("cam"), data=np.zeros((1, 120, 160, 3), np.uint8))
+            ds.attrs["fovy_deg"], ds.attrs["intrinsics"], ds.attrs["height"], ds.attrs["width"] = 60.0, \
+                cal.matrix(), 120, 160
+            if origin is not None:
+                ds.attrs["pixel_origin"] = origin
+        with Episode(path) as ep:
+            return camera_lenses(ep, ["cam"], {})["cam"]["K"]
+
+    assert stored(tmp_path / "new.h5", "centre")[0][2] == 80.0
+    assert stored(tmp_path / "old.h5", None)[0][2] == 79.5  # a stream from before: the old reading, as it was

@@ -30,7 +30,7 @@ from x2.datasets import Episode
 from x2.envspec.camera_calibration import quat_to_rotation
 from x2.recorded.frames import DEFAULT_SIZE, split_cameras, stored_cameras
 from x2.recorded.world import open_world
-from x2.sim.camera import ImageSize, Intrinsics, opencv_matrix, optical_to_world, scaled_k
+from x2.sim.camera import CENTRE, ImageSize, Intrinsics, opencv_matrix, optical_to_world, scaled_k
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class _Seen:
     distortion: Floats | None
     pose: Floats | None  # (7,) first frame
     body: str
+    pixel_origin: str | None  # stored with a calibrated K; None: a pinhole's, or a stream from before it was stored
 
 
 class CameraLens(TypedDict, total=False):
@@ -73,7 +74,8 @@ def camera_lenses(ep: Episode, cameras: Sequence[str], sizes: Mapping[str, Image
                 for c in at:
                     i = renderer.intrinsics(c)
                     described[c] = _Seen(size, np.asarray(i["intrinsics"], np.float64), float(i["fovy_deg"]),
-                                         i.get("distortion"), renderer.camera_pose(c), renderer.camera_body(c))
+                                         i.get("distortion"), renderer.camera_pose(c), renderer.camera_body(c),
+                                         i.get("pixel_origin"))
     out: dict[str, CameraLens] = {}
     for c in cameras:
         seen = described.get(c)
@@ -81,9 +83,12 @@ def camera_lenses(ep: Episode, cameras: Sequence[str], sizes: Mapping[str, Image
             continue
         h, w, fovy = seen.size.height, seen.size.width, seen.fovy
         to = sizes.get(c, seen.size)
-        k = opencv_matrix(Intrinsics(fovy_deg=fovy, intrinsics=seen.k, height=h, width=w))
+        intrinsics = Intrinsics(fovy_deg=fovy, intrinsics=seen.k, height=h, width=w)
+        if seen.pixel_origin is not None:
+            intrinsics["pixel_origin"] = seen.pixel_origin
+        k = opencv_matrix(intrinsics)
         k = scaled_k(k, seen.size, to)  # the frames are stretched per axis to the exported size
-        lens: CameraLens = {"height": to.height, "width": to.width, "K": _rows(k), "pixel_origin": "centre",
+        lens: CameraLens = {"height": to.height, "width": to.width, "K": _rows(k), "pixel_origin": CENTRE,
                             "fovy_deg": round(fovy, 6)}
         if seen.distortion is not None:
             lens["distortion"] = [round(float(v), 9) + 0.0 for v in np.asarray(seen.distortion).ravel()]
@@ -103,7 +108,8 @@ def _stored(ep: Episode, cam: str) -> _Seen | None:
     pose = np.asarray(ep[path][0], np.float64) if path in ep else None
     dist = np.asarray(attrs["distortion"], np.float64) if "distortion" in attrs else None
     return _Seen(ImageSize(int(attrs["height"]), int(attrs["width"])), np.asarray(attrs["intrinsics"], np.float64),
-                 float(attrs["fovy_deg"]), dist, pose, str(attrs.get("body", "")))
+                 float(attrs["fovy_deg"]), dist, pose, str(attrs.get("body", "")),
+                 str(attrs["pixel_origin"]) if "pixel_origin" in attrs else None)
 
 
 def _optical(pose7: Floats) -> Floats:

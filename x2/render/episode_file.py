@@ -27,14 +27,13 @@ from x2.files.hdf5_guard import kept_if_complete
 from x2.files.staging import fsync_file
 from x2.recorded.frames import stored_cameras
 from x2.recorded.world import SIM_BOUND, open_world
-from x2.sim.camera import ImageSize, StateRenderer, opencv_matrix, optical_to_world
+from x2.sim.camera import CENTRE, ImageSize, StateRenderer, opencv_matrix, optical_to_world
 from x2.sim.streams import DEFAULT_STREAMS, DEPTH, RGB, SEGMENTATION
 
 POSE_CONVENTION = "x y z (m), quaternion w x y z; MuJoCo camera axes: looking along -z, image up +y"
 EXTRINSICS_CONVENTION = "4x4 camera to world; camera axes OpenCV's: x right, y down, z forward (looking along +z)"
 DEPTH_CONVENTION = ("metres along the camera's optical axis (z, not the ray's length); a pixel that sees nothing "
                     "holds the far clipping distance")
-PIXEL_ORIGIN = "centre"  # K's convention: (0, 0) is the first pixel's centre (OpenCV's)
 _PATHS = {RGB: fmt.image_path, DEPTH: fmt.depth_path, SEGMENTATION: fmt.segmentation_path}
 
 
@@ -114,7 +113,7 @@ def _lens_attrs(ds: h5py.Dataset, renderer: StateRenderer, cam: str) -> None:
     """A depth or segmentation stream's camera: K in OpenCV's convention at its size, where its poses are."""
     intrinsics = renderer.intrinsics(cam)
     ds.attrs["K"] = opencv_matrix(intrinsics)
-    ds.attrs["pixel_origin"] = PIXEL_ORIGIN
+    ds.attrs["pixel_origin"] = CENTRE
     ds.attrs["height"], ds.attrs["width"] = intrinsics["height"], intrinsics["width"]
     if "distortion" in intrinsics:
         ds.attrs["distortion"] = intrinsics["distortion"]

@@ -105,6 +105,12 @@ class Intrinsics(TypedDict):
     height: int
     width: int
     distortion: NotRequired[Floats]  # (8,) OpenCV's k1 k2 p1 p2 k3 k4 k5 k6, only for a calibrated lens that has it
+    # "centre" for a calibrated K (OpenCV's convention, said outright so that a calibration that happens to equal
+    # the centred pinhole is not mistaken for one); absent for a field-of-view pinhole, whose stored bytes it keeps
+    pixel_origin: NotRequired[str]
+
+
+CENTRE = "centre"  # K's pixel convention: (0, 0) is the first pixel's centre (OpenCV's, ROS's)
 
 
 def pinhole(fovy_deg: float, height: int, width: int) -> Floats:
@@ -128,6 +134,10 @@ def opencv_matrix(intrinsics: Intrinsics) -> Floats:
     """The stored K of `intrinsics` in OpenCV's pixel convention (the first pixel's centre at 0, 0): a calibrated
     camera's already is; a field-of-view camera's (`pinhole`, the corner convention) is moved half a pixel."""
     k = np.array(intrinsics["intrinsics"], np.float64)
+    if intrinsics.get("pixel_origin") == CENTRE:
+        return k
+    # no convention stored: a field-of-view pinhole, or a calibrated stream rendered before x2 stored it (whose K,
+    # unless it is exactly the centred pinhole, tells the two apart)
     if np.allclose(k, pinhole(float(intrinsics["fovy_deg"]), int(intrinsics["height"]), int(intrinsics["width"]))):
         k[:2, 2] -= 0.5
     return k

@@ -27,6 +27,7 @@ import numpy as np
 
 from x2.base.arrays import Bools, Floats, Image
 from x2.sim.camera import (
+    CENTRE,
     CameraError,
     FreeCamera,
     ImageSize,
@@ -212,6 +213,8 @@ class MujocoRenderer:
         d = distortion(self.model, cid)
         if d is not None:
             out["distortion"] = d
+        if k is not None:
+            out["pixel_origin"] = CENTRE
         return out
 
     def camera_body(self, camera: str) -> str:
