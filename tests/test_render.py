@@ -202,8 +202,8 @@ def test_cli_renders_the_last_dataset_and_names_it(rendered: Path, tmp_path: Pat
     (["--cameras", "head,nose"], "error: --cameras: found ['nose']; allowed: the episode's cameras"),
     (["--streams", "rgb,depth", "--video", "videos"], "error: --streams: found 'rgb,depth' with --video; allowed: "
                                                       "--streams only when rendering into the episode files"),
-    (["--streams", "depth", "--contact-sheet", "s.png"], "error: --streams: found 'depth' with --contact-sheet; "
-                                                         "allowed: --streams only when rendering"),
+    (["--streams", "depth,heat", "--contact-sheet", "s.png"], "error: --streams: found 'depth,heat'; allowed: "
+                                                              "distinct names of rgb, depth, segmentation"),
 ])
 def test_cli_bad_size_or_cameras_is_one_line(pristine: Path, tmp_path: Path, args: list[str], message: str) -> None:
     root = _copy(pristine, tmp_path, "bad")

@@ -1,7 +1,8 @@
 """`x2 render --streams rgb,depth,segmentation`: the stored depth is MuJoCo's own depth render of the recorded state,
 the stored segmentation ids are MuJoCo's segmentation render named through the stored table, the stored intrinsics
 and extrinsics put a known body where the segmentation shows it, rgb alone writes no other stream, and bad requests
-are refused in one line with nothing written.
+are refused in one line with nothing written; and the contact sheet's depth and segmentation rows
+(x2/render/sheet.py, x2/render/stream_tiles.py) colour MuJoCo's own depth and things.
 
 One short real recording (tests/helpers/real_dataset.py), 3 frames at 48x64.
 """
@@ -23,9 +24,13 @@ from x2 import format as fmt
 from x2.base.errors import DatasetError
 from x2.datasets import Episode
 from x2.recorded.world import open_world
-from x2.render import render_dataset
+from x2.render import contact_sheet, render_dataset
+from x2.render.grid import Box
+from x2.render.sheet import sheet_moments, sheet_picture
+from x2.render.stream_tiles import BACKGROUND_COLOUR, DEPTH_STOPS, depth_colours, segment_colour
 from x2.sim.camera import ImageSize
 from x2.sim.mujoco.state import STATE_SPEC
+from x2.sim.streams import ROBOT, SCENERY
 
 SIZE = ImageSize(48, 64)
 CAMERAS = ("head", "left_wrist")
@@ -185,3 +190,59 @@ def test_bad_stream_or_camera_is_one_line_and_writes_nothing(pristine: Path, tmp
         render_dataset(root, CAMERAS, SIZE, streams=("heat",))
     assert {p.name: p.read_bytes() for p in (root / "episodes").glob("*.h5")} == before
     assert not (root / ".rendering").exists() or not list((root / ".rendering").iterdir())
+
+
+def _tile(picture: object, box: Box) -> np.ndarray:
+    return np.asarray(picture).astype(np.int64)[box.y:box.y + box.height, box.x:box.x + box.width]
+
+
+def test_contact_sheet_depth_follows_the_depth_and_segmentation_tells_robot_from_table(pristine: Path) -> None:
+    """The head camera's rows on the sheet: depth coloured by its place between the stated nearest and farthest
+    seen depth (MuJoCo's own depth render, to whole centimetres), nearer pixels at the near end of the colormap;
+    segmentation one colour per thing, the robot's links in the robot's colours and the table in the world's."""
+    with Episode(_episode(pristine)) as ep:
+        picture, boxes = sheet_picture(ep, ("head",), SIZE, ALL)
+        moments = [f for f, _ in sheet_moments(ep)]
+        views = _mujoco_views(ep, "head")
+    assert [len(row) for row in boxes] == [len(moments)] * 3 and len(moments) >= 2  # rgb, depth, segmentation
+    seen_depth = np.concatenate([views[t][0][views[t][1][..., 0] >= 0] for t in moments])
+    near, far = np.floor(seen_depth.min() * 100) / 100, np.ceil(seen_depth.max() * 100) / 100
+    lut = depth_colours(np.linspace(0.0, 1.0, 1001)).astype(np.int64)
+    world_colour = segment_colour(SCENERY, "world")
+    robot_pixels = table_pixels = 0
+    for col, t in enumerate(moments):
+        depth, seg, model, _ = views[t]
+        seen = seg[..., 0] >= 0
+        tile = _tile(picture, boxes[1][col])
+        assert (tile[~seen] == BACKGROUND_COLOUR).all()
+        place = np.argmin(((tile[seen][:, None, :] - lut[None]) ** 2).sum(-1), axis=1) / 1000
+        assert np.abs(place - (depth[seen] - near) / (far - near)).max() < 0.02, col
+        nearest = tile[seen][np.argmin(depth[seen])]
+        assert np.abs(nearest - DEPTH_STOPS[0]).sum() < np.abs(nearest - DEPTH_STOPS[-1]).sum()
+        tile = _tile(picture, boxes[2][col])
+        geoms = seg[..., 1] == int(mujoco.mjtObj.mjOBJ_GEOM)
+        things = np.full(seg.shape[:2], "", dtype=object)
+        for g in np.unique(seg[..., 0][geoms]):
+            things[geoms & (seg[..., 0] == g)] = _thing_of_body(model, int(model.geom_bodyid[g]))
+        links = {str(model.body(b).name) for b in range(1, model.nbody)
+                 if int(model.body_rootid[b]) in {int(model.body_rootid[int(j)]) for j in model.jnt_bodyid}
+                 and not model.body(int(model.body_rootid[b])).name.endswith("/object")}
+        for thing in set(things[geoms]):
+            colours = {tuple(c) for c in tile[things == thing]}
+            assert len(colours) == 1, thing  # one thing, one colour
+            if thing in links:
+                assert colours == {segment_colour(ROBOT, thing)} and world_colour not in colours
+                robot_pixels += int((things == thing).sum())
+        table = things == "world"
+        assert {tuple(c) for c in tile[table]} == {world_colour}
+        table_pixels += int(table.sum())
+    assert robot_pixels > 0 and table_pixels > 0  # both in view: the test compared something
+
+
+def test_contact_sheet_of_rgb_alone_is_the_sheet_without_streams(pristine: Path, tmp_path: Path) -> None:
+    out = run_x2(["render", str(pristine), "--contact-sheet", str(tmp_path / "rgb.png"), "--cameras", "head",
+                  "--size", str(SIZE), "--streams", "rgb"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    with Episode(_episode(pristine)) as ep:  # the sheet as it was before --streams: no streams asked for
+        contact_sheet(ep, ("head",), SIZE, tmp_path / "plain.png")
+    assert (tmp_path / "rgb.png").read_bytes() == (tmp_path / "plain.png").read_bytes()

@@ -43,7 +43,9 @@ def render(
         "--overwrite", help="Render again a camera stored at another size.")] = False,
     sheet: Annotated[Path | None, typer.Option(
         "--contact-sheet", help="Instead of rendering the dataset, draw one episode's cameras at its start, "
-                                "subtask completions and end into this PNG.", show_default=False)] = None,
+                                "subtask completions and end into this PNG (with --streams: a row per camera and "
+                                "stream).",
+        show_default=False)] = None,
     episode: Annotated[int | None, typer.Option(
         "--episode", help="The episode of --contact-sheet (default: the first one).", show_default=False)] = None,
     video: Annotated[Path | None, typer.Option(
@@ -72,6 +74,9 @@ def render(
 
     Example: [cyan]x2 render --contact-sheet sheet.png --episode 0[/cyan]
 
+    Each camera's depth and segmentation beside its pictures on the sheet, with a legend:
+    [cyan]x2 render --contact-sheet sheet.png --streams rgb,depth,segmentation[/cyan]
+
     A video of episodes 0 and 1: [cyan]x2 render --video videos --episodes 0,1 --size 120x160[/cyan]
 
     On a Ray cluster, 8 renderers of one CPU each: [cyan]x2 render --workers 8 --ray auto[/cyan]
@@ -82,9 +87,9 @@ def render(
     choose_renderer(renderer)
     names, image_size = parse_cameras(cameras) or DEFAULT_CAMERAS, ImageSize.parse(size)
     kinds = parse_streams(streams)
-    if streams is not None and (video is not None or sheet is not None):  # (both draw RGB only: not ignored silently)
-        raise DatasetError(f"--streams: found {streams!r} with {'--video' if video is not None else '--contact-sheet'}"
-                           "; allowed: --streams only when rendering into the episode files")
+    if streams is not None and video is not None:  # (a video draws RGB only: not ignored silently)
+        raise DatasetError(f"--streams: found {streams!r} with --video; allowed: --streams only when rendering into "
+                           "the episode files or with --contact-sheet")
     selected = None if episodes is None else parse_episode_list(episodes)
     ds = open_dataset_arg(dataset)
     path = ds.root
@@ -94,7 +99,7 @@ def render(
         _videos(ds, parse_cameras(cameras) or None, image_size, video, selected, workers)
         return
     if sheet is not None:
-        _sheet(ds, names, image_size, sheet, episode, selected)
+        _sheet(ds, names, image_size, sheet, episode, selected, kinds)
         return
     with progress("rendering", "frames") as update:
         def advance(p: RenderProgress) -> None:
@@ -142,7 +147,7 @@ def _videos(ds: Dataset, cameras: tuple[str, ...] | None, size: ImageSize, folde
 
 
 def _sheet(ds: Dataset, cameras: tuple[str, ...], size: ImageSize, out: Path, episode: int | None,
-           selected: tuple[int, ...] | None) -> None:
+           selected: tuple[int, ...] | None, streams: tuple[str, ...]) -> None:
     if out.suffix.lower() != ".png":
         raise DatasetError(f"--contact-sheet: found {str(out)!r}; allowed: a .png file")
     if episode is None:
@@ -152,5 +157,6 @@ def _sheet(ds: Dataset, cameras: tuple[str, ...], size: ImageSize, out: Path, ep
             raise DatasetError(f"{ds.root}: episodes: found none; allowed: a dataset with committed episodes")
         episode = pool[0]
     with ds.load(episode) as ep:
-        contact_sheet(ep, cameras, size, out)
-    console.print(f"contact sheet of episode {episode} ({', '.join(cameras)} at {size}): {out}")
+        contact_sheet(ep, cameras, size, out, streams)
+    what = "" if streams == DEFAULT_STREAMS else f" ({'+'.join(streams)})"
+    console.print(f"contact sheet of episode {episode} ({', '.join(cameras)}{what} at {size}): {out}")

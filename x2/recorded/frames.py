@@ -28,6 +28,7 @@ from x2.base.arrays import Image
 from x2.datasets import Episode
 from x2.recorded.world import open_world
 from x2.sim.camera import ImageSize
+from x2.sim.streams import SegmentTable, Shot
 
 DEFAULT_CAMERAS: tuple[str, ...] = ("head", "left_wrist", "right_wrist")
 DEFAULT_SIZE = ImageSize(240, 320)
@@ -104,3 +105,17 @@ def frames_at(ep: Episode, cameras: Sequence[str], frames: Sequence[int],
             frame = renderer.frame(states[t])
             frame.update(next(stored) if read else {})
             yield {c: frame[c] for c in cameras}
+
+
+def shots_at(ep: Episode, cameras: Sequence[str], frames: Sequence[int], size: ImageSize,
+             streams: tuple[str, ...]) -> tuple[list[dict[str, Shot]], SegmentTable]:
+    """Each camera's `streams` (x2.sim.streams) at the given frames (in the order given), drawn from /states of the
+    file's own world at `size` (stored streams are not read: every stream of one shot comes from one drawing), and
+    the table naming the segmentation's ids."""
+    with open_world(ep) as world, world.backend.renderer(cameras, size) as renderer:
+        states = ep.dataset(fmt.STATES)
+        shots: list[dict[str, Shot]] = []
+        for t in frames:
+            renderer.set_state(states[t])
+            shots.append({c: renderer.shot(c, streams) for c in cameras})
+        return shots, renderer.segment_table
