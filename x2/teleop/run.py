@@ -24,6 +24,7 @@ from x2.envspec import load_env, load_robot, names, task_robot
 from x2.envspec.held_out import refuse_eval_run
 from x2.rollout import open_dataset
 from x2.sim import Backend, make_backend
+from x2.sim.camera import StreamRequest
 from x2.teleop.live import Picture
 from x2.teleop.preview import Preview, PreviewConfig
 from x2.teleop.session import EpisodeSummary, TeleopConfig, TeleopSession
@@ -50,6 +51,9 @@ class TeleopRequest:
     preview: bool = False
     preview_camera: str | None = None
     allow_eval: bool = False  # an eval scene variant or master seed (x2/envspec/held_out.py) is refused without it
+    # camera streams the caller renders into the saved episodes once the run ends (x2/cli/collect_streams.py):
+    # checked against the world here, before anything is opened
+    streams: StreamRequest | None = None
 
     def __post_init__(self) -> None:
         # (before anything is opened or made: typer's min=1 lets inf and nan through)
@@ -144,6 +148,9 @@ class TeleopRun:
         self.dataset: Dataset | None = None
         self._opened: list[Device] = []
         try:
+            if request.streams is not None:
+                self.backend.cameras.refuse_unless_drawn(request.streams.cameras, request.streams.size,
+                                                         f"robot {self.env.robot.name}")
             self.preview = preview_for(self.backend, request.preview_camera) if request.preview else None
         except BaseException:
             self.backend.close()
