@@ -1,7 +1,8 @@
 """`x2 collect teleop --streams`: each saved episode gets the streams `x2 render --streams` draws into it, the same
 arrays, attrs and stored chunks as that render pass's own episode job (x2/render/episode_file.py) makes from the
-saved states; bad stream requests end the command in one line before anything is recorded. Driven by a recorded
-leader-arm stream played back (`--device replay:FILE`), the real session, loop, writer and render pass."""
+saved states; bad stream requests (the saved episodes' or the preview's) end the command in one line before anything
+is recorded. Driven by a recorded leader-arm stream played back (`--device replay:FILE`), the real session, loop,
+writer and render pass."""
 
 from __future__ import annotations
 
@@ -58,6 +59,7 @@ def test_a_teleop_episode_saved_with_streams_is_its_render(tmp_path: Path) -> No
     (["--streams", "rgb,normals"], "--streams: found 'rgb,normals'; allowed: distinct names of rgb, depth"),
     (["--streams", "depth", "--cameras", "nose"], "--cameras: found ['nose']; allowed: the episode's cameras"),
     (["--size", "16x16"], "--size: found '16x16' without --streams"),
+    (["--preview-stream", "normals"], "--preview-stream: found 'normals'; allowed: one of rgb, depth, segmentation"),
 ])
 def test_bad_streams_are_one_line_and_record_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      args: list[str], message: str) -> None:

@@ -51,6 +51,9 @@ def teleop(
                        ] = None,
     preview_camera: Annotated[str | None, typer.Option("--preview-camera", help="camera for the preview "
                                                        "(default: the robot's first, e.g. head)")] = None,
+    preview_stream: Annotated[str, typer.Option("--preview-stream", help="what the preview shows of its camera: "
+                                                "rgb, depth (grey, near white) or segmentation (a colour an id)")
+                              ] = "rgb",
     allow_eval: AllowEvalOpt = False,
     streams: StreamsOpt = None,
     cameras: CamerasOpt = None,
@@ -84,7 +87,8 @@ def teleop(
                             dataset=dataset, variant=variant, seed=seed,
                             episodes=episodes, max_seconds=max_seconds, success_hold_s=success_hold, keys=keys,
                             preview=console.is_terminal if preview is None else preview,
-                            preview_camera=preview_camera, allow_eval=allow_eval, streams=rendered)
+                            preview_camera=preview_camera, preview_stream=preview_stream, allow_eval=allow_eval,
+                            streams=rendered)
     run = TeleopRun(request, ask_task=_ask_task if sys.stdin.isatty() else None)
     summaries: list[EpisodeSummary] = []
     try:
