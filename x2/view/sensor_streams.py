@@ -5,8 +5,9 @@
     segmentation/<cam>        /observations/segmentation/<cam> as rerun's segmentation image, one per frame; a static
                               annotation context names its ids (the stored table: robot links, objects, scenery)
 
-As stored, never drawn: an episode without them gets none, and its recording is what it always was. Raw pixels
-(rerun has no codec for these): a file to look at, sent in batches like the pictures to bound memory.
+As stored, never drawn: an episode without them gets none, and its recording is what it always was. Sent raw, so
+the viewer shows the stored values exactly (rerun's EncodedDepthImage would round the metres to a 16-bit code), in
+batches like the pictures to bound memory.
 """
 
 from __future__ import annotations
