@@ -1,5 +1,5 @@
 """The operator's camera preview: a real render process fed through the loop hook, and its picture in
-the terminal (half blocks, two pixel rows per text row)."""
+the terminal (half blocks, two pixel rows per text row); its depth and segmentation as pictures."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from rich.console import Console
 
 from x2.envspec import load_env
 from x2.sim.mujoco.backend import MujocoBackend
+from x2.sim.streams import Shot
 from x2.teleop.live import Picture
-from x2.teleop.preview import Preview, PreviewConfig
+from x2.teleop.preview import Preview, PreviewConfig, stream_picture
 
 
 def _next_frame(view: Preview, after: int) -> np.ndarray:
@@ -45,3 +46,28 @@ def test_preview_renders_what_the_loop_publishes() -> None:
     console.print(Picture(moved))
     text = console.export_text()
     assert text.count("▀") == 48 * 16 and len(text.splitlines()) == 16
+
+
+@pytest.mark.timeout(90)
+def test_preview_shows_depth_in_grey() -> None:
+    backend = MujocoBackend(load_env("pick_place"))
+    backend.reset(0)
+    with Preview(PreviewConfig(camera="head", width=48, height=32, hz=10.0, stream="depth")) as view:
+        view.hook(0, backend)
+        frame = _next_frame(view, 0)
+    assert frame.shape == (32, 48, 3)
+    assert (frame[..., 0] == frame[..., 1]).all() and (frame[..., 1] == frame[..., 2]).all()  # grey
+    assert frame.max() == 255 and frame.min() == 0  # the nearest pixel white, the farthest black
+
+
+def test_stream_picture_colours_depth_and_ids() -> None:
+    depth = np.array([[0.5, 1.0], [1.5, 1.5]], np.float32)
+    grey = stream_picture(Shot(depth=depth), "depth")
+    assert grey[..., 0].tolist() == [[255, 128], [0, 0]] and (grey[..., 0] == grey[..., 2]).all()
+    assert (stream_picture(Shot(depth=np.full((2, 2), 3.0, np.float32)), "depth") == 0).all()  # flat: no range
+    ids = np.array([[0, 1], [2, 1]], np.uint16)
+    colours = stream_picture(Shot(segmentation=ids), "segmentation")
+    assert (colours[0, 0] == 0).all() and (colours[0, 1] == colours[1, 1]).all()  # nothing black; one id one colour
+    assert (colours[0, 1] != colours[1, 0]).any() and colours[0, 1].min() >= 55
+    rgb = np.zeros((2, 2, 3), np.uint8)
+    assert stream_picture(Shot(rgb=rgb), "rgb") is rgb

@@ -26,11 +26,14 @@ from helpers.x2_cli import HEADLESS_ENV, run_x2
 from PIL import Image
 from rerun.experimental import RrdReader
 
+from x2 import format as fmt
 from x2.datasets import Dataset, Episode
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
 from x2.recorded.world import open_world
+from x2.render import render_dataset
 from x2.sim.camera import ImageSize
 from x2.view import plan_cameras, record_rerun, wants_viewer
+from x2.view.sensor_streams import stored_sensor_cameras
 
 SMALL = ImageSize(96, 128)
 
@@ -209,6 +212,26 @@ def test_stored_streams_are_read_not_rendered(stored_ds: Path, tmp_path: Path) -
     images = np.stack(rec.images("/cameras/head")).astype(int)
     assert np.abs(images - stored).mean() < 3.0
     assert np.abs(images - drawn).mean() > 50.0  # the inverted stored stream, not a fresh rendering
+
+
+def test_stored_depth_and_segmentation_are_shown_as_stored(short_ds: Path, tmp_path: Path) -> None:
+    path = shutil.copytree(short_ds, tmp_path / "sensed")
+    render_dataset(path, ("head",), ImageSize(16, 24), streams=("rgb", "depth", "segmentation"), episodes=[0])
+    rec = Recording(write(path, 0, tmp_path / "ep.rrd", cameras=("head",), size=None))
+    with Dataset.open(path).load(0) as ep:
+        depth, ids = ep[fmt.depth_path("head")], ep[fmt.segmentation_path("head")]
+        names = [str(n) for n in ep.dataset_attrs(fmt.segmentation_path("head"))[fmt.NAMES_ATTR]]
+        assert rec.frames("/depth/head").tolist() == rec.frames("/segmentation/head").tolist() == list(range(ep.frames))
+    assert rec.static["/depth/head"]["DepthImage:meter"] == [1.0]
+    shown = np.stack([np.frombuffer(bytes(v[0]), np.float32) for v in rec.values("/depth/head", "DepthImage:buffer")])
+    np.testing.assert_array_equal(shown.reshape(depth.shape), depth)  # the stored metres, bit for bit
+    values = rec.values("/segmentation/head", "SegmentationImage:buffer")
+    np.testing.assert_array_equal(np.stack([np.frombuffer(bytes(v[0]), np.uint16) for v in values]).reshape(ids.shape),
+                                  ids)
+    context = rec.static["/segmentation/head"]["AnnotationContext:context"][0]
+    assert [c["class_description"]["info"]["label"] for c in context] == names
+    with Dataset.open(short_ds).load(0) as ep:  # none stored: none shown
+        assert stored_sensor_cameras(ep, ("head",)) == ((), ())
 
 
 def test_plan_renders_what_is_not_stored_at_the_stored_size(stored_ds: Path, short_ds: Path) -> None:

@@ -19,17 +19,24 @@ def deterministic_contents(path: Path) -> list[dict[str, object]]:
     for record in ds.episodes():
         # The digest is of every byte of the file, /timing included: equal exactly when the files are.
         content: dict[str, object] = {"index line": replace(record, digest=None).to_json()}
-        with h5py.File(ds.episode_path(record.index)) as f:
-            def visit(name: str, obj: h5py.HLObject, content: dict[str, object] = content) -> None:
-                if name.split("/")[0] == "timing":
-                    return
-                if isinstance(obj, h5py.Dataset):
-                    content[name] = (obj.dtype.str, obj.shape, obj[()].tobytes())
-                content[f"{name}@attrs"] = {k: _attr(v) for k, v in sorted(obj.attrs.items())}
-            content["@attrs"] = {k: _attr(v) for k, v in sorted(f.attrs.items())}
-            f.visititems(visit)
+        content.update(file_contents(ds.episode_path(record.index)))
         out.append(content)
     return out
+
+
+def file_contents(path: Path) -> dict[str, object]:
+    """One episode file's part of `deterministic_contents`: all but /timing, decoded, with every attr."""
+    content: dict[str, object] = {}
+    with h5py.File(path) as f:
+        def visit(name: str, obj: h5py.HLObject) -> None:
+            if name.split("/")[0] == "timing":
+                return
+            if isinstance(obj, h5py.Dataset):
+                content[name] = (obj.dtype.str, obj.shape, obj[()].tobytes())
+            content[f"{name}@attrs"] = {k: _attr(v) for k, v in sorted(obj.attrs.items())}
+        content["@attrs"] = {k: _attr(v) for k, v in sorted(f.attrs.items())}
+        f.visititems(visit)
+    return content
 
 
 def _attr(value: object) -> object:

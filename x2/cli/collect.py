@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from x2.cli._common import console
+from x2.cli.collect_streams import CamerasOpt, SizeOpt, StreamsOpt, render_saved, stream_request
 from x2.cli.group_class import typer_group
 from x2.cli.options import AllowEvalOpt, CalibrationOpt, OutputDatasetOpt, RobotOpt, TaskOpt, VariantOpt
 from x2.cli.progress import progress
@@ -24,7 +25,8 @@ app = typer_group(
     "  x2 collect teleop --robot artixon-g\n\n"
     "  x2 collect teleop --task fruit_in_microwave --device master-arm:/dev/ttyUSB0 -n 20\n\n"
     "  x2 collect waypoints --task fruit_in_microwave -n 3\n\n"
-    "  x2 collect waypoints --task pick_place --robot artixon-h --realtime --dataset smoke",
+    "  x2 collect waypoints --task pick_place --robot artixon-h --realtime --dataset smoke\n\n"
+    "  x2 collect waypoints --task pick_place -n 2 --streams rgb,depth,segmentation --size 96x128",
 )
 
 
@@ -40,22 +42,37 @@ def waypoints(
     variant: VariantOpt = "default",
     realtime: Annotated[bool, typer.Option("--realtime/--free", help="pace at the control rate or run free")] = False,
     allow_eval: AllowEvalOpt = False,
+    streams: StreamsOpt = None,
+    cameras: CamerasOpt = None,
+    size: SizeOpt = None,
 ) -> None:
     """Record scripted joint-waypoint episodes: every arm reaches out, closes and opens its gripper and
     comes home. It exercises the loop, the DAG labels and the store; it does not solve the task.
 
     Example: [cyan]x2 collect waypoints --task fruit_in_microwave -n 3[/cyan]
+
+    With depth and segmentation of the head camera, rendered into each episode once recorded (the files
+    `x2 render --streams` makes afterwards; docs/format.md, "Camera streams"):
+
+    [cyan]x2 collect waypoints -n 2 --streams rgb,depth,segmentation --cameras head --size 96x128[/cyan]
     """
+    request = stream_request(streams, cameras, size)
     env = load_env(task, robot=robot_with_calibration(robot, task, calibration), variant=variant)
     refuse_eval_run(env, seed, allow_eval)
     backend = make_backend(env)
+    if request is not None:
+        try:
+            backend.cameras.refuse_unless_drawn(request.cameras, request.size, f"robot {env.robot.name}")
+        except BaseException:
+            backend.close()
+            raise
     path = workspace.resolve_output(dataset, default_name=env.dataset_name)
     ds = open_dataset(path, env, backend)
     workspace.remember_dataset(path)
     try:
         done, start = len(ds.episodes()), ds.next_slot(seed)
         console.print(f"dataset: {path} ({done} episodes so far); master seed {seed} from slot {start}")
-        first: int | None = None
+        saved: list[int] = []
         clock = RealTimeClock(env.fps) if realtime else None
         rollout = Rollout(backend, clock)
         table = Table(title="episodes", title_justify="left")
@@ -63,8 +80,8 @@ def waypoints(
             table.add_column(col)
         with progress("recording", "episodes") as update:
             for s, result, record in record_scripted(ds, rollout, seed, start, episodes, update):
-                if record is not None and first is None:
-                    first = record.index
+                if record is not None:
+                    saved.append(record.index)
                 events = ", ".join(f"{n}@{f}" for n, f in result.events) or "-"
                 table.add_row(str(record.index) if record else "-", str(s), str(result.ticks), result.end_reason,
                               events, "yes" if result.success else "no", str(result.missed_slots))
@@ -72,6 +89,8 @@ def waypoints(
         ds.close()
         backend.close()
     console.print(table)
-    if first is not None:
-        console.print(f"next: [cyan]x2 datasets info[/cyan], [cyan]x2 datasets show {first} --plot timeline.png"
-                      f"[/cyan], [cyan]x2 label {first}[/cyan]")
+    if request is not None:
+        render_saved(path, request, saved, allow_eval)
+    if saved:
+        console.print(f"next: [cyan]x2 datasets info[/cyan], [cyan]x2 datasets show {saved[0]} --plot timeline.png"
+                      f"[/cyan], [cyan]x2 label {saved[0]}[/cyan]")

@@ -13,6 +13,7 @@ from rich.prompt import Prompt
 from rich.table import Table
 
 from x2.cli._common import console
+from x2.cli.collect_streams import CamerasOpt, SizeOpt, StreamsOpt, render_saved, stream_request
 from x2.cli.options import AllowEvalOpt, CalibrationOpt, OutputDatasetOpt
 from x2.devices import EXAMPLES
 from x2.envspec.task import robot_with_calibration
@@ -50,7 +51,13 @@ def teleop(
                        ] = None,
     preview_camera: Annotated[str | None, typer.Option("--preview-camera", help="camera for the preview "
                                                        "(default: the robot's first, e.g. head)")] = None,
+    preview_stream: Annotated[str, typer.Option("--preview-stream", help="what the preview shows of its camera: "
+                                                "rgb, depth (grey, near white) or segmentation (a colour an id)")
+                              ] = "rgb",
     allow_eval: AllowEvalOpt = False,
+    streams: StreamsOpt = None,
+    cameras: CamerasOpt = None,
+    size: SizeOpt = None,
 ) -> None:
     """Teleoperate the simulated robot at the control rate and record every episode.
 
@@ -71,12 +78,17 @@ def teleop(
 
       [cyan]x2 collect teleop --device playback:data/fruit_in_microwave/episodes/episode_000003.h5 -n 1[/cyan]
       (replays that episode's device stream, or its actions as a leader arm, in its own scene)
+
+      [cyan]x2 collect teleop --task pick_place --streams rgb,depth,segmentation --cameras head --size 96x128[/cyan]
+      (renders those streams into every saved episode once the session ends: the files `x2 render --streams` makes)
     """
+    rendered = stream_request(streams, cameras, size)
     request = TeleopRequest(device=device, robot=robot_with_calibration(robot, task, calibration), task=task,
                             dataset=dataset, variant=variant, seed=seed,
                             episodes=episodes, max_seconds=max_seconds, success_hold_s=success_hold, keys=keys,
                             preview=console.is_terminal if preview is None else preview,
-                            preview_camera=preview_camera, allow_eval=allow_eval)
+                            preview_camera=preview_camera, preview_stream=preview_stream, allow_eval=allow_eval,
+                            streams=rendered)
     run = TeleopRun(request, ask_task=_ask_task if sys.stdin.isatty() else None)
     summaries: list[EpisodeSummary] = []
     try:
@@ -92,13 +104,16 @@ def teleop(
             else:
                 summaries = run.run(on_episode=lambda s: console.print(_summary_line(s)))
     except KeyboardInterrupt:
-        console.print("interrupted: the episode in progress was dropped; saved episodes are safe")
+        console.print("interrupted: the episode in progress was dropped; saved episodes are safe"
+                      + ("" if rendered is None else " (not rendered: x2 render --streams renders them)"))
         raise
     finally:
         if request.preview and run.preview_frames == 0 and summaries:
             console.print("[yellow]note:[/yellow] the camera preview rendered no frame (its process needs "
                           "MuJoCo's EGL or OSMesa rendering); --no-preview turns it off")
     _print_table(summaries)
+    if rendered is not None:
+        render_saved(run.path, rendered, [s.index for s in summaries if s.index is not None], allow_eval)
 
 
 def _summary_line(s: EpisodeSummary) -> str:

@@ -92,14 +92,7 @@ def _check_request(cameras: Sequence[str], size: ImageSize, workers: int, ep: Ep
     if workers < 1:
         raise DatasetError(f"--workers: found {workers}; allowed: 1 or more")
     with open_world(ep) as world:
-        have = world.backend.cameras
-    missing = have.missing(cameras)
-    if missing:
-        raise DatasetError(f"--cameras: found {missing}; allowed: the episode's cameras {list(have.names)} "
-                           f"({ep.path.name})")
-    if not have.fits(size):
-        raise DatasetError(f"--size: found {size}; allowed: up to {have.largest} (the model's offscreen "
-                           f"buffer, {ep.path.name})")
+        world.backend.cameras.refuse_unless_drawn(cameras, size, ep.path.name)
 
 
 def render_dataset(path: str | Path, cameras: Sequence[str] = DEFAULT_CAMERAS, size: ImageSize = DEFAULT_SIZE,

@@ -94,6 +94,27 @@ class WorldCameras:
     def fits(self, size: ImageSize) -> bool:
         return size.height <= self.largest.height and size.width <= self.largest.width
 
+    def refuse_unless_drawn(self, cameras: Sequence[str], size: ImageSize, note: str = "") -> None:
+        """A one-line CameraError unless every one of `cameras` is this world's and `size` fits its renderer; `note`
+        (e.g. the episode file) closes the line."""
+        missing = self.missing(cameras)
+        tail = f" ({note})" if note else ""
+        if missing:
+            raise CameraError(f"--cameras: found {missing}; allowed: the episode's cameras {list(self.names)}{tail}")
+        if not self.fits(size):
+            raise CameraError(f"--size: found {size}; allowed: up to {self.largest} (the model's offscreen "
+                              f"buffer{', ' + note if note else ''})")
+
+
+@dataclass(frozen=True)
+class StreamRequest:
+    """The camera streams a collector draws into each episode it saves (`x2 collect ... --streams`): x2.sim.streams'
+    names, the cameras, the size; drawn as `x2 render --streams` draws them afterwards."""
+
+    streams: tuple[str, ...]
+    cameras: tuple[str, ...]
+    size: ImageSize
+
 
 class Intrinsics(TypedDict):
     """A camera's pinhole at one picture size, as stored with its image stream (attrs in this order)."""

@@ -25,6 +25,7 @@ from x2.base.arrays import Floats, Image
 from x2.processes.life import ParentProcess, die_with
 from x2.sim.backend import Backend
 from x2.sim.camera import ImageSize
+from x2.sim.streams import DEPTH, RGB, Shot
 
 MAX_STATE = 8192  # doubles: the booth's integration state is a few hundred
 
@@ -32,6 +33,7 @@ MAX_STATE = 8192  # doubles: the booth's integration state is a few hundred
 @dataclass(frozen=True)
 class PreviewConfig:
     camera: str = "head"  # the robot's own view, as an operator in VR would see it
+    stream: str = RGB  # x2.sim.streams' name: depth and segmentation are shown as `stream_picture` colours them
     width: int = 72  # pixels; the panel draws two pixel rows per text row
     height: int = 40
     hz: float = 2.0  # ~10 % of a core at 50 ms a frame
@@ -101,6 +103,29 @@ class Preview:
         return int(self._image_seq.value)
 
 
+_ID_COLOURS = np.array([97, 57, 151], np.uint32)  # per channel: a multiplier that spreads neighbouring ids apart
+
+
+def stream_picture(shot: Shot, stream: str) -> Image:
+    """The camera's `stream` of `shot` as an (H, W, 3) uint8 picture for the panel: the picture itself; depth in
+    grey, the nearest pixel of the frame white and its farthest black; segmentation ids each in its own fixed
+    colour, id 0 (nothing) black."""
+    if stream == RGB:
+        assert shot.rgb is not None
+        return shot.rgb
+    if stream == DEPTH:
+        assert shot.depth is not None
+        depth = shot.depth.astype(np.float64)
+        near, far = float(depth.min()), float(depth.max())
+        grey = np.zeros(depth.shape) if far <= near else (far - depth) / (far - near)
+        return np.repeat(np.round(255 * grey).astype(np.uint8)[..., None], 3, axis=2)
+    assert shot.segmentation is not None
+    ids = shot.segmentation.astype(np.uint32)[..., None]
+    colours = (ids * _ID_COLOURS % 200 + 55).astype(np.uint8)
+    colours[shot.segmentation == 0] = 0
+    return colours
+
+
 def _render_loop(c: PreviewConfig, lock: Lock, state: ctypes.Array[ctypes.c_double], state_len: ctypes.c_int,
                  state_seq: ctypes.c_longlong, image: ctypes.Array[ctypes.c_ubyte], image_seq: ctypes.c_longlong,
                  worlds: mp.Queue[tuple[str, dict[str, bytes]]], stop: Event, parent: ParentProcess) -> None:
@@ -130,7 +155,8 @@ def _render_loop(c: PreviewConfig, lock: Lock, state: ctypes.Array[ctypes.c_doub
                     buf[:n] = np.frombuffer(state, np.float64, n)
                 if n == renderer.state_size:
                     renderer.set_state(buf[:n])
-                    frame = renderer.render(c.camera)
+                    frame = renderer.render(c.camera) if c.stream == RGB else \
+                        stream_picture(renderer.shot(c.camera, (c.stream,)), c.stream)
                     with lock:
                         np.frombuffer(image, np.uint8)[:] = frame.reshape(-1)
                         image_seq.value += 1

@@ -24,6 +24,8 @@ from x2.envspec import load_env, load_robot, names, task_robot
 from x2.envspec.held_out import refuse_eval_run
 from x2.rollout import open_dataset
 from x2.sim import Backend, make_backend
+from x2.sim.camera import StreamRequest
+from x2.sim.streams import RGB, STREAMS
 from x2.teleop.live import Picture
 from x2.teleop.preview import Preview, PreviewConfig
 from x2.teleop.session import EpisodeSummary, TeleopConfig, TeleopSession
@@ -49,13 +51,19 @@ class TeleopRequest:
     keys: str = "auto"
     preview: bool = False
     preview_camera: str | None = None
+    preview_stream: str = "rgb"  # x2.sim.streams' name the preview shows
     allow_eval: bool = False  # an eval scene variant or master seed (x2/envspec/held_out.py) is refused without it
+    # camera streams the caller renders into the saved episodes once the run ends (x2/cli/collect_streams.py):
+    # checked against the world here, before anything is opened
+    streams: StreamRequest | None = None
 
     def __post_init__(self) -> None:
         # (before anything is opened or made: typer's min=1 lets inf and nan through)
         if self.max_seconds is not None and not (math.isfinite(self.max_seconds) and self.max_seconds > 0):
             raise X2Error(f"--max-seconds: found {self.max_seconds}; allowed: a number of seconds (leave it out for "
                           "no limit)")
+        if self.preview_stream not in STREAMS:
+            raise X2Error(f"--preview-stream: found {self.preview_stream!r}; allowed: one of {', '.join(STREAMS)}")
 
 
 def choose_task(task: str | None, robot: str, ask: AskTask | None) -> str:
@@ -82,12 +90,12 @@ def lifecycle_keys(device: Device, keys: str) -> list[Device]:
     return [KeyboardDevice(KeyboardConfig(backend=backend, motion=False))]
 
 
-def preview_for(backend: Backend, camera: str | None) -> Preview:
+def preview_for(backend: Backend, camera: str | None, stream: str = RGB) -> Preview:
     cameras = backend.cameras.names
     camera = camera or (backend.env.robot.cameras[0] if backend.env.robot.cameras else "front")
     if camera not in cameras:
         raise X2Error(f"--preview-camera: found {camera!r}; allowed: {', '.join(cameras)}")
-    return Preview(PreviewConfig(camera=camera))
+    return Preview(PreviewConfig(camera=camera, stream=stream))
 
 
 class PictureCache:
@@ -144,7 +152,11 @@ class TeleopRun:
         self.dataset: Dataset | None = None
         self._opened: list[Device] = []
         try:
-            self.preview = preview_for(self.backend, request.preview_camera) if request.preview else None
+            if request.streams is not None:
+                self.backend.cameras.refuse_unless_drawn(request.streams.cameras, request.streams.size,
+                                                         f"robot {self.env.robot.name}")
+            self.preview = preview_for(self.backend, request.preview_camera, request.preview_stream) \
+                if request.preview else None
         except BaseException:
             self.backend.close()
             raise

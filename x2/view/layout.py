@@ -17,7 +17,9 @@ class ArmJoints:
     names: tuple[str, ...]  # qpos and action names of this arm (joints, gripper actuator, fingers)
 
 
-def default_blueprint(cameras: Sequence[str], arms: Sequence[ArmJoints], has_labels: bool) -> rerun.blueprint.Blueprint:
+def default_blueprint(cameras: Sequence[str], arms: Sequence[ArmJoints], has_labels: bool,
+                      depth: Sequence[str] = (), segmentation: Sequence[str] = ()) -> rerun.blueprint.Blueprint:
+    """The layout; `depth` and `segmentation`: the cameras whose stored streams the recording shows beside them."""
     import rerun as rr
     import rerun.blueprint as rrb
 
@@ -25,6 +27,8 @@ def default_blueprint(cameras: Sequence[str], arms: Sequence[ArmJoints], has_lab
         return rr.escape_entity_path_part(name)
 
     pictures = [rrb.Spatial2DView(origin=f"cameras/{part(c)}", name=c) for c in cameras]
+    pictures += [rrb.Spatial2DView(origin=f"depth/{part(c)}", name=f"{c} depth") for c in depth]
+    pictures += [rrb.Spatial2DView(origin=f"segmentation/{part(c)}", name=f"{c} segmentation") for c in segmentation]
     left = rrb.Vertical(rrb.Grid(*pictures), rrb.Spatial3DView(origin="world", name="world"),
                         row_shares=[1, 1]) if pictures else rrb.Spatial3DView(origin="world", name="world")
     plots = [rrb.TimeSeriesView(origin="joints", contents=[f"joints/{part(n)}/**" for n in arm.names],

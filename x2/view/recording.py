@@ -5,6 +5,8 @@ Everything is logged on two timelines, `frame` (the row index, a sequence) and `
 
     episode                   static text: task, instruction, source, outcome, seed
     cameras/<cam>             one JPEG per frame (stored stream if the file has it, else rendered now)
+    depth/<cam>, segmentation/<cam>   the stored depth and segmentation of those cameras, when stored
+                              (x2/view/sensor_streams.py)
     joints/<name>/qpos        /observations/qpos column <name>, one scalar per frame
     joints/<name>/action      /action column <name>, one scalar per frame
     world/objects/<object>    /observations/object_poses: a pose (transform + labelled point) per frame
@@ -41,6 +43,7 @@ from x2.recorded.frames import DEFAULT_SIZE, default_cameras, episode_frames, st
 from x2.recorded.world import recorded_env
 from x2.sim.camera import ImageSize
 from x2.view.layout import ArmJoints, default_blueprint
+from x2.view.sensor_streams import log_sensor_streams, stored_sensor_cameras
 
 if TYPE_CHECKING:
     import rerun
@@ -65,7 +68,7 @@ class CameraPlan:
 @dataclass(frozen=True)
 class RecordingSummary:
     frames: int
-    cameras: dict[str, str]  # camera -> "stored HxW" or "rendered HxW"
+    cameras: dict[str, str]  # camera -> "stored HxW" or "rendered HxW", then " + depth", " + segmentation" if stored
     joints: int
     poses: tuple[str, ...]  # entity paths under world/
     events: int
@@ -125,7 +128,9 @@ def record_rerun(ep: Episode, *, dataset: str, plan: CameraPlan, path: Path | No
 
     rec = rr.RecordingStream(_APPLICATION, recording_id=recording_id(dataset, ep, plan), send_properties=False)
     arms = _arm_joints(ep)
-    blueprint = default_blueprint(plan.cameras, arms, has_labels=fmt.SUBTASK_INDEX in ep)
+    depth, segmentation = stored_sensor_cameras(ep, plan.cameras)
+    blueprint = default_blueprint(plan.cameras, arms, has_labels=fmt.SUBTASK_INDEX in ep, depth=depth,
+                                  segmentation=segmentation)
     sinks: list[rerun.GrpcSink | rerun.FileSink] = []
     if spawn:
         rec.spawn(port=port, connect=False)
@@ -158,6 +163,8 @@ def log_episode(rec: rerun.RecordingStream, ep: Episode, plan: CameraPlan,
     poses = _log_poses(rec, ep, index)
     events, subtasks = _log_subtasks(rec, ep, index)
     cameras = _log_cameras(rec, ep, plan, index, on_frame)
+    for cam, streams in log_sensor_streams(rec, ep, plan.cameras, index).items():
+        cameras[cam] = " + ".join((cameras[cam], *streams)) if cam in cameras else " + ".join(streams)
     return RecordingSummary(int(times.size), cameras, joints, poses, events, subtasks)
 
 

@@ -1,0 +1,85 @@
+"""`x2 collect waypoints --streams rgb,depth,segmentation`: the episodes it saves are the files `x2 collect waypoints`
+then `x2 render --streams` make of the same seed (every array and attr but the wall clock's /timing, each stream's
+stored chunks byte for byte); without --streams nothing is drawn; a stream x2 does not have, a camera the robot
+lacks, --cameras or --size without --streams: one line, exit 2, nothing written.
+
+A task whose horizon ends a waypoint episode after 6 frames, one camera at 16x16.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import h5py
+import hdf5plugin  # noqa: F401  (the Zstd filter the streams are stored with)
+import pytest
+from helpers.dataset_contents import deterministic_contents
+from typer.testing import CliRunner
+
+from x2 import format as fmt
+from x2.cli.app import _mount, app
+from x2.datasets import Dataset
+from x2.render import render_dataset
+from x2.sim.camera import ImageSize
+
+_mount()
+runner = CliRunner()
+
+QUICK = "include: pick_place.yaml\nname: quick_pick\nhorizon_s: 0.2\n"  # 6 frames at 30 Hz
+ALL = ("rgb", "depth", "segmentation")
+STREAM_PATHS = (fmt.image_path("head"), fmt.depth_path("head"), fmt.segmentation_path("head"))
+
+
+@pytest.fixture()
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "specs" / "tasks").mkdir(parents=True)
+    (tmp_path / "specs" / "tasks" / "quick_pick.yaml").write_text(QUICK)
+    return tmp_path
+
+
+def _collect(*extra: str) -> None:
+    result = runner.invoke(app, ["collect", "waypoints", "--task", "quick_pick", "-n", "1", *extra])
+    assert result.exit_code == 0, result.output
+
+
+def _chunks(path: Path) -> dict[str, list[bytes]]:
+    """Each stream's stored (compressed) chunks, as they are on disk."""
+    with h5py.File(path) as f:
+        return {p: [f[p].id.read_direct_chunk((t,) + (0,) * (f[p].ndim - 1))[1] for t in range(f[p].shape[0])]
+                for p in STREAM_PATHS}
+
+
+def test_streams_while_collecting_are_the_render_afterwards(workspace: Path) -> None:
+    _collect("--dataset", "live", "--streams", "rgb,depth,segmentation", "--cameras", "head", "--size", "16x16")
+    _collect("--dataset", "plain")
+    plain = workspace / "data" / "plain"
+    with Dataset.open(plain) as ds, ds.load(0) as ep:  # the default: states only, as before
+        assert ep.frames == 6 and fmt.IMAGES not in ep and fmt.DEPTH not in ep and fmt.CAMERA_POSES not in ep
+    render_dataset(plain, ("head",), ImageSize(16, 16), streams=ALL)
+    live = workspace / "data" / "live"
+    assert deterministic_contents(live) == deterministic_contents(plain)
+    name = "episodes/episode_000000.h5"
+    assert _chunks(live / name) == _chunks(plain / name)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--streams", "rgb,normals"], "--streams: found 'rgb,normals'; allowed: distinct names of rgb, depth, "
+                                   "segmentation"),
+    (["--streams", "depth", "--cameras", "nose"], "--cameras: found ['nose']; allowed: the episode's cameras"),
+    (["--streams", "depth", "--size", "9000x16"], "--size: found '9000x16'; allowed: 16..2160"),
+    (["--cameras", "head"], "--cameras: found 'head' without --streams; allowed: with --streams"),
+    (["--size", "16x16"], "--size: found '16x16' without --streams"),
+])
+def test_bad_streams_are_one_line_and_write_nothing(workspace: Path, args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["collect", "waypoints", "--task", "quick_pick", "-n", "1", *args])
+    out = result.output.strip()
+    assert result.exit_code == 2 and len(out.splitlines()) == 1 and "Traceback" not in out, out
+    assert message in out, out
+    assert not (workspace / "data").exists()
+
+
+def test_help_shows_the_streams_example() -> None:
+    for command in ("waypoints", "teleop"):
+        result = runner.invoke(app, ["collect", command, "--help"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0 and "--streams rgb,depth,segmentation" in result.output, result.output
