@@ -45,7 +45,8 @@ def vendor_visuals(spec: mujoco.MjSpec, budget: int) -> None:
             continue
         surface = decimated_mesh(Path(mesh.file), tuple(float(s) for s in mesh.scale), budget)
         spec.delete(mesh)
-        spec.add_mesh(name=name, uservert=surface.vertices.ravel().tolist(), userface=surface.faces.ravel().tolist())
+        spec.add_mesh(name=name, uservert=surface.vertices.ravel().tolist(), userface=surface.faces.ravel().tolist(),
+                      smoothnormal=True)
 
 
 def decimated_mesh(file: Path, scale: tuple[float, ...], budget: int) -> decimated.Surface:
