@@ -10,6 +10,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import pytest
+from helpers.calibration_files import record_swings
 
 from x2.datasets import Dataset
 from x2.envspec import load_env, load_robot
@@ -18,8 +19,6 @@ from x2.meshes import decimated
 from x2.recorded.world import open_world
 from x2.sim import make_backend
 from x2.sim.mujoco.visual_meshes import COLLISION_GROUP, VISUAL_GROUP, decimated_mesh
-
-from helpers.calibration_files import record_swings
 
 ROBOT = "franka-panda"
 
