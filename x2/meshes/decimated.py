@@ -84,15 +84,24 @@ def _within(mesh: trimesh.Trimesh, budget: int) -> trimesh.Trimesh:
             break
         kept.append(island)
     if kept:
-        return trimesh.util.concatenate(kept)
-    hull = trimesh.convex.convex_hull(np.asarray(mesh.vertices, dtype=np.float64))
+        offsets = np.cumsum([0] + [len(k.vertices) for k in kept[:-1]])
+        return trimesh.Trimesh(vertices=np.concatenate([np.asarray(k.vertices) for k in kept]),
+                               faces=np.concatenate([np.asarray(k.faces) + o for k, o in zip(kept, offsets,
+                                                                                              strict=True)]),
+                               process=False)
+    hull = _hull(np.asarray(mesh.vertices, dtype=np.float64))
     if len(hull.faces) > budget:  # (a closed hull collapses where an open border would not)
         hull = hull.simplify_quadric_decimation(face_count=budget)
     if len(hull.faces) <= budget:
         return hull
     points = np.unique(np.asarray(hull.vertices, dtype=np.float64), axis=0)  # (sorted: the same subset every time)
     step = -(-len(points) // max(4, (budget + 4) // 2))
-    return trimesh.convex.convex_hull(points[::step])
+    return _hull(points[::step])
+
+
+def _hull(points: Floats) -> trimesh.Trimesh:
+    hull = trimesh.convex.convex_hull(points)
+    return trimesh.Trimesh(vertices=np.asarray(hull.vertices), faces=np.asarray(hull.faces), process=False)
 
 
 def _path(name: str) -> Path:
