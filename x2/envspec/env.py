@@ -53,6 +53,8 @@ class ArmPart:
     capsules: tuple[tuple[str, float], ...] = ()  # fitted collision capsules: (body, radius)
     joint_range: tuple[float, float] | None = None  # replaces the vendor's limits when they are none
     defaulted: tuple[str, ...] = ()  # fields the part file left out that x2 filled in (kp, kv, force): to say so
+    # draw the vendor's visual meshes, in its colours, decimated to this many faces a piece; 0: the collision meshes
+    visual_faces: int = 0
 
 
 @dataclass(frozen=True)

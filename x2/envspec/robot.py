@@ -201,7 +201,7 @@ def _arm_part(frag: Fragment, key: tuple[str, ...], name: str, robot_file: Path)
     return ArmPart(p.name, _source(pfrag, p.source), p.root, tuple(p.joints), tuple(p.joint_names),
                    tuple(p.drop_bodies), p.flange_body, p.flange_pos, p.flange_quat, tuple(p.kp or ()),
                    tuple(p.kv or ()), tuple(p.force or ()), p.rgba, p.keep_visual, p.joint_dynamics,
-                   tuple(p.capsules.items()), p.joint_range, defaulted)
+                   tuple(p.capsules.items()), p.joint_range, defaulted, p.visual_faces or 0)
 
 
 def _gripper_part(frag: Fragment, key: tuple[str, ...], name: str, robot_file: Path) -> GripperPart:

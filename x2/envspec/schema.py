@@ -107,6 +107,9 @@ class ArmPartFile(_Strict):
     joint_names: list[Name] = []  # x2's names for them (prefixed <arm>_); default: the vendor's
     drop_bodies: list[str] = []  # what the vendor file carries beyond the arm (its own gripper)
     keep_visual: Flag = False  # keep the vendor's visual-only geoms (meshes inline, big ones as hulls)
+    # draw the arm with the vendor's visual meshes, in its colours, each piece decimated to at most this many faces
+    # (x2.sim.mujoco.visual_meshes); null or left out: the cameras see the collision meshes
+    visual_faces: Annotated[int, Strict(), Field(ge=4)] | None = None
     # joint armature, damping and friction loss for x2's servos, when the vendor's were tuned for another
     # controller (gym-aloha: 50 N m of friction standing in for damping); default: the vendor's
     joint_dynamics: tuple[Extent, Extent, Extent] | None = None

@@ -16,7 +16,9 @@ linkages keeps the vendor's joints, constraints and actuator instead (x2/sim/muj
 
 A recorded world is self-contained text (x2.sim.mujoco.recorded_xml), so `inline_meshes` replaces each mesh
 file by its vertices and faces; a mesh of more than `INLINE_VERTICES` vertices is replaced by its convex hull,
-which is all MuJoCo collides with anyway (the picture gets coarser, the physics stays the same).
+which is all MuJoCo collides with anyway (the picture gets coarser, the physics stays the same). An arm whose
+part file sets `visual_faces` is drawn with the vendor's visual meshes instead, decimated to that many faces a
+piece (x2.sim.mujoco.visual_meshes).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from x2.base.arrays import Floats
 from x2.base.errors import SpecError
 from x2.envspec.env import ArmPart, GripperPart
 from x2.sim.mujoco.urdf import read_urdf
+from x2.sim.mujoco.visual_meshes import COLLISION_GROUP, VISUAL_GROUP, file_frame, vendor_visuals
 
 ROBOT_CONTYPE, ROBOT_CONAFFINITY = 2, 3  # as the artixon robot: touches the booth, objects and itself
 FLANGE_SITE = "flange"
@@ -102,9 +105,11 @@ def _exclude_shoulder(spec: mujoco.MjSpec, root: str) -> None:
             spec.add_exclude(bodyname1=body.name, bodyname2=link.name)
 
 
-def strip_part(spec: mujoco.MjSpec, keep_visual: bool, rgba: tuple[float, ...], linkage: bool = False) -> None:
+def strip_part(spec: mujoco.MjSpec, keep_visual: bool, rgba: tuple[float, ...], linkage: bool = False,
+               vendor_look: bool = False) -> None:
     """Everything but bodies, joints, inertias and geoms goes (with `linkage`, what closes and drives a linkage
-    stays: actuators, tendons, equalities, contact exclusions); geoms lose their materials."""
+    stays: actuators, tendons, equalities, contact exclusions); geoms lose their materials. With `vendor_look`
+    the visual-only geoms keep their colours and are what the cameras see (x2.sim.mujoco.visual_meshes)."""
     kept = ("actuators", "tendons", "equalities", "excludes") if linkage else ()
     for name in ("actuators", "sensors", "tendons", "equalities", "cameras", "keys", "excludes", "pairs", "lights"):
         if name in kept:
@@ -117,8 +122,13 @@ def strip_part(spec: mujoco.MjSpec, keep_visual: bool, rgba: tuple[float, ...], 
             spec.delete(geom)
             continue
         geom.material = ""
-        geom.rgba = list(rgba)
-        geom.group = 0  # the collision geometry is what the cameras see (vendor visual meshes are 30+ MB)
+        if vendor_look:
+            geom.group = VISUAL_GROUP if visual_only else COLLISION_GROUP
+            if not visual_only:
+                geom.rgba = list(rgba)
+        else:
+            geom.rgba = list(rgba)
+            geom.group = 0  # the collision geometry is what the cameras see (vendor visual meshes are 30+ MB)
         if not visual_only:
             geom.contype, geom.conaffinity = ROBOT_CONTYPE, ROBOT_CONAFFINITY
     spec.visual.map.znear = mujoco.MjSpec().visual.map.znear  # (the world's own; a vendor's scene sets its own)
@@ -161,12 +171,13 @@ def _only_body(spec: mujoco.MjSpec, root: str, file: Path) -> mujoco.MjsBody:
     return body
 
 
-def _keep_only(spec: mujoco.MjSpec, root: str, file: Path, keep_visual: bool, rgba: tuple[float, ...]) -> None:
+def _keep_only(spec: mujoco.MjSpec, root: str, file: Path, keep_visual: bool, rgba: tuple[float, ...],
+               vendor_look: bool = False) -> None:
     """The part's body tree from `root` alone, at the origin (where it stands is the mount's business), stripped
     to bodies, joints, inertias and geoms, every body gravity-compensated."""
     body = _only_body(spec, root, file)
     body.pos, body.quat = [0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]
-    strip_part(spec, keep_visual=keep_visual, rgba=rgba)
+    strip_part(spec, keep_visual=keep_visual, rgba=rgba, vendor_look=vendor_look)
     for b in spec.bodies:
         if b.name:
             b.gravcomp = 1.0
@@ -197,7 +208,10 @@ def _arm_part(part: ArmPart, hand: GripperPart | None, closed: float, opened: fl
             if body is None:
                 raise SpecError(str(file), None, "drop_bodies", f"no body {name!r}", "bodies of the vendor file")
             spec.delete(body)
-    _keep_only(spec, part.root, file, part.keep_visual, part.rgba)
+    if part.visual_faces:
+        vendor_visuals(spec, part.visual_faces)
+    _keep_only(spec, part.root, file, part.keep_visual or bool(part.visual_faces), part.rgba,
+               vendor_look=bool(part.visual_faces))
     _fit_capsules(spec, part)
     if part.source.package is None and not part.capsules:
         _exclude_shoulder(spec, part.root)
@@ -311,10 +325,7 @@ def inline_meshes(spec: mujoco.MjSpec) -> None:
         face = model.mesh_face[model.mesh_faceadr[i]:model.mesh_faceadr[i] + model.mesh_facenum[i]]
         if count > INLINE_VERTICES and model.mesh_graphadr[i] >= 0:
             vert, face = _hull(model, i, vert)
-        # back from the mesh's inertial frame, where MuJoCo keeps compiled vertices, to the file's frame
-        rot = np.zeros(9)
-        mujoco.mju_quat2Mat(rot, model.mesh_quat[i])
-        vert = vert @ rot.reshape(3, 3).T + model.mesh_pos[i]
+        vert = file_frame(model, i, vert)
         # (a new mesh of the same name: a compiled mesh keeps its file's normals, which new faces would not fit)
         name = mesh.name
         spec.delete(mesh)

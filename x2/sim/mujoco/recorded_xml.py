@@ -6,8 +6,9 @@ texture, height field, skin, sub-model or flexcomp ``file``, directories set by 
 texturedir assetdir>``; ``<extension>``/``<plugin>`` elements run plugin code; and a few numbers make the
 compiler allocate as much memory as they say (a 60000x60000 builtin texture, ``<size memory="50G">``).
 x2 never writes any of that: its worlds are primitive geoms, builtin textures and inline numbers
-(x2.sim.mujoco.world), about 20 KB of text. So a recorded world must be self-contained, and
-`check_world_xml` refuses anything else before the first byte reaches MuJoCo:
+(x2.sim.mujoco.world), about 20 KB of text (a vendor arm's decimated visual meshes add a few hundred KB). So a
+recorded world must be self-contained, and `check_world_xml` refuses anything else before the first byte reaches
+MuJoCo:
 
 - text over `MAX_WORLD_BYTES`, or nested deeper than `MAX_DEPTH` (MuJoCo's reader recurses);
 - anything but one plain XML document with a ``<mujoco>`` root: a DOCTYPE (so no entity is ever
@@ -39,7 +40,9 @@ import mujoco
 from x2.base.errors import DatasetError
 from x2.sim.mujoco.textures import check_textures
 
-MAX_WORLD_BYTES = 4 * 1024 * 1024  # x2's worlds are ~20 KB (the green booth with two arms and its objects)
+# x2's worlds are ~20 KB (the green booth with two arms and its objects), ~530 KB with the Panda's decimated visual
+# meshes inline (x2/sim/mujoco/visual_meshes.py)
+MAX_WORLD_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 64  # x2's are 13 deep (mujoco > worldbody > nested robot bodies)
 ALLOWED = "a self-contained world (no file references)"
 
