@@ -31,6 +31,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -47,13 +48,14 @@ def log(msg: str) -> None:
     print(f"[{dt.datetime.now(dt.UTC):%H:%M:%S}] {msg}", flush=True)
 
 
-def run(cmd: list[str], logfile: Path, env: dict[str, str] | None = None) -> float:
-    """Run one stage's command, its output into `logfile`; a failure ends the bench with the log's tail."""
+def run(cmd: list[str], logfile: Path, ok: tuple[int, ...] = (0,)) -> float:
+    """Run one stage's command, its output into `logfile`; any other exit code than `ok` ends the bench with the
+    log's tail (x2's 1 is an internal error, except where a stage says otherwise)."""
     log(" ".join(cmd) + f"   (log: {logfile})")
     t0 = time.perf_counter()
     with logfile.open("w") as f:
-        done = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
-    if done.returncode not in (0, 1):
+        done = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
+    if done.returncode not in ok:
         tail = logfile.read_text()[-2000:]
         raise SystemExit(f"{cmd[0]} exited {done.returncode}; the end of {logfile}:\n{tail}")
     return time.perf_counter() - t0
@@ -86,62 +88,105 @@ def train_cmd(export: Path, repo_id: str, out: Path, args: argparse.Namespace) -
 
 
 def checkpoints(run_dir: Path) -> set[int]:
+    """Steps whose checkpoint is complete: LeRobot moves `checkpoints/last` only after a save has finished, so a
+    save cut short (a stop at --train-until) is never counted."""
     root = run_dir / "checkpoints"
-    if not root.is_dir():
+    if not (root / "last").is_symlink():
         return set()
-    return {int(p.name) for p in root.iterdir() if p.name.isdigit() and (p / "pretrained_model").is_dir()}
+    last = int(os.readlink(root / "last").rstrip("/").rsplit("/", 1)[-1])
+    return {int(p.name) for p in root.iterdir() if p.name.isdigit() and int(p.name) <= last}
+
+
+def group_cpu_s(pgid: int) -> float:
+    """CPU seconds of every live process in process group `pgid`, with what each has reaped of its children (the
+    trainer and its data-loading worker). Linux's /proc; 0 elsewhere."""
+    tick, total = os.sysconf("SC_CLK_TCK"), 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # (gone meanwhile)
+        if int(fields[2]) == pgid:
+            total += sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
+    return total
+
+
+def parse_deadline(text: str | None) -> dt.datetime | None:
+    """`--train-until`: an ISO date and time (UTC), or HH:MM, the next such time from now."""
+    if not text:
+        return None
+    if "T" in text:
+        return dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC)
+    hh, mm = (int(x) for x in text.split(":"))
+    now = dt.datetime.now(dt.UTC)
+    at = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
+    return at if at >= now else at + dt.timedelta(days=1)
 
 
 def train_both(jobs: dict[str, tuple[Path, str]], args: argparse.Namespace, work: Path) -> tuple[int, dict[str, Any]]:
-    """Train every policy side by side; returns the step all of them reached and each run's cost."""
+    """Train every policy side by side; returns the step all of them reached and each run's cost (wall and CPU,
+    summed over the invocations that trained it: train/<name>/costs.json)."""
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", HF_HUB_OFFLINE="1")
     procs: dict[str, subprocess.Popen[bytes]] = {}
-    costs: dict[str, Any] = {}
-    deadline = None
-    if args.train_until:
-        hh, mm = (int(x) for x in args.train_until.split(":"))
-        now = dt.datetime.now(dt.UTC)
-        deadline = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
-        if deadline < now:
-            deadline += dt.timedelta(days=1)
-    for name, (export, repo_id) in jobs.items():
-        out = work / "train" / name
-        if args.steps in checkpoints(out):
-            continue
-        cmd = train_cmd(export, repo_id, out, args)
-        if out.exists():  # continue a stopped run from its newest checkpoint
-            cmd = [c for c in cmd if not c.startswith("--output_dir")]
-            cmd += [f"--config_path={out}/checkpoints/last/pretrained_model/train_config.json", "--resume=true"]
-        log(f"train {name}: " + " ".join(cmd))
-        procs[name] = subprocess.Popen(cmd, stdout=(work / f"train-{name}.log").open("a"), stderr=subprocess.STDOUT,
-                                       env=env, start_new_session=True)
+    cpu: dict[str, float] = {}
+    deadline = parse_deadline(args.train_until)
+    past = deadline is not None and dt.datetime.now(dt.UTC) >= deadline
     t0 = time.time()
-    def reap(name: str, how: int, why: str | None = None) -> bool:
-        pid, status, usage = os.wait4(procs[name].pid, how)
-        if pid == 0:
-            return False
-        procs.pop(name).returncode = os.waitstatus_to_exitcode(status)
-        # CPU of the trainer and of its data-loading worker (reaped by the trainer)
-        costs[name] = {"wall_s": round(time.time() - t0), "cpu_s": round(usage.ru_utime + usage.ru_stime),
-                       "end": why or f"exit {os.waitstatus_to_exitcode(status)}"}
-        return True
+    why = "stopped: the bench was interrupted"
 
-    while procs:
-        time.sleep(20)
-        for name in list(procs):
-            reap(name, os.WNOHANG)
-        steps = {n: max(checkpoints(work / "train" / n), default=0) for n in jobs}
-        last = {n: _last_logged(work / f"train-{n}.log") for n in jobs}
-        log("training: " + ", ".join(f"{n} step {last[n]} (saved {steps[n]})" for n in jobs))
-        if deadline is not None and dt.datetime.now(dt.UTC) >= deadline and procs:
-            log(f"--train-until {args.train_until} reached: stopping the trainings")
-            for name in list(procs):
-                os.killpg(procs[name].pid, signal.SIGTERM)
-                reap(name, 0, "stopped at --train-until")
+    def costs_of(name: str) -> dict[str, Any]:
+        path = work / "train" / name / "costs.json"
+        return dict(json.loads(path.read_text())) if path.exists() else {"wall_s": 0, "cpu_s": 0, "runs": []}
+
+    def finish(name: str, why: str) -> None:
+        costs = costs_of(name)
+        wall, used = round(time.time() - t0), round(cpu.get(name, 0.0))
+        costs["wall_s"] += wall
+        costs["cpu_s"] += used
+        costs["runs"].append({"wall_s": wall, "cpu_s": used, "end": why})
+        (work / "train" / name / "costs.json").write_text(json.dumps(costs))
+
+    try:
+        for name, (export, repo_id) in jobs.items():
+            out = work / "train" / name
+            if past or args.steps in checkpoints(out):
+                continue
+            cmd = train_cmd(export, repo_id, out, args)
+            if checkpoints(out):  # continue a stopped run from its newest complete checkpoint
+                cmd = [c for c in cmd if not c.startswith("--output_dir")]
+                cmd += [f"--config_path={out}/checkpoints/last/pretrained_model/train_config.json", "--resume=true"]
+            elif out.exists():
+                shutil.rmtree(out)  # stopped before its first checkpoint: nothing to continue from
+            log(f"train {name}: " + " ".join(cmd))
+            procs[name] = subprocess.Popen(cmd, stdout=(work / f"train-{name}.log").open("a"),
+                                           stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        while procs:
+            time.sleep(20)
+            for name, p in list(procs.items()):
+                cpu[name] = max(cpu.get(name, 0.0), group_cpu_s(p.pid))
+                pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    p.returncode = os.waitstatus_to_exitcode(status)
+                    cpu[name] = max(cpu[name], usage.ru_utime + usage.ru_stime + 0.0)
+                    del procs[name]
+                    finish(name, f"exit {p.returncode}")
+            steps = {n: max(checkpoints(work / "train" / n), default=0) for n in jobs}
+            log("training: " + ", ".join(f"{n} step {_last_logged(work / f'train-{n}.log')} (saved {steps[n]})"
+                                         for n in jobs))
+            if deadline is not None and dt.datetime.now(dt.UTC) >= deadline and procs:
+                log(f"--train-until {args.train_until} reached: stopping the trainings")
+                why = f"stopped at --train-until {args.train_until}"
+                break
+    finally:  # at the deadline, on an error or Ctrl-C: no trainer outlives the bench
+        for name, p in procs.items():
+            cpu[name] = max(cpu.get(name, 0.0), group_cpu_s(p.pid))
+            os.killpg(p.pid, signal.SIGTERM)
+            p.wait()
+            finish(name, why)
     common = set.intersection(*(checkpoints(work / "train" / n) for n in jobs))
     if not common:
         raise SystemExit("no checkpoint that every training reached: raise --train-until or lower --save-every")
-    return max(common), costs
+    return max(common), {n: costs_of(n) for n in jobs}
 
 
 def _last_logged(logfile: Path) -> str:
@@ -153,6 +198,7 @@ def _last_logged(logfile: Path) -> str:
 
 def evaluate(name: str, policy: str, train_datasets: list[Path], args: argparse.Namespace,
              work: Path) -> dict[str, Any]:
+    """`x2 eval` of one policy into eval/<name> (a checkpoint's name carries its step), reused when it is there."""
     folder = work / "eval" / name
     report = folder / "eval_report.json"
     if not report.exists():
@@ -202,26 +248,37 @@ def main() -> None:
     os.environ.setdefault("MUJOCO_GL", "egl")
     log(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, python "
         f"{platform.python_version()}; out {work}")
-    times: dict[str, float] = {}
+    times_file = work / "stage_times.json"  # every invocation's stages, so a resumed run reports them all
+    times: dict[str, float] = json.loads(times_file.read_text()) if times_file.exists() else {}
+
+    def timed(stage: str, seconds: float) -> None:
+        times[stage] = seconds
+        times_file.write_text(json.dumps(times))
+
     demos, aug = work / "data" / "demos", work / "data" / "demos-aug"
     cams = ["--cameras", args.cameras, "--size", args.size]
 
-    if episodes_in(demos) < args.demos:
-        times["synth"] = run(x2("synth", "--task", args.task, "-n", str(args.demos), "--workers", str(args.workers),
-                                "--grasp-variety", "1", "--dataset", str(demos)), work / "synth.log")
-    times["render"] = run(x2("render", str(demos), *cams, "--workers", str(args.workers)), work / "render.log")
+    have = episodes_in(demos)
+    if have < args.demos:  # (synth -n K into a dataset adds K: only what is missing)
+        timed("synth", run(x2("synth", "--task", args.task, "-n", str(args.demos - have), "--workers",
+                                str(args.workers), "--grasp-variety", "1", "--dataset", str(demos)),
+                             work / "synth.log", ok=(0, 1)))
+        if episodes_in(demos) < args.demos:
+            raise SystemExit(f"synth stopped at {episodes_in(demos)} of {args.demos} demonstrations: {work}/synth.log")
+    if "render" not in times:  # (x2 render skips what is stored: a rerun would time nothing)
+        timed("render", run(x2("render", str(demos), *cams, "--workers", str(args.workers)), work / "render.log"))
     exports = {"demos": work / "exports" / "demos"}
     if not args.skip_ablation:
-        if episodes_in(aug) < args.demos * args.per_episode:
-            times["augment"] = run(x2("augment", "replay", str(demos), "--per-episode", str(args.per_episode),
+        if episodes_in(aug) == 0:  # (a variant the checker rejects is not made: fewer is a finished run)
+            timed("augment", run(x2("augment", "replay", str(demos), "--per-episode", str(args.per_episode),
                                       "--render", *cams, "--workers", str(args.workers), "--out", str(aug)),
-                                   work / "augment.log")
+                                   work / "augment.log"))
         exports["aug"] = work / "exports" / "aug"
     for name, export in exports.items():
         if not (export / "meta" / "info.json").exists():
             source = demos if name == "demos" else aug
-            times[f"export {name}"] = run(x2("export", "lerobot", str(source), *cams, "--out", str(export),
-                                             "--repo-id", f"x2/{name}"), work / f"export-{name}.log")
+            timed(f"export {name}", run(x2("export", "lerobot", str(source), *cams, "--out", str(export),
+                                             "--repo-id", f"x2/{name}"), work / f"export-{name}.log"))
     jobs = {"images": (exports["demos"], "x2/demos")}
     if not args.skip_ablation:
         joined = work / "exports" / "demos-plus-aug"
@@ -229,9 +286,12 @@ def main() -> None:
             from lerobot.datasets.aggregate import aggregate_datasets
 
             t0 = time.perf_counter()
+            staging = joined.with_name(joined.name + ".partial")  # renamed into place once whole
+            shutil.rmtree(staging, ignore_errors=True)
             aggregate_datasets(["x2/demos", "x2/aug"], "x2/demos-plus-aug", roots=[exports["demos"], exports["aug"]],
-                               aggr_root=joined)
-            times["aggregate"] = time.perf_counter() - t0
+                               aggr_root=staging)
+            staging.rename(joined)
+            timed("aggregate", time.perf_counter() - t0)
         jobs["images+aug"] = (joined, "x2/demos-plus-aug")
     step, costs = train_both(jobs, args, work)
     log(f"scoring step {step} of every training")
@@ -240,7 +300,7 @@ def main() -> None:
     trained_on = {"images": [demos], "images+aug": [demos, aug]}
     for name in jobs:
         ckpt = work / "train" / name / "checkpoints" / f"{step:06d}" / "pretrained_model"
-        reports[name] = evaluate(name, f"lerobot:{ckpt}", trained_on[name], args, work)
+        reports[name] = evaluate(f"{name}-step{step}", f"lerobot:{ckpt}", trained_on[name], args, work)
     for bound in BOUNDS:
         reports[bound] = evaluate(bound, bound, [demos], args, work)
 
@@ -249,14 +309,14 @@ def main() -> None:
              f"--max-ticks {args.max_ticks}", "",
              "| policy | ID success (95 % CI) | ID progress (subtasks) | OOD success (95 % CI) | OOD progress |",
              "|---|---|---|---|---|"]
-    labels = {"images": f"ACT, images + joints, {args.demos} demos",
-              "images+aug": f"ACT, images + joints, {args.demos} demos + {args.demos * args.per_episode} replay "
-                            "variants"}
+    n_demos, n_aug = episodes_in(demos), episodes_in(aug)
+    labels = {"images": f"ACT, images + joints, {n_demos} demos",
+              "images+aug": f"ACT, images + joints, {n_demos} demos + {n_aug} replay variants"}
     for name, report in reports.items():
         lines.append("| " + " | ".join([labels.get(name, name), *cells(report, args.task, "train"),
                                          *cells(report, args.task, "eval")]) + " |")
     lines += ["", "stage times (s): " + ", ".join(f"{k} {v:.0f}" for k, v in times.items()),
-              "training: " + json.dumps(costs)]
+              "training (wall and CPU seconds, all invocations): " + json.dumps(costs)]
     (work / "report.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -66,7 +66,7 @@ def test_streams_while_collecting_are_the_render_afterwards(workspace: Path) -> 
 @pytest.mark.parametrize("args, message", [
     (["--streams", "rgb,normals"], "--streams: found 'rgb,normals'; allowed: distinct names of rgb, depth, "
                                    "segmentation"),
-    (["--streams", "depth", "--cameras", "nose"], "--cameras: found ['nose']; allowed: the episode's cameras"),
+    (["--streams", "depth", "--cameras", "nose"], "--cameras: found ['nose']; allowed: the world's cameras"),
     (["--streams", "depth", "--size", "9000x16"], "--size: found '9000x16'; allowed: 16..2160"),
     (["--cameras", "head"], "--cameras: found 'head' without --streams; allowed: with --streams"),
     (["--size", "16x16"], "--size: found '16x16' without --streams"),

@@ -199,7 +199,7 @@ def test_cli_renders_the_last_dataset_and_names_it(rendered: Path, tmp_path: Pat
 @pytest.mark.parametrize(("args", "message"), [
     (["--size", "96by128"], "error: --size: found '96by128'; allowed: HxW, e.g. 480x640"),
     (["--size", "2000x2000"], "error: --size: found 2000x2000; allowed: up to 960x1280"),
-    (["--cameras", "head,nose"], "error: --cameras: found ['nose']; allowed: the episode's cameras"),
+    (["--cameras", "head,nose"], "error: --cameras: found ['nose']; allowed: the world's cameras"),
     (["--streams", "rgb,depth", "--video", "videos"], "error: --streams: found 'rgb,depth' with --video; allowed: "
                                                       "--streams only when rendering into the episode files"),
     (["--streams", "depth,heat", "--contact-sheet", "s.png"], "error: --streams: found 'depth,heat'; allowed: "

@@ -184,7 +184,7 @@ def test_bad_stream_or_camera_is_one_line_and_writes_nothing(pristine: Path, tmp
     assert out.stderr.strip().count("\n") == 0 and out.stderr.startswith(
         "error: --streams: found 'rgb,heat'; allowed: distinct names of rgb, depth, segmentation"), out.stderr
     # (the same refusal as tests/test_render.py's through the CLI: a camera the robot lacks, before any pixel)
-    with pytest.raises(DatasetError, match=r"^--cameras: found \['nose'\]; allowed: the episode's cameras \["):
+    with pytest.raises(DatasetError, match=r"^--cameras: found \['nose'\]; allowed: the world's cameras \["):
         render_dataset(root, ("head", "nose"), SIZE, streams=("depth",))
     with pytest.raises(DatasetError, match=r"^--streams: found \['heat'\]; allowed: distinct names of rgb, depth"):
         render_dataset(root, CAMERAS, SIZE, streams=("heat",))

@@ -57,7 +57,22 @@ def test_preview_shows_depth_in_grey() -> None:
         frame = _next_frame(view, 0)
     assert frame.shape == (32, 48, 3)
     assert (frame[..., 0] == frame[..., 1]).all() and (frame[..., 1] == frame[..., 2]).all()  # grey
-    assert frame.max() == 255 and frame.min() == 0  # the nearest pixel white, the farthest black
+    # MuJoCo's own depth and segmentation render of the same state: the grey is the depth of what the camera
+    # sees, near white and far black, and where it sees nothing (the far clip) black
+    import mujoco
+
+    model = backend.model
+    with mujoco.Renderer(model, 32, 48) as r:
+        r.update_scene(backend.data, camera="head")
+        r.enable_depth_rendering()
+        depth = r.render().astype(np.float64)
+        r.disable_depth_rendering()
+        r.enable_segmentation_rendering()
+        seen = r.render()[..., 0] >= 0
+    assert seen.any()
+    near, far = depth[seen].min(), depth[seen].max()
+    expected = np.where(seen, np.round(255 * (far - depth) / (far - near)), 0)
+    assert np.abs(frame[..., 0].astype(int) - expected).max() <= 1
 
 
 def test_stream_picture_colours_depth_and_ids() -> None:
@@ -65,6 +80,10 @@ def test_stream_picture_colours_depth_and_ids() -> None:
     grey = stream_picture(Shot(depth=depth), "depth")
     assert grey[..., 0].tolist() == [[255, 128], [0, 0]] and (grey[..., 0] == grey[..., 2]).all()
     assert (stream_picture(Shot(depth=np.full((2, 2), 3.0, np.float32)), "depth") == 0).all()  # flat: no range
+    # with the ids: the range is that of the pixels that see something; the far clip's pixel stays black
+    clipped = stream_picture(Shot(depth=np.array([[0.5, 1.0], [1.5, 50.0]], np.float32),
+                                  segmentation=np.array([[1, 2], [1, 0]], np.uint16)), "depth")
+    assert clipped[..., 0].tolist() == [[255, 128], [0, 0]]
     ids = np.array([[0, 1], [2, 1]], np.uint16)
     colours = stream_picture(Shot(segmentation=ids), "segmentation")
     assert (colours[0, 0] == 0).all() and (colours[0, 1] == colours[1, 1]).all()  # nothing black; one id one colour

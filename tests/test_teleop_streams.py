@@ -57,7 +57,7 @@ def test_a_teleop_episode_saved_with_streams_is_its_render(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("args, message", [
     (["--streams", "rgb,normals"], "--streams: found 'rgb,normals'; allowed: distinct names of rgb, depth"),
-    (["--streams", "depth", "--cameras", "nose"], "--cameras: found ['nose']; allowed: the episode's cameras"),
+    (["--streams", "depth", "--cameras", "nose"], "--cameras: found ['nose']; allowed: the world's cameras"),
     (["--size", "16x16"], "--size: found '16x16' without --streams"),
     (["--preview-stream", "normals"], "--preview-stream: found 'normals'; allowed: one of rgb, depth, segmentation"),
 ])

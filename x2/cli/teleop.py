@@ -105,7 +105,9 @@ def teleop(
                 summaries = run.run(on_episode=lambda s: console.print(_summary_line(s)))
     except KeyboardInterrupt:
         console.print("interrupted: the episode in progress was dropped; saved episodes are safe"
-                      + ("" if rendered is None else " (not rendered: x2 render --streams renders them)"))
+                      + ("" if rendered is None else
+                         f" but not rendered: x2 render {run.path} --streams {','.join(rendered.streams)} --cameras "
+                         f"{','.join(rendered.cameras)} --size {rendered.size.height}x{rendered.size.width}"))
         raise
     finally:
         if request.preview and run.preview_frames == 0 and summaries:

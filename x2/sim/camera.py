@@ -100,7 +100,7 @@ class WorldCameras:
         missing = self.missing(cameras)
         tail = f" ({note})" if note else ""
         if missing:
-            raise CameraError(f"--cameras: found {missing}; allowed: the episode's cameras {list(self.names)}{tail}")
+            raise CameraError(f"--cameras: found {missing}; allowed: the world's cameras {list(self.names)}{tail}")
         if not self.fits(size):
             raise CameraError(f"--size: found {size}; allowed: up to {self.largest} (the model's offscreen "
                               f"buffer{', ' + note if note else ''})")

@@ -25,7 +25,7 @@ from x2.base.arrays import Floats, Image
 from x2.processes.life import ParentProcess, die_with
 from x2.sim.backend import Backend
 from x2.sim.camera import ImageSize
-from x2.sim.streams import DEPTH, RGB, Shot
+from x2.sim.streams import DEPTH, RGB, SEGMENTATION, Shot
 
 MAX_STATE = 8192  # doubles: the booth's integration state is a few hundred
 
@@ -108,16 +108,21 @@ _ID_COLOURS = np.array([97, 57, 151], np.uint32)  # per channel: a multiplier th
 
 def stream_picture(shot: Shot, stream: str) -> Image:
     """The camera's `stream` of `shot` as an (H, W, 3) uint8 picture for the panel: the picture itself; depth in
-    grey, the nearest pixel of the frame white and its farthest black; segmentation ids each in its own fixed
-    colour, id 0 (nothing) black."""
+    grey, the nearest pixel of the frame white and its farthest black (over the pixels that see something, when
+    the shot has their segmentation: the others hold the far clip, and stay black); segmentation ids each in its
+    own fixed colour, id 0 (nothing) black."""
     if stream == RGB:
         assert shot.rgb is not None
         return shot.rgb
     if stream == DEPTH:
         assert shot.depth is not None
         depth = shot.depth.astype(np.float64)
-        near, far = float(depth.min()), float(depth.max())
-        grey = np.zeros(depth.shape) if far <= near else (far - depth) / (far - near)
+        seen = np.ones(depth.shape, bool) if shot.segmentation is None else shot.segmentation != 0
+        if not seen.any():
+            return np.zeros((*depth.shape, 3), np.uint8)
+        near, far = float(depth[seen].min()), float(depth[seen].max())
+        grey = np.zeros(depth.shape) if far <= near else np.clip((far - depth) / (far - near), 0.0, 1.0)
+        grey[~seen] = 0.0
         return np.repeat(np.round(255 * grey).astype(np.uint8)[..., None], 3, axis=2)
     assert shot.segmentation is not None
     ids = shot.segmentation.astype(np.uint32)[..., None]
@@ -155,8 +160,10 @@ def _render_loop(c: PreviewConfig, lock: Lock, state: ctypes.Array[ctypes.c_doub
                     buf[:n] = np.frombuffer(state, np.float64, n)
                 if n == renderer.state_size:
                     renderer.set_state(buf[:n])
+                    # (depth is drawn with the ids, in the same pass, to know which pixels see nothing)
+                    wanted = (DEPTH, SEGMENTATION) if c.stream == DEPTH else (c.stream,)
                     frame = renderer.render(c.camera) if c.stream == RGB else \
-                        stream_picture(renderer.shot(c.camera, (c.stream,)), c.stream)
+                        stream_picture(renderer.shot(c.camera, wanted), c.stream)
                     with lock:
                         np.frombuffer(image, np.uint8)[:] = frame.reshape(-1)
                         image_seq.value += 1
