@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import h5py
-import hdf5plugin  # noqa: F401  (the Zstd filter the streams are stored with)
 import pytest
 from helpers.dataset_contents import deterministic_contents
+from helpers.stored_images import stored_chunks
 from typer.testing import CliRunner
 
 from x2 import format as fmt
@@ -43,13 +42,6 @@ def _collect(*extra: str) -> None:
     assert result.exit_code == 0, result.output
 
 
-def _chunks(path: Path) -> dict[str, list[bytes]]:
-    """Each stream's stored (compressed) chunks, as they are on disk."""
-    with h5py.File(path) as f:
-        return {p: [f[p].id.read_direct_chunk((t,) + (0,) * (f[p].ndim - 1))[1] for t in range(f[p].shape[0])]
-                for p in STREAM_PATHS}
-
-
 def test_streams_while_collecting_are_the_render_afterwards(workspace: Path) -> None:
     _collect("--dataset", "live", "--streams", "rgb,depth,segmentation", "--cameras", "head", "--size", "16x16")
     _collect("--dataset", "plain")
@@ -60,7 +52,7 @@ def test_streams_while_collecting_are_the_render_afterwards(workspace: Path) -> 
     live = workspace / "data" / "live"
     assert deterministic_contents(live) == deterministic_contents(plain)
     name = "episodes/episode_000000.h5"
-    assert _chunks(live / name) == _chunks(plain / name)
+    assert stored_chunks(live / name, STREAM_PATHS) == stored_chunks(plain / name, STREAM_PATHS)
 
 
 @pytest.mark.parametrize("args, message", [

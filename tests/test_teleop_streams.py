@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import h5py
-import hdf5plugin  # noqa: F401  (the Zstd filter the streams are stored with)
 import pytest
 from helpers.dataset_contents import file_contents
+from helpers.stored_images import stored_chunks
 from helpers.teleop_streams import home_stream
 from helpers.x2_cli import run_x2
 from typer.testing import CliRunner
@@ -26,12 +25,6 @@ _mount()
 runner = CliRunner()
 ALL = ("rgb", "depth", "segmentation")
 STREAM_PATHS = (fmt.image_path("head"), fmt.depth_path("head"), fmt.segmentation_path("head"))
-
-
-def _chunks(path: Path) -> dict[str, list[bytes]]:
-    with h5py.File(path) as f:
-        return {p: [f[p].id.read_direct_chunk((t,) + (0,) * (f[p].ndim - 1))[1] for t in range(f[p].shape[0])]
-                for p in STREAM_PATHS}
 
 
 @pytest.mark.realtime  # (the 30 Hz loop is paced by the wall clock: `make test` runs it with the others, alone)
@@ -52,7 +45,7 @@ def test_a_teleop_episode_saved_with_streams_is_its_render(tmp_path: Path) -> No
     again = tmp_path / "again.h5"  # the render pass's own job, drawn afresh from the saved states
     write_rendered(saved, again, ("head",), ImageSize(16, 16), streams=ALL)
     assert file_contents(again) == file_contents(saved)
-    assert _chunks(again) == _chunks(saved)
+    assert stored_chunks(again, STREAM_PATHS) == stored_chunks(saved, STREAM_PATHS)
 
 
 @pytest.mark.parametrize("args, message", [

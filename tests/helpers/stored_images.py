@@ -42,3 +42,10 @@ def store_images(root: Path, cameras: Sequence[str], size: ImageSize, invert: bo
         with Episode(ds.episode_path(record.index)) as ep:
             records.append(ep.record(ds.root))
     write_index(ds.index_path, records)
+
+
+def stored_chunks(path: Path, paths: Sequence[str]) -> dict[str, list[bytes]]:
+    """Each of the streams at `paths`, as its stored (compressed) chunks of one frame each, as they are on disk."""
+    with h5py.File(path) as f:
+        return {p: [f[p].id.read_direct_chunk((t,) + (0,) * (f[p].ndim - 1))[1] for t in range(f[p].shape[0])]
+                for p in paths}
