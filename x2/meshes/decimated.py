@@ -8,7 +8,7 @@ loses its smallest islands, or becomes a coarse hull: `_within`). Vertices are r
 below a pixel at any camera x2 has, and a third of the text).
 
 The same input gives the same bytes (fast-simplification's collapse is sequential and seeded by nothing;
-tests/test_meshes_decimated.py checks it), so a decimated mesh is made once and kept in the cache folder
+tests/test_sim_visual_meshes.py checks it), so a decimated mesh is made once and kept in the cache folder
 (`cache_root`, never the repository) under `key`: the digest of the source mesh's bytes, its scale, the
 budget and `VERSION`. A cache that cannot be written is no error: the mesh is made again next time.
 """
@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,7 +114,7 @@ def cached(name: str) -> Surface | None:
     try:
         with np.load(_path(name)) as data:
             return Surface(np.asarray(data["vertices"], dtype=np.float64), np.asarray(data["faces"], dtype=np.int32))
-    except (OSError, KeyError, ValueError):
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):  # (a damaged file: made again)
         return None
 
 
