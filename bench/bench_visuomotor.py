@@ -242,6 +242,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--skip-ablation", action="store_true")
     args = ap.parse_args()
+    # a SIGTERM unwinds like Ctrl-C, through train_both's `finally`: the trainers (own sessions) stop with the bench
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work: Path = args.out.resolve()
     (work / "data").mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
