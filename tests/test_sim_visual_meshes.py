@@ -5,6 +5,8 @@ episode's world rebuilt from its file drawing the same picture."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 from pathlib import Path
 
 import mujoco
@@ -127,3 +129,10 @@ def test_an_episode_reopened_from_its_file_draws_the_same_picture(tmp_path: Path
                 assert again.std() > 5
     finally:
         live.close()
+
+
+def test_building_worlds_does_not_import_trimesh() -> None:
+    # trimesh is only needed to decimate a mesh the cache lacks; imported with the backend it cost every x2
+    # process (and the test suite's hundreds of them) about half a second
+    code = "import sys, x2.sim.mujoco.backend; assert 'trimesh' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -21,12 +21,15 @@ import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import trimesh
 
 from x2.base.arrays import Floats, Ints
 from x2.files.atomic import write_bytes
+
+if TYPE_CHECKING:  # (imported where a mesh is decimated: trimesh costs every x2 process ~0.5 s to import)
+    import trimesh
 
 VERSION = 2  # of what `decimate` makes from the same input: a new one makes every cached mesh again
 DECIMALS = 5  # m: vertices rounded to 10 um
@@ -58,6 +61,8 @@ def key(source: bytes, scale: tuple[float, ...], budget: int) -> str:
 
 def decimate(vertices: Floats, faces: Ints, budget: int) -> Surface:
     """The surface with at most `budget` faces (the same one, duplicate vertices merged, when it has no more)."""
+    import trimesh
+
     mesh = trimesh.Trimesh(vertices=np.asarray(vertices, dtype=np.float64), faces=np.asarray(faces, dtype=np.int64),
                            process=True)
     target, simple = budget, mesh
@@ -76,6 +81,8 @@ def _within(mesh: trimesh.Trimesh, budget: int) -> trimesh.Trimesh:
     13,185 faces, stops at 466 for a budget of 200). Its largest islands by area, while they fit; when even the
     largest does not, its convex hull collapsed to the budget (or the hull of an even subset of its vertices, few
     enough to fit: a hull of k points has at most 2k - 4 faces): coarse, but within the budget it was asked for."""
+    import trimesh
+
     if len(mesh.faces) <= budget:
         return mesh
     islands = sorted(mesh.split(only_watertight=False), key=lambda p: -float(p.area))  # (a stable sort)
@@ -101,6 +108,8 @@ def _within(mesh: trimesh.Trimesh, budget: int) -> trimesh.Trimesh:
 
 
 def _hull(points: Floats) -> trimesh.Trimesh:
+    import trimesh
+
     hull = trimesh.convex.convex_hull(points)
     return trimesh.Trimesh(vertices=np.asarray(hull.vertices), faces=np.asarray(hull.faces), process=False)
 
