@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from x2.envspec.env import EnvSpec
-from x2.sim import Backend, CameraInfo
+from x2.sim import Backend, CameraInfo, ImageSize
 
 W, H = 128, 96  # small: the contract is about shapes and geometry, not the look
 
@@ -71,3 +71,19 @@ def test_a_projected_object_is_where_the_picture_shows_it(backend: Backend) -> N
     backend.set_object_pose("block", backend.object_pos("block") + np.array([0.0, 0.4, 0.0]))
     gone = backend.render("head", W, H)[v, u].astype(int)  # the picture follows the state
     assert np.abs(seen - gone).sum() > 60, (u, v, seen, gone)
+
+
+def test_shot_draws_the_current_states_streams_in_one_call(backend: Backend, env: EnvSpec) -> None:
+    """`shot(camera, streams, w, h)`: what a renderer of the world set to `get_state()` shoots; its rgb is `render`'s
+    picture (what `x2 eval` sends a policy that reads depth beside the picture)."""
+    backend.reset(0)
+    for camera in env.robot.cameras:
+        shot = backend.shot(camera, ("rgb", "depth"), W, H)
+        assert shot.rgb is not None and shot.depth is not None and shot.segmentation is None
+        np.testing.assert_array_equal(shot.rgb, backend.render(camera, W, H))
+        assert shot.depth.shape == (H, W) and shot.depth.dtype == np.float32
+        with backend.renderer([camera], ImageSize(H, W)) as renderer:
+            renderer.set_state(backend.get_state())
+            want = renderer.shot(camera, ("depth",)).depth
+        np.testing.assert_array_equal(shot.depth, want)
+        assert backend.shot(camera, ("depth",), W, H).rgb is None

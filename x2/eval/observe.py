@@ -2,7 +2,8 @@
 
 Only what the service asked for in its metadata (or the evaluator's options, for a service that says
 nothing) is rendered or sent: rendering is the evaluator's dearest work, and privileged state (object poses,
-the physics state) goes only to a service that declared it needs it.
+the physics state) goes only to a service that declared it needs it. A camera whose picture and depth map are both
+asked for at one size is drawn once for the two (`Backend.shot`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from x2.policy.protocol import (
+    OBS_DEPTH_SUFFIX,
     OBS_ENV_STATE,
+    OBS_EXTRINSICS_PREFIX,
     OBS_IMAGE_PREFIX,
     OBS_PROMPT,
     OBS_SIM_STATE,
@@ -26,11 +29,15 @@ from x2.policy.protocol import (
 )
 from x2.rollout.teacher import Observation
 from x2.sim.backend import Backend
+from x2.sim.camera import optical_to_world
+from x2.sim.streams import DEPTH, RGB
 
 
 @dataclass(frozen=True)
 class ObservationPlan:
     cameras: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # camera -> (height, width)
+    depth: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # camera -> (height, width) of its depth map
+    extrinsics: tuple[str, ...] = ()  # cameras whose pose is sent
     state: bool = True
     environment_state: bool = False
     sim_state: bool = False
@@ -38,12 +45,13 @@ class ObservationPlan:
     @classmethod
     def for_service(cls, info: ServiceInfo, cameras: Mapping[str, tuple[int, int]] | None = None) -> ObservationPlan:
         """The service's own wishes; `cameras` (the evaluator's --cameras/--size) for one that names none."""
-        return cls(cameras=dict(info.cameras or cameras or {}), state=info.state,
+        return cls(cameras=dict(info.cameras or cameras or {}), depth=dict(info.depth),
+                   extrinsics=tuple(info.extrinsics), state=info.state,
                    environment_state=info.environment_state, sim_state=info.sim_state)
 
     def check(self, backend: Backend) -> None:
         """Every camera asked for exists in this world (else one line, before the first episode)."""
-        for camera in self.cameras:
+        for camera in (*self.cameras, *self.depth, *self.extrinsics):
             backend.camera_info(camera, 16, 16)
 
     def observe(self, backend: Backend, obs: Observation) -> tuple[ObservationMessage, float]:
@@ -58,5 +66,17 @@ class ObservationPlan:
             out[OBS_SIM_STATE] = np.asarray(backend.get_state(), dtype=np.float64)
         t0 = time.perf_counter()
         for camera, (height, width) in self.cameras.items():
+            if self.depth.get(camera) == (height, width):
+                continue  # drawn below with its depth
             out[OBS_IMAGE_PREFIX + camera] = np.ascontiguousarray(backend.render(camera, width, height))
+        for camera, (height, width) in self.depth.items():
+            both = self.cameras.get(camera) == (height, width)
+            shot = backend.shot(camera, (RGB, DEPTH) if both else (DEPTH,), width, height)
+            assert shot.depth is not None and (shot.rgb is not None or not both)
+            if both:
+                out[OBS_IMAGE_PREFIX + camera] = np.ascontiguousarray(shot.rgb)
+            out[OBS_IMAGE_PREFIX + camera + OBS_DEPTH_SUFFIX] = np.asarray(shot.depth, np.float32)[..., None]
+        for camera in self.extrinsics:  # (the pose is the same at every picture size)
+            pose = backend.camera_info(camera, 16, 16).extrinsics  # renderer axes in its columns
+            out[OBS_EXTRINSICS_PREFIX + camera] = optical_to_world(pose[:3, 3], pose[:3, :3]).astype(np.float32).ravel()
         return out, (time.perf_counter() - t0) * 1e3

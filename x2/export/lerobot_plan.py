@@ -43,6 +43,7 @@ from x2.export.sensor_streams import (
     stored_streams,
 )
 from x2.export.sources import ExportSources
+from x2.policy.protocol import OBS_EXTRINSICS_PREFIX
 from x2.recorded.ee_actions import base_frame_poses
 from x2.recorded.frames import DEFAULT_SIZE, episode_frames
 from x2.sim.camera import ImageSize
@@ -71,7 +72,7 @@ class Feature(TypedDict):
     info: NotRequired[DepthInfo]  # a depth map's (LeRobot 0.6: `is_depth_map`)
 
 
-EXTRINSICS_PREFIX = "observation.extrinsics."
+EXTRINSICS_PREFIX = OBS_EXTRINSICS_PREFIX  # (what x2 eval sends a policy that reads it: x2/policy/protocol.py)
 EXTRINSICS_NAMES = [f"T{r}{c}" for r in range(4) for c in range(4)]
 
 

@@ -24,9 +24,11 @@ from x2.base.arrays import Floats
 from x2.base.errors import ExportError
 from x2.datasets import Episode
 from x2.export.provenance import Json
+from x2.policy.protocol import OBS_DEPTH_SUFFIX
 from x2.sim.camera import ImageSize, scaled_k
 
-DEPTH_SUFFIX, SEGMENTATION_SUFFIX, EXTRINSICS_SUFFIX = "_depth", "_segmentation", "_extrinsics"
+DEPTH_SUFFIX = OBS_DEPTH_SUFFIX  # (one name: what x2 eval sends a depth policy is what it was trained on)
+SEGMENTATION_SUFFIX, EXTRINSICS_SUFFIX = "_segmentation", "_extrinsics"
 _BLOCK = 32  # frames per read
 
 

@@ -28,6 +28,12 @@ from x2.base.arrays import Floats, Image
 
 OBS_STATE: Final = "observation.state"  # (J,) float32: the robot's joint positions, as the dataset's qpos
 OBS_IMAGE_PREFIX: Final = "observation.images."  # + camera: (H, W, 3) uint8, rendered live
+# + camera + OBS_DEPTH_SUFFIX: (H, W, 1) float32, the camera's depth in metres along its optical axis, rendered live
+# (LeRobot 0.6's depth feature name, which x2's LeRobot export writes too: x2/export/sensor_streams.py)
+OBS_DEPTH_SUFFIX: Final = "_depth"
+# + camera: (16,) float32, the camera's pose, 4x4 camera (OpenCV axes) to world, row by row (as x2's LeRobot export
+# stores it beside a depth feature, so a policy trained on such an export reads it)
+OBS_EXTRINSICS_PREFIX: Final = "observation.extrinsics."
 OBS_ENV_STATE: Final = "observation.environment_state"  # (K * 7,) float32: object poses (privileged: low-dim policies)
 OBS_PROMPT: Final = "prompt"  # the episode's instruction (openpi's name)
 OBS_TASK: Final = "task"  # the same instruction (LeRobot's name)
@@ -92,6 +98,8 @@ class Metadata(TypedDict):
     action_names: list[str] | None
     chunk: int | None
     action_kind: NotRequired[str]  # said only by a service answering end-effector actions
+    depth: NotRequired[dict[str, list[int]]]  # said only by a service reading depth maps
+    extrinsics: NotRequired[list[str]]  # said only by a service reading camera poses
 
 
 class PolicyFault(Exception):
@@ -112,6 +120,8 @@ class ServiceInfo:
     digest: str = ""  # sha256 of what it serves (weights, dataset index), "" when it has none
     lifecycle: bool = False  # answers initialize_episode / finalize_episode
     cameras: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # camera -> (height, width) it wants
+    depth: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # camera -> (height, width) of its depth map
+    extrinsics: tuple[str, ...] = ()  # cameras whose pose it wants each tick
     state: bool = True  # wants observation.state
     environment_state: bool = False  # wants observation.environment_state (a low-dim policy)
     sim_state: bool = False  # wants x2.sim_state (privileged: the expert)
@@ -133,6 +143,10 @@ class ServiceInfo:
             "action_names": None if self.action_names is None else list(self.action_names), "chunk": self.chunk}
         if self.action_kind != "joint":  # (a joint service's metadata stays as it was)
             said["action_kind"] = self.action_kind
+        if self.depth:  # (likewise a service that reads no depth)
+            said["depth"] = {c: list(hw) for c, hw in self.depth.items()}
+        if self.extrinsics:
+            said["extrinsics"] = list(self.extrinsics)
         return {METADATA_KEY: said}
 
     @classmethod
@@ -142,9 +156,12 @@ class ServiceInfo:
             return cls()
         names = raw.get("action_names")
         cameras = raw.get("cameras") or {}
+        depth = raw.get("depth") or {}
         return cls(kind=str(raw.get("kind", "remote")), identity=str(raw.get("identity", "")),
                    digest=str(raw.get("digest", "")), lifecycle=bool(raw.get("lifecycle", False)),
                    cameras={str(c): (int(hw[0]), int(hw[1])) for c, hw in dict(cameras).items()},
+                   depth={str(c): (int(hw[0]), int(hw[1])) for c, hw in dict(depth).items()},
+                   extrinsics=tuple(str(c) for c in raw.get("extrinsics") or ()),
                    state=bool(raw.get("state", True)), environment_state=bool(raw.get("environment_state", False)),
                    sim_state=bool(raw.get("sim_state", False)),
                    action_names=None if names is None else tuple(str(n) for n in names),

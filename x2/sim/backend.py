@@ -22,6 +22,7 @@ from x2.envspec.action import ActionLayout
 from x2.envspec.env import EnvSpec
 from x2.sim.camera import ImageSize, StateRenderer, WorldCameras
 from x2.sim.layout import Placement
+from x2.sim.streams import Shot
 
 if TYPE_CHECKING:
     import mujoco
@@ -181,6 +182,8 @@ class Backend(Protocol):
     # pictures: the current state's, the pinhole it was taken with, the world's cameras, and a renderer of this
     # world's stored states (its own state: the backend's stays as it is; made again after a reset builds a new world)
     def render(self, camera: str, width: int = 640, height: int = 480) -> Image: ...
+    # the current state's streams (x2/sim/streams.py): what `renderer(...).shot` gives at `get_state()`
+    def shot(self, camera: str, streams: tuple[str, ...], width: int = 640, height: int = 480) -> Shot: ...
     def camera_info(self, camera: str, width: int = 640, height: int = 480) -> CameraInfo: ...
     @property
     def cameras(self) -> WorldCameras: ...

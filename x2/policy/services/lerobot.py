@@ -11,6 +11,12 @@ makes (`lerobot.policies.utils.prepare_observation_for_inference`: tensors with 
 string), then preprocessor -> `policy.select_action` -> postprocessor. `select_action` keeps ACT's and
 diffusion's action queues, so every answer is one action, (1, D).
 
+A policy trained on depth (LeRobot 0.6's `observation.images.<cam>_depth`, (1, H, W)) is sent the camera's live
+depth in metres; it is given what its training loader gave: clipped and quantised by LeRobot's own depth
+quantiser with the training dataset's encoder parameters (its meta/info.json, else LeRobot's defaults), and
+dequantised to the unit its training read depth in (train_config.json's `dataset.depth_output_unit`, LeRobot's
+default millimetres).
+
 LeRobot and torch are imported only here and only when a folder is loaded (pyproject's import contract).
 """
 
@@ -29,7 +35,9 @@ from x2.datasets.untrusted import json_loads
 from x2.files.digest import file_digest
 from x2.policy.protocol import (
     ACTIONS,
+    OBS_DEPTH_SUFFIX,
     OBS_ENV_STATE,
+    OBS_EXTRINSICS_PREFIX,
     OBS_IMAGE_PREFIX,
     OBS_PROMPT,
     OBS_STATE,
@@ -80,18 +88,45 @@ def _state_files(pipeline: Path) -> list[str]:
     return [str(s["state_file"]) for s in steps if isinstance(s, Mapping) and s.get("state_file")]
 
 
-def dataset_action_names(folder: Path) -> tuple[str, ...] | None:
-    """The action vector's names, when recoverable: lerobot-train records the dataset's root in
-    train_config.json, and that dataset's meta/info.json names the action feature. None when the record
-    or the dataset is not there (a folder copied to another machine)."""
+def _train_config(folder: Path) -> dict[str, object] | None:
     try:
         train = json_loads((folder / TRAIN_CONFIG).read_text(encoding="utf-8"))
-        root = train["dataset"]["root"]
+    except (OSError, ValueError):
+        return None
+    return train if isinstance(train, dict) else None
+
+
+def _dataset_features(folder: Path) -> dict[str, object] | None:
+    """The training dataset's features (its meta/info.json, found through the root lerobot-train recorded in
+    train_config.json); None when the record or the dataset is not there (a folder copied to another machine)."""
+    try:
+        root = (_train_config(folder) or {})["dataset"]["root"]  # type: ignore[index]
         info = json_loads((Path(root) / "meta" / "info.json").read_text(encoding="utf-8"))
-        names = info["features"][ACTION]["names"]
+        features = info["features"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    return features if isinstance(features, dict) else None
+
+
+def dataset_action_names(folder: Path) -> tuple[str, ...] | None:
+    """The action vector's names, when recoverable: the training dataset's meta/info.json names the action
+    feature."""
+    try:
+        names = (_dataset_features(folder) or {})[ACTION]["names"]  # type: ignore[index]
+    except (KeyError, TypeError):
+        return None
     return tuple(str(n) for n in names) if isinstance(names, list) else None
+
+
+def depth_unit(folder: Path) -> str:
+    """The unit lerobot-train's loader gave depth maps in (train_config.json's dataset.depth_output_unit)."""
+    from lerobot.configs import DEFAULT_DEPTH_UNIT
+
+    try:
+        unit = (_train_config(folder) or {})["dataset"]["depth_output_unit"]  # type: ignore[index]
+    except (KeyError, TypeError):
+        return str(DEFAULT_DEPTH_UNIT)
+    return str(unit) if unit else str(DEFAULT_DEPTH_UNIT)
 
 
 class LeRobotService:
@@ -132,21 +167,39 @@ class LeRobotService:
         self.config = config
         self._torch_device = torch.device(self.device)
         self.images: dict[str, tuple[int, int]] = {}  # feature key -> (H, W)
+        self.depths: dict[str, tuple[int, int]] = {}  # depth feature key -> (H, W)
         self.vectors: dict[str, int] = {}  # feature key -> width
         for key, feature in config.input_features.items():
-            if feature.type is FeatureType.VISUAL and key.startswith(OBS_IMAGE_PREFIX) and len(feature.shape) == 3:
+            if (feature.type is FeatureType.VISUAL and key.startswith(OBS_IMAGE_PREFIX)
+                    and key.endswith(OBS_DEPTH_SUFFIX) and tuple(feature.shape)[:1] == (1,)
+                    and len(feature.shape) == 3):
+                self.depths[key] = (int(feature.shape[1]), int(feature.shape[2]))
+            elif feature.type is FeatureType.VISUAL and key.startswith(OBS_IMAGE_PREFIX) and len(feature.shape) == 3:
                 self.images[key] = (int(feature.shape[1]), int(feature.shape[2]))  # LeRobot keeps (C, H, W)
-            elif key in (OBS_STATE, OBS_ENV_STATE) and len(feature.shape) == 1:
+            elif len(feature.shape) == 1 and (key in (OBS_STATE, OBS_ENV_STATE)
+                                              or key.startswith(OBS_EXTRINSICS_PREFIX)):
                 self.vectors[key] = int(feature.shape[0])
             else:
                 raise PolicyError(f"{where}: input feature {key} {tuple(feature.shape)}: found one x2 does not "
-                                  f"send; allowed: {OBS_STATE}, {OBS_ENV_STATE} (vectors) and "
-                                  f"{OBS_IMAGE_PREFIX}<camera> (C, H, W)")
+                                  f"send; allowed: {OBS_STATE}, {OBS_ENV_STATE}, {OBS_EXTRINSICS_PREFIX}<camera> "
+                                  "(vectors), "
+                                  f"{OBS_IMAGE_PREFIX}<camera> (C, H, W) and {OBS_IMAGE_PREFIX}<camera>"
+                                  f"{OBS_DEPTH_SUFFIX} (1, H, W)")
         action = config.output_features.get(ACTION)
         if action is None or len(action.shape) != 1:
             raise PolicyError(f"{where}: output features: found {sorted(config.output_features)}; allowed: an "
                               f"{ACTION} vector")
         self.action_dim = int(action.shape[0])
+        self._depth_unit = depth_unit(self.folder) if self.depths else ""
+        self._depth_encoders = {key: self._depth_encoder(key) for key in self.depths}
+
+    def _depth_encoder(self, key: str) -> object:
+        """The depth encoder the training dataset's `key` was stored with (what its loader dequantised by)."""
+        from lerobot.configs.video import DepthEncoderConfig
+
+        feature = (_dataset_features(self.folder) or {}).get(key)
+        info = feature.get("info") if isinstance(feature, dict) else None  # (as LeRobot's reader reads it)
+        return DepthEncoderConfig.from_video_info(info if isinstance(info, dict) else None)
 
     def _describe(self) -> ServiceInfo:
         names = getattr(self.config, "action_feature_names", None) or dataset_action_names(self.folder)
@@ -156,6 +209,10 @@ class LeRobotService:
             kind="lerobot", identity=str(self.folder), lifecycle=True,
             digest=file_digest(self.folder / WEIGHTS).split(":", 1)[1],  # the weights' sha256 in hex
             cameras={key.removeprefix(OBS_IMAGE_PREFIX): hw for key, hw in self.images.items()},
+            depth={key.removeprefix(OBS_IMAGE_PREFIX).removesuffix(OBS_DEPTH_SUFFIX): hw
+                   for key, hw in self.depths.items()},
+            extrinsics=tuple(k.removeprefix(OBS_EXTRINSICS_PREFIX) for k in self.vectors
+                             if k.startswith(OBS_EXTRINSICS_PREFIX)),
             state=OBS_STATE in self.vectors, environment_state=OBS_ENV_STATE in self.vectors,
             action_names=None if names is None else tuple(names), chunk=None)
 
@@ -181,12 +238,34 @@ class LeRobotService:
                 found = "missing" if value is None else f"{value.dtype}{value.shape}"
                 raise PolicyFault("malformed", f"{key}: found {found}; allowed: uint8 ({height}, {width}, 3)")
             out[key] = np.array(value)
+        for key, (height, width) in self.depths.items():
+            value = np.asarray(obs[key]) if key in obs else None
+            if value is None or value.shape != (height, width, 1) or value.dtype.kind != "f":
+                found = "missing" if value is None else f"{value.dtype}{value.shape}"
+                raise PolicyFault("malformed", f"{key}: found {found}; allowed: float metres ({height}, {width}, 1)")
+            out[key] = self._as_trained(key, value)
         for key, width in self.vectors.items():
             value = np.asarray(obs[key]) if key in obs else None
             if value is None or value.shape != (width,) or value.dtype.kind not in "fiu":
                 found = "missing" if value is None else f"{value.dtype}{value.shape}"
                 raise PolicyFault("malformed", f"{key}: found {found}; allowed: float ({width},)")
             out[key] = np.array(value, dtype=np.float32)
+        return out
+
+    def _as_trained(self, key: str, metres: Floats) -> Floats:
+        """A live depth map (H, W, 1) in metres as the training loader gave it: LeRobot's quantiser and
+        dequantiser with the dataset's encoder parameters, in the training's unit, (H, W, 1) float32."""
+        import torch
+        from lerobot.datasets.depth_utils import dequantize_depth, quantize_depth
+
+        enc = self._depth_encoders[key]
+        tuning = {name: getattr(enc, name) for name in ("depth_min", "depth_max", "shift", "use_log")}
+        codes = quantize_depth(np.asarray(metres, np.float32), **tuning, video_backend=None, input_unit="m")
+        # Dequantised from a tensor, as the loader's decoded frames are: torch's float32 exp, not numpy's (they
+        # differ in the last bit, which moves a millimetre's rounding), and float32 even in millimetres.
+        back = dequantize_depth(torch.from_numpy(codes.astype(np.int32)), **tuning, output_unit=self._depth_unit,
+                                output_channel_last=True)
+        out: Floats = np.asarray(back.numpy(), np.float32).reshape(metres.shape)
         return out
 
     def infer(self, obs: ObservationMessage) -> Answer:

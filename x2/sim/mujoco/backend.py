@@ -40,6 +40,7 @@ from x2.sim.mujoco.look import restyled_world, sample_look
 from x2.sim.mujoco.renderer import MujocoRenderer, world_cameras
 from x2.sim.mujoco.state import STATE_SPEC
 from x2.sim.mujoco.world import free_joint, world_of
+from x2.sim.streams import Shot
 
 _CACHE = 4  # compiled worlds kept: a re-recorded teleop episode or a relabel pass reuses its world
 
@@ -437,13 +438,22 @@ class MujocoBackend:
     def render(self, camera: str, width: int = 640, height: int = 480) -> Image:
         """The current state through this world's own renderer (a `renderer` per size, kept until the world
         changes): the picture `renderer(...).set_state(get_state())` would draw."""
+        return self._drawn(camera, width, height).render(camera)
+
+    def shot(self, camera: str, streams: tuple[str, ...], width: int = 640, height: int = 480) -> Shot:
+        """The current state's `streams` of the camera (rgb, depth, segmentation) in one pass, through the same
+        renderer as `render`: its rgb is `render`'s picture, bit for bit."""
+        return self._drawn(camera, width, height).shot(camera, streams)
+
+    def _drawn(self, camera: str, width: int, height: int) -> MujocoRenderer:
+        """This world's renderer at the size (made once per world and size), set to the current state."""
         self._c.lookup(mujoco.mjtObj.mjOBJ_CAMERA, camera)  # an unknown camera: NotFoundError naming it
         key = (width, height)
         if key not in self._renderers:
             self._renderers[key] = MujocoRenderer(self.model, self.cameras.names, ImageSize(height, width))
         r = self._renderers[key]
         r.set_state(self.get_state())
-        return r.render(camera)
+        return r
 
     def camera_info(self, camera: str, width: int = 640, height: int = 480) -> CameraInfo:
         cid = self._c.lookup(mujoco.mjtObj.mjOBJ_CAMERA, camera)
