@@ -66,8 +66,29 @@ def test_images_come_as_lerobot_pixels_and_render_gives_a_frame() -> None:
         env.close()
 
 
+def test_depth_comes_in_metres_beside_the_same_pictures() -> None:
+    """`<camera>_depth` adds `depth`: MuJoCo's own depth render of the state within 1 mm, the picture unchanged."""
+    import mujoco
+
+    env = gym.make("x2/pick_place-v0", obs=["head", "head_depth", "right_wrist_depth"], image_size=(48, 64))
+    try:
+        obs, _ = env.reset(seed=1)
+        assert set(obs) == {"pixels", "depth"} and set(obs["depth"]) == {"head", "right_wrist"}
+        assert env.observation_space.contains(obs)
+        backend = env.unwrapped.backend
+        np.testing.assert_array_equal(obs["pixels"]["head"], backend.render("head", 64, 48))
+        with mujoco.Renderer(backend.model, 48, 64) as r:
+            r.enable_depth_rendering()
+            for cam, depth in obs["depth"].items():
+                r.update_scene(backend.data, camera=cam)
+                assert depth.shape == (48, 64, 1) and np.abs(depth[..., 0] - r.render()).max() <= 1e-3
+    finally:
+        env.close()
+
+
 @pytest.mark.parametrize(("kwargs", "says"), [
-    ({"obs": ["agent_pos", "nose_cam"]}, "obs: found 'nose_cam'; allowed: agent_pos, environment_state or a camera"),
+    ({"obs": ["agent_pos", "nose_cam"]}, "obs: found 'nose_cam'; allowed: agent_pos, environment_state, a camera"),
+    ({"obs": ["nose_cam_depth"]}, "obs: found 'nose_cam_depth'; allowed: agent_pos, environment_state, a camera"),
     ({"action": "torque"}, "action: found 'torque'; allowed: 'joint', 'ee_pose', 'ee_delta'"),
     ({"split": "test"}, "split: found 'test'; allowed: 'train', 'eval'"),
     ({"master_seed": -1}, "master_seed: found -1; allowed: 0 to"),

@@ -46,12 +46,16 @@ from x2.envspec.ee_action import ACTION_KINDS, EEActionError, EELayout
 from x2.envspec.held_out import EVAL_SEED_BASE
 from x2.eval.seeds import SPLITS, SplitPlan, plan_split
 from x2.eval.teacher import RANGE_SLACK, bounds
+from x2.policy.protocol import OBS_DEPTH_SUFFIX
 from x2.processes.life import ParentProcess, die_with
 from x2.rollout import TaskMonitor
 from x2.sim import ImageSize, ResetInfo, SimulationUnstable, make_backend
 from x2.sim.mujoco.ee_adapter import EEAdapter, EEStep
+from x2.sim.streams import DEPTH as DEPTH_STREAM
+from x2.sim.streams import RGB
 
 AGENT_POS, ENV_STATE, PIXELS = "agent_pos", "environment_state", "pixels"  # LeRobot's gym observation keys
+DEPTH = "depth"  # camera -> (H, W, 1) float32 metres, for the obs entries `<camera>_depth`
 ACTION_SPACES = ACTION_KINDS
 DEFAULT_IMAGE_SIZE = (480, 640)  # (height, width), x2's default picture
 
@@ -116,14 +120,16 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
         assert task is not None
         cameras = backend.cameras
         for key in obs:
-            if key not in (AGENT_POS, ENV_STATE) and key not in cameras.names:
-                raise EnvError(f"{where}: obs: found {key!r}; allowed: {AGENT_POS}, {ENV_STATE} or a camera of this "
-                               f"world ({', '.join(cameras.names)})")
+            if key not in (AGENT_POS, ENV_STATE) and key.removesuffix(OBS_DEPTH_SUFFIX) not in cameras.names:
+                raise EnvError(f"{where}: obs: found {key!r}; allowed: {AGENT_POS}, {ENV_STATE}, a camera of this "
+                               f"world ({', '.join(cameras.names)}) or a camera{OBS_DEPTH_SUFFIX} for its depth")
         if not cameras.fits(size):
             raise EnvError(f"{where}: image_size: found {size.height}x{size.width}; allowed: up to "
                            f"{cameras.largest.height}x{cameras.largest.width}")
         self.where, self.size, self.observed = where, size, obs
-        self.cameras = tuple(k for k in obs if k not in (AGENT_POS, ENV_STATE))
+        self.cameras = tuple(k for k in obs if k not in (AGENT_POS, ENV_STATE) and k in cameras.names)
+        self.depths = tuple(k.removesuffix(OBS_DEPTH_SUFFIX) for k in obs
+                            if k not in (AGENT_POS, ENV_STATE) and k not in cameras.names)
         self.agent_pos, self.env_state = AGENT_POS in obs, ENV_STATE in obs
         self.monitor = TaskMonitor(task, backend, env.fps, [arm.name for arm in env.robot.arms])
         self.horizon = max_ticks or round(task.horizon_s * env.fps)  # (the loop's, x2/rollout/loop.py)
@@ -136,6 +142,9 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
         if self.cameras:
             entries[PIXELS] = spaces.Dict({c: spaces.Box(0, 255, (size.height, size.width, 3), np.uint8)
                                            for c in self.cameras})
+        if self.depths:
+            entries[DEPTH] = spaces.Dict({c: spaces.Box(0, np.inf, (size.height, size.width, 1), np.float32)
+                                          for c in self.depths})
         if self.agent_pos:
             entries[AGENT_POS] = spaces.Box(-np.inf, np.inf, (len(backend.robot_joint_names),), np.float32)
         if self.env_state:
@@ -265,9 +274,14 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
     def _observation(self) -> dict[str, Any]:
         backend = self.backend
         out: dict[str, Any] = {}
-        if self.cameras:
-            out[PIXELS] = {c: np.ascontiguousarray(backend.render(c, self.size.width, self.size.height))
+        w, h = self.size.width, self.size.height
+        streams = {c: (RGB, DEPTH_STREAM) if c in self.cameras else (DEPTH_STREAM,) for c in self.depths}
+        shots = {c: backend.shot(c, streams[c], w, h) for c in self.depths}
+        if self.cameras:  # (a camera whose depth is observed too: its picture from the same pass)
+            out[PIXELS] = {c: np.ascontiguousarray(shots[c].rgb if c in shots else backend.render(c, w, h))
                            for c in self.cameras}
+        if self.depths:
+            out[DEPTH] = {c: np.asarray(shots[c].depth, np.float32)[..., None] for c in self.depths}
         if self.agent_pos:
             out[AGENT_POS] = np.asarray(backend.robot_state().qpos, dtype=np.float32)
         if self.env_state:
