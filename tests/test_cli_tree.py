@@ -201,3 +201,15 @@ def test_mounting_again_adds_nothing() -> None:
     _mount()
     assert counts() == before
     assert [leaf for leaf, _ in _leaves(typer.main.get_command(app))].count(("collect", "teleop")) == 1
+
+
+def test_mounting_every_command_imports_no_plotting_and_no_zarr() -> None:
+    # Every `x2` process mounts every command before it runs one: matplotlib (augment's --preview) and zarr
+    # (export zarr) imported with their command modules cost each one ~1 s of CPU on a loaded 2-core machine.
+    import subprocess
+    import sys
+
+    code = ("import sys; from x2.cli.app import _mount; _mount(); "
+            "print(sorted(m for m in ('matplotlib', 'zarr', 'torch', 'lerobot') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -12,22 +12,17 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.patches import Circle, Rectangle  # noqa: E402
-
-from x2 import format as fmt  # noqa: E402
-from x2.augment.records import AugmentationConfig  # noqa: E402
-from x2.base.arrays import Bools, Floats  # noqa: E402
-from x2.datasets import Episode  # noqa: E402
-from x2.envspec.scene import load_asset  # noqa: E402
-from x2.files.atomic import replacing  # noqa: E402
-from x2.recorded.frames import frames_at  # noqa: E402
-from x2.recorded.world import recorded_env  # noqa: E402
-from x2.sim.camera import ImageSize  # noqa: E402
+from x2 import format as fmt
+from x2.augment.records import AugmentationConfig
+from x2.base.arrays import Bools, Floats
+from x2.datasets import Episode
+from x2.envspec.scene import load_asset
+from x2.files.atomic import replacing
+from x2.recorded.frames import frames_at
+from x2.recorded.world import recorded_env
+from x2.sim.camera import ImageSize
 
 LOW_LAYER = 0.03  # m above the support: every distractor fills this slab, so this footprint is off limits
 CELL = 0.004  # m per footprint pixel
@@ -60,6 +55,13 @@ def _closest_frame(config: AugmentationConfig, frames: int) -> int:
 
 def draw_preview(parent: Episode, child: Episode, out: str | Path, camera: str = "head",
                  size: ImageSize = ImageSize(240, 320), frame: int | None = None) -> Path:
+    # (imported here: matplotlib is ~0.3 s of imports, and every `x2` command imports this module with its CLI)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Circle, Rectangle
+
     out = Path(out)
     config: AugmentationConfig = child.json_attr(fmt.AUGMENTATION_ATTR, {})  # as augment._commit wrote it
     t = _closest_frame(config, child.frames) if frame is None else frame

@@ -24,7 +24,6 @@ from x2.cli.options import (
 from x2.datasets.select import require_some
 from x2.export import hdf5 as hdf5_export
 from x2.export import point_cloud as pc
-from x2.export import zarr as zarr_export
 from x2.export.episode_arrays import RESIZE_DESCRIPTION
 from x2.export.request import ExportRequest, parse_action_kind
 from x2.recorded.frames import DEFAULT_CAMERAS, DEFAULT_SIZE
@@ -82,6 +81,8 @@ def zarr_command(
     [cyan]x2 export zarr --state-only --action ee_delta[/cyan]
     [cyan]x2 export zarr pick_place --state-only --point-cloud 1024 --point-cloud-cameras head[/cyan]
     """
+    from x2.export import zarr as zarr_export  # (zarr is ~0.15 s of imports: only the command that writes one)
+
     ds = open_dataset_arg(dataset)
     chosen = selection(success_only, source, part, older_part, episodes)
     records = chosen.apply(ds)
