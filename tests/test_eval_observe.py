@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 from helpers.policy_serving import serving
 
+from x2 import format as fmt
 from x2.base.errors import X2Error
+from x2.datasets import Dataset
 from x2.eval.runner import EvalRun
 from x2.eval.seeds import plan_split
 from x2.eval.session import EvalSetup
@@ -129,6 +131,12 @@ def test_x2_eval_sends_a_service_the_depth_and_pose_it_asked_for(tmp_path: Path)
     with serving(service) as url:
         EvalRun(EvalSetup("pick_place", None, plan.variant, plan.master_seed, url, 30.0, max_ticks=4), plan,
                 tmp_path / "train", None).run()
+    ds = Dataset.open(tmp_path / "train")
+    with ds.load(0) as ep:
+        said = ep.json_attr(fmt.POLICY_ATTR)
+    assert said["observes"] == "depth" and said["privileged"] is False
+    assert (said["inputs"]["depth"], said["inputs"]["extrinsics"], said["inputs"]["cameras"]) == (
+        {HEAD: [24, 32]}, [HEAD], {})
     assert service.seen and all(seen == {"observation.state": ("float32", (16,)),
                                          f"{OBS_IMAGE_PREFIX}{HEAD}_depth": ("float32", (24, 32, 1)),
                                          f"{OBS_EXTRINSICS_PREFIX}{HEAD}": ("float32", (16,))}

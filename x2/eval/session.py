@@ -11,7 +11,7 @@ import contextlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -52,6 +52,8 @@ class PolicyInputs(TypedDict):
     state: bool
     environment_state: bool
     sim_state: bool
+    depth: NotRequired[dict[str, list[int]]]  # camera -> [height, width] of its depth map; said only when sent
+    extrinsics: NotRequired[list[str]]  # cameras whose poses are sent; likewise
 
 
 class PolicyIdentity(TypedDict):
@@ -131,15 +133,21 @@ class EvalSession:
         """Which policy drives the episodes, as each of them records it (with how it ended there)."""
         info = self.info
         plan = self.plan
+        pixels = " and ".join((["images"] if plan.cameras else []) + (["depth"] if plan.depth else []))
         observes = ("privileged state (low-dim)" if plan.environment_state or plan.sim_state
-                    else "images" if plan.cameras else "proprioception only")
+                    else pixels or "proprioception only")
+        inputs: PolicyInputs = {"cameras": {c: list(hw) for c, hw in plan.cameras.items()}, "state": plan.state,
+                                "environment_state": plan.environment_state, "sim_state": plan.sim_state}
+        if plan.depth:  # (said only when sent: the episodes of a policy reading none keep their bytes)
+            inputs["depth"] = {c: list(hw) for c, hw in plan.depth.items()}
+        if plan.extrinsics:
+            inputs["extrinsics"] = list(plan.extrinsics)
         return {"kind": info.kind, "identity": info.identity, "digest": info.digest,
                 # a service x2 started is named by what it was started as: its URL (a free port) is the run's
                 # accident, and the episodes of one seed are the same bytes whichever port it got
                 "url": None if self.setup.started else self.setup.url, "started": self.setup.started,
                 "privileged": info.privileged, "observes": observes, "chunk_exec": self.setup.execution.describe(),
-                "inputs": {"cameras": {c: list(hw) for c, hw in self.plan.cameras.items()}, "state": self.plan.state,
-                           "environment_state": self.plan.environment_state, "sim_state": self.plan.sim_state}}
+                "inputs": inputs}
 
     def episode(self, slot: int, seed: int) -> EvalOutcome:
         env, setup = self.env, self.setup
