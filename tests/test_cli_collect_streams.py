@@ -8,6 +8,7 @@ A task whose horizon ends a waypoint episode after 6 frames, one camera at 16x16
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -37,22 +38,26 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _collect(*extra: str) -> None:
-    result = runner.invoke(app, ["collect", "waypoints", "--task", "quick_pick", "-n", "1", *extra])
+def _collect(*extra: str, n: int = 1) -> str:
+    result = runner.invoke(app, ["collect", "waypoints", "--task", "quick_pick", "-n", str(n), *extra])
     assert result.exit_code == 0, result.output
+    return result.output
 
 
 def test_streams_while_collecting_are_the_render_afterwards(workspace: Path) -> None:
-    _collect("--dataset", "live", "--streams", "rgb,depth,segmentation", "--cameras", "head", "--size", "16x16")
-    _collect("--dataset", "plain")
+    # two episodes: the saved ones are rendered by two workers, the plain ones below by one
+    said = _collect("--dataset", "live", "--streams", "rgb,depth,segmentation", "--cameras", "head", "--size", "16x16",
+                    n=2)
+    assert "into 2 episode(s) with 2 worker(s)" in " ".join(said.split()) or os.cpu_count() == 1, said
+    _collect("--dataset", "plain", n=2)
     plain = workspace / "data" / "plain"
     with Dataset.open(plain) as ds, ds.load(0) as ep:  # the default: states only, as before
         assert ep.frames == 6 and fmt.IMAGES not in ep and fmt.DEPTH not in ep and fmt.CAMERA_POSES not in ep
     render_dataset(plain, ("head",), ImageSize(16, 16), streams=ALL)
     live = workspace / "data" / "live"
     assert deterministic_contents(live) == deterministic_contents(plain)
-    name = "episodes/episode_000000.h5"
-    assert stored_chunks(live / name, STREAM_PATHS) == stored_chunks(plain / name, STREAM_PATHS)
+    for name in ("episodes/episode_000000.h5", "episodes/episode_000001.h5"):
+        assert stored_chunks(live / name, STREAM_PATHS) == stored_chunks(plain / name, STREAM_PATHS)
 
 
 @pytest.mark.parametrize("args, message", [

@@ -7,6 +7,7 @@ here, more than a 30 Hz teleop tick has. The request is checked against the worl
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
@@ -49,8 +50,13 @@ def render_saved(path: Path, request: StreamRequest, episodes: Sequence[int], al
     """Draw `request` into the saved `episodes` of the dataset at `path` (closed by its collector first)."""
     if not episodes:
         return
+    # an episode a worker, up to the machine's cores: the recording is over, and the files are the same bytes
+    # whatever the number of workers (x2 render's guarantee)
+    workers = max(1, min(len(episodes), os.cpu_count() or 1))
     with progress("rendering", "frames") as update:
-        summary = render_dataset(path, request.cameras, request.size, episodes=episodes, allow_eval=allow_eval,
-                                 streams=request.streams, progress=lambda p: update(p.frames_done, p.frames_total))
+        summary = render_dataset(path, request.cameras, request.size, workers=workers, episodes=episodes,
+                                 allow_eval=allow_eval, streams=request.streams,
+                                 progress=lambda p: update(p.frames_done, p.frames_total))
     console.print(f"rendered {'+'.join(summary.streams)} of {', '.join(request.cameras)} at {request.size} into "
-                  f"{len(summary.rendered)} episode(s): {summary.frames_rendered} frames in {summary.wall_s:.1f} s")
+                  f"{len(summary.rendered)} episode(s) with {workers} worker(s): {summary.frames_rendered} frames in "
+                  f"{summary.wall_s:.1f} s")
