@@ -18,11 +18,11 @@ from helpers.policy_serving import serving
 from x2 import format as fmt
 from x2.base.errors import X2Error
 from x2.datasets import Dataset
+from x2.envspec import load_env
+from x2.eval.observe import ObservationPlan
 from x2.eval.runner import EvalRun
 from x2.eval.seeds import plan_split
 from x2.eval.session import EvalSetup
-from x2.envspec import load_env
-from x2.eval.observe import ObservationPlan
 from x2.policy.protocol import ACTIONS, OBS_EXTRINSICS_PREFIX, OBS_IMAGE_PREFIX, ServiceInfo
 from x2.rollout.teacher import Observation
 from x2.sim import make_backend

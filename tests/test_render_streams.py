@@ -2,7 +2,7 @@
 the stored segmentation ids are MuJoCo's segmentation render named through the stored table, the stored intrinsics
 and extrinsics put a known body where the segmentation shows it, rgb alone writes no other stream, and bad requests
 are refused in one line with nothing written; and the contact sheet's depth and segmentation rows
-(x2/render/sheet.py, x2/render/stream_tiles.py) colour MuJoCo's own depth and things.
+(x2/render/sheet.py, x2/sim/stream_colours.py) colour MuJoCo's own depth and things.
 
 One short real recording (tests/helpers/real_dataset.py), 3 frames at 48x64.
 """
@@ -27,9 +27,9 @@ from x2.recorded.world import open_world
 from x2.render import contact_sheet, render_dataset
 from x2.render.grid import Box
 from x2.render.sheet import sheet_moments, sheet_picture
-from x2.render.stream_tiles import BACKGROUND_COLOUR, DEPTH_STOPS, depth_colours, segment_colour
 from x2.sim.camera import ImageSize
 from x2.sim.mujoco.state import STATE_SPEC
+from x2.sim.stream_colours import BACKGROUND_COLOUR, DEPTH_STOPS, depth_colours, segment_colour
 from x2.sim.streams import ROBOT, SCENERY
 
 SIZE = ImageSize(48, 64)

@@ -11,7 +11,8 @@ from rich.console import Console
 
 from x2.envspec import load_env
 from x2.sim.mujoco.backend import MujocoBackend
-from x2.sim.streams import Shot
+from x2.sim.stream_colours import BACKGROUND_COLOUR, DEPTH_STOPS, depth_colours, segment_colour
+from x2.sim.streams import SegmentTable, Shot
 from x2.teleop.live import Picture
 from x2.teleop.preview import Preview, PreviewConfig, stream_picture
 
@@ -49,16 +50,15 @@ def test_preview_renders_what_the_loop_publishes() -> None:
 
 
 @pytest.mark.timeout(90)
-def test_preview_shows_depth_in_grey() -> None:
+def test_preview_shows_depth_as_contact_sheets_colour_it() -> None:
     backend = MujocoBackend(load_env("pick_place"))
     backend.reset(0)
     with Preview(PreviewConfig(camera="head", width=48, height=32, hz=10.0, stream="depth")) as view:
         view.hook(0, backend)
         frame = _next_frame(view, 0)
     assert frame.shape == (32, 48, 3)
-    assert (frame[..., 0] == frame[..., 1]).all() and (frame[..., 1] == frame[..., 2]).all()  # grey
-    # MuJoCo's own depth and segmentation render of the same state: the grey is the depth of what the camera
-    # sees, near white and far black, and where it sees nothing (the far clip) black
+    # MuJoCo's own depth and segmentation render of the same state, coloured by the sheets' colormap over the
+    # depth the camera sees; where it sees nothing (the far clip), the background's colour
     import mujoco
 
     model = backend.model
@@ -69,24 +69,24 @@ def test_preview_shows_depth_in_grey() -> None:
         r.disable_depth_rendering()
         r.enable_segmentation_rendering()
         seen = r.render()[..., 0] >= 0
-    assert seen.any()
-    near, far = depth[seen].min(), depth[seen].max()
-    expected = np.where(seen, np.round(255 * (far - depth) / (far - near)), 0)
-    assert np.abs(frame[..., 0].astype(int) - expected).max() <= 1
+    assert seen.any()  # (the booth fills the head camera: the far-clip case is the test below)
+    near, far = np.floor(depth[seen].min() * 100) / 100, np.ceil(depth[seen].max() * 100) / 100
+    expected = depth_colours((depth - near) / (far - near))
+    assert np.abs(frame[seen].astype(int) - expected[seen]).max() <= 2
+    assert (frame[~seen] == BACKGROUND_COLOUR).all()
 
 
-def test_stream_picture_colours_depth_and_ids() -> None:
-    depth = np.array([[0.5, 1.0], [1.5, 1.5]], np.float32)
-    grey = stream_picture(Shot(depth=depth), "depth")
-    assert grey[..., 0].tolist() == [[255, 128], [0, 0]] and (grey[..., 0] == grey[..., 2]).all()
-    assert (stream_picture(Shot(depth=np.full((2, 2), 3.0, np.float32)), "depth") == 0).all()  # flat: no range
-    # with the ids: the range is that of the pixels that see something; the far clip's pixel stays black
-    clipped = stream_picture(Shot(depth=np.array([[0.5, 1.0], [1.5, 50.0]], np.float32),
-                                  segmentation=np.array([[1, 2], [1, 0]], np.uint16)), "depth")
-    assert clipped[..., 0].tolist() == [[255, 128], [0, 0]]
-    ids = np.array([[0, 1], [2, 1]], np.uint16)
-    colours = stream_picture(Shot(segmentation=ids), "segmentation")
-    assert (colours[0, 0] == 0).all() and (colours[0, 1] == colours[1, 1]).all()  # nothing black; one id one colour
-    assert (colours[0, 1] != colours[1, 0]).any() and colours[0, 1].min() >= 55
+def test_stream_picture_colours_depth_and_ids_as_the_sheets_do() -> None:
+    table = SegmentTable(("nothing", "link1", "plate"), ("background", "robot", "object"))
+    ids = np.array([[1, 2], [1, 0]], np.uint16)
+    depth = np.array([[0.5, 1.0], [1.5, 50.0]], np.float32)
+    coloured = stream_picture(Shot(depth=depth, segmentation=ids), "depth", table)
+    # the range is that of the pixels that see something (0.5-1.5 m): near the first stop, far the last
+    assert coloured[0, 0].tolist() == list(DEPTH_STOPS[0]) and coloured[1, 0].tolist() == list(DEPTH_STOPS[-1])
+    assert coloured[1, 1].tolist() == list(BACKGROUND_COLOUR)
+    colours = stream_picture(Shot(segmentation=ids), "segmentation", table)
+    assert colours[0, 0].tolist() == list(segment_colour("robot", "link1")) == colours[1, 0].tolist()
+    assert colours[0, 1].tolist() == list(segment_colour("object", "plate"))
+    assert colours[1, 1].tolist() == list(BACKGROUND_COLOUR)
     rgb = np.zeros((2, 2, 3), np.uint8)
-    assert stream_picture(Shot(rgb=rgb), "rgb") is rgb
+    assert stream_picture(Shot(rgb=rgb), "rgb", table) is rgb

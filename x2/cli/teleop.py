@@ -52,7 +52,8 @@ def teleop(
     preview_camera: Annotated[str | None, typer.Option("--preview-camera", help="camera for the preview "
                                                        "(default: the robot's first, e.g. head)")] = None,
     preview_stream: Annotated[str, typer.Option("--preview-stream", help="what the preview shows of its camera: "
-                                                "rgb, depth (grey, near white) or segmentation (a colour an id)")
+                                                "rgb, depth (near yellow, far violet) or segmentation (a colour a "
+                                                "thing), coloured as contact sheets colour them")
                               ] = "rgb",
     allow_eval: AllowEvalOpt = False,
     streams: StreamsOpt = None,

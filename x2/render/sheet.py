@@ -5,7 +5,7 @@ The moments come from the episode's own DAG record (/dag events, and the failure
 shows what the labels claim: a frame where "pick_fruit" completed should show the fruit in the gripper.
 
 With depth or segmentation asked for, each camera gets a row per stream (rgb, depth, segmentation), drawn as
-x2/render/stream_tiles.py colours them, and a legend under the grid.
+x2/sim/stream_colours.py colours them, and a legend under the grid.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from x2.base.arrays import Image as Pixels
 from x2.datasets import Episode
 from x2.recorded.frames import frames_at, shots_at
 from x2.render.grid import Box, GridRow, draw_grid, write_png
-from x2.render.stream_tiles import add_legend, depth_range, depth_tile, segment_palette, segmentation_tile
+from x2.render.stream_legend import add_legend
 from x2.sim.camera import ImageSize
+from x2.sim.stream_colours import depth_range, depth_tile, segment_palette, segmentation_tile
 from x2.sim.streams import DEFAULT_STREAMS, DEPTH, RGB, SEGMENTATION
 
 

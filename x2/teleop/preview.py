@@ -25,7 +25,8 @@ from x2.base.arrays import Floats, Image
 from x2.processes.life import ParentProcess, die_with
 from x2.sim.backend import Backend
 from x2.sim.camera import ImageSize
-from x2.sim.streams import DEPTH, RGB, SEGMENTATION, Shot
+from x2.sim.stream_colours import depth_range, depth_tile, segment_palette, segmentation_tile
+from x2.sim.streams import DEPTH, RGB, SEGMENTATION, SegmentTable, Shot
 
 MAX_STATE = 8192  # doubles: the booth's integration state is a few hundred
 
@@ -103,32 +104,19 @@ class Preview:
         return int(self._image_seq.value)
 
 
-_ID_COLOURS = np.array([97, 57, 151], np.uint32)  # per channel: a multiplier that spreads neighbouring ids apart
-
-
-def stream_picture(shot: Shot, stream: str) -> Image:
-    """The camera's `stream` of `shot` as an (H, W, 3) uint8 picture for the panel: the picture itself; depth in
-    grey, the nearest pixel of the frame white and its farthest black (over the pixels that see something, when
-    the shot has their segmentation: the others hold the far clip, and stay black); segmentation ids each in its
-    own fixed colour, id 0 (nothing) black."""
+def stream_picture(shot: Shot, stream: str, table: SegmentTable) -> Image:
+    """The camera's `stream` of `shot` as an (H, W, 3) uint8 picture for the panel, coloured as a contact sheet
+    colours it (x2/sim/stream_colours.py): the picture itself; depth over the nearest and farthest depth this frame
+    sees (where the shot's segmentation sees something: the far clip stays the background's colour); each
+    segmentation id its thing's one colour (`table` names them)."""
     if stream == RGB:
         assert shot.rgb is not None
         return shot.rgb
+    assert shot.segmentation is not None  # (depth is drawn with the ids: they say which pixels see nothing)
     if stream == DEPTH:
         assert shot.depth is not None
-        depth = shot.depth.astype(np.float64)
-        seen = np.ones(depth.shape, bool) if shot.segmentation is None else shot.segmentation != 0
-        if not seen.any():
-            return np.zeros((*depth.shape, 3), np.uint8)
-        near, far = float(depth[seen].min()), float(depth[seen].max())
-        grey = np.zeros(depth.shape) if far <= near else np.clip((far - depth) / (far - near), 0.0, 1.0)
-        grey[~seen] = 0.0
-        return np.repeat(np.round(255 * grey).astype(np.uint8)[..., None], 3, axis=2)
-    assert shot.segmentation is not None
-    ids = shot.segmentation.astype(np.uint32)[..., None]
-    colours = (ids * _ID_COLOURS % 200 + 55).astype(np.uint8)
-    colours[shot.segmentation == 0] = 0
-    return colours
+        return depth_tile(shot.depth, shot.segmentation, depth_range([shot.depth], [shot.segmentation]))
+    return segmentation_tile(shot.segmentation, segment_palette(table))
 
 
 def _render_loop(c: PreviewConfig, lock: Lock, state: ctypes.Array[ctypes.c_double], state_len: ctypes.c_int,
@@ -163,7 +151,7 @@ def _render_loop(c: PreviewConfig, lock: Lock, state: ctypes.Array[ctypes.c_doub
                     # (depth is drawn with the ids, in the same pass, to know which pixels see nothing)
                     wanted = (DEPTH, SEGMENTATION) if c.stream == DEPTH else (c.stream,)
                     frame = renderer.render(c.camera) if c.stream == RGB else \
-                        stream_picture(renderer.shot(c.camera, wanted), c.stream)
+                        stream_picture(renderer.shot(c.camera, wanted), c.stream, renderer.segment_table)
                     with lock:
                         np.frombuffer(image, np.uint8)[:] = frame.reshape(-1)
                         image_seq.value += 1
