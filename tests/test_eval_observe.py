@@ -7,6 +7,7 @@ its metadata; a camera the world lacks is refused before the first episode.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import mujoco
 import numpy as np
 import pytest
 from helpers.policy_serving import serving
+from helpers.x2_cli import run_x2
 
 from x2 import format as fmt
 from x2.base.errors import X2Error
@@ -141,3 +143,34 @@ def test_x2_eval_sends_a_service_the_depth_and_pose_it_asked_for(tmp_path: Path)
                                          f"{OBS_IMAGE_PREFIX}{HEAD}_depth": ("float32", (24, 32, 1)),
                                          f"{OBS_EXTRINSICS_PREFIX}{HEAD}": ("float32", (16,))}
                                 for seen in service.seen)
+
+
+class NamesNoCameras(SeesDepth):
+    """A service that names neither pictures nor depth maps (as a stock openpi server names nothing)."""
+
+    def metadata(self) -> dict[str, Any]:
+        return ServiceInfo(kind="test", identity="silent", lifecycle=True).to_metadata()
+
+
+def test_a_service_that_names_nothing_is_sent_the_evaluators_streams(tmp_path: Path) -> None:
+    service = NamesNoCameras()
+    plan = plan_split("pick_place", None, "train", None, 1, 1)
+    setup = EvalSetup("pick_place", None, plan.variant, plan.master_seed, "", 30.0, cameras={HEAD: (24, 32)},
+                      max_ticks=3, depth={HEAD: (24, 32)})
+    with serving(service) as url:
+        EvalRun(dataclasses.replace(setup, url=url), plan, tmp_path / "train", None).run()
+    assert service.seen[0] == {"observation.state": ("float32", (16,)),
+                               f"{OBS_IMAGE_PREFIX}{HEAD}": ("uint8", (24, 32, 3)),
+                               f"{OBS_IMAGE_PREFIX}{HEAD}_depth": ("float32", (24, 32, 1))}
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--cameras", "head", "--streams", "rgb,segmentation"], "--streams: found 'rgb,segmentation'; allowed: rgb, "
+                                                             "depth or rgb,depth"),
+    (["--streams", "depth"], "--streams: found 'depth' without --cameras; allowed: with --cameras"),
+    (["--cameras", "head", "--streams", "normals"], "--streams: found 'normals'; allowed: distinct names of rgb"),
+])
+def test_bad_streams_for_x2_eval_are_one_line(args: list[str], says: str, tmp_path: Path) -> None:
+    result = run_x2(["eval", "--task", "pick_place", "--policy", "hold", "-n", "1", *args], cwd=tmp_path)
+    assert result.returncode == 2 and says in " ".join(result.stderr.split()), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "data").exists()

@@ -26,6 +26,7 @@ from x2.eval.seeds import SplitPlan
 from x2.eval.teacher import ChunkExecution
 from x2.policy.protocol import ServiceInfo
 from x2.sim.camera import ImageSize, parse_cameras
+from x2.sim.streams import DEPTH, RGB, SEGMENTATION, parse_streams
 
 eval_app = typer.Typer(name="eval", cls=X2Group, rich_markup_mode="rich", no_args_is_help=False,
                        invoke_without_command=True, add_completion=False, pretty_exceptions_enable=False)
@@ -57,6 +58,9 @@ def eval_command(
     cameras: Annotated[str | None, typer.Option("--cameras", help="cameras to render for a service that names none "
                                                 "(comma-separated)", show_default=False)] = None,
     size: Annotated[str, typer.Option("--size", help="their HEIGHTxWIDTH")] = "96x128",
+    streams: Annotated[str | None, typer.Option("--streams", help="what of --cameras to send such a service: rgb, "
+                                                "depth (observation.images.<cam>_depth, metres) or rgb,depth "
+                                                "(default: rgb)", show_default=False)] = None,
     chunk_exec: Annotated[str, typer.Option("--chunk-exec", help="chunk (each answer's actions open-loop), K (the "
                                             "first K of each), or ensemble (asked every tick, ACT's temporal "
                                             "ensembling)")] = "chunk",
@@ -87,6 +91,7 @@ def eval_command(
     (also random, hold, and replay:DATASET on that dataset's seeds)
 
     A policy served elsewhere (openpi's websocket protocol): [cyan]x2 eval --task pick_place --policy ws://gpu-box:8000[/cyan]
+    (one whose metadata names no cameras is sent [cyan]--cameras head --streams rgb,depth[/cyan] when asked to)
 
     On a Ray cluster whose workers reach the policy's URL:
     [cyan]x2 eval --task pick_place --policy ws://gpu-box:8000 -n 500 --ray auto[/cyan]
@@ -117,13 +122,21 @@ def eval_command(
     if split not in ("train", "eval", "both"):
         raise PolicyError(f"--split: found {split!r}; allowed: train, eval or both")
     shape = ImageSize.parse(size)
+    sent = parse_streams(streams)
+    if SEGMENTATION in sent:
+        raise PolicyError(f"--streams: found {streams!r}; allowed: rgb, depth or rgb,depth (a policy is sent no "
+                          "segmentation)")
+    if streams is not None and not cameras:
+        raise PolicyError(f"--streams: found {streams!r} without --cameras; allowed: with --cameras, what to send of "
+                          "them to a service that names none")
+    asked = {c: (shape.height, shape.width) for c in parse_cameras(cameras) or ()}
     config = EvalConfig(
         task=task, policy=policy, n=n, splits=("train", "eval") if split == "both" else (split,),
         robot=robot_with_calibration(robot, task, calibration), variant=variant, seed=seed,
         workers=workers if ray else workers or os.cpu_count() or 1,
         ray=ray_target(ray, cpus_per_worker),
         train_datasets=tuple(workspace.resolve_dataset(d) for d in train_dataset or ()),
-        cameras={c: (shape.height, shape.width) for c in parse_cameras(cameras) or ()},
+        cameras=asked if RGB in sent else {}, depth=asked if DEPTH in sent else {},
         execution=ChunkExecution.parse(chunk_exec), timeout_s=timeout, device=device, max_ticks=max_ticks,
         videos=ImageSize.parse(video_size) if videos else None)
     given = workspace.given_output(dataset)

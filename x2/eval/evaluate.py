@@ -44,6 +44,7 @@ class EvalConfig:
     ray: RayTarget | None = None
     train_datasets: tuple[Path, ...] = ()
     cameras: dict[str, tuple[int, int]] = field(default_factory=dict)
+    depth: dict[str, tuple[int, int]] = field(default_factory=dict)  # depth maps for a service that names none
     execution: ChunkExecution = field(default_factory=ChunkExecution)
     timeout_s: float = 30.0
     device: str = "cpu"
@@ -88,7 +89,8 @@ def evaluate(config: EvalConfig, root: Path | Callable[[ServiceInfo], Path],
         for plan in todo:
             setup = EvalSetup(config.task, config.robot, plan.variant, plan.master_seed, url, config.timeout_s,
                               config.cameras, config.execution, config.max_ticks,
-                              None if config.policy.startswith(("ws://", "wss://")) else config.policy)
+                              None if config.policy.startswith(("ws://", "wss://")) else config.policy,
+                              depth=config.depth)
             path = root / plan.split
             if on_split is not None:
                 on_split(plan, path)

@@ -43,9 +43,13 @@ class ObservationPlan:
     sim_state: bool = False
 
     @classmethod
-    def for_service(cls, info: ServiceInfo, cameras: Mapping[str, tuple[int, int]] | None = None) -> ObservationPlan:
-        """The service's own wishes; `cameras` (the evaluator's --cameras/--size) for one that names none."""
-        return cls(cameras=dict(info.cameras or cameras or {}), depth=dict(info.depth),
+    def for_service(cls, info: ServiceInfo, cameras: Mapping[str, tuple[int, int]] | None = None,
+                    depth: Mapping[str, tuple[int, int]] | None = None) -> ObservationPlan:
+        """The service's own wishes; `cameras` and `depth` (the evaluator's --cameras, --size and --streams) for one
+        that names neither pictures nor depth maps."""
+        own = bool(info.cameras or info.depth)
+        return cls(cameras=dict(info.cameras if own else cameras or {}),
+                   depth=dict(info.depth if own else depth or {}),
                    extrinsics=tuple(info.extrinsics), state=info.state,
                    environment_state=info.environment_state, sim_state=info.sim_state)
 

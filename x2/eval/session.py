@@ -45,6 +45,7 @@ class EvalSetup:
     execution: ChunkExecution = field(default_factory=ChunkExecution)
     max_ticks: int | None = None  # default: the task's horizon
     started: str | None = None  # the service x2 started for the run (its KIND[:ARG]); None: a URL given to it
+    depth: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # for a service that names none (--streams)
 
 
 class PolicyInputs(TypedDict):
@@ -119,7 +120,7 @@ class EvalSession:
         self.rollout = Rollout(self.backend)
         self.client = connect(setup)
         self.info: ServiceInfo = self.client.info
-        self.plan = ObservationPlan.for_service(self.info, setup.cameras)
+        self.plan = ObservationPlan.for_service(self.info, setup.cameras, setup.depth)
         self.plan.check(self.backend)
         self.action_kind = service_action_kind(self.info, self.backend, setup.url)
         names = self.backend.action_layout.names if self.action_kind == "joint" else \
