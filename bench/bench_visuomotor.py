@@ -77,7 +77,7 @@ def episodes_in(dataset: Path) -> int:
 
 def train_cmd(export: Path, repo_id: str, out: Path, args: argparse.Namespace) -> list[str]:
     return [str(BIN / "lerobot-train"), f"--dataset.repo_id={repo_id}", f"--dataset.root={export}",
-            "--policy.type=act", "--policy.device=cpu", "--policy.push_to_hub=false",
+            "--policy.type=act", f"--policy.device={args.device}", "--policy.push_to_hub=false",
             "--policy.dim_model=256", "--policy.dim_feedforward=1024",
             "--policy.chunk_size=20", "--policy.n_action_steps=20",
             "--policy.optimizer_lr=1e-4", "--policy.optimizer_lr_backbone=1e-4",
@@ -204,7 +204,7 @@ def evaluate(name: str, policy: str, train_datasets: list[Path], args: argparse.
     if not report.exists():
         cmd = x2("eval", "--task", args.task, "--policy", policy, "-n", str(args.eval_episodes), "--seed",
                  str(args.eval_seed), "--workers", str(args.workers), "--max-ticks", str(args.max_ticks),
-                 "--dataset", str(folder))
+                 "--device", args.device, "--dataset", str(folder))
         for d in train_datasets:
             cmd += ["--train-dataset", str(d)]
         wall = run(cmd, work / f"eval-{name}.log")
@@ -241,6 +241,8 @@ def main() -> None:
     ap.add_argument("--max-ticks", type=int, default=600, help="an episode ends here (pick_place's expert: ~280)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--skip-ablation", action="store_true")
+    ap.add_argument("--device", default="cpu", help="torch device of the trainings and the served checkpoints "
+                                                     "(cuda where a GPU is)")
     args = ap.parse_args()
     # a SIGTERM unwinds like Ctrl-C, through train_both's `finally`: the trainers (own sessions) stop with the bench
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
