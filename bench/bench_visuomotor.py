@@ -213,6 +213,26 @@ def evaluate(name: str, policy: str, train_datasets: list[Path], args: argparse.
     return result
 
 
+def closest_cm(run: Path, obj: str) -> str:
+    """The median over a split's episodes of how near any tcp came to `obj`'s centre (cm): how far a policy that does
+    not yet succeed is from a grasp (the expert's row is the distance a grasp comes to)."""
+    import numpy as np
+
+    from x2 import format as fmt
+    from x2.datasets import Dataset
+
+    if not (run / "episodes").is_dir():
+        return "-"
+    closest = []
+    ds = Dataset.open(run)
+    for record in ds.episodes():
+        with ds.load(record.index) as ep:
+            k = list(ep.json_attr(fmt.OBJECT_NAMES_ATTR)).index(obj)
+            tcp, at = np.asarray(ep[fmt.EE_POSE])[:, :, :3], np.asarray(ep[fmt.OBJECT_POSES])[:, k, None, :3]
+            closest.append(float(np.linalg.norm(tcp - at, axis=-1).min()))
+    return f"{100 * float(np.median(closest)):.1f}" if closest else "-"
+
+
 def cells(report: dict[str, Any], task: str, split: str) -> list[str]:
     v = report["tasks"][task].get(split)
     if v is None:
@@ -241,6 +261,8 @@ def main() -> None:
     ap.add_argument("--max-ticks", type=int, default=600, help="an episode ends here (pick_place's expert: ~280)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--skip-ablation", action="store_true")
+    ap.add_argument("--approach-object", default="block", help="the object the report measures the tcp's closest "
+                                                               "approach to")
     ap.add_argument("--device", default="cpu", help="torch device of the trainings and the served checkpoints "
                                                      "(cuda where a GPU is)")
     args = ap.parse_args()
@@ -311,14 +333,17 @@ def main() -> None:
     lines = [f"pick_place from images: ACT at step {step} (batch {args.batch}), cameras {args.cameras} at "
              f"{args.size}; {args.eval_episodes} episodes per split, master seed {args.eval_seed}, "
              f"--max-ticks {args.max_ticks}", "",
-             "| policy | ID success (95 % CI) | ID progress (subtasks) | OOD success (95 % CI) | OOD progress |",
-             "|---|---|---|---|---|"]
+             "| policy | ID success (95 % CI) | ID progress (subtasks) | OOD success (95 % CI) | OOD progress | "
+             f"closest tcp to the {args.approach_object}, median cm (ID / OOD) |",
+             "|---|---|---|---|---|---|"]
     n_demos, n_aug = episodes_in(demos), episodes_in(aug)
     labels = {"images": f"ACT, images + joints, {n_demos} demos",
               "images+aug": f"ACT, images + joints, {n_demos} demos + {n_aug} replay variants"}
+    folders = {name: work / "eval" / (f"{name}-step{step}" if name in jobs else name) for name in reports}
     for name, report in reports.items():
+        near = " / ".join(closest_cm(folders[name] / split, args.approach_object) for split in ("train", "eval"))
         lines.append("| " + " | ".join([labels.get(name, name), *cells(report, args.task, "train"),
-                                         *cells(report, args.task, "eval")]) + " |")
+                                         *cells(report, args.task, "eval"), near]) + " |")
     lines += ["", "stage times (s): " + ", ".join(f"{k} {v:.0f}" for k, v in times.items()),
               "training (wall and CPU seconds, all invocations): " + json.dumps(costs)]
     (work / "report.md").write_text("\n".join(lines) + "\n")
