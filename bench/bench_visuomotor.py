@@ -112,7 +112,8 @@ def group_cpu_s(pgid: int) -> float:
 
 
 def parse_deadline(text: str | None) -> dt.datetime | None:
-    """`--train-until`: an ISO date and time (UTC), or HH:MM, the next such time from now."""
+    """`--train-until`: an ISO date and time (UTC), or HH:MM, the nearest such time: one passed less than 12 hours
+    ago is past (a rerun to report a finished run trains nothing), else the next one (tonight's 01:00 from 23:00)."""
     if not text:
         return None
     if "T" in text:
@@ -120,7 +121,9 @@ def parse_deadline(text: str | None) -> dt.datetime | None:
     hh, mm = (int(x) for x in text.split(":"))
     now = dt.datetime.now(dt.UTC)
     at = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
-    return at if at >= now else at + dt.timedelta(days=1)
+    if at > now + dt.timedelta(hours=12):
+        return at - dt.timedelta(days=1)
+    return at if at >= now - dt.timedelta(hours=12) else at + dt.timedelta(days=1)
 
 
 def train_both(jobs: dict[str, tuple[Path, str]], args: argparse.Namespace, work: Path) -> tuple[int, dict[str, Any]]:
@@ -255,7 +258,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--save-every", type=int, default=250)
     ap.add_argument("--train-seed", type=int, default=1000)
-    ap.add_argument("--train-until", default=None, help="UTC HH:MM: stop training then (both at one step)")
+    ap.add_argument("--train-until", default=None, help="UTC HH:MM (the nearest such time: one passed less than 12 h "
+                                                         "ago trains nothing) or an ISO time: stop training then")
     ap.add_argument("--eval-episodes", type=int, default=50, help="per split")
     ap.add_argument("--eval-seed", type=int, default=1)
     ap.add_argument("--max-ticks", type=int, default=600, help="an episode ends here (pick_place's expert: ~280)")
