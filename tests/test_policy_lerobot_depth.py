@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.lerobot_folder import untrained_act_folder
 from helpers.real_dataset import record_short_dataset
 
 from x2 import format as fmt
@@ -51,38 +52,13 @@ def export(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
     return tmp / "export", stored
 
 
-def _folder(root: Path, target: Path, unit: str) -> Path:
-    """A pretrained_model folder as lerobot-train saves one, of an ACT over the export's features."""
-    import torch
-    from lerobot.configs.default import DatasetConfig
-    from lerobot.configs.train import TrainPipelineConfig
-    from lerobot.datasets.lerobot_dataset import LeRobotDatasetMetadata
-    from lerobot.policies import make_policy, make_pre_post_processors
-    from lerobot.policies.act.configuration_act import ACTConfig
-
-    torch.manual_seed(0)
-    config = ACTConfig(device="cpu", push_to_hub=False, chunk_size=2, n_action_steps=2, dim_model=32,
-                       dim_feedforward=64, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, n_vae_encoder_layers=1,
-                       pretrained_backbone_weights=None)
-    meta = LeRobotDatasetMetadata(REPO, root=root)
-    policy = make_policy(config, ds_meta=meta)
-    preprocess, postprocess = make_pre_post_processors(config, dataset_stats=meta.stats)
-    folder = target / "checkpoints" / "000000" / "pretrained_model"
-    policy.save_pretrained(folder)
-    TrainPipelineConfig(dataset=DatasetConfig(repo_id=REPO, root=str(root), depth_output_unit=unit), policy=config,
-                        steps=1, batch_size=1).save_pretrained(folder)
-    preprocess.save_pretrained(folder)
-    postprocess.save_pretrained(folder)
-    return folder
-
-
 @pytest.mark.parametrize("unit", ["mm", "m"])
 def test_the_policy_is_given_the_depth_its_training_loader_gave(export: tuple[Path, np.ndarray], unit: str,
                                                                 tmp_path: Path) -> None:
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     root, stored = export
-    service = make_service(f"lerobot:{_folder(root, tmp_path, unit)}", ServeOptions())
+    service = make_service(f"lerobot:{untrained_act_folder(root, REPO, tmp_path, unit)}", ServeOptions())
     info = ServiceInfo.from_metadata(service.metadata())
     assert (dict(info.cameras), dict(info.depth), info.extrinsics) == ({CAM: (48, 64)}, {CAM: (48, 64)}, (CAM,))
     loaded = LeRobotDataset(REPO, root=root, video_backend="pyav", depth_output_unit=unit)
@@ -102,7 +78,7 @@ def test_the_policy_is_given_the_depth_its_training_loader_gave(export: tuple[Pa
 def test_a_depth_that_is_not_float_metres_of_its_size_is_malformed(export: tuple[Path, np.ndarray],
                                                                    tmp_path: Path) -> None:
     root, stored = export
-    service = make_service(f"lerobot:{_folder(root, tmp_path, 'mm')}", ServeOptions())
+    service = make_service(f"lerobot:{untrained_act_folder(root, REPO, tmp_path, 'mm')}", ServeOptions())
     good = {IMAGE: np.zeros((48, 64, 3), np.uint8), DEPTH: stored[0][..., None].astype(np.float32),
             POSE: np.eye(4, dtype=np.float32).ravel(), OBS_STATE: np.zeros(16, np.float32)}
     for bad, found in ((np.zeros((48, 64, 1), np.uint16), r"uint16\(48, 64, 1\)"),

@@ -38,7 +38,8 @@ EE_POSE, EE_DELTA = "ee_pose", "ee_delta"
 KINDS = (EE_POSE, EE_DELTA)
 JOINT = "joint"  # the robot's own action layout (x2/envspec/action.py)
 ACTION_KINDS = (JOINT, *KINDS)  # what a policy may answer, and an export's action may be
-POSE_FIELDS = ("x", "y", "z", "qw", "qx", "qy", "qz", "gripper")
+TCP_FIELDS = ("x", "y", "z", "qw", "qx", "qy", "qz")  # a tool centre point's pose, as /observations/ee_pose
+POSE_FIELDS = (*TCP_FIELDS, "gripper")
 DELTA_FIELDS = ("dx", "dy", "dz", "rx", "ry", "rz", "gripper")
 BASE_FIELDS = ("base_x", "base_y", "base_yaw")
 UNIT_TOLERANCE = 1e-3  # |1 - |q||: float32 rounding is 1e-7; anything more is not a normalised quaternion
@@ -159,6 +160,23 @@ class EELayout:
 
 
 # ----- rotations (plain numpy: this layer imports no simulator) --------------------------------------------------
+def world_to_base(poses: Floats, origin: Floats, base: Floats | None) -> Floats:
+    """(T, arms, 7) tool centre point poses in the world (`/observations/ee_pose`'s values) in the robot's base frame:
+    less the mount `origin` (its `base_pos` lowered by the drawn table height); a mobile robot's (`base`: its
+    measured x, y, yaw per frame, (T, 3), the last three of its qpos) turned and moved with its base, the frame its
+    arms' end-effector actions are in. One function for the recorded poses an export states and the live ones
+    `x2 eval` sends, so a policy is given at evaluation the numbers it trained on."""
+    out: Floats = np.array(poses, dtype=np.float64)
+    out[..., :3] -= origin
+    if base is not None:
+        for t, (bx, by, yaw) in enumerate(np.asarray(base, dtype=np.float64)):
+            turn = np.array([[np.cos(yaw), np.sin(yaw), 0.0], [-np.sin(yaw), np.cos(yaw), 0.0], [0.0, 0.0, 1.0]])
+            for a in range(out.shape[1]):
+                out[t, a, :3] = turn @ (out[t, a, :3] - np.array([bx, by, 0.0]))
+                out[t, a, 3:] = rotation_quat(turn @ quat_to_matrix(out[t, a, 3:]))
+    return out
+
+
 def quat_to_matrix(q: Floats) -> Floats:
     """The rotation matrix of the unit quaternion (w, x, y, z)."""
     w, x, y, z = (float(v) for v in q)

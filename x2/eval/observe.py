@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from x2.base.arrays import Floats
+from x2.envspec.ee_action import world_to_base
 from x2.policy.protocol import (
     OBS_DEPTH_SUFFIX,
     OBS_ENV_STATE,
@@ -39,6 +41,7 @@ class ObservationPlan:
     depth: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # camera -> (height, width) of its depth map
     extrinsics: tuple[str, ...] = ()  # cameras whose pose is sent
     state: bool = True
+    ee_state: bool = False  # the state ends with each arm's tool centre point pose, base frame
     environment_state: bool = False
     sim_state: bool = False
 
@@ -50,7 +53,7 @@ class ObservationPlan:
         own = bool(info.cameras or info.depth)
         return cls(cameras=dict(info.cameras if own else cameras or {}),
                    depth=dict(info.depth if own else depth or {}),
-                   extrinsics=tuple(info.extrinsics), state=info.state,
+                   extrinsics=tuple(info.extrinsics), state=info.state, ee_state=info.ee_state,
                    environment_state=info.environment_state, sim_state=info.sim_state)
 
     def check(self, backend: Backend) -> None:
@@ -58,12 +61,15 @@ class ObservationPlan:
         for camera in (*self.cameras, *self.depth, *self.extrinsics):
             backend.camera_info(camera, 16, 16)
 
-    def observe(self, backend: Backend, obs: Observation) -> tuple[ObservationMessage, float]:
-        """The message for tick `obs.tick`, and the milliseconds spent rendering it."""
+    def observe(self, backend: Backend, obs: Observation,
+                table_height: float = 0.0) -> tuple[ObservationMessage, float]:
+        """The message for tick `obs.tick`, and the milliseconds spent rendering it (`table_height`: the one the
+        episode's reset drew, which lowers the robot's mount)."""
         out: ObservationMessage = {OBS_TICK: obs.tick, OBS_PROMPT: obs.instruction, OBS_TASK: obs.instruction}
         assert obs.robot is not None and obs.object_poses is not None  # (an evaluation's loop observes every tick)
         if self.state:
-            out[OBS_STATE] = np.asarray(obs.robot.qpos, dtype=np.float32)
+            qpos = np.asarray(obs.robot.qpos, dtype=np.float32)
+            out[OBS_STATE] = np.concatenate([qpos, self._tcp(backend, obs, table_height)]) if self.ee_state else qpos
         if self.environment_state:
             out[OBS_ENV_STATE] = np.asarray(obs.object_poses, dtype=np.float32).reshape(-1)
         if self.sim_state:
@@ -84,3 +90,14 @@ class ObservationPlan:
             pose = backend.camera_info(camera, 16, 16).extrinsics  # renderer axes in its columns
             out[OBS_EXTRINSICS_PREFIX + camera] = optical_to_world(pose[:3, 3], pose[:3, :3]).astype(np.float32).ravel()
         return out, (time.perf_counter() - t0) * 1e3
+
+    @staticmethod
+    def _tcp(backend: Backend, obs: Observation, table_height: float) -> Floats:
+        """Each arm's tool centre point pose in the base frame, float32 (arms * 7,): computed as an export computes
+        it from the episode file (x2/recorded/ee_actions.py), from the values the file would hold (float32)."""
+        assert obs.robot is not None
+        x, y, z = backend.env.robot.base_pos
+        recorded = np.asarray(obs.robot.ee_pose, np.float32).astype(np.float64)[None]
+        base = np.asarray(obs.robot.qpos, np.float32).astype(np.float64)[None, -3:] \
+            if backend.env.robot.base is not None else None
+        return world_to_base(recorded, np.array([x, y, z - table_height]), base).astype(np.float32).ravel()

@@ -103,6 +103,7 @@ class PolicyTeacher:
         self._queue: deque[Floats] = deque()
         self._ensemble: list[tuple[int, Floats]] = []  # (tick of the chunk's first action, chunk)
         self._home: Floats = np.zeros(len(self.layout.names))
+        self._table_height = 0.0  # the episode's drawn one: it lowers the mount a base-frame pose is measured from
         self.width = len(self.layout.names) if self.adapter is None else self.adapter.layout.dim
         # per recorded frame of an end-effector policy: its answer, the pose commanded, the pose reached, unreachable
         self.ee_rows: list[tuple[Floats, Floats, Floats, Bools]] = []
@@ -113,8 +114,9 @@ class PolicyTeacher:
         self._queue.clear()
         self._ensemble.clear()
         self.ee_rows = []
+        self._table_height = float((info.embodiment or {}).get("table_height", 0.0))
         if self.adapter is not None:
-            self.adapter.reset(float((info.embodiment or {}).get("table_height", 0.0)))
+            self.adapter.reset(self._table_height)
         episode: EpisodeStartMessage = {
             **self.episode, "instruction": info.instruction, "action_names": list(self.layout.names),
             "home_action": np.asarray(home_action, np.float64), "action_low": self.low, "action_high": self.high}
@@ -159,7 +161,7 @@ class PolicyTeacher:
             return None
         if self._queue and not self.execution.ensemble:
             return self._queue.popleft()
-        message, render_ms = self.plan.observe(self.backend, obs)
+        message, render_ms = self.plan.observe(self.backend, obs, self._table_height)
         t0 = time.perf_counter()
         try:
             answer = self.client.infer(message)

@@ -29,7 +29,7 @@ from x2.base.arrays import Floats, Image
 from x2.base.errors import ExportError
 from x2.datasets import Dataset, Episode, EpisodeRecord
 from x2.envspec.action import ActionLayout
-from x2.envspec.ee_action import EELayout
+from x2.envspec.ee_action import TCP_FIELDS, EELayout
 from x2.export.episode_arrays import arm_labels, ee_action_column
 from x2.export.lerobot_language import subtask_texts
 from x2.export.provenance import Json
@@ -52,7 +52,7 @@ from x2.sim.camera import ImageSize
 TICK_TOLERANCE_S = 1e-4
 STATE, ACTION, SUBTASK = "observation.state", "action", "subtask_index"
 ENV_STATE = "observation.environment_state"  # LeRobot's name for low-dim world state (its policies read it)
-POSE_FIELDS = ("x", "y", "z", "qw", "qx", "qy", "qz")  # one object's 7 columns, as /observations/object_poses
+POSE_FIELDS = TCP_FIELDS  # one object's 7 columns, as /observations/object_poses (a tool's pose's too)
 IMAGE_PREFIX = "observation.images."
 DONE, UNFINISHED = "done", "unfinished"
 Codes = npt.NDArray[np.int64]  # exported subtask codes (SubtaskCodes)
@@ -422,6 +422,6 @@ def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
         if arms is None:
             raise ExportError(f"{ds.root}: action names: found {list(names[fmt.ACTION])}; allowed: x2's action "
                               "layout (per arm its joints, then <arm>_gripper) for --ee-state")
-        joint_names = (*joint_names, *(f"{a.name}.{f}" for a in arms.arms for f in POSE_FIELDS))
+        joint_names = (*joint_names, *(f"{a.name}.{f}" for a in arms.arms for f in TCP_FIELDS))
     return ExportPlan(ds, fps, joint_names, action_names, codes, images, sources.arms, objects, labelled,
                       depth=depth, depth_lens=lenses, action_kind=kind, ee_state=options.ee_state)

@@ -26,7 +26,10 @@ from typing import Final, NotRequired, Protocol, TypedDict
 
 from x2.base.arrays import Floats, Image
 
-OBS_STATE: Final = "observation.state"  # (J,) float32: the robot's joint positions, as the dataset's qpos
+# (J,) float32: the robot's joint positions, as the dataset's qpos; for a service saying `ee_state`, (J + 7 * arms,):
+# then per arm its tool centre point's pose in the robot's base frame, x y z qw qx qy qz (as `x2 export lerobot
+# --ee-state` states it: x2/envspec/ee_action.py, world_to_base)
+OBS_STATE: Final = "observation.state"
 OBS_IMAGE_PREFIX: Final = "observation.images."  # + camera: (H, W, 3) uint8, rendered live
 # + camera + OBS_DEPTH_SUFFIX: (H, W, 1) float32, the camera's depth in metres along its optical axis, rendered live
 # (LeRobot 0.6's depth feature name, which x2's LeRobot export writes too: x2/export/sensor_streams.py)
@@ -100,6 +103,7 @@ class Metadata(TypedDict):
     action_kind: NotRequired[str]  # said only by a service answering end-effector actions
     depth: NotRequired[dict[str, list[int]]]  # said only by a service reading depth maps
     extrinsics: NotRequired[list[str]]  # said only by a service reading camera poses
+    ee_state: NotRequired[bool]  # said only by a service reading the tool centre points' poses in its state
 
 
 class PolicyFault(Exception):
@@ -123,6 +127,7 @@ class ServiceInfo:
     depth: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # camera -> (height, width) of its depth map
     extrinsics: tuple[str, ...] = ()  # cameras whose pose it wants each tick
     state: bool = True  # wants observation.state
+    ee_state: bool = False  # wants the tool centre points' poses after the joints in observation.state
     environment_state: bool = False  # wants observation.environment_state (a low-dim policy)
     sim_state: bool = False  # wants x2.sim_state (privileged: the expert)
     action_names: tuple[str, ...] | None = None  # the action vector's names, checked against the robot's
@@ -147,6 +152,8 @@ class ServiceInfo:
             said["depth"] = {c: list(hw) for c, hw in self.depth.items()}
         if self.extrinsics:
             said["extrinsics"] = list(self.extrinsics)
+        if self.ee_state:
+            said["ee_state"] = True
         return {METADATA_KEY: said}
 
     @classmethod
@@ -162,7 +169,8 @@ class ServiceInfo:
                    cameras={str(c): (int(hw[0]), int(hw[1])) for c, hw in dict(cameras).items()},
                    depth={str(c): (int(hw[0]), int(hw[1])) for c, hw in dict(depth).items()},
                    extrinsics=tuple(str(c) for c in raw.get("extrinsics") or ()),
-                   state=bool(raw.get("state", True)), environment_state=bool(raw.get("environment_state", False)),
+                   state=bool(raw.get("state", True)), ee_state=bool(raw.get("ee_state", False)),
+                   environment_state=bool(raw.get("environment_state", False)),
                    sim_state=bool(raw.get("sim_state", False)),
                    action_names=None if names is None else tuple(str(n) for n in names),
                    chunk=None if raw.get("chunk") is None else int(raw["chunk"]),

@@ -18,7 +18,7 @@ import numpy as np
 from x2 import format as fmt
 from x2.base.arrays import Floats
 from x2.datasets import Episode
-from x2.envspec.ee_action import EE_POSE, EELayout, quat_to_matrix, rotation_quat
+from x2.envspec.ee_action import EE_POSE, EELayout, world_to_base
 from x2.recorded.world import open_world, recorded_env
 from x2.sim.mujoco.ee_adapter import EEAdapter
 
@@ -71,20 +71,11 @@ def episode_ee_actions(ep: Episode, kind: str) -> EEActions:
 
 def base_frame_poses(ep: Episode) -> Floats:
     """(T, arms, 7) the tool centre points' measured poses (`/observations/ee_pose`, world frame) in the robot's base
-    frame, the frame end-effector actions are in: less the mount (lowered by the drawn table height); for a mobile
-    robot, turned and moved with its base (its measured x, y, yaw: the last three of `/observations/qpos`), as
-    teleop's Cartesian mappers bring measured poses to it. No simulator: the world record says where the mount is."""
+    frame, the frame end-effector actions are in (x2/envspec/ee_action.py, `world_to_base`): the mount is lowered by
+    the drawn table height; a mobile robot's base is its measured x, y, yaw (the last three of `/observations/qpos`),
+    as teleop's Cartesian mappers bring measured poses to it. No simulator: the world record says where the mount is."""
     env = recorded_env(ep)
-    poses = np.asarray(ep.dataset(fmt.EE_POSE)[()], dtype=np.float64)
     x, y, z = env.robot.base_pos
-    origin = np.array([x, y, z - table_height(ep)])
-    out = poses.copy()
-    out[..., :3] -= origin
-    if env.robot.base is not None:
-        base = np.asarray(ep.dataset(fmt.QPOS)[()], dtype=np.float64)[:, -3:]
-        for t, (bx, by, yaw) in enumerate(base):
-            turn = np.array([[np.cos(yaw), np.sin(yaw), 0.0], [-np.sin(yaw), np.cos(yaw), 0.0], [0.0, 0.0, 1.0]])
-            for a in range(poses.shape[1]):
-                out[t, a, :3] = turn @ (out[t, a, :3] - np.array([bx, by, 0.0]))
-                out[t, a, 3:] = rotation_quat(turn @ quat_to_matrix(poses[t, a, 3:]))
-    return out
+    base = np.asarray(ep.dataset(fmt.QPOS)[()], dtype=np.float64)[:, -3:] if env.robot.base is not None else None
+    return world_to_base(np.asarray(ep.dataset(fmt.EE_POSE)[()], dtype=np.float64),
+                         np.array([x, y, z - table_height(ep)]), base)

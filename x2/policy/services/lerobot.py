@@ -32,6 +32,7 @@ import numpy as np
 from x2.base.arrays import Floats, Image
 from x2.base.errors import PolicyError
 from x2.datasets.untrusted import json_loads
+from x2.envspec.ee_action import TCP_FIELDS
 from x2.files.digest import file_digest
 from x2.policy.protocol import (
     ACTIONS,
@@ -108,14 +109,22 @@ def _dataset_features(folder: Path) -> dict[str, object] | None:
     return features if isinstance(features, dict) else None
 
 
-def dataset_action_names(folder: Path) -> tuple[str, ...] | None:
-    """The action vector's names, when recoverable: the training dataset's meta/info.json names the action
-    feature."""
+def dataset_action_names(folder: Path, feature: str = ACTION) -> tuple[str, ...] | None:
+    """A feature's names (the action vector's by default), when recoverable: the training dataset's meta/info.json
+    names its vectors."""
     try:
-        names = (_dataset_features(folder) or {})[ACTION]["names"]  # type: ignore[index]
+        names = (_dataset_features(folder) or {})[feature]["names"]  # type: ignore[index]
     except (KeyError, TypeError):
         return None
     return tuple(str(n) for n in names) if isinstance(names, list) else None
+
+
+def states_tool_poses(folder: Path) -> bool:
+    """Whether the training dataset's observation.state ends with tool centre point poses (`x2 export lerobot
+    --ee-state` names them `<arm>.x` .. `<arm>.qz`): then x2 eval must send them too."""
+    names = dataset_action_names(folder, OBS_STATE) or ()
+    return len(names) >= len(TCP_FIELDS) and \
+        tuple(n.rsplit(".", 1)[-1] for n in names[-len(TCP_FIELDS):]) == TCP_FIELDS
 
 
 def depth_unit(folder: Path) -> str:
@@ -213,7 +222,8 @@ class LeRobotService:
                    for key, hw in self.depths.items()},
             extrinsics=tuple(k.removeprefix(OBS_EXTRINSICS_PREFIX) for k in self.vectors
                              if k.startswith(OBS_EXTRINSICS_PREFIX)),
-            state=OBS_STATE in self.vectors, environment_state=OBS_ENV_STATE in self.vectors,
+            state=OBS_STATE in self.vectors, ee_state=OBS_STATE in self.vectors and states_tool_poses(self.folder),
+            environment_state=OBS_ENV_STATE in self.vectors,
             action_names=None if names is None else tuple(names), chunk=None)
 
     def metadata(self) -> Mapping[str, object]:
