@@ -107,6 +107,9 @@ def test_cameras_become_image_features_and_a_wrong_argument_is_one_line() -> Non
     cfg = x2_config(task=TASK, obs="head,agent_pos", observation_height=48, observation_width=64, splits="eval")
     assert env_to_policy_features(cfg)["observation.images.head"].shape == (3, 48, 64)
     assert "observation.environment_state" not in env_to_policy_features(cfg)
+    widths = [env_to_policy_features(x2_config(task=TASK, obs="agent_pos", ee_state=ee))["observation.state"].shape
+              for ee in (False, True)]
+    assert widths == [(16,), (16 + 2 * 7,)]  # --env.ee_state: both arms' tool poses after the joints
     with pytest.raises(EnvError, match=r"^x2/pick_place-v0: obs: found 'nose_cam'; allowed: agent_pos, "):
         x2_config(task=TASK, obs="nose_cam")
     with pytest.raises(EnvError, match=r"^--env.splits: found 'test'; allowed: train, eval"):

@@ -1,8 +1,9 @@
 """A policy trained on `x2 export lerobot --ee-state` is sent by `x2 eval` the state it trained on: the joints, then
 each arm's tool centre point pose in the robot's base frame (x2/eval/observe.py, x2/envspec/ee_action.py
 `world_to_base`). The proof is the round trip: the states a service was sent during an evaluation equal, bit for
-bit, the `observation.state` rows the export of that evaluation's own episodes writes (a fixed robot, and a mobile
-one whose base drives and turns, so the base's motion is in the numbers). x2's LeRobot service says it wants them
+bit, the `observation.state` rows the export of that evaluation's own episodes writes, and the `agent_pos` the
+Gymnasium env with `ee_state` observes in the same world under the same actions (a fixed robot, and a mobile one
+whose base drives and turns, so the base's motion is in the numbers). x2's LeRobot service says it wants them
 when its training dataset's state names end with a tool pose; a policy so trained runs whole episodes in `x2 eval`
 (before, every episode ended at its first tick, "malformed").
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import gymnasium
 import numpy as np
 import pytest
 from helpers.lerobot_folder import untrained_act_folder
@@ -23,6 +25,7 @@ from helpers.real_dataset import record_short_dataset
 
 from x2 import format as fmt
 from x2.datasets import Dataset
+from x2.envs import env_id
 from x2.eval.observe import ObservationPlan
 from x2.eval.runner import EvalRun
 from x2.eval.seeds import plan_split
@@ -96,6 +99,15 @@ def test_the_states_x2_eval_sends_are_the_rows_the_export_writes(robot: str | No
     tool = sent[:, joints:].reshape(len(sent), arms, 7)
     np.testing.assert_allclose(np.linalg.norm(tool[..., 3:], axis=-1), 1.0, atol=1e-5)
     assert np.all(np.abs(tool[..., :3]) < 1.5)  # metres from the mount, not the world's origin
+    # the Gymnasium env with ee_state, in the same world given the same actions, observes the same agent_pos
+    env = gymnasium.make(env_id("pick_place"), robot=robot, obs=["agent_pos"], ee_state=True,
+                         disable_env_checker=True)
+    try:
+        seen = [env.reset(seed=0)[0]["agent_pos"]]
+        seen += [env.step(service.home)[0]["agent_pos"] for _ in range(len(sent) - 1)]
+    finally:
+        env.close()
+    np.testing.assert_array_equal(np.stack(seen), sent)
 
 
 def test_a_plain_service_is_sent_the_joints_alone() -> None:

@@ -44,6 +44,7 @@ from x2.base.errors import PolicyError, X2Error
 from x2.envspec import load_env
 from x2.envspec.ee_action import ACTION_KINDS, EEActionError, EELayout
 from x2.envspec.held_out import EVAL_SEED_BASE
+from x2.eval.observe import tool_poses
 from x2.eval.seeds import SPLITS, SplitPlan, plan_split
 from x2.eval.teacher import RANGE_SLACK, bounds
 from x2.policy.protocol import OBS_DEPTH_SUFFIX
@@ -66,11 +67,14 @@ class EnvError(X2Error):
 
 class X2Env(gym.Env[dict[str, Any], Floats]):
     """`gymnasium.make("x2/TASK-v0", robot=None, split="train", obs=("agent_pos", "environment_state"),
-    action="joint", render_mode=None, master_seed=1, variant=None, image_size=(480, 640), max_ticks=None)`.
+    action="joint", render_mode=None, master_seed=1, variant=None, image_size=(480, 640), max_ticks=None,
+    ee_state=False)`.
 
     `master_seed` is `x2 eval --seed` (the eval split adds EVAL_SEED_BASE, as x2 eval does) and `x2 synth --seed`
     for the train split; `variant` a scene variant of the split (default: the one x2 eval picks); `max_ticks` as
-    `x2 eval --max-ticks` (default: the task's horizon); `slot_stride` how far `reset()` without a seed moves on."""
+    `x2 eval --max-ticks` (default: the task's horizon); `slot_stride` how far `reset()` without a seed moves on;
+    `ee_state` appends to `agent_pos` each arm's tool centre point pose in the base frame, as `x2 export lerobot
+    --ee-state` does to `observation.state` (and x2 eval to what it sends such a policy)."""
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 30}
 
@@ -78,7 +82,7 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
                  obs: Sequence[str] = (AGENT_POS, ENV_STATE), action: str = "joint", render_mode: str | None = None,
                  master_seed: int = 1, variant: str | None = None,
                  image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE, max_ticks: int | None = None,
-                 slot_stride: int = 1):
+                 slot_stride: int = 1, ee_state: bool = False):
         where = f"x2/{task}-v0"
         if multiprocessing.parent_process() is not None:
             # a worker of a vector env (or any pool) ends with the process that started it, even a SIGKILLed one;
@@ -93,7 +97,8 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
             raise EnvError(f"{where}: slot_stride: found {slot_stride!r}; allowed: 1 or more")
         if max_ticks is not None and not (isinstance(max_ticks, int) and max_ticks >= 2):
             raise EnvError(f"{where}: max_ticks: found {max_ticks!r}; allowed: 2 or more, or None (the task's horizon)")
-        self.slot_stride = slot_stride
+        self.slot_stride, self.ee_state = slot_stride, bool(ee_state)
+        self._table_height = 0.0  # the reset's drawn one: it lowers the mount the tool poses are measured from
         if isinstance(obs, str):
             obs = (obs,)
         if not obs:
@@ -146,7 +151,8 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
             entries[DEPTH] = spaces.Dict({c: spaces.Box(0, np.inf, (size.height, size.width, 1), np.float32)
                                           for c in self.depths})
         if self.agent_pos:
-            entries[AGENT_POS] = spaces.Box(-np.inf, np.inf, (len(backend.robot_joint_names),), np.float32)
+            width = len(backend.robot_joint_names) + (7 * len(env.robot.arms) if self.ee_state else 0)
+            entries[AGENT_POS] = spaces.Box(-np.inf, np.inf, (width,), np.float32)
         if self.env_state:
             entries[ENV_STATE] = spaces.Box(-np.inf, np.inf, (7 * len(backend.object_names),), np.float32)
         self.observation_space = spaces.Dict(entries)
@@ -188,8 +194,9 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
         world_seed = self.plan.seed_of(self.slot)
         self.reset_info = info = self.backend.reset(world_seed)
         self.monitor.reset(info.roles)
+        self._table_height = float((info.embodiment or {}).get("table_height", 0.0))
         if self.adapter is not None:
-            self.adapter.reset(float((info.embodiment or {}).get("table_height", 0.0)))
+            self.adapter.reset(self._table_height)
             self.ee_step = None
         self.tick, self.ended, self.end_reason = 0, False, ""
         self.monitor.step(0)  # (the loop scores frame 0 before its first action)
@@ -283,7 +290,10 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
         if self.depths:
             out[DEPTH] = {c: np.asarray(shots[c].depth, np.float32)[..., None] for c in self.depths}
         if self.agent_pos:
-            out[AGENT_POS] = np.asarray(backend.robot_state().qpos, dtype=np.float32)
+            robot = backend.robot_state()
+            qpos = np.asarray(robot.qpos, dtype=np.float32)
+            out[AGENT_POS] = np.concatenate([qpos, tool_poses(backend, robot, self._table_height)]) \
+                if self.ee_state else qpos
         if self.env_state:
             out[ENV_STATE] = np.asarray(backend.object_poses(), dtype=np.float32).reshape(-1)
         return out

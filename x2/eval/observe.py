@@ -30,7 +30,7 @@ from x2.policy.protocol import (
     ServiceInfo,
 )
 from x2.rollout.teacher import Observation
-from x2.sim.backend import Backend
+from x2.sim.backend import Backend, RobotState
 from x2.sim.camera import optical_to_world
 from x2.sim.streams import DEPTH, RGB
 
@@ -69,7 +69,8 @@ class ObservationPlan:
         assert obs.robot is not None and obs.object_poses is not None  # (an evaluation's loop observes every tick)
         if self.state:
             qpos = np.asarray(obs.robot.qpos, dtype=np.float32)
-            out[OBS_STATE] = np.concatenate([qpos, self._tcp(backend, obs, table_height)]) if self.ee_state else qpos
+            out[OBS_STATE] = np.concatenate([qpos, tool_poses(backend, obs.robot, table_height)]) \
+                if self.ee_state else qpos
         if self.environment_state:
             out[OBS_ENV_STATE] = np.asarray(obs.object_poses, dtype=np.float32).reshape(-1)
         if self.sim_state:
@@ -91,13 +92,13 @@ class ObservationPlan:
             out[OBS_EXTRINSICS_PREFIX + camera] = optical_to_world(pose[:3, 3], pose[:3, :3]).astype(np.float32).ravel()
         return out, (time.perf_counter() - t0) * 1e3
 
-    @staticmethod
-    def _tcp(backend: Backend, obs: Observation, table_height: float) -> Floats:
-        """Each arm's tool centre point pose in the base frame, float32 (arms * 7,): computed as an export computes
-        it from the episode file (x2/recorded/ee_actions.py), from the values the file would hold (float32)."""
-        assert obs.robot is not None
-        x, y, z = backend.env.robot.base_pos
-        recorded = np.asarray(obs.robot.ee_pose, np.float32).astype(np.float64)[None]
-        base = np.asarray(obs.robot.qpos, np.float32).astype(np.float64)[None, -3:] \
-            if backend.env.robot.base is not None else None
-        return world_to_base(recorded, np.array([x, y, z - table_height]), base).astype(np.float32).ravel()
+
+def tool_poses(backend: Backend, robot: RobotState, table_height: float) -> Floats:
+    """Each arm's tool centre point pose in the base frame, float32 (arms * 7,), what `x2 export lerobot --ee-state`
+    appends to a frame's state: computed as the export computes it from the episode file (x2/recorded/ee_actions.py),
+    from the values the file would hold (float32). `table_height`: the one the episode's reset drew."""
+    x, y, z = backend.env.robot.base_pos
+    recorded = np.asarray(robot.ee_pose, np.float32).astype(np.float64)[None]
+    base = np.asarray(robot.qpos, np.float32).astype(np.float64)[None, -3:] if backend.env.robot.base is not None \
+        else None
+    return world_to_base(recorded, np.array([x, y, z - table_height]), base).astype(np.float32).ravel()

@@ -68,7 +68,8 @@ class X2EnvConfig(EnvConfig):  # type: ignore[misc]
     `--env.splits` (the suites, comma-separated: train, eval), `--env.master_seed` (x2 eval's `--seed`),
     `--env.variant`, `--env.obs` (comma-separated: agent_pos, environment_state and camera names),
     `--env.observation_height` / `--env.observation_width` (every camera's picture), `--env.max_ticks` (x2 eval's
-    `--max-ticks`; default: the task's horizon)."""
+    `--max-ticks`; default: the task's horizon), `--env.ee_state` (agent_pos gains the tool centre point poses, for
+    a policy trained on `x2 export lerobot --ee-state`)."""
 
     task: str | None = "pick_place"
     fps: int = 30  # (set from the task's world: its control rate)
@@ -80,6 +81,7 @@ class X2EnvConfig(EnvConfig):  # type: ignore[misc]
     observation_height: int = 480
     observation_width: int = 640
     max_ticks: int | None = None
+    ee_state: bool = False
     render_mode: str = "rgb_array"
     features: dict[str, PolicyFeature] = field(default_factory=dict)
     features_map: dict[str, str] = field(default_factory=dict)
@@ -129,7 +131,8 @@ class X2EnvConfig(EnvConfig):  # type: ignore[misc]
     def gym_kwargs(self) -> dict[str, Any]:
         return {"robot": self.robot, "obs": _names(self.obs), "render_mode": self.render_mode,
                 "master_seed": self.master_seed, "variant": self.variant,
-                "image_size": (self.observation_height, self.observation_width), "max_ticks": self.max_ticks}
+                "image_size": (self.observation_height, self.observation_width), "max_ticks": self.max_ticks,
+                "ee_state": self.ee_state}
 
     def split_kwargs(self, split: str, slot_stride: int = 1) -> dict[str, Any]:
         return {**self.gym_kwargs, "split": split, "slot_stride": slot_stride}
