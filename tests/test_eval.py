@@ -27,7 +27,7 @@ from x2.eval.report import build_report
 from x2.eval.runner import EvalRun, open_eval_pool
 from x2.eval.seeds import plan_split
 from x2.eval.session import EvalSetup
-from x2.eval.teacher import ChunkExecution
+from x2.policy.chunks import ChunkExecution
 from x2.policy.protocol import ACTIONS, ServiceInfo
 from x2.policy.services import ServeOptions, make_service
 from x2.processes.pool import WorkerLost

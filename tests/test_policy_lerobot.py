@@ -30,6 +30,7 @@ from x2.datasets.select import Selection
 from x2.export.lerobot import export_lerobot
 from x2.export.lerobot_plan import LeRobotOptions
 from x2.export.request import ExportRequest
+from x2.policy.chunks import ENSEMBLE_DECAY, ChunkExecution
 from x2.policy.protocol import ACTIONS, OBS_ENV_STATE, OBS_STATE, PolicyFault, ServiceInfo
 from x2.policy.services import ServeOptions, make_service
 
@@ -129,6 +130,33 @@ def test_it_serves_a_trained_folder(pretrained: tuple[Path, np.ndarray], export_
     np.testing.assert_allclose(service.infer(dict(obs))[ACTIONS], first, rtol=1e-5, atol=1e-5)
     with pytest.raises(PolicyFault, match=r"observation.environment_state: found missing; allowed: float \(14,\)"):
         service.infer({OBS_STATE: obs[OBS_STATE]})
+
+
+def _answers(folder: Path, execution: str, observations: list[dict[str, object]]) -> np.ndarray:
+    service = make_service(f"lerobot:{folder}", ServeOptions(execution=ChunkExecution.parse(execution)))
+    service.initialize_episode({"seed": 1})
+    return np.concatenate([service.infer(dict(obs))[ACTIONS] for obs in observations])
+
+
+def test_chunk_execution_is_handed_to_lerobots_own_queue_and_ensembler(pretrained: tuple[Path, np.ndarray],
+                                                                        export_root: Path) -> None:
+    folder, _ = pretrained
+    first = first_frame(export_root)
+    state = np.asarray(first[OBS_STATE])
+    moved = [{**first, OBS_STATE: state + 0.05 * t} for t in range(CHUNK)]  # a new state each tick
+    chunk, each, ensembled = (_answers(folder, e, moved) for e in ("chunk", "1", "ensemble"))
+    still = _answers(folder, "chunk", [first] * CHUNK)
+    np.testing.assert_allclose(chunk, still, rtol=1e-5, atol=1e-6)  # as trained: one chunk, open-loop
+    np.testing.assert_allclose(each[0], chunk[0], rtol=1e-5, atol=1e-6)
+    assert not np.allclose(each[1:], chunk[1:], atol=1e-4)  # K = 1: a new chunk every tick, the new state seen
+    # ACT's ensembler: tick 1 is the weighted mean of chunk 0's second action (the open-loop answer 1) and
+    # chunk 1's first (K = 1's answer 1), the oldest weighted exp(0) = 1, the next exp(-ENSEMBLE_DECAY)
+    w = np.exp(-ENSEMBLE_DECAY)
+    np.testing.assert_allclose(ensembled[0], each[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ensembled[1], (chunk[1] + w * each[1]) / (1 + w), rtol=1e-4, atol=1e-5)
+    with pytest.raises(PolicyError, match=rf"^--chunk-exec: found {CHUNK + 1} for lerobot:{folder}, a act policy; "
+                                          rf"allowed: 1 to {CHUNK} \(what one inference predicts\)$"):
+        make_service(f"lerobot:{folder}", ServeOptions(execution=ChunkExecution(steps=CHUNK + 1)))
 
 
 def test_a_folder_that_is_not_a_pretrained_model_is_refused(pretrained: tuple[Path, np.ndarray],

@@ -17,6 +17,7 @@ import pytest
 from helpers.processes import Proc, descendants, kill_all, wait_gone
 
 from x2.base.errors import PolicyError
+from x2.policy.chunks import ChunkExecution
 from x2.policy.client import RemotePolicy
 from x2.policy.process import ServiceProcess, serve_argv
 from x2.policy.services import ServeOptions
@@ -52,9 +53,11 @@ def test_a_child_that_exits_early_is_one_line_with_its_last_stderr_line() -> Non
 
 
 def test_x2_serve_takes_the_flags_production_passes_and_refuses_an_unknown_kind(tmp_path: Path) -> None:
-    options = ServeOptions(task="pick_place", robot="franka-panda", variant="default", device="cpu")
+    options = ServeOptions(task="pick_place", robot="franka-panda", variant="default", device="cpu",
+                           execution=ChunkExecution(ensemble=True))
     argv = serve_argv("nonesuch", options, "127.0.0.1", tmp_path / "ready")
     assert argv[argv.index("--task") + 1] == "pick_place" and argv[argv.index("--device") + 1] == "cpu"
+    assert argv[argv.index("--chunk-exec") + 1] == "ensemble"
     with pytest.raises(PolicyError) as error:
         ServiceProcess.start("nonesuch", options, startup_timeout_s=START_S)
     # (x2 serve got past its options: the kind is what it refused, in its own one-line error)

@@ -23,7 +23,7 @@ from x2.eval.evaluate import REPORT_JSON, REPORT_PNG, EvalConfig, evaluate, writ
 from x2.eval.run_folder import run_folder_name
 from x2.eval.runner import EvalProgress
 from x2.eval.seeds import SplitPlan
-from x2.eval.teacher import ChunkExecution
+from x2.policy.chunks import ChunkExecution
 from x2.policy.protocol import ServiceInfo
 from x2.sim.camera import ImageSize, parse_cameras
 from x2.sim.streams import DEPTH, RGB, SEGMENTATION, parse_streams

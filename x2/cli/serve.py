@@ -23,6 +23,9 @@ def serve(
     variant: VariantOpt = "default",
     device: Annotated[str, typer.Option("--device", help="torch device of a lerobot policy (cpu, cuda, "
                                         "cuda:1, mps)")] = "cpu",
+    chunk_exec: Annotated[str, typer.Option("--chunk-exec", help="how a lerobot policy runs its own action chunks: "
+                                            "chunk (as trained), K (the first K of each: its n_action_steps) or "
+                                            "ensemble (ACT's temporal ensembling, asked every tick)")] = "chunk",
     ready_file: Annotated[Path | None, typer.Option("--ready-file", help="write the URL here once serving (for a "
                                                     "program that started this one)", show_default=False)] = None,
 ) -> None:
@@ -34,6 +37,8 @@ def serve(
 
     Example: [cyan]x2 serve lerobot:outputs/train/act/checkpoints/last/pretrained_model --device cuda[/cyan]
 
+    ACT's temporal ensembling (a forward pass a tick): [cyan]x2 serve lerobot:PATH --chunk-exec ensemble[/cyan]
+
     A lower bound on a free port: [cyan]x2 serve hold --port 0[/cyan]
 
     The teacher, for a task: [cyan]x2 serve expert --task fruit_in_microwave[/cyan]
@@ -41,12 +46,14 @@ def serve(
     from x2.processes.life import arm_parent_death
 
     arm_parent_death()  # first: a service started by `x2 eval` must not outlive it, even while it loads
+    from x2.policy.chunks import ChunkExecution
     from x2.policy.process import write_ready
     from x2.policy.server import PolicyServer
     from x2.policy.services import ServeOptions, make_service, parse_kind
 
     kind, _ = parse_kind(spec, where="KIND[:ARG]")
-    options = ServeOptions(task=task, robot=robot, variant=variant, device=device)
+    options = ServeOptions(task=task, robot=robot, variant=variant, device=device,
+                           execution=ChunkExecution.parse(chunk_exec))
     server = PolicyServer(make_service(spec, options), host, port, fresh=lambda: make_service(spec, options))
     console.print(f"serving {kind} on {server.url}", markup=False)
     console.file.flush()

@@ -19,8 +19,8 @@ from x2.eval.report import EvalReport, RunRecord, build_report
 from x2.eval.runner import EvalProgress, EvalRun, EvalVideos, dumps, open_eval_pool, run_summary
 from x2.eval.seeds import SplitPlan, plan_split, refuse_trained_seeds
 from x2.eval.session import EvalSetup
-from x2.eval.teacher import ChunkExecution
 from x2.files.atomic import write_bytes
+from x2.policy.chunks import ChunkExecution
 from x2.policy.client import RemotePolicy
 from x2.policy.protocol import ServiceInfo
 from x2.policy.services import ServeOptions, parse_kind
@@ -70,7 +70,7 @@ def policy_url(config: EvalConfig) -> Iterator[str]:
     from x2.policy.process import ServiceProcess
 
     options = ServeOptions(task=config.task, robot=config.robot, variant=config.variant or "default",
-                           device=config.device)
+                           device=config.device, execution=config.execution)
     with ServiceProcess.start(config.policy, options) as service:
         yield service.url
 

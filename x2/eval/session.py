@@ -22,7 +22,8 @@ from x2.envspec.ee_action import ACTION_KINDS, EELayout
 from x2.envspec.ee_action import KINDS as EE_KINDS
 from x2.envspec.held_out import config_split
 from x2.eval.observe import ObservationPlan
-from x2.eval.teacher import ChunkExecution, PolicyEndRecord, PolicyTeacher
+from x2.eval.teacher import PolicyEndRecord, PolicyTeacher
+from x2.policy.chunks import ChunkExecution
 from x2.policy.protocol import EpisodeEndMessage, EpisodeSetup, PolicyClient, PolicyFault, ServiceInfo
 from x2.rollout import Rollout, RolloutOptions
 from x2.rollout.episodes import ee_action_record

@@ -12,9 +12,7 @@ has each action turned into joint targets by x2's IK as its tick comes (x2/sim/m
 the pose commanded the tick before); a malformed one (a quaternion not of unit length, millimetres) ends the
 episode as above; an unreachable pose leaves the arm on its targets and the episode goes on.
 
-Chunks are executed as `ChunkExecution` says: the first K actions of each chunk open-loop (the whole chunk by
-default, as openpi's clients do), or asked every tick and temporally ensembled as ACT does (each action the
-exponentially weighted mean of every chunk's prediction for that tick, the oldest weighted most).
+Chunks are executed as `ChunkExecution` says (x2/policy/chunks.py).
 """
 
 from __future__ import annotations
@@ -28,38 +26,17 @@ from typing import TypedDict
 import numpy as np
 
 from x2.base.arrays import Bools, Floats
-from x2.base.errors import PolicyError
 from x2.envspec.ee_action import JOINT, EEActionError, EELayout, rotation_quat
 from x2.eval.observe import ObservationPlan
+from x2.policy.chunks import ENSEMBLE_DECAY, ChunkExecution
 from x2.policy.protocol import ACTIONS, END, EpisodeSetup, EpisodeStartMessage, PolicyClient, PolicyFault
 from x2.rollout.teacher import Observation
 from x2.sim.backend import Backend, ResetInfo
 from x2.sim.mujoco.ee_adapter import EEAdapter
 
-ENSEMBLE_DECAY = 0.01  # ACT's temporal-ensembling weight exp(-m * i), i = 0 for the oldest prediction
 # of a value's range: a learned policy overshoots a little (a gripper closing to -0.4), a policy in other units
 # (degrees, a gripper in millimetres) by far more than the whole range
 RANGE_SLACK = 1.0
-
-
-@dataclass(frozen=True)
-class ChunkExecution:
-    steps: int | None = None  # actions run open-loop from each chunk (None: the whole chunk)
-    ensemble: bool = False
-
-    @classmethod
-    def parse(cls, text: str) -> ChunkExecution:
-        if text == "ensemble":
-            return cls(ensemble=True)
-        if text == "chunk":
-            return cls()
-        if text.isdigit() and int(text) > 0:
-            return cls(steps=int(text))
-        raise PolicyError(f"--chunk-exec: found {text!r}; allowed: chunk (the whole chunk open-loop), a number K "
-                          "of actions per chunk, or ensemble")
-
-    def describe(self) -> str:
-        return "ensemble" if self.ensemble else ("chunk" if self.steps is None else str(self.steps))
 
 
 @dataclass

@@ -38,7 +38,8 @@ def serve_argv(spec: str, options: ServeOptions, host: str, ready_file: Path) ->
     """The `x2 serve` command that serves `spec` with `options` on a free port of `host`."""
     argv = [sys.executable, "-m", "x2", "serve", spec, "--host", host, "--port", "0", "--ready-file", str(ready_file),
             "--variant", options.variant, "--device", options.device]
-    for flag, value in (("--task", options.task), ("--robot", options.robot)):
+    for flag, value in (("--task", options.task), ("--robot", options.robot),
+                        ("--chunk-exec", options.execution.describe())):
         if value is not None:
             argv += [flag, value]
     return argv

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from x2.base.errors import PolicyError
+from x2.policy.chunks import ChunkExecution
 from x2.policy.protocol import PolicyService
 
 
@@ -27,6 +28,9 @@ class ServeOptions:
     robot: str | None = None
     variant: str = "default"
     device: str = "cpu"  # lerobot: the torch device
+    # lerobot: how its own action queue runs its chunks (LeRobot's config fields, as lerobot-eval's
+    # --policy.n_action_steps / --policy.temporal_ensemble_coeff set them); the default: as trained
+    execution: ChunkExecution = field(default_factory=ChunkExecution)
 
 
 # kind -> (module, factory name, whether it takes an argument); factory(arg, options) -> PolicyService

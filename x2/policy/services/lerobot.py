@@ -34,6 +34,7 @@ from x2.base.errors import PolicyError
 from x2.datasets.untrusted import json_loads
 from x2.envspec.ee_action import TCP_FIELDS
 from x2.files.digest import file_digest
+from x2.policy.chunks import ENSEMBLE_DECAY
 from x2.policy.protocol import (
     ACTIONS,
     OBS_DEPTH_SUFFIX,
@@ -145,11 +146,11 @@ class LeRobotService:
         check_folder(folder)
         self.folder = folder
         self.device = options.device
-        self._load()
+        self._load(options)
         self._task = ""  # the episode's instruction, for an observation that carries none
         self.info = self._describe()
 
-    def _load(self) -> None:
+    def _load(self, options: ServeOptions) -> None:
         import torch
         from lerobot.configs.policies import PreTrainedConfig
         from lerobot.configs.types import FeatureType
@@ -161,6 +162,7 @@ class LeRobotService:
             try:
                 config = PreTrainedConfig.from_pretrained(path)
                 config.pretrained_path = self.folder
+                self._execute_as_asked(config, options)
                 config.device = self.device  # from_pretrained puts the weights there
                 self.policy = get_policy_class(config.type).from_pretrained(path, config=config)
                 self.preprocessor, self.postprocessor = make_pre_post_processors(
@@ -201,6 +203,28 @@ class LeRobotService:
         self.action_dim = int(action.shape[0])
         self._depth_unit = depth_unit(self.folder) if self.depths else ""
         self._depth_encoders = {key: self._depth_encoder(key) for key in self.depths}
+
+    def _execute_as_asked(self, config: object, options: ServeOptions) -> None:
+        """`x2 eval --chunk-exec` for a policy that keeps its own action queue: set before the policy is built (ACT
+        builds its temporal ensembler from its config), so LeRobot's own queue and ensembler run it."""
+        where = f"lerobot:{self.folder}"
+        kind = getattr(config, "type", "?")
+        if options.execution.ensemble:
+            if not hasattr(config, "temporal_ensemble_coeff"):
+                raise PolicyError(f"--chunk-exec: found ensemble for {where}, a {kind} policy; allowed: chunk or a "
+                                  "number K (temporal ensembling is ACT's)")
+            config.temporal_ensemble_coeff = ENSEMBLE_DECAY
+            config.n_action_steps = 1  # type: ignore[attr-defined]  # (ACT asks it with ensembling)
+        elif options.execution.steps is not None:
+            steps = options.execution.steps
+            # at most what one inference predicts: ACT's chunk, diffusion's horizon past its observed steps
+            limit = getattr(config, "chunk_size", None)
+            if limit is None and hasattr(config, "horizon"):
+                limit = int(config.horizon) - int(getattr(config, "n_obs_steps", 1)) + 1
+            if not hasattr(config, "n_action_steps") or limit is None or not 1 <= steps <= int(limit):
+                allowed = f"1 to {limit} (what one inference predicts)" if limit else "chunk (it has no action queue)"
+                raise PolicyError(f"--chunk-exec: found {steps} for {where}, a {kind} policy; allowed: {allowed}")
+            config.n_action_steps = steps
 
     def _depth_encoder(self, key: str) -> object:
         """The depth encoder the training dataset's `key` was stored with (what its loader dequantised by)."""
