@@ -15,8 +15,10 @@ Stages, each skipped when its output is already complete, so a stopped run conti
    ablation's training set
 5. `lerobot-train` of both policies side by side (the same recipe, seed and step count; each one thread), until
    `--steps` or until `--train-until` (UTC HH:MM): then both stop and the newest checkpoint both have is scored
-6. `x2 eval` of both checkpoints and the bounds, both splits, the same master seed and `--max-ticks`
-7. the report: OUT/report.md, printed too
+6. `x2 eval` of both checkpoints and the bounds, both splits, the same master seed and `--max-ticks`; the
+   checkpoints' chunks run as `--chunk-exec` says (default: the whole chunk, as trained; `ensemble`: ACT's temporal
+   ensembling, each in its own eval folder, the bounds' shared)
+7. the report: OUT/report.md (report-<chunk-exec>.md for another), printed too
 
 The recipe is docs/policies.md's state ACT with cameras: the ResNet-18 backbone trains from scratch
 (`--policy.pretrained_backbone_weights=null`: no weights can be downloaded here) at the transformer's learning
@@ -200,14 +202,15 @@ def _last_logged(logfile: Path) -> str:
 
 
 def evaluate(name: str, policy: str, train_datasets: list[Path], args: argparse.Namespace,
-             work: Path) -> dict[str, Any]:
-    """`x2 eval` of one policy into eval/<name> (a checkpoint's name carries its step), reused when it is there."""
+             work: Path, chunk_exec: str = "chunk") -> dict[str, Any]:
+    """`x2 eval` of one policy into eval/<name> (a checkpoint's name carries its step and a chunk execution other
+    than the default), reused when it is there."""
     folder = work / "eval" / name
     report = folder / "eval_report.json"
     if not report.exists():
         cmd = x2("eval", "--task", args.task, "--policy", policy, "-n", str(args.eval_episodes), "--seed",
                  str(args.eval_seed), "--workers", str(args.workers), "--max-ticks", str(args.max_ticks),
-                 "--device", args.device, "--dataset", str(folder))
+                 "--device", args.device, "--chunk-exec", chunk_exec, "--dataset", str(folder))
         for d in train_datasets:
             cmd += ["--train-dataset", str(d)]
         wall = run(cmd, work / f"eval-{name}.log")
@@ -263,6 +266,8 @@ def main() -> None:
     ap.add_argument("--eval-episodes", type=int, default=50, help="per split")
     ap.add_argument("--eval-seed", type=int, default=1)
     ap.add_argument("--max-ticks", type=int, default=600, help="an episode ends here (pick_place's expert: ~280)")
+    ap.add_argument("--chunk-exec", default="chunk", help="how the checkpoints run their chunks in x2 eval: chunk "
+                    "(as trained), K, or ensemble (ACT's temporal ensembling)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--skip-ablation", action="store_true")
     ap.add_argument("--approach-object", default="block", help="the object the report measures the tcp's closest "
@@ -328,29 +333,32 @@ def main() -> None:
 
     reports: dict[str, dict[str, Any]] = {}
     trained_on = {"images": [demos], "images+aug": [demos, aug]}
+    scored = {name: f"{name}-step{step}" + ("" if args.chunk_exec == "chunk" else f"-{args.chunk_exec}")
+              for name in jobs}
     for name in jobs:
         ckpt = work / "train" / name / "checkpoints" / f"{step:06d}" / "pretrained_model"
-        reports[name] = evaluate(f"{name}-step{step}", f"lerobot:{ckpt}", trained_on[name], args, work)
+        reports[name] = evaluate(scored[name], f"lerobot:{ckpt}", trained_on[name], args, work, args.chunk_exec)
     for bound in BOUNDS:
         reports[bound] = evaluate(bound, bound, [demos], args, work)
 
     lines = [f"pick_place from images: ACT at step {step} (batch {args.batch}), cameras {args.cameras} at "
              f"{args.size}; {args.eval_episodes} episodes per split, master seed {args.eval_seed}, "
-             f"--max-ticks {args.max_ticks}", "",
+             f"--max-ticks {args.max_ticks}, the checkpoints' chunks run --chunk-exec {args.chunk_exec}", "",
              "| policy | ID success (95 % CI) | ID progress (subtasks) | OOD success (95 % CI) | OOD progress | "
              f"closest tcp to the {args.approach_object}, median cm (ID / OOD) |",
              "|---|---|---|---|---|---|"]
     n_demos, n_aug = episodes_in(demos), episodes_in(aug)
     labels = {"images": f"ACT, images + joints, {n_demos} demos",
               "images+aug": f"ACT, images + joints, {n_demos} demos + {n_aug} replay variants"}
-    folders = {name: work / "eval" / (f"{name}-step{step}" if name in jobs else name) for name in reports}
+    folders = {name: work / "eval" / scored.get(name, name) for name in reports}
     for name, report in reports.items():
         near = " / ".join(closest_cm(folders[name] / split, args.approach_object) for split in ("train", "eval"))
         lines.append("| " + " | ".join([labels.get(name, name), *cells(report, args.task, "train"),
                                          *cells(report, args.task, "eval"), near]) + " |")
     lines += ["", "stage times (s): " + ", ".join(f"{k} {v:.0f}" for k, v in times.items()),
               "training (wall and CPU seconds, all invocations): " + json.dumps(costs)]
-    (work / "report.md").write_text("\n".join(lines) + "\n")
+    (work / ("report.md" if args.chunk_exec == "chunk" else f"report-{args.chunk_exec}.md")).write_text(
+        "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
