@@ -146,6 +146,21 @@ def test_lerobot_depth_reads_back_within_its_encoders_quantisation(dataset: Data
     shutil.rmtree(target)
 
 
+def test_no_depth_exports_the_pictures_alone(dataset: Dataset, tmp_path: Path) -> None:
+    """`--no-depth`: what LeRobot's ACT and diffusion train on (their ResNets would take a depth map for RGB)."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    target = tmp_path / "rgb"
+    export_lerobot(_request(dataset, target), LeRobotOptions(repo_id="x2/rgb", depth=False))
+    back = LeRobotDataset("x2/rgb", root=target, video_backend="pyav")
+    assert back.meta.depth_keys == [] and "depth" not in read_x2_meta(target)
+    assert sorted(k for k in back.meta.features if k.startswith("observation.")) == [
+        "observation.images.head", "observation.images.left_wrist", "observation.state"]
+    decoded = back[0]["observation.images.head"].numpy().transpose(1, 2, 0) * 255  # the stored picture, as video
+    assert np.abs(decoded - _stored_rgb(dataset, "head")[0]).mean() < 8
+    shutil.rmtree(target)
+
+
 def _stored_rgb(ds: Dataset, cam: str) -> np.ndarray:
     with Episode(ds.episode_path(0)) as ep:
         return ep.dataset(fmt.image_path(cam))[:]

@@ -57,6 +57,9 @@ def lerobot_command(
     ee_state: Annotated[bool, typer.Option(
         "--ee-state", help="observation.state gains each arm's tool centre point pose (x y z qw qx qy qz, the "
                            "robot's base frame) after the joints.")] = False,
+    depth: Annotated[bool, typer.Option(
+        "--depth/--no-depth", help="Export the cameras' stored depth as LeRobot's depth feature (--no-depth: RGB "
+                                   "only, what LeRobot's ACT and diffusion can train on).")] = True,
     overwrite: OverwriteOpt = False,
     action: ActionKindOpt = "joint",
     success_only: SuccessOnly = False,
@@ -84,7 +87,7 @@ def lerobot_command(
     request = ExportRequest(ds, tuple(records), target, chosen.describe(), parse_cameras(cameras), state_only,
                             overwrite, parse_action_kind(action))
     options = LeRobotOptions(size=None if size is None else ImageSize.parse(size), repo_id=repo_id,
-                             environment_state=environment_state, ee_state=ee_state)
+                             environment_state=environment_state, ee_state=ee_state, depth=depth)
 
     def planned(step: ExportProgress) -> None:
         console.print(f"exporting {_count(step.episodes, 'episode')}, {_count(step.frames, 'frame')} "

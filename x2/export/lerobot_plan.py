@@ -92,6 +92,9 @@ class LeRobotOptions:
     repo_id: str | None = None  # None: x2/<dataset>
     environment_state: bool = False  # add observation.environment_state (every object's pose, privileged)
     ee_state: bool = False  # observation.state gains each arm's tcp pose (base frame) after the joints
+    # stored depth exported (LeRobot's depth feature); False leaves it out, as LeRobot's ACT and diffusion need: their
+    # ResNets take every visual feature as RGB
+    depth: bool = True
 
 
 @dataclass(frozen=True)
@@ -401,7 +404,7 @@ def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
     names = sources.column_names()
     labelled = not sources.first_episode.is_real
     first = sources.first_episode
-    depth = stored_streams(first, images.cameras).depth
+    depth = stored_streams(first, images.cameras).depth if options.depth else ()
     lenses = {c: lens(first, fmt.depth_path(c), images.size) for c in depth if images.size is not None}
     kind = sources.request.action
     action_names = names[fmt.ACTION]
