@@ -89,7 +89,7 @@ def test_the_states_x2_eval_sends_are_the_rows_the_export_writes(robot: str | No
         base_yaw = float(ep.dataset(fmt.QPOS)[-1, -1])
     assert said["inputs"]["ee_state"] is True
     sent = np.stack(service.states)
-    assert sent.dtype == np.float32 and sent.shape[1] == joints + 7 * arms
+    assert sent.dtype == np.float32 and sent.shape[1] == joints + 7 * arms and len(sent) >= 7
     exported = _export_states(ds, tmp_path / "export", "x2/ee-eval")
     assert exported.shape == (8, joints + 7 * arms)
     # every tick asked is a frame; the last frame repeats the state the episode ended on, which nobody was sent
