@@ -110,9 +110,9 @@ def _dataset_features(folder: Path) -> dict[str, object] | None:
     return features if isinstance(features, dict) else None
 
 
-def dataset_action_names(folder: Path, feature: str = ACTION) -> tuple[str, ...] | None:
-    """A feature's names (the action vector's by default), when recoverable: the training dataset's meta/info.json
-    names its vectors."""
+def dataset_feature_names(folder: Path, feature: str) -> tuple[str, ...] | None:
+    """A vector feature's names (the action's, the state's), when recoverable: the training dataset's
+    meta/info.json names them."""
     try:
         names = (_dataset_features(folder) or {})[feature]["names"]  # type: ignore[index]
     except (KeyError, TypeError):
@@ -123,7 +123,7 @@ def dataset_action_names(folder: Path, feature: str = ACTION) -> tuple[str, ...]
 def states_tool_poses(folder: Path) -> bool:
     """Whether the training dataset's observation.state ends with tool centre point poses (`x2 export lerobot
     --ee-state` names them `<arm>.x` .. `<arm>.qz`): then x2 eval must send them too."""
-    names = dataset_action_names(folder, OBS_STATE) or ()
+    names = dataset_feature_names(folder, OBS_STATE) or ()
     return len(names) >= len(TCP_FIELDS) and \
         tuple(n.rsplit(".", 1)[-1] for n in names[-len(TCP_FIELDS):]) == TCP_FIELDS
 
@@ -235,7 +235,7 @@ class LeRobotService:
         return DepthEncoderConfig.from_video_info(info if isinstance(info, dict) else None)
 
     def _describe(self) -> ServiceInfo:
-        names = getattr(self.config, "action_feature_names", None) or dataset_action_names(self.folder)
+        names = getattr(self.config, "action_feature_names", None) or dataset_feature_names(self.folder, ACTION)
         if names is not None and len(names) != self.action_dim:
             names = None  # a dataset that changed since training says nothing about this policy
         return ServiceInfo(
