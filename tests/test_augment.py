@@ -130,6 +130,8 @@ def test_same_seed_same_bytes_and_a_rerun_resumes(source: Path, augmented: Path,
     again = tmp_path / "again"
     first = augment_dataset(source, again, AugmentRequest(per_episode=1, scenery=("clutter", "studio"), objects=3))
     assert [o.k for o in first.written] == [0]
+    # As a kill between the file's rename and its index line leaves it: the rerun lists the file and keeps it.
+    (again / "episodes.jsonl").write_bytes(b"")
     second = augment_dataset(source, again, AugmentRequest(per_episode=2, scenery=("clutter", "studio"), objects=3))
     assert [o.existed for o in second.outcomes] == [True, False]  # resumed: k=0 kept, k=1 made
     assert_same_augmented(again, augmented)
@@ -316,8 +318,10 @@ def test_kill_9_loses_nothing_and_the_rerun_gives_the_same_bytes(source: Path, t
         proc.wait()
         if attempt == 0:  # the kill came mid-run: not all augmented episodes were there yet
             assert len(list((out / "episodes").glob("*.h5"))) < 5
+        # A kill between the file's rename into episodes/ and its index line leaves it unlisted: repairable,
+        # and the next writer (or validate --repair) lists it (docs/format.md, "Guarantees"); never an error.
         report = validate(out)
-        assert report.valid, report.problems
+        assert all(p.severity == "repairable" for p in report.problems), report.problems
     rerun = run_x2([*args, "--out", str(out)], tmp_path, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     assert not (out / ".staging").exists() or not any((out / ".staging").iterdir())
@@ -329,6 +333,7 @@ def test_kill_9_loses_nothing_and_the_rerun_gives_the_same_bytes(source: Path, t
             assert _same_attrs(a.attrs, b.attrs)
             da, db = _datasets(a), _datasets(b)
             assert set(da) == set(db) and all(_same_bytes(da[n], db[n]) for n in da)
+    assert validate(out).valid
 
 
 def test_an_augmented_dataset_exports_to_lerobot(augmented: Path, tmp_path: Path,
