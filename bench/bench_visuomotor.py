@@ -13,12 +13,12 @@ Stages, each skipped when its output is already complete, so a stopped run conti
 3. `x2 augment replay --per-episode K --render` -> OUT/data/demos-aug (new distractors, tables, lights, walls)
 4. `x2 export lerobot` of both, then LeRobot's own `aggregate_datasets` joins them (no re-encoding) into the
    ablation's training set
-5. `lerobot-train` of both policies side by side (the same recipe, seed and step count; each one thread), until
+5. `lerobot-train` of both policies side by side (the same recipe, seed and step count; the cores shared out), until
    `--steps` or until `--train-until` (UTC HH:MM): then both stop and the newest checkpoint both have is scored
 6. `x2 eval` of both checkpoints and the bounds, both splits, the same master seed and `--max-ticks`; the
    checkpoints' chunks run as `--chunk-exec` says (default: the whole chunk, as trained; `ensemble`: ACT's temporal
    ensembling, each in its own eval folder, the bounds' shared)
-7. the report: OUT/report.md (report-<chunk-exec>.md for another), printed too
+7. the report: OUT/report.md (report-cosine.md, report-<chunk-exec>.md for the others), printed too
 
 The recipe is docs/policies.md's state ACT with cameras: the ResNet-18 backbone trains from scratch
 (`--policy.pretrained_backbone_weights=null`: no weights can be downloaded here) at the transformer's learning
@@ -77,16 +77,29 @@ def episodes_in(dataset: Path) -> int:
         return 0
 
 
+LR = 1e-4  # the transformer's and, from scratch, the backbone's
+
+
 def train_cmd(export: Path, repo_id: str, out: Path, args: argparse.Namespace) -> list[str]:
-    return [str(BIN / "lerobot-train"), f"--dataset.repo_id={repo_id}", f"--dataset.root={export}",
-            "--policy.type=act", f"--policy.device={args.device}", "--policy.push_to_hub=false",
-            "--policy.dim_model=256", "--policy.dim_feedforward=1024",
-            "--policy.chunk_size=20", "--policy.n_action_steps=20",
-            "--policy.optimizer_lr=1e-4", "--policy.optimizer_lr_backbone=1e-4",
-            "--policy.pretrained_backbone_weights=null",
-            f"--batch_size={args.batch}", "--num_workers=1", f"--steps={args.steps}",
-            f"--save_freq={args.save_every}", "--log_freq=50", "--wandb.enable=false", f"--seed={args.train_seed}",
-            f"--output_dir={out}"]
+    cmd = [str(BIN / "lerobot-train"), f"--dataset.repo_id={repo_id}", f"--dataset.root={export}",
+           "--policy.type=act", f"--policy.device={args.device}", "--policy.push_to_hub=false",
+           "--policy.dim_model=256", "--policy.dim_feedforward=1024",
+           "--policy.chunk_size=20", "--policy.n_action_steps=20",
+           f"--policy.optimizer_lr={LR}", f"--policy.optimizer_lr_backbone={LR}",
+           "--policy.pretrained_backbone_weights=null",
+           f"--batch_size={args.batch}", "--num_workers=1", f"--steps={args.steps}",
+           f"--save_freq={args.save_every}", "--log_freq=50", "--wandb.enable=false", f"--seed={args.train_seed}",
+           f"--output_dir={out}"]
+    if args.lr_schedule == "cosine":
+        # ACT's preset is a constant rate: the weights keep moving at 1e-4 and two checkpoints succeed on different
+        # worlds. LeRobot's cosine decay (its AdamW, ACT's weight decay) settles them by --steps; the per-group
+        # rates (backbone, transformer) scale together.
+        cmd += ["--use_policy_training_preset=false", "--optimizer.type=adamw", f"--optimizer.lr={LR}",
+                "--optimizer.weight_decay=1e-4", "--scheduler.type=cosine_decay_with_warmup",
+                f"--scheduler.num_warmup_steps={min(250, args.steps // 10)}",
+                f"--scheduler.num_decay_steps={args.steps}", f"--scheduler.peak_lr={LR}",
+                f"--scheduler.decay_lr={LR / 100}"]
+    return cmd
 
 
 def checkpoints(run_dir: Path) -> set[int]:
@@ -131,7 +144,9 @@ def parse_deadline(text: str | None) -> dt.datetime | None:
 def train_both(jobs: dict[str, tuple[Path, str]], args: argparse.Namespace, work: Path) -> tuple[int, dict[str, Any]]:
     """Train every policy side by side; returns the step all of them reached and each run's cost (wall and CPU,
     summed over the invocations that trained it: train/<name>/costs.json)."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", HF_HUB_OFFLINE="1")
+    threads = str(max(1, (os.cpu_count() or 1) // len(jobs)))  # the cores shared out: side by side, one each
+    env = dict(os.environ, OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads,
+               HF_HUB_OFFLINE="1")
     procs: dict[str, subprocess.Popen[bytes]] = {}
     cpu: dict[str, float] = {}
     deadline = parse_deadline(args.train_until)
@@ -269,12 +284,19 @@ def main() -> None:
     ap.add_argument("--chunk-exec", default="chunk", help="how the checkpoints run their chunks in x2 eval: chunk "
                     "(as trained), K, or ensemble (ACT's temporal ensembling)")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--skip-ablation", action="store_true")
+    ap.add_argument("--policies", default="images,images+aug", help="which to train and score: images (the "
+                    "demonstrations), images+aug (with their replay variants), or both")
+    ap.add_argument("--lr-schedule", choices=("constant", "cosine"), default="constant",
+                    help="constant: ACT's preset (1e-4 throughout); cosine: warm-up, then decay to 1e-6 at --steps "
+                         "(its trainings are named NAME-cosine, beside the constant ones)")
     ap.add_argument("--approach-object", default="block", help="the object the report measures the tcp's closest "
                                                                "approach to")
     ap.add_argument("--device", default="cpu", help="torch device of the trainings and the served checkpoints "
                                                      "(cuda where a GPU is)")
     args = ap.parse_args()
+    wanted = args.policies.split(",")
+    if not wanted or set(wanted) - {"images", "images+aug"}:
+        ap.error(f"--policies: found {args.policies!r}; allowed: images, images+aug, or both joined by a comma")
     # a SIGTERM unwinds like Ctrl-C, through train_both's `finally`: the trainers (own sessions) stop with the bench
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work: Path = args.out.resolve()
@@ -303,7 +325,7 @@ def main() -> None:
     if "render" not in times:  # (x2 render skips what is stored: a rerun would time nothing)
         timed("render", run(x2("render", str(demos), *cams, "--workers", str(args.workers)), work / "render.log"))
     exports = {"demos": work / "exports" / "demos"}
-    if not args.skip_ablation:
+    if "images+aug" in wanted:
         if episodes_in(aug) == 0:  # (a variant the checker rejects is not made: fewer is a finished run)
             timed("augment", run(x2("augment", "replay", str(demos), "--per-episode", str(args.per_episode),
                                       "--render", *cams, "--workers", str(args.workers), "--out", str(aug)),
@@ -314,8 +336,8 @@ def main() -> None:
             source = demos if name == "demos" else aug
             timed(f"export {name}", run(x2("export", "lerobot", str(source), *cams, "--out", str(export),
                                              "--repo-id", f"x2/{name}"), work / f"export-{name}.log"))
-    jobs = {"images": (exports["demos"], "x2/demos")}
-    if not args.skip_ablation:
+    trainings = {"images": (exports["demos"], "x2/demos")}
+    if "images+aug" in wanted:
         joined = work / "exports" / "demos-plus-aug"
         if not (joined / "meta" / "info.json").exists():
             from lerobot.datasets.aggregate import aggregate_datasets
@@ -327,12 +349,14 @@ def main() -> None:
                                aggr_root=staging)
             staging.rename(joined)
             timed("aggregate", time.perf_counter() - t0)
-        jobs["images+aug"] = (joined, "x2/demos-plus-aug")
+        trainings["images+aug"] = (joined, "x2/demos-plus-aug")
+    suffix = "" if args.lr_schedule == "constant" else f"-{args.lr_schedule}"
+    jobs = {name + suffix: trainings[name] for name in wanted}
     step, costs = train_both(jobs, args, work)
     log(f"scoring step {step} of every training")
 
     reports: dict[str, dict[str, Any]] = {}
-    trained_on = {"images": [demos], "images+aug": [demos, aug]}
+    trained_on = {"images" + suffix: [demos], "images+aug" + suffix: [demos, aug]}
     scored = {name: f"{name}-step{step}" + ("" if args.chunk_exec == "chunk" else f"-{args.chunk_exec}")
               for name in jobs}
     for name in jobs:
@@ -341,15 +365,16 @@ def main() -> None:
     for bound in BOUNDS:
         reports[bound] = evaluate(bound, bound, [demos], args, work)
 
-    lines = [f"pick_place from images: ACT at step {step} (batch {args.batch}), cameras {args.cameras} at "
+    lines = [f"pick_place from images: ACT at step {step} (batch {args.batch}, {args.lr_schedule} learning rate to "
+             f"--steps {args.steps}), cameras {args.cameras} at "
              f"{args.size}; {args.eval_episodes} episodes per split, master seed {args.eval_seed}, "
              f"--max-ticks {args.max_ticks}, the checkpoints' chunks run --chunk-exec {args.chunk_exec}", "",
              "| policy | ID success (95 % CI) | ID progress (subtasks) | OOD success (95 % CI) | OOD progress | "
              f"closest tcp to the {args.approach_object}, median cm (ID / OOD) |",
              "|---|---|---|---|---|---|"]
     n_demos, n_aug = episodes_in(demos), episodes_in(aug)
-    labels = {"images": f"ACT, images + joints, {n_demos} demos",
-              "images+aug": f"ACT, images + joints, {n_demos} demos + {n_aug} replay variants"}
+    labels = {"images" + suffix: f"ACT, images + joints, {n_demos} demos",
+              "images+aug" + suffix: f"ACT, images + joints, {n_demos} demos + {n_aug} replay variants"}
     folders = {name: work / "eval" / scored.get(name, name) for name in reports}
     for name, report in reports.items():
         near = " / ".join(closest_cm(folders[name] / split, args.approach_object) for split in ("train", "eval"))
@@ -357,7 +382,8 @@ def main() -> None:
                                          *cells(report, args.task, "eval"), near]) + " |")
     lines += ["", "stage times (s): " + ", ".join(f"{k} {v:.0f}" for k, v in times.items()),
               "training (wall and CPU seconds, all invocations): " + json.dumps(costs)]
-    (work / ("report.md" if args.chunk_exec == "chunk" else f"report-{args.chunk_exec}.md")).write_text(
+    name = "report" + suffix + ("" if args.chunk_exec == "chunk" else f"-{args.chunk_exec}")
+    (work / f"{name}.md").write_text(
         "\n".join(lines) + "\n")
     print("\n".join(lines))
 
