@@ -1,7 +1,7 @@
-"""`x2 collect waypoints --streams rgb,depth,segmentation`: the episodes it saves are the files `x2 collect waypoints`
-then `x2 render --streams` make of the same seed (every array and attr but the wall clock's /timing, each stream's
-stored chunks byte for byte); without --streams nothing is drawn; a stream x2 does not have, a camera the robot
-lacks, --cameras or --size without --streams: one line, exit 2, nothing written.
+"""`x2 collect waypoints --streams rgb,depth,segmentation` (and `x2 synth --streams`): the episodes it saves are the
+files the same collector then `x2 render --streams` make of the same seed (every array and attr but the wall
+clock's /timing, each stream's stored chunks byte for byte); without --streams nothing is drawn; a stream x2 does
+not have, a camera the robot lacks, --cameras or --size without --streams: one line, exit 2, nothing written.
 
 A task whose horizon ends a waypoint episode after 6 frames, one camera at 16x16.
 """
@@ -76,7 +76,33 @@ def test_bad_streams_are_one_line_and_write_nothing(workspace: Path, args: list[
     assert not (workspace / "data").exists()
 
 
+def test_synth_streams_are_the_render_afterwards(workspace: Path) -> None:
+    """A pool's run: the camera check takes the world from a worker (the inline run's from its own simulator)."""
+    synth = ["synth", "--task", "pick_place", "-n", "1", "--workers", "2"]
+    live = runner.invoke(app, [*synth, "--dataset", "live", "--streams", "rgb,depth", "--cameras", "head", "--size",
+                               "16x16"])
+    assert live.exit_code == 0, live.output
+    plain = runner.invoke(app, [*synth, "--dataset", "plain"])
+    assert plain.exit_code == 0, plain.output
+    with Dataset.open(workspace / "data" / "plain") as ds, ds.load(0) as ep:
+        assert fmt.IMAGES not in ep and fmt.DEPTH not in ep
+    render_dataset(workspace / "data" / "plain", ("head",), ImageSize(16, 16), streams=("rgb", "depth"))
+    assert deterministic_contents(workspace / "data" / "live") == deterministic_contents(workspace / "data" / "plain")
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_synth_refuses_a_camera_the_robot_lacks_before_anything_is_written(workspace: Path, workers: str) -> None:
+    result = runner.invoke(app, ["synth", "--task", "pick_place", "-n", "1", "--workers", workers, "--streams", "rgb",
+                                 "--cameras", "nose"])
+    out = result.output.strip()
+    assert result.exit_code == 2 and len(out.splitlines()) == 1 and "Traceback" not in out, out
+    assert "--cameras: found ['nose']; allowed: the world's cameras" in out, out
+    assert not (workspace / "data").exists()
+
+
 def test_help_shows_the_streams_example() -> None:
     for command in ("waypoints", "teleop"):
         result = runner.invoke(app, ["collect", command, "--help"], env={"COLUMNS": "200"})
         assert result.exit_code == 0 and "--streams rgb,depth,segmentation" in result.output, result.output
+    result = runner.invoke(app, ["synth", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and "--streams rgb --cameras head,right_wrist" in result.output, result.output

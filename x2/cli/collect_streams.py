@@ -1,6 +1,7 @@
-"""The collectors' camera streams (`x2 collect waypoints | teleop --streams rgb,depth,segmentation`): each episode a
-collector saves gets the streams `x2 render --streams` would draw into it afterwards, drawn by that same render pass
-(x2/render/dataset.py) once the recording ends, so the files are those `x2 collect` then `x2 render` make.
+"""The collectors' camera streams (`x2 collect waypoints | teleop`, `x2 synth`, each `--streams rgb,depth,...`): each
+episode a collector saves gets the streams `x2 render --streams` would draw into it afterwards, drawn by that same
+render pass (x2/render/dataset.py) once the recording ends, so the files are those the collector then `x2 render`
+make.
 
 Not per tick: collectors record states (docs/format.md, "Camera streams"), and a frame costs ~50 ms of CPU a camera
 here, more than a 30 Hz teleop tick has. The request is checked against the world before anything is recorded."""

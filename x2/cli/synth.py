@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from x2.cli._common import console
+from x2.cli.collect_streams import CamerasOpt, SizeOpt, StreamsOpt, render_saved, stream_request
 from x2.cli.options import (
     AllowEvalOpt,
     CalibrationOpt,
@@ -58,6 +59,9 @@ def synth(
         "--grasp-variety", min=1, help="the best-ranked grasps each attempt samples among: 1 always takes the "
         "best (one grasp per object pose: what a behaviour-cloning policy learns from most easily)")
     ] = SessionOptions.grasp_variety,
+    streams: StreamsOpt = None,
+    cameras: CamerasOpt = None,
+    size: SizeOpt = None,
     ray: RayOpt = None,
     cpus_per_worker: CpusPerWorkerOpt = RayTarget.cpus_per_worker,
 ) -> None:
@@ -76,13 +80,18 @@ def synth(
 
     Another robot, another gripper: [cyan]x2 synth --task pick_place --robot franka-panda --gripper G -n 20[/cyan]
 
+    With pictures for a visuomotor policy, rendered into each episode once the run ends (the files `x2 render`
+    makes afterwards): [cyan]x2 synth --task pick_place -n 200 --streams rgb --cameras head,right_wrist --size
+    72x96[/cyan]
+
     On a Ray cluster: [cyan]x2 synth --task pick_place -n 1000 --ray auto[/cyan]
     """
+    request = stream_request(streams, cameras, size)
     session = SessionOptions(task=task, robot=robot_with_calibration(robot, task, calibration), gripper=gripper,
                              variant=variant, sequential=sequential,
                              grasp_variety=grasp_variety)
     config = SynthConfig(session, n=n, workers=workers, seed=seed, max_attempts=max_attempts, keep_failed=keep_failed,
-                         allow_eval=allow_eval, ray=ray_target(ray, cpus_per_worker))
+                         allow_eval=allow_eval, ray=ray_target(ray, cpus_per_worker), streams=request)
     run = SynthRun(config, workspace.given_output(dataset))  # (None: the default folder, which needs the robot)
     workspace.remember_dataset(run.path)
     for arm in run.env.robot.arms:
@@ -92,6 +101,7 @@ def synth(
                                  f"x2 robots check {run.env.robot.name} shows them"), soft_wrap=True)
     schedule = "one node at a time" if sequential else "ready nodes on free arms at once"
     run.start_workers()  # (before the progress display's thread: they start as copies of this process)
+    run.refuse_undrawn_streams()  # (--cameras, --size: before anything is said or written)
     where = f" on Ray ({ray})" if ray else ""
     console.print(f"dataset: {run.path}; {run.workers} workers{where}; master seed {seed}; {schedule}")
     latest = run.progress
@@ -119,5 +129,7 @@ def synth(
     first, last = run.first_attempt, run.first_attempt + latest.attempted - 1
     where = "" if first == 0 else f" (continuing the dataset's seed {seed} after its {first} earlier attempts)"
     console.print(f"{latest.stop_reason}: attempts {first}-{last}{where}. Report: {run.path / SYNTH_REPORT_FILE}")
+    if request is not None:
+        render_saved(run.path, request, run.committed, allow_eval)
     if latest.accepted < n:
         raise typer.Exit(1)

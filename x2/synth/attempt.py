@@ -18,6 +18,7 @@ from x2.rollout import Rollout, RolloutOptions
 from x2.rollout.loop import PENETRATION_LIMIT_M, EpisodeResult
 from x2.rollout.memory import MemoryRecorder
 from x2.sim import SimulationUnstable
+from x2.sim.camera import WorldCameras
 from x2.synth.binding import task_program
 from x2.synth.context import SynthContext, SynthStats
 from x2.synth.executor import SkillExecutor
@@ -131,11 +132,12 @@ class BackendNames:
 
     robot_joint_names: tuple[str, ...]
     object_names: tuple[str, ...]
+    cameras: WorldCameras  # what `x2 synth --streams` is checked against before anything is recorded
 
 
 def world_names() -> BackendNames:
     backend = _session().backend
-    return BackendNames(backend.robot_joint_names, backend.object_names)
+    return BackendNames(backend.robot_joint_names, backend.object_names, backend.cameras)
 
 
 @dataclass(frozen=True)

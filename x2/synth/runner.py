@@ -28,8 +28,9 @@ from x2.envspec.held_out import refuse_eval_run
 from x2.files.atomic import write_bytes
 from x2.format import SYNTH_REPORT_FILE
 from x2.processes.pool import RayTarget, WorkerLost, WorkerPool, in_order, open_pool
-from x2.rollout.episodes import EpisodeOutcome, WorldNames, commit_episode, episode_start, open_dataset, versions
+from x2.rollout.episodes import EpisodeOutcome, commit_episode, episode_start, open_dataset, versions
 from x2.rollout.loop import EpisodeResult
+from x2.sim.camera import StreamRequest
 from x2.synth.attempt import (
     AttemptOutcome,
     AttemptUnit,
@@ -57,6 +58,9 @@ class SynthConfig:
     keep_failed: bool = False
     allow_eval: bool = False
     ray: RayTarget | None = None
+    # the camera streams the command renders into the committed episodes once the run ends (x2/cli/synth.py
+    # --streams); checked here against the world's cameras before the dataset is opened
+    streams: StreamRequest | None = None
     hopeless_after: int = 30  # attempts before judging the acceptance rate (no option)
     hopeless_rate: float = 0.05
 
@@ -126,7 +130,8 @@ class SynthRun:
         cfg = self.config
         try:
             self.start_workers()
-            ds = open_dataset(self.path, self.env, self._world_names())
+            names = self.refuse_undrawn_streams()
+            ds = open_dataset(self.path, self.env, names)
         except BaseException:
             self._stop_workers()
             raise
@@ -153,9 +158,23 @@ class SynthRun:
             ds.close()
         return self.progress
 
-    def _world_names(self) -> WorldNames:
+    def refuse_undrawn_streams(self) -> BackendNames:
+        """A one-line CameraError unless the world draws the config's --streams request (cameras, size); the world's
+        names. Before the dataset is opened: a bad request writes nothing, and stops the workers."""
+        try:
+            names = self._world_names()
+            if self.config.streams is not None:
+                request, robot = self.config.streams, self.env.robot.name
+                names.cameras.refuse_unless_drawn(request.cameras, request.size, f"robot {robot}")
+        except BaseException:
+            self._stop_workers()
+            raise
+        return names
+
+    def _world_names(self) -> BackendNames:
         if self.session is not None:
-            return self.session.backend
+            backend = self.session.backend
+            return BackendNames(backend.robot_joint_names, backend.object_names, backend.cameras)
         assert self._names is not None  # (start_workers asked for them)
         try:
             return self._names.result()  # (a world that does not compile: the worker's one-line error, raised here)
