@@ -47,7 +47,7 @@ from x2.synth.report import AttemptSummary, HowMade, RayReport, SynthReport
 @dataclass(frozen=True)
 class SynthConfig:
     """A run of `x2 synth`: the session's options and the run's own (--num-demos, --workers, --seed,
-    --max-attempts, --keep-failed, --allow-eval, --ray: their help in x2/cli/synth.py says what each means;
+    --max-attempts, --keep-failed, --allow-eval, --ray, --streams: their help in x2/cli/synth.py says what each means;
     None: the command's default, which the help names)."""
 
     session: SessionOptions
