@@ -382,9 +382,8 @@ def main() -> None:
                                          *cells(report, args.task, "eval"), near]) + " |")
     lines += ["", "stage times (s): " + ", ".join(f"{k} {v:.0f}" for k, v in times.items()),
               "training (wall and CPU seconds, all invocations): " + json.dumps(costs)]
-    name = "report" + suffix + ("" if args.chunk_exec == "chunk" else f"-{args.chunk_exec}")
-    (work / f"{name}.md").write_text(
-        "\n".join(lines) + "\n")
+    report_name = "report" + suffix + ("" if args.chunk_exec == "chunk" else f"-{args.chunk_exec}")
+    (work / f"{report_name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
