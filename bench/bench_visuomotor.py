@@ -80,12 +80,24 @@ def episodes_in(dataset: Path) -> int:
 LR = 1e-4  # the transformer's and, from scratch, the backbone's
 
 
+# The policies' own settings. ACT: docs/policies.md's state recipe with cameras. Diffusion: two observation steps (the
+# policy sees its own motion, which one picture and the joints do not tell: bench/RESULTS.md, "Continued to step
+# 8250"), group norm in place of the batch norm a from-scratch ResNet cannot use, a smaller U-Net than LeRobot's
+# default (down_dims 512-2048) for a CPU, a horizon of 32 run 16 at a time (drop_n_last_frames = horizon -
+# n_action_steps - n_obs_steps + 1), and DDIM's 10 denoising steps at inference instead of DDPM's 100.
+POLICY_ARGS = {
+    "act": ["--policy.type=act", "--policy.dim_model=256", "--policy.dim_feedforward=1024", "--policy.chunk_size=20",
+            "--policy.n_action_steps=20", f"--policy.optimizer_lr={LR}", f"--policy.optimizer_lr_backbone={LR}"],
+    "diffusion": ["--policy.type=diffusion", "--policy.n_obs_steps=2", "--policy.horizon=32",
+                  "--policy.n_action_steps=16", "--policy.drop_n_last_frames=15", "--policy.use_group_norm=true",
+                  "--policy.down_dims=[256,512,1024]", "--policy.noise_scheduler_type=DDIM",
+                  "--policy.num_inference_steps=10", f"--policy.optimizer_lr={LR}"],
+}
+
+
 def train_cmd(export: Path, repo_id: str, out: Path, args: argparse.Namespace) -> list[str]:
     cmd = [str(BIN / "lerobot-train"), f"--dataset.repo_id={repo_id}", f"--dataset.root={export}",
-           "--policy.type=act", f"--policy.device={args.device}", "--policy.push_to_hub=false",
-           "--policy.dim_model=256", "--policy.dim_feedforward=1024",
-           "--policy.chunk_size=20", "--policy.n_action_steps=20",
-           f"--policy.optimizer_lr={LR}", f"--policy.optimizer_lr_backbone={LR}",
+           *POLICY_ARGS[args.policy_type], f"--policy.device={args.device}", "--policy.push_to_hub=false",
            "--policy.pretrained_backbone_weights=null",
            f"--batch_size={args.batch}", "--num_workers=1", f"--steps={args.steps}",
            f"--save_freq={args.save_every}", "--log_freq=50", "--wandb.enable=false", f"--seed={args.train_seed}",
@@ -286,6 +298,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--policies", default="images,images+aug", help="which to train and score: images (the "
                     "demonstrations), images+aug (with their replay variants), or both")
+    ap.add_argument("--policy-type", choices=tuple(POLICY_ARGS), default="act", help="act (the reported runs) or "
+                    "diffusion (its trainings are named NAME-diffusion; its own preset schedules the rate: a cosine "
+                    "after 500 warm-up steps)")
     ap.add_argument("--lr-schedule", choices=("constant", "cosine"), default="constant",
                     help="constant: ACT's preset (1e-4 throughout); cosine: warm-up, then decay to 1e-6 at --steps "
                          "(its trainings are named NAME-cosine, beside the constant ones)")
@@ -297,6 +312,9 @@ def main() -> None:
     wanted = args.policies.split(",")
     if not wanted or set(wanted) - {"images", "images+aug"}:
         ap.error(f"--policies: found {args.policies!r}; allowed: images, images+aug, or both joined by a comma")
+    if args.policy_type == "diffusion" and args.lr_schedule != "constant":
+        ap.error("--lr-schedule: found cosine with --policy-type diffusion; allowed: constant (diffusion's own preset "
+                 "already decays the rate)")
     # a SIGTERM unwinds like Ctrl-C, through train_both's `finally`: the trainers (own sessions) stop with the bench
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work: Path = args.out.resolve()
@@ -350,7 +368,8 @@ def main() -> None:
             staging.rename(joined)
             timed("aggregate", time.perf_counter() - t0)
         trainings["images+aug"] = (joined, "x2/demos-plus-aug")
-    suffix = "" if args.lr_schedule == "constant" else f"-{args.lr_schedule}"
+    suffix = ("" if args.policy_type == "act" else f"-{args.policy_type}") + \
+        ("" if args.lr_schedule == "constant" else f"-{args.lr_schedule}")
     jobs = {name + suffix: trainings[name] for name in wanted}
     step, costs = train_both(jobs, args, work)
     log(f"scoring step {step} of every training")
@@ -365,7 +384,8 @@ def main() -> None:
     for bound in BOUNDS:
         reports[bound] = evaluate(bound, bound, [demos], args, work)
 
-    lines = [f"pick_place from images: ACT at step {step} (batch {args.batch}, {args.lr_schedule} learning rate to "
+    kind = {"act": "ACT", "diffusion": "Diffusion"}[args.policy_type]
+    lines = [f"pick_place from images: {kind} at step {step} (batch {args.batch}, {args.lr_schedule} learning rate to "
              f"--steps {args.steps}), cameras {args.cameras} at "
              f"{args.size}; {args.eval_episodes} episodes per split, master seed {args.eval_seed}, "
              f"--max-ticks {args.max_ticks}, the checkpoints' chunks run --chunk-exec {args.chunk_exec}", "",
@@ -373,8 +393,8 @@ def main() -> None:
              f"closest tcp to the {args.approach_object}, median cm (ID / OOD) |",
              "|---|---|---|---|---|---|"]
     n_demos, n_aug = episodes_in(demos), episodes_in(aug)
-    labels = {"images" + suffix: f"ACT, images + joints, {n_demos} demos",
-              "images+aug" + suffix: f"ACT, images + joints, {n_demos} demos + {n_aug} replay variants"}
+    labels = {"images" + suffix: f"{kind}, images + joints, {n_demos} demos",
+              "images+aug" + suffix: f"{kind}, images + joints, {n_demos} demos + {n_aug} replay variants"}
     folders = {name: work / "eval" / scored.get(name, name) for name in reports}
     for name, report in reports.items():
         near = " / ".join(closest_cm(folders[name] / split, args.approach_object) for split in ("train", "eval"))

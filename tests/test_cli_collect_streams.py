@@ -103,6 +103,8 @@ def test_synth_refuses_a_camera_the_robot_lacks_before_anything_is_written(works
 def test_help_shows_the_streams_example() -> None:
     for command in ("waypoints", "teleop"):
         result = runner.invoke(app, ["collect", command, "--help"], env={"COLUMNS": "200"})
-        assert result.exit_code == 0 and "--streams rgb,depth,segmentation" in result.output, result.output
+        said = " ".join(result.output.split())  # (wrapped wherever the terminal's width puts it)
+        assert result.exit_code == 0 and "--streams rgb,depth,segmentation" in said, result.output
     result = runner.invoke(app, ["synth", "--help"], env={"COLUMNS": "200"})
-    assert result.exit_code == 0 and "--streams rgb --cameras head,right_wrist" in result.output, result.output
+    said = " ".join(result.output.split())  # (wrapped wherever the terminal's width puts it)
+    assert result.exit_code == 0 and "--streams rgb --cameras head,right_wrist --size 72x96" in said, result.output

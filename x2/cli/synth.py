@@ -80,9 +80,9 @@ def synth(
 
     Another robot, another gripper: [cyan]x2 synth --task pick_place --robot franka-panda --gripper G -n 20[/cyan]
 
-    With pictures for a visuomotor policy, rendered into each episode once the run ends (the files `x2 render`
-    makes afterwards): [cyan]x2 synth --task pick_place -n 200 --streams rgb --cameras head,right_wrist --size
-    72x96[/cyan]
+    With pictures, rendered into each episode once the run ends (the files `x2 render` makes afterwards):
+
+    [cyan]x2 synth --task pick_place -n 200 --streams rgb --cameras head,right_wrist --size 72x96[/cyan]
 
     On a Ray cluster: [cyan]x2 synth --task pick_place -n 1000 --ray auto[/cyan]
     """
