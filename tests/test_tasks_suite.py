@@ -28,6 +28,55 @@ def test_every_task_compiles_with_its_dimensions(task: str) -> None:
     topological_order(env.task.node_ids, env.task.edges)  # a DAG
 
 
+@pytest.mark.parametrize("task", names("tasks"))
+def test_a_lift_completes_a_node_only_in_the_hand(task: str) -> None:
+    """A node that succeeds on an object lifted also needs a gripper holding it, the skill's own where it names an
+    arm: a block knocked or flung into the air is not a pick (a per-subtask rate or a label would credit a grasp the
+    gripper never made)."""
+    env = load_env(task)
+    assert env.task is not None
+    for node in env.task.nodes:
+        held = {str(c.args["obj"]): str(c.args["arm"]) for c in node.success if c.name == "gripper_holding"}
+        for call in node.success:
+            if call.name == "object_lifted":
+                obj = str(call.args["obj"])
+                assert obj in held, f"{task}: {node.id} succeeds on {call.describe()} without gripper_holding"
+                if node.skill is not None and node.skill.name in ("pick", "intercept"):
+                    assert held[obj] == node.skill.arm, (task, node.id, held[obj], node.skill.arm)
+
+
+def test_a_block_flung_into_the_air_is_not_picked() -> None:
+    """pick_place's pick from the physics: the block 10 cm above its rest with no finger on it is lifted but not
+    picked; the same height between the closed fingers is picked."""
+    from x2.sim.mujoco.backend import MujocoBackend
+    from x2.tasks.predicates import holds
+
+    env = load_env("pick_place")
+    assert env.task is not None
+    pick = next(n for n in env.task.nodes if n.id == "pick")
+    backend = MujocoBackend(env)
+    try:
+        backend.reset(0)
+        block = next(str(c.args["obj"]) for c in pick.success if c.name == "object_lifted")
+
+        def picked() -> bool:
+            return all(holds(backend, c.name, c.args) for c in pick.success)
+
+        flung = np.array(backend.object_pos(block), copy=True) + np.array([0.0, 0.0, 0.10])
+        backend.set_object_pose(block, flung, np.array([1.0, 0, 0, 0]))
+        assert holds(backend, "object_lifted", {"obj": block, "height": 0.05}) and not picked()
+        arm = env.robot.arms[-1].name
+        tcp = backend.robot_state().ee_pose[-1, :3]  # the block between the open fingers, then the gripper closed
+        backend.set_object_pose(block, tcp - np.array([0.0, 0.0, 0.025]), np.array([1.0, 0, 0, 0]))
+        action = backend.home_action()
+        action[backend.action_layout.arm(arm).gripper] = 0.0
+        for _ in range(30):
+            backend.step(action)
+        assert picked()
+    finally:
+        backend.close()
+
+
 def test_tasks_ls_filters_by_dimension(tmp_path: Path) -> None:
     out = run_x2(["tasks", "ls", "--dimension", "precision"], tmp_path)
     assert out.returncode == 0, out.stderr
