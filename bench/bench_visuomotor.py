@@ -18,11 +18,14 @@ Stages, each skipped when its output is already complete, so a stopped run conti
 6. `x2 eval` of both checkpoints and the bounds, both splits, the same master seed and `--max-ticks`; the
    checkpoints' chunks run as `--chunk-exec` says (default: the whole chunk, as trained; `ensemble`: ACT's temporal
    ensembling, each in its own eval folder, the bounds' shared)
-7. the report: OUT/report.md (report-cosine.md, report-<chunk-exec>.md for the others), printed too
+7. the report: OUT/report.md (report-cosine.md, report-chunk50.md, report-<chunk-exec>.md for the others), printed
+   too
 
 The recipe is docs/policies.md's state ACT with cameras: the ResNet-18 backbone trains from scratch
 (`--policy.pretrained_backbone_weights=null`: no weights can be downloaded here) at the transformer's learning
-rate, 1e-4, not ACT's fine-tuning 1e-5.
+rate, 1e-4, not ACT's fine-tuning 1e-5. Its chunk of 20 actions (0.67 s) runs whole; `--chunk-size 50` trains and
+runs a longer one (named NAME-chunk50): bench/RESULTS.md found that re-planning more often only hurt.
+`--velocity-state` exports again with the joints' velocities in the state (OUT/exports-vel, runs named NAME-vel).
 """
 
 from __future__ import annotations
@@ -96,8 +99,12 @@ POLICY_ARGS = {
 
 
 def train_cmd(export: Path, repo_id: str, out: Path, args: argparse.Namespace) -> list[str]:
+    policy = POLICY_ARGS[args.policy_type]
+    if args.policy_type == "act":  # the chunk is run whole
+        policy = [a for a in policy if not a.startswith(("--policy.chunk_size=", "--policy.n_action_steps="))] + \
+            [f"--policy.chunk_size={args.chunk_size}", f"--policy.n_action_steps={args.chunk_size}"]
     cmd = [str(BIN / "lerobot-train"), f"--dataset.repo_id={repo_id}", f"--dataset.root={export}",
-           *POLICY_ARGS[args.policy_type], f"--policy.device={args.device}", "--policy.push_to_hub=false",
+           *policy, f"--policy.device={args.device}", "--policy.push_to_hub=false",
            "--policy.pretrained_backbone_weights=null",
            f"--batch_size={args.batch}", "--num_workers=1", f"--steps={args.steps}",
            f"--save_freq={args.save_every}", "--log_freq=50", "--wandb.enable=false", f"--seed={args.train_seed}",
@@ -304,6 +311,10 @@ def main() -> None:
     ap.add_argument("--lr-schedule", choices=("constant", "cosine"), default="constant",
                     help="constant: ACT's preset (1e-4 throughout); cosine: warm-up, then decay to 1e-6 at --steps "
                          "(its trainings are named NAME-cosine, beside the constant ones)")
+    ap.add_argument("--chunk-size", type=int, default=20, help="ACT's chunk, run whole (its trainings are named "
+                    "NAME-chunkN where N is not 20): fewer re-plans carry the arm through the motion's slow phases")
+    ap.add_argument("--velocity-state", action="store_true", help="the policies also observe the joints' "
+                    "velocities (exports-vel/: x2 export lerobot --velocity-state; runs named NAME-vel)")
     ap.add_argument("--approach-object", default="block", help="the object the report measures the tcp's closest "
                                                                "approach to")
     ap.add_argument("--device", default="cpu", help="torch device of the trainings and the served checkpoints "
@@ -315,6 +326,9 @@ def main() -> None:
     if args.policy_type == "diffusion" and args.lr_schedule != "constant":
         ap.error("--lr-schedule: found cosine with --policy-type diffusion; allowed: constant (diffusion's own preset "
                  "already decays the rate)")
+    if args.chunk_size < 1 or (args.policy_type != "act" and args.chunk_size != 20):
+        ap.error(f"--chunk-size: found {args.chunk_size} with --policy-type {args.policy_type}; allowed: a positive "
+                 "chunk for act (diffusion's horizon is its own)")
     # a SIGTERM unwinds like Ctrl-C, through train_both's `finally`: the trainers (own sessions) stop with the bench
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work: Path = args.out.resolve()
@@ -342,21 +356,24 @@ def main() -> None:
             raise SystemExit(f"synth stopped at {episodes_in(demos)} of {args.demos} demonstrations: {work}/synth.log")
     if "render" not in times:  # (x2 render skips what is stored: a rerun would time nothing)
         timed("render", run(x2("render", str(demos), *cams, "--workers", str(args.workers)), work / "render.log"))
-    exports = {"demos": work / "exports" / "demos"}
+    exported = work / ("exports-vel" if args.velocity_state else "exports")
+    exports = {"demos": exported / "demos"}
     if "images+aug" in wanted:
         if episodes_in(aug) == 0:  # (a variant the checker rejects is not made: fewer is a finished run)
             timed("augment", run(x2("augment", "replay", str(demos), "--per-episode", str(args.per_episode),
                                       "--render", *cams, "--workers", str(args.workers), "--out", str(aug)),
                                    work / "augment.log"))
-        exports["aug"] = work / "exports" / "aug"
+        exports["aug"] = exported / "aug"
     for name, export in exports.items():
         if not (export / "meta" / "info.json").exists():
             source = demos if name == "demos" else aug
-            timed(f"export {name}", run(x2("export", "lerobot", str(source), *cams, "--out", str(export),
-                                             "--repo-id", f"x2/{name}"), work / f"export-{name}.log"))
+            vel = ["--velocity-state"] if args.velocity_state else []
+            timed(f"export {name}{'-vel' if vel else ''}",
+                  run(x2("export", "lerobot", str(source), *cams, *vel, "--out", str(export), "--repo-id",
+                         f"x2/{name}"), work / f"export-{name}{'-vel' if vel else ''}.log"))
     trainings = {"images": (exports["demos"], "x2/demos")}
     if "images+aug" in wanted:
-        joined = work / "exports" / "demos-plus-aug"
+        joined = exported / "demos-plus-aug"
         if not (joined / "meta" / "info.json").exists():
             from lerobot.datasets.aggregate import aggregate_datasets
 
@@ -366,10 +383,11 @@ def main() -> None:
             aggregate_datasets(["x2/demos", "x2/aug"], "x2/demos-plus-aug", roots=[exports["demos"], exports["aug"]],
                                aggr_root=staging)
             staging.rename(joined)
-            timed("aggregate", time.perf_counter() - t0)
+            timed("aggregate" + ("-vel" if args.velocity_state else ""), time.perf_counter() - t0)
         trainings["images+aug"] = (joined, "x2/demos-plus-aug")
     suffix = ("" if args.policy_type == "act" else f"-{args.policy_type}") + \
-        ("" if args.lr_schedule == "constant" else f"-{args.lr_schedule}")
+        ("" if args.lr_schedule == "constant" else f"-{args.lr_schedule}") + \
+        ("" if args.chunk_size == 20 else f"-chunk{args.chunk_size}") + ("-vel" if args.velocity_state else "")
     jobs = {name + suffix: trainings[name] for name in wanted}
     step, costs = train_both(jobs, args, work)
     log(f"scoring step {step} of every training")
@@ -386,15 +404,16 @@ def main() -> None:
 
     kind = {"act": "ACT", "diffusion": "Diffusion"}[args.policy_type]
     lines = [f"pick_place from images: {kind} at step {step} (batch {args.batch}, {args.lr_schedule} learning rate to "
-             f"--steps {args.steps}), cameras {args.cameras} at "
+             f"--steps {args.steps}, chunk {args.chunk_size}), cameras {args.cameras} at "
              f"{args.size}; {args.eval_episodes} episodes per split, master seed {args.eval_seed}, "
              f"--max-ticks {args.max_ticks}, the checkpoints' chunks run --chunk-exec {args.chunk_exec}", "",
              "| policy | ID success (95 % CI) | ID progress (subtasks) | OOD success (95 % CI) | OOD progress | "
              f"closest tcp to the {args.approach_object}, median cm (ID / OOD) |",
              "|---|---|---|---|---|---|"]
     n_demos, n_aug = episodes_in(demos), episodes_in(aug)
-    labels = {"images" + suffix: f"{kind}, images + joints, {n_demos} demos",
-              "images+aug" + suffix: f"{kind}, images + joints, {n_demos} demos + {n_aug} replay variants"}
+    state = "joints and their velocities" if args.velocity_state else "joints"
+    labels = {"images" + suffix: f"{kind}, images + {state}, {n_demos} demos",
+              "images+aug" + suffix: f"{kind}, images + {state}, {n_demos} demos + {n_aug} replay variants"}
     folders = {name: work / "eval" / scored.get(name, name) for name in reports}
     for name, report in reports.items():
         near = " / ".join(closest_cm(folders[name] / split, args.approach_object) for split in ("train", "eval"))

@@ -110,6 +110,8 @@ def test_cameras_become_image_features_and_a_wrong_argument_is_one_line() -> Non
     widths = [env_to_policy_features(x2_config(task=TASK, obs="agent_pos", ee_state=ee))["observation.state"].shape
               for ee in (False, True)]
     assert widths == [(16,), (16 + 2 * 7,)]  # --env.ee_state: both arms' tool poses after the joints
+    both = x2_config(task=TASK, obs="agent_pos", ee_state=True, velocity_state=True)
+    assert env_to_policy_features(both)["observation.state"].shape == (2 * 16 + 2 * 7,)  # --env.velocity_state too
     with pytest.raises(EnvError, match=r"^x2/pick_place-v0: obs: found 'nose_cam'; allowed: agent_pos, "):
         x2_config(task=TASK, obs="nose_cam")
     with pytest.raises(EnvError, match=r"^--env.splits: found 'test'; allowed: train, eval"):

@@ -19,7 +19,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 import pytest
-from helpers.lerobot_folder import untrained_act_folder
+from helpers.lerobot_folder import exported_state_rows, untrained_act_folder
 from helpers.policy_serving import serving
 from helpers.real_dataset import record_short_dataset
 
@@ -61,20 +61,6 @@ class SeesToolPoses:
         pass
 
 
-def _export_states(ds: Dataset, target: Path, repo: str) -> np.ndarray:
-    """The observation.state column of a state-only `--ee-state` LeRobot export of `ds`, episodes in order."""
-    import datasets.config
-    import pyarrow.parquet as pq
-
-    with pytest.MonkeyPatch.context() as patch:  # LeRobot's loads copy tables into HF's cache: not ~/.cache
-        patch.setattr(datasets.config, "HF_DATASETS_CACHE", target.parent / "hf-cache")
-        export_lerobot(ExportRequest(ds, tuple(ds.episodes()), target, state_only=True),
-                       LeRobotOptions(repo_id=repo, ee_state=True))
-    table = pq.read_table(sorted((target / "data").rglob("*.parquet")))
-    order = np.lexsort((table["frame_index"].to_numpy(), table["episode_index"].to_numpy()))
-    return np.stack(table[OBS_STATE].to_numpy(zero_copy_only=False))[order]
-
-
 @pytest.mark.parametrize("robot", [None, "mobile-aloha"])
 def test_the_states_x2_eval_sends_are_the_rows_the_export_writes(robot: str | None, tmp_path: Path) -> None:
     service = SeesToolPoses(mobile=robot is not None)
@@ -90,7 +76,7 @@ def test_the_states_x2_eval_sends_are_the_rows_the_export_writes(robot: str | No
     assert said["inputs"]["ee_state"] is True
     sent = np.stack(service.states)
     assert sent.dtype == np.float32 and sent.shape[1] == joints + 7 * arms and len(sent) >= 7
-    exported = _export_states(ds, tmp_path / "export", "x2/ee-eval")
+    exported = exported_state_rows(ds, tmp_path / "export", LeRobotOptions(repo_id="x2/ee-eval", ee_state=True))
     assert exported.shape == (8, joints + 7 * arms)
     # every tick asked is a frame; the last frame repeats the state the episode ended on, which nobody was sent
     np.testing.assert_array_equal(sent, exported[:len(sent)])
@@ -110,12 +96,14 @@ def test_the_states_x2_eval_sends_are_the_rows_the_export_writes(robot: str | No
     np.testing.assert_array_equal(np.stack(seen), sent)
 
 
-def test_a_plain_service_is_sent_the_joints_alone() -> None:
+@pytest.mark.parametrize("wish", ["ee_state", "velocity_state"])
+def test_a_plain_service_is_sent_the_joints_alone(wish: str) -> None:
+    """Neither the tool poses nor the velocities (tests/test_eval_velocity_state.py) unless the service says so."""
     info = ServiceInfo(kind="lerobot")
-    assert "ee_state" not in info.to_metadata()["x2"]
-    assert ObservationPlan.for_service(info).ee_state is False
-    said = ServiceInfo(kind="lerobot", ee_state=True)
-    assert ServiceInfo.from_metadata(said.to_metadata()) == said and ObservationPlan.for_service(said).ee_state
+    assert wish not in info.to_metadata()["x2"]
+    assert getattr(ObservationPlan.for_service(info), wish) is False
+    said = ServiceInfo(kind="lerobot", **{wish: True})
+    assert ServiceInfo.from_metadata(said.to_metadata()) == said and getattr(ObservationPlan.for_service(said), wish)
 
 
 @pytest.fixture(scope="module")

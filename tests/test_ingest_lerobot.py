@@ -224,6 +224,16 @@ def test_a_killed_import_loses_nothing_finished_and_resumes(recordings: dict[str
     assert deterministic_contents(tmp_path / "killed") == deterministic_contents(tmp_path / "clean")
 
 
+def test_an_export_of_velocities_a_recording_lacks_is_refused_in_one_line(imported: Path, tmp_path: Path) -> None:
+    """A recording stores measured joints but no velocities: `--velocity-state` cannot fill observation.state."""
+    done = run_x2(["export", "lerobot", str(imported), "--velocity-state", "--out", str(tmp_path / "out")],
+                  cwd=imported.parent)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, (done.stdout, done.stderr)
+    assert "observations/qvel: found missing" in lines[0] and "--velocity-state" in lines[0], lines
+    assert not (tmp_path / "out").exists() and not any(tmp_path.iterdir())
+
+
 def test_exports_carry_state_action_and_stored_frames(imported: Path, tmp_path: Path) -> None:
     """zarr and HDF5 without the simulator state a recording lacks, a rerun recording (x2 datasets view); LeRobot
     without labels, and read in again by `x2 import lerobot` it gives back the same values, timestamps and

@@ -4,6 +4,9 @@ of what x2 does in front of a LeRobot policy (what it is sent), which runs befor
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 
 def untrained_act_folder(root: Path, repo: str, target: Path, depth_unit: str = "mm") -> Path:
@@ -30,3 +33,22 @@ def untrained_act_folder(root: Path, repo: str, target: Path, depth_unit: str = 
     preprocess.save_pretrained(folder)
     postprocess.save_pretrained(folder)
     return folder
+
+
+def exported_state_rows(ds: Any, target: Path, options: Any) -> np.ndarray:
+    """The observation.state column of a state-only LeRobot export of every episode of `ds` (x2 Dataset) with
+    `options` (LeRobotOptions) at `target`, episodes and frames in order."""
+    import datasets.config
+    import pyarrow.parquet as pq
+    import pytest
+
+    from x2.export.lerobot import export_lerobot
+    from x2.export.request import ExportRequest
+    from x2.policy.protocol import OBS_STATE
+
+    with pytest.MonkeyPatch.context() as patch:  # LeRobot's loads copy tables into HF's cache: not ~/.cache
+        patch.setattr(datasets.config, "HF_DATASETS_CACHE", target.parent / "hf-cache")
+        export_lerobot(ExportRequest(ds, tuple(ds.episodes()), target, state_only=True), options)
+    table = pq.read_table(sorted((target / "data").rglob("*.parquet")))
+    order = np.lexsort((table["frame_index"].to_numpy(), table["episode_index"].to_numpy()))
+    return np.stack(table[OBS_STATE].to_numpy(zero_copy_only=False))[order]

@@ -57,6 +57,10 @@ def lerobot_command(
     ee_state: Annotated[bool, typer.Option(
         "--ee-state", help="observation.state gains each arm's tool centre point pose (x y z qw qx qy qz, the "
                            "robot's base frame) after the joints.")] = False,
+    velocity_state: Annotated[bool, typer.Option(
+        "--velocity-state", help="observation.state gains the joints' velocities (observations/qvel, named "
+                                 "<joint>.vel) after their positions: a policy that sees one frame then sees "
+                                 "the motion it is in.")] = False,
     depth: Annotated[bool, typer.Option(
         "--depth/--no-depth", help="Export the cameras' stored depth as LeRobot's depth feature (--no-depth: RGB "
                                    "only, what LeRobot's ACT and diffusion can train on).")] = True,
@@ -77,6 +81,8 @@ def lerobot_command(
     Examples: [cyan]x2 export lerobot[/cyan] (the last dataset, to ./exports/<dataset>-lerobot)
     [cyan]x2 export lerobot --action ee_pose --ee-state[/cyan] (actions as end-effector poses, the tool poses in
     the state)
+    [cyan]x2 export lerobot --velocity-state --no-depth[/cyan] (the joints' velocities beside their positions, for
+    LeRobot's ACT)
     """
     ds = open_dataset_arg(dataset)
     target = out if out is not None else default_target(ds, "lerobot")
@@ -87,7 +93,8 @@ def lerobot_command(
     request = ExportRequest(ds, tuple(records), target, chosen.describe(), parse_cameras(cameras), state_only,
                             overwrite, parse_action_kind(action))
     options = LeRobotOptions(size=None if size is None else ImageSize.parse(size), repo_id=repo_id,
-                             environment_state=environment_state, ee_state=ee_state, depth=depth)
+                             environment_state=environment_state, ee_state=ee_state,
+                             velocity_state=velocity_state, depth=depth)
 
     def planned(step: ExportProgress) -> None:
         console.print(f"exporting {_count(step.episodes, 'episode')}, {_count(step.frames, 'frame')} "

@@ -44,7 +44,7 @@ from x2.base.errors import PolicyError, X2Error
 from x2.envspec import load_env
 from x2.envspec.ee_action import ACTION_KINDS, EEActionError, EELayout
 from x2.envspec.held_out import EVAL_SEED_BASE
-from x2.eval.observe import tool_poses
+from x2.eval.observe import robot_state
 from x2.eval.seeds import SPLITS, SplitPlan, plan_split
 from x2.eval.teacher import RANGE_SLACK, bounds
 from x2.policy.protocol import OBS_DEPTH_SUFFIX
@@ -68,13 +68,14 @@ class EnvError(X2Error):
 class X2Env(gym.Env[dict[str, Any], Floats]):
     """`gymnasium.make("x2/TASK-v0", robot=None, split="train", obs=("agent_pos", "environment_state"),
     action="joint", render_mode=None, master_seed=1, variant=None, image_size=(480, 640), max_ticks=None,
-    ee_state=False)`.
+    ee_state=False, velocity_state=False)`.
 
     `master_seed` is `x2 eval --seed` (the eval split adds EVAL_SEED_BASE, as x2 eval does) and `x2 synth --seed`
     for the train split; `variant` a scene variant of the split (default: the one x2 eval picks); `max_ticks` as
     `x2 eval --max-ticks` (default: the task's horizon); `slot_stride` how far `reset()` without a seed moves on;
     `ee_state` appends to `agent_pos` each arm's tool centre point pose in the base frame, as `x2 export lerobot
-    --ee-state` does to `observation.state` (and x2 eval to what it sends such a policy)."""
+    --ee-state` does to `observation.state` (and x2 eval to what it sends such a policy); `velocity_state` puts the
+    joints' velocities right after their positions (before any tool pose), as `--velocity-state` does."""
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 30}
 
@@ -82,7 +83,7 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
                  obs: Sequence[str] = (AGENT_POS, ENV_STATE), action: str = "joint", render_mode: str | None = None,
                  master_seed: int = 1, variant: str | None = None,
                  image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE, max_ticks: int | None = None,
-                 slot_stride: int = 1, ee_state: bool = False):
+                 slot_stride: int = 1, ee_state: bool = False, velocity_state: bool = False):
         where = f"x2/{task}-v0"
         if multiprocessing.parent_process() is not None:
             # a worker of a vector env (or any pool) ends with the process that started it, even a SIGKILLed one;
@@ -97,7 +98,7 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
             raise EnvError(f"{where}: slot_stride: found {slot_stride!r}; allowed: 1 or more")
         if max_ticks is not None and not (isinstance(max_ticks, int) and max_ticks >= 2):
             raise EnvError(f"{where}: max_ticks: found {max_ticks!r}; allowed: 2 or more, or None (the task's horizon)")
-        self.slot_stride, self.ee_state = slot_stride, bool(ee_state)
+        self.slot_stride, self.ee_state, self.velocity_state = slot_stride, bool(ee_state), bool(velocity_state)
         self._table_height = 0.0  # the reset's drawn one: it lowers the mount the tool poses are measured from
         if isinstance(obs, str):
             obs = (obs,)
@@ -151,7 +152,8 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
             entries[DEPTH] = spaces.Dict({c: spaces.Box(0, np.inf, (size.height, size.width, 1), np.float32)
                                           for c in self.depths})
         if self.agent_pos:
-            width = len(backend.robot_joint_names) + (7 * len(env.robot.arms) if self.ee_state else 0)
+            joints = len(backend.robot_joint_names)
+            width = joints * (2 if self.velocity_state else 1) + (7 * len(env.robot.arms) if self.ee_state else 0)
             entries[AGENT_POS] = spaces.Box(-np.inf, np.inf, (width,), np.float32)
         if self.env_state:
             entries[ENV_STATE] = spaces.Box(-np.inf, np.inf, (7 * len(backend.object_names),), np.float32)
@@ -290,10 +292,8 @@ class X2Env(gym.Env[dict[str, Any], Floats]):
         if self.depths:
             out[DEPTH] = {c: np.asarray(shots[c].depth, np.float32)[..., None] for c in self.depths}
         if self.agent_pos:
-            robot = backend.robot_state()
-            qpos = np.asarray(robot.qpos, dtype=np.float32)
-            out[AGENT_POS] = np.concatenate([qpos, tool_poses(backend, robot, self._table_height)]) \
-                if self.ee_state else qpos
+            out[AGENT_POS] = robot_state(backend, backend.robot_state(), self._table_height, self.velocity_state,
+                                         self.ee_state)
         if self.env_state:
             out[ENV_STATE] = np.asarray(backend.object_poses(), dtype=np.float32).reshape(-1)
         return out

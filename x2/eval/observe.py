@@ -42,6 +42,7 @@ class ObservationPlan:
     extrinsics: tuple[str, ...] = ()  # cameras whose pose is sent
     state: bool = True
     ee_state: bool = False  # the state ends with each arm's tool centre point pose, base frame
+    velocity_state: bool = False  # the joints' velocities follow their positions in the state (before tool poses)
     environment_state: bool = False
     sim_state: bool = False
 
@@ -54,6 +55,7 @@ class ObservationPlan:
         return cls(cameras=dict(info.cameras if own else cameras or {}),
                    depth=dict(info.depth if own else depth or {}),
                    extrinsics=tuple(info.extrinsics), state=info.state, ee_state=info.ee_state,
+                   velocity_state=info.velocity_state,
                    environment_state=info.environment_state, sim_state=info.sim_state)
 
     def check(self, backend: Backend) -> None:
@@ -68,9 +70,7 @@ class ObservationPlan:
         out: ObservationMessage = {OBS_TICK: obs.tick, OBS_PROMPT: obs.instruction, OBS_TASK: obs.instruction}
         assert obs.robot is not None and obs.object_poses is not None  # (an evaluation's loop observes every tick)
         if self.state:
-            qpos = np.asarray(obs.robot.qpos, dtype=np.float32)
-            out[OBS_STATE] = np.concatenate([qpos, tool_poses(backend, obs.robot, table_height)]) \
-                if self.ee_state else qpos
+            out[OBS_STATE] = robot_state(backend, obs.robot, table_height, self.velocity_state, self.ee_state)
         if self.environment_state:
             out[OBS_ENV_STATE] = np.asarray(obs.object_poses, dtype=np.float32).reshape(-1)
         if self.sim_state:
@@ -91,6 +91,18 @@ class ObservationPlan:
             pose = backend.camera_info(camera, 16, 16).extrinsics  # renderer axes in its columns
             out[OBS_EXTRINSICS_PREFIX + camera] = optical_to_world(pose[:3, 3], pose[:3, :3]).astype(np.float32).ravel()
         return out, (time.perf_counter() - t0) * 1e3
+
+
+def robot_state(backend: Backend, robot: RobotState, table_height: float, velocities: bool = False,
+                tool: bool = False) -> Floats:
+    """observation.state as `x2 export lerobot` writes it from the episode file, float32: the joints' positions, then
+    with `velocities` their velocities (`--velocity-state`), then with `tool` each arm's tool pose (`--ee-state`)."""
+    parts = [np.asarray(robot.qpos, dtype=np.float32)]
+    if velocities:
+        parts.append(np.asarray(robot.qvel, dtype=np.float32))
+    if tool:
+        parts.append(tool_poses(backend, robot, table_height))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def tool_poses(backend: Backend, robot: RobotState, table_height: float) -> Floats:

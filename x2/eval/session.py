@@ -57,6 +57,7 @@ class PolicyInputs(TypedDict):
     depth: NotRequired[dict[str, list[int]]]  # camera -> [height, width] of its depth map; said only when sent
     extrinsics: NotRequired[list[str]]  # cameras whose poses are sent; likewise
     ee_state: NotRequired[bool]  # the state ends with the tool centre points' poses (base frame); likewise
+    velocity_state: NotRequired[bool]  # the joints' velocities follow their positions in the state; likewise
 
 
 class PolicyIdentity(TypedDict):
@@ -147,6 +148,8 @@ class EvalSession:
             inputs["extrinsics"] = list(plan.extrinsics)
         if plan.ee_state:
             inputs["ee_state"] = True
+        if plan.velocity_state:
+            inputs["velocity_state"] = True
         return {"kind": info.kind, "identity": info.identity, "digest": info.digest,
                 # a service x2 started is named by what it was started as: its URL (a free port) is the run's
                 # accident, and the episodes of one seed are the same bytes whichever port it got

@@ -249,6 +249,11 @@ def _write_x2_meta(plan: ExportPlan, sources: ExportSources, root: Path, repo_id
                                         f"{' '.join(POSE_FIELDS)}",
             "frame": "the robot's base frame (x2/envspec/ee_action.py), quaternion w x y z",
             "source": "/observations/ee_pose moved to the base frame (x2/recorded/ee_actions.py, base_frame_poses)"}
+    if plan.velocity_state:  # likewise
+        extra["velocity_state"] = {
+            "feature": STATE, "layout": "the joints (observations/qpos), then their velocities (<joint>.vel, rad/s or "
+                                        "m/s)" + (", then the tool centre points" if plan.ee_state else ""),
+            "source": "/observations/qvel (the velocities recorded with each frame, float32)"}
     facts = sources.provenance(
         format={"name": "lerobot", "codebase_version": "v3.0", "lerobot_version": lerobot.__version__,
                 "repo_id": repo_id},

@@ -43,7 +43,7 @@ from x2.export.sensor_streams import (
     stored_streams,
 )
 from x2.export.sources import ExportSources
-from x2.policy.protocol import OBS_EXTRINSICS_PREFIX
+from x2.policy.protocol import OBS_EXTRINSICS_PREFIX, VELOCITY_SUFFIX
 from x2.recorded.ee_actions import base_frame_poses
 from x2.recorded.frames import DEFAULT_SIZE, episode_frames
 from x2.sim.camera import ImageSize
@@ -92,6 +92,7 @@ class LeRobotOptions:
     repo_id: str | None = None  # None: x2/<dataset>
     environment_state: bool = False  # add observation.environment_state (every object's pose, privileged)
     ee_state: bool = False  # observation.state gains each arm's tcp pose (base frame) after the joints
+    velocity_state: bool = False  # observation.state gains the joints' velocities (qvel) after their positions
     # stored depth exported (LeRobot's depth feature); False leaves it out, as LeRobot's ACT and diffusion need: their
     # ResNets take every visual feature as RGB
     depth: bool = True
@@ -181,6 +182,7 @@ class ExportPlan:
     depth_max: float = math.inf
     action_kind: str = "joint"  # x2/export/request.py's ACTION_KINDS: `action` as end-effector actions, else joints
     ee_state: bool = False  # joint_names end with each arm's tcp pose (`<arm>.x` .. `<arm>.qz`, base frame)
+    velocity_state: bool = False  # the joints are followed by their velocities (`<joint>.vel`), before any tcp pose
 
     @property
     def environment_state_names(self) -> list[str]:
@@ -340,6 +342,19 @@ def environment_state(ep: Episode, objects: Sequence[str] | None) -> tuple[tuple
     return names, poses.astype(np.float32).reshape(shape[0], shape[1] * 7)
 
 
+def velocities(ep: Episode, joints: int) -> npt.NDArray[np.float32]:
+    """The episode's joint velocities (T, J) float32, as `/observations/qvel` stores them; refused (one line) where
+    they are not there, as in a real recording that stored none."""
+    if fmt.QVEL not in ep:
+        raise ExportError(f"{ep.path}: {fmt.QVEL}: found missing; allowed: episodes that store the joints' velocities "
+                          "(--velocity-state)")
+    shape = ep.dataset(fmt.QVEL).shape
+    if len(shape) != 2 or shape != (ep.frames, joints):
+        raise ExportError(f"{ep.path}: {fmt.QVEL}: found shape {shape}; allowed: ({ep.frames}, {joints}) "
+                          "(one per joint, as qpos)")
+    return np.asarray(ep[fmt.QVEL], np.float32)
+
+
 def plan_episode(ep: Episode, record: EpisodeRecord, plan: ExportPlan) -> EpisodePlan:
     """One episode's frames, refused (one line) where LeRobot could not hold them faithfully; with the plan's
     objects, their poses too (`environment_state`)."""
@@ -381,6 +396,8 @@ def plan_episode(ep: Episode, record: EpisodeRecord, plan: ExportPlan) -> Episod
     task = ep.instruction or ds.manifest.task
     poses = environment_state(ep, plan.objects)[1] if plan.objects else None
     state = ep[fmt.QPOS].astype(np.float32, copy=False)
+    if plan.velocity_state:
+        state = np.concatenate([state, velocities(ep, len(ds.manifest.joint_names))], axis=1)
     if plan.ee_state:
         if fmt.EE_POSE not in ep:
             raise ExportError(f"{where}: {fmt.EE_POSE}: found missing; allowed: episodes recorded by x2's loop "
@@ -417,6 +434,10 @@ def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
                               f"(per arm its joints, then <arm>_gripper) for --action {kind}")
         action_names = EELayout(kind, tuple(a.name for a in layout.arms), layout.base is not None).names
     joint_names = names[fmt.QPOS]
+    if options.velocity_state:
+        if not labelled:
+            velocities(first, len(joint_names))  # (refused when a real recording stored none)
+        joint_names = (*joint_names, *(n + VELOCITY_SUFFIX for n in joint_names))
     if options.ee_state:
         if not labelled:
             raise ExportError(f"{sources.first_episode.path}: --ee-state: found a real recording; allowed: simulated "
@@ -427,4 +448,5 @@ def plan_export(sources: ExportSources, options: LeRobotOptions) -> ExportPlan:
                               "layout (per arm its joints, then <arm>_gripper) for --ee-state")
         joint_names = (*joint_names, *(f"{a.name}.{f}" for a in arms.arms for f in TCP_FIELDS))
     return ExportPlan(ds, fps, joint_names, action_names, codes, images, sources.arms, objects, labelled,
-                      depth=depth, depth_lens=lenses, action_kind=kind, ee_state=options.ee_state)
+                      depth=depth, depth_lens=lenses, action_kind=kind, ee_state=options.ee_state,
+                      velocity_state=options.velocity_state)

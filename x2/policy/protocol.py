@@ -26,10 +26,12 @@ from typing import Final, NotRequired, Protocol, TypedDict
 
 from x2.base.arrays import Floats, Image
 
-# (J,) float32: the robot's joint positions, as the dataset's qpos; for a service saying `ee_state`, (J + 7 * arms,):
-# then per arm its tool centre point's pose in the robot's base frame, x y z qw qx qy qz (as `x2 export lerobot
+# (J,) float32: the robot's joint positions, as the dataset's qpos; for a service saying `velocity_state`, then the
+# joints' velocities, as the dataset's qvel (J more, named <joint> + VELOCITY_SUFFIX); for one saying `ee_state`, last,
+# per arm its tool centre point's pose in the robot's base frame, x y z qw qx qy qz (as `x2 export lerobot
 # --ee-state` states it: x2/envspec/ee_action.py, world_to_base)
 OBS_STATE: Final = "observation.state"
+VELOCITY_SUFFIX: Final = ".vel"  # a joint's velocity in observation.state (`x2 export lerobot --velocity-state`)
 OBS_IMAGE_PREFIX: Final = "observation.images."  # + camera: (H, W, 3) uint8, rendered live
 # + camera + OBS_DEPTH_SUFFIX: (H, W, 1) float32, the camera's depth in metres along its optical axis, rendered live
 # (LeRobot 0.6's depth feature name, which x2's LeRobot export writes too: x2/export/sensor_streams.py)
@@ -104,6 +106,7 @@ class Metadata(TypedDict):
     depth: NotRequired[dict[str, list[int]]]  # said only by a service reading depth maps
     extrinsics: NotRequired[list[str]]  # said only by a service reading camera poses
     ee_state: NotRequired[bool]  # said only by a service reading the tool centre points' poses in its state
+    velocity_state: NotRequired[bool]  # said only by a service reading the joints' velocities in its state
 
 
 class PolicyFault(Exception):
@@ -128,6 +131,7 @@ class ServiceInfo:
     extrinsics: tuple[str, ...] = ()  # cameras whose pose it wants each tick
     state: bool = True  # wants observation.state
     ee_state: bool = False  # wants the tool centre points' poses after the joints in observation.state
+    velocity_state: bool = False  # wants the joints' velocities after their positions (before any tool pose)
     environment_state: bool = False  # wants observation.environment_state (a low-dim policy)
     sim_state: bool = False  # wants x2.sim_state (privileged: the expert)
     action_names: tuple[str, ...] | None = None  # the action vector's names, checked against the robot's
@@ -154,6 +158,8 @@ class ServiceInfo:
             said["extrinsics"] = list(self.extrinsics)
         if self.ee_state:
             said["ee_state"] = True
+        if self.velocity_state:
+            said["velocity_state"] = True
         return {METADATA_KEY: said}
 
     @classmethod
@@ -170,6 +176,7 @@ class ServiceInfo:
                    depth={str(c): (int(hw[0]), int(hw[1])) for c, hw in dict(depth).items()},
                    extrinsics=tuple(str(c) for c in raw.get("extrinsics") or ()),
                    state=bool(raw.get("state", True)), ee_state=bool(raw.get("ee_state", False)),
+                   velocity_state=bool(raw.get("velocity_state", False)),
                    environment_state=bool(raw.get("environment_state", False)),
                    sim_state=bool(raw.get("sim_state", False)),
                    action_names=None if names is None else tuple(str(n) for n in names),

@@ -69,7 +69,8 @@ class X2EnvConfig(EnvConfig):  # type: ignore[misc]
     `--env.variant`, `--env.obs` (comma-separated: agent_pos, environment_state and camera names),
     `--env.observation_height` / `--env.observation_width` (every camera's picture), `--env.max_ticks` (x2 eval's
     `--max-ticks`; default: the task's horizon), `--env.ee_state` (agent_pos gains the tool centre point poses, for
-    a policy trained on `x2 export lerobot --ee-state`)."""
+    a policy trained on `x2 export lerobot --ee-state`), `--env.velocity_state` (agent_pos gains the joints'
+    velocities after their positions, for one trained on `--velocity-state`)."""
 
     task: str | None = "pick_place"
     fps: int = 30  # (set from the task's world: its control rate)
@@ -82,6 +83,7 @@ class X2EnvConfig(EnvConfig):  # type: ignore[misc]
     observation_width: int = 640
     max_ticks: int | None = None
     ee_state: bool = False
+    velocity_state: bool = False
     render_mode: str = "rgb_array"
     features: dict[str, PolicyFeature] = field(default_factory=dict)
     features_map: dict[str, str] = field(default_factory=dict)
@@ -132,7 +134,7 @@ class X2EnvConfig(EnvConfig):  # type: ignore[misc]
         return {"robot": self.robot, "obs": _names(self.obs), "render_mode": self.render_mode,
                 "master_seed": self.master_seed, "variant": self.variant,
                 "image_size": (self.observation_height, self.observation_width), "max_ticks": self.max_ticks,
-                "ee_state": self.ee_state}
+                "ee_state": self.ee_state, "velocity_state": self.velocity_state}
 
     def split_kwargs(self, split: str, slot_stride: int = 1) -> dict[str, Any]:
         return {**self.gym_kwargs, "split": split, "slot_stride": slot_stride}

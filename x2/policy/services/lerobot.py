@@ -44,6 +44,7 @@ from x2.policy.protocol import (
     OBS_PROMPT,
     OBS_STATE,
     OBS_TASK,
+    VELOCITY_SUFFIX,
     Answer,
     EpisodeEndMessage,
     EpisodeStartMessage,
@@ -126,6 +127,14 @@ def states_tool_poses(folder: Path) -> bool:
     names = dataset_feature_names(folder, OBS_STATE) or ()
     return len(names) >= len(TCP_FIELDS) and \
         tuple(n.rsplit(".", 1)[-1] for n in names[-len(TCP_FIELDS):]) == TCP_FIELDS
+
+
+def states_velocities(folder: Path) -> bool:
+    """Whether the training dataset's observation.state has the joints' velocities after their positions (`x2 export
+    lerobot --velocity-state` names them `<joint>.vel`): then x2 eval must send them too."""
+    names = dataset_feature_names(folder, OBS_STATE) or ()
+    joints = sum(n.endswith(VELOCITY_SUFFIX) for n in names)
+    return joints > 0 and tuple(names[joints:2 * joints]) == tuple(n + VELOCITY_SUFFIX for n in names[:joints])
 
 
 def depth_unit(folder: Path) -> str:
@@ -247,6 +256,7 @@ class LeRobotService:
             extrinsics=tuple(k.removeprefix(OBS_EXTRINSICS_PREFIX) for k in self.vectors
                              if k.startswith(OBS_EXTRINSICS_PREFIX)),
             state=OBS_STATE in self.vectors, ee_state=OBS_STATE in self.vectors and states_tool_poses(self.folder),
+            velocity_state=OBS_STATE in self.vectors and states_velocities(self.folder),
             environment_state=OBS_ENV_STATE in self.vectors,
             action_names=None if names is None else tuple(names), chunk=None)
 
