@@ -349,7 +349,7 @@ def velocities(ep: Episode, joints: int) -> npt.NDArray[np.float32]:
         raise ExportError(f"{ep.path}: {fmt.QVEL}: found missing; allowed: episodes that store the joints' velocities "
                           "(--velocity-state)")
     shape = ep.dataset(fmt.QVEL).shape
-    if len(shape) != 2 or shape != (ep.frames, joints):
+    if tuple(shape) != (ep.frames, joints):
         raise ExportError(f"{ep.path}: {fmt.QVEL}: found shape {shape}; allowed: ({ep.frames}, {joints}) "
                           "(one per joint, as qpos)")
     return np.asarray(ep[fmt.QVEL], np.float32)
