@@ -23,8 +23,10 @@ Stages, each skipped when its output is already complete, so a stopped run conti
 
 The recipe is docs/policies.md's state ACT with cameras: the ResNet-18 backbone trains from scratch
 (`--policy.pretrained_backbone_weights=null`: no weights can be downloaded here) at the transformer's learning
-rate, 1e-4, not ACT's fine-tuning 1e-5. Its chunk of 20 actions (0.67 s) runs whole; `--chunk-size 50` trains and
-runs a longer one (named NAME-chunk50): bench/RESULTS.md found that re-planning more often only hurt.
+rate, 1e-4, not ACT's fine-tuning 1e-5. Its chunk of 50 actions (1.67 s) runs whole: with chunks of 20 (the state
+recipe's; `--chunk-size 20`, the runs named without the suffix) the arm was re-planned in the motion's slow phases
+and the best checkpoint succeeded 43 % in distribution, with 50 (runs named NAME-chunk50) 80 % (bench/RESULTS.md,
+"Chunks of 50").
 `--velocity-state` exports again with the joints' velocities in the state (OUT/exports-vel, runs named NAME-vel).
 """
 
@@ -311,8 +313,9 @@ def main() -> None:
     ap.add_argument("--lr-schedule", choices=("constant", "cosine"), default="constant",
                     help="constant: ACT's preset (1e-4 throughout); cosine: warm-up, then decay to 1e-6 at --steps "
                          "(its trainings are named NAME-cosine, beside the constant ones)")
-    ap.add_argument("--chunk-size", type=int, default=20, help="ACT's chunk, run whole (its trainings are named "
-                    "NAME-chunkN where N is not 20): fewer re-plans carry the arm through the motion's slow phases")
+    ap.add_argument("--chunk-size", type=int, default=None, help="ACT's chunk, run whole (default 50; its trainings "
+                    "are named NAME-chunkN where N is not 20): fewer re-plans carry the arm through the motion's "
+                    "slow phases")
     ap.add_argument("--velocity-state", action="store_true", help="the policies also observe the joints' "
                     "velocities (exports-vel/: x2 export lerobot --velocity-state; runs named NAME-vel)")
     ap.add_argument("--approach-object", default="block", help="the object the report measures the tcp's closest "
@@ -326,9 +329,13 @@ def main() -> None:
     if args.policy_type == "diffusion" and args.lr_schedule != "constant":
         ap.error("--lr-schedule: found cosine with --policy-type diffusion; allowed: constant (diffusion's own preset "
                  "already decays the rate)")
-    if args.chunk_size < 1 or (args.policy_type != "act" and args.chunk_size != 20):
-        ap.error(f"--chunk-size: found {args.chunk_size} with --policy-type {args.policy_type}; allowed: a positive "
-                 "chunk for act (diffusion's horizon is its own)")
+    if args.policy_type != "act" and args.chunk_size is not None:
+        ap.error(f"--chunk-size: found {args.chunk_size} with --policy-type {args.policy_type}; allowed: none "
+                 "(diffusion's horizon is its own)")
+    if args.chunk_size is None:
+        args.chunk_size = 50 if args.policy_type == "act" else 20  # (20: no suffix on a diffusion run's name)
+    if args.chunk_size < 1:
+        ap.error(f"--chunk-size: found {args.chunk_size}; allowed: 1 or more")
     # a SIGTERM unwinds like Ctrl-C, through train_both's `finally`: the trainers (own sessions) stop with the bench
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work: Path = args.out.resolve()
@@ -403,8 +410,9 @@ def main() -> None:
         reports[bound] = evaluate(bound, bound, [demos], args, work)
 
     kind = {"act": "ACT", "diffusion": "Diffusion"}[args.policy_type]
+    chunk = f", chunk {args.chunk_size}" if args.policy_type == "act" else ""
     lines = [f"pick_place from images: {kind} at step {step} (batch {args.batch}, {args.lr_schedule} learning rate to "
-             f"--steps {args.steps}, chunk {args.chunk_size}), cameras {args.cameras} at "
+             f"--steps {args.steps}{chunk}), cameras {args.cameras} at "
              f"{args.size}; {args.eval_episodes} episodes per split, master seed {args.eval_seed}, "
              f"--max-ticks {args.max_ticks}, the checkpoints' chunks run --chunk-exec {args.chunk_exec}", "",
              "| policy | ID success (95 % CI) | ID progress (subtasks) | OOD success (95 % CI) | OOD progress | "

@@ -45,7 +45,9 @@ def task(n: int) -> str:
     nodes = []
     for k in range(2, n + 1):
         fallen = f"object_fallen: {{obj: cube{k}}}"
-        nodes += [Node(f"pick{k}", f"Grasp cube {k} and lift it.", [f"object_lifted: {{obj: cube{k}, height: 0.025}}"],
+        nodes += [Node(f"pick{k}", f"Grasp cube {k} and lift it.",
+                       [f"object_lifted: {{obj: cube{k}, height: 0.025}}",
+                        f"gripper_holding: {{arm: right, obj: cube{k}}}"],
                        fallen, 15, f"{{name: pick, arm: right, target: cube{k}, lift: 0.04}}"),
                   Node(f"stack{k}", f"Set cube {k} on cube {k - 1} and let go.",
                        [f"object_on: {{obj: cube{k}, target: cube{k - 1}, distance: 0.01}}",

@@ -41,9 +41,9 @@ def _workspace(root: Path, task: str) -> None:
 
 
 @pytest.mark.parametrize("task, found", [
-    (TASK.replace("name: pick, arm", "name: yeet, arm"), "t.yaml:14: nodes.pick.skill.name: found 'yeet'"),
+    (TASK.replace("name: pick, arm", "name: yeet, arm"), "t.yaml:16: nodes.pick.skill.name: found 'yeet'"),
     (TASK.replace("arm: right, target: plate", "arm: right, target: plate, speed: 2"),
-     "t.yaml:22: nodes.place.skill.speed: found unknown parameter 'speed'"),
+     "t.yaml:24: nodes.place.skill.speed: found unknown parameter 'speed'"),
     (TASK.replace("scene: tabletop_booth", "scene: tetra_booth"),
      "specs/scenes/tetra_booth.yaml: <world>: found a world MuJoCo cannot compile (Error: Error opening file "
      "'tetra.stl')"),
