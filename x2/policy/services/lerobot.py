@@ -121,18 +121,16 @@ def dataset_feature_names(folder: Path, feature: str) -> tuple[str, ...] | None:
     return tuple(str(n) for n in names) if isinstance(names, list) else None
 
 
-def states_tool_poses(folder: Path) -> bool:
-    """Whether the training dataset's observation.state ends with tool centre point poses (`x2 export lerobot
+def states_tool_poses(names: tuple[str, ...]) -> bool:
+    """Whether the training dataset's observation.state `names` end with tool centre point poses (`x2 export lerobot
     --ee-state` names them `<arm>.x` .. `<arm>.qz`): then x2 eval must send them too."""
-    names = dataset_feature_names(folder, OBS_STATE) or ()
     return len(names) >= len(TCP_FIELDS) and \
         tuple(n.rsplit(".", 1)[-1] for n in names[-len(TCP_FIELDS):]) == TCP_FIELDS
 
 
-def states_velocities(folder: Path) -> bool:
-    """Whether the training dataset's observation.state has the joints' velocities after their positions (`x2 export
-    lerobot --velocity-state` names them `<joint>.vel`): then x2 eval must send them too."""
-    names = dataset_feature_names(folder, OBS_STATE) or ()
+def states_velocities(names: tuple[str, ...]) -> bool:
+    """Whether the training dataset's observation.state `names` have the joints' velocities after their positions
+    (`x2 export lerobot --velocity-state` names them `<joint>.vel`): then x2 eval must send them too."""
     joints = sum(n.endswith(VELOCITY_SUFFIX) for n in names)
     return joints > 0 and tuple(names[joints:2 * joints]) == tuple(n + VELOCITY_SUFFIX for n in names[:joints])
 
@@ -247,6 +245,7 @@ class LeRobotService:
         names = getattr(self.config, "action_feature_names", None) or dataset_feature_names(self.folder, ACTION)
         if names is not None and len(names) != self.action_dim:
             names = None  # a dataset that changed since training says nothing about this policy
+        state = dataset_feature_names(self.folder, OBS_STATE) or ()  # (read once for both checks below)
         return ServiceInfo(
             kind="lerobot", identity=str(self.folder), lifecycle=True,
             digest=file_digest(self.folder / WEIGHTS).split(":", 1)[1],  # the weights' sha256 in hex
@@ -255,8 +254,8 @@ class LeRobotService:
                    for key, hw in self.depths.items()},
             extrinsics=tuple(k.removeprefix(OBS_EXTRINSICS_PREFIX) for k in self.vectors
                              if k.startswith(OBS_EXTRINSICS_PREFIX)),
-            state=OBS_STATE in self.vectors, ee_state=OBS_STATE in self.vectors and states_tool_poses(self.folder),
-            velocity_state=OBS_STATE in self.vectors and states_velocities(self.folder),
+            state=OBS_STATE in self.vectors, ee_state=OBS_STATE in self.vectors and states_tool_poses(state),
+            velocity_state=OBS_STATE in self.vectors and states_velocities(state),
             environment_state=OBS_ENV_STATE in self.vectors,
             action_names=None if names is None else tuple(names), chunk=None)
 
